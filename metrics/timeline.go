@@ -1,0 +1,239 @@
+package metrics
+
+import (
+	"fmt"
+	"time"
+)
+
+// TokenSource says how a request's output tokens were counted.
+type TokenSource uint8
+
+const (
+	// SourceUnknown: no token arrived, so nothing was counted.
+	SourceUnknown TokenSource = iota
+	// SourceUsageDeltas: the server sent usage on every chunk
+	// (vLLM's continuous_usage_stats) and each chunk counted the growth of
+	// completion_tokens.
+	SourceUsageDeltas
+	// SourceChunks: one token per non-empty content or reasoning delta.
+	SourceChunks
+	// SourceFinalUsage: chunks were counted one each, and the final usage
+	// reported more; the difference is in [Timeline.ExtraTokens].
+	SourceFinalUsage
+)
+
+var sourceNames = [...]string{"", "usage_deltas", "chunks", "final_usage"}
+
+// String returns the source's name as it appears in reports:
+// "usage_deltas", "chunks", "final_usage", or "" when unknown.
+func (s TokenSource) String() string {
+	if int(s) < len(sourceNames) {
+		return sourceNames[s]
+	}
+	return fmt.Sprintf("TokenSource(%d)", s)
+}
+
+// MarshalText implements [encoding.TextMarshaler].
+func (s TokenSource) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText implements [encoding.TextUnmarshaler].
+func (s *TokenSource) UnmarshalText(b []byte) error {
+	for i, n := range sourceNames {
+		if string(b) == n {
+			*s = TokenSource(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("metrics: unknown token source %q", b)
+}
+
+// ErrorKind classifies why a request failed. Its zero value, [KindNone],
+// means it did not.
+type ErrorKind uint8
+
+// The kinds of failure. Each names the phase or the evidence, so a report can
+// say what went wrong without parsing messages.
+const (
+	KindNone              ErrorKind = iota
+	KindConnect                     // could not connect or write the request
+	KindHeaderTimeout               // no response headers within the deadline
+	KindFirstTokenTimeout           // headers came, the first token did not
+	KindStall                       // no chunk within the idle deadline
+	KindRateLimited                 // HTTP 429
+	KindTooLong                     // HTTP 400: prompt + max tokens exceed the context
+	KindServerStatus                // HTTP 5xx
+	KindClientStatus                // another HTTP 4xx
+	KindStreamError                 // an error object inside a 200 stream
+	KindMalformed                   // a chunk that is not valid JSON of the expected shape
+	KindOversize                    // an event larger than the size limit
+	KindTruncated                   // the stream ended without [DONE] or a finish reason
+	KindCanceled                    // the caller cancelled (for example at the end of a window)
+	KindOther                       // anything else
+	numKinds
+)
+
+var kindNames = [...]string{
+	"", "connect", "header_timeout", "first_token_timeout", "stall",
+	"rate_limited", "too_long", "server_status", "client_status",
+	"stream_error", "malformed", "oversize", "truncated", "canceled", "other",
+}
+
+// Kinds lists every error kind but [KindNone], in order.
+func Kinds() []ErrorKind {
+	ks := make([]ErrorKind, 0, numKinds-1)
+	for k := KindConnect; k < numKinds; k++ {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// String returns the kind's name as it appears in reports, such as "stall"
+// or "rate_limited"; [KindNone] is "".
+func (k ErrorKind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("ErrorKind(%d)", k)
+}
+
+// MarshalText implements [encoding.TextMarshaler].
+func (k ErrorKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText implements [encoding.TextUnmarshaler].
+func (k *ErrorKind) UnmarshalText(b []byte) error {
+	for i, n := range kindNames {
+		if string(b) == n {
+			*k = ErrorKind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("metrics: unknown error kind %q", b)
+}
+
+// Timeline is one request's life as the client saw it, on one monotonic
+// clock. It holds counters, not samples: its size does not grow with the
+// number of tokens.
+//
+// The client fills the times and the outcome; [Recorder.Observe] fills the
+// token fields as chunks arrive. A Timeline is not safe for concurrent use:
+// one goroutine owns it until it hands it to [Recorder.Record].
+type Timeline struct {
+	// Due is when the request should have started: the arrival time in an
+	// open-loop run, the start otherwise. Start − Due is lateness.
+	Due time.Time
+	// Start is when the client began: before connecting, before any wait for
+	// a connection.
+	Start time.Time
+	// Sent is when the request was fully written. Time to first token is
+	// measured from here, so client-side waiting never leaks into it.
+	Sent time.Time
+	// Headers is when the response headers arrived.
+	Headers time.Time
+	// First and Last are the arrival times of the first and the last chunk
+	// that carried tokens.
+	First, Last time.Time
+	// End is when the response ended: [DONE], an error, or cancellation.
+	End time.Time
+
+	// Chunks counts the chunks that carried tokens; Tokens the tokens they
+	// carried.
+	Chunks int
+	Tokens int
+	// ExtraTokens is what the final usage reported beyond Tokens, when chunks
+	// were counted one each (Source is SourceFinalUsage). Reports spread them
+	// over the request's chunks.
+	ExtraTokens int
+	Source      TokenSource
+
+	// Usage as the server reported it; zero when it sent none.
+	PromptTokens     int
+	CompletionTokens int
+	CachedTokens     int
+
+	// FinishReason is the server's finish_reason ("stop", "length", ...).
+	FinishReason string
+	// Done reports that the stream ended with [DONE].
+	Done bool
+	// Kind and Err say why the request failed; KindNone and nil if it did not.
+	Kind ErrorKind
+	Err  error
+
+	// Filled by Recorder.Observe.
+	win     windowTally
+	gapBuf  [gapBufLen]gap
+	gapN    uint8
+	shard   uint16
+	sharded bool
+}
+
+// windowTally is a request's share of a measurement window.
+type windowTally struct {
+	tokens int
+	chunks int
+	last   time.Time
+}
+
+type gap struct {
+	d time.Duration
+	n int64
+}
+
+const gapBufLen = 16
+
+// OutputTokens returns the request's output tokens: those counted from
+// chunks plus any extra the final usage reported.
+func (tl *Timeline) OutputTokens() int { return tl.Tokens + tl.ExtraTokens }
+
+// OK reports whether the request completed: no error, and the stream ended
+// with [DONE] or a finish reason.
+func (tl *Timeline) OK() bool {
+	return tl.Kind == KindNone && tl.Err == nil && (tl.Done || tl.FinishReason != "")
+}
+
+// TTFT returns the time from the request being written to its first token,
+// or 0 when no token arrived.
+func (tl *Timeline) TTFT() time.Duration {
+	if tl.First.IsZero() || tl.Sent.IsZero() {
+		return 0
+	}
+	return tl.First.Sub(tl.Sent)
+}
+
+// TimeBetweenTokens returns (Last − First) ÷ (tokens − 1): the request's mean
+// time between tokens over its whole life. It is 0 for fewer than two tokens.
+func (tl *Timeline) TimeBetweenTokens() time.Duration {
+	n := tl.OutputTokens()
+	if n < 2 || tl.First.IsZero() {
+		return 0
+	}
+	return tl.Last.Sub(tl.First) / time.Duration(n-1)
+}
+
+// Latency returns the end-to-end latency, from the request being written to
+// the end of the response, or 0 when either is unknown.
+func (tl *Timeline) Latency() time.Duration {
+	if tl.End.IsZero() || tl.Sent.IsZero() {
+		return 0
+	}
+	return tl.End.Sub(tl.Sent)
+}
+
+// TPOT returns the time per output token after the first, as vLLM defines
+// it: (latency − TTFT) ÷ (output tokens − 1). It is 0 for fewer than two
+// tokens or an unfinished request.
+func (tl *Timeline) TPOT() time.Duration {
+	n := tl.OutputTokens()
+	if n < 2 || tl.First.IsZero() || tl.End.IsZero() {
+		return 0
+	}
+	return tl.End.Sub(tl.First) / time.Duration(n-1)
+}
+
+// ClientWait returns how long the request waited on the client side before
+// it was written (connecting included), or 0 when unknown.
+func (tl *Timeline) ClientWait() time.Duration {
+	if tl.Sent.IsZero() || tl.Start.IsZero() {
+		return 0
+	}
+	return tl.Sent.Sub(tl.Start)
+}
