@@ -35,7 +35,7 @@ const numShards = 8
 
 type shard struct {
 	mu     sync.Mutex
-	itl    Histogram   // guarded by mu
+	itl    Histogram    // guarded by mu
 	tokens atomic.Int64 // tokens observed, window or not
 	inWin  atomic.Int64 // tokens observed inside the window
 	_      [64]byte     // keep shards on separate cache lines
