@@ -1,0 +1,552 @@
+package loadgen
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"iter"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/tmaxmax/go-sse"
+
+	"github.com/llmload/llmload/metrics"
+)
+
+// Default deadlines of a [Client]. They are generous: a 256K-token prompt
+// can take minutes to prefill on a small card, and a request may wait in the
+// server's queue before that.
+const (
+	DefaultConnectTimeout    = 10 * time.Second
+	DefaultHeaderTimeout     = 10 * time.Minute
+	DefaultFirstTokenTimeout = 30 * time.Minute
+	DefaultStallTimeout      = 2 * time.Minute
+	// DefaultMaxEventSize bounds one SSE event, so a hostile or broken
+	// server cannot make the client buffer without limit.
+	DefaultMaxEventSize = 1 << 20
+)
+
+// Client streams completions from one OpenAI-compatible server and
+// timestamps every chunk as it arrives. Its zero value needs only BaseURL.
+// A Client is safe for concurrent use; set its fields before the first
+// request.
+//
+// A Client has no whole-request timeout, which would cut long streams.
+// Instead each phase of a request has its own deadline and its own error:
+// connecting and writing the request ([ErrConnectTimeout]), waiting for the
+// response headers ([ErrHeaderTimeout]), waiting for the first token after
+// them ([ErrFirstTokenTimeout]), and the longest gap between chunks after
+// that ([ErrStall]). Zero means the default; a negative value means no
+// deadline.
+type Client struct {
+	// BaseURL is the API root, such as "http://127.0.0.1:8000/v1".
+	BaseURL string
+	// APIKey is sent as "Authorization: Bearer"; it is never logged or
+	// written anywhere else.
+	APIKey string
+	// Header holds extra headers for every request.
+	Header http.Header
+	// HTTPClient sends the requests. Nil means a client on
+	// NewTransport(DefaultMaxConns). Its Timeout must be 0.
+	HTTPClient *http.Client
+
+	ConnectTimeout    time.Duration
+	HeaderTimeout     time.Duration
+	FirstTokenTimeout time.Duration
+	StallTimeout      time.Duration
+	// MaxEventSize bounds one SSE event in bytes; 0 means
+	// DefaultMaxEventSize.
+	MaxEventSize int
+
+	once sync.Once
+	hc   *http.Client
+}
+
+func (c *Client) httpClient() *http.Client {
+	c.once.Do(func() {
+		c.hc = c.HTTPClient
+		if c.hc == nil {
+			c.hc = &http.Client{Transport: NewTransport(DefaultMaxConns)}
+		}
+	})
+	return c.hc
+}
+
+func pick(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
+// An Observer receives the tokens of each chunk as it arrives.
+// [*metrics.Recorder] is one. Observe is called from the goroutine that
+// reads the stream.
+type Observer interface {
+	Observe(tl *metrics.Timeline, t time.Time, tokens int)
+}
+
+// Chunk is one streamed chunk that carried tokens, a finish reason or usage.
+type Chunk struct {
+	// Time is when the chunk arrived.
+	Time time.Time
+	// Tokens is how many output tokens it carried (see [metrics.TokenSource]
+	// for the rules).
+	Tokens int
+	// Text and Reasoning are the first choice's content and reasoning deltas.
+	Text, Reasoning string
+	// FinishReason is set on the chunk that ends the choice.
+	FinishReason string
+	// PromptTokens and CompletionTokens are the usage it reported, if
+	// HasUsage.
+	HasUsage                       bool
+	PromptTokens, CompletionTokens int
+}
+
+// Response is a finished request: its timeline, and its text.
+type Response struct {
+	metrics.Timeline
+	// Text and Reasoning are the whole content and reasoning of the first
+	// choice.
+	Text, Reasoning string
+	// ChunkTimes holds the arrival of every chunk that carried tokens.
+	ChunkTimes []time.Time
+}
+
+// Do sends req, reads its whole stream and returns the response. The error,
+// if any, is also in the response's timeline (Kind, Err), and everything
+// measured before it is kept. Do keeps the text and each chunk's time; to
+// measure many requests without that, use [Client.Measure].
+func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
+	r := &Response{}
+	var text, reasoning strings.Builder
+	err := c.stream(ctx, req, &r.Timeline, nil, func(ch *Chunk) bool {
+		text.WriteString(ch.Text)
+		reasoning.WriteString(ch.Reasoning)
+		if ch.Tokens > 0 {
+			r.ChunkTimes = append(r.ChunkTimes, ch.Time)
+		}
+		return true
+	})
+	r.Text, r.Reasoning = text.String(), reasoning.String()
+	return r, err
+}
+
+// Measure sends req and fills tl as the stream arrives: its times, token
+// counts, usage and outcome. Each chunk's tokens go to obs, which updates tl;
+// a nil obs means tl's own [metrics.Timeline.Observe]. The returned error is
+// also in tl. Measure allocates per request, not per chunk.
+func (c *Client) Measure(ctx context.Context, req *Request, tl *metrics.Timeline, obs Observer) error {
+	return c.stream(ctx, req, tl, obs, nil)
+}
+
+// Stream sends req and yields each chunk that carries tokens, a finish
+// reason or usage, stamped with its arrival time. It never yields a chunk
+// together with an error; the last value is the request's error, if any.
+// Breaking out of the loop cancels the request.
+func (c *Client) Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, error] {
+	return func(yield func(Chunk, error) bool) {
+		var tl metrics.Timeline
+		stopped := false
+		err := c.stream(ctx, req, &tl, nil, func(ch *Chunk) bool {
+			if !yield(*ch, nil) {
+				stopped = true
+				return false
+			}
+			return true
+		})
+		if err != nil && !stopped {
+			yield(Chunk{}, err)
+		}
+	}
+}
+
+// errStopped is the cause when an iterator's consumer stops early.
+var errStopped = errors.New("loadgen: the reader stopped")
+
+// stream is the one implementation behind Do, Measure and Stream. emit, when
+// not nil, receives decoded chunks; returning false stops the request.
+func (c *Client) stream(ctx context.Context, req *Request, tl *metrics.Timeline, obs Observer, emit func(*Chunk) bool) error {
+	now := time.Now()
+	if tl.Start.IsZero() {
+		tl.Start = now
+	}
+	if tl.Due.IsZero() {
+		tl.Due = tl.Start
+	}
+	rs := requestState{tl: tl, obs: obs, emit: emit}
+	err := rs.run(ctx, c, req)
+	tl.End = time.Now()
+	rs.finish()
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			e = &Error{Kind: metrics.KindOther, Err: err}
+		}
+		e.Chunks = tl.Chunks
+		tl.Kind, tl.Err = e.Kind, e
+		return e
+	}
+	return nil
+}
+
+// requestState is one request in flight.
+type requestState struct {
+	tl   *metrics.Timeline
+	obs  Observer
+	emit func(*Chunk) bool
+
+	sent atomic.Int64 // UnixNano of the request being written; set by httptrace
+
+	// token counting
+	mode       countMode
+	attributed int // tokens given to chunks, pending included
+	pending    int // tokens that came before any visible token
+	finalUsage int64
+	lastTime   time.Time
+	done       bool
+	streamErr  error
+}
+
+type countMode uint8
+
+const (
+	countDeltas     countMode = iota // no usage seen yet: one token per delta
+	countContinuous                  // usage from the start: completion_tokens deltas
+	countFinal                       // usage came late: one per delta, usage reconciles
+)
+
+func (rs *requestState) run(ctx context.Context, c *Client, req *Request) error {
+	body, err := req.Body()
+	if err != nil {
+		return &Error{Kind: metrics.KindOther, Err: err}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	wd := newWatchdog(cancel, [numPhases]time.Duration{
+		phaseConnect: pick(c.ConnectTimeout, DefaultConnectTimeout),
+		phaseHeaders: pick(c.HeaderTimeout, DefaultHeaderTimeout),
+		phaseFirst:   pick(c.FirstTokenTimeout, DefaultFirstTokenTimeout),
+		phaseStream:  pick(c.StallTimeout, DefaultStallTimeout),
+	})
+	defer wd.stop()
+
+	trace := &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			t := time.Now()
+			if rs.sent.CompareAndSwap(0, t.Sub(epoch).Nanoseconds()) {
+				wd.enter(phaseHeaders)
+			}
+		},
+	}
+	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost,
+		strings.TrimRight(c.BaseURL, "/")+req.API.path(), bytes.NewReader(body))
+	if err != nil {
+		return &Error{Kind: metrics.KindOther, Err: err}
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	if c.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	for k, vs := range c.Header {
+		hreq.Header[k] = vs
+	}
+	for k, vs := range req.Header {
+		hreq.Header[k] = vs
+	}
+
+	resp, err := c.httpClient().Do(hreq)
+	rs.setSent()
+	if err != nil {
+		return rs.classify(ctx, err, true)
+	}
+	defer resp.Body.Close()
+	rs.tl.Headers = time.Now()
+	wd.enter(phaseFirst)
+
+	if resp.StatusCode != http.StatusOK {
+		se := readStatusError(resp)
+		return &Error{Kind: se.kind(), Err: se}
+	}
+	return rs.read(ctx, cancel, c, resp.Body, wd)
+}
+
+// epoch anchors the monotonic nanosecond stamps kept in atomics.
+var epoch = time.Now()
+
+func (rs *requestState) setSent() {
+	if ns := rs.sent.Load(); ns != 0 {
+		rs.tl.Sent = epoch.Add(time.Duration(ns))
+	}
+}
+
+// classify turns a transport or read error into an *Error, preferring the
+// cause the watchdog or the caller gave the context.
+func (rs *requestState) classify(ctx context.Context, err error, beforeHeaders bool) error {
+	if cause := context.Cause(ctx); cause != nil {
+		switch {
+		case errors.Is(cause, ErrConnectTimeout):
+			return &Error{Kind: metrics.KindConnect, Err: cause}
+		case errors.Is(cause, ErrHeaderTimeout):
+			return &Error{Kind: metrics.KindHeaderTimeout, Err: cause}
+		case errors.Is(cause, ErrFirstTokenTimeout):
+			return &Error{Kind: metrics.KindFirstTokenTimeout, Err: cause}
+		case errors.Is(cause, ErrStall):
+			return &Error{Kind: metrics.KindStall, Err: cause}
+		case errors.Is(cause, errStopped):
+			return nil
+		default:
+			return &Error{Kind: metrics.KindCanceled, Err: cause}
+		}
+	}
+	if errors.Is(err, bufio.ErrTooLong) {
+		return &Error{Kind: metrics.KindOversize, Err: ErrOversize}
+	}
+	if beforeHeaders && rs.tl.Sent.IsZero() {
+		return &Error{Kind: metrics.KindConnect, Err: err}
+	}
+	return &Error{Kind: metrics.KindTruncated, Err: errors.Join(ErrTruncated, err)}
+}
+
+// read consumes the SSE body.
+func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc, c *Client, body io.Reader, wd *watchdog) error {
+	maxEvent := c.MaxEventSize
+	if maxEvent <= 0 {
+		maxEvent = DefaultMaxEventSize
+	}
+	var ch chunk
+	for ev, err := range sse.Read(&eventTerminator{r: body}, &sse.ReadConfig{MaxEventSize: maxEvent}) {
+		if err != nil {
+			if rs.done {
+				return rs.streamErr // the stream was complete; the tail does not matter
+			}
+			return rs.classify(ctx, err, false)
+		}
+		t := time.Now()
+		if rs.done || ev.Data == "" {
+			continue // after [DONE], read on to EOF so the connection is reused
+		}
+		data := unsafe.Slice(unsafe.StringData(ev.Data), len(ev.Data)) // read only
+		if err := parseChunk(data, &ch); err != nil {
+			return &Error{Kind: metrics.KindMalformed, Err: newChunkError(data, err)}
+		}
+		if ch.done {
+			rs.done = true
+			rs.tl.Done = true
+			continue
+		}
+		if ch.isError {
+			if rs.streamErr == nil {
+				rs.streamErr = &Error{Kind: metrics.KindStreamError, Err: &StreamError{
+					Message: decodeString(ch.errMsg), Type: decodeString(ch.errType), Code: decodeString(ch.errCode),
+				}}
+			}
+			continue // vLLM follows its error with [DONE]: read on
+		}
+		if rs.streamErr != nil {
+			continue
+		}
+		if !rs.onChunk(&ch, t, wd) {
+			cancel(errStopped)
+			return nil
+		}
+		if ch.end {
+			rs.tl.Done = true
+			rs.done = true
+		}
+	}
+	if rs.streamErr != nil {
+		return rs.streamErr
+	}
+	if !rs.done && rs.tl.FinishReason == "" {
+		if err := context.Cause(ctx); err != nil {
+			return rs.classify(ctx, err, false)
+		}
+		return &Error{Kind: metrics.KindTruncated, Err: ErrTruncated}
+	}
+	return nil
+}
+
+// onChunk counts a chunk's tokens and passes it on. It reports whether to go
+// on reading.
+func (rs *requestState) onChunk(ch *chunk, t time.Time, wd *watchdog) bool {
+	k := ch.tokens
+	if ch.hasUsage {
+		if rs.mode == countDeltas {
+			rs.mode = countFinal
+			if rs.attributed == 0 {
+				rs.mode = countContinuous
+			}
+		}
+		if rs.mode == countContinuous {
+			k = max(int(ch.completion)-rs.attributed, 0)
+		}
+		rs.finalUsage = ch.completion
+		rs.tl.CompletionTokens = int(ch.completion)
+	}
+	if ch.prompt > 0 {
+		rs.tl.PromptTokens = int(ch.prompt)
+	}
+	if ch.cached > 0 {
+		rs.tl.CachedTokens = int(ch.cached)
+	}
+	rs.attributed += k
+	if ch.finish != nil && rs.tl.FinishReason == "" {
+		rs.tl.FinishReason = decodeString(ch.finish)
+	}
+	visible := ch.tokens > 0
+	if rs.tl.Chunks == 0 && !visible {
+		rs.pending += k // tokens before the first visible one arrive with it
+		k = 0
+	} else if rs.pending > 0 {
+		k += rs.pending
+		rs.pending = 0
+	}
+	if k > 0 {
+		if rs.tl.Chunks == 0 {
+			wd.enter(phaseStream)
+		}
+		rs.observe(t, k)
+	}
+	if rs.tl.Chunks > 0 {
+		wd.touch(t) // only tokens push the stall deadline back
+	}
+	rs.lastTime = t
+	if rs.emit != nil && (k > 0 || ch.finish != nil || ch.hasUsage) {
+		out := Chunk{Time: t, Tokens: k, HasUsage: ch.hasUsage,
+			PromptTokens: int(ch.prompt), CompletionTokens: int(ch.completion)}
+		out.Text = decodeString(ch.content)
+		out.Reasoning = decodeString(ch.reasoning)
+		if ch.finish != nil {
+			out.FinishReason = decodeString(ch.finish)
+		}
+		return rs.emit(&out)
+	}
+	return true
+}
+
+func (rs *requestState) observe(t time.Time, k int) {
+	if rs.obs != nil {
+		rs.obs.Observe(rs.tl, t, k)
+	} else {
+		rs.tl.Observe(t, k)
+	}
+}
+
+// finish settles the token count once the stream has ended.
+func (rs *requestState) finish() {
+	tl := rs.tl
+	if rs.pending > 0 && !rs.lastTime.IsZero() {
+		rs.observe(rs.lastTime, rs.pending) // no visible token ever came
+		rs.pending = 0
+	}
+	switch {
+	case rs.mode == countContinuous:
+		tl.Source = metrics.SourceUsageDeltas
+	case rs.mode == countFinal && int(rs.finalUsage) > rs.attributed && tl.Chunks > 0:
+		tl.Source = metrics.SourceFinalUsage
+		tl.ExtraTokens = int(rs.finalUsage) - rs.attributed
+	case tl.Chunks > 0:
+		tl.Source = metrics.SourceChunks
+	}
+}
+
+// readStatusError reads an error response's body (at most 64 KiB) for the
+// server's message.
+func readStatusError(resp *http.Response) *StatusError {
+	se := &StatusError{StatusCode: resp.StatusCode}
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		se.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var ch chunk
+	if parseChunk(b, &ch) == nil && (ch.isError || ch.topMessage != nil) {
+		se.Message = decodeString(ch.errMsg)
+		if se.Message == "" {
+			se.Message = decodeString(ch.topMessage)
+		}
+		se.Type = decodeString(ch.errType)
+		if se.Type == "" {
+			se.Type = decodeString(ch.topType)
+		}
+		se.Code = decodeString(ch.errCode)
+		return se
+	}
+	var detail struct {
+		Detail json.RawMessage `json:"detail"` // FastAPI
+	}
+	if json.Unmarshal(b, &detail) == nil && len(detail.Detail) > 0 {
+		se.Message = decodeString(detail.Detail)
+		return se
+	}
+	se.Message = strings.TrimSpace(string(b))
+	if len(se.Message) > 500 {
+		se.Message = se.Message[:500] + "…"
+	}
+	return se
+}
+
+// eventTerminator ends an unterminated last event at EOF. Some servers and
+// proxies close the stream right after "data: [DONE]\n" without the blank
+// line that dispatches an event; the SSE rules would drop that event. When
+// the body ends in a complete line, eventTerminator supplies the missing
+// blank line; a body cut inside a line stays cut.
+type eventTerminator struct {
+	r    io.Reader
+	tail [4]byte // the last bytes read, right-aligned
+	eof  bool    // the body has ended
+	add  bool    // a newline is still to be supplied
+}
+
+func (e *eventTerminator) Read(p []byte) (int, error) {
+	if e.eof {
+		if e.add && len(p) > 0 {
+			e.add = false
+			p[0] = '\n'
+			return 1, io.EOF
+		}
+		return 0, io.EOF
+	}
+	n, err := e.r.Read(p)
+	if n >= len(e.tail) {
+		copy(e.tail[:], p[n-len(e.tail):n])
+	} else if n > 0 {
+		copy(e.tail[:], e.tail[n:])
+		copy(e.tail[len(e.tail)-n:], p[:n])
+	}
+	if err == io.EOF {
+		e.eof = true
+		e.add = endsInOneLineBreak(e.tail[:])
+		if e.add {
+			return n, nil // the newline comes with the next Read
+		}
+	}
+	return n, err
+}
+
+// endsInOneLineBreak reports whether b ends with exactly one line break
+// (LF, CRLF or CR) after a non-empty line.
+func endsInOneLineBreak(b []byte) bool {
+	switch {
+	case len(b) >= 2 && b[len(b)-2] == '\r' && b[len(b)-1] == '\n':
+		b = b[:len(b)-2]
+	case len(b) >= 1 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r'):
+		b = b[:len(b)-1]
+	default:
+		return false
+	}
+	return len(b) > 0 && b[len(b)-1] != '\n' && b[len(b)-1] != '\r' && b[len(b)-1] != 0
+}

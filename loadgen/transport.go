@@ -1,0 +1,35 @@
+package loadgen
+
+import (
+	"net"
+	"net/http"
+	"time"
+)
+
+// DefaultMaxConns is the connection pool size of a [Client] without an
+// HTTPClient.
+const DefaultMaxConns = 1024
+
+// NewTransport returns an HTTP/1.1 transport for streaming requests to one
+// server with up to conns at once: its idle pool keeps conns connections per
+// host (net/http's default keeps 2, so every further stream would dial
+// anew), it has no overall timeout (streams last minutes; [Client] enforces
+// per-phase deadlines instead), and it does not ask for compression (SSE is
+// read as it arrives).
+func NewTransport(conns int) *http.Transport {
+	if conns < 1 {
+		conns = 1
+	}
+	return &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   DefaultConnectTimeout,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+	}
+}
