@@ -40,10 +40,10 @@ func TestTranscripts(t *testing.T) {
 		// The capture's finish chunk is cut inside a string.
 		"llamacpp-chat-1.sse": {tokens: 3, chunks: 3, source: chunks, kind: metrics.KindMalformed},
 		// Not a completion stream at all.
-		"mcp-message-1.sse":   {kind: metrics.KindTruncated},
-		"mistral-chat-1.sse":  {tokens: 11, chunks: 11, source: chunks, text: "The answer to the equation one + one is two.", prompt: 19, completion: 11, finish: "stop", done: true},
-		"ollama-chat-1.sse":   {tokens: 6, chunks: 6, source: chunks, text: "My name is Neo Vim.", finish: "stop"},
-		"openai-chat-1.sse":   {tokens: 14, chunks: 14, source: chunks, text: `{"city":"San Francisco","temperature":61,"units":"f"}`, prompt: 79, completion: 14, finish: "stop", done: true},
+		"mcp-message-1.sse":  {kind: metrics.KindTruncated},
+		"mistral-chat-1.sse": {tokens: 11, chunks: 11, source: chunks, text: "The answer to the equation one + one is two.", prompt: 19, completion: 11, finish: "stop", done: true},
+		"ollama-chat-1.sse":  {tokens: 6, chunks: 6, source: chunks, text: "My name is Neo Vim.", finish: "stop"},
+		"openai-chat-1.sse":  {tokens: 14, chunks: 14, source: chunks, text: `{"city":"San Francisco","temperature":61,"units":"f"}`, prompt: 79, completion: 14, finish: "stop", done: true},
 		// n=3: every choice's tokens count; the text is choice 0's.
 		"openai-chat-2.sse": {tokens: 42, chunks: 42, source: chunks, text: `{"city":"San Francisco","temperature":65,"units":"f"}`, prompt: 79, completion: 42, finish: "stop", done: true},
 		"openai-chat-3.sse": {tokens: 1, chunks: 1, source: chunks, text: `{"`, prompt: 79, completion: 1, finish: "length", done: true},
