@@ -1,0 +1,85 @@
+// Command simserver runs the llmload simulated inference server on its own,
+// so curl or any benchmark tool can talk to it:
+//
+//	go run ./examples/simserver -profile seed -speed 10
+//	curl -N localhost:8000/v1/chat/completions -d '{"messages":[{"role":"user","content":"hi"}],"max_tokens":5,"stream":true}'
+//
+// Flags:
+//
+//	-addr     listen address (default 127.0.0.1:8000)
+//	-profile  built-in profile: seed or fast (default seed)
+//	-speed    speed factor: 10 runs the model ten times faster than real time (default 1)
+//	-model    served model name (default the profile's, "bench")
+//
+// It stops gracefully on SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/llmload/llmload/loadgen/loadgentest"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8000", "listen address")
+	profile := flag.String("profile", "seed", "built-in profile: seed or fast")
+	speed := flag.Float64("speed", 1, "speed factor: 10 runs the model ten times faster than real time")
+	model := flag.String("model", "", `served model name (default the profile's, "bench")`)
+	flag.Parse()
+	if err := run(*addr, *profile, *speed, *model); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(addr, name string, speed float64, model string) error {
+	p, err := loadgentest.ProfileByName(name)
+	if err != nil {
+		return err
+	}
+	if speed <= 0 {
+		return fmt.Errorf("simserver: -speed must be positive, got %g", speed)
+	}
+	p.Speed = speed
+	if model != "" {
+		p.Model = model
+	}
+	h := loadgentest.NewHandler(p)
+	defer h.Close()
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("simserver: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	got := h.Profile()
+	log.Printf("simserver: serving %q (profile %s, speed %g, max_model_len %d, KV cache %d tokens) on http://%s",
+		got.Model, name, got.Speed, got.MaxModelLen, got.KVCacheTokens, ln.Addr())
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("simserver: %w", err)
+	case <-ctx.Done():
+	}
+	log.Print("simserver: shutting down")
+	h.Close() // ends the streams in flight, so Shutdown does not wait on them
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("simserver: shutdown: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,552 @@
+package loadgentest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// maxBodyBytes bounds a request body: a 262,144-token prompt is about 2 MB.
+const maxBodyBytes = 64 << 20
+
+// genRequest is the body of /v1/completions and /v1/chat/completions, as far
+// as the simulator reads it. Other fields are accepted and ignored.
+type genRequest struct {
+	Model               string          `json:"model"`
+	Prompt              json.RawMessage `json:"prompt"`
+	Messages            []chatMessage   `json:"messages"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	MinTokens           int             `json:"min_tokens"`
+	IgnoreEOS           bool            `json:"ignore_eos"`
+	N                   *int            `json:"n"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage         *bool `json:"include_usage"`
+		ContinuousUsageStats bool  `json:"continuous_usage_stats"`
+	} `json:"stream_options"`
+}
+
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// prompt is a request's input before tokenization.
+type prompt struct {
+	text string
+	ids  []int // a prompt given as token ids
+	msgs []message
+	chat bool
+}
+
+// each calls yield with each token id of the prompt.
+func (p *prompt) each(yield func(id uint32)) {
+	if p.ids != nil {
+		for _, id := range p.ids {
+			yield(uint32(id))
+		}
+		return
+	}
+	promptTokens(p.text, p.msgs, p.chat, yield)
+}
+
+// apiError is an error answered in vLLM's JSON shape.
+type apiError struct {
+	status  int
+	message string
+	param   string
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func badRequest(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, message: fmt.Sprintf(format, args...)}
+}
+
+// errorType names an HTTP status the way vLLM's error bodies do.
+func errorType(status int) string {
+	t := strings.ReplaceAll(http.StatusText(status), " ", "")
+	if !strings.HasSuffix(t, "Error") {
+		t += "Error"
+	}
+	return t
+}
+
+// writeError answers with vLLM's error body:
+// {"error":{"message":...,"type":...,"param":...,"code":...}}.
+func writeError(w http.ResponseWriter, e *apiError) {
+	type info struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    int     `json:"code"`
+	}
+	body := struct {
+		Error info `json:"error"`
+	}{info{Message: e.message, Type: errorType(e.status), Code: e.status}}
+	if e.param != "" {
+		body.Error.Param = &e.param
+	}
+	writeJSON(w, e.status, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+}
+
+// readJSON decodes the request body into v. It reads the body to its end, so
+// the server notices when the client goes away.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) *apiError {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		return badRequest("could not read the request body: %v", err)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return badRequest("invalid JSON body: %v", err)
+	}
+	return nil
+}
+
+// parsePrompt reads the prompt of a completions request: a string, a list of
+// one string, or a list of token ids.
+func parsePrompt(raw json.RawMessage) (prompt, *apiError) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		if CountTokens(s) == 0 {
+			return prompt{}, badRequest("the prompt is empty")
+		}
+		return prompt{text: s}, nil
+	}
+	var ss []string
+	if err := json.Unmarshal(raw, &ss); err == nil && len(ss) == 1 {
+		return parsePrompt(json.RawMessage(mustMarshal(ss[0])))
+	}
+	var ids []int
+	if err := json.Unmarshal(raw, &ids); err == nil && len(ids) > 0 {
+		return prompt{ids: ids}, nil
+	}
+	return prompt{}, badRequest("prompt must be a string, a list of one string, or a list of token ids; the simulator serves one prompt a request")
+}
+
+// parseMessages flattens chat messages to text: string content as is, and
+// the text parts of a list content joined by newlines.
+func parseMessages(msgs []chatMessage) (prompt, *apiError) {
+	if len(msgs) == 0 {
+		return prompt{}, badRequest("messages must hold at least one message")
+	}
+	p := prompt{chat: true, msgs: make([]message, len(msgs))}
+	for i, m := range msgs {
+		p.msgs[i].Role = m.Role
+		if len(m.Content) == 0 || string(m.Content) == "null" {
+			continue
+		}
+		if err := json.Unmarshal(m.Content, &p.msgs[i].Content); err == nil {
+			continue
+		}
+		var parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(m.Content, &parts); err != nil {
+			return prompt{}, badRequest("messages[%d].content must be a string or a list of parts", i)
+		}
+		var texts []string
+		for _, part := range parts {
+			if part.Type == "text" {
+				texts = append(texts, part.Text)
+			}
+		}
+		p.msgs[i].Content = strings.Join(texts, "\n")
+	}
+	return p, nil
+}
+
+func mustMarshal(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// generation is one accepted generation request.
+type generation struct {
+	id         string
+	model      string
+	created    int64
+	chat       bool
+	promptLen  int
+	maxTokens  int
+	stream     bool
+	usage      bool // send a final usage chunk
+	continuous bool // send usage on every chunk
+	faults     faults
+	fault      string // the first fault's name, for the record
+	req        *request
+	rec        *record
+}
+
+// parseGeneration reads and checks a generation request as vLLM does.
+func (h *Handler) parseGeneration(w http.ResponseWriter, r *http.Request) (*generation, *apiError) {
+	chat := r.URL.Path == "/v1/chat/completions"
+	var body genRequest
+	if err := readJSON(w, r, &body); err != nil {
+		return nil, err
+	}
+	g := &generation{chat: chat, stream: body.Stream, created: time.Now().Unix(), faults: noFaults()}
+	model, spec, _ := strings.Cut(body.Model, FaultModelSuffix)
+	for _, s := range []string{spec, r.Header.Get(FaultHeader)} {
+		name, err := g.faults.parse(s)
+		if err != nil {
+			return nil, badRequest("%v", err)
+		}
+		if g.fault == "" {
+			g.fault = name
+		}
+	}
+	if model != "" && model != h.p.Model {
+		return nil, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("The model `%s` does not exist.", model), param: "model"}
+	}
+	g.model = h.p.Model
+	if body.N != nil && *body.N != 1 {
+		return nil, badRequest("n must be 1: the simulator generates one choice a request")
+	}
+	if body.StreamOptions != nil {
+		if !body.Stream {
+			return nil, badRequest("Stream options can only be defined when `stream=True`.")
+		}
+		g.usage = body.StreamOptions.IncludeUsage == nil || *body.StreamOptions.IncludeUsage
+		g.continuous = g.usage && body.StreamOptions.ContinuousUsageStats
+	}
+	var p prompt
+	var perr *apiError
+	if chat {
+		p, perr = parseMessages(body.Messages)
+	} else {
+		p, perr = parsePrompt(body.Prompt)
+	}
+	if perr != nil {
+		return nil, perr
+	}
+	hb := blockHasher{size: h.p.BlockSize}
+	p.each(hb.add)
+	g.promptLen = hb.n
+	maxLen := h.p.MaxModelLen
+	if g.promptLen >= maxLen {
+		return nil, badRequest("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", maxLen, g.promptLen)
+	}
+	maxTokens := body.MaxTokens
+	if body.MaxCompletionTokens != nil {
+		maxTokens = body.MaxCompletionTokens
+	}
+	g.maxTokens = maxLen - g.promptLen
+	if maxTokens != nil {
+		if *maxTokens < 1 {
+			return nil, badRequest("max_tokens must be at least 1, got %d.", *maxTokens)
+		}
+		if g.promptLen+*maxTokens > maxLen {
+			return nil, badRequest("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).",
+				*maxTokens, maxLen, g.promptLen, *maxTokens, maxLen, g.promptLen)
+		}
+		g.maxTokens = *maxTokens
+	}
+	if body.MinTokens < 0 || body.MinTokens > g.maxTokens {
+		return nil, badRequest("min_tokens must be between 0 and max_tokens (%d), got %d.", g.maxTokens, body.MinTokens)
+	}
+	prefix := "cmpl-"
+	if chat {
+		prefix = "chatcmpl-"
+	}
+	g.id = fmt.Sprintf("%s%s%016x", prefix, h.idBase, h.seq.Add(1))
+	g.req = newRequest(g.promptLen, hb.hashes, g.maxTokens)
+	return g, nil
+}
+
+// serveGenerate serves /v1/completions and /v1/chat/completions.
+func (h *Handler) serveGenerate(w http.ResponseWriter, r *http.Request) {
+	received := time.Now()
+	g, err := h.parseGeneration(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	g.rec = h.truth.start(g.id, received, g.promptLen)
+	w.Header().Set("X-Request-Id", g.id)
+	outcome := h.generate(w, r, g)
+	h.truth.finish(g.rec, time.Now(), outcome, int(g.req.cached.Load()))
+}
+
+// generate answers g and returns how it ended, for the record.
+func (h *Handler) generate(w http.ResponseWriter, r *http.Request, g *generation) string {
+	f := &g.faults
+	ctx := r.Context()
+	if f.headerDelay > 0 {
+		t := time.NewTimer(f.headerDelay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return "aborted"
+		case <-h.done:
+			return "closed"
+		}
+	}
+	switch {
+	case f.stall:
+		return h.stall(ctx, "stall")
+	case f.status != 0:
+		if f.retryAfter > 0 || f.status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", fmt.Sprint(f.retryAfter))
+		}
+		writeError(w, &apiError{status: f.status, message: fmt.Sprintf("simulated failure (fault %s)", g.fault)})
+		return "fault:" + g.fault
+	case !g.stream && f.resetAfter >= 0:
+		resetConn(w)
+		return "fault:reset-after"
+	}
+	h.eng.submit(g.req)
+	if g.stream {
+		return h.stream(w, r, g)
+	}
+	return h.complete(w, r, g)
+}
+
+// stall sends nothing until the client goes away or the handler closes.
+func (h *Handler) stall(ctx context.Context, name string) string {
+	select {
+	case <-ctx.Done():
+	case <-h.done:
+	}
+	return "fault:" + name
+}
+
+// wait blocks until g's request has news; it returns false, with the
+// outcome, if the client went away or the handler closed.
+func (h *Handler) wait(r *http.Request, g *generation) (string, bool) {
+	select {
+	case <-g.req.wake:
+		if g.req.state.Load() == stateClosed {
+			return "closed", false
+		}
+		return "", true
+	case <-r.Context().Done():
+		h.eng.abort(g.req)
+		return "aborted", false
+	case <-h.done:
+		return "closed", false
+	}
+}
+
+// complete answers a non-streaming request once it has finished.
+func (h *Handler) complete(w http.ResponseWriter, r *http.Request, g *generation) string {
+	for g.req.state.Load() != stateFinished {
+		if outcome, ok := h.wait(r, g); !ok {
+			return outcome
+		}
+	}
+	n := int(g.req.out.Load())
+	text := string(appendText(nil, 0, n))
+	usage := usageJSON{PromptTokens: g.promptLen, CompletionTokens: n, TotalTokens: g.promptLen + n}
+	if g.chat {
+		writeJSON(w, http.StatusOK, chatCompletion{
+			ID: g.id, Object: "chat.completion", Created: g.created, Model: g.model,
+			Choices: []chatChoice{{Message: chatReply{Role: "assistant", Content: text, ToolCalls: []any{}}, FinishReason: "length"}},
+			Usage:   usage,
+		})
+	} else {
+		writeJSON(w, http.StatusOK, textCompletion{
+			ID: g.id, Object: "text_completion", Created: g.created, Model: g.model,
+			Choices: []textChoice{{Text: text, FinishReason: "length"}},
+			Usage:   usage,
+		})
+	}
+	h.truth.chunk(g.rec, time.Now(), n)
+	return "length"
+}
+
+type usageJSON struct {
+	PromptTokens        int  `json:"prompt_tokens"`
+	TotalTokens         int  `json:"total_tokens"`
+	CompletionTokens    int  `json:"completion_tokens"`
+	PromptTokensDetails *int `json:"prompt_tokens_details"`
+}
+
+type chatCompletion struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   usageJSON    `json:"usage"`
+}
+
+type chatChoice struct {
+	Index        int       `json:"index"`
+	Message      chatReply `json:"message"`
+	Logprobs     *int      `json:"logprobs"`
+	FinishReason string    `json:"finish_reason"`
+	StopReason   *int      `json:"stop_reason"`
+}
+
+type chatReply struct {
+	Role      string `json:"role"`
+	Content   string `json:"content"`
+	ToolCalls []any  `json:"tool_calls"`
+}
+
+type textCompletion struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []textChoice `json:"choices"`
+	Usage   usageJSON    `json:"usage"`
+}
+
+type textChoice struct {
+	Index        int    `json:"index"`
+	Text         string `json:"text"`
+	Logprobs     *int   `json:"logprobs"`
+	FinishReason string `json:"finish_reason"`
+	StopReason   *int   `json:"stop_reason"`
+}
+
+// resetConn resets the client's connection: it takes the connection over and
+// closes it with SO_LINGER 0, so the peer gets a TCP RST. Where the
+// connection cannot be taken over (HTTP/2), it aborts the handler instead.
+func resetConn(w http.ResponseWriter) {
+	rc := http.NewResponseController(w)
+	rc.Flush()
+	conn, _, err := rc.Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	conn.Close()
+}
+
+// serveModels serves /v1/models.
+func (h *Handler) serveModels(w http.ResponseWriter, r *http.Request) {
+	type permission struct {
+		ID                 string  `json:"id"`
+		Object             string  `json:"object"`
+		Created            int64   `json:"created"`
+		AllowCreateEngine  bool    `json:"allow_create_engine"`
+		AllowSampling      bool    `json:"allow_sampling"`
+		AllowLogprobs      bool    `json:"allow_logprobs"`
+		AllowSearchIndices bool    `json:"allow_search_indices"`
+		AllowView          bool    `json:"allow_view"`
+		AllowFineTuning    bool    `json:"allow_fine_tuning"`
+		Organization       string  `json:"organization"`
+		Group              *string `json:"group"`
+		IsBlocking         bool    `json:"is_blocking"`
+	}
+	type card struct {
+		ID          string       `json:"id"`
+		Object      string       `json:"object"`
+		Created     int64        `json:"created"`
+		OwnedBy     string       `json:"owned_by"`
+		Root        string       `json:"root"`
+		Parent      *string      `json:"parent"`
+		MaxModelLen int          `json:"max_model_len"`
+		Permission  []permission `json:"permission"`
+	}
+	type list struct {
+		Object string `json:"object"`
+		Data   []card `json:"data"`
+	}
+	created := h.started.Unix()
+	writeJSON(w, http.StatusOK, list{Object: "list", Data: []card{{
+		ID: h.p.Model, Object: "model", Created: created, OwnedBy: "vllm", Root: h.p.Model, MaxModelLen: h.p.MaxModelLen,
+		Permission: []permission{{
+			ID: "modelperm-" + h.idBase, Object: "model_permission", Created: created,
+			AllowSampling: true, AllowLogprobs: true, AllowView: true, Organization: "*",
+		}},
+	}}})
+}
+
+// serveTokenize serves /tokenize: {"prompt": ...} or {"messages": ...}, as
+// vLLM does.
+func (h *Handler) serveTokenize(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Prompt              json.RawMessage `json:"prompt"`
+		Messages            []chatMessage   `json:"messages"`
+		AddGenerationPrompt *bool           `json:"add_generation_prompt"`
+		ReturnTokenStrs     bool            `json:"return_token_strs"`
+	}
+	if err := readJSON(w, r, &body); err != nil {
+		writeError(w, err)
+		return
+	}
+	var p prompt
+	var err *apiError
+	if body.Messages != nil {
+		p, err = parseMessages(body.Messages)
+	} else {
+		p, err = parsePrompt(body.Prompt)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	tokens := []uint32{}
+	p.each(func(id uint32) { tokens = append(tokens, id) })
+	if p.chat && body.AddGenerationPrompt != nil && !*body.AddGenerationPrompt {
+		tokens = tokens[:len(tokens)-ChatReplyTokens]
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Count       int      `json:"count"`
+		MaxModelLen int      `json:"max_model_len"`
+		Tokens      []uint32 `json:"tokens"`
+		TokenStrs   []string `json:"token_strs"`
+	}{len(tokens), h.p.MaxModelLen, tokens, nil})
+}
+
+// serveTruth serves /debug/truth: every request's record as JSON, or one
+// with ?id=, and with ?from= and ?to= (RFC 3339) the tokens written between.
+func (h *Handler) serveTruth(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var out struct {
+		Requests  []RequestTruth `json:"requests"`
+		Forgotten int64          `json:"forgotten"`
+		Tokens    *int           `json:"tokens,omitempty"`
+	}
+	if id := q.Get("id"); id != "" {
+		t, ok := h.truth.Request(id)
+		if !ok {
+			writeError(w, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("no record of request %q", id), param: "id"})
+			return
+		}
+		out.Requests = []RequestTruth{t}
+	} else {
+		out.Requests = h.truth.Requests()
+	}
+	out.Forgotten = h.truth.Forgotten()
+	if q.Has("from") || q.Has("to") {
+		from, err1 := time.Parse(time.RFC3339Nano, q.Get("from"))
+		to, err2 := time.Parse(time.RFC3339Nano, q.Get("to"))
+		if err := errors.Join(err1, err2); err != nil {
+			writeError(w, badRequest("from and to must be RFC 3339 times: %v", err))
+			return
+		}
+		n := h.truth.Tokens(from, to)
+		out.Tokens = &n
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,252 @@
+package loadgentest
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Defaults for a [Profile]'s zero fields.
+const (
+	DefaultModel               = "bench" // the seed run's served model name
+	DefaultMaxModelLen         = 32768
+	DefaultMaxNumSeqs          = 256  // vLLM's default --max-num-seqs
+	DefaultMaxNumBatchedTokens = 8192 // vLLM's default for its API server
+	DefaultBlockSize           = 16   // vLLM's default --block-size
+	DefaultTruthBytes          = 32 << 20
+)
+
+// A Profile describes the simulated server: its limits, the cost of each
+// engine step, and how much faster than real time it runs. It is a plain
+// value; the zero value of each field is documented beside it.
+//
+// Costs are in seconds of the profile's own time, before [Profile.Speed]
+// divides them. A step that prefills a chunk of p prompt tokens starting at
+// offset o costs PrefillPerToken·p + PrefillPerTokenSquared·((o+p)² − o²), so
+// a whole P-token prompt, in one chunk or many, costs
+// P·(PrefillPerToken + PrefillPerTokenSquared·P). A step that decodes one
+// token for each of B requests holding C_i context tokens costs
+// base(B) + DecodePerContextToken·ΣC_i + DecodePerMaxContextToken·max C_i.
+// A step that does both costs the sum.
+type Profile struct {
+	// Name identifies the profile in reports. Optional.
+	Name string
+	// Model is the served model name, as /v1/models lists it. "" means
+	// DefaultModel. Requests may name any model: the simulator serves them
+	// all, and only reads fault selectors from the name (see the package
+	// documentation).
+	Model string
+	// Speed divides every cost: 10 runs the model ten times faster than
+	// real time. Everything the server reports uses the wall clock, so
+	// clients see throughputs Speed times the profile's. 0 means 1.
+	Speed float64
+
+	// MaxModelLen is the longest prompt plus max_tokens accepted; 0 means
+	// DefaultMaxModelLen. It is lowered to KVCacheTokens if larger, as vLLM
+	// refuses to start when one request cannot fit.
+	MaxModelLen int
+	// MaxNumSeqs caps the running requests; 0 means DefaultMaxNumSeqs.
+	MaxNumSeqs int
+	// MaxNumBatchedTokens is the per-step token budget shared by decodes
+	// (one token each) and prefill chunks; 0 means
+	// DefaultMaxNumBatchedTokens. It is raised to MaxNumSeqs if smaller.
+	MaxNumBatchedTokens int
+	// BlockSize is the number of tokens in one KV-cache block; 0 means
+	// DefaultBlockSize.
+	BlockSize int
+	// KVCacheTokens is the KV-cache capacity in tokens, rounded down to
+	// whole blocks; 0 means room for MaxNumSeqs requests of MaxModelLen.
+	KVCacheTokens int
+	// DisablePrefixCaching turns prefix caching off; by default full
+	// prompt blocks are cached by hash, as with vLLM's
+	// --enable-prefix-caching.
+	DisablePrefixCaching bool
+
+	// PrefillPerToken is the linear prefill cost, in seconds per token.
+	PrefillPerToken float64
+	// PrefillPerTokenSquared is the quadratic (attention) prefill cost, in
+	// seconds per token².
+	PrefillPerTokenSquared float64
+	// DecodeBase gives base(B), a decode step's cost without context, at
+	// some batch sizes, in ascending order of Batch. Between points the
+	// cost is interpolated linearly, beyond the last point it is
+	// extrapolated along the last segment, and below the first it is the
+	// first point's cost. Empty means 0.
+	DecodeBase []BatchCost
+	// DecodePerContextToken is a decode step's cost per context token held
+	// by the batch, in seconds.
+	DecodePerContextToken float64
+	// DecodePerMaxContextToken is a decode step's cost per token of the
+	// batch's longest context, in seconds.
+	DecodePerMaxContextToken float64
+
+	// TruthBytes caps the memory of the ground truth the server records
+	// (about 16 bytes a chunk and 256 a request); 0 means
+	// DefaultTruthBytes, negative records nothing. See [Truth].
+	TruthBytes int64
+}
+
+// BatchCost is one point of a decode step's base cost: Seconds for a step
+// that decodes Batch requests.
+type BatchCost struct {
+	Batch   int
+	Seconds float64
+}
+
+// SeedProfile returns the profile calibrated to the seed run: a 4B model,
+// AWQ 4-bit, on one RTX 3060 12 GB, served by vLLM with prefix caching and an
+// int4 KV cache (see the project's seed/README.md).
+//
+// Its KV cache holds 720,896 tokens (45,056 blocks of 16). The seed bounds it
+// to [655,360, 786,432): 16 × (32K + 8K) ran and 32 × (16K + 8K) did not.
+// 720,896 is block-aligned and near the middle of that range, so every cell
+// of the seed's grid gets the seed's verdict with room to spare for chat
+// template tokens and block rounding.
+func SeedProfile() Profile {
+	return Profile{
+		Name:                   "seed",
+		Model:                  DefaultModel,
+		MaxModelLen:            262144,
+		MaxNumSeqs:             128,
+		MaxNumBatchedTokens:    2048, // vLLM's default on a GPU under 70 GB
+		BlockSize:              16,
+		KVCacheTokens:          45056 * 16,
+		PrefillPerToken:        3.4e-4,
+		PrefillPerTokenSquared: 1.0e-8,
+		DecodeBase: []BatchCost{
+			{1, 12.07e-3}, {2, 12.45e-3}, {4, 13.28e-3}, {8, 14.92e-3},
+			{16, 18.63e-3}, {32, 28.44e-3}, {64, 47.78e-3},
+		},
+		DecodePerContextToken:    0.0945e-6,
+		DecodePerMaxContextToken: 0.0405e-6,
+	}
+}
+
+// FastProfile returns a profile with simple costs and room for a soak of
+// 10,000 concurrent streams: every decode step takes 10 ms whatever the
+// batch (100 tokens/s per stream), prefill takes 10 µs a token, and the KV
+// cache holds 2^25 tokens for up to 16,384 running requests of at most
+// 32,768 tokens. It records no ground truth (TruthBytes -1), so memory stays
+// flat however long it runs.
+func FastProfile() Profile {
+	return Profile{
+		Name:                "fast",
+		Model:               DefaultModel,
+		MaxModelLen:         32768,
+		MaxNumSeqs:          16384,
+		MaxNumBatchedTokens: 32768,
+		BlockSize:           16,
+		KVCacheTokens:       1 << 25,
+		PrefillPerToken:     10e-6,
+		DecodeBase:          []BatchCost{{1, 10e-3}},
+		TruthBytes:          -1,
+	}
+}
+
+// Profiles returns the built-in profiles by name: "seed" ([SeedProfile]) and
+// "fast" ([FastProfile]). The map is new on each call.
+func Profiles() map[string]Profile {
+	return map[string]Profile{
+		"seed": SeedProfile(),
+		"fast": FastProfile(),
+	}
+}
+
+// ProfileByName returns the built-in profile called name.
+func ProfileByName(name string) (Profile, error) {
+	all := Profiles()
+	p, ok := all[name]
+	if !ok {
+		return Profile{}, fmt.Errorf("loadgentest: no profile %q; built-in profiles are %q", name, slices.Sorted(maps.Keys(all)))
+	}
+	return p, nil
+}
+
+// PrefillTime is the time to prefill a promptTokens-token prompt from an
+// empty cache, in the profile's own time (divide by Speed for wall time).
+func (p Profile) PrefillTime(promptTokens int) time.Duration {
+	return seconds(p.prefillCost(0, promptTokens))
+}
+
+// PrefillChunkTime is the cost of prefilling tokens prompt tokens that start
+// at offset (tokens already in the cache, from earlier chunks or a prefix
+// cache hit), in the profile's own time.
+func (p Profile) PrefillChunkTime(offset, tokens int) time.Duration {
+	return seconds(p.prefillCost(offset, tokens))
+}
+
+// DecodeStepTime is the time of one step that decodes one token for each of
+// batch requests, whose contexts (prompt plus tokens generated so far) sum to
+// sumContext tokens and the longest of which holds maxContext, in the
+// profile's own time. A batch of 0 costs nothing.
+func (p Profile) DecodeStepTime(batch, sumContext, maxContext int) time.Duration {
+	return seconds(p.decodeCost(batch, sumContext, maxContext))
+}
+
+func (p Profile) prefillCost(offset, tokens int) float64 {
+	o, n := float64(offset), float64(offset+tokens)
+	return p.PrefillPerToken*float64(tokens) + p.PrefillPerTokenSquared*(n*n-o*o)
+}
+
+func (p Profile) decodeCost(batch, sumContext, maxContext int) float64 {
+	if batch <= 0 {
+		return 0
+	}
+	return p.decodeBase(batch) + p.DecodePerContextToken*float64(sumContext) + p.DecodePerMaxContextToken*float64(maxContext)
+}
+
+func (p Profile) decodeBase(batch int) float64 {
+	pts := p.DecodeBase
+	switch {
+	case len(pts) == 0:
+		return 0
+	case len(pts) == 1 || batch <= pts[0].Batch:
+		return pts[0].Seconds
+	}
+	i := 1
+	for i < len(pts)-1 && pts[i].Batch < batch {
+		i++
+	}
+	lo, hi := pts[i-1], pts[i]
+	slope := (hi.Seconds - lo.Seconds) / float64(hi.Batch-lo.Batch)
+	return lo.Seconds + slope*float64(batch-lo.Batch)
+}
+
+// withDefaults returns p with its zero fields set as documented.
+func (p Profile) withDefaults() Profile {
+	if p.Model == "" {
+		p.Model = DefaultModel
+	}
+	if p.Speed <= 0 {
+		p.Speed = 1
+	}
+	if p.MaxModelLen <= 0 {
+		p.MaxModelLen = DefaultMaxModelLen
+	}
+	if p.MaxNumSeqs <= 0 {
+		p.MaxNumSeqs = DefaultMaxNumSeqs
+	}
+	if p.MaxNumBatchedTokens <= 0 {
+		p.MaxNumBatchedTokens = DefaultMaxNumBatchedTokens
+	}
+	p.MaxNumBatchedTokens = max(p.MaxNumBatchedTokens, p.MaxNumSeqs)
+	if p.BlockSize <= 0 {
+		p.BlockSize = DefaultBlockSize
+	}
+	if p.KVCacheTokens <= 0 {
+		p.KVCacheTokens = p.MaxNumSeqs * p.MaxModelLen
+	}
+	p.KVCacheTokens -= p.KVCacheTokens % p.BlockSize
+	if p.KVCacheTokens < p.BlockSize {
+		p.KVCacheTokens = p.BlockSize
+	}
+	p.MaxModelLen = min(p.MaxModelLen, p.KVCacheTokens)
+	if p.TruthBytes == 0 {
+		p.TruthBytes = DefaultTruthBytes
+	}
+	p.DecodeBase = slices.Clone(p.DecodeBase)
+	return p
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -1,0 +1,141 @@
+package loadgentest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Server is a simulated inference server listening on a loopback address,
+// like an [httptest.Server] (whose URL, Client and Close it has).
+type Server struct {
+	*httptest.Server
+	// Handler serves the requests; its Truth and Stats describe them.
+	Handler *Handler
+}
+
+// NewServer starts a server simulating p. The caller must Close it.
+func NewServer(p Profile) *Server {
+	h := NewHandler(p)
+	return &Server{Server: httptest.NewServer(h), Handler: h}
+}
+
+// Close stops the engine, ends the responses in flight, and shuts the server
+// down. It leaves no goroutine behind.
+func (s *Server) Close() {
+	s.Handler.Close()
+	s.Server.Close()
+}
+
+// Truth returns the server's ground truth: what it wrote and when.
+func (s *Server) Truth() *Truth { return s.Handler.Truth() }
+
+// Handler is the simulated server as an [http.Handler], for use with a
+// server of one's own. It serves vLLM's OpenAI-compatible API:
+//
+//	POST /v1/completions         streaming and not
+//	POST /v1/chat/completions    streaming and not
+//	GET  /v1/models              with max_model_len
+//	POST /tokenize               {"prompt": ...} or {"messages": ...}
+//	GET  /health
+//	GET  /metrics                Prometheus text format, vLLM's metric names
+//	GET  /debug/truth            the ground truth as JSON (see [Truth])
+//
+// Its engine runs in a goroutine of its own until Close.
+type Handler struct {
+	p       Profile
+	eng     *engine
+	truth   *Truth
+	mux     *http.ServeMux
+	done    chan struct{}
+	once    sync.Once
+	idBase  string
+	seq     atomic.Uint64
+	started time.Time
+}
+
+// NewHandler returns a handler simulating p, its engine started. The caller
+// must Close it.
+func NewHandler(p Profile) *Handler {
+	p = p.withDefaults()
+	var b [8]byte
+	rand.Read(b[:])
+	h := &Handler{
+		p:       p,
+		eng:     newEngine(p),
+		truth:   newTruth(p.TruthBytes),
+		mux:     http.NewServeMux(),
+		done:    make(chan struct{}),
+		idBase:  hex.EncodeToString(b[:]),
+		started: time.Now(),
+	}
+	h.mux.HandleFunc("POST /v1/completions", h.serveGenerate)
+	h.mux.HandleFunc("POST /v1/chat/completions", h.serveGenerate)
+	h.mux.HandleFunc("GET /v1/models", h.serveModels)
+	h.mux.HandleFunc("POST /tokenize", h.serveTokenize)
+	h.mux.HandleFunc("GET /health", func(http.ResponseWriter, *http.Request) {})
+	h.mux.HandleFunc("GET /metrics", h.serveMetrics)
+	h.mux.HandleFunc("GET /debug/truth", h.serveTruth)
+	return h
+}
+
+// ServeHTTP serves one request.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// Close stops the engine and ends the responses still waiting on it; it is
+// safe to call more than once.
+func (h *Handler) Close() {
+	h.once.Do(func() {
+		close(h.done)
+		h.eng.close()
+	})
+}
+
+// Profile returns the profile served, its zero fields set to their defaults.
+func (h *Handler) Profile() Profile {
+	p := h.p
+	p.DecodeBase = append([]BatchCost(nil), p.DecodeBase...)
+	return p
+}
+
+// Truth returns the handler's ground truth: what it wrote and when.
+func (h *Handler) Truth() *Truth { return h.truth }
+
+// Stats is a snapshot of the engine, the numbers /metrics reports.
+type Stats struct {
+	Running            int           // requests in the running set
+	Waiting            int           // requests waiting for admission
+	KVBlocksUsed       int           // KV-cache blocks referenced by requests
+	KVBlocks           int           // KV-cache capacity in blocks
+	Steps              int64         // engine steps taken
+	Preemptions        int64         // requests preempted for lack of KV blocks
+	PromptTokens       int64         // prompt tokens of requests that got their first token
+	GenerationTokens   int64         // tokens generated
+	PrefixCacheQueries int64         // prompt tokens looked up in the prefix cache
+	PrefixCacheHits    int64         // of those, tokens found
+	Finished           int64         // requests that reached max_tokens
+	Behind             time.Duration // wall time the engine fell behind its schedule and skipped
+}
+
+// Stats returns a snapshot of the engine's state and counters.
+func (h *Handler) Stats() Stats {
+	e := h.eng
+	return Stats{
+		Running:            int(e.nRunning.Load()),
+		Waiting:            int(e.nWaiting.Load()),
+		KVBlocksUsed:       int(e.nUsed.Load()),
+		KVBlocks:           e.cache.total,
+		Steps:              e.steps.Load(),
+		Preemptions:        e.preemptions.Load(),
+		PromptTokens:       e.promptTokens.Load(),
+		GenerationTokens:   e.generationTokens.Load(),
+		PrefixCacheQueries: e.cacheQueries.Load(),
+		PrefixCacheHits:    e.cacheHits.Load(),
+		Finished:           e.finished.Load(),
+		Behind:             time.Duration(e.behind.Load()),
+	}
+}

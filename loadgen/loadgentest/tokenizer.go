@@ -1,0 +1,139 @@
+package loadgentest
+
+import (
+	"encoding/hex"
+	"hash/fnv"
+	"strings"
+)
+
+// The chat template's cost in tokens, as with Qwen's ChatML template: each
+// message is wrapped as "<|im_start|>" role "\n" content "<|im_end|>" "\n",
+// and the reply opens with "<|im_start|>" "assistant" "\n". A chat request
+// whose one user message holds N tokens therefore has N+8 prompt tokens.
+const (
+	ChatMessageTokens = 5 // tokens the template adds around each message
+	ChatReplyTokens   = 3 // tokens of the assistant header that opens the reply
+)
+
+// Token ids of the template tokens; words get ids from a hash, below them.
+const (
+	vocabWords  = 151643
+	tokImStart  = 151644
+	tokImEnd    = 151645
+	tokNewline  = 198
+	tokRoleBase = 151650 // + index in roles
+)
+
+var roles = []string{"system", "user", "assistant", "tool", "developer"}
+
+// CountTokens returns the number of tokens in text under the simulator's
+// tokenizer: each maximal run of non-white-space characters is one token.
+func CountTokens(text string) int {
+	n := 0
+	for range strings.FieldsSeq(text) {
+		n++
+	}
+	return n
+}
+
+// Prompt returns a prompt of exactly n tokens whose first token is derived
+// from seed, so prompts with different seeds share no prefix-cache block,
+// while two calls with the same arguments return the same prompt.
+func Prompt(n int, seed string) string {
+	if n <= 0 {
+		return ""
+	}
+	h := fnv.New64a()
+	h.Write([]byte(seed))
+	var b strings.Builder
+	b.Grow(n * 7)
+	b.WriteString("p")
+	b.WriteString(hex.EncodeToString(h.Sum(nil)))
+	for i := 1; i < n; i++ {
+		b.WriteByte(' ')
+		b.WriteString(words[i%len(words)])
+	}
+	return b.String()
+}
+
+// words is the simulator's vocabulary for prompts and generated text.
+var words = strings.Fields(`the of and to in is that it for on with as was at by an be this
+from or are not have but had his they you which one were her all she there would their
+we him been has when who will more no if out so said what up its about into than them can
+only other new some could time these two may then do first any my now such like our over
+man me even most made after also did many before must through back years where much your
+way well down should because each just those people how too little state good very make`)
+
+// wordToken returns the id of a word token.
+func wordToken(w string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(w); i++ {
+		h ^= uint32(w[i])
+		h *= 16777619
+	}
+	return h % vocabWords
+}
+
+func roleToken(role string) uint32 {
+	for i, r := range roles {
+		if r == role {
+			return tokRoleBase + uint32(i)
+		}
+	}
+	return wordToken(role)
+}
+
+// A message is one chat message, its content flattened to text.
+type message struct {
+	Role, Content string
+}
+
+// promptTokens calls yield with each token id of a prompt: the text as is
+// for completions, or the messages through the chat template.
+func promptTokens(text string, msgs []message, chat bool, yield func(id uint32)) {
+	if !chat {
+		for w := range strings.FieldsSeq(text) {
+			yield(wordToken(w))
+		}
+		return
+	}
+	for _, m := range msgs {
+		yield(tokImStart)
+		yield(roleToken(m.Role))
+		yield(tokNewline)
+		for w := range strings.FieldsSeq(m.Content) {
+			yield(wordToken(w))
+		}
+		yield(tokImEnd)
+		yield(tokNewline)
+	}
+	yield(tokImStart)
+	yield(roleToken("assistant"))
+	yield(tokNewline)
+}
+
+// blockHasher chains the hashes of full blocks of token ids, as vLLM's prefix
+// cache does: a block's hash covers its tokens and its parent's hash, so equal
+// hashes mean equal prefixes.
+type blockHasher struct {
+	size   int
+	n      int // tokens seen
+	h      uint64
+	hashes []uint64
+}
+
+func (b *blockHasher) add(id uint32) {
+	const prime = 1099511628211
+	if b.n%b.size == 0 {
+		b.h = 14695981039346656037
+		if k := len(b.hashes); k > 0 {
+			b.h = (b.h ^ b.hashes[k-1]) * prime
+		}
+	}
+	b.h = (b.h ^ uint64(id)) * prime
+	b.h = (b.h ^ uint64(id>>16)) * prime
+	b.n++
+	if b.n%b.size == 0 {
+		b.hashes = append(b.hashes, b.h|1) // never 0: 0 marks an unhashed block
+	}
+}
