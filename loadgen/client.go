@@ -80,6 +80,12 @@ func (c *Client) httpClient() *http.Client {
 	return c.hc
 }
 
+// CloseIdleConnections closes the idle connections of the client's
+// transport.
+func (c *Client) CloseIdleConnections() {
+	c.httpClient().CloseIdleConnections()
+}
+
 func pick(d, def time.Duration) time.Duration {
 	switch {
 	case d == 0:

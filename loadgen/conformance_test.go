@@ -20,8 +20,9 @@ func TestTranscripts(t *testing.T) {
 	type want struct {
 		tokens, chunks, extra int
 		source                metrics.TokenSource
-		text                  string
+		text, reasoning       string
 		prompt, completion    int
+		cached                int
 		finish                string
 		done                  bool
 		kind                  metrics.ErrorKind
@@ -73,6 +74,17 @@ func TestTranscripts(t *testing.T) {
 			text: "Hello Sam. It's nice to meet you. Is there something I can help you with or would you like to chat?"},
 		"vllm-chat-2.sse": {tokens: 5, chunks: 5, source: chunks, text: "The image depicts a serene", prompt: 6421, completion: 5, finish: "length", done: true},
 		"vllm-chat-3.sse": {tokens: 4, chunks: 4, source: chunks, finish: "tool_calls", done: true},
+
+		// Synthetic: the cases no public capture shows (see the README).
+		// vLLM's error object after two tokens, then [DONE].
+		"synthetic-vllm-error-object.sse": {tokens: 2, chunks: 2, source: chunks, text: "Hello world", done: true, kind: metrics.KindStreamError},
+		// Comments, id/event/retry fields and CRLF between tokens; the
+		// final empty delta carries two more tokens of usage.
+		"synthetic-crlf-comments-fields.sse": {tokens: 7, chunks: 6, source: usage, text: "One, two, three", prompt: 12, completion: 7, finish: "stop", done: true},
+		"synthetic-multiline-data.sse":       {tokens: 2, chunks: 2, source: chunks, text: "multi-line", finish: "stop", done: true},
+		"synthetic-vllm-completions.sse":     {tokens: 4, chunks: 4, source: usage, text: "The quick brown fox", prompt: 5, completion: 4, finish: "length", done: true},
+		// Reasoning deltas count as tokens, and the first one is the first token.
+		"synthetic-reasoning.sse": {tokens: 6, chunks: 5, extra: 1, source: final, text: "42", reasoning: "Let me think.", prompt: 9, completion: 6, cached: 8, finish: "stop", done: true},
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "transcripts", "*.sse"))
 	require.NoError(t, err)
@@ -81,7 +93,8 @@ func TestTranscripts(t *testing.T) {
 		name := filepath.Base(f)
 		w, ok := tests[name]
 		if !ok {
-			continue // synthetic transcripts have their own tests
+			t.Errorf("%s has no expectations in the table", name)
+			continue
 		}
 		seen++
 		t.Run(name, func(t *testing.T) {
@@ -98,6 +111,8 @@ func TestTranscripts(t *testing.T) {
 			assert.Equal(t, w.extra, tl.ExtraTokens, "extra tokens")
 			assert.Equal(t, w.source, tl.Source, "token source")
 			assert.Equal(t, w.text, resp.Text, "text")
+			assert.Equal(t, w.reasoning, resp.Reasoning, "reasoning")
+			assert.Equal(t, w.cached, tl.CachedTokens, "cached prompt tokens")
 			assert.Equal(t, w.prompt, tl.PromptTokens, "prompt tokens")
 			assert.Equal(t, w.completion, tl.CompletionTokens, "completion tokens")
 			assert.Equal(t, w.finish, tl.FinishReason, "finish reason")

@@ -95,8 +95,6 @@ func newEngine(p Profile) *engine {
 		done:    make(chan struct{}),
 		stopped: make(chan struct{}),
 	}
-	go e.run()
-	return e
 }
 
 // submit hands r to the engine.
@@ -122,6 +120,9 @@ func (e *engine) wakeUp() {
 	default:
 	}
 }
+
+// start runs the engine in a goroutine of its own until close.
+func (e *engine) start() { go e.run() }
 
 // close stops the engine goroutine and waits for it.
 func (e *engine) close() {

@@ -73,6 +73,7 @@ func NewHandler(p Profile) *Handler {
 		idBase:  hex.EncodeToString(b[:]),
 		started: time.Now(),
 	}
+	h.eng.start()
 	h.mux.HandleFunc("POST /v1/completions", h.serveGenerate)
 	h.mux.HandleFunc("POST /v1/chat/completions", h.serveGenerate)
 	h.mux.HandleFunc("GET /v1/models", h.serveModels)

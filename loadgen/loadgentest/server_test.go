@@ -94,9 +94,9 @@ func TestNonStreaming(t *testing.T) {
 				ID      string `json:"id"`
 				Object  string `json:"object"`
 				Choices []struct {
-					Text         string `json:"text"`
+					Text         string                   `json:"text"`
 					Message      struct{ Content string } `json:"message"`
-					FinishReason string `json:"finish_reason"`
+					FinishReason string                   `json:"finish_reason"`
 				} `json:"choices"`
 				Usage struct {
 					PromptTokens     int `json:"prompt_tokens"`
