@@ -88,7 +88,7 @@ type engine struct {
 }
 
 func newEngine(p Profile) *engine {
-	e := &engine{
+	return &engine{
 		p:       p,
 		cache:   newKVCache(p),
 		kick:    make(chan struct{}, 1),

@@ -318,6 +318,7 @@ func (h *Handler) generate(w http.ResponseWriter, r *http.Request, g *generation
 		resetConn(w)
 		return "fault:reset-after"
 	}
+	h.truth.queued(g.rec, time.Now())
 	h.eng.submit(g.req)
 	if g.stream {
 		return h.stream(w, r, g)
