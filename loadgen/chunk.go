@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,20 +12,19 @@ import (
 // allocating: strings are kept as slices of the payload, still quoted and
 // escaped, and decoded only when someone asks for them.
 type chunk struct {
-	done bool // the payload was [DONE]
+	done bool // [DONE], or Anthropic's message_stop
 
 	// tokens counts the choices whose delta carried content, reasoning,
 	// completion text or a tool call: one token each by the one-per-delta
 	// rule.
 	tokens int
-	// role reports a delta that carried a role and nothing else.
-	role bool
 	// content and reasoning are choice 0's text deltas (raw JSON strings
 	// with their quotes, or nil).
 	content, reasoning []byte
 	// finish is the first non-null finish_reason (raw JSON string).
 	finish []byte
 
+	// hasUsage reports a usage object with completion_tokens.
 	hasUsage                   bool
 	prompt, completion, cached int64
 
@@ -35,21 +35,13 @@ type chunk struct {
 	// end marks TGI's native last event (generated_text is not null).
 	end bool
 
-	topMessage, topType []byte // top-level "message"/"type", used when object is "error"
+	topMessage, topType []byte // top-level "message"/"type" (raw JSON)
 	objectIsError       bool
 }
 
-var doneData = []byte("[DONE]")
-
-// errChunkSyntax is the cause of a payload that is not valid JSON.
-var errChunkSyntax = errors.New("invalid JSON")
-
-// maxDepth bounds nesting, as encoding/json does.
-const maxDepth = 10000
-
-// parseChunk decodes one SSE data payload into c. It accepts exactly what
-// encoding/json accepts as valid JSON, and additionally requires an object at
-// the top and the documented types for the fields it reads.
+// parseChunk decodes one SSE data payload into c. It accepts exactly the
+// JSON that encoding/json accepts, requires an object at the top and the
+// documented types for the fields it reads, and ignores every other field.
 func parseChunk(data []byte, c *chunk) error {
 	*c = chunk{}
 	if string(data) == "[DONE]" {
@@ -59,12 +51,12 @@ func parseChunk(data []byte, c *chunk) error {
 	s := scanner{b: data}
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
-		if err := s.value(0); err != nil {
+		if err := s.skip(); err != nil {
 			return err
 		}
 		return errors.New("chunk is not a JSON object")
 	}
-	if err := s.object(0, c.topField); err != nil {
+	if err := c.parseTop(&s); err != nil {
 		return err
 	}
 	s.ws()
@@ -86,248 +78,379 @@ func parseChunk(data []byte, c *chunk) error {
 	return nil
 }
 
-func (c *chunk) topField(s *scanner, key []byte, depth int) error {
-	switch string(key) {
-	case "choices":
-		if s.null() {
-			return nil
+func (c *chunk) parseTop(s *scanner) error {
+	if err := s.open('{'); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		key, ok, err := s.member(first)
+		if err != nil || !ok {
+			return err
 		}
-		return s.array(depth, func(s *scanner, _ int, depth int) error {
-			if s.null() {
-				return nil
+		switch string(key) {
+		case "choices":
+			err = c.parseChoices(s)
+		case "usage":
+			err = c.parseUsage(s)
+		case "error":
+			err = c.parseError(s)
+		case "error_type":
+			err = s.optStr(&c.errType, "error_type")
+		case "object":
+			var v []byte
+			err = s.optStr(&v, "object")
+			c.objectIsError = string(v) == `"error"`
+		case "message":
+			if s.peek() == '{' {
+				err = c.parseMessage(s) // Anthropic's message_start
+			} else {
+				c.topMessage, err = s.raw()
 			}
+		case "type":
+			c.topType, err = s.raw()
+		case "delta": // Anthropic's content_block_delta and message_delta
 			var ch choice
-			if err := s.objectOnly(depth, "choice", ch.field); err != nil {
-				return err
+			if err = ch.parseDelta(s); err == nil {
+				c.addChoice(&ch)
 			}
-			c.addChoice(&ch)
-			return nil
-		})
-	case "usage":
-		if s.null() {
-			return nil
+		case "token": // TGI's native /generate_stream
+			err = c.parseToken(s)
+		case "generated_text":
+			if !s.null() {
+				c.end = true
+				err = s.skip()
+			}
+		case "details":
+			err = c.parseDetails(s)
+		default:
+			err = s.skip()
 		}
-		return s.objectOnly(depth, "usage", c.usageField)
-	case "error":
-		switch s.peek() {
-		case 'n':
-			return s.lit("null")
-		case '"':
-			c.isError = true
-			v, err := s.str()
-			c.errMsg = v
-			return err
-		case '{':
-			c.isError = true
-			return s.object(depth, c.errorField)
-		}
-		c.isError = true
-		start := s.i
-		err := s.value(depth)
-		c.errMsg = s.b[start:s.i]
-		return err
-	case "error_type":
-		return s.optStr(&c.errType, "error_type")
-	case "object":
-		var v []byte
-		if err := s.optStr(&v, "object"); err != nil {
+		if err != nil {
 			return err
 		}
-		c.objectIsError = string(v) == `"error"`
+	}
+}
+
+func (c *chunk) parseChoices(s *scanner) error {
+	if s.null() {
 		return nil
-	case "message":
-		if s.peek() == '{' { // Anthropic's message_start
-			return s.object(depth, func(s *scanner, key []byte, depth int) error {
-				if string(key) == "usage" && !s.null() {
-					return s.objectOnly(depth, "message.usage", c.usageField)
-				}
-				return s.value(depth)
-			})
-		}
-		start := s.i
-		err := s.value(depth)
-		c.topMessage = s.b[start:s.i]
+	}
+	if err := s.openAs('[', "choices is not an array"); err != nil {
 		return err
-	case "delta": // Anthropic's content_block_delta and message_delta
+	}
+	for first := true; ; first = false {
+		ok, err := s.element(first)
+		if err != nil || !ok {
+			return err
+		}
 		if s.null() {
-			return nil
+			continue
 		}
 		var ch choice
-		if err := s.objectOnly(depth, "delta", ch.deltaField); err != nil {
+		if err := ch.parse(s); err != nil {
 			return err
 		}
 		c.addChoice(&ch)
+	}
+}
+
+func (c *chunk) parseUsage(s *scanner) error {
+	if s.null() {
 		return nil
-	case "type":
-		start := s.i
-		err := s.value(depth)
-		c.topType = s.b[start:s.i]
-		return err
-	case "token": // TGI's native /generate_stream
-		if s.null() {
-			return nil
-		}
-		var text []byte
-		err := s.objectOnly(depth, "token", func(s *scanner, key []byte, depth int) error {
-			if string(key) == "text" {
-				return s.optStr(&text, "token.text")
-			}
-			return s.value(depth)
-		})
-		c.tokens++
-		c.content = text
-		return err
-	case "generated_text":
-		if s.null() {
-			return nil
-		}
-		c.end = true
-		return s.value(depth)
-	case "details":
-		if s.null() {
-			return nil
-		}
-		return s.objectOnly(depth, "details", func(s *scanner, key []byte, depth int) error {
-			if string(key) == "finish_reason" {
-				return s.optStr(&c.finish, "details.finish_reason")
-			}
-			return s.value(depth)
-		})
 	}
-	return s.value(depth)
+	if err := s.openAs('{', "usage is not an object"); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		key, ok, err := s.member(first)
+		if err != nil || !ok {
+			return err
+		}
+		switch string(key) {
+		case "prompt_tokens", "input_tokens":
+			err = s.optInt(&c.prompt, "usage.prompt_tokens")
+		case "completion_tokens":
+			c.hasUsage = true
+			err = s.optInt(&c.completion, "usage.completion_tokens")
+		case "output_tokens":
+			// Anthropic counts output in message_delta; message_start's
+			// figure is a placeholder.
+			if c.topType != nil && string(c.topType) != `"message_delta"` {
+				err = s.skip()
+				break
+			}
+			c.hasUsage = true
+			err = s.optInt(&c.completion, "usage.output_tokens")
+		case "cache_read_input_tokens":
+			err = s.optInt(&c.cached, "usage.cache_read_input_tokens")
+		case "prompt_tokens_details":
+			err = c.parsePromptDetails(s)
+		default:
+			err = s.skip()
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
-func (c *chunk) usageField(s *scanner, key []byte, depth int) error {
-	switch string(key) {
-	case "prompt_tokens", "input_tokens":
-		return s.optInt(&c.prompt, "usage.prompt_tokens")
-	case "completion_tokens":
-		c.hasUsage = true
-		return s.optInt(&c.completion, "usage.completion_tokens")
-	case "output_tokens": // Anthropic: counted only at the end, in message_delta
-		if c.topType != nil && string(c.topType) != `"message_delta"` {
-			return s.value(depth)
-		}
-		c.hasUsage = true
-		return s.optInt(&c.completion, "usage.output_tokens")
-	case "cache_read_input_tokens":
-		return s.optInt(&c.cached, "usage.cache_read_input_tokens")
-	case "prompt_tokens_details":
-		if s.null() {
-			return nil
-		}
-		return s.objectOnly(depth, "usage.prompt_tokens_details", func(s *scanner, key []byte, depth int) error {
-			if string(key) == "cached_tokens" {
-				return s.optInt(&c.cached, "usage.prompt_tokens_details.cached_tokens")
-			}
-			return s.value(depth)
-		})
+func (c *chunk) parsePromptDetails(s *scanner) error {
+	if s.null() {
+		return nil
 	}
-	return s.value(depth)
-}
-
-func (c *chunk) errorField(s *scanner, key []byte, depth int) error {
-	start := s.i
-	if err := s.value(depth); err != nil {
+	if err := s.openAs('{', "usage.prompt_tokens_details is not an object"); err != nil {
 		return err
 	}
-	v := s.b[start:s.i]
-	switch string(key) {
-	case "message":
-		c.errMsg = v
-	case "type":
-		c.errType = v
-	case "code":
-		c.errCode = v
+	for first := true; ; first = false {
+		key, ok, err := s.member(first)
+		if err != nil || !ok {
+			return err
+		}
+		if string(key) == "cached_tokens" {
+			err = s.optInt(&c.cached, "usage.prompt_tokens_details.cached_tokens")
+		} else {
+			err = s.skip()
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return nil
+}
+
+func (c *chunk) parseError(s *scanner) error {
+	switch s.peek() {
+	case 'n':
+		return s.lit("null")
+	case '{':
+	default: // TGI: "error": "message"
+		c.isError = true
+		var err error
+		c.errMsg, err = s.raw()
+		return err
+	}
+	c.isError = true
+	if err := s.open('{'); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		key, ok, err := s.member(first)
+		if err != nil || !ok {
+			return err
+		}
+		v, err := s.raw()
+		if err != nil {
+			return err
+		}
+		switch string(key) {
+		case "message":
+			c.errMsg = v
+		case "type":
+			c.errType = v
+		case "code":
+			c.errCode = v
+		}
+	}
+}
+
+// parseMessage reads Anthropic's message_start message for its usage.
+func (c *chunk) parseMessage(s *scanner) error {
+	if err := s.open('{'); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		key, ok, err := s.member(first)
+		if err != nil || !ok {
+			return err
+		}
+		if string(key) == "usage" {
+			err = c.parseUsage(s)
+		} else {
+			err = s.skip()
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (c *chunk) parseToken(s *scanner) error {
+	if s.null() {
+		return nil
+	}
+	if err := s.openAs('{', "token is not an object"); err != nil {
+		return err
+	}
+	c.tokens++
+	for first := true; ; first = false {
+		key, ok, err := s.member(first)
+		if err != nil || !ok {
+			return err
+		}
+		if string(key) == "text" {
+			err = s.optStr(&c.content, "token.text")
+		} else {
+			err = s.skip()
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (c *chunk) parseDetails(s *scanner) error {
+	if s.null() {
+		return nil
+	}
+	if err := s.openAs('{', "details is not an object"); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		key, ok, err := s.member(first)
+		if err != nil || !ok {
+			return err
+		}
+		if string(key) == "finish_reason" {
+			err = s.optStr(&c.finish, "details.finish_reason")
+		} else {
+			err = s.skip()
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // choice is one element of "choices".
 type choice struct {
 	index                    int64
 	content, reasoning, text []byte
-	tool, role               bool
+	tool                     bool
 	finish                   []byte
 }
 
-func (ch *choice) field(s *scanner, key []byte, depth int) error {
-	switch string(key) {
-	case "delta", "message":
-		if s.null() {
-			return nil
-		}
-		return s.objectOnly(depth, "delta", ch.deltaField)
-	case "text":
-		return s.optStr(&ch.text, "choice.text")
-	case "index":
-		return s.optInt(&ch.index, "choice.index")
-	case "finish_reason":
-		return s.optStr(&ch.finish, "finish_reason")
+func (ch *choice) parse(s *scanner) error {
+	if err := s.openAs('{', "a choice is not an object"); err != nil {
+		return err
 	}
-	return s.value(depth)
+	for first := true; ; first = false {
+		key, ok, err := s.member(first)
+		if err != nil || !ok {
+			return err
+		}
+		switch string(key) {
+		case "delta", "message":
+			err = ch.parseDelta(s)
+		case "text":
+			err = s.optStr(&ch.text, "choice.text")
+		case "index":
+			err = s.optInt(&ch.index, "choice.index")
+		case "finish_reason":
+			err = s.optStr(&ch.finish, "finish_reason")
+		default:
+			err = s.skip()
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
-func (ch *choice) deltaField(s *scanner, key []byte, depth int) error {
-	switch string(key) {
-	case "content":
-		return s.optStr(&ch.content, "delta.content")
-	case "text": // Anthropic
-		return s.optStr(&ch.text, "delta.text")
-	case "partial_json": // Anthropic's tool input
-		var v []byte
-		if err := s.optStr(&v, "delta.partial_json"); err != nil {
-			return err
-		}
-		ch.tool = ch.tool || len(v) > 2
+func (ch *choice) parseDelta(s *scanner) error {
+	if s.null() {
 		return nil
-	case "stop_reason": // Anthropic
-		return s.optStr(&ch.finish, "delta.stop_reason")
-	case "reasoning_content", "reasoning", "thinking":
-		var v []byte
-		if err := s.optStr(&v, "delta.reasoning"); err != nil {
-			return err
-		}
-		if len(v) > 2 {
-			ch.reasoning = v
-		}
-		return nil
-	case "role":
-		var v []byte
-		if err := s.optStr(&v, "delta.role"); err != nil {
-			return err
-		}
-		ch.role = len(v) > 2
-		return nil
-	case "tool_calls":
-		if s.null() {
-			return nil
-		}
-		return s.array(depth, func(s *scanner, _ int, depth int) error {
-			if s.null() {
-				return nil
-			}
-			return s.objectOnly(depth, "tool call", func(s *scanner, key []byte, depth int) error {
-				if string(key) != "function" || s.null() {
-					return s.value(depth)
-				}
-				return s.objectOnly(depth, "tool call function", func(s *scanner, key []byte, depth int) error {
-					if string(key) != "name" && string(key) != "arguments" {
-						return s.value(depth)
-					}
-					var v []byte
-					if err := s.optStr(&v, "tool call function field"); err != nil {
-						return err
-					}
-					if len(v) > 2 {
-						ch.tool = true
-					}
-					return nil
-				})
-			})
-		})
 	}
-	return s.value(depth)
+	if err := s.openAs('{', "delta is not an object"); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		key, ok, err := s.member(first)
+		if err != nil || !ok {
+			return err
+		}
+		var v []byte
+		switch string(key) {
+		case "content":
+			err = s.optStr(&ch.content, "delta.content")
+		case "text": // Anthropic
+			err = s.optStr(&ch.text, "delta.text")
+		case "reasoning_content", "reasoning", "thinking":
+			if err = s.optStr(&v, "delta.reasoning"); len(v) > 2 {
+				ch.reasoning = v
+			}
+		case "partial_json": // Anthropic's tool input
+			err = s.optStr(&v, "delta.partial_json")
+			ch.tool = ch.tool || len(v) > 2
+		case "stop_reason": // Anthropic
+			err = s.optStr(&ch.finish, "delta.stop_reason")
+		case "tool_calls":
+			err = ch.parseToolCalls(s)
+		default:
+			err = s.skip()
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (ch *choice) parseToolCalls(s *scanner) error {
+	if s.null() {
+		return nil
+	}
+	if err := s.openAs('[', "tool_calls is not an array"); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		ok, err := s.element(first)
+		if err != nil || !ok {
+			return err
+		}
+		if s.null() {
+			continue
+		}
+		if err := s.openAs('{', "a tool call is not an object"); err != nil {
+			return err
+		}
+		for first := true; ; first = false {
+			key, ok, err := s.member(first)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
+			if string(key) == "function" && !s.null() {
+				err = ch.parseFunction(s)
+			} else {
+				err = s.skip()
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (ch *choice) parseFunction(s *scanner) error {
+	if err := s.openAs('{', "a tool call's function is not an object"); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		key, ok, err := s.member(first)
+		if err != nil || !ok {
+			return err
+		}
+		if string(key) == "name" || string(key) == "arguments" {
+			var v []byte
+			err = s.optStr(&v, "a tool call's function field")
+			ch.tool = ch.tool || len(v) > 2
+		} else {
+			err = s.skip()
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 func (c *chunk) addChoice(ch *choice) {
@@ -335,8 +458,6 @@ func (c *chunk) addChoice(ch *choice) {
 	hasContent, hasText := len(ch.content) > 2, len(ch.text) > 2
 	if hasContent || hasText || len(ch.reasoning) > 2 || ch.tool {
 		c.tokens++
-	} else if ch.role {
-		c.role = true
 	}
 	if ch.index == 0 {
 		switch {
@@ -345,7 +466,9 @@ func (c *chunk) addChoice(ch *choice) {
 		case hasText:
 			c.content = ch.text
 		}
-		c.reasoning = ch.reasoning
+		if ch.reasoning != nil {
+			c.reasoning = ch.reasoning
+		}
 	}
 	if c.finish == nil && ch.finish != nil {
 		c.finish = ch.finish
@@ -361,6 +484,9 @@ func decodeString(raw []byte) string {
 	if raw[0] != '"' {
 		return string(raw)
 	}
+	if len(raw) >= 2 && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 {
+		return string(raw[1 : len(raw)-1])
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return string(raw)
@@ -368,11 +494,19 @@ func decodeString(raw []byte) string {
 	return s
 }
 
-// scanner is a validating JSON reader over one payload. It never allocates
-// on valid input.
+// errChunkSyntax is the cause of a payload that is not valid JSON.
+var errChunkSyntax = errors.New("invalid JSON")
+
+// maxDepth bounds nesting, as encoding/json does.
+const maxDepth = 10000
+
+// scanner is a validating JSON reader over one payload. Containers are read
+// with open, then member (objects) or element (arrays) until they report the
+// end. It never allocates on valid input.
 type scanner struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	depth int
 }
 
 type syntaxError struct {
@@ -385,17 +519,26 @@ func (e *syntaxError) Unwrap() error { return errChunkSyntax }
 
 func (s *scanner) fail(msg string) error { return &syntaxError{msg: msg, off: s.i} }
 
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
+// space marks JSON's whitespace; plain marks the bytes a string may hold
+// without an escape.
+var space, plain [256]bool
+
+func init() {
+	for _, c := range " \t\n\r" {
+		space[c] = true
+	}
+	for c := 0x20; c < 256; c++ {
+		plain[c] = c != '"' && c != '\\'
 	}
 }
 
+func (s *scanner) ws() {
+	for s.i < len(s.b) && space[s.b[s.i]] {
+		s.i++
+	}
+}
+
+// peek returns the next non-space byte, or 0 at the end.
 func (s *scanner) peek() byte {
 	s.ws()
 	if s.i < len(s.b) {
@@ -421,13 +564,117 @@ func (s *scanner) lit(w string) error {
 	return nil
 }
 
-// value skips any JSON value, validating it.
-func (s *scanner) value(depth int) error {
+// open consumes the opening bracket of a container.
+func (s *scanner) open(c byte) error {
+	if s.peek() != c {
+		return s.fail("expected " + string(c))
+	}
+	if s.depth++; s.depth > maxDepth {
+		return s.fail("nesting too deep")
+	}
+	s.i++
+	return nil
+}
+
+// openAs is open for a field whose type is wrong when something else comes:
+// it still validates what came, then reports msg.
+func (s *scanner) openAs(c byte, msg string) error {
+	if s.peek() != c {
+		if err := s.skip(); err != nil {
+			return err
+		}
+		return errors.New(msg)
+	}
+	return s.open(c)
+}
+
+// member moves to the next member of an open object and returns its name,
+// leaving the scanner at its value; ok is false at the closing brace.
+func (s *scanner) member(first bool) (key []byte, ok bool, err error) {
+	switch c := s.peek(); {
+	case c == '}' && first:
+		s.i++
+		s.depth--
+		return nil, false, nil
+	case first:
+	case c == ',':
+		s.i++
+		s.ws()
+	case c == '}':
+		s.i++
+		s.depth--
+		return nil, false, nil
+	default:
+		return nil, false, s.fail("expected ',' or '}'")
+	}
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false, s.fail("expected a member name")
+	}
+	k, err := s.str()
+	if err != nil {
+		return nil, false, err
+	}
+	if s.peek() != ':' {
+		return nil, false, s.fail("expected ':'")
+	}
+	s.i++
+	s.ws()
+	key = k[1 : len(k)-1]
+	if bytes.IndexByte(key, '\\') >= 0 {
+		key = []byte(decodeString(k)) // rare: an escaped member name
+	}
+	return key, true, nil
+}
+
+// element moves to the next element of an open array; ok is false at the
+// closing bracket.
+func (s *scanner) element(first bool) (ok bool, err error) {
+	switch c := s.peek(); {
+	case c == ']' && first:
+	case first:
+		return true, nil
+	case c == ',':
+		s.i++
+		s.ws()
+		return true, nil
+	case c == ']':
+	default:
+		return false, s.fail("expected ',' or ']'")
+	}
+	s.i++
+	s.depth--
+	return false, nil
+}
+
+// skip reads any value, validating it.
+func (s *scanner) skip() error {
 	switch s.peek() {
 	case '{':
-		return s.object(depth, func(s *scanner, _ []byte, depth int) error { return s.value(depth) })
+		if err := s.open('{'); err != nil {
+			return err
+		}
+		for first := true; ; first = false {
+			_, ok, err := s.member(first)
+			if err != nil || !ok {
+				return err
+			}
+			if err := s.skip(); err != nil {
+				return err
+			}
+		}
 	case '[':
-		return s.array(depth, func(s *scanner, _ int, depth int) error { return s.value(depth) })
+		if err := s.open('['); err != nil {
+			return err
+		}
+		for first := true; ; first = false {
+			ok, err := s.element(first)
+			if err != nil || !ok {
+				return err
+			}
+			if err := s.skip(); err != nil {
+				return err
+			}
+		}
 	case '"':
 		_, err := s.str()
 		return err
@@ -437,120 +684,41 @@ func (s *scanner) value(depth int) error {
 		return s.lit("false")
 	case 'n':
 		return s.lit("null")
-	case 0:
-		if s.i >= len(s.b) {
-			return s.fail("unexpected end of JSON")
-		}
 	}
 	_, _, err := s.num()
 	return err
 }
 
-// object reads an object, calling field for each member with the scanner
-// positioned at the member's value; field must consume the value.
-func (s *scanner) object(depth int, field func(s *scanner, key []byte, depth int) error) error {
-	if depth++; depth > maxDepth {
-		return s.fail("nesting too deep")
-	}
-	if s.peek() != '{' {
-		return s.fail("expected an object")
-	}
-	s.i++
-	if s.peek() == '}' {
-		s.i++
-		return nil
-	}
-	for {
-		if s.peek() != '"' {
-			return s.fail("expected a member name")
-		}
-		k, err := s.str()
-		if err != nil {
-			return err
-		}
-		key := k[1 : len(k)-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			key = []byte(decodeString(k)) // rare: escaped member names
-		}
-		if s.peek() != ':' {
-			return s.fail("expected ':'")
-		}
-		s.i++
-		s.ws()
-		if err := field(s, key, depth); err != nil {
-			return err
-		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return nil
-		default:
-			return s.fail("expected ',' or '}'")
-		}
-	}
-}
-
-// objectOnly is object with a typed error when something else comes.
-func (s *scanner) objectOnly(depth int, what string, field func(s *scanner, key []byte, depth int) error) error {
-	if s.peek() != '{' {
-		if err := s.value(depth); err != nil {
-			return err
-		}
-		return fmt.Errorf("%s is not an object", what)
-	}
-	return s.object(depth, field)
-}
-
-func (s *scanner) array(depth int, elem func(s *scanner, i int, depth int) error) error {
-	if depth++; depth > maxDepth {
-		return s.fail("nesting too deep")
-	}
-	if s.peek() != '[' {
-		if err := s.value(depth); err != nil {
-			return err
-		}
-		return errors.New("expected an array")
-	}
-	s.i++
-	if s.peek() == ']' {
-		s.i++
-		return nil
-	}
-	for i := 0; ; i++ {
-		s.ws()
-		if err := elem(s, i, depth); err != nil {
-			return err
-		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return nil
-		default:
-			return s.fail("expected ',' or ']'")
-		}
-	}
+// raw reads any value and returns its bytes.
+func (s *scanner) raw() ([]byte, error) {
+	s.ws()
+	start := s.i
+	err := s.skip()
+	return s.b[start:s.i], err
 }
 
 // str reads a string and returns it raw, quotes included.
 func (s *scanner) str() ([]byte, error) {
-	if s.peek() != '"' {
-		return nil, s.fail("expected a string")
-	}
 	start := s.i
-	s.i++
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
+	s.i++ // the opening quote
+	for {
+		// Eight bytes at a time while none needs attention, then one by one.
+		for s.i+8 <= len(s.b) && plain8(binary.LittleEndian.Uint64(s.b[s.i:])) {
+			s.i += 8
+		}
+		for s.i < len(s.b) && plain[s.b[s.i]] {
+			s.i++
+		}
+		if s.i >= len(s.b) {
+			return nil, s.fail("unexpected end of JSON in a string")
+		}
+		switch s.b[s.i] {
+		case '"':
 			s.i++
 			return s.b[start:s.i], nil
-		case c == '\\':
+		case '\\':
 			if s.i+1 >= len(s.b) {
-				return nil, s.fail("unexpected end of JSON in string")
+				return nil, s.fail("unexpected end of JSON in a string")
 			}
 			switch s.b[s.i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
@@ -563,13 +731,20 @@ func (s *scanner) str() ([]byte, error) {
 			default:
 				return nil, s.fail("invalid escape")
 			}
-		case c < 0x20:
-			return nil, s.fail("control character in string")
 		default:
-			s.i++
+			return nil, s.fail("control character in a string")
 		}
 	}
-	return nil, s.fail("unexpected end of JSON in string")
+}
+
+// plain8 reports whether none of the eight bytes in x is a quote, a
+// backslash or a control character, with the bit tricks of "Bit Twiddling
+// Hacks" (hasless, haszero).
+func plain8(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	hasZero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	less20 := (x - 0x20*ones) & ^x & highs
+	return less20|hasZero(x^('"'*ones))|hasZero(x^('\\'*ones)) == 0
 }
 
 func isHex(c byte) bool {
@@ -583,7 +758,7 @@ func (s *scanner) optStr(v *[]byte, what string) error {
 		return nil
 	}
 	if s.peek() != '"' {
-		if err := s.value(0); err != nil {
+		if err := s.skip(); err != nil {
 			return err
 		}
 		return fmt.Errorf("%s is not a string", what)
@@ -596,10 +771,11 @@ func (s *scanner) optStr(v *[]byte, what string) error {
 // num reads a number; n is its value when it is an integer that fits in
 // int64, and isInt says so.
 func (s *scanner) num() (n int64, isInt bool, err error) {
-	start := s.i
-	neg := false
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		neg = true
+	if s.i >= len(s.b) {
+		return 0, false, s.fail("unexpected end of JSON")
+	}
+	neg := s.b[s.i] == '-'
+	if neg {
 		s.i++
 	}
 	if s.i >= len(s.b) {
@@ -638,9 +814,6 @@ func (s *scanner) num() (n int64, isInt bool, err error) {
 			return 0, false, s.fail("invalid number")
 		}
 	}
-	if s.i == start {
-		return 0, false, s.fail("invalid number")
-	}
 	if neg {
 		n = -n
 	}
@@ -655,14 +828,14 @@ func (s *scanner) digits() bool {
 	return s.i > start
 }
 
-// optInt reads a non-negative integer or null into *v (null leaves 0).
+// optInt reads a non-negative integer or null into *v (null leaves it).
 func (s *scanner) optInt(v *int64, what string) error {
 	if s.null() {
 		return nil
 	}
 	c := s.peek()
 	if c != '-' && (c < '0' || c > '9') {
-		if err := s.value(0); err != nil {
+		if err := s.skip(); err != nil {
 			return err
 		}
 		return fmt.Errorf("%s is not a number", what)
