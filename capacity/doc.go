@@ -1,0 +1,20 @@
+// Package capacity predicts whether an LLM inference server can hold a workload
+// before it is sent, and reads the real capacity from a server that is running.
+//
+// A [Model] comes from a Hugging Face config.json ([LoadModel], [ParseConfig]):
+// its attention layers, their key/value heads, and the per-sequence state of
+// hybrid models' linear-attention (Gated DeltaNet) and Mamba layers.
+// [EstimateVLLM] sizes the KV cache as vLLM does (memory budget, block size,
+// hybrid page-size unification, layer groups sharing one block pool) and
+// reports kv_cache_size_tokens and kv_cache_max_concurrency with vLLM's own
+// formulas; [EstimateSGLang] applies SGLang's max_total_num_tokens rule.
+// [Discover] asks a running vLLM, SGLang, llama.cpp or TGI server instead,
+// which beats any estimate.
+//
+// Either way the result is a [Limits]: KV tokens, max running requests and
+// max_model_len, each zero when unknown. [Limits.Check] gives one cell of a
+// context × concurrency grid its [Verdict]: over capacity when
+// concurrency × (context + max output) exceeds the KV tokens, when concurrency
+// exceeds the running-request limit, or when one request
+// (context + max output + chat-template overhead) exceeds max_model_len.
+package capacity

@@ -1,0 +1,173 @@
+package capacity
+
+import (
+	"fmt"
+	"strings"
+)
+
+// DefaultTemplateOverhead is the number of tokens a chat template adds around
+// a prompt, counted against max_model_len when Limits.TemplateOverhead is
+// zero. ChatML-style templates (Qwen, many others) wrap one user turn in
+// about a dozen tokens ("<|im_start|>user\n" … "<|im_end|>\n<|im_start|>assistant\n",
+// plus an empty think block where reasoning is off); 16 covers them.
+const DefaultTemplateOverhead = 16
+
+// Limits are a server's capacity limits. Each is zero when unknown; an
+// unknown limit never makes a cell over capacity.
+type Limits struct {
+	// KVTokens is the KV cache's capacity in tokens (vLLM's
+	// kv_cache_size_tokens, SGLang's max_total_num_tokens).
+	KVTokens int `json:"kv_tokens"`
+	// MaxRunning is the most requests the server runs at once (vLLM's
+	// max_num_seqs, SGLang's max_running_requests, llama.cpp's slots).
+	MaxRunning int `json:"max_running"`
+	// MaxModelLen is the longest request, prompt and output, in tokens.
+	MaxModelLen int `json:"max_model_len"`
+	// TemplateOverhead is the number of tokens the chat template adds to a
+	// prompt; zero means DefaultTemplateOverhead, a negative value none.
+	TemplateOverhead int `json:"template_overhead,omitempty"`
+	// Source says where the limits come from ("vllm /metrics", "estimate
+	// (vllm)", ...), for reports.
+	Source string `json:"source,omitempty"`
+}
+
+// Known reports whether at least one limit is known.
+func (l Limits) Known() bool { return l.KVTokens > 0 || l.MaxRunning > 0 || l.MaxModelLen > 0 }
+
+// Merge returns l with each unknown limit taken from other, e.g. a live
+// KV figure completed by the max_num_seqs flag the server was started with.
+func (l Limits) Merge(other Limits) Limits {
+	var from []string
+	if l.KVTokens <= 0 && other.KVTokens > 0 {
+		l.KVTokens = other.KVTokens
+		from = append(from, "kv_tokens")
+	}
+	if l.MaxRunning <= 0 && other.MaxRunning > 0 {
+		l.MaxRunning = other.MaxRunning
+		from = append(from, "max_running")
+	}
+	if l.MaxModelLen <= 0 && other.MaxModelLen > 0 {
+		l.MaxModelLen = other.MaxModelLen
+		from = append(from, "max_model_len")
+	}
+	if l.TemplateOverhead == 0 {
+		l.TemplateOverhead = other.TemplateOverhead
+	}
+	if len(from) > 0 && other.Source != "" {
+		if l.Source != "" {
+			l.Source += "; "
+		}
+		l.Source += strings.Join(from, ", ") + " from " + other.Source
+	}
+	return l
+}
+
+func (l Limits) overhead() int {
+	switch {
+	case l.TemplateOverhead < 0:
+		return 0
+	case l.TemplateOverhead == 0:
+		return DefaultTemplateOverhead
+	}
+	return l.TemplateOverhead
+}
+
+// Reason says why a cell fits or not.
+type Reason uint8
+
+// Reasons. The zero value means "not set".
+const (
+	ReasonUnset Reason = iota
+	// WithinLimits: every limit is known and the cell respects them all.
+	WithinLimits
+	// LimitsUnknown: the cell respects every known limit, but at least one
+	// limit is unknown, so it is not predicted over capacity but not
+	// guaranteed to fit either.
+	LimitsUnknown
+	// OverMaxModelLen: one request (context + max output + template
+	// overhead) is longer than max_model_len; it can never run.
+	OverMaxModelLen
+	// OverMaxRunning: more concurrent requests than the server runs at once.
+	OverMaxRunning
+	// OverKVTokens: concurrency × (context + max output) is more than the
+	// KV cache holds.
+	OverKVTokens
+)
+
+var reasonNames = [...]string{"", "within_limits", "limits_unknown", "max_model_len", "max_running", "kv_tokens"}
+
+// String returns the reason's name: "within_limits", "limits_unknown",
+// "max_model_len", "max_running" or "kv_tokens".
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("Reason(%d)", r)
+}
+
+// MarshalText returns the String form.
+func (r Reason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText parses the String form.
+func (r *Reason) UnmarshalText(b []byte) error {
+	for i, n := range reasonNames {
+		if n == string(b) {
+			*r = Reason(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("capacity: unknown reason %q", b)
+}
+
+// Verdict is the capacity verdict for one cell. Need and Have are the
+// numbers behind the deciding limit (tokens, or requests for OverMaxRunning);
+// both are zero when no limit decided.
+type Verdict struct {
+	Fits   bool   `json:"fits"`
+	Reason Reason `json:"reason"`
+	Detail string `json:"detail"`
+	Need   int    `json:"need,omitempty"`
+	Have   int    `json:"have,omitempty"`
+}
+
+// Check returns the verdict for concurrency requests of context prompt
+// tokens and up to maxOutput output tokens each. Limits are checked in the
+// order max_model_len (a request that can never run), max running, KV
+// tokens; the first one exceeded decides.
+func (l Limits) Check(context, concurrency, maxOutput int) Verdict {
+	perRequest := context + maxOutput
+	if l.MaxModelLen > 0 {
+		need := perRequest + l.overhead()
+		if need > l.MaxModelLen {
+			return Verdict{Reason: OverMaxModelLen, Need: need, Have: l.MaxModelLen,
+				Detail: fmt.Sprintf("one request needs %d + %d + %d template = %d tokens > max_model_len %d",
+					context, maxOutput, l.overhead(), need, l.MaxModelLen)}
+		}
+	}
+	if l.MaxRunning > 0 && concurrency > l.MaxRunning {
+		return Verdict{Reason: OverMaxRunning, Need: concurrency, Have: l.MaxRunning,
+			Detail: fmt.Sprintf("%d requests > %d the server runs at once", concurrency, l.MaxRunning)}
+	}
+	need := concurrency * perRequest
+	if l.KVTokens > 0 && need > l.KVTokens {
+		return Verdict{Reason: OverKVTokens, Need: need, Have: l.KVTokens,
+			Detail: fmt.Sprintf("%d × (%d + %d) = %d tokens > %d KV tokens",
+				concurrency, context, maxOutput, need, l.KVTokens)}
+	}
+	var unknown []string
+	if l.KVTokens <= 0 {
+		unknown = append(unknown, "kv_tokens")
+	}
+	if l.MaxRunning <= 0 {
+		unknown = append(unknown, "max_running")
+	}
+	if l.MaxModelLen <= 0 {
+		unknown = append(unknown, "max_model_len")
+	}
+	if len(unknown) > 0 {
+		return Verdict{Fits: true, Reason: LimitsUnknown,
+			Detail: "not over any known limit; unknown: " + strings.Join(unknown, ", ")}
+	}
+	return Verdict{Fits: true, Reason: WithinLimits, Need: need, Have: l.KVTokens,
+		Detail: fmt.Sprintf("%d × (%d + %d) = %d ≤ %d KV tokens", concurrency, context, maxOutput, need, l.KVTokens)}
+}

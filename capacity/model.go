@@ -1,0 +1,658 @@
+package capacity
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrConfig reports a config.json that does not describe a decoder this
+// package can size. The wrapped message names the missing or unknown field.
+var ErrConfig = errors.New("capacity: unusable model config")
+
+// LayerKind is what one decoder layer keeps between steps, which decides how
+// its cache grows.
+type LayerKind uint8
+
+// Layer kinds. The zero value means "not set".
+const (
+	LayerUnset LayerKind = iota
+	// FullAttention keeps keys and values for every token of the sequence.
+	FullAttention
+	// SlidingAttention keeps keys and values for the last SlidingWindow tokens.
+	SlidingAttention
+	// LinearAttention is a Gated DeltaNet layer: a fixed-size state per
+	// sequence (a short-convolution state and a recurrent state), whatever
+	// the length.
+	LinearAttention
+	// Mamba is a Mamba2 layer: a fixed-size convolution and SSM state per
+	// sequence.
+	Mamba
+	// NoCache is a layer that keeps nothing (an MLP-only layer of a hybrid
+	// pattern such as Nemotron-H's).
+	NoCache
+)
+
+var layerKindNames = [...]string{"", "full_attention", "sliding_attention", "linear_attention", "mamba", "none"}
+
+// String returns the name config.json's layer_types uses for k.
+func (k LayerKind) String() string {
+	if int(k) < len(layerKindNames) {
+		return layerKindNames[k]
+	}
+	return fmt.Sprintf("LayerKind(%d)", k)
+}
+
+// MarshalText returns the String form.
+func (k LayerKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// hasState reports whether the layer keeps a per-sequence state rather than
+// per-token keys and values.
+func (k LayerKind) hasState() bool { return k == LinearAttention || k == Mamba }
+
+// MLA describes multi-head latent attention (DeepSeek V2/V3, Kimi K2): each
+// token stores one compressed latent of KVLoraRank plus QKRopeHeadDim values
+// per layer, shared by all heads.
+type MLA struct {
+	KVLoraRank    int `json:"kv_lora_rank"`
+	QKRopeHeadDim int `json:"qk_rope_head_dim"`
+	QKNopeHeadDim int `json:"qk_nope_head_dim"`
+	VHeadDim      int `json:"v_head_dim"`
+	QLoraRank     int `json:"q_lora_rank,omitempty"`
+}
+
+// GatedDeltaNet describes the linear-attention layers of Qwen3-Next and
+// Qwen3.5. Each sequence holds, per layer, a convolution state of
+// (2·NumKeyHeads·KeyHeadDim + NumValueHeads·ValueHeadDim) × (ConvKernel−1)
+// values and a recurrent state of NumValueHeads × KeyHeadDim × ValueHeadDim
+// values.
+type GatedDeltaNet struct {
+	NumKeyHeads   int `json:"num_key_heads"`
+	NumValueHeads int `json:"num_value_heads"`
+	KeyHeadDim    int `json:"key_head_dim"`
+	ValueHeadDim  int `json:"value_head_dim"`
+	ConvKernel    int `json:"conv_kernel"`
+	// StateDType is the recurrent state's dtype from config.json's
+	// mamba_ssm_dtype ("float32" for Qwen3.5); empty means the model dtype.
+	StateDType string `json:"state_dtype,omitempty"`
+}
+
+// Mamba2 describes Mamba2 layers (Nemotron-H, Granite 4, Falcon-H1, Bamba).
+type Mamba2 struct {
+	NumHeads   int    `json:"num_heads"`
+	HeadDim    int    `json:"head_dim"`
+	StateSize  int    `json:"state_size"`
+	NumGroups  int    `json:"num_groups"`
+	ConvKernel int    `json:"conv_kernel"`
+	StateDType string `json:"state_dtype,omitempty"`
+}
+
+// MoE describes mixture-of-experts MLPs. It changes the weights and the
+// activation peak, not the KV cache.
+type MoE struct {
+	NumExperts             int `json:"num_experts"`
+	ExpertsPerToken        int `json:"experts_per_token"`
+	IntermediateSize       int `json:"intermediate_size"`
+	SharedIntermediateSize int `json:"shared_intermediate_size,omitempty"`
+	// DenseLayers counts layers that keep a dense MLP (DeepSeek's
+	// first_k_dense_replace, Qwen's mlp_only_layers).
+	DenseLayers int `json:"dense_layers,omitempty"`
+}
+
+// Vision describes a multimodal encoder, which --language-model-only drops.
+type Vision struct {
+	Depth            int `json:"depth"`
+	HiddenSize       int `json:"hidden_size"`
+	IntermediateSize int `json:"intermediate_size"`
+}
+
+// Quantization is the checkpoint's weight quantization, from config.json's
+// quantization_config.
+type Quantization struct {
+	Method    string `json:"method,omitempty"`     // "awq", "gptq", "compressed-tensors", "fp8", "modelopt", ...
+	Bits      int    `json:"bits,omitempty"`       // bits per quantized weight; 0 means unquantized
+	GroupSize int    `json:"group_size,omitempty"` // weights per scale; 0 means per channel
+	Symmetric bool   `json:"symmetric,omitempty"`  // no zero points
+}
+
+// Weights is the size of a checkpoint's tensors, read from its safetensors
+// files.
+type Weights struct {
+	LanguageBytes int64  `json:"language_bytes"` // the language model
+	VisionBytes   int64  `json:"vision_bytes"`   // the multimodal encoder and projector
+	SkippedBytes  int64  `json:"skipped_bytes"`  // tensors vLLM does not load by default (MTP draft layers)
+	Source        string `json:"source"`
+}
+
+// Model is what decides a model's KV-cache size: its layers and what each
+// keeps per token or per sequence. Fields follow config.json's names; for a
+// multimodal config they come from text_config.
+type Model struct {
+	Architecture          string `json:"architecture,omitempty"`
+	ModelType             string `json:"model_type,omitempty"`
+	DType                 string `json:"dtype"` // weights' dtype, "bfloat16" when the config says nothing
+	HiddenSize            int    `json:"hidden_size"`
+	IntermediateSize      int    `json:"intermediate_size"`
+	VocabSize             int    `json:"vocab_size"`
+	NumAttentionHeads     int    `json:"num_attention_heads"`
+	NumKVHeads            int    `json:"num_key_value_heads"`
+	HeadDim               int    `json:"head_dim"`
+	AttentionOutputGate   bool   `json:"attn_output_gate,omitempty"`
+	TieWordEmbeddings     bool   `json:"tie_word_embeddings,omitempty"`
+	MaxPositionEmbeddings int    `json:"max_position_embeddings"`
+	// DerivedMaxModelLen is vLLM's default max_model_len: the position limit,
+	// scaled by rope scaling where vLLM scales it.
+	DerivedMaxModelLen int         `json:"derived_max_model_len"`
+	Layers             []LayerKind `json:"layers"`
+	SlidingWindow      int         `json:"sliding_window,omitempty"`
+
+	MLA           *MLA           `json:"mla,omitempty"`
+	GatedDeltaNet *GatedDeltaNet `json:"gated_delta_net,omitempty"`
+	Mamba2        *Mamba2        `json:"mamba2,omitempty"`
+	MoE           *MoE           `json:"moe,omitempty"`
+	Vision        *Vision        `json:"vision,omitempty"`
+	Quantization  Quantization   `json:"quantization"`
+	// Weights is set by LoadModel when the directory holds the checkpoint;
+	// nil means the weights are estimated from the architecture.
+	Weights *Weights `json:"weights,omitempty"`
+}
+
+// Count returns how many layers are of kind k.
+func (m *Model) Count(k LayerKind) int {
+	n := 0
+	for _, l := range m.Layers {
+		if l == k {
+			n++
+		}
+	}
+	return n
+}
+
+// Hybrid reports whether the model mixes attention with layers that keep a
+// per-sequence state (linear attention or Mamba).
+func (m *Model) Hybrid() bool {
+	return m.Count(LinearAttention)+m.Count(Mamba) > 0 && m.Count(FullAttention)+m.Count(SlidingAttention) > 0
+}
+
+// String summarizes the layers, e.g. "32 layers: 8 full_attention, 24 linear_attention".
+func (m *Model) String() string {
+	var parts []string
+	for k := FullAttention; k <= NoCache; k++ {
+		if n := m.Count(k); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	s := fmt.Sprintf("%d layers: %s", len(m.Layers), strings.Join(parts, ", "))
+	if m.Architecture != "" {
+		s = m.Architecture + ", " + s
+	}
+	return s
+}
+
+// LoadModel reads a model from path: a config.json file, or a model
+// directory holding config.json. In a directory the safetensors headers (or,
+// lacking the shards, model.safetensors.index.json's total_size) give the
+// exact weight bytes.
+func LoadModel(path string) (*Model, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("capacity: %w", err)
+	}
+	dir := ""
+	if fi.IsDir() {
+		dir = path
+		path = filepath.Join(path, "config.json")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("capacity: %w", err)
+	}
+	m, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if dir != "" {
+		w, err := ReadWeights(dir)
+		if err != nil {
+			return nil, err
+		}
+		m.Weights = w
+	}
+	return m, nil
+}
+
+// config is a decoded config.json with lookups that fall back from
+// text_config to the top level.
+type config struct {
+	top, text map[string]any
+}
+
+func (c config) get(key string) (any, bool) {
+	if c.text != nil {
+		if v, ok := c.text[key]; ok && v != nil {
+			return v, true
+		}
+	}
+	v, ok := c.top[key]
+	return v, ok && v != nil
+}
+
+func (c config) int(keys ...string) int {
+	for _, k := range keys {
+		if v, ok := c.get(k); ok {
+			if n, ok := toInt(v); ok {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+func (c config) str(keys ...string) string {
+	for _, k := range keys {
+		if v, ok := c.get(k); ok {
+			if s, ok := v.(string); ok {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+func (c config) bool(key string) (value, ok bool) {
+	v, ok := c.get(key)
+	if !ok {
+		return false, false
+	}
+	b, ok := v.(bool)
+	return b, ok
+}
+
+func (c config) obj(key string) map[string]any {
+	v, _ := c.get(key)
+	o, _ := v.(map[string]any)
+	return o
+}
+
+func toInt(v any) (int, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		if i, err := n.Int64(); err == nil {
+			return int(i), true
+		}
+		if f, err := n.Float64(); err == nil && f == math.Trunc(f) {
+			return int(f), true
+		}
+	case float64:
+		return int(n), n == math.Trunc(n)
+	}
+	return 0, false
+}
+
+func toFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	case float64:
+		return n, true
+	}
+	return 0, false
+}
+
+func objInt(o map[string]any, keys ...string) int {
+	for _, k := range keys {
+		if n, ok := toInt(o[k]); ok {
+			return n
+		}
+	}
+	return 0
+}
+
+// ParseConfig reads a Hugging Face config.json. A multimodal config's
+// language model comes from text_config (or llm_config); its vision encoder
+// is kept in Model.Vision so that --language-model-only can drop it.
+func ParseConfig(data []byte) (*Model, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var top map[string]any
+	if err := dec.Decode(&top); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	c := config{top: top}
+	for _, k := range []string{"text_config", "llm_config", "language_config"} {
+		if t, ok := top[k].(map[string]any); ok {
+			c.text = t
+			break
+		}
+	}
+	m := &Model{
+		ModelType:             c.str("model_type"),
+		DType:                 normalizeDType(c.str("torch_dtype", "dtype")),
+		HiddenSize:            c.int("hidden_size", "n_embd", "d_model"),
+		IntermediateSize:      c.int("intermediate_size", "ffn_hidden_size", "n_inner"),
+		VocabSize:             c.int("vocab_size"),
+		NumAttentionHeads:     c.int("num_attention_heads", "n_head", "num_heads"),
+		NumKVHeads:            c.int("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"),
+		HeadDim:               c.int("head_dim", "attention_head_dim"),
+		MaxPositionEmbeddings: c.int("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "max_sequence_length"),
+		SlidingWindow:         c.int("sliding_window"),
+	}
+	if a, ok := top["architectures"].([]any); ok && len(a) > 0 {
+		m.Architecture, _ = a[0].(string)
+	}
+	if m.DType == "" {
+		m.DType = "bfloat16"
+	}
+	m.AttentionOutputGate, _ = c.bool("attn_output_gate")
+	m.TieWordEmbeddings, _ = c.bool("tie_word_embeddings")
+	numLayers := c.int("num_hidden_layers", "n_layer", "num_layers")
+	switch {
+	case numLayers <= 0:
+		return nil, fmt.Errorf("%w: no num_hidden_layers", ErrConfig)
+	case m.HiddenSize <= 0:
+		return nil, fmt.Errorf("%w: no hidden_size", ErrConfig)
+	case m.NumAttentionHeads <= 0:
+		return nil, fmt.Errorf("%w: no num_attention_heads", ErrConfig)
+	}
+	if m.NumKVHeads == 0 {
+		m.NumKVHeads = m.NumAttentionHeads
+	}
+	if m.HeadDim == 0 {
+		m.HeadDim = m.HiddenSize / m.NumAttentionHeads
+	}
+	if r := c.int("kv_lora_rank"); r > 0 {
+		m.MLA = &MLA{
+			KVLoraRank:    r,
+			QKRopeHeadDim: c.int("qk_rope_head_dim"),
+			QKNopeHeadDim: c.int("qk_nope_head_dim"),
+			VHeadDim:      c.int("v_head_dim"),
+			QLoraRank:     c.int("q_lora_rank"),
+		}
+	}
+	layers, err := layerKinds(c, m, numLayers)
+	if err != nil {
+		return nil, err
+	}
+	m.Layers = layers
+	if m.Count(LinearAttention) > 0 {
+		g := &GatedDeltaNet{
+			NumKeyHeads:   c.int("linear_num_key_heads"),
+			NumValueHeads: c.int("linear_num_value_heads"),
+			KeyHeadDim:    c.int("linear_key_head_dim"),
+			ValueHeadDim:  c.int("linear_value_head_dim"),
+			ConvKernel:    c.int("linear_conv_kernel_dim"),
+			StateDType:    normalizeDType(c.str("mamba_ssm_dtype")),
+		}
+		if g.NumKeyHeads <= 0 || g.NumValueHeads <= 0 || g.KeyHeadDim <= 0 || g.ValueHeadDim <= 0 || g.ConvKernel <= 0 {
+			return nil, fmt.Errorf("%w: linear_attention layers without linear_num_key_heads, linear_num_value_heads, linear_key_head_dim, linear_value_head_dim and linear_conv_kernel_dim", ErrConfig)
+		}
+		m.GatedDeltaNet = g
+	}
+	if m.Count(Mamba) > 0 {
+		mb := &Mamba2{
+			NumHeads:   c.int("mamba_num_heads", "mamba_n_heads"),
+			HeadDim:    c.int("mamba_head_dim", "mamba_d_head"),
+			StateSize:  c.int("ssm_state_size", "mamba_d_state", "state_size"),
+			NumGroups:  c.int("n_groups", "mamba_n_groups"),
+			ConvKernel: c.int("conv_kernel", "mamba_d_conv"),
+			StateDType: normalizeDType(c.str("mamba_ssm_dtype")),
+		}
+		if mb.NumHeads == 0 && mb.HeadDim > 0 {
+			if e := c.int("mamba_expand", "expand"); e > 0 {
+				mb.NumHeads = e * m.HiddenSize / mb.HeadDim
+			}
+		}
+		if mb.NumGroups == 0 {
+			mb.NumGroups = 1
+		}
+		if mb.NumHeads <= 0 || mb.HeadDim <= 0 || mb.StateSize <= 0 || mb.ConvKernel <= 0 {
+			return nil, fmt.Errorf("%w: mamba layers without mamba_num_heads, mamba_head_dim, ssm_state_size and conv_kernel", ErrConfig)
+		}
+		m.Mamba2 = mb
+	}
+	if n := c.int("num_experts", "n_routed_experts", "num_local_experts"); n > 1 {
+		moe := &MoE{
+			NumExperts:       n,
+			ExpertsPerToken:  c.int("num_experts_per_tok", "moe_topk", "num_experts_per_token"),
+			IntermediateSize: c.int("moe_intermediate_size"),
+		}
+		if moe.IntermediateSize == 0 {
+			moe.IntermediateSize = m.IntermediateSize
+		}
+		moe.SharedIntermediateSize = c.int("shared_expert_intermediate_size")
+		if s := c.int("n_shared_experts"); s > 0 && moe.SharedIntermediateSize == 0 {
+			moe.SharedIntermediateSize = s * moe.IntermediateSize
+		}
+		moe.DenseLayers = c.int("first_k_dense_replace")
+		if v, ok := c.get("mlp_only_layers"); ok {
+			if l, ok := v.([]any); ok {
+				moe.DenseLayers += len(l)
+			}
+		}
+		m.MoE = moe
+	}
+	if v, ok := top["vision_config"].(map[string]any); ok {
+		m.Vision = &Vision{
+			Depth:            objInt(v, "depth", "num_hidden_layers", "num_layers"),
+			HiddenSize:       objInt(v, "hidden_size", "embed_dim", "width"),
+			IntermediateSize: objInt(v, "intermediate_size", "mlp_dim"),
+		}
+	}
+	m.Quantization = parseQuantization(c)
+	m.DerivedMaxModelLen = derivedMaxModelLen(c, m.MaxPositionEmbeddings)
+	return m, nil
+}
+
+// layerKinds reads the per-layer pattern from layer_types,
+// full_attention_interval, hybrid_override_pattern, layers_block_type or
+// sliding_window_pattern; a config with none of them is all full attention
+// (or all sliding window, where the config enables a window).
+func layerKinds(c config, m *Model, n int) ([]LayerKind, error) {
+	out := make([]LayerKind, n)
+	if v, ok := c.get("layer_types"); ok {
+		l, ok := v.([]any)
+		if !ok || len(l) < n {
+			return nil, fmt.Errorf("%w: layer_types has %d entries for %d layers", ErrConfig, len(l), n)
+		}
+		for i := range n {
+			s, _ := l[i].(string)
+			k, err := parseLayerKind(s)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = k
+		}
+		return out, nil
+	}
+	if iv := c.int("full_attention_interval"); iv > 0 {
+		for i := range out {
+			out[i] = LinearAttention
+			if (i+1)%iv == 0 {
+				out[i] = FullAttention
+			}
+		}
+		return out, nil
+	}
+	if p := c.str("hybrid_override_pattern"); p != "" {
+		if len(p) < n {
+			return nil, fmt.Errorf("%w: hybrid_override_pattern has %d entries for %d layers", ErrConfig, len(p), n)
+		}
+		for i := range n {
+			switch p[i] {
+			case 'M':
+				out[i] = Mamba
+			case '*':
+				out[i] = FullAttention
+			case '-', 'E':
+				out[i] = NoCache
+			default:
+				return nil, fmt.Errorf("%w: hybrid_override_pattern has unknown layer %q", ErrConfig, p[i])
+			}
+		}
+		return out, nil
+	}
+	if v, ok := c.get("layers_block_type"); ok {
+		if l, ok := v.([]any); ok && len(l) >= n {
+			for i := range n {
+				s, _ := l[i].(string)
+				k, err := parseLayerKind(s)
+				if err != nil {
+					return nil, err
+				}
+				out[i] = k
+			}
+			return out, nil
+		}
+	}
+	kind := FullAttention
+	if m.SlidingWindow > 0 {
+		use, set := c.bool("use_sliding_window")
+		if !set || use {
+			kind = SlidingAttention
+		}
+	}
+	for i := range out {
+		out[i] = kind
+	}
+	if p := c.int("sliding_window_pattern"); p > 0 && m.SlidingWindow > 0 {
+		for i := range out {
+			out[i] = SlidingAttention
+			if (i+1)%p == 0 {
+				out[i] = FullAttention
+			}
+		}
+	}
+	return out, nil
+}
+
+func parseLayerKind(s string) (LayerKind, error) {
+	switch s {
+	case "full_attention", "attention", "global", "full":
+		return FullAttention, nil
+	case "sliding_attention", "sliding_window", "local", "sliding":
+		return SlidingAttention, nil
+	case "linear_attention":
+		return LinearAttention, nil
+	case "mamba", "mamba2":
+		return Mamba, nil
+	case "mlp", "moe":
+		return NoCache, nil
+	}
+	return LayerUnset, fmt.Errorf("%w: unknown layer type %q", ErrConfig, s)
+}
+
+func parseQuantization(c config) Quantization {
+	q := c.obj("quantization_config")
+	if q == nil {
+		q = c.obj("quantization")
+	}
+	if q == nil {
+		return Quantization{}
+	}
+	method, _ := q["quant_method"].(string)
+	out := Quantization{
+		Method:    strings.ToLower(method),
+		Bits:      objInt(q, "bits", "w_bit", "num_bits"),
+		GroupSize: objInt(q, "group_size", "q_group_size"),
+	}
+	if sym, ok := q["sym"].(bool); ok {
+		out.Symmetric = sym
+	}
+	if zp, ok := q["zero_point"].(bool); ok {
+		out.Symmetric = !zp
+	}
+	// compressed-tensors: config_groups.<name>.weights.{num_bits,group_size,symmetric}
+	if groups, ok := q["config_groups"].(map[string]any); ok {
+		for _, g := range groups {
+			gm, _ := g.(map[string]any)
+			w, _ := gm["weights"].(map[string]any)
+			if w == nil {
+				continue
+			}
+			out.Bits = objInt(w, "num_bits")
+			out.GroupSize = objInt(w, "group_size")
+			if sym, ok := w["symmetric"].(bool); ok {
+				out.Symmetric = sym
+			}
+			if t, _ := w["type"].(string); t == "float" && out.Bits == 4 {
+				out.Method = "nvfp4"
+			}
+			break
+		}
+	}
+	if algo, _ := q["quant_algo"].(string); algo != "" {
+		switch strings.ToUpper(algo) {
+		case "NVFP4":
+			out.Bits, out.GroupSize, out.Method = 4, 16, "nvfp4"
+		case "FP8":
+			out.Bits = 8
+		}
+	}
+	if out.Bits == 0 && strings.HasPrefix(out.Method, "fp8") {
+		out.Bits = 8
+	}
+	return out
+}
+
+func derivedMaxModelLen(c config, positions int) int {
+	rs := c.obj("rope_scaling")
+	if rs == nil {
+		rs = c.obj("rope_parameters")
+	}
+	if rs == nil || positions == 0 {
+		return positions
+	}
+	typ, _ := rs["rope_type"].(string)
+	if typ == "" {
+		typ, _ = rs["type"].(string)
+	}
+	switch typ {
+	case "", "default", "su", "longrope", "llama3", "mrope":
+		return positions
+	}
+	f, ok := toFloat(rs["factor"])
+	if !ok || f <= 1 {
+		return positions
+	}
+	base := positions
+	if typ == "yarn" {
+		if o := objInt(rs, "original_max_position_embeddings"); o > 0 {
+			base = o
+		}
+	}
+	return int(float64(base) * f)
+}
+
+// normalizeDType maps torch and vLLM dtype spellings to torch's names.
+func normalizeDType(s string) string {
+	switch strings.ToLower(strings.TrimPrefix(s, "torch.")) {
+	case "":
+		return ""
+	case "bfloat16", "bf16":
+		return "bfloat16"
+	case "float16", "fp16", "half":
+		return "float16"
+	case "float32", "fp32", "float":
+		return "float32"
+	}
+	return strings.ToLower(s)
+}
+
+// dtypeSize returns the size in bytes of a torch dtype name.
+func dtypeSize(dtype string) (int, error) {
+	switch normalizeDType(dtype) {
+	case "bfloat16", "float16":
+		return 2, nil
+	case "float32":
+		return 4, nil
+	case "float8_e4m3fn", "float8_e5m2", "uint8", "int8":
+		return 1, nil
+	}
+	return 0, fmt.Errorf("capacity: unknown dtype %q", dtype)
+}

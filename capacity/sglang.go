@@ -1,0 +1,139 @@
+package capacity
+
+import (
+	"fmt"
+	"strings"
+)
+
+// DefaultMemFractionStatic is the --mem-fraction-static SGLang picks for a
+// mid-size GPU when none is given; SGLang adjusts it by GPU memory and
+// parallelism, so pass the server's value where it is known.
+const DefaultMemFractionStatic = 0.88
+
+// SGLang is an SGLang server's launch flags that decide its KV cache, named
+// after sglang.launch_server's flags. Zero values mean defaults.
+type SGLang struct {
+	// GPUMemoryBytes is the total memory of one GPU. Required unless
+	// AvailableKVBytes is set.
+	GPUMemoryBytes    int64   `json:"gpu_memory_bytes,omitempty"`
+	MemFractionStatic float64 `json:"mem_fraction_static,omitempty"`
+	// KVCacheDType is "auto", "bf16", "fp8_e4m3" or "fp8_e5m2".
+	KVCacheDType       string `json:"kv_cache_dtype,omitempty"`
+	TensorParallelSize int    `json:"tp_size,omitempty"`
+	ContextLength      int    `json:"context_length,omitempty"`
+	MaxRunningRequests int    `json:"max_running_requests,omitempty"`
+	// MaxMambaCacheSize is the number of per-sequence states a hybrid
+	// model's state pool holds; 0 means MaxRunningRequests.
+	MaxMambaCacheSize int  `json:"max_mamba_cache_size,omitempty"`
+	LanguageModelOnly bool `json:"language_model_only,omitempty"`
+	// WeightsBytes, NonTorchBytes and AvailableKVBytes override the
+	// estimate's terms (zero: estimate).
+	WeightsBytes     int64 `json:"weights_bytes,omitempty"`
+	NonTorchBytes    int64 `json:"non_torch_bytes,omitempty"`
+	AvailableKVBytes int64 `json:"available_kv_bytes,omitempty"`
+}
+
+// EstimateSGLang sizes SGLang's KV cache for model m launched with l, with
+// SGLang's rule (ModelRunner.profile_max_num_token): the memory left after
+// the weights, less total × (1 − mem_fraction_static) kept for activations,
+// divided by the bytes of one token in every attention layer (KV heads per
+// rank × head dim × 2 × element size per layer; for MLA the latent
+// kv_lora_rank + qk_rope_head_dim once). A hybrid model's per-sequence state
+// pool comes out of the same memory first. There are no blocks: the result's
+// BlockSize is 1 and NumBlocks the token count.
+func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
+	if m == nil || len(m.Layers) == 0 {
+		return nil, fmt.Errorf("%w: no layers", ErrConfig)
+	}
+	tp := max(l.TensorParallelSize, 1)
+	e := &Estimate{Engine: "sglang", KVCacheDType: strings.ToLower(l.KVCacheDType), BlockSize: 1}
+	if e.KVCacheDType == "" {
+		e.KVCacheDType = "auto"
+	}
+	switch e.KVCacheDType {
+	case "auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2":
+	default:
+		return nil, fmt.Errorf("%w: %q for SGLang", ErrKVCacheDType, l.KVCacheDType)
+	}
+	perLayer, err := AttentionBytesPerToken(m, e.KVCacheDType, tp)
+	if err != nil {
+		return nil, err
+	}
+	e.AttentionBytesPerToken = perLayer
+	attention := m.Count(FullAttention) + m.Count(SlidingAttention)
+	cell := perLayer * attention
+	e.PageBytes = cell
+	e.MaxModelLen = l.ContextLength
+	if e.MaxModelLen <= 0 {
+		e.MaxModelLen = m.DerivedMaxModelLen
+	}
+	e.MaxNumSeqs = l.MaxRunningRequests
+
+	b := &e.Budget
+	b.TotalBytes = l.GPUMemoryBytes
+	b.Utilization = l.MemFractionStatic
+	if b.Utilization <= 0 {
+		b.Utilization = DefaultMemFractionStatic
+	}
+	b.RequestedBytes = int64(float64(b.TotalBytes) * b.Utilization)
+	if l.WeightsBytes > 0 {
+		b.Weights = Term{Bytes: l.WeightsBytes, Detail: "given"}
+	} else {
+		n, detail := m.estimateWeights(m.Quantization, l.LanguageModelOnly)
+		if tp > 1 {
+			n /= int64(tp)
+			detail += fmt.Sprintf(", ÷ %d GPUs", tp)
+		}
+		b.Weights = Term{Bytes: n, Estimated: true, Detail: detail}
+	}
+	if l.NonTorchBytes > 0 {
+		b.NonTorch = Term{Bytes: l.NonTorchBytes, Detail: "given"}
+	} else {
+		b.NonTorch = Term{Bytes: DefaultNonTorchBytes, Estimated: true, Detail: "estimated: CUDA workspaces"}
+	}
+	b.Activation = Term{Detail: "inside 1 − mem_fraction_static"}
+	b.CUDAGraphs = Term{Detail: "inside 1 − mem_fraction_static"}
+	if l.AvailableKVBytes > 0 {
+		b.AvailableKV = Term{Bytes: l.AvailableKVBytes, Detail: "given"}
+	} else {
+		b.AvailableKV = Term{Bytes: b.RequestedBytes - b.Weights.Bytes - b.NonTorch.Bytes, Estimated: true,
+			Detail: "total × mem_fraction_static − weights − non-torch"}
+	}
+	avail := b.AvailableKV.Bytes
+	if states := m.Count(LinearAttention) + m.Count(Mamba); states > 0 {
+		kind := LinearAttention
+		if m.Count(Mamba) > 0 {
+			kind = Mamba
+		}
+		conv, ssm, err := StateBytes(m, kind, tp, "", "")
+		if err != nil {
+			return nil, err
+		}
+		e.ConvStateBytes, e.RecurrentStateBytes, e.StateBytes = conv, ssm, conv+ssm
+		n := l.MaxMambaCacheSize
+		if n <= 0 {
+			n = l.MaxRunningRequests
+		}
+		if n <= 0 {
+			return nil, fmt.Errorf("%w: a hybrid model's state pool needs MaxMambaCacheSize or MaxRunningRequests", ErrUnsupported)
+		}
+		pool := int64(n) * int64(e.StateBytes) * int64(states)
+		avail -= pool
+		e.Notes = append(e.Notes, fmt.Sprintf("state pool: %d sequences × %d layers × %d bytes", n, states, e.StateBytes))
+	}
+	if cell <= 0 {
+		return nil, fmt.Errorf("%w: no attention layer", ErrUnsupported)
+	}
+	e.Groups = []Group{{Kind: FullAttention, Layers: attention, BlockSize: 1, BlocksPerRequest: e.MaxModelLen}}
+	e.LayersPerBlock = attention
+	if avail <= 0 {
+		return e, fmt.Errorf("%w: %.2f GiB left for the KV cache", ErrInsufficientMemory, float64(avail)/GiB)
+	}
+	e.NumBlocks = int(avail / int64(cell))
+	e.KVTokens, e.GroupAwareKVTokens, e.LegacyKVTokens = e.NumBlocks, e.NumBlocks, e.NumBlocks
+	e.BlocksPerRequest = e.MaxModelLen
+	if e.MaxModelLen > 0 {
+		e.MaxConcurrency = float64(e.KVTokens) / float64(e.MaxModelLen)
+	}
+	return e, nil
+}

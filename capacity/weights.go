@@ -1,0 +1,262 @@
+package capacity
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// maxSafetensorsHeader bounds the JSON header read from one safetensors file.
+const maxSafetensorsHeader = 256 << 20
+
+// ReadWeights sums the tensor sizes of the checkpoint in dir from the headers
+// of its *.safetensors files, split into the language model, the vision
+// encoder and tensors vLLM skips by default (MTP draft layers). Only the
+// headers are read. Without shards, model.safetensors.index.json's
+// metadata.total_size is used whole. A directory with neither returns nil
+// and no error: the weights will be estimated.
+func ReadWeights(dir string) (*Weights, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+	if err != nil {
+		return nil, fmt.Errorf("capacity: %w", err)
+	}
+	if len(files) > 0 {
+		w := &Weights{Source: fmt.Sprintf("safetensors headers (%d files)", len(files))}
+		for _, f := range files {
+			if err := addSafetensors(w, f); err != nil {
+				return nil, err
+			}
+		}
+		return w, nil
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("capacity: %w", err)
+	}
+	var idx struct {
+		Metadata struct {
+			TotalSize json.Number `json:"total_size"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(data, &idx); err != nil {
+		return nil, fmt.Errorf("capacity: model.safetensors.index.json: %w", err)
+	}
+	n, err := idx.Metadata.TotalSize.Int64()
+	if err != nil || n <= 0 {
+		return nil, fmt.Errorf("capacity: model.safetensors.index.json: no metadata.total_size")
+	}
+	return &Weights{LanguageBytes: n, Source: "model.safetensors.index.json total_size (vision and MTP tensors included)"}, nil
+}
+
+func addSafetensors(w *Weights, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("capacity: %w", err)
+	}
+	defer f.Close()
+	var n uint64
+	if err := binary.Read(f, binary.LittleEndian, &n); err != nil {
+		return fmt.Errorf("capacity: %s: safetensors header: %w", path, err)
+	}
+	if n == 0 || n > maxSafetensorsHeader {
+		return fmt.Errorf("capacity: %s: safetensors header of %d bytes", path, n)
+	}
+	var header map[string]json.RawMessage
+	if err := json.NewDecoder(io.LimitReader(f, int64(n))).Decode(&header); err != nil {
+		return fmt.Errorf("capacity: %s: safetensors header: %w", path, err)
+	}
+	for name, raw := range header {
+		if name == "__metadata__" {
+			continue
+		}
+		var t struct {
+			DataOffsets [2]int64 `json:"data_offsets"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return fmt.Errorf("capacity: %s: tensor %s: %w", path, name, err)
+		}
+		size := t.DataOffsets[1] - t.DataOffsets[0]
+		switch tensorPart(name) {
+		case partVision:
+			w.VisionBytes += size
+		case partSkipped:
+			w.SkippedBytes += size
+		default:
+			w.LanguageBytes += size
+		}
+	}
+	return nil
+}
+
+type weightPart uint8
+
+const (
+	partLanguage weightPart = iota
+	partVision
+	partSkipped
+)
+
+func tensorPart(name string) weightPart {
+	if strings.HasPrefix(name, "mtp.") || strings.Contains(name, ".mtp.") {
+		return partSkipped
+	}
+	for _, s := range []string{"visual.", "vision_tower", "vision_model", "multi_modal_projector", "mm_projector", "audio_tower", "vision_encoder"} {
+		if strings.Contains(name, s) {
+			return partVision
+		}
+	}
+	return partLanguage
+}
+
+// paramCounts counts a model's parameters by how a weight quantization
+// treats them: quantized linear weights, and the rest kept in the model dtype.
+type paramCounts struct {
+	quantized   int64 // linear layers' weights
+	rows        int64 // output rows of the quantized weights (per-channel scales)
+	unquantized int64 // embeddings, lm_head, norms, convolutions, routers
+	vision      int64
+}
+
+func (m *Model) params() paramCounts {
+	var p paramCounts
+	h := int64(m.HiddenSize)
+	v := int64(m.VocabSize)
+	p.unquantized += v * h
+	if !m.TieWordEmbeddings {
+		p.unquantized += v * h
+	}
+	linear := func(in, out int64) {
+		p.quantized += in * out
+		p.rows += out
+	}
+	heads, kv, hd := int64(m.NumAttentionHeads), int64(m.NumKVHeads), int64(m.HeadDim)
+	for i, k := range m.Layers {
+		hasMLP := true
+		switch k {
+		case FullAttention, SlidingAttention:
+			if a := m.MLA; a != nil {
+				qk := int64(a.QKNopeHeadDim + a.QKRopeHeadDim)
+				if a.QLoraRank > 0 {
+					linear(h, int64(a.QLoraRank))
+					linear(int64(a.QLoraRank), heads*qk)
+				} else {
+					linear(h, heads*qk)
+				}
+				linear(h, int64(a.KVLoraRank+a.QKRopeHeadDim))
+				linear(int64(a.KVLoraRank), heads*int64(a.QKNopeHeadDim+a.VHeadDim))
+				linear(heads*int64(a.VHeadDim), h)
+			} else {
+				q := heads * hd
+				if m.AttentionOutputGate {
+					q *= 2
+				}
+				linear(h, q)
+				linear(h, 2*kv*hd)
+				linear(heads*hd, h)
+			}
+			if m.ModelType == "nemotron_h" {
+				hasMLP = false
+			}
+		case LinearAttention:
+			g := m.GatedDeltaNet
+			key, val := int64(g.NumKeyHeads*g.KeyHeadDim), int64(g.NumValueHeads*g.ValueHeadDim)
+			linear(h, 2*key+2*val)
+			p.unquantized += h*2*int64(g.NumValueHeads) + (2*key+val)*int64(g.ConvKernel)
+			linear(val, h)
+		case Mamba:
+			mb := m.Mamba2
+			inner := int64(mb.NumHeads * mb.HeadDim)
+			gn := int64(2 * mb.NumGroups * mb.StateSize)
+			linear(h, 2*inner+gn+int64(mb.NumHeads))
+			p.unquantized += (inner + gn) * int64(mb.ConvKernel)
+			linear(inner, h)
+			hasMLP = false
+		case NoCache:
+		}
+		if !hasMLP {
+			continue
+		}
+		if e := m.MoE; e != nil && i >= e.DenseLayers {
+			p.quantized += int64(e.NumExperts) * 3 * h * int64(e.IntermediateSize)
+			p.rows += int64(e.NumExperts) * (2*int64(e.IntermediateSize) + h)
+			if s := int64(e.SharedIntermediateSize); s > 0 {
+				linear(h, 2*s)
+				linear(s, h)
+			}
+			p.unquantized += h * int64(e.NumExperts)
+		} else if inter := int64(m.IntermediateSize); inter > 0 {
+			linear(h, 2*inter)
+			linear(inter, h)
+		}
+	}
+	if vis := m.Vision; vis != nil && vis.Depth > 0 {
+		vh, vi := int64(vis.HiddenSize), int64(vis.IntermediateSize)
+		if vi == 0 {
+			vi = 4 * vh
+		}
+		// Attention (4·h²) and MLP (2·h·i) per block, plus ~5% for the
+		// patch embedding and the projector into the language model.
+		p.vision = int64(vis.Depth) * (4*vh*vh + 2*vh*vi) * 105 / 100
+	}
+	return p
+}
+
+// estimateWeights returns the bytes of the weights vLLM loads for m under q,
+// and how it got them.
+func (m *Model) estimateWeights(q Quantization, languageOnly bool) (int64, string) {
+	if w := m.Weights; w != nil && w.LanguageBytes > 0 {
+		n := w.LanguageBytes
+		if !languageOnly {
+			n += w.VisionBytes
+		}
+		return n, w.Source
+	}
+	p := m.params()
+	size, err := dtypeSize(m.DType)
+	if err != nil {
+		size = 2
+	}
+	var quant float64
+	desc := "unquantized"
+	switch {
+	case q.Bits == 0 || q.Bits >= 16:
+		quant = float64(p.quantized) * float64(size)
+	case q.Method == "nvfp4":
+		// 4-bit values, one fp8 scale per 16, one fp32 scale per tensor.
+		quant = float64(p.quantized)*0.5 + float64(p.quantized)/16
+		desc = "nvfp4"
+	case q.Bits == 8 && q.GroupSize <= 0:
+		quant = float64(p.quantized) + 4*float64(p.rows)
+		desc = "8-bit per channel"
+	default:
+		quant = float64(p.quantized) * float64(q.Bits) / 8
+		if q.GroupSize > 0 {
+			groups := float64(p.quantized) / float64(q.GroupSize)
+			quant += groups * 2 // a 16-bit scale per group
+			if !q.Symmetric {
+				quant += groups * float64(q.Bits) / 8 // a packed zero point per group
+			}
+		} else {
+			quant += 2 * float64(p.rows)
+		}
+		desc = fmt.Sprintf("%d-bit", q.Bits)
+		if q.GroupSize > 0 {
+			desc += fmt.Sprintf(", group %d", q.GroupSize)
+		}
+	}
+	total := quant + float64(p.unquantized)*float64(size)
+	detail := fmt.Sprintf("estimated: %.2fB linear params %s + %.2fB others in %s", float64(p.quantized)/1e9, desc, float64(p.unquantized)/1e9, m.DType)
+	if !languageOnly && p.vision > 0 {
+		total += float64(p.vision * int64(size))
+		detail += fmt.Sprintf(" + %.2fB vision encoder", float64(p.vision)/1e9)
+	}
+	return int64(total), detail
+}
