@@ -1,0 +1,94 @@
+package capacity_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/llmload/llmload/capacity"
+)
+
+// The seed run: Qwen3.5-4B AWQ on a 12 GB RTX 3060 with an int4 KV cache.
+// The hybrid model's attention block grows to 2,048 tokens so that one block
+// holds one Gated DeltaNet layer's state; a 262,144-token request holds 128
+// attention blocks and 2 state blocks in each of 3 linear-attention groups.
+func Example() {
+	m, err := capacity.LoadModel("testdata/qwen3.5-4b-awq")
+	if err != nil {
+		log.Fatal(err)
+	}
+	e, err := capacity.EstimateVLLM(m, capacity.VLLM{
+		Version:              "0.32.0",
+		GPUMemoryBytes:       12_627_203_850, // 11.76 GiB, an RTX 3060 12GB
+		GPUMemoryUtilization: 0.94,
+		KVCacheDType:         "int4_per_token_head",
+		MaxModelLen:          262144,
+		MaxNumSeqs:           128,
+		EnablePrefixCaching:  true,
+		LanguageModelOnly:    true,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(m)
+	fmt.Printf("block %d tokens, %d blocks, %d per request\n", e.BlockSize, e.NumBlocks, e.BlocksPerRequest)
+	fmt.Printf("kv_cache_size_tokens %d, max concurrency %.2f\n", e.KVTokens, e.MaxConcurrency)
+
+	limits := e.Limits()
+	for _, c := range []struct{ context, concurrency int }{{32768, 16}, {16384, 32}, {0, 128}, {253952, 1}} {
+		v := limits.Check(c.context, c.concurrency, 8192)
+		fmt.Printf("%6d × %3d: fits %-5v %s\n", c.context, c.concurrency, v.Fits, v.Reason)
+	}
+	// Output:
+	// Qwen3_5ForConditionalGeneration, 32 layers: 8 full_attention, 24 linear_attention
+	// block 2048 tokens, 387 blocks, 134 per request
+	// kv_cache_size_tokens 757087, max concurrency 2.89
+	//  32768 ×  16: fits true  within_limits
+	//  16384 ×  32: fits false kv_tokens
+	//      0 × 128: fits false kv_tokens
+	// 253952 ×   1: fits false max_model_len
+}
+
+// A running vLLM server publishes its KV capacity on /metrics; the limits
+// it does not publish stay unknown, and flags can fill them in.
+func ExampleDiscover() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/metrics":
+			fmt.Fprintln(w, `vllm:cache_config_info{block_size="2048",kv_cache_size_tokens="757087",num_gpu_blocks="387"} 1.0`)
+		case "/v1/models":
+			fmt.Fprintln(w, `{"data":[{"id":"bench","max_model_len":262144}]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+
+	d, err := capacity.Discover(context.Background(), srv.Client(), srv.URL+"/v1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(d.Engine, d.Limits.KVTokens, d.Limits.MaxModelLen, d.Limits.MaxRunning)
+	fmt.Println(d.Limits.Check(0, 256, 8192).Reason)
+
+	limits := d.Limits.Merge(capacity.Limits{MaxRunning: 128, Source: "--max-num-seqs"})
+	fmt.Println(limits.Check(0, 256, 1024).Reason)
+	// Output:
+	// vllm 757087 262144 0
+	// kv_tokens
+	// max_running
+}
+
+// A server that publishes nothing gives unknown limits: nothing is predicted
+// over capacity, and the verdict says why.
+func ExampleLimits_Check() {
+	var unknown capacity.Limits
+	v := unknown.Check(131072, 64, 8192)
+	fmt.Println(v.Fits, v.Reason)
+	fmt.Println(v.Detail)
+	// Output:
+	// true limits_unknown
+	// not over any known limit; unknown: kv_tokens, max_running, max_model_len
+}

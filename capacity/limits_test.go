@@ -1,0 +1,64 @@
+package capacity
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLimitsCheck(t *testing.T) {
+	all := Limits{KVTokens: 700_000, MaxRunning: 128, MaxModelLen: 262_144}
+	tests := []struct {
+		name        string
+		limits      Limits
+		ctx, n, out int
+		fits        bool
+		reason      Reason
+		need, have  int
+	}{
+		{"fits", all, 32768, 16, 8192, true, WithinLimits, 655_360, 700_000},
+		{"kv tokens", all, 16384, 32, 8192, false, OverKVTokens, 786_432, 700_000},
+		{"exactly the kv tokens fits", Limits{KVTokens: 655_360, MaxRunning: 128, MaxModelLen: 262_144}, 32768, 16, 8192, true, WithinLimits, 655_360, 655_360},
+		{"max running before kv", all, 0, 129, 8192, false, OverMaxRunning, 129, 128},
+		{"max model len first", all, 253_952, 1, 8192, false, OverMaxModelLen, 253_952 + 8192 + DefaultTemplateOverhead, 262_144},
+		{"no template overhead", Limits{MaxModelLen: 262_144, TemplateOverhead: -1}, 253_952, 1, 8192, true, LimitsUnknown, 0, 0},
+		{"own template overhead", Limits{MaxModelLen: 1000, TemplateOverhead: 100}, 850, 1, 60, false, OverMaxModelLen, 1010, 1000},
+		{"nothing known", Limits{}, 1 << 20, 1 << 10, 1 << 20, true, LimitsUnknown, 0, 0},
+		{"known kv, unknown rest", Limits{KVTokens: 100}, 10, 2, 10, true, LimitsUnknown, 0, 0},
+		{"known kv exceeded, unknown rest", Limits{KVTokens: 100}, 100, 2, 10, false, OverKVTokens, 220, 100},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := tc.limits.Check(tc.ctx, tc.n, tc.out)
+			assert.Equal(t, tc.fits, v.Fits, v.Detail)
+			assert.Equal(t, tc.reason, v.Reason, v.Detail)
+			assert.Equal(t, tc.need, v.Need)
+			assert.Equal(t, tc.have, v.Have)
+			assert.NotEmpty(t, v.Detail)
+		})
+	}
+}
+
+func TestLimitsMerge(t *testing.T) {
+	live := Limits{KVTokens: 757_087, MaxModelLen: 262_144, Source: "vllm /metrics"}
+	flags := Limits{KVTokens: 1, MaxRunning: 128, Source: "flags"}
+	got := live.Merge(flags)
+	assert.Equal(t, Limits{KVTokens: 757_087, MaxRunning: 128, MaxModelLen: 262_144, Source: "vllm /metrics; max_running from flags"}, got)
+	assert.Equal(t, live, live.Merge(Limits{}))
+	assert.False(t, Limits{}.Known())
+}
+
+func TestVerdictJSON(t *testing.T) {
+	v := Limits{KVTokens: 10}.Check(10, 1, 10)
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"fits":false,"reason":"kv_tokens","detail":"1 × (10 + 10) = 20 tokens > 10 KV tokens","need":20,"have":10}`, string(b))
+	var back Verdict
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, v, back)
+	assert.Error(t, back.Reason.UnmarshalText([]byte("nope")))
+	assert.Equal(t, "", ReasonUnset.String())
+	assert.Equal(t, "Reason(99)", Reason(99).String())
+}
