@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // chunk is what one SSE data payload says. parseChunk fills it without
@@ -37,6 +38,8 @@ type chunk struct {
 
 	topMessage, topType []byte // top-level "message"/"type" (raw JSON)
 	objectIsError       bool
+	hasOutput           bool  // Anthropic's usage.output_tokens was present
+	output              int64 // and its value
 }
 
 // parseChunk decodes one SSE data payload into c. It accepts exactly the
@@ -63,8 +66,15 @@ func parseChunk(data []byte, c *chunk) error {
 	if s.i != len(s.b) {
 		return s.fail("trailing data after the object")
 	}
-	if string(c.topType) == `"message_stop"` { // Anthropic's end of stream
+	switch string(c.topType) { // Anthropic
+	case `"message_stop"`:
 		c.done = true
+	case `"message_delta"`, "":
+		// Output is counted in message_delta; message_start's figure is a
+		// placeholder.
+		if c.hasOutput {
+			c.hasUsage, c.completion = true, c.output
+		}
 	}
 	if c.objectIsError {
 		c.isError = true
@@ -172,15 +182,9 @@ func (c *chunk) parseUsage(s *scanner) error {
 		case "completion_tokens":
 			c.hasUsage = true
 			err = s.optInt(&c.completion, "usage.completion_tokens")
-		case "output_tokens":
-			// Anthropic counts output in message_delta; message_start's
-			// figure is a placeholder.
-			if c.topType != nil && string(c.topType) != `"message_delta"` {
-				err = s.skip()
-				break
-			}
-			c.hasUsage = true
-			err = s.optInt(&c.completion, "usage.output_tokens")
+		case "output_tokens": // Anthropic; settled in parseChunk
+			c.hasOutput = true
+			err = s.optInt(&c.output, "usage.output_tokens")
 		case "cache_read_input_tokens":
 			err = s.optInt(&c.cached, "usage.cache_read_input_tokens")
 		case "prompt_tokens_details":
@@ -310,7 +314,10 @@ func (c *chunk) parseDetails(s *scanner) error {
 			return err
 		}
 		if string(key) == "finish_reason" {
-			err = s.optStr(&c.finish, "details.finish_reason")
+			var v []byte
+			if err = s.optStr(&v, "details.finish_reason"); c.finish == nil {
+				c.finish = v
+			}
 		} else {
 			err = s.skip()
 		}
@@ -484,7 +491,7 @@ func decodeString(raw []byte) string {
 	if raw[0] != '"' {
 		return string(raw)
 	}
-	if len(raw) >= 2 && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 {
+	if len(raw) >= 2 && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 && utf8.Valid(raw) {
 		return string(raw[1 : len(raw)-1])
 	}
 	var s string

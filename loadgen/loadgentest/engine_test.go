@@ -247,13 +247,32 @@ func TestDecodeThroughput(t *testing.T) {
 	for _, speed := range []float64{1, 10} {
 		for _, batch := range []int{1, 8, 64} {
 			t.Run(fmt.Sprintf("speed=%g/batch=%d", speed, batch), func(t *testing.T) {
-				decodeThroughput(t, speed, batch)
+				onSchedule(t, func() (float64, float64, time.Duration) { return decodeThroughput(t, speed, batch) })
 			})
 		}
 	}
 }
 
-func decodeThroughput(t *testing.T, speed float64, batch int) {
+// onSchedule compares measure's figures within 3%, from an attempt in which
+// the engine kept its schedule. On a machine so loaded that the process is
+// descheduled for longer than maxLag, the engine drops the time it lost and
+// a timing means nothing, so such an attempt is retried, and the test is
+// skipped, saying so, if every attempt was starved.
+func onSchedule(t *testing.T, measure func() (got, want float64, behind time.Duration)) {
+	t.Helper()
+	const attempts = 3
+	for range attempts {
+		got, want, behind := measure()
+		if behind == 0 {
+			assert.InEpsilon(t, want, got, 0.03)
+			return
+		}
+		t.Logf("the process was starved (engine behind by %v); measuring again", behind)
+	}
+	t.Skipf("the machine is too loaded to time the engine: it fell behind in each of %d attempts", attempts)
+}
+
+func decodeThroughput(t *testing.T, speed float64, batch int) (measured, predicted float64, behind time.Duration) {
 	p := SeedProfile()
 	p.Speed = speed
 	srv := NewServer(p)
@@ -277,7 +296,6 @@ func decodeThroughput(t *testing.T, speed float64, batch int) {
 	cancel()
 	wg.Wait()
 
-	var measured, predicted float64
 	for _, tr := range srv.Truth().Requests() {
 		// Skip the first chunks (admission, prefill) and measure from the
 		// chunk after 50 ms to the last.
@@ -305,9 +323,10 @@ func decodeThroughput(t *testing.T, speed float64, batch int) {
 		measured += float64(g1-g0) / t1.Sub(t0).Seconds()
 		predicted += float64(g1-g0) / (model.Seconds() / speed)
 	}
+	behind = srv.Handler.Stats().Behind
 	t.Logf("speed %g, batch %d: measured %.1f tok/s, predicted %.1f tok/s (%+.2f%%), engine behind by %v",
-		speed, batch, measured, predicted, 100*(measured/predicted-1), srv.Handler.Stats().Behind)
-	assert.InEpsilon(t, predicted, measured, 0.03)
+		speed, batch, measured, predicted, 100*(measured/predicted-1), behind)
+	return measured, predicted, behind
 }
 
 func allStarted(srv *Server, n int) bool {
@@ -327,25 +346,32 @@ func TestPrefillTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timed")
 	}
+	for _, n := range []int{8192, 32768} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			onSchedule(t, func() (float64, float64, time.Duration) { return prefillTime(t, n) })
+		})
+	}
+}
+
+func prefillTime(t *testing.T, n int) (got, want float64, behind time.Duration) {
 	p := SeedProfile()
 	p.Speed = 10
 	srv := NewServer(p)
 	defer srv.Close()
-	for _, n := range []int{8192, 32768} {
-		resp, err := post(t.Context(), srv, "/v1/completions", completion(Prompt(n, fmt.Sprint("prefill", n)), 1, true), nil)
-		require.NoError(t, err)
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode)
-		tr, ok := srv.Truth().Request(resp.Header.Get("X-Request-Id"))
-		require.True(t, ok)
-		require.Len(t, tr.Chunks, 1)
-		// From the engine's receipt: parsing a 32K-token body under the
-		// race detector takes tens of milliseconds that vLLM's tokenizer
-		// would also take, but that are not prefill.
-		got := tr.Chunks[0].Time.Sub(tr.Queued).Seconds()
-		want := p.PrefillTime(n).Seconds() / p.Speed
-		t.Logf("prefill of %d tokens: %.1f ms, profile %.1f ms (%+.2f%%)", n, got*1000, want*1000, 100*(got/want-1))
-		assert.InEpsilon(t, want, got, 0.03, "prefill of %d tokens", n)
-	}
+	resp, err := post(t.Context(), srv, "/v1/completions", completion(Prompt(n, "prefill"), 1, true), nil)
+	require.NoError(t, err)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	tr, ok := srv.Truth().Request(resp.Header.Get("X-Request-Id"))
+	require.True(t, ok)
+	require.Len(t, tr.Chunks, 1)
+	// From the engine's receipt: parsing a 32K-token body under the race
+	// detector takes tens of milliseconds that vLLM's tokenizer would also
+	// take, but that are not prefill.
+	got = tr.Chunks[0].Time.Sub(tr.Queued).Seconds()
+	want = p.PrefillTime(n).Seconds() / p.Speed
+	behind = srv.Handler.Stats().Behind
+	t.Logf("prefill of %d tokens: %.1f ms, profile %.1f ms (%+.2f%%), engine behind by %v", n, got*1000, want*1000, 100*(got/want-1), behind)
+	return got, want, behind
 }

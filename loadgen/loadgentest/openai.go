@@ -376,6 +376,8 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, g *generation
 		})
 	}
 	h.truth.chunk(g.rec, time.Now(), n)
+	h.chunks.Add(1)
+	h.written.Add(int64(n))
 	return "length"
 }
 

@@ -55,6 +55,8 @@ type Handler struct {
 	once    sync.Once
 	idBase  string
 	seq     atomic.Uint64
+	chunks  atomic.Int64
+	written atomic.Int64
 	started time.Time
 }
 
@@ -119,6 +121,8 @@ type Stats struct {
 	PrefixCacheQueries int64         // prompt tokens looked up in the prefix cache
 	PrefixCacheHits    int64         // of those, tokens found
 	Finished           int64         // requests that reached max_tokens
+	Chunks             int64         // chunks written that carried output tokens
+	WrittenTokens      int64         // output tokens written in those chunks
 	Behind             time.Duration // wall time the engine fell behind its schedule and skipped
 }
 
@@ -137,6 +141,8 @@ func (h *Handler) Stats() Stats {
 		PrefixCacheQueries: e.cacheQueries.Load(),
 		PrefixCacheHits:    e.cacheHits.Load(),
 		Finished:           e.finished.Load(),
+		Chunks:             h.chunks.Load(),
+		WrittenTokens:      h.written.Load(),
 		Behind:             time.Duration(e.behind.Load()),
 	}
 }

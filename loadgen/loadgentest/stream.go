@@ -251,6 +251,8 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, g *generation) 
 				return "aborted"
 			}
 			h.truth.chunk(g.rec, time.Now(), k)
+			h.chunks.Add(1)
+			h.written.Add(int64(k))
 			sent += k
 			chunks++
 		}

@@ -1,0 +1,548 @@
+package loadgen
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// FuzzParseChunk checks the chunk scanner against encoding/json: it accepts
+// exactly the JSON encoding/json accepts, and on valid JSON it reads the
+// same fields as a reference decoder written over encoding/json's generic
+// values. The seed corpus (testdata/fuzz/FuzzParseChunk) holds every data
+// payload of the transcripts.
+func FuzzParseChunk(f *testing.F) {
+	f.Add([]byte(`{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}`))
+	f.Add([]byte(`[DONE]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c chunk
+		err := parseChunk(data, &c)
+		if string(data) == "[DONE]" {
+			if err != nil || !c.done {
+				t.Fatalf("[DONE] not recognised: %v", err)
+			}
+			return
+		}
+		if !json.Valid(data) {
+			if err == nil {
+				t.Fatalf("accepted invalid JSON %q", data)
+			}
+			return
+		}
+		if errors.Is(err, errChunkSyntax) {
+			t.Fatalf("rejected valid JSON %q as a syntax error: %v", data, err)
+		}
+		if hasDuplicateKeys(data) {
+			return // encoding/json keeps the last; the scanner reads them all
+		}
+		want, wantErr := referenceChunk(data)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%q: scanner error %v, reference error %v", data, err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		got := view(&c)
+		want.compare(t, data, got)
+	})
+}
+
+// chunkView is what a chunk says, decoded, for comparison.
+type chunkView struct {
+	done, hasUsage, isError, end bool
+	tokens                       int
+	content, reasoning, finish   string
+	prompt, completion, cached   int64
+	errMsg                       string
+
+	// Fields the reference cannot settle, because the JSON gives them twice
+	// under different names and only the order decides.
+	skipContent, skipReasoning, skipFinish, skipPrompt, skipCached bool
+}
+
+func view(c *chunk) chunkView {
+	return chunkView{
+		done: c.done, hasUsage: c.hasUsage, isError: c.isError, end: c.end, tokens: c.tokens,
+		content: decodeString(c.content), reasoning: decodeString(c.reasoning), finish: decodeString(c.finish),
+		prompt: c.prompt, completion: c.completion, cached: c.cached, errMsg: decodeString(c.errMsg),
+	}
+}
+
+func (w chunkView) compare(t *testing.T, data []byte, got chunkView) {
+	t.Helper()
+	check := func(name string, skip bool, a, b any) {
+		if !skip && a != b {
+			t.Fatalf("%q: %s = %v, reference says %v", data, name, a, b)
+		}
+	}
+	check("done", false, got.done, w.done)
+	check("tokens", false, got.tokens, w.tokens)
+	check("hasUsage", false, got.hasUsage, w.hasUsage)
+	check("completion", false, got.completion, w.completion)
+	check("isError", false, got.isError, w.isError)
+	check("end", false, got.end, w.end)
+	check("content", w.skipContent, got.content, w.content)
+	check("reasoning", w.skipReasoning, got.reasoning, w.reasoning)
+	check("finish", w.skipFinish, got.finish, w.finish)
+	check("prompt", w.skipPrompt, got.prompt, w.prompt)
+	check("cached", w.skipCached, got.cached, w.cached)
+	if w.isError {
+		check("errMsg", false, got.errMsg, w.errMsg)
+	}
+}
+
+var errShape = errors.New("unexpected shape")
+
+// referenceChunk reads what the scanner reads, from encoding/json's generic
+// values. It returns errShape where the scanner must refuse the chunk.
+func referenceChunk(data []byte) (chunkView, error) {
+	var w chunkView
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return w, err
+	}
+	top, ok := v.(map[string]any)
+	if !ok {
+		return w, errShape
+	}
+	str := func(v any, present bool) (s string, isStr bool, err error) {
+		switch x := v.(type) {
+		case nil:
+			return "", false, nil
+		case string:
+			return x, true, nil
+		}
+		if !present {
+			return "", false, nil
+		}
+		return "", false, errShape
+	}
+	num := func(v any) (int64, bool, error) {
+		switch x := v.(type) {
+		case nil:
+			return 0, false, nil
+		case json.Number:
+			n, err := strconv.ParseInt(string(x), 10, 64)
+			if err != nil || n < 0 {
+				return 0, false, errShape
+			}
+			return n, true, nil
+		}
+		return 0, false, errShape
+	}
+	obj := func(v any) (map[string]any, error) {
+		switch x := v.(type) {
+		case nil:
+			return nil, nil
+		case map[string]any:
+			return x, nil
+		}
+		return nil, errShape
+	}
+	arr := func(v any) ([]any, error) {
+		switch x := v.(type) {
+		case nil:
+			return nil, nil
+		case []any:
+			return x, nil
+		}
+		return nil, errShape
+	}
+	raw := func(v any) string {
+		if s, ok := v.(string); ok {
+			return s
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+
+	finishSet := false
+	contentSources := 0
+	// addChoice mirrors chunk.addChoice.
+	addChoice := func(index int64, content, text, reasoning string, tool bool, finish string, hasFinish bool) {
+		if content != "" || text != "" || reasoning != "" || tool {
+			w.tokens++
+		}
+		if index == 0 {
+			switch {
+			case content != "":
+				w.content = content
+			case text != "":
+				w.content = text
+			}
+			if reasoning != "" {
+				w.reasoning = reasoning
+			}
+		}
+		if !finishSet && hasFinish {
+			w.finish, finishSet = finish, true
+		}
+	}
+	// delta reads a delta object; text and finish may come from the choice.
+	delta := func(m map[string]any) (content, text, reasoning string, tool bool, finish string, hasFinish bool, err error) {
+		if content, _, err = str(m["content"], true); err != nil {
+			return
+		}
+		if text, _, err = str(m["text"], true); err != nil {
+			return
+		}
+		nonEmpty := 0
+		for _, k := range []string{"reasoning_content", "reasoning", "thinking"} {
+			var r string
+			if r, _, err = str(m[k], true); err != nil {
+				return
+			}
+			if r != "" {
+				reasoning = r
+				nonEmpty++
+			}
+		}
+		if nonEmpty > 1 {
+			w.skipReasoning = true
+		}
+		var pj string
+		if pj, _, err = str(m["partial_json"], true); err != nil {
+			return
+		}
+		tool = pj != ""
+		if finish, hasFinish, err = str(m["stop_reason"], true); err != nil {
+			return
+		}
+		var calls []any
+		if calls, err = arr(m["tool_calls"]); err != nil {
+			return
+		}
+		for _, c := range calls {
+			var cm, fm map[string]any
+			if cm, err = obj(c); err != nil {
+				return
+			}
+			if fm, err = obj(cm["function"]); err != nil {
+				return
+			}
+			for _, k := range []string{"name", "arguments"} {
+				var s string
+				if s, _, err = str(fm[k], true); err != nil {
+					return
+				}
+				tool = tool || s != ""
+			}
+		}
+		return
+	}
+
+	if _, ok := top["token"]; ok {
+		contentSources++
+	}
+	if _, ok := top["delta"]; ok {
+		contentSources++
+	}
+	choices, err := arr(top["choices"])
+	if err != nil {
+		return w, err
+	}
+	if len(choices) > 0 {
+		contentSources++
+	}
+	if contentSources > 1 {
+		w.skipContent, w.skipReasoning, w.skipFinish = true, true, true
+	}
+	for _, c := range choices {
+		if c == nil {
+			continue
+		}
+		m, ok := c.(map[string]any)
+		if !ok {
+			return w, errShape
+		}
+		index, _, err := num(m["index"])
+		if err != nil {
+			return w, err
+		}
+		choiceText, _, err := str(m["text"], true)
+		if err != nil {
+			return w, err
+		}
+		finish, hasFinish, err := str(m["finish_reason"], true)
+		if err != nil {
+			return w, err
+		}
+		var content, text, reasoning string
+		var tool bool
+		for _, k := range []string{"delta", "message"} {
+			dm, err := obj(m[k])
+			if err != nil {
+				return w, err
+			}
+			if dm == nil {
+				continue
+			}
+			c2, t2, r2, tool2, f2, hf2, err := delta(dm)
+			if err != nil {
+				return w, err
+			}
+			if c2 != "" || dm["content"] != nil {
+				content = c2
+			}
+			if _, ok := dm["text"]; ok {
+				text = t2
+				if _, both := m["text"]; both {
+					w.skipContent = true
+				}
+			}
+			if r2 != "" {
+				reasoning = r2
+			}
+			tool = tool || tool2
+			if hf2 {
+				if hasFinish {
+					w.skipFinish = true
+				}
+				finish, hasFinish = f2, true
+			}
+		}
+		if _, ok := m["delta"]; ok {
+			if _, ok := m["message"]; ok {
+				w.skipContent, w.skipReasoning = true, true
+			}
+		}
+		if text == "" {
+			text = choiceText
+		}
+		addChoice(index, content, text, reasoning, tool, finish, hasFinish)
+	}
+
+	if dm, err := obj(top["delta"]); err != nil {
+		return w, err
+	} else if dm != nil {
+		content, text, reasoning, tool, finish, hasFinish, err := delta(dm)
+		if err != nil {
+			return w, err
+		}
+		addChoice(0, content, text, reasoning, tool, finish, hasFinish)
+	}
+
+	var usages []map[string]any
+	u, err := obj(top["usage"])
+	if err != nil {
+		return w, err
+	}
+	usages = append(usages, u)
+	if mv, ok := top["message"].(map[string]any); ok {
+		mu, err := obj(mv["usage"])
+		if err != nil {
+			return w, err
+		}
+		usages = append(usages, mu)
+	}
+	var output int64
+	hasOutput, prompts, cacheds := false, 0, 0
+	for _, u := range usages {
+		if u == nil {
+			continue
+		}
+		for _, k := range []string{"prompt_tokens", "input_tokens"} {
+			if _, ok := u[k]; ok {
+				prompts++
+				n, set, err := num(u[k])
+				if err != nil {
+					return w, err
+				}
+				if set {
+					w.prompt = n
+				}
+			}
+		}
+		if _, ok := u["completion_tokens"]; ok {
+			w.hasUsage = true
+			n, _, err := num(u["completion_tokens"])
+			if err != nil {
+				return w, err
+			}
+			w.completion = n
+		}
+		if _, ok := u["output_tokens"]; ok {
+			n, _, err := num(u["output_tokens"])
+			if err != nil {
+				return w, err
+			}
+			hasOutput, output = true, n
+		}
+		if _, ok := u["cache_read_input_tokens"]; ok {
+			cacheds++
+			n, set, err := num(u["cache_read_input_tokens"])
+			if err != nil {
+				return w, err
+			}
+			if set {
+				w.cached = n
+			}
+		}
+		pd, err := obj(u["prompt_tokens_details"])
+		if err != nil {
+			return w, err
+		}
+		if pd != nil {
+			if _, ok := pd["cached_tokens"]; ok {
+				cacheds++
+				n, set, err := num(pd["cached_tokens"])
+				if err != nil {
+					return w, err
+				}
+				if set {
+					w.cached = n
+				}
+			}
+		}
+	}
+	if prompts > 1 {
+		w.skipPrompt = true
+	}
+	if cacheds > 1 {
+		w.skipCached = true
+	}
+
+	if tok, err := obj(top["token"]); err != nil {
+		return w, err
+	} else if tok != nil {
+		w.tokens++
+		s, _, err := str(tok["text"], true)
+		if err != nil {
+			return w, err
+		}
+		w.content = s
+	}
+	if gt, ok := top["generated_text"]; ok && gt != nil {
+		w.end = true
+	}
+	if det, err := obj(top["details"]); err != nil {
+		return w, err
+	} else if det != nil {
+		f, isStr, err := str(det["finish_reason"], true)
+		if err != nil {
+			return w, err
+		}
+		if isStr && !finishSet {
+			w.finish = f
+		}
+		if isStr && finishSet {
+			w.skipFinish = true
+		}
+	}
+
+	if _, _, err := str(top["error_type"], true); err != nil {
+		return w, err
+	}
+	objectIsError := false
+	if o, isStr, err := str(top["object"], true); err != nil {
+		return w, err
+	} else if isStr && o == "error" {
+		objectIsError = true
+	}
+	if e, ok := top["error"]; ok && e != nil {
+		w.isError = true
+		if em, ok := e.(map[string]any); ok {
+			if m, ok := em["message"]; ok {
+				w.errMsg = raw(m)
+			}
+		} else {
+			w.errMsg = raw(e)
+		}
+	}
+	typ, _ := top["type"].(string)
+	_, typePresent := top["type"]
+	switch {
+	case typ == "message_stop":
+		w.done = true
+	case typ == "message_delta" || !typePresent:
+		if hasOutput {
+			w.hasUsage, w.completion = true, output
+		}
+	}
+	if objectIsError {
+		w.isError = true
+		if _, ok := top["error"].(map[string]any); !ok || top["error"].(map[string]any)["message"] == nil {
+			if m, ok := top["message"]; ok {
+				if _, isObj := m.(map[string]any); !isObj && w.errMsg == "" {
+					w.errMsg = raw(m)
+				}
+			}
+		}
+	}
+	return w, nil
+}
+
+// hasDuplicateKeys reports whether any object in data repeats a member name.
+func hasDuplicateKeys(data []byte) bool {
+	d := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		keys   map[string]bool
+		isObj  bool
+		expKey bool
+	}
+	var stack []frame
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return false
+		}
+		if err != nil {
+			return false
+		}
+		switch x := tok.(type) {
+		case json.Delim:
+			switch x {
+			case '{':
+				stack = append(stack, frame{keys: map[string]bool{}, isObj: true, expKey: true})
+				continue
+			case '[':
+				stack = append(stack, frame{})
+				continue
+			default:
+				stack = stack[:len(stack)-1]
+			}
+		case string:
+			if n := len(stack); n > 0 && stack[n-1].isObj && stack[n-1].expKey {
+				if stack[n-1].keys[x] {
+					return true
+				}
+				stack[n-1].keys[x] = true
+				stack[n-1].expKey = false
+				continue
+			}
+		}
+		if n := len(stack); n > 0 && stack[n-1].isObj {
+			stack[n-1].expKey = true
+		}
+	}
+}
+
+// TestFuzzCorpusIsCurrent checks that the seed corpus holds every data
+// payload of the transcripts.
+func TestFuzzCorpusIsCurrent(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "transcripts", "*.sse"))
+	want := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n") {
+			if strings.HasPrefix(line, "data:") {
+				want++
+			}
+		}
+	}
+	corpus, _ := filepath.Glob(filepath.Join("testdata", "fuzz", "FuzzParseChunk", "*"))
+	if len(corpus) < want/2 {
+		t.Errorf("seed corpus has %d entries for %d data lines; regenerate it", len(corpus), want)
+	}
+}
