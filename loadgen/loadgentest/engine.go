@@ -85,6 +85,7 @@ type engine struct {
 	promptTokens, generationTokens    atomic.Int64
 	cacheQueries, cacheHits, finished atomic.Int64
 	behind                            atomic.Int64 // nanoseconds
+	maxLate                           atomic.Int64 // the latest a step began after its deadline, in nanoseconds
 }
 
 func newEngine(p Profile) *engine {
@@ -157,6 +158,8 @@ func (e *engine) run() {
 		} else if lag := now.Sub(deadline); lag > maxLag {
 			e.behind.Add(int64(lag))
 			deadline = now
+		} else if int64(lag) > e.maxLate.Load() {
+			e.maxLate.Store(int64(lag))
 		}
 		deadline = deadline.Add(time.Duration(cost / e.p.Speed * float64(time.Second)))
 		if d := time.Until(deadline); d > 0 {
