@@ -1,0 +1,166 @@
+// Command stream sends one streaming request to an OpenAI-compatible server
+// and prints its timeline: when the request was written, when the headers and
+// the first token arrived, every chunk's arrival and tokens, the usage and
+// why the stream ended. It is curl for LLM streams.
+//
+//	go run ./examples/stream -url http://127.0.0.1:8000/v1 -model bench -prompt "Hello" -max-tokens 32
+//	go run ./examples/stream -json ... | jq .ttft_ms
+//
+// The exit status is 0 when the stream completed and 1 when the request
+// failed; with -json the JSON is printed either way.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/llmload/llmload/loadgen"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// result is the -json output.
+type result struct {
+	TTFTms           float64   `json:"ttft_ms"`
+	HeadersMs        float64   `json:"headers_ms"`
+	LatencyMs        float64   `json:"latency_ms"`
+	OutputTokens     int       `json:"output_tokens"`
+	ContentChunks    int       `json:"content_chunks"`
+	ExtraTokens      int       `json:"extra_tokens"`
+	TokenSource      string    `json:"token_source"`
+	PromptTokens     int       `json:"prompt_tokens"`
+	CompletionTokens int       `json:"completion_tokens"`
+	CachedTokens     int       `json:"cached_tokens"`
+	FinishReason     string    `json:"finish_reason"`
+	Done             bool      `json:"done"`
+	ErrorKind        string    `json:"error_kind"`
+	Error            string    `json:"error"`
+	Text             string    `json:"text"`
+	Reasoning        string    `json:"reasoning,omitempty"`
+	ChunkTimesMs     []float64 `json:"chunk_times_ms"`
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("stream", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("url", "http://127.0.0.1:8000/v1", "base URL of the OpenAI-compatible API")
+	model := fs.String("model", "", "model name (empty: let the server choose, if it can)")
+	api := fs.String("api", "chat", "chat or completions")
+	prompt := fs.String("prompt", "Write a haiku about load testing.", "the prompt (chat: one user message)")
+	maxTokens := fs.Int("max-tokens", 64, "max_tokens (0: the server's default)")
+	ignoreEOS := fs.Bool("ignore-eos", false, "ask the server to ignore end-of-sequence and generate max-tokens")
+	keyEnv := fs.String("api-key-env", "", "name of the environment variable that holds the API key")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of the timeline")
+	stall := fs.Duration("stall-timeout", 0, "longest gap between chunks (0: the client's default)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var a loadgen.API
+	if err := a.UnmarshalText([]byte(*api)); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	c := &loadgen.Client{BaseURL: *url, StallTimeout: *stall}
+	if *keyEnv != "" {
+		c.APIKey = os.Getenv(*keyEnv)
+		if c.APIKey == "" {
+			fmt.Fprintf(stderr, "stream: environment variable %s is empty\n", *keyEnv)
+			return 2
+		}
+	}
+	resp, err := c.Do(ctx, &loadgen.Request{API: a, Model: *model, Prompt: *prompt, MaxTokens: *maxTokens, IgnoreEOS: *ignoreEOS})
+
+	r := result{
+		OutputTokens: resp.OutputTokens(), ContentChunks: resp.Chunks, ExtraTokens: resp.ExtraTokens,
+		TokenSource: resp.Source.String(), PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens,
+		CachedTokens: resp.CachedTokens, FinishReason: resp.FinishReason, Done: resp.Done,
+		ErrorKind: resp.Kind.String(), Text: resp.Text, Reasoning: resp.Reasoning,
+		TTFTms: ms(resp.TTFT()), LatencyMs: ms(resp.Latency()), ChunkTimesMs: []float64{},
+	}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	if !resp.Headers.IsZero() && !resp.Sent.IsZero() {
+		r.HeadersMs = ms(resp.Headers.Sub(resp.Sent))
+	}
+	for _, t := range resp.ChunkTimes {
+		r.ChunkTimesMs = append(r.ChunkTimesMs, ms(t.Sub(resp.Sent)))
+	}
+
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+	} else {
+		printTimeline(stdout, resp, r)
+	}
+	if err != nil {
+		if !*asJSON {
+			fmt.Fprintln(stderr, "stream:", err)
+		}
+		var se *loadgen.StatusError
+		if errors.As(err, &se) && se.RetryAfter > 0 && !*asJSON {
+			fmt.Fprintf(stderr, "stream: the server asks to retry after %v\n", se.RetryAfter)
+		}
+		return 1
+	}
+	return 0
+}
+
+func printTimeline(w io.Writer, resp *loadgen.Response, r result) {
+	fmt.Fprintf(w, "%10s  request written\n", "0.0 ms")
+	if r.HeadersMs > 0 {
+		fmt.Fprintf(w, "%7.1f ms  response headers\n", r.HeadersMs)
+	}
+	prev := 0.0
+	for i, t := range r.ChunkTimesMs {
+		label := "chunk"
+		if i == 0 {
+			label = "first token (TTFT)"
+		}
+		fmt.Fprintf(w, "%7.1f ms  %-20s +%.1f ms\n", t, label, t-prev)
+		prev = t
+	}
+	fmt.Fprintf(w, "%7.1f ms  end", r.LatencyMs)
+	switch {
+	case r.Error != "":
+		fmt.Fprintf(w, " (failed: %s)\n", r.ErrorKind)
+	case r.Done:
+		fmt.Fprintf(w, " ([DONE], finish_reason %q)\n", r.FinishReason)
+	default:
+		fmt.Fprintf(w, " (finish_reason %q)\n", r.FinishReason)
+	}
+	fmt.Fprintf(w, "\noutput tokens %d in %d chunks (counted by %s", r.OutputTokens, r.ContentChunks, r.TokenSource)
+	if r.ExtraTokens > 0 {
+		fmt.Fprintf(w, "; %d more from the final usage", r.ExtraTokens)
+	}
+	fmt.Fprintf(w, "), usage: prompt %d, completion %d", r.PromptTokens, r.CompletionTokens)
+	if r.CachedTokens > 0 {
+		fmt.Fprintf(w, ", cached %d", r.CachedTokens)
+	}
+	fmt.Fprintln(w)
+	if tbt := resp.TimeBetweenTokens(); tbt > 0 {
+		fmt.Fprintf(w, "time between tokens %.2f ms (%.1f tok/s)\n", ms(tbt), 1/tbt.Seconds())
+	}
+	if r.Reasoning != "" {
+		fmt.Fprintf(w, "\nreasoning: %s\n", r.Reasoning)
+	}
+	fmt.Fprintf(w, "\n%s\n", r.Text)
+}
