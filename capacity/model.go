@@ -51,6 +51,17 @@ func (k LayerKind) String() string {
 // MarshalText returns the String form.
 func (k LayerKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
+// UnmarshalText parses the String form.
+func (k *LayerKind) UnmarshalText(b []byte) error {
+	for i, n := range layerKindNames {
+		if n == string(b) {
+			*k = LayerKind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("capacity: unknown layer kind %q", b)
+}
+
 // hasState reports whether the layer keeps a per-sequence state rather than
 // per-token keys and values.
 func (k LayerKind) hasState() bool { return k == LinearAttention || k == Mamba }

@@ -58,6 +58,17 @@ func (e Engine) String() string {
 // MarshalText returns the String form.
 func (e Engine) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
 
+// UnmarshalText parses the String form.
+func (e *Engine) UnmarshalText(b []byte) error {
+	for i, n := range engineNames {
+		if n == string(b) {
+			*e = Engine(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("capacity: unknown engine %q", b)
+}
+
 // Probe is one request Discover made and what came of it.
 type Probe struct {
 	Path   string `json:"path"`

@@ -1,0 +1,452 @@
+// Command capacity predicts which cells of a context × concurrency grid an
+// LLM inference server can hold, before anything is sent.
+//
+// From a model's config.json and the server's launch flags it sizes the KV
+// cache as vLLM does (or SGLang, with -engine sglang) and prints the
+// derivation term by term; with -url it reads the real figures from a running
+// server instead. Flags are named after vLLM's. Figures from the server's
+// start-up log beat the estimate: pass "Model loading took X GiB" as
+// -weights-gib and "Available KV cache memory: Y GiB" as -available-kv-gib.
+//
+//	capacity -config ./Qwen3.5-4B-AWQ-4bit -gpu-mem-gib 11.76 \
+//	    -gpu-memory-utilization 0.94 -kv-cache-dtype int4_per_token_head \
+//	    -max-model-len 262144 -max-num-seqs 128 -enable-prefix-caching \
+//	    -language-model-only
+//	capacity -url http://localhost:8000 -max-num-seqs 128 -json
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/llmload/llmload/capacity"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "capacity:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command's flags.
+type options struct {
+	config, engine, url, version              string
+	kvCacheDType, quantization                string
+	gpuMemGiB, utilization                    float64
+	maxModelLen, maxNumSeqs, maxBatchedTokens int
+	tp, pp, blockSize, weightBits             int
+	prefixCaching, enforceEager, languageOnly bool
+	weightsGiB, activationGiB, graphsGiB      float64
+	nonTorchGiB, availableGiB                 float64
+	numGPUBlocks                              int
+	maxTokens, templateOverhead               int
+	contexts, concurrency                     string
+	timeout                                   time.Duration
+	json                                      bool
+}
+
+func (o *options) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.config, "config", "", "model `config.json` or model directory (safetensors headers give the exact weights)")
+	fs.StringVar(&o.engine, "engine", "vllm", "engine whose rules to apply: vllm or sglang")
+	fs.StringVar(&o.url, "url", "", "read the capacity from the running server at this `URL` instead of estimating it")
+	fs.StringVar(&o.version, "vllm-version", "", "vLLM `version` whose formulas to use (before 0.20 the reported KV tokens differ on hybrid models); empty means current")
+	fs.Float64Var(&o.gpuMemGiB, "gpu-mem-gib", 0, "total memory of one GPU in GiB, as PyTorch reports it (11.76 for a 12 GB RTX 3060)")
+	fs.Float64Var(&o.utilization, "gpu-memory-utilization", 0, "fraction of GPU memory vLLM may use (SGLang: --mem-fraction-static); 0 means the engine's default")
+	fs.StringVar(&o.kvCacheDType, "kv-cache-dtype", "auto", "KV cache dtype: "+strings.Join(capacity.KVCacheDTypes, ", "))
+	fs.IntVar(&o.maxModelLen, "max-model-len", 0, "longest request in tokens; 0 means the model's")
+	fs.IntVar(&o.maxNumSeqs, "max-num-seqs", 0, "most requests running at once; 0 means vLLM's default")
+	fs.IntVar(&o.maxBatchedTokens, "max-num-batched-tokens", 0, "tokens per scheduler step; 0 means vLLM's default")
+	fs.IntVar(&o.tp, "tensor-parallel-size", 1, "GPUs the model is split over by tensor parallelism")
+	fs.IntVar(&o.pp, "pipeline-parallel-size", 1, "pipeline stages")
+	fs.IntVar(&o.blockSize, "block-size", 0, "attention block size in tokens; 0 means 16 (hybrid models raise it)")
+	fs.BoolVar(&o.prefixCaching, "enable-prefix-caching", false, "prefix caching (on a hybrid model: two state blocks per sequence)")
+	fs.BoolVar(&o.enforceEager, "enforce-eager", false, "no CUDA graphs")
+	fs.BoolVar(&o.languageOnly, "language-model-only", false, "drop a multimodal model's vision encoder")
+	fs.StringVar(&o.quantization, "quantization", "", "weight quantization method when not in the config (fp8, awq, gptq, ...)")
+	fs.IntVar(&o.weightBits, "weight-bits", 0, "bits per quantized weight, overriding the config")
+	fs.Float64Var(&o.weightsGiB, "weights-gib", 0, "weights per GPU in GiB (\"Model loading took X GiB\"); 0 means estimate")
+	fs.Float64Var(&o.activationGiB, "activation-gib", 0, "activation peak in GiB; 0 means estimate")
+	fs.Float64Var(&o.graphsGiB, "cuda-graph-gib", 0, "CUDA graph memory in GiB (\"Estimated CUDA graph memory\"); 0 means estimate")
+	fs.Float64Var(&o.nonTorchGiB, "non-torch-gib", 0, "non-torch memory in GiB; 0 means estimate")
+	fs.Float64Var(&o.availableGiB, "available-kv-gib", 0, "memory for the KV cache in GiB (\"Available KV cache memory\"); replaces the whole budget")
+	fs.IntVar(&o.numGPUBlocks, "num-gpu-blocks-override", 0, "number of KV blocks, replacing the budget")
+	fs.IntVar(&o.maxTokens, "max-tokens", 8192, "max output tokens per request")
+	fs.IntVar(&o.templateOverhead, "template-overhead", 0, fmt.Sprintf("chat-template tokens counted against max_model_len; 0 means %d, -1 none", capacity.DefaultTemplateOverhead))
+	fs.StringVar(&o.contexts, "contexts", "0,16K,32K,64K,128K,248K", "prompt lengths of the grid's rows (K = 1024)")
+	fs.StringVar(&o.concurrency, "concurrency", "1,2,4,8,16,32,64,128", "concurrent requests of the grid's columns")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "how long -url may take")
+	fs.BoolVar(&o.json, "json", false, "print JSON")
+}
+
+// report is the command's result; -json prints it as it is.
+type report struct {
+	Engine           string              `json:"engine"`
+	Source           string              `json:"source"`
+	KVTokens         int                 `json:"kv_tokens"`
+	BlockSize        int                 `json:"block_size"`
+	NumBlocks        int                 `json:"num_blocks"`
+	MaxModelLen      int                 `json:"max_model_len"`
+	MaxRunning       int                 `json:"max_running"`
+	MaxConcurrency   float64             `json:"max_concurrency,omitempty"`
+	MaxTokens        int                 `json:"max_tokens"`
+	TemplateOverhead int                 `json:"template_overhead"`
+	Model            *capacity.Model     `json:"model,omitempty"`
+	Estimate         *capacity.Estimate  `json:"estimate,omitempty"`
+	Discovery        *capacity.Discovery `json:"discovery,omitempty"`
+	Cells            []cell              `json:"cells"`
+}
+
+type cell struct {
+	ContextTokens int             `json:"context_tokens"`
+	Concurrency   int             `json:"concurrency"`
+	Fits          bool            `json:"fits"`
+	Reason        capacity.Reason `json:"reason"`
+	Detail        string          `json:"detail"`
+	Need          int             `json:"need,omitempty"`
+	Have          int             `json:"have,omitempty"`
+}
+
+// run is the command: it parses args, predicts, and writes to stdout.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("capacity", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	o.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	contexts, err := parseList(o.contexts)
+	if err != nil {
+		return fmt.Errorf("-contexts: %w", err)
+	}
+	concurrency, err := parseList(o.concurrency)
+	if err != nil {
+		return fmt.Errorf("-concurrency: %w", err)
+	}
+
+	r := &report{MaxTokens: o.maxTokens}
+	flagLimits := capacity.Limits{MaxRunning: o.maxNumSeqs, MaxModelLen: o.maxModelLen, Source: "flags"}
+	var limits capacity.Limits
+	switch {
+	case o.url != "":
+		ctx, cancel := context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+		d, err := capacity.Discover(ctx, &http.Client{}, o.url)
+		if err != nil {
+			return err
+		}
+		r.Discovery = d
+		r.Engine = d.Engine.String()
+		r.BlockSize, r.NumBlocks, r.MaxConcurrency = d.BlockSize, d.NumGPUBlocks, d.MaxConcurrency
+		limits = d.Limits.Merge(flagLimits)
+	case o.config != "":
+		m, err := capacity.LoadModel(o.config)
+		if err != nil {
+			return err
+		}
+		e, err := o.estimate(m)
+		if err != nil && (e == nil || !errors.Is(err, capacity.ErrInsufficientMemory)) {
+			return err
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "capacity:", err)
+		}
+		r.Model, r.Estimate = m, e
+		r.Engine = e.Engine
+		r.BlockSize, r.NumBlocks, r.MaxConcurrency = e.BlockSize, e.NumBlocks, e.MaxConcurrency
+		limits = e.Limits()
+	default:
+		return errors.New("give -config (a config.json or model directory) or -url (a running server)")
+	}
+	limits.TemplateOverhead = o.templateOverhead
+	r.Source = limits.Source
+	r.KVTokens, r.MaxModelLen, r.MaxRunning = limits.KVTokens, limits.MaxModelLen, limits.MaxRunning
+	r.TemplateOverhead = o.templateOverhead
+	switch {
+	case o.templateOverhead == 0:
+		r.TemplateOverhead = capacity.DefaultTemplateOverhead
+	case o.templateOverhead < 0:
+		r.TemplateOverhead = 0
+	}
+	for _, c := range contexts {
+		for _, n := range concurrency {
+			v := limits.Check(c, n, o.maxTokens)
+			r.Cells = append(r.Cells, cell{ContextTokens: c, Concurrency: n, Fits: v.Fits, Reason: v.Reason, Detail: v.Detail, Need: v.Need, Have: v.Have})
+		}
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	return writeText(stdout, r, contexts, concurrency)
+}
+
+func gibBytes(f float64) int64 { return int64(f * capacity.GiB) }
+
+func (o *options) estimate(m *capacity.Model) (*capacity.Estimate, error) {
+	switch o.engine {
+	case "vllm":
+		return capacity.EstimateVLLM(m, capacity.VLLM{
+			Version:              o.version,
+			GPUMemoryBytes:       gibBytes(o.gpuMemGiB),
+			GPUMemoryUtilization: o.utilization,
+			KVCacheDType:         o.kvCacheDType,
+			MaxModelLen:          o.maxModelLen,
+			MaxNumSeqs:           o.maxNumSeqs,
+			MaxNumBatchedTokens:  o.maxBatchedTokens,
+			TensorParallelSize:   o.tp,
+			PipelineParallelSize: o.pp,
+			BlockSize:            o.blockSize,
+			EnablePrefixCaching:  o.prefixCaching,
+			EnforceEager:         o.enforceEager,
+			LanguageModelOnly:    o.languageOnly,
+			Quantization:         o.quantization,
+			WeightBits:           o.weightBits,
+			WeightsBytes:         gibBytes(o.weightsGiB),
+			ActivationBytes:      gibBytes(o.activationGiB),
+			CUDAGraphBytes:       gibBytes(o.graphsGiB),
+			NonTorchBytes:        gibBytes(o.nonTorchGiB),
+			AvailableKVBytes:     gibBytes(o.availableGiB),
+			NumGPUBlocksOverride: o.numGPUBlocks,
+		})
+	case "sglang":
+		return capacity.EstimateSGLang(m, capacity.SGLang{
+			GPUMemoryBytes:     gibBytes(o.gpuMemGiB),
+			MemFractionStatic:  o.utilization,
+			KVCacheDType:       o.kvCacheDType,
+			TensorParallelSize: o.tp,
+			ContextLength:      o.maxModelLen,
+			MaxRunningRequests: o.maxNumSeqs,
+			LanguageModelOnly:  o.languageOnly,
+			WeightsBytes:       gibBytes(o.weightsGiB),
+			NonTorchBytes:      gibBytes(o.nonTorchGiB),
+			AvailableKVBytes:   gibBytes(o.availableGiB),
+		})
+	}
+	return nil, fmt.Errorf("-engine %q: want vllm or sglang", o.engine)
+}
+
+// parseList parses "0,16K,32K" with K = 1024 and M = 1024².
+func parseList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		mult := 1
+		switch {
+		case strings.HasSuffix(f, "K"), strings.HasSuffix(f, "k"):
+			mult, f = 1024, f[:len(f)-1]
+		case strings.HasSuffix(f, "M"), strings.HasSuffix(f, "m"):
+			mult, f = 1024*1024, f[:len(f)-1]
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not a token count", f)
+		}
+		out = append(out, n*mult)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("empty list")
+	}
+	return out, nil
+}
+
+// writeText prints the derivation and the predicted grid.
+func writeText(w io.Writer, r *report, contexts, concurrency []int) error {
+	p := &printer{w: w}
+	if e := r.Estimate; e != nil {
+		writeEstimate(p, r.Model, e)
+	}
+	if d := r.Discovery; d != nil {
+		p.f("Server     %s (%s)\n", d.Engine, r.Source)
+		if d.NumGPUBlocks > 0 {
+			p.f("           %s blocks of %s tokens, max concurrency %.2f\n", comma(d.NumGPUBlocks), comma(d.BlockSize), d.MaxConcurrency)
+		}
+		for _, n := range d.Notes {
+			p.f("           note: %s\n", n)
+		}
+	}
+	p.f("\nLimits     kv_tokens %s, max_running %s, max_model_len %s, template overhead %d\n",
+		known(r.KVTokens), known(r.MaxRunning), known(r.MaxModelLen), r.TemplateOverhead)
+	p.f("           from %s\n", r.Source)
+	p.f("\nPredicted grid: rows are context tokens, columns concurrent requests, %s output tokens each\n", comma(r.MaxTokens))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "context\t")
+	for _, n := range concurrency {
+		fmt.Fprintf(tw, "%d\t", n)
+	}
+	fmt.Fprintln(tw)
+	i := 0
+	for _, c := range contexts {
+		fmt.Fprintf(tw, "%s\t", kTokens(c))
+		for range concurrency {
+			fmt.Fprintf(tw, "%s\t", mark(r.Cells[i].Reason))
+			i++
+		}
+		fmt.Fprintln(tw)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	p.f("ok: fits; ok?: fits the known limits, others unknown; KV: over the KV tokens; seqs: over max running; len: over max_model_len\n")
+	return p.err
+}
+
+func writeEstimate(p *printer, m *capacity.Model, e *capacity.Estimate) {
+	b := e.Budget
+	p.f("Model      %s\n", m)
+	if m.MLA != nil {
+		p.f("           MLA latent %d + rope %d per token\n", m.MLA.KVLoraRank, m.MLA.QKRopeHeadDim)
+	} else {
+		p.f("           %d KV heads × head dim %d\n", m.NumKVHeads, m.HeadDim)
+	}
+	if g := m.GatedDeltaNet; g != nil {
+		p.f("           Gated DeltaNet: %d key / %d value heads × %d, conv kernel %d\n", g.NumKeyHeads, g.NumValueHeads, g.ValueHeadDim, g.ConvKernel)
+	}
+	p.f("KV cache   %s: %s bytes per token per attention layer per GPU\n", e.KVCacheDType, comma(e.AttentionBytesPerToken))
+	if e.StateBytes > 0 {
+		p.f("State      %s bytes per sequence per state layer (convolution %s + recurrent %s)\n",
+			comma(e.StateBytes), comma(e.ConvStateBytes), comma(e.RecurrentStateBytes))
+	}
+	p.f("\nMemory of one GPU (%s)\n", e.Engine)
+	line := func(label string, bytes int64, detail string) {
+		if detail != "" {
+			detail = "  " + detail
+		}
+		p.f("  %-34s %8.2f GiB%s\n", label, float64(bytes)/capacity.GiB, detail)
+	}
+	if b.AvailableKV.Estimated {
+		line("total", b.TotalBytes, "")
+		line(fmt.Sprintf("× utilization %.2f", b.Utilization), b.RequestedBytes, "")
+		line("− weights", b.Weights.Bytes, b.Weights.Detail)
+		if e.Engine == "vllm" {
+			line("− activation peak", b.Activation.Bytes, b.Activation.Detail)
+			line("− CUDA graphs", b.CUDAGraphs.Bytes, b.CUDAGraphs.Detail)
+		}
+		line("− non-torch", b.NonTorch.Bytes, b.NonTorch.Detail)
+	}
+	line("= available for the KV cache", b.AvailableKV.Bytes, b.AvailableKV.Detail)
+
+	p.f("\nBlocks\n")
+	if e.Engine == "sglang" {
+		p.f("  max_total_num_tokens %s = available ÷ %s bytes per token (all attention layers)\n", comma(e.KVTokens), comma(e.PageBytes))
+	} else {
+		p.f("  block size           %s tokens, page %s bytes per layer\n", comma(e.BlockSize), comma(e.PageBytes))
+		kinds := map[capacity.LayerKind]int{}
+		var order []capacity.LayerKind
+		for _, g := range e.Groups {
+			if kinds[g.Kind] == 0 {
+				order = append(order, g.Kind)
+			}
+			kinds[g.Kind]++
+		}
+		var parts []string
+		for _, k := range order {
+			parts = append(parts, fmt.Sprintf("%d %s", kinds[k], k))
+		}
+		p.f("  groups               %d of up to %d layers: %s\n", len(e.Groups), e.LayersPerBlock, strings.Join(parts, ", "))
+		p.f("  num_blocks           %s = available ÷ (%s × %d)\n", comma(e.NumBlocks), comma(e.PageBytes), e.LayersPerBlock)
+		var per []string
+		for _, g := range e.Groups {
+			per = append(per, strconv.Itoa(g.BlocksPerRequest))
+		}
+		p.f("  per request          %s blocks at max_model_len %s (%s)\n", comma(e.BlocksPerRequest), comma(e.MaxModelLen), strings.Join(per, " + "))
+		p.f("  kv_cache_size_tokens %s, max concurrency %.2f\n", comma(e.KVTokens), e.MaxConcurrency)
+		p.f("                       group-aware (vLLM ≥ 0.20): int(%s ÷ %s × %s) = %s\n",
+			comma(e.NumBlocks), comma(e.BlocksPerRequest), comma(e.MaxModelLen), comma(e.GroupAwareKVTokens))
+		p.f("                       legacy (vLLM < 0.20): %s ÷ %d groups × %s = %s\n",
+			comma(e.NumBlocks), len(e.Groups), comma(minBlock(e.Groups)), comma(e.LegacyKVTokens))
+	}
+	for _, n := range e.Notes {
+		p.f("  note: %s\n", n)
+	}
+}
+
+func minBlock(groups []capacity.Group) int {
+	m := 0
+	for _, g := range groups {
+		if m == 0 || g.BlockSize < m {
+			m = g.BlockSize
+		}
+	}
+	return m
+}
+
+func mark(r capacity.Reason) string {
+	switch r {
+	case capacity.WithinLimits:
+		return "ok"
+	case capacity.LimitsUnknown:
+		return "ok?"
+	case capacity.OverKVTokens:
+		return "KV"
+	case capacity.OverMaxRunning:
+		return "seqs"
+	case capacity.OverMaxModelLen:
+		return "len"
+	}
+	return "?"
+}
+
+func kTokens(n int) string {
+	if n > 0 && n%1024 == 0 {
+		return strconv.Itoa(n/1024) + "K"
+	}
+	return strconv.Itoa(n)
+}
+
+func known(n int) string {
+	if n <= 0 {
+		return "unknown"
+	}
+	return comma(n)
+}
+
+// comma formats n with thousands separators.
+func comma(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// printer writes formatted text and keeps the first error.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) f(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}

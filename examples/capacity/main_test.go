@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/llmload/llmload/capacity"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// seedArgs are the seed run's model and launch flags.
+var seedArgs = []string{
+	"-config", "../../capacity/testdata/qwen3.5-4b-awq",
+	"-vllm-version", "0.32.0",
+	"-gpu-mem-gib", "11.76", "-gpu-memory-utilization", "0.94",
+	"-kv-cache-dtype", "int4_per_token_head",
+	"-max-model-len", "262144", "-max-num-seqs", "128",
+	"-enable-prefix-caching", "-language-model-only",
+}
+
+// vllmServer serves the /metrics and /v1/models of a vLLM running the seed
+// configuration.
+func vllmServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/metrics":
+			_, _ = w.Write([]byte(`# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig
+# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{block_size="2048",cache_dtype="int4_per_token_head",enable_prefix_caching="True",engine="0",kv_cache_max_concurrency="2.7",kv_cache_size_tokens="707789",mamba_cache_mode="align",num_gpu_blocks="362"} 1.0
+# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="bench"} 0.0
+`))
+		case "/v1/models":
+			_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"bench","object":"model","max_model_len":262144}]}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func runJSON(t *testing.T, args ...string) report {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	require.NoError(t, run(t.Context(), append(args, "-json"), &out, &errOut), errOut.String())
+	var r report
+	require.NoError(t, json.Unmarshal(out.Bytes(), &r), out.String())
+	return r
+}
+
+func cellAt(t *testing.T, r report, context, concurrency int) cell {
+	t.Helper()
+	for _, c := range r.Cells {
+		if c.ContextTokens == context && c.Concurrency == concurrency {
+			return c
+		}
+	}
+	t.Fatalf("no cell %d × %d", context, concurrency)
+	return cell{}
+}
+
+func TestRunLive(t *testing.T) {
+	srv := vllmServer(t)
+	r := runJSON(t, "-url", srv.URL+"/v1", "-max-num-seqs", "128")
+	assert.Equal(t, "vllm", r.Engine)
+	assert.Equal(t, 707789, r.KVTokens, "the server's figure, not an estimate")
+	assert.Equal(t, 2048, r.BlockSize)
+	assert.Equal(t, 362, r.NumBlocks)
+	assert.Equal(t, 262144, r.MaxModelLen)
+	assert.Equal(t, 128, r.MaxRunning, "from -max-num-seqs: vLLM does not publish it")
+	assert.Contains(t, r.Source, "kv_cache_size_tokens")
+	assert.Nil(t, r.Estimate)
+	require.Len(t, r.Cells, 6*8)
+
+	assert.True(t, cellAt(t, r, 32768, 16).Fits)
+	assert.Equal(t, capacity.OverKVTokens, cellAt(t, r, 16384, 32).Reason)
+	assert.Equal(t, capacity.OverKVTokens, cellAt(t, r, 0, 128).Reason)
+	long := cellAt(t, r, 253952, 1)
+	assert.Equal(t, capacity.OverMaxModelLen, long.Reason)
+	assert.Equal(t, 253952+8192+capacity.DefaultTemplateOverhead, long.Need)
+}
+
+func TestRunLiveText(t *testing.T) {
+	srv := vllmServer(t)
+	var out bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"-url", srv.URL, "-contexts", "0,248K", "-concurrency", "1,256"}, &out, &out))
+	text := out.String()
+	assert.Contains(t, text, "Server     vllm")
+	assert.Contains(t, text, "kv_tokens 707,789, max_running unknown, max_model_len 262,144")
+	assert.Contains(t, text, "vLLM does not publish max_num_seqs")
+	assert.Regexp(t, `(?m)^\s+0\s+ok\?\s+KV\s*$`, text)
+	assert.Regexp(t, `(?m)^\s+248K\s+len\s+len\s*$`, text)
+}
+
+func TestRunEstimate(t *testing.T) {
+	r := runJSON(t, seedArgs...)
+	assert.Equal(t, "vllm", r.Engine)
+	assert.Equal(t, 757087, r.KVTokens)
+	assert.Equal(t, 2048, r.BlockSize)
+	assert.Equal(t, 387, r.NumBlocks)
+	assert.Equal(t, 262144, r.MaxModelLen)
+	assert.Equal(t, 128, r.MaxRunning)
+	require.NotNil(t, r.Estimate)
+	assert.Equal(t, 134, r.Estimate.BlocksPerRequest)
+	require.Len(t, r.Cells, 48)
+	// The seed page's grid: the last column, the 248K row, and the
+	// diagonal where concurrency × (context + 8K) passes the KV tokens.
+	over := map[[2]int]capacity.Reason{}
+	for _, c := range r.Cells {
+		if !c.Fits {
+			over[[2]int{c.ContextTokens, c.Concurrency}] = c.Reason
+		}
+	}
+	assert.Len(t, over, 24, "measurements.csv has 24 Over capacity decode cells")
+	assert.Equal(t, capacity.OverKVTokens, over[[2]int{65536, 16}])
+	assert.Equal(t, capacity.OverKVTokens, over[[2]int{131072, 8}])
+	assert.NotContains(t, over, [2]int{131072, 4})
+}
+
+func TestRunEstimateText(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.NoError(t, run(t.Context(), append(seedArgs, "-weights-gib", "3"), &out, &errOut))
+	text := out.String()
+	for _, want := range []string{
+		"Qwen3_5ForConditionalGeneration, 32 layers: 8 full_attention, 24 linear_attention",
+		"int4_per_token_head: 1,056 bytes per token",
+		"2,146,304 bytes per sequence",
+		"− weights                              3.00 GiB  given",
+		"block size           2,048 tokens",
+		"per request          134 blocks at max_model_len 262,144 (2 + 2 + 2 + 128)",
+		"legacy (vLLM < 0.20)",
+	} {
+		assert.Contains(t, text, want)
+	}
+	assert.Regexp(t, `(?m)^\s+16K(\s+ok){5}(\s+KV){3}\s*$`, text)
+}
+
+func TestRunOverrides(t *testing.T) {
+	r := runJSON(t, append(seedArgs, "-available-kv-gib", "6.5")...)
+	assert.False(t, r.Estimate.Budget.AvailableKV.Estimated)
+	assert.Equal(t, int(6.5*capacity.GiB)/(2048*1056)/8, r.NumBlocks)
+
+	r = runJSON(t, "-config", "../../capacity/testdata/qwen3.5-4b-awq", "-engine", "sglang",
+		"-available-kv-gib", "6", "-max-num-seqs", "16", "-max-model-len", "32768", "-contexts", "16K", "-concurrency", "8")
+	assert.Equal(t, "sglang", r.Engine)
+	assert.Positive(t, r.KVTokens)
+	require.Len(t, r.Cells, 1)
+}
+
+func TestRunErrors(t *testing.T) {
+	for name, args := range map[string][]string{
+		"nothing to size":    {},
+		"bad context list":   {"-config", "x", "-contexts", "12Q"},
+		"empty concurrency":  {"-config", "x", "-concurrency", ","},
+		"missing config":     {"-config", "does-not-exist"},
+		"unknown engine":     {"-config", "../../capacity/testdata/qwen3.5-4b-awq", "-engine", "tgi"},
+		"unknown dtype":      append(append([]string{}, seedArgs...), "-kv-cache-dtype", "int3"),
+		"stray argument":     {"-config", "x", "extra"},
+		"unreachable server": {"-url", "http://127.0.0.1:1"},
+		"unknown flag":       {"-bogus"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			require.Error(t, run(t.Context(), args, &out, &out))
+		})
+	}
+	var out bytes.Buffer
+	require.ErrorIs(t, run(t.Context(), []string{"-h"}, &out, &out), flag.ErrHelp)
+	assert.True(t, strings.Contains(out.String(), "-available-kv-gib"))
+}
+
+func TestRunInsufficientMemory(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := append(append([]string{}, seedArgs...), "-gpu-mem-gib", "4")
+	require.NoError(t, run(t.Context(), args, &out, &errOut), "the derivation is still printed")
+	assert.Contains(t, errOut.String(), "not enough GPU memory")
+	assert.Contains(t, out.String(), "= available for the KV cache")
+}
+
+func TestParseList(t *testing.T) {
+	got, err := parseList(" 0, 16K,32k ,1M,248K")
+	require.NoError(t, err)
+	assert.Equal(t, []int{0, 16384, 32768, 1 << 20, 253952}, got)
+	_, err = parseList("-1")
+	require.Error(t, err)
+	assert.Equal(t, "1,234,567", comma(1234567))
+	assert.Equal(t, "-1,000", comma(-1000))
+	assert.Equal(t, "999", comma(999))
+}
