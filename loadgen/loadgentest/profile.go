@@ -32,10 +32,10 @@ const (
 type Profile struct {
 	// Name identifies the profile in reports. Optional.
 	Name string
-	// Model is the served model name, as /v1/models lists it. "" means
-	// DefaultModel. Requests may name any model: the simulator serves them
-	// all, and only reads fault selectors from the name (see the package
-	// documentation).
+	// Model is the served model name, as /v1/models lists it; "" means
+	// DefaultModel. A request naming another model gets vLLM's 404; one
+	// naming none is served. The name may carry fault selectors (see the
+	// package documentation).
 	Model string
 	// Speed divides every cost: 10 runs the model ten times faster than
 	// real time. Everything the server reports uses the wall clock, so
