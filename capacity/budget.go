@@ -34,21 +34,21 @@ const (
 // estimated (false: given by the caller, typically from a start-up log), and
 // how they were obtained.
 type Term struct {
-	Bytes     int64  `json:"bytes"`
-	Estimated bool   `json:"estimated"`
-	Detail    string `json:"detail,omitempty"`
+	Bytes     int64  `json:"bytes"`            // the term's size
+	Estimated bool   `json:"estimated"`        // false when the caller gave it
+	Detail    string `json:"detail,omitempty"` // how it was obtained
 }
 
 // Budget is vLLM's memory budget for the KV cache on one GPU:
 // TotalBytes × Utilization − Weights − Activation − CUDAGraphs − NonTorch.
 type Budget struct {
-	TotalBytes     int64   `json:"total_bytes"`
-	Utilization    float64 `json:"gpu_memory_utilization"`
-	RequestedBytes int64   `json:"requested_bytes"`
-	Weights        Term    `json:"weights"`
-	Activation     Term    `json:"activation"`
-	CUDAGraphs     Term    `json:"cuda_graphs"`
-	NonTorch       Term    `json:"non_torch"`
+	TotalBytes     int64   `json:"total_bytes"`            // one GPU's memory
+	Utilization    float64 `json:"gpu_memory_utilization"` // the fraction vLLM may use (SGLang: mem_fraction_static)
+	RequestedBytes int64   `json:"requested_bytes"`        // TotalBytes × Utilization
+	Weights        Term    `json:"weights"`                // the weights on one GPU
+	Activation     Term    `json:"activation"`             // the profile run's torch peak beyond the weights
+	CUDAGraphs     Term    `json:"cuda_graphs"`            // CUDA graph memory, profiled since vLLM 0.21
+	NonTorch       Term    `json:"non_torch"`              // memory outside PyTorch's allocator
 	// AvailableKV is what is left for the KV cache, or the caller's figure
 	// (Estimated false) when VLLM.AvailableKVBytes is set.
 	AvailableKV Term `json:"available_kv"`

@@ -123,11 +123,11 @@ func (r *Reason) UnmarshalText(b []byte) error {
 // numbers behind the deciding limit (tokens, or requests for OverMaxRunning);
 // both are zero when no limit decided.
 type Verdict struct {
-	Fits   bool   `json:"fits"`
-	Reason Reason `json:"reason"`
-	Detail string `json:"detail"`
-	Need   int    `json:"need,omitempty"`
-	Have   int    `json:"have,omitempty"`
+	Fits   bool   `json:"fits"`           // false: predicted over capacity, do not send
+	Reason Reason `json:"reason"`         // the deciding limit, or why the cell fits
+	Detail string `json:"detail"`         // the arithmetic, for reports
+	Need   int    `json:"need,omitempty"` // what the cell needs of the deciding limit
+	Have   int    `json:"have,omitempty"` // what the server has of it
 }
 
 // Check returns the verdict for concurrency requests of context prompt

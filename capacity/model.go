@@ -70,11 +70,11 @@ func (k LayerKind) hasState() bool { return k == LinearAttention || k == Mamba }
 // token stores one compressed latent of KVLoraRank plus QKRopeHeadDim values
 // per layer, shared by all heads.
 type MLA struct {
-	KVLoraRank    int `json:"kv_lora_rank"`
-	QKRopeHeadDim int `json:"qk_rope_head_dim"`
-	QKNopeHeadDim int `json:"qk_nope_head_dim"`
-	VHeadDim      int `json:"v_head_dim"`
-	QLoraRank     int `json:"q_lora_rank,omitempty"`
+	KVLoraRank    int `json:"kv_lora_rank"`          // the compressed KV latent per token
+	QKRopeHeadDim int `json:"qk_rope_head_dim"`      // the rotary part stored next to it
+	QKNopeHeadDim int `json:"qk_nope_head_dim"`      // per-head query/key dims without rope (weights only)
+	VHeadDim      int `json:"v_head_dim"`            // per-head value dim (weights only)
+	QLoraRank     int `json:"q_lora_rank,omitempty"` // 0 when queries are not compressed
 }
 
 // GatedDeltaNet describes the linear-attention layers of Qwen3-Next and
@@ -83,11 +83,11 @@ type MLA struct {
 // values and a recurrent state of NumValueHeads × KeyHeadDim × ValueHeadDim
 // values.
 type GatedDeltaNet struct {
-	NumKeyHeads   int `json:"num_key_heads"`
-	NumValueHeads int `json:"num_value_heads"`
-	KeyHeadDim    int `json:"key_head_dim"`
-	ValueHeadDim  int `json:"value_head_dim"`
-	ConvKernel    int `json:"conv_kernel"`
+	NumKeyHeads   int `json:"num_key_heads"`   // linear_num_key_heads
+	NumValueHeads int `json:"num_value_heads"` // linear_num_value_heads
+	KeyHeadDim    int `json:"key_head_dim"`    // linear_key_head_dim
+	ValueHeadDim  int `json:"value_head_dim"`  // linear_value_head_dim
+	ConvKernel    int `json:"conv_kernel"`     // linear_conv_kernel_dim
 	// StateDType is the recurrent state's dtype from config.json's
 	// mamba_ssm_dtype ("float32" for Qwen3.5); empty means the model dtype.
 	StateDType string `json:"state_dtype,omitempty"`
@@ -95,21 +95,21 @@ type GatedDeltaNet struct {
 
 // Mamba2 describes Mamba2 layers (Nemotron-H, Granite 4, Falcon-H1, Bamba).
 type Mamba2 struct {
-	NumHeads   int    `json:"num_heads"`
-	HeadDim    int    `json:"head_dim"`
-	StateSize  int    `json:"state_size"`
-	NumGroups  int    `json:"num_groups"`
-	ConvKernel int    `json:"conv_kernel"`
-	StateDType string `json:"state_dtype,omitempty"`
+	NumHeads   int    `json:"num_heads"`             // mamba_num_heads
+	HeadDim    int    `json:"head_dim"`              // mamba_head_dim
+	StateSize  int    `json:"state_size"`            // ssm_state_size
+	NumGroups  int    `json:"num_groups"`            // n_groups
+	ConvKernel int    `json:"conv_kernel"`           // conv_kernel
+	StateDType string `json:"state_dtype,omitempty"` // mamba_ssm_dtype; empty means the model dtype
 }
 
 // MoE describes mixture-of-experts MLPs. It changes the weights and the
 // activation peak, not the KV cache.
 type MoE struct {
-	NumExperts             int `json:"num_experts"`
-	ExpertsPerToken        int `json:"experts_per_token"`
-	IntermediateSize       int `json:"intermediate_size"`
-	SharedIntermediateSize int `json:"shared_intermediate_size,omitempty"`
+	NumExperts             int `json:"num_experts"`                        // routed experts
+	ExpertsPerToken        int `json:"experts_per_token"`                  // num_experts_per_tok
+	IntermediateSize       int `json:"intermediate_size"`                  // moe_intermediate_size of one expert
+	SharedIntermediateSize int `json:"shared_intermediate_size,omitempty"` // of the shared experts together
 	// DenseLayers counts layers that keep a dense MLP (DeepSeek's
 	// first_k_dense_replace, Qwen's mlp_only_layers).
 	DenseLayers int `json:"dense_layers,omitempty"`
@@ -117,9 +117,9 @@ type MoE struct {
 
 // Vision describes a multimodal encoder, which --language-model-only drops.
 type Vision struct {
-	Depth            int `json:"depth"`
-	HiddenSize       int `json:"hidden_size"`
-	IntermediateSize int `json:"intermediate_size"`
+	Depth            int `json:"depth"`             // encoder blocks
+	HiddenSize       int `json:"hidden_size"`       // encoder width
+	IntermediateSize int `json:"intermediate_size"` // encoder MLP width
 }
 
 // Quantization is the checkpoint's weight quantization, from config.json's
@@ -137,37 +137,37 @@ type Weights struct {
 	LanguageBytes int64  `json:"language_bytes"` // the language model
 	VisionBytes   int64  `json:"vision_bytes"`   // the multimodal encoder and projector
 	SkippedBytes  int64  `json:"skipped_bytes"`  // tensors vLLM does not load by default (MTP draft layers)
-	Source        string `json:"source"`
+	Source        string `json:"source"`         // where the sizes come from
 }
 
 // Model is what decides a model's KV-cache size: its layers and what each
 // keeps per token or per sequence. Fields follow config.json's names; for a
 // multimodal config they come from text_config.
 type Model struct {
-	Architecture          string `json:"architecture,omitempty"`
-	ModelType             string `json:"model_type,omitempty"`
-	DType                 string `json:"dtype"` // weights' dtype, "bfloat16" when the config says nothing
-	HiddenSize            int    `json:"hidden_size"`
-	IntermediateSize      int    `json:"intermediate_size"`
-	VocabSize             int    `json:"vocab_size"`
-	NumAttentionHeads     int    `json:"num_attention_heads"`
-	NumKVHeads            int    `json:"num_key_value_heads"`
-	HeadDim               int    `json:"head_dim"`
-	AttentionOutputGate   bool   `json:"attn_output_gate,omitempty"`
-	TieWordEmbeddings     bool   `json:"tie_word_embeddings,omitempty"`
-	MaxPositionEmbeddings int    `json:"max_position_embeddings"`
+	Architecture          string `json:"architecture,omitempty"`        // architectures[0]
+	ModelType             string `json:"model_type,omitempty"`          // model_type
+	DType                 string `json:"dtype"`                         // weights' dtype, "bfloat16" when the config says nothing
+	HiddenSize            int    `json:"hidden_size"`                   // hidden_size
+	IntermediateSize      int    `json:"intermediate_size"`             // the dense MLP's width
+	VocabSize             int    `json:"vocab_size"`                    // vocab_size
+	NumAttentionHeads     int    `json:"num_attention_heads"`           // query heads
+	NumKVHeads            int    `json:"num_key_value_heads"`           // key/value heads; the query heads when the config has none
+	HeadDim               int    `json:"head_dim"`                      // head_dim, else hidden_size ÷ heads
+	AttentionOutputGate   bool   `json:"attn_output_gate,omitempty"`    // Qwen3.5's gated attention doubles the query projection
+	TieWordEmbeddings     bool   `json:"tie_word_embeddings,omitempty"` // lm_head shares the embedding
+	MaxPositionEmbeddings int    `json:"max_position_embeddings"`       // max_position_embeddings
 	// DerivedMaxModelLen is vLLM's default max_model_len: the position limit,
 	// scaled by rope scaling where vLLM scales it.
 	DerivedMaxModelLen int         `json:"derived_max_model_len"`
-	Layers             []LayerKind `json:"layers"`
-	SlidingWindow      int         `json:"sliding_window,omitempty"`
+	Layers             []LayerKind `json:"layers"`                   // what each decoder layer keeps
+	SlidingWindow      int         `json:"sliding_window,omitempty"` // tokens a SlidingAttention layer keeps
 
-	MLA           *MLA           `json:"mla,omitempty"`
-	GatedDeltaNet *GatedDeltaNet `json:"gated_delta_net,omitempty"`
-	Mamba2        *Mamba2        `json:"mamba2,omitempty"`
-	MoE           *MoE           `json:"moe,omitempty"`
-	Vision        *Vision        `json:"vision,omitempty"`
-	Quantization  Quantization   `json:"quantization"`
+	MLA           *MLA           `json:"mla,omitempty"`             // nil unless attention is MLA
+	GatedDeltaNet *GatedDeltaNet `json:"gated_delta_net,omitempty"` // nil unless there are LinearAttention layers
+	Mamba2        *Mamba2        `json:"mamba2,omitempty"`          // nil unless there are Mamba layers
+	MoE           *MoE           `json:"moe,omitempty"`             // nil for dense MLPs
+	Vision        *Vision        `json:"vision,omitempty"`          // nil for text-only models
+	Quantization  Quantization   `json:"quantization"`              // zero when unquantized
 	// Weights is set by LoadModel when the directory holds the checkpoint;
 	// nil means the weights are estimated from the architecture.
 	Weights *Weights `json:"weights,omitempty"`

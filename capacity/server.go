@@ -23,8 +23,8 @@ var ErrUnreachable = errors.New("capacity: server unreachable")
 
 // StatusError is a non-2xx answer to one of Discover's requests.
 type StatusError struct {
-	URL        string
-	StatusCode int
+	URL        string // the request's URL
+	StatusCode int    // the response's status
 	Body       string // the start of the body
 }
 
@@ -71,25 +71,23 @@ func (e *Engine) UnmarshalText(b []byte) error {
 
 // Probe is one request Discover made and what came of it.
 type Probe struct {
-	Path   string `json:"path"`
+	Path   string `json:"path"`             // e.g. "/metrics"
 	Status int    `json:"status,omitempty"` // 0 when no response came
-	Err    error  `json:"-"`
-	Error  string `json:"error,omitempty"` // Err as text, for reports
+	Err    error  `json:"-"`                // a transport error or *StatusError; nil for a 2xx answer
+	Error  string `json:"error,omitempty"`  // Err as text, for reports
 }
 
 // Discovery is what a running server says about its capacity. A limit the
 // server does not publish stays zero (unknown) in Limits.
 type Discovery struct {
-	Engine Engine `json:"engine"`
-	Limits Limits `json:"limits"`
-	// NumGPUBlocks, BlockSize and MaxConcurrency are vLLM's
-	// vllm:cache_config_info labels; CacheConfig holds all its labels.
-	NumGPUBlocks   int               `json:"num_gpu_blocks,omitempty"`
-	BlockSize      int               `json:"block_size,omitempty"`
-	MaxConcurrency float64           `json:"max_concurrency,omitempty"`
-	CacheConfig    map[string]string `json:"cache_config,omitempty"`
-	Notes          []string          `json:"notes,omitempty"`
-	Probes         []Probe           `json:"probes"`
+	Engine         Engine            `json:"engine"`                    // the engine that answered
+	Limits         Limits            `json:"limits"`                    // what it publishes; unknown limits are zero
+	NumGPUBlocks   int               `json:"num_gpu_blocks,omitempty"`  // vLLM's num_gpu_blocks label
+	BlockSize      int               `json:"block_size,omitempty"`      // vLLM's block_size label
+	MaxConcurrency float64           `json:"max_concurrency,omitempty"` // vLLM's kv_cache_max_concurrency label
+	CacheConfig    map[string]string `json:"cache_config,omitempty"`    // all vllm:cache_config_info labels as served
+	Notes          []string          `json:"notes,omitempty"`           // caveats about the figures
+	Probes         []Probe           `json:"probes"`                    // the requests made, in order
 }
 
 // Discover asks the server at baseURL ("http://host:8000", with or without

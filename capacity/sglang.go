@@ -16,21 +16,20 @@ type SGLang struct {
 	// GPUMemoryBytes is the total memory of one GPU. Required unless
 	// AvailableKVBytes is set.
 	GPUMemoryBytes    int64   `json:"gpu_memory_bytes,omitempty"`
-	MemFractionStatic float64 `json:"mem_fraction_static,omitempty"`
+	MemFractionStatic float64 `json:"mem_fraction_static,omitempty"` // 0 means DefaultMemFractionStatic
 	// KVCacheDType is "auto", "bf16", "fp8_e4m3" or "fp8_e5m2".
 	KVCacheDType       string `json:"kv_cache_dtype,omitempty"`
-	TensorParallelSize int    `json:"tp_size,omitempty"`
-	ContextLength      int    `json:"context_length,omitempty"`
-	MaxRunningRequests int    `json:"max_running_requests,omitempty"`
+	TensorParallelSize int    `json:"tp_size,omitempty"`              // 0 means 1
+	ContextLength      int    `json:"context_length,omitempty"`       // 0 means the model's
+	MaxRunningRequests int    `json:"max_running_requests,omitempty"` // 0 means unknown
 	// MaxMambaCacheSize is the number of per-sequence states a hybrid
 	// model's state pool holds; 0 means MaxRunningRequests.
 	MaxMambaCacheSize int  `json:"max_mamba_cache_size,omitempty"`
-	LanguageModelOnly bool `json:"language_model_only,omitempty"`
-	// WeightsBytes, NonTorchBytes and AvailableKVBytes override the
-	// estimate's terms (zero: estimate).
-	WeightsBytes     int64 `json:"weights_bytes,omitempty"`
-	NonTorchBytes    int64 `json:"non_torch_bytes,omitempty"`
-	AvailableKVBytes int64 `json:"available_kv_bytes,omitempty"`
+	LanguageModelOnly bool `json:"language_model_only,omitempty"` // drop a multimodal model's vision encoder
+
+	WeightsBytes     int64 `json:"weights_bytes,omitempty"`      // weights on one GPU; 0 means estimate
+	NonTorchBytes    int64 `json:"non_torch_bytes,omitempty"`    // memory outside PyTorch; 0 means estimate
+	AvailableKVBytes int64 `json:"available_kv_bytes,omitempty"` // memory for the KV cache and state pool; replaces the budget
 }
 
 // EstimateSGLang sizes SGLang's KV cache for model m launched with l, with
@@ -44,6 +43,9 @@ type SGLang struct {
 func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 	if m == nil || len(m.Layers) == 0 {
 		return nil, fmt.Errorf("%w: no layers", ErrConfig)
+	}
+	if l.GPUMemoryBytes <= 0 && l.AvailableKVBytes <= 0 {
+		return nil, ErrNoGPUMemory
 	}
 	tp := max(l.TensorParallelSize, 1)
 	e := &Estimate{Engine: "sglang", KVCacheDType: strings.ToLower(l.KVCacheDType), BlockSize: 1}

@@ -29,6 +29,11 @@ const (
 // can still be shown.
 var ErrInsufficientMemory = errors.New("capacity: not enough GPU memory for the KV cache")
 
+// ErrNoGPUMemory reports an estimate asked for without the memory to size
+// the cache from: neither the GPU's total memory nor the memory available
+// for the KV cache (nor a block count) was given.
+var ErrNoGPUMemory = errors.New("capacity: no GPU memory given: set the GPU's total memory or the memory available for the KV cache")
+
 // ErrUnsupported reports a configuration the estimate does not model.
 var ErrUnsupported = errors.New("capacity: not supported by the estimate")
 
@@ -45,48 +50,49 @@ type VLLM struct {
 	// (11.76 GiB for a 12 GB RTX 3060). Required unless AvailableKVBytes or
 	// NumGPUBlocksOverride is set.
 	GPUMemoryBytes       int64   `json:"gpu_memory_bytes,omitempty"`
-	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"`
-	KVCacheDType         string  `json:"kv_cache_dtype,omitempty"`
-	MaxModelLen          int     `json:"max_model_len,omitempty"`
-	MaxNumSeqs           int     `json:"max_num_seqs,omitempty"`
-	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens,omitempty"`
-	TensorParallelSize   int     `json:"tensor_parallel_size,omitempty"`
-	PipelineParallelSize int     `json:"pipeline_parallel_size,omitempty"`
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"` // 0 means DefaultGPUMemoryUtilization
+	KVCacheDType         string  `json:"kv_cache_dtype,omitempty"`         // one of KVCacheDTypes; "" means "auto"
+	MaxModelLen          int     `json:"max_model_len,omitempty"`          // 0 means the model's DerivedMaxModelLen
+	MaxNumSeqs           int     `json:"max_num_seqs,omitempty"`           // 0 means 256, or 1024 on a GPU of 70 GiB or more
+	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens,omitempty"` // 0 means 2048, or 8192 on a GPU of 70 GiB or more
+	TensorParallelSize   int     `json:"tensor_parallel_size,omitempty"`   // 0 means 1
+	PipelineParallelSize int     `json:"pipeline_parallel_size,omitempty"` // 0 means 1
 	// BlockSize is --block-size; hybrid models raise it so that one
-	// attention block is at least one layer's state.
+	// attention block is at least one layer's state. 0 means
+	// DefaultBlockSize.
 	BlockSize int `json:"block_size,omitempty"`
 	// KernelBlockSize is the attention backend's block alignment;
 	// 0 means DefaultKernelBlockSize.
 	KernelBlockSize     int  `json:"kernel_block_size,omitempty"`
-	EnablePrefixCaching bool `json:"enable_prefix_caching,omitempty"`
+	EnablePrefixCaching bool `json:"enable_prefix_caching,omitempty"` // --enable-prefix-caching
 	// MambaCacheMode is "none" (one state block per sequence and layer
 	// group) or "align" (two); empty means "align" for a hybrid model with
 	// prefix caching, as vLLM sets it, and "none" otherwise.
 	MambaCacheMode     string `json:"mamba_cache_mode,omitempty"`
-	MambaCacheDType    string `json:"mamba_cache_dtype,omitempty"`
-	MambaSSMCacheDType string `json:"mamba_ssm_cache_dtype,omitempty"`
-	EnforceEager       bool   `json:"enforce_eager,omitempty"`
+	MambaCacheDType    string `json:"mamba_cache_dtype,omitempty"`     // convolution state; "" means the model dtype
+	MambaSSMCacheDType string `json:"mamba_ssm_cache_dtype,omitempty"` // recurrent state; "" means config.json's mamba_ssm_dtype, else the model dtype
+	EnforceEager       bool   `json:"enforce_eager,omitempty"`         // no CUDA graphs
 	// LanguageModelOnly drops a multimodal model's vision encoder.
 	LanguageModelOnly bool `json:"language_model_only,omitempty"`
 	// Quantization is --quantization ("fp8" quantizes a 16-bit checkpoint
-	// at load); WeightBits overrides the bits per quantized weight.
+	// at load); empty means the config's quantization_config.
 	Quantization string `json:"quantization,omitempty"`
-	WeightBits   int    `json:"weight_bits,omitempty"`
+	WeightBits   int    `json:"weight_bits,omitempty"` // bits per quantized weight; 0 means the config's
 
-	WeightsBytes         int64 `json:"weights_bytes,omitempty"`
-	ActivationBytes      int64 `json:"activation_bytes,omitempty"`
-	CUDAGraphBytes       int64 `json:"cuda_graph_bytes,omitempty"`
-	NonTorchBytes        int64 `json:"non_torch_bytes,omitempty"`
-	AvailableKVBytes     int64 `json:"available_kv_bytes,omitempty"`
-	NumGPUBlocksOverride int   `json:"num_gpu_blocks_override,omitempty"`
+	WeightsBytes         int64 `json:"weights_bytes,omitempty"`           // weights on one GPU ("Model loading took")
+	ActivationBytes      int64 `json:"activation_bytes,omitempty"`        // the profile run's torch peak beyond the weights
+	CUDAGraphBytes       int64 `json:"cuda_graph_bytes,omitempty"`        // "Estimated CUDA graph memory"
+	NonTorchBytes        int64 `json:"non_torch_bytes,omitempty"`         // memory outside PyTorch's allocator
+	AvailableKVBytes     int64 `json:"available_kv_bytes,omitempty"`      // "Available KV cache memory"; replaces the whole budget
+	NumGPUBlocksOverride int   `json:"num_gpu_blocks_override,omitempty"` // --num-gpu-blocks-override; replaces the budget
 }
 
 // Group is one KV-cache group of vLLM's hybrid allocator: layers of one kind
 // that share a block table. All groups draw their blocks from one pool.
 type Group struct {
-	Kind      LayerKind `json:"kind"`
-	Layers    int       `json:"layers"`
-	BlockSize int       `json:"block_size"`
+	Kind      LayerKind `json:"kind"`       // what the group's layers keep
+	Layers    int       `json:"layers"`     // layers in the group; the last group of a kind may be short (padded)
+	BlockSize int       `json:"block_size"` // tokens per block as vLLM records it (max_model_len for state groups without prefix caching)
 	// BlocksPerRequest is what one request of max_model_len holds in this
 	// group: its tokens in blocks for attention, fixed state blocks for
 	// linear attention and Mamba.
@@ -95,45 +101,38 @@ type Group struct {
 
 // Estimate is a predicted KV-cache configuration and how it was derived.
 type Estimate struct {
-	Engine       string `json:"engine"`
-	KVCacheDType string `json:"kv_cache_dtype"`
-	Budget       Budget `json:"budget"`
+	Engine       string `json:"engine"`         // "vllm" or "sglang"
+	KVCacheDType string `json:"kv_cache_dtype"` // as normalized ("auto", "bfloat16", "fp8", ...)
+	Budget       Budget `json:"budget"`         // the memory derivation
 
-	// AttentionBytesPerToken is one token in one attention layer on one
-	// rank; StateBytes one sequence's state in one linear-attention or
-	// Mamba layer (ConvStateBytes + RecurrentStateBytes).
-	AttentionBytesPerToken int `json:"attention_bytes_per_token"`
-	ConvStateBytes         int `json:"conv_state_bytes,omitempty"`
-	RecurrentStateBytes    int `json:"recurrent_state_bytes,omitempty"`
-	StateBytes             int `json:"state_bytes,omitempty"`
+	AttentionBytesPerToken int `json:"attention_bytes_per_token"`       // one token in one attention layer on one GPU
+	ConvStateBytes         int `json:"conv_state_bytes,omitempty"`      // one sequence's convolution state in one state layer
+	RecurrentStateBytes    int `json:"recurrent_state_bytes,omitempty"` // one sequence's recurrent (SSM) state in one state layer
+	StateBytes             int `json:"state_bytes,omitempty"`           // ConvStateBytes + RecurrentStateBytes
 
-	// BlockSize is the attention block in tokens and PageBytes one layer's
-	// share of one block, after hybrid page-size unification.
-	BlockSize int `json:"block_size"`
-	PageBytes int `json:"page_bytes"`
+	BlockSize int `json:"block_size"` // attention tokens per block, after hybrid alignment (SGLang: 1)
+	PageBytes int `json:"page_bytes"` // one layer's share of one block (SGLang: one token in all attention layers)
 	// LayersPerBlock is how many layers one block spans: the group size, the
 	// number of memory pools each shared by one layer of every group.
 	LayersPerBlock   int     `json:"layers_per_block"`
-	Groups           []Group `json:"groups"`
-	MambaCacheMode   string  `json:"mamba_cache_mode,omitempty"`
-	NumBlocks        int     `json:"num_blocks"`
-	BlocksPerRequest int     `json:"blocks_per_request"`
+	Groups           []Group `json:"groups"`                     // the KV-cache groups, one block pool
+	MambaCacheMode   string  `json:"mamba_cache_mode,omitempty"` // "none" or "align" for models with state layers
+	NumBlocks        int     `json:"num_blocks"`                 // blocks in the pool (vLLM's num_gpu_blocks)
+	BlocksPerRequest int     `json:"blocks_per_request"`         // blocks one request of MaxModelLen holds, over all groups
 
-	// KVTokens is kv_cache_size_tokens as this vLLM version reports it, and
-	// MaxConcurrency kv_cache_max_concurrency (NumBlocks ÷ BlocksPerRequest).
-	KVTokens       int     `json:"kv_tokens"`
-	MaxConcurrency float64 `json:"max_concurrency"`
+	KVTokens       int     `json:"kv_tokens"`       // kv_cache_size_tokens as this vLLM version reports it
+	MaxConcurrency float64 `json:"max_concurrency"` // kv_cache_max_concurrency: NumBlocks ÷ BlocksPerRequest
 	// GroupAwareKVTokens is int(MaxConcurrency × MaxModelLen), what vLLM
 	// ≥ 0.20 reports; LegacyKVTokens is NumBlocks ÷ len(Groups) × the
 	// smallest group block size, what earlier versions logged as "GPU KV
 	// cache size".
 	GroupAwareKVTokens int `json:"group_aware_kv_tokens"`
-	LegacyKVTokens     int `json:"legacy_kv_tokens"`
+	LegacyKVTokens     int `json:"legacy_kv_tokens"` // see GroupAwareKVTokens
 
-	MaxModelLen         int      `json:"max_model_len"`
-	MaxNumSeqs          int      `json:"max_num_seqs"`
-	MaxNumBatchedTokens int      `json:"max_num_batched_tokens"`
-	Notes               []string `json:"notes,omitempty"`
+	MaxModelLen         int      `json:"max_model_len"`          // effective max_model_len
+	MaxNumSeqs          int      `json:"max_num_seqs"`           // effective max_num_seqs (SGLang: max_running_requests, 0 if not given)
+	MaxNumBatchedTokens int      `json:"max_num_batched_tokens"` // effective max_num_batched_tokens
+	Notes               []string `json:"notes,omitempty"`        // padding, caveats and version differences
 }
 
 // Limits returns the estimate as the limits a cell is checked against.
@@ -187,6 +186,9 @@ func before(v string, major, minor int) bool {
 func EstimateVLLM(m *Model, l VLLM) (*Estimate, error) {
 	if m == nil || len(m.Layers) == 0 {
 		return nil, fmt.Errorf("%w: no layers", ErrConfig)
+	}
+	if l.GPUMemoryBytes <= 0 && l.AvailableKVBytes <= 0 && l.NumGPUBlocksOverride <= 0 {
+		return nil, ErrNoGPUMemory
 	}
 	tp := max(l.TensorParallelSize, 1)
 	pp := max(l.PipelineParallelSize, 1)
@@ -505,11 +507,12 @@ func (e *Estimate) budget(m *Model, l VLLM, tp, pp int) {
 		b.AvailableKV = Term{Bytes: l.AvailableKVBytes, Detail: "given"}
 		return
 	}
+	if b.TotalBytes <= 0 {
+		b.AvailableKV = Term{Detail: "unknown: no GPU memory given"}
+		return
+	}
 	avail := b.RequestedBytes - b.Weights.Bytes - b.Activation.Bytes - b.CUDAGraphs.Bytes - b.NonTorch.Bytes
 	b.AvailableKV = Term{Bytes: avail, Estimated: true, Detail: "requested − weights − activation − CUDA graphs − non-torch"}
-	if b.TotalBytes <= 0 {
-		b.AvailableKV.Detail = "unknown: no GPU memory given"
-	}
 }
 
 // report applies vLLM's reporting formulas.

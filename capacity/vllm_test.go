@@ -165,6 +165,10 @@ func TestEstimateErrors(t *testing.T) {
 	require.ErrorIs(t, err, ErrConfig)
 	_, err = EstimateVLLM(nil, VLLM{})
 	require.ErrorIs(t, err, ErrConfig)
+	_, err = EstimateVLLM(m, VLLM{MaxModelLen: 8192})
+	require.ErrorIs(t, err, ErrNoGPUMemory)
+	_, err = EstimateSGLang(m, SGLang{})
+	require.ErrorIs(t, err, ErrNoGPUMemory)
 }
 
 func TestBudgetTerms(t *testing.T) {

@@ -40,7 +40,11 @@ func main() {
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 	case err != nil:
-		fmt.Fprintln(os.Stderr, "capacity:", err)
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "capacity: ") {
+			msg = "capacity: " + msg
+		}
+		fmt.Fprintln(os.Stderr, msg)
 		os.Exit(1)
 	}
 }
@@ -165,11 +169,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		e, err := o.estimate(m)
-		if err != nil && (e == nil || !errors.Is(err, capacity.ErrInsufficientMemory)) {
+		switch {
+		case errors.Is(err, capacity.ErrNoGPUMemory):
+			return fmt.Errorf("%w: pass -gpu-mem-gib, or -available-kv-gib from the server's start-up log", err)
+		case errors.Is(err, capacity.ErrInsufficientMemory) && e != nil:
+			fmt.Fprintln(stderr, err) // still show the derivation
+		case err != nil:
 			return err
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, "capacity:", err)
 		}
 		r.Model, r.Estimate = m, e
 		r.Engine = e.Engine

@@ -172,6 +172,7 @@ func TestRunErrors(t *testing.T) {
 		"unknown dtype":      append(append([]string{}, seedArgs...), "-kv-cache-dtype", "int3"),
 		"stray argument":     {"-config", "x", "extra"},
 		"unreachable server": {"-url", "http://127.0.0.1:1"},
+		"no gpu memory":      {"-config", "../../capacity/testdata/qwen3.5-4b-awq"},
 		"unknown flag":       {"-bogus"},
 	} {
 		t.Run(name, func(t *testing.T) {
