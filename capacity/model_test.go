@@ -206,6 +206,9 @@ func TestLoadModelDirectoryWeights(t *testing.T) {
 		assert.Equal(t, int64(2500), n)
 		n, _ = m.estimateWeights(m.Quantization, false)
 		assert.Equal(t, int64(2800), n)
+		n, detail := m.estimateWeights(Quantization{Method: "fp8", Bits: 8}, true)
+		assert.Greater(t, n, int64(1e9), "quantized at load: the files do not tell")
+		assert.Contains(t, detail, "estimated")
 	})
 	t.Run("index total_size", func(t *testing.T) {
 		dir := t.TempDir()

@@ -465,6 +465,9 @@ func (e *Estimate) budget(m *Model, l VLLM, tp, pp int) {
 			q.Bits = l.WeightBits
 		}
 		n, detail := m.estimateWeights(q, l.LanguageModelOnly)
+		if m.Vision != nil && !l.LanguageModelOnly {
+			e.Notes = append(e.Notes, "the vision encoder's profiling peak is not in the activation estimate; --language-model-only or -activation-gib from the log removes the doubt")
+		}
 		if tp*pp > 1 {
 			n /= int64(tp * pp)
 			detail += fmt.Sprintf(", ÷ %d GPUs", tp*pp)

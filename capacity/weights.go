@@ -210,9 +210,11 @@ func (m *Model) params() paramCounts {
 }
 
 // estimateWeights returns the bytes of the weights vLLM loads for m under q,
-// and how it got them.
+// and how it got them: the checkpoint's tensor sizes when they are known and
+// q is the checkpoint's own quantization, else an estimate from the
+// architecture.
 func (m *Model) estimateWeights(q Quantization, languageOnly bool) (int64, string) {
-	if w := m.Weights; w != nil && w.LanguageBytes > 0 {
+	if w := m.Weights; w != nil && w.LanguageBytes > 0 && q == m.Quantization {
 		n := w.LanguageBytes
 		if !languageOnly {
 			n += w.VisionBytes
