@@ -1,12 +1,19 @@
 package capacity
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // GiB is 2³⁰ bytes, the unit vLLM's logs use.
 const GiB = 1 << 30
 
 // MiB is 2²⁰ bytes.
 const MiB = 1 << 20
+
+// GiBToBytes converts a figure in GiB, as vLLM logs it ("Available KV cache
+// memory: 6.01 GiB"), to bytes.
+func GiBToBytes(gib float64) int64 { return int64(math.Round(gib * GiB)) }
 
 // Defaults of the memory estimate. They are fitted to published vLLM
 // start-up logs (see testdata/startup_logs.json) and are overridable by

@@ -92,3 +92,40 @@ func ExampleLimits_Check() {
 	// true limits_unknown
 	// not over any known limit; unknown: kv_tokens, max_running, max_model_len
 }
+
+// A start-up log beats the memory estimate: "Available KV cache memory:
+// 6.01 GiB" from a vLLM 0.24 server running Qwen3.6-35B-A3B with an fp8 KV
+// cache and prefix caching (noonghunna/club-3090#652) gives back the
+// server's own figures, which it logged as "GPU KV cache size: 569,878
+// tokens" and "Maximum concurrency for 131,072 tokens per request: 4.35x".
+func ExampleEstimateVLLM_startupLog() {
+	m, err := capacity.ParseConfig([]byte(`{
+	  "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+	  "text_config": {
+	    "hidden_size": 2048, "num_hidden_layers": 40, "full_attention_interval": 4,
+	    "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
+	    "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+	    "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+	    "linear_conv_kernel_dim": 4, "mamba_ssm_dtype": "float32",
+	    "vocab_size": 248320, "max_position_embeddings": 262144, "dtype": "bfloat16"
+	  }
+	}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	e, err := capacity.EstimateVLLM(m, capacity.VLLM{
+		Version:             "0.24.0",
+		KVCacheDType:        "fp8",
+		EnablePrefixCaching: true,
+		MaxModelLen:         131072,
+		AvailableKVBytes:    capacity.GiBToBytes(6.01),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%d blocks of %d tokens, %d groups of %d layers\n", e.NumBlocks, e.BlockSize, len(e.Groups), e.LayersPerBlock)
+	fmt.Printf("GPU KV cache size: %d tokens, maximum concurrency %.2fx\n", e.KVTokens, e.MaxConcurrency)
+	// Output:
+	// 300 blocks of 2096 tokens, 4 groups of 10 layers
+	// GPU KV cache size: 569878 tokens, maximum concurrency 4.35x
+}

@@ -18,7 +18,7 @@ import (
 //	--kv-cache-dtype int4_per_token_head --attention-backend TRITON_ATTN
 var seedLaunch = VLLM{
 	Version:              "0.32.0",
-	GPUMemoryBytes:       gib(11.76),
+	GPUMemoryBytes:       GiBToBytes(11.76),
 	GPUMemoryUtilization: 0.94,
 	KVCacheDType:         "int4_per_token_head",
 	MaxModelLen:          262144,

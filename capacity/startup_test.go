@@ -65,8 +65,6 @@ func (r startupRow) model(t *testing.T) *Model {
 	return m
 }
 
-func gib(f float64) int64 { return int64(math.Round(f * GiB)) }
-
 // TestStartupLogsFromAvailableMemory predicts the KV tokens from each logged
 // "Available KV cache memory". The log prints two decimals, so the true
 // figure lies within ±0.005 GiB; the logged tokens must lie within one block
@@ -88,9 +86,9 @@ func TestStartupLogsFromAvailableMemory(t *testing.T) {
 				lo = at(r.Logged.AvailableKVBytes)
 				mid, hi = lo, lo
 			} else {
-				lo = at(gib(r.Logged.AvailableKVGiB - 0.005))
-				mid = at(gib(r.Logged.AvailableKVGiB))
-				hi = at(gib(r.Logged.AvailableKVGiB + 0.005))
+				lo = at(GiBToBytes(r.Logged.AvailableKVGiB - 0.005))
+				mid = at(GiBToBytes(r.Logged.AvailableKVGiB))
+				hi = at(GiBToBytes(r.Logged.AvailableKVGiB + 0.005))
 			}
 			perBlock := int(math.Ceil(float64(mid.KVTokens) / float64(mid.NumBlocks)))
 			got := r.Logged.KVTokens
@@ -161,8 +159,8 @@ func TestStartupLogsFromBudget(t *testing.T) {
 		}
 		t.Run(r.Name, func(t *testing.T) {
 			l := r.Launch
-			l.GPUMemoryBytes = gib(r.Logged.TotalGiB)
-			l.WeightsBytes = gib(r.Logged.WeightsGiB)
+			l.GPUMemoryBytes = GiBToBytes(r.Logged.TotalGiB)
+			l.WeightsBytes = GiBToBytes(r.Logged.WeightsGiB)
 			e := r.estimate(t, r.model(t), l)
 			off := float64(e.KVTokens-r.Logged.KVTokens) / float64(r.Logged.KVTokens)
 			assert.InDelta(t, 0, off, 0.10, "predicted %d, logged %d", e.KVTokens, r.Logged.KVTokens)

@@ -208,14 +208,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return writeText(stdout, r, contexts, concurrency)
 }
 
-func gibBytes(f float64) int64 { return int64(f * capacity.GiB) }
-
 func (o *options) estimate(m *capacity.Model) (*capacity.Estimate, error) {
 	switch o.engine {
 	case "vllm":
 		return capacity.EstimateVLLM(m, capacity.VLLM{
 			Version:              o.version,
-			GPUMemoryBytes:       gibBytes(o.gpuMemGiB),
+			GPUMemoryBytes:       capacity.GiBToBytes(o.gpuMemGiB),
 			GPUMemoryUtilization: o.utilization,
 			KVCacheDType:         o.kvCacheDType,
 			MaxModelLen:          o.maxModelLen,
@@ -229,25 +227,25 @@ func (o *options) estimate(m *capacity.Model) (*capacity.Estimate, error) {
 			LanguageModelOnly:    o.languageOnly,
 			Quantization:         o.quantization,
 			WeightBits:           o.weightBits,
-			WeightsBytes:         gibBytes(o.weightsGiB),
-			ActivationBytes:      gibBytes(o.activationGiB),
-			CUDAGraphBytes:       gibBytes(o.graphsGiB),
-			NonTorchBytes:        gibBytes(o.nonTorchGiB),
-			AvailableKVBytes:     gibBytes(o.availableGiB),
+			WeightsBytes:         capacity.GiBToBytes(o.weightsGiB),
+			ActivationBytes:      capacity.GiBToBytes(o.activationGiB),
+			CUDAGraphBytes:       capacity.GiBToBytes(o.graphsGiB),
+			NonTorchBytes:        capacity.GiBToBytes(o.nonTorchGiB),
+			AvailableKVBytes:     capacity.GiBToBytes(o.availableGiB),
 			NumGPUBlocksOverride: o.numGPUBlocks,
 		})
 	case "sglang":
 		return capacity.EstimateSGLang(m, capacity.SGLang{
-			GPUMemoryBytes:     gibBytes(o.gpuMemGiB),
+			GPUMemoryBytes:     capacity.GiBToBytes(o.gpuMemGiB),
 			MemFractionStatic:  o.utilization,
 			KVCacheDType:       o.kvCacheDType,
 			TensorParallelSize: o.tp,
 			ContextLength:      o.maxModelLen,
 			MaxRunningRequests: o.maxNumSeqs,
 			LanguageModelOnly:  o.languageOnly,
-			WeightsBytes:       gibBytes(o.weightsGiB),
-			NonTorchBytes:      gibBytes(o.nonTorchGiB),
-			AvailableKVBytes:   gibBytes(o.availableGiB),
+			WeightsBytes:       capacity.GiBToBytes(o.weightsGiB),
+			NonTorchBytes:      capacity.GiBToBytes(o.nonTorchGiB),
+			AvailableKVBytes:   capacity.GiBToBytes(o.availableGiB),
 		})
 	}
 	return nil, fmt.Errorf("-engine %q: want vllm or sglang", o.engine)
