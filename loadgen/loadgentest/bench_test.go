@@ -24,7 +24,7 @@ func BenchmarkEngineStep(b *testing.B) {
 				e.drain()
 				e.schedule()
 				e.publish()
-				e.apply()
+				e.apply(time.Now())
 			}
 			for len(e.running) < n || e.nwait > 0 {
 				step()

@@ -26,6 +26,8 @@ type request struct {
 	hashes    []uint64 // chained hashes of the prompt's full blocks
 	maxTokens int
 
+	arrived time.Time // set by the handler before submit
+
 	out    atomic.Int64 // tokens generated so far
 	state  atomic.Int32
 	cached atomic.Int64 // prompt tokens found in the prefix cache at the last admission
@@ -38,6 +40,9 @@ type request struct {
 	blocks    []int32
 	hashed    int // leading blocks registered in the prefix cache
 	where     int8
+	admitted  bool
+	sampled   bool // sampled a token in the current step
+	lastToken time.Time
 }
 
 // Where a request is, for the engine.
@@ -86,15 +91,22 @@ type engine struct {
 	cacheQueries, cacheHits, finished atomic.Int64
 	behind                            atomic.Int64 // nanoseconds
 	maxLate                           atomic.Int64 // the latest a step began after its deadline, in nanoseconds
+
+	histMu                    sync.Mutex // guards the histograms
+	ttft, itl, e2e, queueTime histogram
 }
 
 func newEngine(p Profile) *engine {
 	return &engine{
-		p:       p,
-		cache:   newKVCache(p),
-		kick:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
-		stopped: make(chan struct{}),
+		p:         p,
+		cache:     newKVCache(p),
+		kick:      make(chan struct{}, 1),
+		done:      make(chan struct{}),
+		stopped:   make(chan struct{}),
+		ttft:      newHistogram(ttftBuckets),
+		itl:       newHistogram(itlBuckets),
+		e2e:       newHistogram(requestBuckets),
+		queueTime: newHistogram(requestBuckets),
 	}
 }
 
@@ -179,7 +191,7 @@ func (e *engine) run() {
 			default:
 			}
 		}
-		e.apply()
+		e.apply(deadline)
 	}
 }
 
@@ -295,6 +307,12 @@ func (e *engine) schedule() (cost float64, ok bool) {
 		r.where = inRunning
 		e.running = append(e.running, r)
 		r.cached.Store(int64(cached))
+		if !r.admitted {
+			r.admitted = true
+			e.histMu.Lock()
+			e.queueTime.observe(time.Since(r.arrived).Seconds())
+			e.histMu.Unlock()
+		}
 		e.cacheQueries.Add(int64(r.promptLen))
 		e.cacheHits.Add(int64(min(cached, r.promptLen)))
 		r.scheduled = n
@@ -337,12 +355,13 @@ func (e *engine) preempt(r *request) {
 	e.preemptions.Add(1)
 }
 
-// apply ends the step: scheduled tokens are now computed, and every request
-// whose whole sequence is computed samples one token.
-func (e *engine) apply() {
-	e.steps.Add(1)
-	var generated int64
-	done := false
+// apply ends the step at time now: scheduled tokens are now computed, and
+// every request whose whole sequence is computed samples one token. The
+// counters and gauges are published before any handler is told, so a client
+// that has seen a token finds it in /metrics.
+func (e *engine) apply(now time.Time) {
+	var generated, finished int64
+	e.histMu.Lock()
 	for _, r := range e.running {
 		if r.scheduled == 0 {
 			continue
@@ -354,22 +373,40 @@ func (e *engine) apply() {
 		}
 		if r.generated == 0 {
 			e.promptTokens.Add(int64(r.promptLen))
+			e.ttft.observe(now.Sub(r.arrived).Seconds())
+		} else {
+			e.itl.observe(now.Sub(r.lastToken).Seconds())
 		}
+		r.lastToken = now
 		r.generated++
+		r.sampled = true
 		generated++
-		r.out.Store(int64(r.generated))
 		if r.generated >= r.maxTokens {
 			e.cache.release(r.blocks)
 			r.blocks = r.blocks[:0]
 			r.where = inNowhere
+			e.e2e.observe(now.Sub(r.arrived).Seconds())
+			finished++
+		}
+	}
+	e.histMu.Unlock()
+	e.steps.Add(1)
+	e.generationTokens.Add(generated)
+	e.finished.Add(finished)
+	e.nRunning.Store(int64(len(e.running)) - finished)
+	e.nUsed.Store(int64(e.cache.used))
+	for _, r := range e.running {
+		if !r.sampled {
+			continue
+		}
+		r.sampled = false
+		r.out.Store(int64(r.generated))
+		if r.where == inNowhere {
 			r.state.Store(stateFinished)
-			e.finished.Add(1)
-			done = true
 		}
 		r.notify()
 	}
-	e.generationTokens.Add(generated)
-	if done {
+	if finished > 0 {
 		e.compact()
 	}
 }

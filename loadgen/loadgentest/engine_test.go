@@ -62,7 +62,7 @@ func TestSchedulerKVExhaustion(t *testing.T) {
 			assert.Greater(t, need-hit+idle, e.cache.free(), "step %d: the head waits only while its blocks are taken", i)
 		}
 		e.publish()
-		e.apply()
+		e.apply(time.Now())
 		return preempted
 	}
 	e.submit(a)

@@ -31,6 +31,15 @@ func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	b.WriteString("# TYPE vllm:request_success_total counter\n")
 	b.WriteString(`vllm:request_success_total{engine="0",finished_reason="length",model_name="` + p.Model + `"} ` + strconv.FormatInt(st.Finished, 10) + "\n")
 
+	hl := `engine="0",model_name="` + p.Model + `"`
+	e := h.eng
+	e.histMu.Lock()
+	e.ttft.write(&b, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", hl)
+	e.itl.write(&b, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", hl)
+	e.e2e.write(&b, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", hl)
+	e.queueTime.write(&b, "vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", hl)
+	e.histMu.Unlock()
+
 	kvTokens := st.KVBlocks * p.BlockSize
 	b.WriteString("# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig.\n")
 	b.WriteString("# TYPE vllm:cache_config_info gauge\n")

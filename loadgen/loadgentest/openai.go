@@ -318,7 +318,8 @@ func (h *Handler) generate(w http.ResponseWriter, r *http.Request, g *generation
 		resetConn(w)
 		return "fault:reset-after"
 	}
-	h.truth.queued(g.rec, time.Now())
+	g.req.arrived = time.Now()
+	h.truth.queued(g.rec, g.req.arrived)
 	h.eng.submit(g.req)
 	if g.stream {
 		return h.stream(w, r, g)

@@ -282,6 +282,11 @@ func TestBadRequests(t *testing.T) {
 func TestMetricsParse(t *testing.T) {
 	srv := NewServer(SeedProfile())
 	defer srv.Close()
+	gen, err := post(t.Context(), srv, "/v1/completions", completion(Prompt(100, "m"), 5, false), nil)
+	require.NoError(t, err)
+	io.Copy(io.Discard, gen.Body)
+	gen.Body.Close()
+
 	resp, err := srv.Client().Get(srv.URL + "/metrics")
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -289,22 +294,41 @@ func TestMetricsParse(t *testing.T) {
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	require.NoError(t, err)
 	for name, typ := range map[string]string{
-		"vllm:num_requests_running":       "GAUGE",
-		"vllm:num_requests_waiting":       "GAUGE",
-		"vllm:kv_cache_usage_perc":        "GAUGE",
-		"vllm:num_preemptions_total":      "COUNTER",
-		"vllm:prompt_tokens_total":        "COUNTER",
-		"vllm:generation_tokens_total":    "COUNTER",
-		"vllm:prefix_cache_queries_total": "COUNTER",
-		"vllm:prefix_cache_hits_total":    "COUNTER",
-		"vllm:request_success_total":      "COUNTER",
-		"vllm:cache_config_info":          "GAUGE",
+		"vllm:num_requests_running":        "GAUGE",
+		"vllm:num_requests_waiting":        "GAUGE",
+		"vllm:kv_cache_usage_perc":         "GAUGE",
+		"vllm:num_preemptions_total":       "COUNTER",
+		"vllm:prompt_tokens_total":         "COUNTER",
+		"vllm:generation_tokens_total":     "COUNTER",
+		"vllm:prefix_cache_queries_total":  "COUNTER",
+		"vllm:prefix_cache_hits_total":     "COUNTER",
+		"vllm:request_success_total":       "COUNTER",
+		"vllm:cache_config_info":           "GAUGE",
+		"vllm:time_to_first_token_seconds": "HISTOGRAM",
+		"vllm:inter_token_latency_seconds": "HISTOGRAM",
+		"vllm:e2e_request_latency_seconds": "HISTOGRAM",
+		"vllm:request_queue_time_seconds":  "HISTOGRAM",
 	} {
 		f, ok := families[name]
 		if assert.True(t, ok, name) {
 			assert.Equal(t, typ, f.GetType().String(), name)
 		}
 	}
+	// One request of 5 tokens: one first token, four gaps between tokens.
+	for name, count := range map[string]uint64{
+		"vllm:time_to_first_token_seconds": 1,
+		"vllm:inter_token_latency_seconds": 4,
+		"vllm:e2e_request_latency_seconds": 1,
+		"vllm:request_queue_time_seconds":  1,
+	} {
+		h := families[name].GetMetric()[0].GetHistogram()
+		assert.Equal(t, count, h.GetSampleCount(), name)
+	}
+	itl := families["vllm:inter_token_latency_seconds"].GetMetric()[0].GetHistogram()
+	step := SeedProfile().DecodeStepTime(1, 100, 100).Seconds()
+	assert.InDelta(t, step, itl.GetSampleSum()/4, step*0.01, "the engine's own gaps are its step times")
+	assert.Equal(t, 5.0, families["vllm:generation_tokens_total"].GetMetric()[0].GetCounter().GetValue())
+
 	info := families["vllm:cache_config_info"].GetMetric()[0]
 	labels := map[string]string{}
 	for _, l := range info.GetLabel() {
