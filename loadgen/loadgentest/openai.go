@@ -128,21 +128,21 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) *apiError {
 // one string, or a list of token ids.
 func parsePrompt(raw json.RawMessage) (prompt, *apiError) {
 	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		if CountTokens(s) == 0 {
-			return prompt{}, badRequest("the prompt is empty")
-		}
-		return prompt{text: s}, nil
-	}
 	var ss []string
-	if err := json.Unmarshal(raw, &ss); err == nil && len(ss) == 1 {
-		return parsePrompt(json.RawMessage(mustMarshal(ss[0])))
-	}
 	var ids []int
-	if err := json.Unmarshal(raw, &ids); err == nil && len(ids) > 0 {
+	switch {
+	case json.Unmarshal(raw, &s) == nil:
+	case json.Unmarshal(raw, &ss) == nil && len(ss) == 1:
+		s = ss[0]
+	case json.Unmarshal(raw, &ids) == nil && len(ids) > 0:
 		return prompt{ids: ids}, nil
+	default:
+		return prompt{}, badRequest("prompt must be a string, a list of one string, or a list of token ids; the simulator serves one prompt a request")
 	}
-	return prompt{}, badRequest("prompt must be a string, a list of one string, or a list of token ids; the simulator serves one prompt a request")
+	if CountTokens(s) == 0 {
+		return prompt{}, badRequest("the prompt is empty")
+	}
+	return prompt{text: s}, nil
 }
 
 // parseMessages flattens chat messages to text: string content as is, and
@@ -176,11 +176,6 @@ func parseMessages(msgs []chatMessage) (prompt, *apiError) {
 		p.msgs[i].Content = strings.Join(texts, "\n")
 	}
 	return p, nil
-}
-
-func mustMarshal(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
 }
 
 // generation is one accepted generation request.

@@ -343,3 +343,41 @@ func TestMetricsParse(t *testing.T) {
 		"num_gpu_blocks":           "45056",
 	}, labels)
 }
+
+func TestPromptForms(t *testing.T) {
+	srv := NewServer(quick())
+	defer srv.Close()
+	for _, tc := range []struct {
+		name   string
+		prompt any
+		status int
+		tokens int
+	}{
+		{"string", "a b c", http.StatusOK, 3},
+		{"one string in a list", []string{"a b c d"}, http.StatusOK, 4},
+		{"token ids", []int{1, 2, 3, 4, 5}, http.StatusOK, 5},
+		{"empty", " ", http.StatusBadRequest, 0},
+		{"two prompts", []string{"a", "b"}, http.StatusBadRequest, 0},
+		{"missing", nil, http.StatusBadRequest, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := completion("", 2, false)
+			body["prompt"] = tc.prompt
+			resp, err := post(t.Context(), srv, "/v1/completions", body, nil)
+			require.NoError(t, err)
+			require.Equal(t, tc.status, resp.StatusCode)
+			if tc.status != http.StatusOK {
+				readError(t, resp)
+				return
+			}
+			defer resp.Body.Close()
+			var got struct {
+				Usage struct {
+					PromptTokens int `json:"prompt_tokens"`
+				} `json:"usage"`
+			}
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
+			assert.Equal(t, tc.tokens, got.Usage.PromptTokens)
+		})
+	}
+}
