@@ -80,7 +80,7 @@ func TestFaults(t *testing.T) {
 			assert.ErrorIs(t, err, context.DeadlineExceeded)
 			tokens, _ := contentEvents(t, events)
 			assert.Len(t, tokens, 2)
-		}, 300 * time.Millisecond},
+		}, time.Second},
 		{"reset-after=2", func(t *testing.T, resp *http.Response, err error) {
 			require.NoError(t, err)
 			events, err := readEvents(resp.Body)
