@@ -94,6 +94,7 @@ type engine struct {
 
 	histMu                    sync.Mutex // guards the histograms
 	ttft, itl, e2e, queueTime histogram
+	lastStep                  time.Time // when the last step ended
 }
 
 func newEngine(p Profile) *engine {
@@ -310,7 +311,7 @@ func (e *engine) schedule() (cost float64, ok bool) {
 		if !r.admitted {
 			r.admitted = true
 			e.histMu.Lock()
-			e.queueTime.observe(time.Since(r.arrived).Seconds())
+			e.queueTime.observe(time.Since(r.arrived).Seconds(), 1)
 			e.histMu.Unlock()
 		}
 		e.cacheQueries.Add(int64(r.promptLen))
@@ -360,7 +361,7 @@ func (e *engine) preempt(r *request) {
 // counters and gauges are published before any handler is told, so a client
 // that has seen a token finds it in /metrics.
 func (e *engine) apply(now time.Time) {
-	var generated, finished int64
+	var generated, finished, steady int64
 	e.histMu.Lock()
 	for _, r := range e.running {
 		if r.scheduled == 0 {
@@ -371,11 +372,14 @@ func (e *engine) apply(now time.Time) {
 		if r.computed < r.promptLen+r.generated {
 			continue
 		}
-		if r.generated == 0 {
+		switch {
+		case r.generated == 0:
 			e.promptTokens.Add(int64(r.promptLen))
-			e.ttft.observe(now.Sub(r.arrived).Seconds())
-		} else {
-			e.itl.observe(now.Sub(r.lastToken).Seconds())
+			e.ttft.observe(now.Sub(r.arrived).Seconds(), 1)
+		case r.lastToken.Equal(e.lastStep):
+			steady++ // its gap is the step's: observed once for all below
+		default:
+			e.itl.observe(now.Sub(r.lastToken).Seconds(), 1)
 		}
 		r.lastToken = now
 		r.generated++
@@ -385,11 +389,15 @@ func (e *engine) apply(now time.Time) {
 			e.cache.release(r.blocks)
 			r.blocks = r.blocks[:0]
 			r.where = inNowhere
-			e.e2e.observe(now.Sub(r.arrived).Seconds())
+			e.e2e.observe(now.Sub(r.arrived).Seconds(), 1)
 			finished++
 		}
 	}
+	if steady > 0 {
+		e.itl.observe(now.Sub(e.lastStep).Seconds(), steady)
+	}
 	e.histMu.Unlock()
+	e.lastStep = now
 	e.steps.Add(1)
 	e.generationTokens.Add(generated)
 	e.finished.Add(finished)

@@ -29,11 +29,12 @@ func newHistogram(bounds []float64) histogram {
 	return histogram{bounds: bounds, counts: make([]int64, len(bounds)+1)}
 }
 
-func (h *histogram) observe(v float64) {
+// observe records n observations of v.
+func (h *histogram) observe(v float64, n int64) {
 	i, _ := slices.BinarySearch(h.bounds, v)
-	h.counts[i]++
-	h.sum += v
-	h.n++
+	h.counts[i] += n
+	h.sum += v * float64(n)
+	h.n += n
 }
 
 // write appends the histogram in the text format.
