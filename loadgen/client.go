@@ -74,7 +74,7 @@ func (c *Client) httpClient() *http.Client {
 	c.once.Do(func() {
 		c.hc = c.HTTPClient
 		if c.hc == nil {
-			c.hc = &http.Client{Transport: NewTransport(DefaultMaxConns)}
+			c.hc = newHTTPClient(DefaultMaxConns)
 		}
 	})
 	return c.hc

@@ -1,7 +1,18 @@
 package loadgen
 
+import "time"
+
 // ParseChunkForBenchmark exposes the chunk parser to the external tests.
 func ParseChunkForBenchmark(data []byte) error {
 	var c chunk
 	return parseChunk(data, &c)
+}
+
+// NewHTTPClientForTest exposes the transport sizing to the external tests.
+var NewHTTPClientForTest = newHTTPClient
+
+// NewArrivalsForTest returns the gap function of an open-loop arrival
+// process.
+func NewArrivalsForTest(rate, shape float64, seed uint64) func() time.Duration {
+	return newArrivals(rate, shape, seed).next
 }

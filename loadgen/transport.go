@@ -33,3 +33,7 @@ func NewTransport(conns int) *http.Transport {
 		ForceAttemptHTTP2:   false,
 	}
 }
+
+func newHTTPClient(conns int) *http.Client {
+	return &http.Client{Transport: NewTransport(conns)}
+}

@@ -1,0 +1,259 @@
+package loadgen_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/metrics"
+)
+
+// simulated starts a simulator whose every decode step takes step, with
+// ground truth recorded.
+func simulated(t testing.TB, step time.Duration, seqs int) (*loadgentest.Server, *loadgen.Client) {
+	t.Helper()
+	p := loadgentest.FastProfile()
+	p.DecodeBase = []loadgentest.BatchCost{{Batch: 1, Seconds: step.Seconds()}}
+	p.MaxNumSeqs = max(seqs, p.MaxNumSeqs)
+	p.TruthBytes = 256 << 20
+	srv := loadgentest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return srv, &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: loadgen.NewHTTPClientForTest(seqs)}
+}
+
+func completion(maxTokens int) *loadgen.Request {
+	return &loadgen.Request{API: loadgen.Completions, Model: "bench", Prompt: loadgentest.Prompt(16, "gen"), MaxTokens: maxTokens, IgnoreEOS: true}
+}
+
+// TestGeneratorMatchesGroundTruth compares what the generator measured with
+// what the simulated server says it wrote.
+func TestGeneratorMatchesGroundTruth(t *testing.T) {
+	for _, tc := range []struct {
+		streams int
+		step    time.Duration
+	}{{1, 10 * time.Millisecond}, {8, 10 * time.Millisecond}, {64, 10 * time.Millisecond}, {512, 25 * time.Millisecond}} {
+		t.Run(fmt.Sprint(tc.streams), func(t *testing.T) {
+			if raceEnabled && tc.streams > 64 {
+				// Under the race detector the client takes tens of µs a
+				// chunk: give it time to read each step's 512 chunks.
+				tc.step = 100 * time.Millisecond
+			}
+			srv, c := simulated(t, tc.step, tc.streams)
+			defer c.CloseIdleConnections()
+			g := &loadgen.Generator{
+				Client: c, Source: loadgen.Repeat(completion(30000)),
+				Concurrency: tc.streams, Warmup: 500 * time.Millisecond, Duration: 4 * time.Second,
+			}
+			run, err := g.Run(t.Context())
+			require.NoError(t, err)
+			s := run.Summary
+			require.Equal(t, tc.streams, run.Launched, "one long request per stream")
+
+			server := srv.Truth().Tokens(s.Window.Start, s.Window.End)
+			require.Positive(t, server)
+			tolerance := 0.01
+			if raceEnabled {
+				// A step's chunks arrive in a burst that the slowed client
+				// needs a good part of the step to read, so either edge of
+				// the window may move by up to one step.
+				tolerance = max(tolerance, float64(tc.streams)/float64(server))
+			}
+			assert.InEpsilon(t, server, s.OutputTokens, tolerance, "tokens in the window: client %d, server %d", s.OutputTokens, server)
+
+			// The server's own time between tokens, per request, median.
+			var tbts []time.Duration
+			for _, r := range srv.Truth().Requests() {
+				if n := len(r.Chunks); n > 1 {
+					tbts = append(tbts, r.Chunks[n-1].Time.Sub(r.Chunks[0].Time)/time.Duration(r.OutputTokens-r.Chunks[0].Tokens))
+				}
+			}
+			sort.Slice(tbts, func(i, j int) bool { return tbts[i] < tbts[j] })
+			require.NotEmpty(t, tbts)
+			serverTBT := tbts[(len(tbts)-1)/2]
+			assert.InEpsilon(t, float64(serverTBT), float64(s.TBT.P50), 0.02, "median time between tokens: client %v, server %v", s.TBT.P50, serverTBT)
+			assert.InEpsilon(t, float64(tc.step), float64(s.TBT.P50), 0.10, "the profile's step")
+			assert.InDelta(t, float64(tc.streams), s.AvgActive, float64(tc.streams)*0.02+0.02)
+			assert.Equal(t, tc.streams, s.Canceled, "the window's end cut every stream")
+			assert.Zero(t, s.Failed)
+		})
+	}
+}
+
+func TestGeneratorFixedRequests(t *testing.T) {
+	_, c := simulated(t, 2*time.Millisecond, 4)
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(10)), Concurrency: 4, Requests: 20}
+	run, err := g.Run(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, "requests", run.Stopped)
+	assert.Equal(t, 20, run.Launched)
+	assert.Equal(t, 20, run.Summary.Completed)
+	assert.Equal(t, 200, run.Summary.OutputTokens)
+	assert.EqualValues(t, 20, run.Summary.Latency.Count)
+}
+
+func TestGeneratorSourceSeesWorkersAndSequence(t *testing.T) {
+	_, c := simulated(t, time.Millisecond, 3)
+	var calls atomic.Int64
+	seen := make([]atomic.Int64, 3)
+	g := &loadgen.Generator{Client: c, Concurrency: 3, Requests: 9, Source: func(w, seq int) *loadgen.Request {
+		calls.Add(1)
+		seen[w].Add(1)
+		return completion(2)
+	}}
+	_, err := g.Run(t.Context())
+	require.NoError(t, err)
+	assert.EqualValues(t, 9, calls.Load())
+	for w := range seen {
+		assert.Positive(t, seen[w].Load(), "worker %d sent requests", w)
+	}
+}
+
+func TestGeneratorOpenLoop(t *testing.T) {
+	_, c := simulated(t, time.Millisecond, 64)
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(5)), Rate: 100, Seed: 7, Duration: 2 * time.Second}
+	run, err := g.Run(t.Context())
+	require.NoError(t, err)
+	// 200 arrivals expected; a Poisson count's σ is √200 ≈ 14.
+	assert.InDelta(t, 200, run.Launched, 60)
+	assert.Zero(t, run.Late, "slots were always free")
+
+	// With one slot and requests slower than the arrivals, arrivals wait.
+	_, slow := simulated(t, 20*time.Millisecond, 1)
+	g = &loadgen.Generator{Client: slow, Source: loadgen.Repeat(completion(5)), Rate: 50, MaxInFlight: 1, Seed: 7, Duration: time.Second}
+	run, err = g.Run(t.Context())
+	require.NoError(t, err)
+	assert.Positive(t, run.Late)
+	assert.Greater(t, run.Lateness.P90, 10*time.Millisecond)
+}
+
+func TestGammaArrivalsHaveTheRate(t *testing.T) {
+	for _, shape := range []float64{0.5, 1, 4} {
+		a := loadgen.NewArrivalsForTest(200, shape, 1)
+		var sum time.Duration
+		const n = 20000
+		for range n {
+			sum += a()
+		}
+		assert.InEpsilon(t, 5*time.Millisecond, sum/n, 0.03, "shape %v: mean gap 1/rate", shape)
+	}
+}
+
+func TestGeneratorRecordsFailuresAndGoesOn(t *testing.T) {
+	_, c := simulated(t, time.Millisecond, 4)
+	bad := completion(5)
+	bad.Model = "bench+fault=status=500"
+	g := &loadgen.Generator{Client: c, Concurrency: 4, Duration: 500 * time.Millisecond, Source: func(w, seq int) *loadgen.Request {
+		if w == 0 {
+			return bad
+		}
+		return completion(5)
+	}}
+	run, err := g.Run(t.Context())
+	require.NoError(t, err, "request failures do not end the run")
+	s := run.Summary
+	assert.Positive(t, s.Errors[metrics.KindServerStatus])
+	assert.Equal(t, s.Errors[metrics.KindServerStatus], s.Failed)
+	assert.Positive(t, s.Completed)
+	// The failing worker pauses DefaultFailurePause between requests.
+	assert.Less(t, s.Errors[metrics.KindServerStatus], 60)
+}
+
+func TestGeneratorRetriesAreRecorded(t *testing.T) {
+	_, c := simulated(t, time.Millisecond, 1)
+	bad := completion(5)
+	bad.Model = "bench+fault=status=503"
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(bad), Requests: 3, Retries: 2, FailurePause: -1}
+	run, err := g.Run(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, 9, run.Launched, "3 requests, each sent 3 times")
+	assert.Equal(t, 6, run.Retried)
+	assert.Equal(t, 9, run.Summary.Errors[metrics.KindServerStatus])
+
+	// Without Retries nothing is sent twice.
+	g = &loadgen.Generator{Client: c, Source: loadgen.Repeat(bad), Requests: 3, FailurePause: -1}
+	run, err = g.Run(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, 3, run.Launched)
+	assert.Zero(t, run.Retried)
+}
+
+func TestGeneratorUnreachable(t *testing.T) {
+	c := &loadgen.Client{BaseURL: "http://127.0.0.1:1/v1"}
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(5)), Concurrency: 2, Duration: time.Minute}
+	start := time.Now()
+	run, err := g.Run(t.Context())
+	require.ErrorIs(t, err, loadgen.ErrUnreachable)
+	assert.Less(t, time.Since(start), 10*time.Second)
+	require.NotNil(t, run)
+	assert.Equal(t, 2, run.Summary.Errors[metrics.KindConnect])
+}
+
+func TestGeneratorCancelKeepsTheMeasurement(t *testing.T) {
+	_, c := simulated(t, 5*time.Millisecond, 4)
+	ctx, cancel := context.WithCancelCause(t.Context())
+	stop := errors.New("operator pressed Ctrl-C")
+	time.AfterFunc(1200*time.Millisecond, func() { cancel(stop) })
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(30000)), Concurrency: 4, Warmup: 200 * time.Millisecond, Duration: time.Minute}
+	start := time.Now()
+	run, err := g.Run(ctx)
+	require.ErrorIs(t, err, stop)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	assert.Positive(t, run.Summary.OutputTokens, "tokens up to the cancellation are kept")
+	assert.Equal(t, 4, run.Summary.Canceled)
+}
+
+func TestGeneratorWarmupUntilAndProgress(t *testing.T) {
+	_, c := simulated(t, 5*time.Millisecond, 8)
+	var g *loadgen.Generator
+	var sawAll atomic.Bool
+	g = &loadgen.Generator{
+		Client: c, Source: loadgen.Repeat(completion(30000)), Concurrency: 8, Ramp: 400 * time.Millisecond,
+		WarmupUntil: func(p loadgen.Progress) bool {
+			if p.WithToken == 8 && p.InFlight == 8 {
+				sawAll.Store(true)
+				return true
+			}
+			return false
+		},
+		WarmupTimeout: 10 * time.Second, Duration: 500 * time.Millisecond,
+	}
+	run, err := g.Run(t.Context())
+	require.NoError(t, err)
+	assert.True(t, sawAll.Load())
+	assert.False(t, run.WarmupTimedOut)
+	assert.GreaterOrEqual(t, run.Warmup, 350*time.Millisecond, "the ramp's last worker starts after 350 ms")
+	assert.Equal(t, loadgen.PhaseDone, g.Progress().Phase)
+
+	g = &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(30000)), Concurrency: 2,
+		WarmupUntil: func(loadgen.Progress) bool { return false }, WarmupTimeout: 300 * time.Millisecond, Duration: 200 * time.Millisecond}
+	run, err = g.Run(t.Context())
+	require.NoError(t, err)
+	assert.True(t, run.WarmupTimedOut)
+}
+
+func TestGeneratorDrain(t *testing.T) {
+	_, c := simulated(t, 5*time.Millisecond, 2)
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(40)), Concurrency: 2, Duration: 100 * time.Millisecond, Drain: true}
+	run, err := g.Run(t.Context())
+	require.NoError(t, err)
+	assert.Zero(t, run.Summary.Canceled, "in-flight requests finished")
+	assert.Equal(t, run.Launched, run.Summary.Requests)
+}
+
+func TestGeneratorHealth(t *testing.T) {
+	_, c := simulated(t, 5*time.Millisecond, 2)
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(30000)), Concurrency: 2, Duration: 500 * time.Millisecond}
+	run, err := g.Run(t.Context())
+	require.NoError(t, err)
+	assert.Positive(t, run.Health.Lag.Count, "the lag timer ran in the window")
+	assert.Equal(t, run.Health.Limited, run.Health.Reason != "")
+}
