@@ -123,6 +123,9 @@ type Chunk struct {
 // Response is a finished request: its timeline, and its text.
 type Response struct {
 	metrics.Timeline
+	// ID is the server's X-Request-Id response header (vLLM sends it with
+	// --enable-request-id-headers; llmload's simulator always does).
+	ID string
 	// Text and Reasoning are the whole content and reasoning of the first
 	// choice.
 	Text, Reasoning string
@@ -137,7 +140,7 @@ type Response struct {
 func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 	r := &Response{}
 	var text, reasoning strings.Builder
-	err := c.stream(ctx, req, &r.Timeline, nil, func(ch *Chunk) bool {
+	err := c.stream(ctx, req, &r.Timeline, &r.ID, nil, func(ch *Chunk) bool {
 		text.WriteString(ch.Text)
 		reasoning.WriteString(ch.Reasoning)
 		if ch.Tokens > 0 {
@@ -154,7 +157,7 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 // a nil obs means tl's own [metrics.Timeline.Observe]. The returned error is
 // also in tl. Measure allocates per request, not per chunk.
 func (c *Client) Measure(ctx context.Context, req *Request, tl *metrics.Timeline, obs Observer) error {
-	return c.stream(ctx, req, tl, obs, nil)
+	return c.stream(ctx, req, tl, nil, obs, nil)
 }
 
 // Stream sends req and yields each chunk that carries tokens, a finish
@@ -165,7 +168,7 @@ func (c *Client) Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, erro
 	return func(yield func(Chunk, error) bool) {
 		var tl metrics.Timeline
 		stopped := false
-		err := c.stream(ctx, req, &tl, nil, func(ch *Chunk) bool {
+		err := c.stream(ctx, req, &tl, nil, nil, func(ch *Chunk) bool {
 			if !yield(*ch, nil) {
 				stopped = true
 				return false
@@ -183,7 +186,7 @@ var errStopped = errors.New("loadgen: the reader stopped")
 
 // stream is the one implementation behind Do, Measure and Stream. emit, when
 // not nil, receives decoded chunks; returning false stops the request.
-func (c *Client) stream(ctx context.Context, req *Request, tl *metrics.Timeline, obs Observer, emit func(*Chunk) bool) error {
+func (c *Client) stream(ctx context.Context, req *Request, tl *metrics.Timeline, id *string, obs Observer, emit func(*Chunk) bool) error {
 	now := time.Now()
 	if tl.Start.IsZero() {
 		tl.Start = now
@@ -191,7 +194,7 @@ func (c *Client) stream(ctx context.Context, req *Request, tl *metrics.Timeline,
 	if tl.Due.IsZero() {
 		tl.Due = tl.Start
 	}
-	rs := requestState{tl: tl, obs: obs, emit: emit}
+	rs := requestState{tl: tl, obs: obs, emit: emit, id: id}
 	err := rs.run(ctx, c, req)
 	tl.End = time.Now()
 	rs.finish()
@@ -212,6 +215,7 @@ type requestState struct {
 	tl   *metrics.Timeline
 	obs  Observer
 	emit func(*Chunk) bool
+	id   *string // where to put X-Request-Id, if wanted
 
 	sent atomic.Int64 // UnixNano of the request being written; set by httptrace
 
@@ -281,6 +285,9 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request) error 
 	}
 	defer resp.Body.Close()
 	rs.tl.Headers = time.Now()
+	if rs.id != nil {
+		*rs.id = resp.Header.Get("X-Request-Id")
+	}
 	wd.enter(phaseFirst)
 
 	if resp.StatusCode != http.StatusOK {
