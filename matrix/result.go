@@ -1,0 +1,173 @@
+package matrix
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/loadgen"
+)
+
+// Schema names the version of the results document. Readers refuse a
+// document of another major version.
+const Schema = "llmload.matrix/v1"
+
+// Results are a matrix run: the spec, the server, the prefill table and the
+// decode grid. It is one Go value, and as JSON (see [Results.WriteJSON]) a
+// versioned document that other tools read.
+type Results struct {
+	Schema string `json:"schema"`
+	Spec   Spec   `json:"spec"`
+	Server Server `json:"server"`
+
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished,omitzero"`
+	// Complete reports that every cell was decided. A file written during a
+	// run, or after an interruption, is not complete; -resume finishes it.
+	Complete bool `json:"complete"`
+
+	Prefill []Prefill `json:"prefill"`
+	Cells   []Cell    `json:"cells"`
+}
+
+// Server describes what was measured.
+type Server struct {
+	URL   string `json:"url"`
+	Model string `json:"model,omitempty"`
+	// Engine is "vllm", "sglang", "llama.cpp", "tgi", or "" when unknown;
+	// Simulated marks llmload's simulator.
+	Engine    string `json:"engine,omitempty"`
+	Simulated bool   `json:"simulated,omitempty"`
+	// Speed is the simulator's speed factor. Results are reported in the
+	// simulated server's own time: durations × Speed, rates ÷ Speed.
+	Speed float64 `json:"speed,omitempty"`
+	// Limits are the capacity limits the plan used.
+	Limits capacity.Limits `json:"limits"`
+	// Notes say what to keep in mind when reading the results.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Prefill is one row of the prefill table: one cold request with a prompt
+// of ContextTokens, and its time to first token.
+type Prefill struct {
+	ContextTokens int     `json:"context_tokens"`
+	PromptTokens  int     `json:"prompt_tokens"`
+	TTFTms        float64 `json:"ttft_ms"`
+	// PromptTokS is PromptTokens ÷ TTFT.
+	PromptTokS float64 `json:"prompt_tok_s"`
+	// Error says why there is no measurement, if there is none.
+	Error string `json:"error,omitempty"`
+}
+
+// Quantiles are a latency's median, 90th and 99th percentiles, in
+// milliseconds.
+type Quantiles struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+}
+
+// Cell is one context × concurrency cell of the decode grid.
+type Cell struct {
+	ContextTokens int    `json:"context_tokens"`
+	Concurrency   int    `json:"concurrency"`
+	Status        Status `json:"status"`
+	// Reason says why, for any status but Valid.
+	Reason string `json:"reason,omitempty"`
+	// Predicted is the plan's capacity verdict.
+	Predicted capacity.Verdict `json:"predicted"`
+
+	// Measurement is nil for a cell that was not measured.
+	*Measurement
+}
+
+// Measurement holds a measured cell's columns. Rates and times are in the
+// server's own time (see Server.Speed).
+type Measurement struct {
+	PromptTokens int `json:"prompt_tokens"`
+	// TotalTokS is output tokens ÷ measured seconds.
+	TotalTokS float64 `json:"total_tok_s"`
+	// PerRequestTokS is the median over requests of 1 ÷ their time
+	// between tokens.
+	PerRequestTokS float64   `json:"per_request_tok_s"`
+	TTFTms         Quantiles `json:"ttft_ms"`
+	// TBTms is the distribution over requests of their mean time between
+	// tokens; ITLms the distribution of every gap between tokens.
+	TBTms Quantiles `json:"tbt_ms"`
+	ITLms Quantiles `json:"itl_ms"`
+	// AvgActive is the mean of the server's running requests sampled in
+	// the window, or the client's count where the server has no metrics.
+	AvgActive float64 `json:"avg_active"`
+	// Completed counts requests that finished inside the window.
+	Completed    int     `json:"completed"`
+	OutputTokens int     `json:"output_tokens"`
+	MeasuredS    float64 `json:"measured_s"`
+	// Requests counts requests sent in the cell, warm-up included.
+	Requests int `json:"requests"`
+	// Errors counts failed requests; ErrorKinds by kind.
+	Errors     int            `json:"errors"`
+	ErrorKinds map[string]int `json:"error_kinds,omitempty"`
+	// Goodput is requests per second that completed within the SLO.
+	Goodput float64 `json:"goodput,omitempty"`
+
+	// WarmupS is how long the warm-up took; WarmupTimedOut that it ended
+	// at its timeout rather than by its conditions.
+	WarmupS        float64 `json:"warmup_s"`
+	WarmupTimedOut bool    `json:"warmup_timed_out,omitempty"`
+	// Server is what the server's /metrics said during the window.
+	Server *Samples `json:"server,omitempty"`
+	// Client is the client's own health in the window; ClientLimited flags
+	// a cell whose numbers the client may have limited.
+	Client        loadgen.Health `json:"client"`
+	ClientLimited bool           `json:"client_limited,omitempty"`
+	// Partial marks a cell interrupted before its window ended: its numbers
+	// cover the part that ran.
+	Partial bool `json:"partial,omitempty"`
+}
+
+// Samples summarise the server's /metrics, sampled about once a second in a
+// cell's window.
+type Samples struct {
+	Count       int     `json:"count"`
+	AvgRunning  float64 `json:"avg_running"`
+	PeakRunning float64 `json:"peak_running"`
+	MaxWaiting  float64 `json:"max_waiting"`
+	// Preemptions counts the preemptions during the window.
+	Preemptions float64 `json:"preemptions"`
+	MaxKVUsage  float64 `json:"max_kv_usage"`
+}
+
+// Cell returns the cell at context × concurrency, or nil.
+func (r *Results) Cell(context, concurrency int) *Cell {
+	for i := range r.Cells {
+		if c := &r.Cells[i]; c.ContextTokens == context && c.Concurrency == concurrency {
+			return c
+		}
+	}
+	return nil
+}
+
+// WriteJSON writes the results as an indented JSON document.
+func (r *Results) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("matrix: write JSON: %w", err)
+	}
+	return nil
+}
+
+// ReadResults decodes a results document, refusing another schema.
+func ReadResults(rd io.Reader) (*Results, error) {
+	var r Results
+	dec := json.NewDecoder(rd)
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("matrix: read results: %w", err)
+	}
+	if r.Schema != Schema {
+		return nil, fmt.Errorf("matrix: results have schema %q, want %q", r.Schema, Schema)
+	}
+	return &r, nil
+}

@@ -1,0 +1,207 @@
+package matrix
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/loadgen"
+)
+
+// K is the unit of context lengths in the matrix: 16K is 16,384 tokens.
+const K = 1024
+
+// Defaults of a [Spec], the seed page's.
+var (
+	DefaultContexts    = []int{0, 16 * K, 32 * K, 64 * K, 128 * K, 248 * K}
+	DefaultConcurrency = []int{1, 2, 4, 8, 16, 32, 64, 128}
+	DefaultPrefill     = []int{8 * K, 16 * K, 32 * K, 64 * K, 128 * K}
+)
+
+// More defaults of a [Spec].
+const (
+	DefaultDuration  = 30 * time.Second
+	DefaultMaxTokens = 8192
+	// DefaultErrorThreshold is the share of failed requests above which a
+	// cell is Failed.
+	DefaultErrorThreshold = 0.5
+)
+
+// Duration is a time.Duration that reads and writes as text ("30s"), so
+// specs and results stay readable.
+type Duration time.Duration
+
+// MarshalText writes the duration as time.Duration.String does.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads a duration as time.ParseDuration does.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("matrix: %w", err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Warmup says when a cell's window may open: after at least Min, once every
+// stream has a token, the server's waiting queue is empty and tokens have
+// flowed for Flow; or, failing that, at Timeout plus PerContextK for every
+// 1,024 tokens of context.
+type Warmup struct {
+	Min         Duration `json:"min"`
+	Flow        Duration `json:"flow"`
+	Timeout     Duration `json:"timeout"`
+	PerContextK Duration `json:"per_context_k"`
+}
+
+// DefaultWarmup is the warm-up of a [Spec] that sets none.
+var DefaultWarmup = Warmup{
+	Min:         Duration(2 * time.Second),
+	Flow:        Duration(3 * time.Second),
+	Timeout:     Duration(60 * time.Second),
+	PerContextK: Duration(time.Second),
+}
+
+// Spec is what to measure. It is a plain value that marshals as it is, so
+// every result file carries the spec that made it. Zero fields take the
+// seed page's defaults (see [Spec.WithDefaults]).
+type Spec struct {
+	// URL is the API's base URL, such as "http://127.0.0.1:8000/v1".
+	URL string `json:"url"`
+	// Model is the served model name.
+	Model string `json:"model,omitempty"`
+	// API is "chat" or "completions".
+	API loadgen.API `json:"api"`
+
+	// Contexts are the decode grid's rows, in prompt tokens.
+	Contexts []int `json:"contexts"`
+	// Concurrency levels are its columns.
+	Concurrency []int `json:"concurrency"`
+	// Prefill contexts each get one cold request whose time to first token
+	// is the prefill measurement. An empty, non-nil list skips them.
+	Prefill []int `json:"prefill"`
+
+	// Duration is each cell's measurement window.
+	Duration Duration `json:"duration"`
+	// MaxTokens is each request's max_tokens, generated with ignore_eos.
+	MaxTokens int     `json:"max_tokens"`
+	Warmup    *Warmup `json:"warmup,omitempty"`
+
+	// SLO, if set, adds goodput to every cell.
+	SLO *SLO `json:"slo,omitempty"`
+	// ErrorThreshold is the share of failed requests above which a cell is
+	// Failed; 0 means DefaultErrorThreshold.
+	ErrorThreshold float64 `json:"error_threshold,omitempty"`
+	// Limits are capacity limits the user knows (from a start-up log or an
+	// estimate); the server's own figures, where it publishes them, take
+	// precedence over unknown ones.
+	Limits *capacity.Limits `json:"limits,omitempty"`
+}
+
+// SLO holds optional objectives; a request meets them when it completed
+// within each one set.
+type SLO struct {
+	TTFT    Duration `json:"ttft,omitempty"`
+	TPOT    Duration `json:"tpot,omitempty"`
+	Latency Duration `json:"latency,omitempty"`
+}
+
+// WithDefaults returns a copy of s with every zero field set to its
+// default.
+func (s Spec) WithDefaults() Spec {
+	if s.Contexts == nil {
+		s.Contexts = DefaultContexts
+	}
+	if s.Concurrency == nil {
+		s.Concurrency = DefaultConcurrency
+	}
+	if s.Prefill == nil {
+		s.Prefill = DefaultPrefill
+	}
+	if s.Duration == 0 {
+		s.Duration = Duration(DefaultDuration)
+	}
+	if s.MaxTokens == 0 {
+		s.MaxTokens = DefaultMaxTokens
+	}
+	if s.Warmup == nil {
+		w := DefaultWarmup
+		s.Warmup = &w
+	}
+	if s.ErrorThreshold == 0 {
+		s.ErrorThreshold = DefaultErrorThreshold
+	}
+	return s
+}
+
+// Validate reports what is wrong with a spec, if anything.
+func (s Spec) Validate() error {
+	var errs []error
+	if s.URL == "" {
+		errs = append(errs, errors.New("matrix: the spec has no URL"))
+	}
+	for _, c := range s.Contexts {
+		if c < 0 {
+			errs = append(errs, fmt.Errorf("matrix: negative context %d", c))
+		}
+	}
+	for _, n := range s.Concurrency {
+		if n < 1 {
+			errs = append(errs, fmt.Errorf("matrix: concurrency %d is below 1", n))
+		}
+	}
+	for _, c := range s.Prefill {
+		if c < 1 {
+			errs = append(errs, fmt.Errorf("matrix: prefill context %d is below 1", c))
+		}
+	}
+	if s.Duration < 0 || s.MaxTokens < 0 {
+		errs = append(errs, errors.New("matrix: negative duration or max tokens"))
+	}
+	return errors.Join(errs...)
+}
+
+// ParseTokens reads a token count such as "16K", "16k", "248K", "8192" or
+// "0" (K = 1024).
+func ParseTokens(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	mult := 1
+	if n := len(s); n > 0 && (s[n-1] == 'K' || s[n-1] == 'k') {
+		mult, s = K, s[:n-1]
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("matrix: %q is not a token count (like 16K or 8192)", s)
+	}
+	return int(v * float64(mult)), nil
+}
+
+// ParseList reads a comma-separated list of token counts; an empty string
+// is an empty, non-nil list.
+func ParseList(s string) ([]int, error) {
+	out := []int{}
+	for _, f := range strings.Split(s, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		v, err := ParseTokens(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// FormatTokens writes a token count as the report does: multiples of 1,024
+// as "16K", others as digits.
+func FormatTokens(n int) string {
+	if n != 0 && n%K == 0 {
+		return strconv.Itoa(n/K) + "K"
+	}
+	return strconv.Itoa(n)
+}
