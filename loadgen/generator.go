@@ -102,6 +102,9 @@ type Generator struct {
 	WarmupUntil   func(Progress) bool
 	WarmupTimeout time.Duration
 
+	// OnWindow, if set, is called as the window opens.
+	OnWindow func(metrics.Window)
+
 	// Duration is the length of the measurement window.
 	Duration time.Duration
 	// Requests, if set, stops the run after that many requests have
@@ -315,6 +318,9 @@ func (g *Generator) Run(ctx context.Context) (*Run, error) {
 		health.mark()
 		w := rec.OpenWindow(time.Now, d)
 		st.phase.Store(uint32(PhaseWindow))
+		if g.OnWindow != nil {
+			g.OnWindow(w)
+		}
 		if g.Duration > 0 {
 			t := time.NewTimer(time.Until(w.End))
 			defer t.Stop()

@@ -1,0 +1,103 @@
+package matrix_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/matrix"
+)
+
+// knownProfile is a simulator with simple, known costs: a decode step takes
+// base(B) = 8 ms + 0.25 ms·B whatever the contexts, prefill 20 µs a token,
+// at most 4 requests run at once, and the KV cache holds 64K tokens.
+func knownProfile(speed float64) loadgentest.Profile {
+	p := loadgentest.FastProfile()
+	p.Speed = speed
+	p.DecodeBase = []loadgentest.BatchCost{{Batch: 1, Seconds: 0.00825}, {Batch: 2, Seconds: 0.0085}}
+	p.PrefillPerToken = 20e-6
+	p.MaxNumSeqs = 4
+	p.KVCacheTokens = 64 * 1024
+	p.MaxModelLen = 32 * 1024
+	p.TruthBytes = -1
+	return p
+}
+
+func TestRunnerMatchesTheProfile(t *testing.T) {
+	const speed = 10
+	p := knownProfile(speed)
+	srv := loadgentest.NewServer(p)
+	defer srv.Close()
+
+	spec := matrix.Spec{
+		URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
+		Contexts: []int{0, 4 * matrix.K, 16 * matrix.K}, Concurrency: []int{1, 4, 8}, Prefill: []int{4 * matrix.K},
+		Duration: matrix.Duration(10 * time.Second), MaxTokens: 2000,
+		Warmup: &matrix.Warmup{Min: matrix.Duration(time.Second), Flow: matrix.Duration(time.Second), Timeout: matrix.Duration(5 * time.Second)},
+	}
+	var saved []*matrix.Results
+	var log bytes.Buffer
+	r := &matrix.Runner{Spec: spec, Speed: speed, Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()},
+		Log: &log, Save: func(res *matrix.Results) error {
+			var b bytes.Buffer
+			require.NoError(t, res.WriteJSON(&b))
+			back, err := matrix.ReadResults(&b)
+			require.NoError(t, err)
+			saved = append(saved, back)
+			return nil
+		}}
+	res, err := r.Run(t.Context())
+	require.NoError(t, err, log.String())
+	require.True(t, res.Complete)
+	t.Log(log.String())
+
+	// The KV cache holds 64K tokens: 8 × (16K + 2000) does not fit, nor
+	// does 4 × (16K + 2000); the plan skips them.
+	for _, n := range []int{4, 8} {
+		c := res.Cell(16*matrix.K, n)
+		require.NotNil(t, c)
+		assert.Equal(t, matrix.OverCapacity, c.Status, "16K × %d", n)
+		assert.Nil(t, c.Measurement, "never sent")
+		assert.Contains(t, c.Reason, "predicted")
+	}
+
+	for _, ctx := range []int{0, 4 * matrix.K} {
+		for _, n := range []int{1, 4} {
+			c := res.Cell(ctx, n)
+			require.NotNil(t, c)
+			require.NotNil(t, c.Measurement, "%d × %d measured", ctx, n)
+			assert.Equal(t, matrix.Valid, c.Status, "%d × %d: %s", ctx, n, c.Reason)
+			step := p.DecodeStepTime(n, 0, 0) // context costs nothing here
+			assert.InEpsilon(t, float64(n)/step.Seconds(), c.TotalTokS, 0.03, "%d × %d total tok/s", ctx, n)
+			assert.InEpsilon(t, float64(step.Microseconds())/1000, c.TBTms.P50, 0.03, "%d × %d time between tokens", ctx, n)
+			assert.InDelta(t, 10, c.MeasuredS, 0.5, "reported in the server's own time")
+			assert.InDelta(t, float64(n), c.AvgActive, 0.05*float64(n))
+			assert.Zero(t, c.Errors)
+		}
+		// 8 requests on a server that runs 4 at once.
+		c := res.Cell(ctx, 8)
+		require.NotNil(t, c.Measurement)
+		assert.Equal(t, matrix.RequestsQueued, c.Status, "%d × 8: %s", ctx, c.Reason)
+		assert.NotEmpty(t, c.Reason)
+	}
+
+	require.Len(t, res.Prefill, 1)
+	pf := res.Prefill[0]
+	assert.Empty(t, pf.Error)
+	assert.InDelta(t, 4*matrix.K, pf.PromptTokens, 4*matrix.K/100)
+	// The prefill itself, plus the request's trip, which the speed factor
+	// multiplies too.
+	want := float64(p.PrefillTime(pf.PromptTokens).Microseconds()) / 1000
+	assert.GreaterOrEqual(t, pf.TTFTms, want, "cold prefill time in the server's own time")
+	assert.Less(t, pf.TTFTms, 1.3*want)
+
+	// Saved after every prefill row and cell; the last save is the result.
+	require.NotEmpty(t, saved)
+	assert.True(t, saved[len(saved)-1].Complete)
+	assert.Equal(t, len(res.Cells), len(saved[len(saved)-1].Cells))
+}

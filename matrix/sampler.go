@@ -1,0 +1,224 @@
+package matrix
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Gauges is one reading of a server's /metrics: the figures a cell needs.
+// A field is negative when the server does not publish it.
+type Gauges struct {
+	Time        time.Time
+	Running     float64
+	Waiting     float64
+	KVUsage     float64 // 0–1
+	Preemptions float64 // a counter
+}
+
+// The metric names read, vLLM's first, then SGLang's.
+var (
+	runningNames     = []string{"vllm:num_requests_running", "sglang:num_running_reqs"}
+	waitingNames     = []string{"vllm:num_requests_waiting", "sglang:num_queue_reqs"}
+	kvUsageNames     = []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"}
+	preemptionsNames = []string{"vllm:num_preemptions_total", "vllm:num_preemptions"}
+)
+
+// ParseGauges reads a Prometheus text exposition. Metrics with several
+// series (per model, per engine) are summed.
+func ParseGauges(r io.Reader) (Gauges, error) {
+	g := Gauges{Running: -1, Waiting: -1, KVUsage: -1, Preemptions: -1}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return g, fmt.Errorf("matrix: parse /metrics: %w", err)
+	}
+	pick := func(names []string, usage bool) float64 {
+		for _, n := range names {
+			if f, ok := families[n]; ok {
+				v := sum(f)
+				if usage && len(f.GetMetric()) > 1 {
+					v /= float64(len(f.GetMetric()))
+				}
+				return v
+			}
+		}
+		return -1
+	}
+	g.Running = pick(runningNames, false)
+	g.Waiting = pick(waitingNames, false)
+	g.KVUsage = pick(kvUsageNames, true)
+	g.Preemptions = pick(preemptionsNames, false)
+	return g, nil
+}
+
+func sum(f *dto.MetricFamily) float64 {
+	var v float64
+	for _, m := range f.GetMetric() {
+		switch {
+		case m.Gauge != nil:
+			v += m.GetGauge().GetValue()
+		case m.Counter != nil:
+			v += m.GetCounter().GetValue()
+		case m.Untyped != nil:
+			v += m.GetUntyped().GetValue()
+		}
+	}
+	return v
+}
+
+// Sampler reads a server's /metrics about once a second in the background
+// and keeps the latest reading and, between Mark and Stop, a summary.
+type Sampler struct {
+	client *http.Client
+	url    string
+	every  time.Duration
+
+	mu       sync.Mutex
+	last     Gauges
+	ok       bool  // the server has answered with metrics
+	err      error // the last failure
+	marking  bool
+	count    int
+	sumRun   float64
+	peakRun  float64
+	maxWait  float64
+	preFirst float64
+	preLast  float64
+	maxKV    float64
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// NewSampler returns a sampler of baseURL's /metrics ("/v1" is dropped),
+// not yet started.
+func NewSampler(client *http.Client, baseURL string, every time.Duration) *Sampler {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	base := strings.TrimSuffix(strings.TrimRight(baseURL, "/"), "/v1")
+	return &Sampler{client: client, url: base + "/metrics", every: every}
+}
+
+// Start begins sampling; Close ends it.
+func (s *Sampler) Start(ctx context.Context) {
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(s.every)
+		defer t.Stop()
+		for {
+			s.sample(ctx)
+			select {
+			case <-t.C:
+			case <-s.stop:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+}
+
+// Close stops sampling and waits for the sampler to end.
+func (s *Sampler) Close() {
+	if s.stop == nil {
+		return
+	}
+	close(s.stop)
+	<-s.done
+	s.stop = nil
+}
+
+// Sample reads /metrics once now.
+func (s *Sampler) Sample(ctx context.Context) (Gauges, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	if err != nil {
+		return Gauges{}, err
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return Gauges{}, fmt.Errorf("matrix: GET %s: %w", s.url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		return Gauges{}, fmt.Errorf("matrix: GET %s: %s", s.url, resp.Status)
+	}
+	g, err := ParseGauges(io.LimitReader(resp.Body, 16<<20))
+	g.Time = time.Now()
+	return g, err
+}
+
+func (s *Sampler) sample(ctx context.Context) {
+	g, err := s.Sample(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil || g.Running < 0 {
+		if err == nil {
+			err = fmt.Errorf("matrix: %s has no running-requests gauge", s.url)
+		}
+		s.err = err
+		return
+	}
+	s.last, s.ok, s.err = g, true, nil
+	if !s.marking {
+		return
+	}
+	s.count++
+	s.sumRun += g.Running
+	s.peakRun = max(s.peakRun, g.Running)
+	s.maxWait = max(s.maxWait, g.Waiting)
+	s.maxKV = max(s.maxKV, g.KVUsage)
+	if g.Preemptions >= 0 {
+		if s.count == 1 {
+			s.preFirst = g.Preemptions
+		}
+		s.preLast = g.Preemptions
+	}
+}
+
+// Latest returns the latest reading and whether there is one.
+func (s *Sampler) Latest() (Gauges, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last, s.ok
+}
+
+// Mark starts a summary afresh (at a window's start).
+func (s *Sampler) Mark() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.marking = true
+	s.count, s.sumRun, s.peakRun, s.maxWait, s.preFirst, s.preLast, s.maxKV = 0, 0, 0, 0, 0, 0, 0
+}
+
+// Summary ends the summary begun by Mark and returns it, or nil when no
+// sample was taken.
+func (s *Sampler) Summary() *Samples {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.marking = false
+	if s.count == 0 {
+		return nil
+	}
+	return &Samples{
+		Count:       s.count,
+		AvgRunning:  s.sumRun / float64(s.count),
+		PeakRunning: s.peakRun,
+		MaxWaiting:  s.maxWait,
+		Preemptions: s.preLast - s.preFirst,
+		MaxKVUsage:  s.maxKV,
+	}
+}
