@@ -1,0 +1,95 @@
+package matrix
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// CSVHeader is the header of [Results.WriteCSV]'s table, the seed's
+// measurements.csv columns in their order.
+var CSVHeader = []string{
+	"phase", "context_tokens", "concurrency", "status",
+	"total_tok_s", "per_request_tok_s", "ttft_ms", "tbt_ms",
+	"avg_active", "completed", "output_tokens", "measured_s",
+}
+
+// WriteCSV writes the "All measurements" table as CSV with [CSVHeader]'s
+// columns: the prefill rows first (phase "prefill", total_tok_s the prompt
+// tok/s), then the decode cells in grid order (phase "decode"). Latencies
+// are medians. Fields that do not apply are empty: rates and latencies of a
+// cell without output, everything of a cell that was not measured. Numbers
+// are written as the seed file writes them: one decimal for tok/s, time
+// between tokens and measured seconds, whole milliseconds for TTFT, two
+// decimals for average active requests.
+func (r *Results) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	cw.Write(CSVHeader)
+	for _, p := range sortedPrefill(r.Prefill) {
+		rec := make([]string, len(CSVHeader))
+		rec[0], rec[1], rec[2] = "prefill", strconv.Itoa(p.ContextTokens), "1"
+		rec[3] = "failed"
+		if prefillMeasured(p) {
+			rec[3] = "valid"
+			rec[4] = csvFloat(p.PromptTokS, 1)
+			rec[6] = csvFloat(p.TTFTms, 0)
+		}
+		cw.Write(rec)
+	}
+	for _, c := range newReportGrid(r).ordered() {
+		cw.Write(csvCell(c))
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("matrix: write CSV: %w", err)
+	}
+	return nil
+}
+
+// csvCell is one decode cell's CSV record.
+func csvCell(c *Cell) []string {
+	rec := make([]string, len(CSVHeader))
+	status, _ := c.Status.MarshalText()
+	rec[0], rec[1], rec[2], rec[3] = "decode", strconv.Itoa(c.ContextTokens), strconv.Itoa(c.Concurrency), string(status)
+	m := c.Measurement
+	if m == nil {
+		return rec
+	}
+	rec[4] = csvPositive(m.TotalTokS, 1)
+	rec[5] = csvPositive(m.PerRequestTokS, 1)
+	rec[6] = csvPositive(m.TTFTms.P50, 0)
+	rec[7] = csvPositive(m.TBTms.P50, 1)
+	if !hasRates(c) {
+		rec[4], rec[5], rec[6], rec[7] = "", "", "", ""
+	}
+	rec[8] = csvFloat(m.AvgActive, 2)
+	rec[9] = strconv.Itoa(m.Completed)
+	rec[10] = strconv.Itoa(m.OutputTokens)
+	rec[11] = csvFloat(m.MeasuredS, 1)
+	return rec
+}
+
+// csvFloat formats v with dec decimals, without thousands separators;
+// NaN and infinities are empty.
+func csvFloat(v float64, dec int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return ""
+	}
+	s := strconv.FormatFloat(v, 'f', dec, 64)
+	if strings.HasPrefix(s, "-") && strings.Trim(s[1:], "0.") == "" {
+		return s[1:] // no "-0.0"
+	}
+	return s
+}
+
+// csvPositive is csvFloat for a value that is only meaningful when
+// positive, and "" otherwise.
+func csvPositive(v float64, dec int) string {
+	if v > 0 {
+		return csvFloat(v, dec)
+	}
+	return ""
+}

@@ -1,0 +1,189 @@
+package matrix
+
+import (
+	"encoding/csv"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/loadgen"
+)
+
+// seedCSV is the seed's measurements.csv, copied from the seed page.
+const seedCSV = "testdata/seed-measurements.csv"
+
+// readMeasurementsCSV builds Results from a CSV in WriteCSV's format, such
+// as the seed's measurements.csv: the grid's axes and the prefill contexts
+// in the order they appear, a measurement for every decode row with any
+// number. Fixtures only: the CSV holds medians, so p90 and p99 are absent.
+func readMeasurementsCSV(t testing.TB, path string) *Results {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	require.NotEmpty(t, recs)
+	require.Equal(t, CSVHeader, recs[0])
+
+	r := &Results{Schema: Schema, Complete: true, Spec: Spec{Prefill: []int{}}}
+	num := func(s string) float64 {
+		if s == "" {
+			return 0
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		require.NoError(t, err, "%q", s)
+		return v
+	}
+	integer := func(s string) int {
+		if s == "" {
+			return 0
+		}
+		v, err := strconv.Atoi(s)
+		require.NoError(t, err, "%q", s)
+		return v
+	}
+	for _, rec := range recs[1:] {
+		ctx, n := integer(rec[1]), integer(rec[2])
+		var st Status
+		require.NoError(t, st.UnmarshalText([]byte(rec[3])))
+		switch rec[0] {
+		case "prefill":
+			p := Prefill{ContextTokens: ctx, PromptTokens: ctx, TTFTms: num(rec[6]), PromptTokS: num(rec[4])}
+			if st != Valid {
+				p.Error = "not measured"
+			}
+			r.Prefill = append(r.Prefill, p)
+			r.Spec.Prefill = append(r.Spec.Prefill, ctx)
+		case "decode":
+			c := Cell{ContextTokens: ctx, Concurrency: n, Status: st,
+				Predicted: capacity.Verdict{Fits: true, Reason: capacity.WithinLimits}}
+			if slices.ContainsFunc(rec[4:], func(s string) bool { return s != "" }) {
+				c.Measurement = &Measurement{
+					PromptTokens:   ctx,
+					TotalTokS:      num(rec[4]),
+					PerRequestTokS: num(rec[5]),
+					TTFTms:         Quantiles{P50: num(rec[6])},
+					TBTms:          Quantiles{P50: num(rec[7])},
+					AvgActive:      num(rec[8]),
+					Completed:      integer(rec[9]),
+					OutputTokens:   integer(rec[10]),
+					MeasuredS:      num(rec[11]),
+				}
+			} else if st == OverCapacity {
+				c.Predicted = capacity.Verdict{Reason: capacity.OverKVTokens}
+			}
+			r.Cells = append(r.Cells, c)
+			if !slices.Contains(r.Spec.Contexts, ctx) {
+				r.Spec.Contexts = append(r.Spec.Contexts, ctx)
+			}
+			if !slices.Contains(r.Spec.Concurrency, n) {
+				r.Spec.Concurrency = append(r.Spec.Concurrency, n)
+			}
+		default:
+			t.Fatalf("unknown phase %q", rec[0])
+		}
+	}
+	return r
+}
+
+// seedResults is the seed page as Results: the measurements.csv numbers,
+// the seed's server and spec, and reasons for the cells that were not
+// Valid.
+func seedResults(t testing.TB) *Results {
+	t.Helper()
+	r := readMeasurementsCSV(t, seedCSV)
+	r.Spec.URL = "http://127.0.0.1:8000/v1"
+	r.Spec.Model = "bench"
+	r.Spec.Duration = Duration(30 * time.Second)
+	r.Spec.MaxTokens = 8192
+	r.Started = time.Date(2026, 3, 14, 9, 26, 0, 0, time.UTC)
+	r.Finished = r.Started.Add(95 * time.Minute)
+	r.Server = Server{
+		URL:    "http://127.0.0.1:8000/v1",
+		Model:  "Qwen3.5-4B-AWQ-4bit",
+		Engine: "vllm",
+		Limits: capacity.Limits{KVTokens: 330_000, MaxRunning: 128, MaxModelLen: 262_144, Source: "vllm /metrics"},
+	}
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		switch {
+		case c.Status == RequestsQueued:
+			c.Reason = "average running requests " + strconv.FormatFloat(c.AvgActive, 'f', 2, 64) +
+				" below 0.95 × " + strconv.Itoa(c.Concurrency)
+		case c.Status == OverCapacity && c.Measurement != nil:
+			c.Reason = "no output in the window: requests waited for KV cache"
+		case c.Status == OverCapacity:
+			need := c.Concurrency * (c.ContextTokens + 8192)
+			c.Reason = strconv.Itoa(c.Concurrency) + " × (" + strconv.Itoa(c.ContextTokens) + " + 8192) = " +
+				strconv.Itoa(need) + " tokens > 330000 KV tokens"
+			c.Predicted.Detail = c.Reason
+		}
+	}
+	return r
+}
+
+// simulatedResults is a small, incomplete run against llmload's simulator
+// at 20× speed that exercises what the seed does not: a Failed cell with
+// error kinds, a partial cell, a client-limited cell, a failed prefill,
+// cells not run yet, and strings that need escaping.
+func simulatedResults() *Results {
+	meas := func(total, perReq, ttft, tbt, active float64, out int) *Measurement {
+		return &Measurement{
+			PromptTokens: 0, TotalTokS: total, PerRequestTokS: perReq,
+			TTFTms:    Quantiles{P50: ttft, P90: ttft * 1.4, P99: ttft * 2},
+			TBTms:     Quantiles{P50: tbt, P90: tbt * 1.1, P99: tbt * 1.3},
+			ITLms:     Quantiles{P50: tbt, P90: tbt * 1.2, P99: tbt * 1.6},
+			AvgActive: active, Completed: 1, OutputTokens: out, MeasuredS: 30, Requests: int(active + 0.5),
+		}
+	}
+	failed := meas(410.2, 25.1, 950, 39.8, 14.2, 12_306)
+	failed.Errors, failed.Requests = 12, 20
+	failed.ErrorKinds = map[string]int{"http_500": 9, "truncated": 3}
+	partial := meas(66.3, 66.9, 1_250.4, 14.9, 1, 1_105)
+	partial.Partial, partial.MeasuredS = true, 16.7
+	limited := meas(275.5, 70.1, 230, 14.3, 4, 8_265)
+	limited.ClientLimited = true
+	limited.Client.Limited, limited.Client.Reason = true, "timer lag p99 41 ms > 20 ms"
+	limited.Errors, limited.ErrorKinds = 1, map[string]int{"stall": 1}
+	queued := meas(150.8, 44.7, 3_310, 22.4, 3.1, 4_524)
+
+	started := time.Date(2026, 5, 2, 18, 4, 0, 0, time.UTC)
+	return &Results{
+		Schema: Schema,
+		Spec: Spec{
+			URL: "http://127.0.0.1:41234/v1", Model: "sim-4b", API: loadgen.Chat,
+			Contexts: []int{0, 16 * K, 32 * K}, Concurrency: []int{1, 4, 16},
+			Prefill: []int{8 * K, 16 * K}, Duration: Duration(30 * time.Second), MaxTokens: 8192,
+		},
+		Server: Server{
+			URL: "http://127.0.0.1:41234/v1", Model: `sim-4b <seed> & "friends"`,
+			Simulated: true, Speed: 20,
+			Limits: capacity.Limits{KVTokens: 200_000, MaxRunning: 16, MaxModelLen: 40_960, Source: "simulator"},
+			Notes:  []string{"prompt sizes calibrated from usage.prompt_tokens (no /tokenize)"},
+		},
+		Started: started,
+		Prefill: []Prefill{
+			{ContextTokens: 8 * K, PromptTokens: 8_192, TTFTms: 3_480.2, PromptTokS: 2_353.9},
+			{ContextTokens: 16 * K, PromptTokens: 16_384, Error: "scout: server returned 500: <html>upstream\x1b[31m error</html>"},
+		},
+		Cells: []Cell{
+			{ContextTokens: 0, Concurrency: 1, Status: Valid, Measurement: meas(81.2, 81.6, 80.6, 12.25, 1, 2_436)},
+			{ContextTokens: 0, Concurrency: 4, Status: Valid, Measurement: limited},
+			{ContextTokens: 0, Concurrency: 16, Status: Failed, Reason: "more than half of the requests failed | <script>alert(1)</script>", Measurement: failed},
+			{ContextTokens: 16 * K, Concurrency: 1, Status: Valid, Measurement: partial},
+			{ContextTokens: 16 * K, Concurrency: 4, Status: RequestsQueued, Reason: "a waiting request was sampled", Measurement: queued},
+			{ContextTokens: 16 * K, Concurrency: 16, Status: OverCapacity,
+				Reason:    "16 × (16384 + 8192) = 393216 tokens > 200000 KV tokens",
+				Predicted: capacity.Verdict{Reason: capacity.OverKVTokens, Need: 393_216, Have: 200_000}},
+			{ContextTokens: 32 * K, Concurrency: 1, Status: OverCapacity,
+				Reason:    "one request needs 32768 + 8192 + 64 template = 41024 tokens > max_model_len 40960",
+				Predicted: capacity.Verdict{Reason: capacity.OverMaxModelLen, Need: 41_024, Have: 40_960}},
+		},
+	}
+}
