@@ -1,0 +1,321 @@
+package matrix
+
+import (
+	"bufio"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// compareLegend explains the comparison's ratios and markers.
+const compareLegend = "Ratios are next ÷ base. ▲ better, ▼ worse by more than 5%; " +
+	"for TTFT and time between tokens, lower is better."
+
+// fmtRatio is a ratio with its marker: "1.12× ▲", "0.98×", or "—".
+func fmtRatio(r *Ratio) string {
+	if !r.Compared() {
+		return "—"
+	}
+	s := numGroup(r.Ratio, 2) + "×"
+	if m := r.Change.Mark(); m != "" {
+		s += " " + m
+	}
+	return s
+}
+
+// fmtPair is a figure of both runs and their ratio: "81.5 → 90.1 · 1.11× ▲",
+// with "—" for a side without it.
+func fmtPair(r *Ratio, format func(float64) string) string {
+	if r == nil {
+		return "—"
+	}
+	side := func(v float64) string {
+		if v > 0 {
+			return format(v)
+		}
+		return "—"
+	}
+	s := side(r.Base) + " → " + side(r.Next)
+	if r.Compared() {
+		s += " · " + fmtRatio(r)
+	}
+	return s
+}
+
+// describe is one run's line in a comparison's header.
+func (i RunInfo) describe() string {
+	model := cleanText(i.Model)
+	if model == "" {
+		model = "unknown model"
+	}
+	var srv []string
+	if e := cleanText(i.Engine); e != "" {
+		srv = append(srv, e)
+	}
+	if u := cleanText(i.URL); u != "" {
+		srv = append(srv, u)
+	}
+	s := model
+	if len(srv) > 0 {
+		s += " on " + strings.Join(srv, " · ")
+	}
+	if !i.Started.IsZero() {
+		s += " · started " + i.Started.UTC().Format("2006-01-02 15:04 UTC")
+	}
+	if i.Simulated {
+		s += " (" + simulatedNote(i.Speed) + ")"
+	}
+	if !i.Complete {
+		s += " · incomplete"
+	}
+	return s
+}
+
+// compareAxes are the comparison grid's contexts and concurrency levels.
+func (c *Comparison) compareAxes() (ctxs, ns []int) {
+	for _, x := range c.Cells {
+		ctxs = append(ctxs, x.ContextTokens)
+		ns = append(ns, x.Concurrency)
+	}
+	return unionSorted(ctxs, nil), unionSorted(ns, nil)
+}
+
+// compareLines is what a comparison grid cell shows, a line each: the
+// total tok/s ratio, the TTFT ratio and a status change; or what is
+// special about a cell without ratios.
+func compareLines(c *CellChange) []string {
+	if c == nil {
+		return []string{"—"}
+	}
+	if !c.TotalTokS.Compared() {
+		if n := c.Note(); n != "" {
+			return []string{n}
+		}
+		return []string{c.NextStatus.String()}
+	}
+	lines := []string{fmtRatio(c.TotalTokS)}
+	if c.TTFTp50.Compared() {
+		lines = append(lines, "TTFT "+fmtRatio(c.TTFTp50))
+	}
+	if c.StatusChanged {
+		lines = append(lines, c.Note())
+	}
+	return lines
+}
+
+// prefillStatus is "Valid", "Failed" or "—" for one side of a prefill row.
+func prefillStatus(present, measured bool) string {
+	switch {
+	case !present:
+		return "—"
+	case measured:
+		return "Valid"
+	}
+	return "Failed"
+}
+
+// WriteTable writes the comparison as a plain-text table for a terminal:
+// the two runs, the prefill table (prompt tok/s of each run and their
+// ratio), and the decode grid with each cell's total tok/s ratio, its TTFT
+// ratio under it and any status change. Changes beyond
+// [CompareThreshold] are marked ▲ (better) or ▼ (worse).
+func (c *Comparison) WriteTable(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString("Speed test matrix comparison — next ÷ base\n")
+	fmt.Fprintf(bw, "Base: %s\nNext: %s\n%s\n", c.Base.describe(), c.Next.describe(), compareLegend)
+
+	if len(c.Prefill) > 0 {
+		bw.WriteString("\nPrefill · prompt tok/s\n\n")
+		var rows [][]string
+		for _, p := range c.Prefill {
+			rows = append(rows, prefillCompareRow(p))
+		}
+		writeAligned(bw, []string{"Context", "Base", "Next", "Ratio"}, rows, false)
+	}
+
+	ctxs, ns := c.compareAxes()
+	if len(ctxs) > 0 {
+		bw.WriteString("\nSustained decode · total tok/s ratio with the TTFT ratio under it · " +
+			"rows are context length, columns are simultaneous requests\n\n")
+		head := []string{"Context"}
+		for _, n := range ns {
+			head = append(head, strconv.Itoa(n))
+		}
+		var rows [][]string
+		for _, ctx := range ctxs {
+			row := []string{FormatTokens(ctx)}
+			for _, n := range ns {
+				row = append(row, strings.Join(compareLines(c.Cell(ctx, n)), "\n"))
+			}
+			rows = append(rows, row)
+		}
+		writeAligned(bw, head, rows, true)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("matrix: write comparison table: %w", err)
+	}
+	return nil
+}
+
+// prefillCompareRow is a prefill row of the comparison's tables.
+func prefillCompareRow(p PrefillChange) []string {
+	row := []string{FormatTokens(p.ContextTokens),
+		prefillStatus(p.Presence != OnlyInNext, p.BaseMeasured),
+		prefillStatus(p.Presence != OnlyInBase, p.NextMeasured), "—"}
+	if r := p.PromptTokS; r != nil {
+		if r.Base > 0 {
+			row[1] = fmtPrefillRate(r.Base)
+		}
+		if r.Next > 0 {
+			row[2] = fmtPrefillRate(r.Next)
+		}
+		row[3] = fmtRatio(r)
+	}
+	return row
+}
+
+// WriteMarkdown writes the comparison as Markdown: the runs, the prefill
+// table, the decode grid of ratios as [Comparison.WriteTable] shows it,
+// and a table of every cell with both runs' figures and their ratios.
+func (c *Comparison) WriteMarkdown(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString("# Speed test matrix comparison\n\n")
+	fmt.Fprintf(bw, "**Base:** %s<br>\n**Next:** %s\n\n%s\n\n",
+		mdEscape(c.Base.describe()), mdEscape(c.Next.describe()), mdEscape(compareLegend))
+
+	if len(c.Prefill) > 0 {
+		bw.WriteString("## Prefill\n\nPrompt tok/s by context length.\n\n")
+		bw.WriteString("| Context | Base | Next | Ratio |\n|:--|--:|--:|--:|\n")
+		for _, p := range c.Prefill {
+			mdRow(bw, prefillCompareRow(p)...)
+		}
+		bw.WriteString("\n")
+	}
+
+	ctxs, ns := c.compareAxes()
+	if len(ctxs) > 0 {
+		bw.WriteString("## Sustained decode\n\nTotal tok/s ratio, with the TTFT ratio under it. " +
+			"Rows are context length, columns are simultaneous requests.\n\n")
+		head := []string{"Context"}
+		align := "|:--|"
+		for _, n := range ns {
+			head = append(head, strconv.Itoa(n))
+			align += "--:|"
+		}
+		mdRow(bw, head...)
+		bw.WriteString(align + "\n")
+		for _, ctx := range ctxs {
+			row := []string{FormatTokens(ctx)}
+			for _, n := range ns {
+				lines := compareLines(c.Cell(ctx, n))
+				for i, s := range lines {
+					lines[i] = mdEscape(s)
+				}
+				row = append(row, strings.Join(lines, "<br>"))
+			}
+			bw.WriteString("| " + strings.Join(row, " | ") + " |\n")
+		}
+		bw.WriteString("\n## All cells\n\nBase → next · ratio. Latencies are medians.\n\n")
+		mdRow(bw, "Context", "Requests at once", "Status", "Total tok/s", "Per request tok/s",
+			"TTFT", "Time between tokens", "Note")
+		bw.WriteString("|:--|--:|:--|--:|--:|--:|--:|:--|\n")
+		for _, x := range c.Cells {
+			mdRow(bw, compareLongRow(x)...)
+		}
+		bw.WriteString("\n")
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("matrix: write comparison Markdown: %w", err)
+	}
+	return nil
+}
+
+// compareLongRow is one cell's row of the comparison's long table.
+func compareLongRow(x CellChange) []string {
+	status := x.BaseStatus.String()
+	if x.StatusChanged || x.Presence != InBoth {
+		status = cmpStatusWords(x.BaseStatus) + " → " + cmpStatusWords(x.NextStatus)
+	}
+	return []string{FormatTokens(x.ContextTokens), strconv.Itoa(x.Concurrency), status,
+		fmtPair(x.TotalTokS, fmtRate), fmtPair(x.PerRequestTokS, fmtRate),
+		fmtPair(x.TTFTp50, fmtTTFT), fmtPair(x.TBTp50, fmtTBT), x.Note()}
+}
+
+// cmpStatusWords is a status in a comparison, "—" when the run lacks the
+// cell.
+func cmpStatusWords(s Status) string {
+	if s == StatusUnknown {
+		return "—"
+	}
+	return s.String()
+}
+
+// ComparisonCSVHeader is the header of [Comparison.WriteCSV]'s table.
+var ComparisonCSVHeader = []string{
+	"phase", "context_tokens", "concurrency", "presence", "base_status", "next_status",
+	"base_total_tok_s", "next_total_tok_s", "total_tok_s_ratio",
+	"base_per_request_tok_s", "next_per_request_tok_s", "per_request_tok_s_ratio",
+	"base_ttft_ms", "next_ttft_ms", "ttft_ms_ratio",
+	"base_tbt_ms", "next_tbt_ms", "tbt_ms_ratio",
+}
+
+// WriteCSV writes the comparison as CSV with [ComparisonCSVHeader]'s
+// columns: the prefill rows first (the prompt tok/s in the total_tok_s
+// columns, the cold TTFT in the ttft columns), then the decode cells in
+// grid order. Ratios have three decimals; fields that do not apply are
+// empty.
+func (c *Comparison) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	cw.Write(ComparisonCSVHeader)
+	ratio := func(rec []string, at int, r *Ratio, dec int) {
+		if r == nil {
+			return
+		}
+		rec[at], rec[at+1] = csvPositive(r.Base, dec), csvPositive(r.Next, dec)
+		if r.Compared() {
+			rec[at+2] = csvFloat(r.Ratio, 3)
+		}
+	}
+	for _, p := range c.Prefill {
+		rec := make([]string, len(ComparisonCSVHeader))
+		presence, _ := p.Presence.MarshalText()
+		rec[0], rec[1], rec[2], rec[3] = "prefill", strconv.Itoa(p.ContextTokens), "1", string(presence)
+		rec[4] = prefillToken(p.Presence != OnlyInNext, p.BaseMeasured)
+		rec[5] = prefillToken(p.Presence != OnlyInBase, p.NextMeasured)
+		ratio(rec, 6, p.PromptTokS, 1)
+		ratio(rec, 12, p.TTFTms, 0)
+		cw.Write(rec)
+	}
+	for _, x := range c.Cells {
+		rec := make([]string, len(ComparisonCSVHeader))
+		presence, _ := x.Presence.MarshalText()
+		bs, _ := x.BaseStatus.MarshalText()
+		ns, _ := x.NextStatus.MarshalText()
+		rec[0], rec[1], rec[2], rec[3] = "decode", strconv.Itoa(x.ContextTokens), strconv.Itoa(x.Concurrency), string(presence)
+		rec[4], rec[5] = string(bs), string(ns)
+		ratio(rec, 6, x.TotalTokS, 1)
+		ratio(rec, 9, x.PerRequestTokS, 1)
+		ratio(rec, 12, x.TTFTp50, 0)
+		ratio(rec, 15, x.TBTp50, 1)
+		cw.Write(rec)
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("matrix: write comparison CSV: %w", err)
+	}
+	return nil
+}
+
+// prefillToken is a prefill row's status token for one run of a
+// comparison: "valid", "failed", or "" when the run lacks the row.
+func prefillToken(present, measured bool) string {
+	switch {
+	case !present:
+		return ""
+	case measured:
+		return "valid"
+	}
+	return "failed"
+}

@@ -1,0 +1,120 @@
+package matrix_test
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/llmload/llmload/matrix"
+)
+
+// tinyResults is a hand-made 2 × 2 run: four cells, one of them queued and
+// one over capacity, and one prefill measurement.
+func tinyResults() *matrix.Results {
+	return &matrix.Results{
+		Schema:   matrix.Schema,
+		Complete: true,
+		Spec: matrix.Spec{
+			Contexts: []int{0, 16 * matrix.K}, Concurrency: []int{1, 4}, Prefill: []int{8 * matrix.K},
+			Duration: matrix.Duration(30 * time.Second), MaxTokens: 8192,
+		},
+		Server: matrix.Server{Model: "Qwen3.5-4B-AWQ-4bit", Engine: "vllm"},
+		Prefill: []matrix.Prefill{
+			{ContextTokens: 8 * matrix.K, PromptTokens: 8192, TTFTms: 3477, PromptTokS: 2356},
+		},
+		Cells: []matrix.Cell{
+			{ContextTokens: 0, Concurrency: 1, Status: matrix.Valid, Measurement: &matrix.Measurement{
+				TotalTokS: 81.5, PerRequestTokS: 81.8, TTFTms: matrix.Quantiles{P50: 81}, TBTms: matrix.Quantiles{P50: 12.2},
+				AvgActive: 1, OutputTokens: 2444, MeasuredS: 30}},
+			{ContextTokens: 0, Concurrency: 4, Status: matrix.Valid, Measurement: &matrix.Measurement{
+				TotalTokS: 288.8, PerRequestTokS: 72.7, TTFTms: matrix.Quantiles{P50: 227}, TBTms: matrix.Quantiles{P50: 13.7},
+				AvgActive: 4, OutputTokens: 8660, MeasuredS: 30}},
+			{ContextTokens: 16 * matrix.K, Concurrency: 1, Status: matrix.RequestsQueued,
+				Reason: "a waiting request was sampled", Measurement: &matrix.Measurement{
+					TotalTokS: 69.0, PerRequestTokS: 69.2, TTFTms: matrix.Quantiles{P50: 1272}, TBTms: matrix.Quantiles{P50: 14.4},
+					AvgActive: 0.9, OutputTokens: 2072, MeasuredS: 30}},
+			{ContextTokens: 16 * matrix.K, Concurrency: 4, Status: matrix.OverCapacity,
+				Reason: "4 × (16384 + 8192) = 98304 tokens > 80000 KV tokens"},
+		},
+	}
+}
+
+// WriteTable prints the run as the seed page shows it: the prefill table,
+// then the decode grid of total tok/s with the TTFT under each cell.
+func ExampleResults_WriteTable() {
+	if err := tinyResults().WriteTable(os.Stdout); err != nil {
+		panic(err)
+	}
+	// Output:
+	// Speed test matrix — Qwen3.5-4B-AWQ-4bit on vllm
+	// 2 contexts (0–16K) × 2 concurrency levels (1–4) · prefill at 8K
+	// 30 s per cell · max output 8,192 tokens
+	//
+	// Prefill · prompt tok/s by context length
+	//
+	// Context  Prompt tok/s      TTFT
+	// -------  ------------  --------
+	// 8K              2,356  3,477 ms
+	//
+	// Sustained decode · total tok/s with the TTFT under it · rows are context length, columns are simultaneous requests
+	//
+	// Context                1              4
+	// -------  ---------------  -------------
+	// 0                   81.5          288.8
+	//               81 ms TTFT    227 ms TTFT
+	//
+	// 16K                 69.0  Over capacity
+	//          Requests queued
+	//            1,272 ms TTFT
+	//
+	// Requests queued: the server could not run all requests at once, so some waited in a queue.
+	// Over capacity: not run because this many requests at this context would exceed the server's KV cache or limits, or run and starved (no output, or rejected for length or memory).
+	// TTFT is measured after the benchmark warms the server's prompt cache, so it mostly excludes prefill.
+	//
+	// Notes
+	//   16K × 1: Requests queued — a waiting request was sampled
+}
+
+// Compare divides each figure of the next run by the base run's; changes
+// beyond 5% are marked ▲ (faster) or ▼ (slower).
+func ExampleCompare() {
+	base, next := tinyResults(), tinyResults()
+	next.Cells[0].Measurement = &matrix.Measurement{TotalTokS: 91.3, PerRequestTokS: 91.6,
+		TTFTms: matrix.Quantiles{P50: 73}, TBTms: matrix.Quantiles{P50: 10.9}, OutputTokens: 2739, MeasuredS: 30}
+	next.Cells[2].Status = matrix.Valid
+
+	cmp := matrix.Compare(base, next)
+	c := cmp.Cell(0, 1)
+	fmt.Printf("0 × 1: total tok/s %.2f× (%s), TTFT %.2f× (%s)\n",
+		c.TotalTokS.Ratio, c.TotalTokS.Change, c.TTFTp50.Ratio, c.TTFTp50.Change)
+	fmt.Println("16K × 1:", cmp.Cell(16*matrix.K, 1).Note())
+	fmt.Println()
+	if err := cmp.WriteTable(os.Stdout); err != nil {
+		panic(err)
+	}
+	// Output:
+	// 0 × 1: total tok/s 1.12× (better), TTFT 0.90× (better)
+	// 16K × 1: Requests queued → Valid
+	//
+	// Speed test matrix comparison — next ÷ base
+	// Base: Qwen3.5-4B-AWQ-4bit on vllm
+	// Next: Qwen3.5-4B-AWQ-4bit on vllm
+	// Ratios are next ÷ base. ▲ better, ▼ worse by more than 5%; for TTFT and time between tokens, lower is better.
+	//
+	// Prefill · prompt tok/s
+	//
+	// Context   Base   Next  Ratio
+	// -------  -----  -----  -----
+	// 8K       2,356  2,356  1.00×
+	//
+	// Sustained decode · total tok/s ratio with the TTFT ratio under it · rows are context length, columns are simultaneous requests
+	//
+	// Context                        1              4
+	// -------  -----------------------  -------------
+	// 0                        1.12× ▲          1.00×
+	//                     TTFT 0.90× ▲     TTFT 1.00×
+	//
+	// 16K                        1.00×  Over capacity
+	//                       TTFT 1.00×
+	//          Requests queued → Valid
+}
