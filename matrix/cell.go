@@ -222,17 +222,13 @@ func classify(c *Cell, run *loadgen.Run, samples *Samples, threshold float64) (S
 	} else if n > 1 && s.AvgActive < 0.95*n {
 		why = append(why, fmt.Sprintf("%.2f streams were active on average of %d", s.AvgActive, c.Concurrency))
 	}
-	var notes []string
-	if m.Errors > 0 {
-		notes = append(notes, fmt.Sprintf("%d failed requests (%s)", m.Errors, kinds(m.ErrorKinds)))
-	}
-	if m.ClientLimited {
-		notes = append(notes, "client-limited: "+m.Client.Reason)
-	}
+	// Failures the cell absorbed and a client that may have limited it are
+	// in the measurement (Errors, ErrorKinds, ClientLimited); the reason says
+	// only why the status is not Valid.
 	if len(why) > 0 {
-		return RequestsQueued, strings.Join(append(why, notes...), "; ")
+		return RequestsQueued, strings.Join(why, "; ")
 	}
-	return Valid, strings.Join(notes, "; ")
+	return Valid, ""
 }
 
 func kinds(k map[string]int) string {

@@ -1,0 +1,319 @@
+// Command matrix runs the speed-test matrix and prints it: a prefill table
+// and a grid of sustained decode throughput by context length and
+// concurrency, with time to first token and time between tokens, and the
+// cells that cannot fit in the server's KV cache marked Over capacity
+// without being sent.
+//
+// With no flags it runs the seed page's matrix against llmload's simulated
+// server (calibrated to the seed run) at a speed that finishes in a few
+// minutes, and reports in the simulated server's own time:
+//
+//	go run ./examples/matrix
+//
+// Against a real server:
+//
+//	go run ./examples/matrix -url http://127.0.0.1:8000/v1 -model my-model
+//
+// The results are saved as JSON after every cell (-results); Ctrl-C stops
+// the run and keeps every finished cell, a second Ctrl-C exits at once, and
+// -resume FILE finishes an interrupted run. -compare A.json B.json sets two
+// runs side by side.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/matrix"
+)
+
+// DefaultSpeed is the simulator's speed factor when none is given: fast
+// enough that the seed's matrix runs in a few minutes, slow enough that the
+// simulator keeps its schedule on a small machine.
+const DefaultSpeed = 20
+
+func main() {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt)
+	go func() {
+		<-sig
+		fmt.Fprintln(os.Stderr, "\ninterrupted: saving the finished cells (Ctrl-C again to quit at once)")
+		cancel(errors.New("interrupted"))
+		<-sig
+		os.Exit(130)
+	}()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// options are the command's flags.
+type options struct {
+	spec                    matrix.Spec
+	keyEnv, profile, out    string
+	format, results, resume string
+	speed                   float64
+	compare                 bool
+	quiet                   bool
+}
+
+func parse(args []string, stderr io.Writer) (*options, []string, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.spec.URL, "url", "", "base URL of the server's API, e.g. http://127.0.0.1:8000/v1 (empty: the built-in simulator)")
+	fs.StringVar(&o.spec.Model, "model", "", "served model name")
+	api := fs.String("api", "chat", "chat or completions")
+	fs.StringVar(&o.keyEnv, "api-key-env", "", "name of the environment variable holding the API key")
+	contexts := fs.String("contexts", "0,16K,32K,64K,128K,248K", "context lengths, the grid's rows (K = 1024)")
+	conc := fs.String("concurrency", "1,2,4,8,16,32,64,128", "requests at once, the grid's columns")
+	prefill := fs.String("prefill", "8K,16K,32K,64K,128K", "prefill contexts ('' skips the prefill table)")
+	dur := fs.Duration("duration", matrix.DefaultDuration, "measurement window of each cell")
+	fs.IntVar(&o.spec.MaxTokens, "max-tokens", matrix.DefaultMaxTokens, "max output tokens per request")
+	warmMin := fs.Duration("warmup-min", time.Duration(matrix.DefaultWarmup.Min), "least warm-up of a cell")
+	warmFlow := fs.Duration("warmup-flow", time.Duration(matrix.DefaultWarmup.Flow), "how long tokens must flow from every stream before the window")
+	warmTimeout := fs.Duration("warmup-timeout", time.Duration(matrix.DefaultWarmup.Timeout), "warm-up timeout, plus -warmup-per-k per 1,024 tokens of context")
+	warmPerK := fs.Duration("warmup-per-k", time.Duration(matrix.DefaultWarmup.PerContextK), "warm-up timeout added per 1,024 tokens of context")
+	sloTTFT := fs.Duration("slo-ttft", 0, "SLO on time to first token, for goodput (0: none)")
+	sloTPOT := fs.Duration("slo-tpot", 0, "SLO on time per output token, for goodput (0: none)")
+	sloLatency := fs.Duration("slo-latency", 0, "SLO on end-to-end latency, for goodput (0: none)")
+	fs.Float64Var(&o.spec.ErrorThreshold, "error-threshold", matrix.DefaultErrorThreshold, "share of failed requests above which a cell is Failed")
+	kv := fs.Int("kv-tokens", 0, "KV-cache capacity in tokens, if the server does not publish it (e.g. from its start-up log)")
+	maxSeqs := fs.Int("max-num-seqs", 0, "the server's max running requests, if known")
+	maxLen := fs.Int("max-model-len", 0, "the server's max_model_len, if it does not publish it")
+	fs.Float64Var(&o.speed, "speed", DefaultSpeed, "the simulator's speed factor (only without -url)")
+	fs.StringVar(&o.profile, "profile", "seed", "the simulator's profile (only without -url)")
+	fs.StringVar(&o.out, "o", "", "write the report to this file instead of standard output")
+	fs.StringVar(&o.format, "format", "table", "report format: table, markdown, csv, json or html")
+	fs.StringVar(&o.results, "results", "", "save the results as JSON here after every cell (default matrix-results-TIME.json)")
+	fs.StringVar(&o.resume, "resume", "", "continue the interrupted run saved in this file")
+	fs.BoolVar(&o.compare, "compare", false, "compare two result files given as arguments: -compare A.json B.json")
+	fs.BoolVar(&o.quiet, "quiet", false, "print only the report")
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	var err error
+	if err = o.spec.API.UnmarshalText([]byte(*api)); err != nil {
+		return nil, nil, err
+	}
+	if o.spec.Contexts, err = matrix.ParseList(*contexts); err != nil {
+		return nil, nil, err
+	}
+	if o.spec.Concurrency, err = matrix.ParseList(*conc); err != nil {
+		return nil, nil, err
+	}
+	if o.spec.Prefill, err = matrix.ParseList(*prefill); err != nil {
+		return nil, nil, err
+	}
+	o.spec.Duration = matrix.Duration(*dur)
+	o.spec.Warmup = &matrix.Warmup{Min: matrix.Duration(*warmMin), Flow: matrix.Duration(*warmFlow),
+		Timeout: matrix.Duration(*warmTimeout), PerContextK: matrix.Duration(*warmPerK)}
+	if *sloTTFT > 0 || *sloTPOT > 0 || *sloLatency > 0 {
+		o.spec.SLO = &matrix.SLO{TTFT: matrix.Duration(*sloTTFT), TPOT: matrix.Duration(*sloTPOT), Latency: matrix.Duration(*sloLatency)}
+	}
+	if *kv > 0 || *maxSeqs > 0 || *maxLen > 0 {
+		o.spec.Limits = &capacity.Limits{KVTokens: *kv, MaxRunning: *maxSeqs, MaxModelLen: *maxLen, Source: "flags"}
+	}
+	switch o.format {
+	case "table", "markdown", "csv", "json", "html":
+	default:
+		return nil, nil, fmt.Errorf("unknown -format %q (want table, markdown, csv, json or html)", o.format)
+	}
+	return o, fs.Args(), nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, rest, err := parse(args, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "matrix:", err)
+		}
+		return 2
+	}
+	if o.compare {
+		return compare(rest, o, stdout, stderr)
+	}
+
+	var resume *matrix.Results
+	if o.resume != "" {
+		if resume, err = matrix.LoadFile(o.resume); err != nil {
+			fmt.Fprintln(stderr, "matrix:", err)
+			return 1
+		}
+		o.spec = resume.Spec
+		if o.results == "" {
+			o.results = o.resume
+		}
+	}
+	if o.results == "" {
+		o.results = "matrix-results-" + time.Now().Format("20060102-150405") + ".json"
+	}
+
+	runner := &matrix.Runner{Spec: o.spec, Resume: resume}
+	if o.spec.URL == "" || (resume != nil && resume.Server.Simulated) {
+		srv, err := simulator(o)
+		if err != nil {
+			fmt.Fprintln(stderr, "matrix:", err)
+			return 2
+		}
+		defer srv.Close()
+		runner.Spec.URL = srv.URL + "/v1"
+		runner.Spec.Model = srv.Handler.Profile().Model
+		if resume != nil {
+			// A resumed simulated run gets a new simulator; its URL differs.
+			resume.Spec.URL, resume.Spec.Model = runner.Spec.URL, runner.Spec.Model
+			o.speed = resume.Server.Speed
+		}
+		runner.Speed = o.speed
+		runner.Client = &loadgen.Client{BaseURL: runner.Spec.URL, HTTPClient: srv.Client()}
+		runner.Server = matrix.Server{Engine: "vllm", Simulated: true,
+			Notes: []string{fmt.Sprintf("llmload's simulated server, profile %q, at %g× speed; times are the simulated server's own", o.profile, o.speed)}}
+	} else {
+		c := &loadgen.Client{BaseURL: o.spec.URL}
+		if o.keyEnv != "" {
+			if c.APIKey = os.Getenv(o.keyEnv); c.APIKey == "" {
+				fmt.Fprintf(stderr, "matrix: environment variable %s is empty\n", o.keyEnv)
+				return 2
+			}
+		}
+		runner.Client = c
+	}
+	runner.Save = func(r *matrix.Results) error {
+		if runner.Server.Simulated {
+			r = withPublicURL(r)
+		}
+		return matrix.SaveFile(o.results, r)
+	}
+	if !o.quiet {
+		runner.Log = stderr
+		if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			runner.Progress = stderr
+		}
+		if runner.Server.Simulated {
+			fmt.Fprintf(stderr, "Running the seed's matrix against llmload's simulated server (profile %q) at %g× speed; results in the simulated server's own time.\n", o.profile, o.speed)
+		}
+	}
+
+	res, err := runner.Run(ctx)
+	if res != nil && runner.Server.Simulated {
+		res = withPublicURL(res)
+	}
+	if res != nil {
+		if werr := write(res, o, stdout); werr != nil {
+			fmt.Fprintln(stderr, "matrix:", werr)
+			return 1
+		}
+		fmt.Fprintf(stderr, "results saved to %s\n", o.results)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "matrix:", err)
+		if res != nil && !res.Complete {
+			fmt.Fprintf(stderr, "matrix: finish it with: go run ./examples/matrix -resume %s\n", o.results)
+		}
+		return 1
+	}
+	return 0
+}
+
+// simulator starts the built-in simulated server.
+func simulator(o *options) (*loadgentest.Server, error) {
+	p, err := loadgentest.ProfileByName(o.profile)
+	if err != nil {
+		return nil, err
+	}
+	if o.speed <= 0 {
+		return nil, fmt.Errorf("-speed must be positive, not %g", o.speed)
+	}
+	p.Speed = o.speed
+	p.TruthBytes = -1
+	return loadgentest.NewServer(p), nil
+}
+
+// withPublicURL replaces the simulator's ephemeral loopback URL, which means
+// nothing after the run, with a name.
+func withPublicURL(r *matrix.Results) *matrix.Results {
+	c := *r
+	c.Spec.URL = "simulator"
+	c.Server.URL = "simulator"
+	return &c
+}
+
+func write(r *matrix.Results, o *options, stdout io.Writer) error {
+	w := stdout
+	if o.out != "" {
+		f, err := os.Create(o.out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	switch o.format {
+	case "markdown":
+		return r.WriteMarkdown(w)
+	case "csv":
+		return r.WriteCSV(w)
+	case "json":
+		return r.WriteJSON(w)
+	case "html":
+		return r.WriteHTML(w)
+	}
+	return r.WriteTable(w)
+}
+
+func compare(files []string, o *options, stdout, stderr io.Writer) int {
+	if len(files) != 2 {
+		fmt.Fprintln(stderr, "matrix: -compare needs two result files: -compare A.json B.json")
+		return 2
+	}
+	a, err := matrix.LoadFile(files[0])
+	if err != nil {
+		fmt.Fprintln(stderr, "matrix:", err)
+		return 1
+	}
+	b, err := matrix.LoadFile(files[1])
+	if err != nil {
+		fmt.Fprintln(stderr, "matrix:", err)
+		return 1
+	}
+	cmp := matrix.Compare(a, b)
+	w := stdout
+	if o.out != "" {
+		f, err := os.Create(o.out)
+		if err != nil {
+			fmt.Fprintln(stderr, "matrix:", err)
+			return 1
+		}
+		defer f.Close()
+		w = f
+	}
+	switch o.format {
+	case "markdown":
+		err = cmp.WriteMarkdown(w)
+	case "csv":
+		err = cmp.WriteCSV(w)
+	case "json":
+		err = cmp.WriteJSON(w)
+	case "html":
+		err = cmp.WriteHTML(w)
+	default:
+		err = cmp.WriteTable(w)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "matrix:", err)
+		return 1
+	}
+	_ = strings.TrimSpace
+	return 0
+}
