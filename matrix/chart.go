@@ -73,12 +73,15 @@ func newConcurrencyChart(title, caption, ylabel string, concurrency []int, names
 	if math.IsInf(lo, 0) {
 		return ch
 	}
-	nMin, nMax := concurrency[0], concurrency[len(concurrency)-1]
+	// Concurrency is at least 1; a level below (from a damaged file) is
+	// drawn at 1.
+	lg := func(n int) float64 { return math.Log2(float64(max(n, 1))) }
+	nMin, nMax := lg(concurrency[0]), lg(concurrency[len(concurrency)-1])
 	x := func(n int) float64 {
 		if nMax == nMin {
 			return (ch.Left + ch.Right) / 2
 		}
-		f := (math.Log2(float64(n)) - math.Log2(float64(nMin))) / (math.Log2(float64(nMax)) - math.Log2(float64(nMin)))
+		f := (lg(n) - nMin) / (nMax - nMin)
 		return ch.Left + 12 + f*(ch.Right-ch.Left-24)
 	}
 	for _, n := range concurrency {
@@ -104,8 +107,8 @@ func newConcurrencyChart(title, caption, ylabel string, concurrency []int, names
 			top = 1
 		}
 		y = func(v float64) float64 { return ch.Bottom - v/top*(ch.Bottom-ch.Top) }
-		for t := 0.0; t <= top*1.0001; t += step {
-			ch.YTicks = append(ch.YTicks, svgTick{Pos: y(t), Label: format(t)})
+		for i := 0.0; i*step <= top*1.0001 && i <= 20; i++ {
+			ch.YTicks = append(ch.YTicks, svgTick{Pos: y(i * step), Label: format(i * step)})
 		}
 	}
 	if logY {
@@ -150,7 +153,7 @@ func niceStep(raw float64) float64 {
 // most seven; evenly spaced values where that gives fewer than three.
 func logTicks(lo, hi float64) []float64 {
 	var out []float64
-	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)) && len(out) < 2000; e++ {
 		for _, m := range []float64{1, 2, 5} {
 			if v := m * math.Pow(10, e); v >= lo*0.999 && v <= hi*1.001 {
 				out = append(out, v)
@@ -161,8 +164,9 @@ func logTicks(lo, hi float64) []float64 {
 		// A short range, such as ratios of 0.9–1.2: evenly spaced ticks.
 		out = out[:0]
 		step := niceStep((hi - lo) / 4)
-		for v := math.Ceil(lo/step) * step; v <= hi*1.0001; v += step {
-			out = append(out, v)
+		first := math.Ceil(lo/step) * step
+		for i := 0.0; first+i*step <= hi*1.0001 && i <= 20; i++ {
+			out = append(out, first+i*step)
 		}
 	}
 	for len(out) > 7 {

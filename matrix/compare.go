@@ -170,7 +170,7 @@ func newRatio(base, next float64, lowerIsBetter bool) *Ratio {
 		return nil
 	}
 	r := &Ratio{Base: base, Next: next}
-	if base == 0 || next == 0 {
+	if base == 0 || next == 0 || !ok(next/base) {
 		return r
 	}
 	r.Ratio, r.Change = next/base, ChangeSame

@@ -53,6 +53,9 @@ func newReportGrid(r *Results) reportGrid {
 	slices.Sort(ns)
 	g.contexts = slices.Compact(ctxs)
 	g.concurrency = slices.Compact(ns)
+	if len(g.contexts) == 0 || len(g.concurrency) == 0 {
+		g.contexts, g.concurrency = nil, nil // no grid without both axes
+	}
 	return g
 }
 

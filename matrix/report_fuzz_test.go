@@ -1,0 +1,50 @@
+package matrix
+
+import (
+	"bytes"
+	"io"
+	"testing"
+)
+
+// FuzzReports renders every results document ReadResults accepts, alone
+// and compared with the seed, in every format: no renderer may fail or
+// panic, and the HTML never refers to anything outside the page.
+func FuzzReports(f *testing.F) {
+	for _, r := range []*Results{seedResults(f), simulatedResults(), {Schema: Schema}} {
+		var b bytes.Buffer
+		if err := r.WriteJSON(&b); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b.Bytes())
+	}
+	f.Add([]byte(`{"schema":"llmload.matrix/v1","spec":{"contexts":[0],"concurrency":[0,1]},"cells":[` +
+		`{"context_tokens":0,"concurrency":0,"status":"valid","total_tok_s":1e308,"per_request_tok_s":-5,"ttft_ms":{"p50":1e-300}},` +
+		`{"context_tokens":-1,"concurrency":1,"status":"failed","error_kinds":{"\u001b[31m<b>":3},"errors":3}]}`))
+	f.Add([]byte(`{"schema":"llmload.matrix/v1","cells":[` +
+		`{"context_tokens":0,"concurrency":1,"status":"valid","total_tok_s":1.7e308,"per_request_tok_s":1e-320},` +
+		`{"context_tokens":0,"concurrency":2,"status":"valid","total_tok_s":4.9e-324,"per_request_tok_s":1.7e308}]}`))
+	seed := seedResults(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := ReadResults(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		cmp := Compare(seed, r)
+		for _, write := range []func(io.Writer) error{
+			r.WriteTable, r.WriteMarkdown, r.WriteCSV, r.WriteHTML,
+			cmp.WriteTable, cmp.WriteMarkdown, cmp.WriteCSV, cmp.WriteJSON, cmp.WriteHTML,
+		} {
+			var b bytes.Buffer
+			if err := write(&b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var b bytes.Buffer
+		if err := r.WriteHTML(&b); err != nil {
+			t.Fatal(err)
+		}
+		if refs := remoteRef.FindAll(b.Bytes(), -1); len(refs) > 0 {
+			t.Fatalf("the page refers to %q", refs)
+		}
+	})
+}
