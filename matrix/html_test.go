@@ -45,6 +45,7 @@ func runBrowser(t *testing.T, browser string, args ...string) []byte {
 		"--disable-dev-shm-usage", "--hide-scrollbars", "--user-data-dir=" + t.TempDir()}
 	cmd := exec.CommandContext(ctx, browser, append(base, args...)...)
 	var stdout, stderr bytes.Buffer
+	killBrowserGroup(cmd)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
