@@ -66,11 +66,19 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 		assert.Contains(t, c.Reason, "predicted")
 	}
 
+	checked := 0
 	for _, ctx := range []int{0, 4 * matrix.K} {
 		for _, n := range []int{1, 4} {
 			c := res.Cell(ctx, n)
 			require.NotNil(t, c)
 			require.NotNil(t, c.Measurement, "%d × %d measured", ctx, n)
+			if c.ClientLimited {
+				// The client says it could not keep up (a loaded machine):
+				// its timing is not the server's, so it is not held to 3%.
+				t.Logf("%d × %d not checked: %s", ctx, n, c.Client.Reason)
+				continue
+			}
+			checked++
 			assert.Equal(t, matrix.Valid, c.Status, "%d × %d: %s", ctx, n, c.Reason)
 			step := p.DecodeStepTime(n, 0, 0) // context costs nothing here
 			assert.InEpsilon(t, float64(n)/step.Seconds(), c.TotalTokS, 0.03, "%d × %d total tok/s", ctx, n)
@@ -80,6 +88,9 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 			assert.Zero(t, c.Errors)
 		}
 		// 8 requests on a server that runs 4 at once.
+		if checked == 0 {
+			t.Skip("every cell was client-limited: this machine is too loaded to check timing")
+		}
 		c := res.Cell(ctx, 8)
 		require.NotNil(t, c.Measurement)
 		assert.Equal(t, matrix.RequestsQueued, c.Status, "%d × 8: %s", ctx, c.Reason)

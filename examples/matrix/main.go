@@ -189,7 +189,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		runner.Client = c
 	}
+	saveDelay, _ := time.ParseDuration(os.Getenv("LLMLOAD_SAVE_DELAY")) // for the interruption tests
 	runner.Save = func(r *matrix.Results) error {
+		time.Sleep(saveDelay)
 		if runner.Server.Simulated {
 			r = withPublicURL(r)
 		}

@@ -1,0 +1,329 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/matrix"
+)
+
+var seedRun = flag.Bool("seed-run", false, "run the whole default matrix and compare it with the seed page (about a minute)")
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
+		if binDir != "" {
+			os.RemoveAll(binDir)
+		}
+	}))
+}
+
+// small is a quick matrix against the simulator: 2 contexts × 2 levels.
+func small(results string, extra ...string) []string {
+	return append([]string{"-contexts", "0,4K", "-concurrency", "1,2", "-prefill", "4K", "-duration", "6s",
+		"-max-tokens", "4096", "-speed", "20", "-results", results, "-quiet"}, extra...)
+}
+
+func TestSmallRunJSONContract(t *testing.T) {
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), small(filepath.Join(dir, "r.json"), "-format", "json"), &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+
+	// The JSON contract, read as other tools read it: untyped.
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
+	assert.Equal(t, matrix.Schema, doc["schema"])
+	prefill := doc["prefill"].([]any)
+	require.Len(t, prefill, 1)
+	for _, k := range []string{"context_tokens", "prompt_tokens", "ttft_ms", "prompt_tok_s"} {
+		assert.IsType(t, float64(0), prefill[0].(map[string]any)[k], k)
+	}
+	cells := doc["cells"].([]any)
+	require.Len(t, cells, 4)
+	for _, ci := range cells {
+		c := ci.(map[string]any)
+		// Valid on a quiet machine; a loaded one may leave a stream waiting.
+		assert.Contains(t, []any{"valid", "requests_queued"}, c["status"], "%v × %v: %v", c["context_tokens"], c["concurrency"], c["reason"])
+		for _, k := range []string{"context_tokens", "concurrency", "total_tok_s", "per_request_tok_s", "avg_active", "completed", "output_tokens", "measured_s", "errors"} {
+			assert.IsType(t, float64(0), c[k], k)
+		}
+		for _, k := range []string{"ttft_ms", "tbt_ms"} {
+			q := c[k].(map[string]any)
+			for _, p := range []string{"p50", "p90", "p99"} {
+				assert.IsType(t, float64(0), q[p], "%s.%s", k, p)
+			}
+		}
+		assert.Contains(t, c, "predicted")
+		assert.InDelta(t, 6, c["measured_s"], 0.3, "in the simulated server's own time")
+	}
+	// The results file holds the same run.
+	saved, err := matrix.LoadFile(filepath.Join(dir, "r.json"))
+	require.NoError(t, err)
+	assert.True(t, saved.Complete)
+	assert.Equal(t, "simulator", saved.Spec.URL)
+	assert.True(t, saved.Server.Simulated)
+	assert.EqualValues(t, 20, saved.Server.Speed)
+}
+
+func TestFormatsAndCompare(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run(t.Context(), small(a), &out, &errOut), errOut.String())
+	assert.Contains(t, out.String(), "Sustained decode")
+	assert.Contains(t, out.String(), "simulated by llmload at 20× speed")
+	out.Reset()
+	require.Equal(t, 0, run(t.Context(), small(b, "-format", "csv"), &out, &errOut), errOut.String())
+	rows, err := csv.NewReader(&out).ReadAll()
+	require.NoError(t, err)
+	assert.Equal(t, "phase", rows[0][0])
+	assert.Len(t, rows, 1+1+4, "header, one prefill row, four cells")
+
+	out.Reset()
+	require.Equal(t, 0, run(t.Context(), []string{"-compare", "-format", "json", a, b}, &out, &errOut), errOut.String())
+	var cmp map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &cmp))
+	assert.NotEmpty(t, cmp)
+
+	html := filepath.Join(dir, "r.html")
+	require.Equal(t, 0, run(t.Context(), []string{"-compare", "-format", "html", "-o", html, a, b}, &out, &errOut), errOut.String())
+	page, err := os.ReadFile(html)
+	require.NoError(t, err)
+	assert.Contains(t, string(page), "<html")
+
+	assert.Equal(t, 2, run(t.Context(), []string{"-format", "pdf"}, &out, &errOut))
+	assert.Equal(t, 2, run(t.Context(), []string{"-compare", a}, &out, &errOut))
+}
+
+// TestAPIKeyNeverWritten runs against a server with an API key and checks
+// that the key appears in no output, log, results file or report.
+func TestAPIKeyNeverWritten(t *testing.T) {
+	const key = "sk-llmload-secret-9f8e7d6c"
+	t.Setenv("LLMLOAD_TEST_KEY", key)
+	p := loadgentest.SeedProfile()
+	p.Speed = 20
+	srv := loadgentest.NewServer(p)
+	defer srv.Close()
+	dir := t.TempDir()
+	results := filepath.Join(dir, "r.json")
+	var out, errOut bytes.Buffer
+	args := []string{"-url", srv.URL + "/v1", "-model", "bench", "-api-key-env", "LLMLOAD_TEST_KEY",
+		"-contexts", "0", "-concurrency", "1", "-prefill", "", "-duration", "4s", "-max-tokens", "64", "-results", results}
+	require.Equal(t, 0, run(t.Context(), args, &out, &errOut), errOut.String())
+	for _, format := range []string{"html", "markdown", "json", "csv"} {
+		require.Equal(t, 0, run(t.Context(), append(args, "-format", format, "-o", filepath.Join(dir, "r."+format)), &out, &errOut), errOut.String())
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), key, f)
+		assert.NotContains(t, string(b), "secret-9f8e", f)
+	}
+	assert.NotContains(t, out.String(), key)
+	assert.NotContains(t, errOut.String(), key)
+}
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// buildMatrix builds this command, once per test binary.
+func buildMatrix(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "llmload-matrix-")
+		if buildErr == nil {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "matrix"), ".")
+			cmd.Stderr = os.Stderr
+			buildErr = cmd.Run()
+		}
+	})
+	require.NoError(t, buildErr)
+	return filepath.Join(binDir, "matrix")
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, cond func() bool) bool {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
+}
+
+// TestInterruptAndResume runs the command as a real process, interrupts
+// it with a real SIGINT in the middle of a cell, checks the results file,
+// and finishes the run with -resume.
+func TestInterruptAndResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the command")
+	}
+	bin := buildMatrix(t)
+	dir := t.TempDir()
+	results := filepath.Join(dir, "r.json")
+	args := []string{"-contexts", "0", "-concurrency", "1,2,4,8", "-prefill", "", "-duration", "30s", "-max-tokens", "2048",
+		"-speed", "20", "-results", results, "-quiet", "-format", "json"}
+	cmd := exec.Command(bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	finished := func() int {
+		r, err := matrix.LoadFile(results)
+		if err != nil {
+			return 0
+		}
+		n := 0
+		for _, c := range r.Cells {
+			if c.Status != matrix.StatusUnknown && (c.Measurement == nil || !c.Partial) {
+				n++
+			}
+		}
+		return n
+	}
+	if !waitFor(t, 60*time.Second, func() bool { return finished() >= 1 }) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no cell finished: %s", stderr.String())
+	}
+	time.Sleep(700 * time.Millisecond) // into the next cell's window
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 1, exit.ExitCode(), stderr.String())
+	assert.Contains(t, stderr.String(), "-resume")
+
+	r, err := matrix.LoadFile(results)
+	require.NoError(t, err, "the interrupted run left valid JSON")
+	assert.False(t, r.Complete)
+	done, partial := 0, 0
+	for _, c := range r.Cells {
+		switch {
+		case c.Measurement != nil && c.Partial:
+			partial++
+			assert.Positive(t, c.OutputTokens, "the partial cell keeps what it measured")
+		case c.Status != matrix.StatusUnknown:
+			done++
+		}
+	}
+	assert.GreaterOrEqual(t, done, 1)
+	assert.Equal(t, 1, partial, "the cell in progress is kept, marked partial")
+	first := *r.Cells[0].Measurement
+
+	cmd = exec.Command(bin, "-resume", results, "-quiet", "-format", "json")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	r, err = matrix.LoadFile(results)
+	require.NoError(t, err)
+	assert.True(t, r.Complete)
+	for _, c := range r.Cells {
+		assert.Equal(t, matrix.Valid, c.Status, "%d × %d", c.ContextTokens, c.Concurrency)
+		assert.False(t, c.Partial)
+	}
+	assert.Equal(t, first.OutputTokens, r.Cells[0].OutputTokens, "finished cells are not redone")
+}
+
+func TestSecondInterruptExitsAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the command")
+	}
+	bin := buildMatrix(t)
+	results := filepath.Join(t.TempDir(), "r.json")
+	cmd := exec.Command(bin, "-contexts", "0", "-concurrency", "1", "-prefill", "", "-duration", "600s", "-speed", "1", "-results", results, "-quiet")
+	// Every save takes 5 s, so the first interrupt's clean-up is slow.
+	cmd.Env = append(os.Environ(), "LLMLOAD_SAVE_DELAY=5s")
+	require.NoError(t, cmd.Start())
+	waitFor(t, 30*time.Second, func() bool { _, err := os.Stat(results); return err == nil })
+	time.Sleep(500 * time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	time.Sleep(300 * time.Millisecond)
+	sent := time.Now()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit)
+		assert.Equal(t, 130, exit.ExitCode())
+		assert.Less(t, time.Since(sent), 2*time.Second, "the second interrupt exits at once")
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("did not exit after two interrupts")
+	}
+}
+
+// TestSeedMatrix runs the default matrix, the README's main job, and
+// compares it with the seed page: the same Over capacity cells, and every
+// Valid cell up to 64K within 10% of the seed's total tok/s. It takes about
+// a minute and wants a quiet machine, so it runs only with -seed-run (CI
+// runs it, without the race detector).
+func TestSeedMatrix(t *testing.T) {
+	if !*seedRun {
+		t.Skip("run with -seed-run")
+	}
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	start := time.Now()
+	code := run(context.Background(), []string{"-results", filepath.Join(dir, "r.json"), "-format", "json"}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+	t.Logf("the default matrix took %v", time.Since(start))
+	assert.Less(t, time.Since(start), 3*time.Minute)
+	res, err := matrix.ReadResults(&out)
+	require.NoError(t, err)
+
+	f, err := os.Open(filepath.Join("testdata", "seed-measurements.csv"))
+	require.NoError(t, err)
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	cells := 0
+	for _, row := range rows[1:] {
+		if row[0] != "decode" {
+			continue
+		}
+		ctx, _ := strconv.Atoi(row[1])
+		n, _ := strconv.Atoi(row[2])
+		c := res.Cell(ctx, n)
+		require.NotNil(t, c, "%d × %d", ctx, n)
+		cells++
+		if row[3] == "over_capacity" {
+			assert.Equal(t, matrix.OverCapacity, c.Status, "%s × %d is over capacity on the seed page", matrix.FormatTokens(ctx), n)
+			continue
+		}
+		assert.NotEqual(t, matrix.OverCapacity, c.Status, "%s × %d ran on the seed page", matrix.FormatTokens(ctx), n)
+		if row[3] == "valid" && ctx <= 64*matrix.K {
+			seed, _ := strconv.ParseFloat(row[4], 64)
+			require.NotNil(t, c.Measurement)
+			assert.InEpsilon(t, seed, c.TotalTokS, 0.10, "%s × %d: %.1f tok/s, the seed %.1f (%s)",
+				matrix.FormatTokens(ctx), n, c.TotalTokS, seed, strings.TrimSpace(c.Reason))
+		}
+	}
+	assert.Equal(t, 48, cells)
+}
