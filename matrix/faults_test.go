@@ -78,7 +78,7 @@ func TestCellsUnderFaults(t *testing.T) {
 		fault, reason string
 		status        matrix.Status
 	}{
-		{"reset-after=20", "truncated", matrix.Failed},     // every stream is cut
+		{"reset-after=20", "truncated", matrix.Failed}, // every stream is cut
 		{"status=500", "the first request failed", matrix.Failed},
 		{"error-after=5", "stream_error", matrix.Failed},
 		{"chunk-tokens=3,ping,crlf", "", matrix.Valid}, // odd but healthy streams
