@@ -52,6 +52,8 @@ func TestGeneratorMatchesGroundTruth(t *testing.T) {
 			g := &loadgen.Generator{
 				Client: c, Source: loadgen.Repeat(completion(30000)),
 				Concurrency: tc.streams, Warmup: 500 * time.Millisecond, Duration: 4 * time.Second,
+				WarmupUntil:   func(p loadgen.Progress) bool { return p.WithToken == tc.streams },
+				WarmupTimeout: 30 * time.Second,
 			}
 			run, err := g.Run(t.Context())
 			require.NoError(t, err)
