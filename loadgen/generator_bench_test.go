@@ -1,0 +1,550 @@
+package loadgen_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	rtmetrics "runtime/metrics"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/metrics"
+)
+
+// The benchmarks below measure the Generator and the Client at the issue's
+// reference load: 1,000 concurrent streams of 100 tokens/s each (the fast
+// profile's 10 ms decode steps at speed 1), 100,000 tokens/s in all.
+//
+// Where only the client's share of the CPU or the memory is wanted, the
+// simulator runs as a process of its own (examples/simserver, built by the
+// benchmark), so the benchmark process holds the client alone. They skip when
+// it cannot be built or started.
+const (
+	benchStreams   = 1000
+	benchMaxTokens = 30000 // 300 s at 100 tokens/s: no stream ends during a run
+)
+
+// simProcess is the simulator running as a process of its own.
+type simProcess struct {
+	URL string // e.g. "http://127.0.0.1:40123"
+	pid int
+}
+
+// startSimProcess builds examples/simserver and starts it with the fast
+// profile at the given speed, on a free loopback port. It skips the benchmark
+// when the simulator cannot be built or started, and stops the process when
+// the benchmark ends.
+func startSimProcess(b *testing.B, speed float64) *simProcess {
+	b.Helper()
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		b.Skipf("no go command to build the simulator with: %v", err)
+	}
+	bin := filepath.Join(b.TempDir(), "simserver")
+	build := exec.Command(goCmd, "build", "-o", bin, "github.com/llmload/llmload/examples/simserver")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Skipf("cannot build the simulator: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-profile", "fast",
+		"-speed", strconv.FormatFloat(speed, 'g', -1, 64))
+	log := &addrWatcher{found: make(chan string, 1)}
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		b.Skipf("cannot start the simulator: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}
+	select {
+	case addr := <-log.found:
+		b.Cleanup(stop)
+		return &simProcess{URL: "http://" + addr, pid: cmd.Process.Pid}
+	case err := <-exited:
+		b.Skipf("the simulator exited as it started: %v\n%s", err, log)
+	case <-time.After(30 * time.Second):
+		stop()
+		b.Skipf("the simulator did not start within 30 s\n%s", log)
+	}
+	return nil
+}
+
+// addrWatcher takes the simulator's log and finds the address it serves on.
+type addrWatcher struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	found chan string
+	sent  bool
+}
+
+var servingOn = regexp.MustCompile(`on http://(\S+)`)
+
+func (w *addrWatcher) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if m := servingOn.FindSubmatch(w.buf.Bytes()); m != nil && !w.sent {
+		w.sent = true
+		w.found <- string(m[1])
+	}
+	return len(p), nil
+}
+
+func (w *addrWatcher) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// userHZ is the unit of the CPU times in /proc/PID/stat on Linux.
+const userHZ = 100
+
+// cpu returns the simulator's user + system CPU time so far, from
+// /proc/PID/stat (10 ms resolution); ok is false without /proc.
+func (p *simProcess) cpu() (d time.Duration, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
+	if err != nil {
+		return 0, false
+	}
+	// The fields after the command name, which is in parentheses: f[0] is
+	// field 3 (state), so utime (14) and stime (15) are f[11] and f[12].
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(ut+st) * (time.Second / userHZ), true
+}
+
+// heapAllocs returns the number of heap allocations the process has made so
+// far, without stopping the world.
+func heapAllocs() uint64 {
+	s := []rtmetrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	rtmetrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// meter takes readings at both ends of a measurement window.
+type meter struct {
+	serverCPU func() (time.Duration, bool) // nil when the server is in this process
+
+	cpu, srv  [2]time.Duration
+	srvOK     bool
+	allocs    [2]uint64
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func newMeter(serverCPU func() (time.Duration, bool)) *meter {
+	return &meter{serverCPU: serverCPU, closed: make(chan struct{})}
+}
+
+func (m *meter) read(i int) {
+	m.cpu[i] = cpuTime()
+	m.allocs[i] = heapAllocs()
+	if m.serverCPU != nil {
+		var ok bool
+		m.srv[i], ok = m.serverCPU()
+		m.srvOK = ok && (i == 0 || m.srvOK)
+	}
+}
+
+// open is a Generator's OnWindow: it reads the meters now and again when the
+// window ends.
+func (m *meter) open(w metrics.Window) {
+	m.read(0)
+	time.AfterFunc(time.Until(w.End), func() {
+		m.read(1)
+		m.closeOnce.Do(func() { close(m.closed) })
+	})
+}
+
+// wait waits for the reading at the window's end; it reports false when the
+// window never opened.
+func (m *meter) wait(opened bool) bool {
+	if !opened {
+		return false
+	}
+	<-m.closed
+	return true
+}
+
+// BenchmarkGeneratorTokensPerCPU runs a closed loop of 1,000 streams, each one
+// long request, against the fast profile at speed 1 (10 ms decode steps, 100
+// tokens/s a stream), warms up for 1 s and measures a 3 s window.
+//
+// sim=process runs the simulator as a separate process: tokens/cpu-s is per
+// CPU-second of the client alone (getrusage(RUSAGE_SELF) of the benchmark
+// process), tokens/server-cpu-s per CPU-second of the simulator (from
+// /proc), and client-cores and server-cores are the CPUs each kept busy;
+// bufs= compares the transport's connection buffers (see
+// BenchmarkGeneratorMemoryPerStream). sim=in-process serves from this
+// process: tokens/process-cpu-s then counts client and server together, and
+// tokens/chunk above 1 shows the server merging tokens because its writers
+// lag. allocs/token counts the process's heap allocations in the window per
+// token (the client's alone with sim=process). lag-p99-ms is the client's
+// own timer lag (Run.Health): above a few ms the client was starved of CPU.
+//
+//	go test -run '^$' -bench 'GeneratorTokensPerCPU' -benchtime 1x -count 3 ./loadgen
+func BenchmarkGeneratorTokensPerCPU(b *testing.B) {
+	b.Run("sim=process", func(b *testing.B) {
+		sim := startSimProcess(b, 1)
+		for _, bufs := range connBuffers {
+			b.Run("bufs="+bufs.name, func(b *testing.B) {
+				benchTokensPerCPU(b, sim.URL+"/v1", bufs.transport(benchStreams), sim.cpu, nil)
+			})
+		}
+	})
+	b.Run("sim=in-process", func(b *testing.B) {
+		srv := loadgentest.NewServer(loadgentest.FastProfile())
+		defer srv.Close()
+		benchTokensPerCPU(b, srv.URL+"/v1", loadgen.NewTransport(benchStreams), nil, srv.Handler)
+	})
+}
+
+func benchTokensPerCPU(b *testing.B, baseURL string, tr *http.Transport, serverCPU func() (time.Duration, bool), inProcess *loadgentest.Handler) {
+	hc := &http.Client{Transport: tr}
+	defer hc.CloseIdleConnections()
+	c := &loadgen.Client{BaseURL: baseURL, HTTPClient: hc}
+	req := completion(benchMaxTokens)
+
+	var (
+		tokens              int
+		window, cpu, server time.Duration
+		allocs              uint64
+		serverOK            = serverCPU != nil
+		written, chunks     int64
+		lagP99              time.Duration
+	)
+	for b.Loop() {
+		m := newMeter(serverCPU)
+		var st0 loadgentest.Stats
+		opened := false
+		g := &loadgen.Generator{
+			Client: c, Source: loadgen.Repeat(req), Concurrency: benchStreams,
+			Warmup: time.Second, Duration: 3 * time.Second,
+			OnWindow: func(w metrics.Window) {
+				opened = true
+				if inProcess != nil {
+					st0 = inProcess.Stats()
+				}
+				m.open(w)
+			},
+		}
+		run, err := g.Run(b.Context())
+		if err != nil {
+			b.Fatalf("run: %v (stopped: %s)", err, run.Stopped)
+		}
+		if !m.wait(opened) {
+			b.Fatal("the window never opened")
+		}
+		if inProcess != nil {
+			st1 := inProcess.Stats()
+			written += st1.WrittenTokens - st0.WrittenTokens
+			chunks += st1.Chunks - st0.Chunks
+		}
+		s := run.Summary
+		if s.Failed > 0 || run.Launched != benchStreams {
+			b.Fatalf("%d requests failed (%v), %d launched; want none failed, %d launched", s.Failed, s.Errors, run.Launched, benchStreams)
+		}
+		tokens += s.OutputTokens
+		window += s.Window.Duration()
+		cpu += m.cpu[1] - m.cpu[0]
+		server += m.srv[1] - m.srv[0]
+		serverOK = serverOK && m.srvOK
+		allocs += m.allocs[1] - m.allocs[0]
+		lagP99 = max(lagP99, run.Health.Lag.P99)
+	}
+	b.ReportMetric(float64(tokens)/window.Seconds(), "tokens/s")
+	if inProcess != nil {
+		b.ReportMetric(float64(tokens)/cpu.Seconds(), "tokens/process-cpu-s")
+		b.ReportMetric(float64(allocs)/float64(tokens), "process-allocs/token")
+		b.ReportMetric(float64(written)/float64(chunks), "tokens/chunk")
+	} else {
+		b.ReportMetric(float64(tokens)/cpu.Seconds(), "tokens/cpu-s")
+		b.ReportMetric(float64(allocs)/float64(tokens), "allocs/token")
+		b.ReportMetric(cpu.Seconds()/window.Seconds(), "client-cores")
+		if serverOK {
+			b.ReportMetric(float64(tokens)/server.Seconds(), "tokens/server-cpu-s")
+			b.ReportMetric(server.Seconds()/window.Seconds(), "server-cores")
+		}
+	}
+	b.ReportMetric(float64(lagP99.Microseconds())/1000, "lag-p99-ms")
+}
+
+// BenchmarkGeneratorMemoryPerStream measures the client's memory per active
+// stream: the simulator runs as a separate process (fast profile, speed 1),
+// a closed loop of N streams each sends one long request, and once every
+// stream has its first token and has streamed for another second, the
+// process's heap and stacks in use (HeapInuse + StackInuse, after GCs) are
+// compared with a baseline taken before the run and divided by N: B/stream.
+// heap-B/stream and stack-B/stream are its two parts; live-B/stream is the
+// heap the live objects take (the heap in use also holds the free space of
+// partly used spans), the steadiest of the figures; goroutines/stream is 3:
+// the worker, and net/http's readLoop and writeLoop of its connection.
+//
+// The run's recorder is filled by a short run of 8 requests before the
+// baseline, so its fixed histograms (13 of about 188 KB) are not charged to
+// the streams; the new run's own fixed cost (the health monitor's histogram,
+// about 188 KB) is, which is 0.2 KiB a stream at N = 1,000 and 1.9 KiB at
+// N = 100. bufs= compares the transport's connection buffers: net/http's
+// default 4 KiB read + 4 KiB write, against smaller ones.
+//
+//	go test -run '^$' -bench 'GeneratorMemoryPerStream' -benchtime 1x -count 3 ./loadgen
+func BenchmarkGeneratorMemoryPerStream(b *testing.B) {
+	sim := startSimProcess(b, 1)
+	for _, n := range []int{100, benchStreams} {
+		for _, bufs := range connBuffers {
+			b.Run(fmt.Sprintf("streams=%d/bufs=%s", n, bufs.name), func(b *testing.B) {
+				benchMemoryPerStream(b, sim.URL+"/v1", n, bufs.transport)
+			})
+		}
+	}
+}
+
+// connBufs sets the sizes of a transport's connection buffers, in bytes; 0
+// means net/http's default, 4 KiB.
+type connBufs struct {
+	name        string
+	read, write int
+}
+
+// connBuffers are the buffer sizes compared: net/http's default, 4 KiB to
+// read and 4 KiB to write, and smaller ones.
+var connBuffers = []connBufs{
+	{"default", 0, 0},
+	{"r4k-w1k", 4 << 10, 1 << 10},
+	{"r1k-w1k", 1 << 10, 1 << 10},
+}
+
+// transport returns loadgen.NewTransport(conns) with these buffers.
+func (bufs connBufs) transport(conns int) *http.Transport {
+	t := loadgen.NewTransport(conns)
+	t.ReadBufferSize, t.WriteBufferSize = bufs.read, bufs.write
+	return t
+}
+
+// memInUse is the memory the process holds, after a GC.
+type memInUse struct {
+	heap, live, stack uint64
+	goroutines        int
+}
+
+func readMemInUse() memInUse {
+	// Several cycles: each frees what the last one's finalizers let go, and
+	// halves the stacks that use less than a quarter of their size, as the
+	// GCs of a long run would.
+	for range 4 {
+		runtime.GC()
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	live := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	rtmetrics.Read(live)
+	return memInUse{heap: ms.HeapInuse, live: live[0].Value.Uint64(), stack: ms.StackInuse, goroutines: runtime.NumGoroutine()}
+}
+
+func benchMemoryPerStream(b *testing.B, baseURL string, n int, newTransport func(conns int) *http.Transport) {
+	req := completion(benchMaxTokens)
+	var heap, live, stack, goroutines float64
+	for b.Loop() {
+		rec := fillRecorder(b, baseURL)
+		hc := &http.Client{Transport: newTransport(n)}
+		c := &loadgen.Client{BaseURL: baseURL, HTTPClient: hc}
+		g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(req), Concurrency: n, Duration: time.Hour, Recorder: rec}
+
+		before := readMemInUse()
+		ctx, cancel := context.WithCancel(b.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = g.Run(ctx) // cancelled below, once measured
+		}()
+		deadline := time.Now().Add(time.Minute)
+		for g.Progress().WithToken < n {
+			if time.Now().After(deadline) {
+				cancel()
+				<-done
+				b.Fatalf("after a minute only %d of %d streams have their first token", g.Progress().WithToken, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(time.Second) // about 100 chunks a stream: buffers and stacks at their working size
+		after := readMemInUse()
+		p := g.Progress()
+		cancel()
+		<-done
+		hc.CloseIdleConnections()
+		waitGoroutines(before.goroutines) // the next baseline must not hold these connections
+		if p.WithToken != n || p.Failed > 0 {
+			b.Fatalf("%d of %d streams active, %d failed; want all active, none failed", p.WithToken, n, p.Failed)
+		}
+		heap += float64(after.heap) - float64(before.heap)
+		live += float64(after.live) - float64(before.live)
+		stack += float64(after.stack) - float64(before.stack)
+		goroutines += float64(after.goroutines - before.goroutines)
+	}
+	per := float64(b.N) * float64(n)
+	b.ReportMetric((heap+stack)/per, "B/stream")
+	b.ReportMetric(heap/per, "heap-B/stream")
+	b.ReportMetric(live/per, "live-B/stream")
+	b.ReportMetric(stack/per, "stack-B/stream")
+	b.ReportMetric(goroutines/per, "goroutines/stream")
+}
+
+// fillRecorder returns a recorder whose histograms already exist: a run of 8
+// short requests has recorded into each of them. It waits until the run's
+// connections are closed and their goroutines gone.
+func fillRecorder(b *testing.B, baseURL string) *metrics.Recorder {
+	b.Helper()
+	g0 := runtime.NumGoroutine()
+	hc := &http.Client{Transport: loadgen.NewTransport(8)}
+	rec := &metrics.Recorder{}
+	g := &loadgen.Generator{
+		Client:      &loadgen.Client{BaseURL: baseURL, HTTPClient: hc},
+		Source:      loadgen.Repeat(completion(20)), // 19 gaps: more than a timeline buffers
+		Concurrency: 8, Requests: 8, Recorder: rec,
+	}
+	run, err := g.Run(b.Context())
+	if err != nil || run.Summary.Completed != 8 {
+		b.Fatalf("filling the recorder: %v, %d of 8 requests completed", err, run.Summary.Completed)
+	}
+	hc.CloseIdleConnections()
+	waitGoroutines(g0)
+	return rec
+}
+
+// waitGoroutines waits, for at most 5 s, until no more than n goroutines
+// are left: those of closed connections end shortly after.
+func waitGoroutines(n int) {
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > n && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// BenchmarkClientTimestampError compares the time the client stamps on each
+// chunk (Response.ChunkTimes) with the time the server wrote it (the
+// simulator's ground truth, Truth.Request(Response.ID).Chunks), at N streams
+// of 100 tokens/s each (fast profile, 10 ms decode steps, speed 1). Client
+// and server run in this process and read the same clock; the server stamps a
+// chunk after its write to the connection returns, so a difference can be
+// slightly negative.
+//
+// Every stream is one request of 400 tokens (4 s), all sent at once. Chunks
+// written before every stream had its first chunk, plus 100 ms, are left out:
+// that is the connection storm of the start, not streaming. Client chunks
+// and server chunks are matched by index: every chunk the server records is
+// one SSE event and the client stamps every event that carries tokens, so
+// the two lists line up one to one even when the server merges the tokens of
+// lagging steps into one chunk (tokens/chunk above 1); the benchmark checks
+// that the chunk and token counts agree. It reports quantiles of client −
+// server in microseconds, and cpu-cores, the CPUs the process (client and
+// server) kept busy: at GOMAXPROCS the machine was saturated, and the
+// difference is mostly time spent waiting for a CPU.
+//
+//	go test -run '^$' -bench 'ClientTimestampError' -benchtime 1x -count 3 ./loadgen
+func BenchmarkClientTimestampError(b *testing.B) {
+	for _, n := range []int{10, 100, benchStreams} {
+		b.Run(fmt.Sprintf("streams=%d", n), func(b *testing.B) {
+			benchTimestampError(b, n)
+		})
+	}
+}
+
+func benchTimestampError(b *testing.B, n int) {
+	p := loadgentest.FastProfile()
+	p.TruthBytes = 256 << 20 // every chunk of every request: 16 B each
+	srv := loadgentest.NewServer(p)
+	defer srv.Close()
+	hc := &http.Client{Transport: loadgen.NewTransport(n)}
+	defer hc.CloseIdleConnections()
+	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: hc}
+	req := completion(400)
+
+	var diffs []time.Duration
+	var written, chunks int64
+	var cpu, wall time.Duration
+	for b.Loop() {
+		st0 := srv.Handler.Stats()
+		cpu0, start := cpuTime(), time.Now()
+		resps := make([]*loadgen.Response, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { resps[i], errs[i] = c.Do(b.Context(), req) })
+		}
+		wg.Wait()
+		cpu += cpuTime() - cpu0
+		wall += time.Since(start)
+		st1 := srv.Handler.Stats()
+		written += st1.WrittenTokens - st0.WrittenTokens
+		chunks += st1.Chunks - st0.Chunks
+
+		truths := make([]loadgentest.RequestTruth, n)
+		var from time.Time // when every stream had its first chunk
+		for i, r := range resps {
+			if errs[i] != nil {
+				b.Fatalf("request %d: %v", i, errs[i])
+			}
+			t, ok := srv.Truth().Request(r.ID)
+			switch {
+			case !ok:
+				b.Fatalf("request %d: no ground truth for id %q", i, r.ID)
+			case t.ChunksDropped > 0 || len(t.Chunks) != len(r.ChunkTimes) || t.OutputTokens != r.Tokens:
+				b.Fatalf("request %s: server wrote %d chunks (%d recorded) of %d tokens, client counted %d chunks of %d tokens",
+					r.ID, t.ChunkCount, len(t.Chunks), t.OutputTokens, len(r.ChunkTimes), r.Tokens)
+			case len(t.Chunks) == 0:
+				b.Fatalf("request %s: no chunks", r.ID)
+			}
+			truths[i] = t
+			if first := t.Chunks[0].Time; first.After(from) {
+				from = first
+			}
+		}
+		from = from.Add(100 * time.Millisecond)
+		for i, r := range resps {
+			for k, ch := range truths[i].Chunks {
+				if !ch.Time.Before(from) {
+					diffs = append(diffs, r.ChunkTimes[k].Sub(ch.Time))
+				}
+			}
+		}
+	}
+	if len(diffs) == 0 {
+		b.Fatal("no chunks after the start")
+	}
+	slices.Sort(diffs)
+	q := func(f float64) float64 {
+		return float64(diffs[int(f*float64(len(diffs)-1))].Nanoseconds()) / 1e3
+	}
+	b.ReportMetric(q(0.01), "p1-µs")
+	b.ReportMetric(q(0.50), "p50-µs")
+	b.ReportMetric(q(0.99), "p99-µs")
+	b.ReportMetric(q(0.999), "p99.9-µs")
+	b.ReportMetric(float64(written)/float64(chunks), "tokens/chunk")
+	b.ReportMetric(float64(len(diffs))/float64(b.N), "chunks")
+	b.ReportMetric(cpu.Seconds()/wall.Seconds(), "cpu-cores")
+}
