@@ -1,7 +1,6 @@
 package loadgen
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,9 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
-
-	"github.com/tmaxmax/go-sse"
 
 	"github.com/llmload/llmload/metrics"
 )
@@ -325,7 +321,7 @@ func (rs *requestState) classify(ctx context.Context, err error, beforeHeaders b
 			return &Error{Kind: metrics.KindCanceled, Err: cause}
 		}
 	}
-	if errors.Is(err, bufio.ErrTooLong) {
+	if errors.Is(err, errEventTooLarge) {
 		return &Error{Kind: metrics.KindOversize, Err: ErrOversize}
 	}
 	if beforeHeaders && rs.tl.Sent.IsZero() {
@@ -341,7 +337,12 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 		maxEvent = DefaultMaxEventSize
 	}
 	var ch chunk
-	for ev, err := range sse.Read(&eventTerminator{r: body}, &sse.ReadConfig{MaxEventSize: maxEvent}) {
+	events := newEventReader(body, maxEvent)
+	for {
+		data, err := events.next()
+		if err == io.EOF {
+			break
+		}
 		if err != nil {
 			if rs.done {
 				return rs.streamErr // the stream was complete; the tail does not matter
@@ -349,10 +350,9 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 			return rs.classify(ctx, err, false)
 		}
 		t := time.Now()
-		if rs.done || ev.Data == "" {
+		if rs.done || len(data) == 0 {
 			continue // after [DONE], read on to EOF so the connection is reused
 		}
-		data := unsafe.Slice(unsafe.StringData(ev.Data), len(ev.Data)) // read only
 		if err := parseChunk(data, &ch); err != nil {
 			return &Error{Kind: metrics.KindMalformed, Err: newChunkError(data, err)}
 		}
@@ -510,56 +510,4 @@ func readStatusError(resp *http.Response) *StatusError {
 		se.Message = se.Message[:500] + "…"
 	}
 	return se
-}
-
-// eventTerminator ends an unterminated last event at EOF. Some servers and
-// proxies close the stream right after "data: [DONE]\n" without the blank
-// line that dispatches an event; the SSE rules would drop that event. When
-// the body ends in a complete line, eventTerminator supplies the missing
-// blank line; a body cut inside a line stays cut.
-type eventTerminator struct {
-	r    io.Reader
-	tail [4]byte // the last bytes read, right-aligned
-	eof  bool    // the body has ended
-	add  bool    // a newline is still to be supplied
-}
-
-func (e *eventTerminator) Read(p []byte) (int, error) {
-	if e.eof {
-		if e.add && len(p) > 0 {
-			e.add = false
-			p[0] = '\n'
-			return 1, io.EOF
-		}
-		return 0, io.EOF
-	}
-	n, err := e.r.Read(p)
-	if n >= len(e.tail) {
-		copy(e.tail[:], p[n-len(e.tail):n])
-	} else if n > 0 {
-		copy(e.tail[:], e.tail[n:])
-		copy(e.tail[len(e.tail)-n:], p[:n])
-	}
-	if err == io.EOF {
-		e.eof = true
-		e.add = endsInOneLineBreak(e.tail[:])
-		if e.add {
-			return n, nil // the newline comes with the next Read
-		}
-	}
-	return n, err
-}
-
-// endsInOneLineBreak reports whether b ends with exactly one line break
-// (LF, CRLF or CR) after a non-empty line.
-func endsInOneLineBreak(b []byte) bool {
-	switch {
-	case len(b) >= 2 && b[len(b)-2] == '\r' && b[len(b)-1] == '\n':
-		b = b[:len(b)-2]
-	case len(b) >= 1 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r'):
-		b = b[:len(b)-1]
-	default:
-		return false
-	}
-	return len(b) > 0 && b[len(b)-1] != '\n' && b[len(b)-1] != '\r' && b[len(b)-1] != 0
 }

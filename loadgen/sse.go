@@ -1,0 +1,229 @@
+package loadgen
+
+import (
+	"bytes"
+	"errors"
+	"io"
+)
+
+// errEventTooLarge is the cause of an event longer than MaxEventSize.
+var errEventTooLarge = errors.New("loadgen: SSE event too large")
+
+// eventReader frames a text/event-stream as the HTML standard's event
+// stream interpretation does: lines end in LF, CRLF or CR; a blank line
+// dispatches the event; a line beginning with ":" is a comment; "data"
+// fields are joined with LF; other fields ("event", "id", "retry") are
+// read and ignored; a leading byte-order mark is skipped. One difference:
+// at the end of the stream, an event whose last line is complete is
+// dispatched even without the blank line the standard asks for, since some
+// servers and proxies close the stream right after "data: [DONE]\n"; an
+// event cut inside a line is dropped, as the standard says.
+//
+// The data of an event with one data line is a slice of the reader's
+// buffer: nothing is copied or allocated. It is valid until the next call
+// to next. go-sse's sse.Read is the reference it is fuzzed against.
+type eventReader struct {
+	r   io.Reader
+	buf []byte // buf[start:end] is read and not yet framed
+	max int    // the largest event
+
+	start, end int
+	eof        bool
+	err        error
+	begun      bool // past the byte-order mark, if any
+	skipLF     bool // the last line ended in a CR at the end of a read
+	full       bool // the last read filled the buffer: there is a backlog
+	partial    bool // the stream ended inside a line
+
+	// The event being framed: one data line (a slice of buf, still where
+	// it was read), or several joined in data.
+	single   []byte
+	data     []byte
+	hasData  bool
+	multiple bool
+}
+
+// The reader's buffer starts small, since a live stream brings one event
+// per read, and doubles, up to eventReaderBulk, while reads fill it: a
+// backlog is read in large pieces, with few system calls. It grows beyond
+// that only for an event that needs it.
+const (
+	eventReaderStart = 1 << 10
+	eventReaderBulk  = 16 << 10
+)
+
+func newEventReader(r io.Reader, maxEvent int) *eventReader {
+	return &eventReader{r: r, buf: make([]byte, eventReaderStart), max: maxEvent}
+}
+
+// next returns the data of the next event. At the end of the stream it
+// returns io.EOF; an event over the size limit is errEventTooLarge; a read
+// error is returned as it is.
+func (e *eventReader) next() ([]byte, error) {
+	e.single, e.data, e.hasData, e.multiple = nil, e.data[:0], false, false
+	for {
+		line, ok, err := e.line()
+		if err != nil {
+			return nil, err
+		}
+		if !ok { // the end of the stream
+			if e.hasData && !e.partial {
+				return e.event(), nil
+			}
+			return nil, io.EOF
+		}
+		if len(line) == 0 {
+			if e.hasData {
+				return e.event(), nil
+			}
+			continue
+		}
+		if line[0] == ':' {
+			continue // a comment
+		}
+		name, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			name, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		if string(name) != "data" {
+			continue // event, id, retry and unknown fields: not needed here
+		}
+		if err := e.addData(value); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// addData appends one data line to the event.
+func (e *eventReader) addData(value []byte) error {
+	switch {
+	case !e.hasData:
+		e.single, e.hasData = value, true
+		if len(value) > e.max {
+			return errEventTooLarge
+		}
+		return nil
+	case !e.multiple:
+		e.data = append(e.data[:0], e.single...)
+		e.single, e.multiple = nil, true
+	}
+	if len(e.data)+1+len(value) > e.max {
+		return errEventTooLarge
+	}
+	e.data = append(e.data, '\n')
+	e.data = append(e.data, value...)
+	return nil
+}
+
+func (e *eventReader) event() []byte {
+	if e.multiple {
+		return e.data
+	}
+	return e.single
+}
+
+// line returns the next complete line, without its line ending. ok is
+// false at the end of the stream; an unterminated last line is dropped and
+// noted in partial.
+func (e *eventReader) line() (line []byte, ok bool, err error) {
+	for {
+		window := e.buf[e.start:e.end]
+		if !e.begun {
+			// A byte-order mark may open the stream; it may come split.
+			if len(window) < len(bom) && !e.eof && bytes.HasPrefix(bom, window) {
+				if err := e.fill(); err != nil {
+					return nil, false, err
+				}
+				continue
+			}
+			e.begun = true
+			if bytes.HasPrefix(window, bom) {
+				e.start += len(bom)
+				continue
+			}
+		}
+		if e.skipLF && len(window) > 0 {
+			// The previous line ended in a CR at the end of a read; an LF
+			// now is the rest of a CRLF.
+			e.skipLF = false
+			if window[0] == '\n' {
+				e.start++
+				continue
+			}
+		}
+		if i := lineEnd(window); i >= 0 {
+			e.start += i + 1
+			if window[i] == '\r' {
+				switch {
+				case i+1 == len(window):
+					e.skipLF = true
+				case window[i+1] == '\n':
+					e.start++
+				}
+			}
+			return window[:i], true, nil
+		}
+		if e.eof {
+			e.partial = len(window) > 0
+			return nil, false, e.err
+		}
+		if err := e.fill(); err != nil {
+			return nil, false, err
+		}
+	}
+}
+
+// lineEnd returns the index of the first CR or LF in b, or -1.
+func lineEnd(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	lim := i
+	if i < 0 {
+		lim = len(b)
+	}
+	if j := bytes.IndexByte(b[:lim], '\r'); j >= 0 {
+		return j
+	}
+	return i
+}
+
+// fill reads more of the stream, making room first.
+func (e *eventReader) fill() error {
+	if e.start > 0 {
+		if e.hasData && !e.multiple {
+			// The pending data line points into the bytes about to move.
+			e.data = append(e.data[:0], e.single...)
+			e.single, e.multiple = nil, true
+		}
+		e.end = copy(e.buf, e.buf[e.start:e.end])
+		e.start = 0
+	}
+	if e.end == len(e.buf) || (e.full && len(e.buf) < eventReaderBulk) {
+		if e.end == len(e.buf) && len(e.buf) >= e.max+2 { // a line ending's worth over the limit
+			return errEventTooLarge
+		}
+		bigger := make([]byte, min(2*len(e.buf), max(e.max+2, eventReaderBulk)))
+		copy(bigger, e.buf[:e.end])
+		e.buf = bigger
+	}
+	for {
+		space := len(e.buf) - e.end
+		n, err := e.r.Read(e.buf[e.end:])
+		e.full = n == space
+		e.end += n
+		if err != nil {
+			e.eof = true
+			if err != io.EOF {
+				e.err = err
+			}
+			return nil
+		}
+		if n > 0 {
+			return nil
+		}
+	}
+}
+
+var bom = []byte("\xEF\xBB\xBF")

@@ -1,0 +1,124 @@
+package loadgen
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+	"testing/iotest"
+
+	"github.com/tmaxmax/go-sse"
+)
+
+// readEvents frames all of r and returns the events' data.
+func readEvents(r io.Reader) ([]string, error) {
+	er := newEventReader(r, 1<<20)
+	var out []string
+	for {
+		data, err := er.next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, string(data))
+	}
+}
+
+// FuzzEventReader checks llmload's SSE framing against go-sse's sse.Read:
+// the same events, whether the stream arrives in one piece or a byte at a
+// time. The one intended difference: at the end of the stream, an event
+// whose last line is complete is dispatched without the closing blank line;
+// the oracle is given that blank line.
+func FuzzEventReader(f *testing.F) {
+	for _, s := range []string{
+		"data: a\n\n", "data: a\r\n\r\n", "data: a\r\rdata: b\r\r", "data: a\ndata: b\n\n",
+		": ping\n\nevent: message\nid: 7\ndata: x\n\n", "data: [DONE]\n", "data: cut", "\xEF\xBB\xBFdata: bom\n\n",
+		"data:no space\n\n", "data\n\n", "data: a\r", "retry: 10\ndata: b\n\n\n\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, input []byte) {
+		if len(input) > 64<<10 {
+			return
+		}
+		whole, err := readEvents(bytes.NewReader(input))
+		if err != nil {
+			t.Fatalf("error on %q: %v", input, err)
+		}
+		bytewise, err := readEvents(iotest.OneByteReader(bytes.NewReader(input)))
+		if err != nil {
+			t.Fatalf("error a byte at a time on %q: %v", input, err)
+		}
+		if !equalStrings(whole, bytewise) {
+			t.Fatalf("%q: whole %q, a byte at a time %q", input, whole, bytewise)
+		}
+
+		if bytes.Contains(input, bom) {
+			// go-sse strips a byte-order mark after leading blank lines too;
+			// the standard strips it only at the very start.
+			return
+		}
+		oracle := input
+		if n := len(input); n > 0 && (input[n-1] == '\n' || input[n-1] == '\r') {
+			oracle = append(bytes.Clone(input), '\n', '\n')
+		}
+		var want []string
+		for ev, err := range sse.Read(bytes.NewReader(oracle), &sse.ReadConfig{MaxEventSize: 1 << 20}) {
+			if err != nil {
+				t.Fatalf("go-sse failed on %q: %v", oracle, err)
+			}
+			want = append(want, ev.Data)
+		}
+		if !equalStrings(nonEmpty(whole), nonEmpty(want)) {
+			t.Fatalf("%q: llmload %q, go-sse %q", input, whole, want)
+		}
+	})
+}
+
+func nonEmpty(s []string) []string {
+	var out []string
+	for _, v := range s {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestEventReaderLimits(t *testing.T) {
+	big := "data: " + string(bytes.Repeat([]byte("x"), 5000)) + "\n\n"
+	er := newEventReader(bytes.NewReader([]byte(big)), 4096)
+	_, err := er.next()
+	if !errors.Is(err, errEventTooLarge) {
+		t.Fatalf("a 5000-byte line with a 4096-byte limit: %v", err)
+	}
+	// Many data lines, each short, add up to the limit too.
+	many := bytes.Repeat([]byte("data: 0123456789\n"), 500)
+	er = newEventReader(bytes.NewReader(append(many, '\n')), 4096)
+	if _, err := er.next(); !errors.Is(err, errEventTooLarge) {
+		t.Fatalf("5,500 bytes of data lines with a 4096-byte limit: %v", err)
+	}
+	// A read error is passed on.
+	boom := errors.New("boom")
+	er = newEventReader(io.MultiReader(bytes.NewReader([]byte("data: a\n\ndata: b")), iotest.ErrReader(boom)), 4096)
+	if d, err := er.next(); err != nil || string(d) != "a" {
+		t.Fatalf("first event: %q %v", d, err)
+	}
+	if _, err := er.next(); !errors.Is(err, boom) {
+		t.Fatalf("read error: %v", err)
+	}
+}
