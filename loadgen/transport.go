@@ -15,7 +15,10 @@ const DefaultMaxConns = 1024
 // host (net/http's default keeps 2, so every further stream would dial
 // anew), it has no overall timeout (streams last minutes; [Client] enforces
 // per-phase deadlines instead), and it does not ask for compression (SSE is
-// read as it arrives).
+// read as it arrives). Its connection buffers are 1 KiB instead of 4: a
+// request is written once, and the client reads bodies in its own buffer,
+// which bypasses the connection's for large reads; at 1,000 streams this
+// saves 6 KiB of memory a stream at no measurable cost in CPU.
 func NewTransport(conns int) *http.Transport {
 	if conns < 1 {
 		conns = 1
@@ -31,6 +34,8 @@ func NewTransport(conns int) *http.Transport {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 		ForceAttemptHTTP2:   false,
+		WriteBufferSize:     1 << 10,
+		ReadBufferSize:      1 << 10,
 	}
 }
 
