@@ -36,6 +36,7 @@ type Error struct {
 	Err    error // the cause
 }
 
+// Error says the kind, how far the stream got, and the cause.
 func (e *Error) Error() string {
 	if e.Chunks > 0 {
 		return fmt.Sprintf("%s after %d chunks: %v", e.Kind, e.Chunks, e.Err)
@@ -74,6 +75,7 @@ type StatusError struct {
 	RetryAfter time.Duration
 }
 
+// Error says the status and the server's message.
 func (e *StatusError) Error() string {
 	msg := fmt.Sprintf("server returned %d %s", e.StatusCode, http.StatusText(e.StatusCode))
 	if e.Message != "" {
@@ -145,6 +147,7 @@ type StreamError struct {
 	Message, Type, Code string
 }
 
+// Error says what the server sent.
 func (e *StreamError) Error() string {
 	var b strings.Builder
 	b.WriteString("server sent an error in the stream")
@@ -167,6 +170,7 @@ type ChunkError struct {
 	Err  error
 }
 
+// Error quotes the start of the chunk and says what is wrong with it.
 func (e *ChunkError) Error() string {
 	return fmt.Sprintf("malformed chunk %q: %v", e.Data, e.Err)
 }

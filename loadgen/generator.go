@@ -144,6 +144,8 @@ const (
 
 var phaseNames = [...]string{"idle", "warmup", "window", "draining", "done"}
 
+// String returns the phase's name: "idle", "warmup", "window", "draining"
+// or "done".
 func (p Phase) String() string {
 	if int(p) < len(phaseNames) {
 		return phaseNames[p]

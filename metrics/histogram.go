@@ -29,6 +29,7 @@ type DroppedError struct {
 	Dropped int64
 }
 
+// Error says how many values were dropped.
 func (e *DroppedError) Error() string {
 	return fmt.Sprintf("metrics: %d histogram values dropped in merge (outside 1µs–1h)", e.Dropped)
 }
