@@ -310,8 +310,8 @@ func benchTokensPerCPU(b *testing.B, baseURL string, tr *http.Transport, serverC
 // baseline, so its fixed histograms (13 of about 188 KB) are not charged to
 // the streams; the new run's own fixed cost (the health monitor's histogram,
 // about 188 KB) is, which is 0.2 KiB a stream at N = 1,000 and 1.9 KiB at
-// N = 100. bufs= compares the transport's connection buffers: net/http's
-// default 4 KiB read + 4 KiB write, against smaller ones.
+// N = 100. bufs= compares the transport's connection buffers:
+// NewTransport's 1 KiB each way against net/http's default 4 KiB.
 //
 //	go test -run '^$' -bench 'GeneratorMemoryPerStream' -benchtime 1x -count 3 ./loadgen
 func BenchmarkGeneratorMemoryPerStream(b *testing.B) {
@@ -325,19 +325,18 @@ func BenchmarkGeneratorMemoryPerStream(b *testing.B) {
 	}
 }
 
-// connBufs sets the sizes of a transport's connection buffers, in bytes; 0
-// means net/http's default, 4 KiB.
+// connBufs sets the sizes of a transport's connection buffers, in bytes.
 type connBufs struct {
 	name        string
 	read, write int
 }
 
-// connBuffers are the buffer sizes compared: net/http's default, 4 KiB to
-// read and 4 KiB to write, and smaller ones.
+// connBuffers are the buffer sizes compared: NewTransport's (1 KiB each
+// way), and net/http's defaults (4 KiB each way) and a mix, for comparison.
 var connBuffers = []connBufs{
-	{"default", 0, 0},
-	{"r4k-w1k", 4 << 10, 1 << 10},
 	{"r1k-w1k", 1 << 10, 1 << 10},
+	{"r4k-w1k", 4 << 10, 1 << 10},
+	{"r4k-w4k", 4 << 10, 4 << 10},
 }
 
 // transport returns loadgen.NewTransport(conns) with these buffers.
