@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/llmload/llmload/loadgen/loadgentest"
+)
+
+func TestMain(m *testing.M) {
+	// soak starts the simulator by running its own binary with -serve.
+	// Under go test its binary is this test binary, which then serves.
+	if len(os.Args) > 1 && os.Args[1] == "-serve" {
+		os.Exit(runMain())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// jsonReport is soak's -json output, line by line.
+type jsonReport struct {
+	start   Header
+	samples []Sample
+	final   Final
+}
+
+func parseJSONReport(t *testing.T, out []byte) jsonReport {
+	t.Helper()
+	var r jsonReport
+	var finals int
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var typ struct{ Type string }
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &typ), sc.Text())
+		switch typ.Type {
+		case "start":
+			require.NoError(t, json.Unmarshal(sc.Bytes(), &r.start))
+		case "sample":
+			var s Sample
+			require.NoError(t, json.Unmarshal(sc.Bytes(), &s))
+			r.samples = append(r.samples, s)
+		case "final":
+			require.NoError(t, json.Unmarshal(sc.Bytes(), &r.final))
+			finals++
+		default:
+			t.Fatalf("unexpected line %s", sc.Text())
+		}
+	}
+	require.Equal(t, 1, finals, "one final line")
+	return r
+}
+
+// A short soak against the simulator in a child process: tokens flow, no
+// request fails, every report has its fields, and the child is gone after.
+func TestSoakChildSimulator(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), []string{
+		"-streams", "50", "-duration", "2s", "-interval", "500ms", "-ramp", "200ms",
+		"-max-tokens", "60", // 0.6 s a request: each stream is re-sent during the run
+		"-json",
+	}, &out, &errOut)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	r := parseJSONReport(t, out.Bytes())
+
+	assert.Equal(t, 50, r.start.Config.Streams)
+	require.Positive(t, r.start.SimulatorPID)
+	assert.NotEqual(t, os.Getpid(), r.start.SimulatorPID)
+
+	require.Len(t, r.samples, 4, "one sample every 500ms for 2s")
+	for i, s := range r.samples {
+		assert.InDelta(t, float64(500*(i+1)), float64(time.Duration(s.Elapsed).Milliseconds()), 250, "sample %d", i)
+		assert.Positive(t, s.Client.RSS)
+		assert.Positive(t, s.Client.HeapInuse)
+		assert.Positive(t, s.Client.Stacks)
+		assert.Greater(t, s.Client.Goroutines, 50, "a worker per stream at least")
+		assert.Empty(t, s.Client.Err)
+		require.NotNil(t, s.Simulator)
+		assert.Equal(t, r.start.SimulatorPID, s.Simulator.PID)
+		assert.Positive(t, s.Simulator.RSS)
+		assert.Greater(t, s.Simulator.Goroutines, 50, "a goroutine per connection at least")
+		assert.Empty(t, s.Simulator.Err)
+		require.NotNil(t, s.Engine)
+		assert.Zero(t, s.Failed)
+		assert.Empty(t, s.Errors)
+	}
+	last := r.samples[len(r.samples)-1]
+	assert.Equal(t, 50, last.InFlight)
+	assert.Positive(t, last.WithToken)
+	assert.Positive(t, last.TokensPerSec)
+	assert.Positive(t, last.CumTokensPerSec)
+	assert.Greater(t, last.Launched, int64(50), "finished requests are re-sent")
+	assert.Positive(t, last.Engine.Running)
+	assert.Positive(t, last.Engine.TokensPerChunk)
+
+	f := r.final
+	assert.Equal(t, "duration", f.Stopped)
+	assert.Zero(t, f.Failed)
+	assert.Empty(t, f.Errors)
+	assert.Positive(t, f.Canceled, "the streams in flight are cut at the end")
+	assert.LessOrEqual(t, f.Canceled, 50)
+	assert.Equal(t, f.Launched, f.Requests)
+	assert.Equal(t, last.Tokens, f.Tokens)
+	assert.Positive(t, f.Tokens)
+	assert.InDelta(t, 5000, f.NominalTokensPerSec, 1e-9)
+	assert.Empty(t, f.SimulatorExit, "the simulator exits cleanly")
+	require.NotNil(t, f.Simulator)
+	for _, ps := range []ProcSummary{f.Client, *f.Simulator} {
+		require.Len(t, ps.RSSAt, 3)
+		for i, fr := range checkpointFractions {
+			assert.Equal(t, fr, ps.RSSAt[i].Fraction)
+			assert.Positive(t, ps.RSSAt[i].RSS)
+		}
+		assert.Nil(t, ps.Flat, "2 s is too short to judge")
+		assert.Contains(t, ps.Verdict, "not judged")
+		assert.Positive(t, ps.RSSPerStream)
+	}
+
+	p, err := os.FindProcess(r.start.SimulatorPID)
+	if err == nil {
+		assert.Error(t, p.Signal(syscall.Signal(0)), "the simulator has exited")
+	}
+}
+
+// Against a server given with -url, the text report has no simulator
+// columns, and the streams still flow.
+func TestSoakURL(t *testing.T) {
+	srv := loadgentest.NewServer(loadgentest.FastProfile())
+	defer srv.Close()
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), []string{
+		"-url", srv.URL + "/v1", "-streams", "10", "-duration", "1s", "-interval", "500ms", "-ramp", "0", "-max-tokens", "1000",
+	}, &out, &errOut)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	text := out.String()
+	assert.Contains(t, text, "soak: 10 streams for 1s against "+srv.URL+"/v1")
+	assert.NotContains(t, text, "simulator")
+	assert.Contains(t, text, "end after 1s (stopped: duration)")
+	assert.Contains(t, text, "0 failed (none), 10 cut at the end")
+	assert.Contains(t, text, "client RSS not judged")
+	assert.Equal(t, 2, strings.Count(text, "\n      "), "two sample lines:\n%s", text)
+}
+
+func TestFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-streams", "0"},
+		{"-duration", "-1s"},
+		{"-speed", "0"},
+		{"extra"},
+		{"-nope"},
+	} {
+		var out, errOut bytes.Buffer
+		assert.Equal(t, 2, run(t.Context(), args, &out, &errOut), "%q", args)
+		assert.NotEmpty(t, errOut.String())
+	}
+	var out, errOut bytes.Buffer
+	run(t.Context(), []string{"-h"}, &out, &errOut)
+	assert.Contains(t, errOut.String(), "-streams")
+	assert.NotContains(t, errOut.String(), "-serve", "-serve is soak's own")
+}
+
+func TestCheckLimits(t *testing.T) {
+	require.NoError(t, checkLimits(10))
+	err := checkLimits(1 << 30)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "fewer -streams")
+}
+
+func TestJudgeFlat(t *testing.T) {
+	const mb = 1 << 20
+	series := func(rss ...int64) []point {
+		pts := make([]point, len(rss))
+		for i, r := range rss {
+			pts[i] = point{at: time.Duration(i+1) * time.Minute, rss: r * mb}
+		}
+		return pts
+	}
+	tests := []struct {
+		name    string
+		pts     []point
+		warmup  time.Duration
+		flat    *bool
+		growth  float64
+		verdict string
+
+		liveGrowth float64
+	}{
+		{name: "flat", pts: series(500, 900, 910, 905, 950), warmup: 2 * time.Minute,
+			flat: ptr(true), growth: 50.0 / 900, verdict: "flat: RSS +5.6% from 2m0s to 5m0s (900 MB to 950 MB, peak 950 MB); RSS limit +10%"},
+		{name: "grows", pts: series(500, 900, 950, 1000, 1100), warmup: 2 * time.Minute,
+			flat: ptr(false), growth: 200.0 / 900, verdict: "NOT flat: RSS +22.2%"},
+		{name: "shrinks", pts: series(900, 800, 700), warmup: time.Minute,
+			flat: ptr(true), growth: -200.0 / 900, verdict: "flat: RSS -22.2%"},
+		{name: "too short", pts: series(500, 900, 990), warmup: 150 * time.Second,
+			growth: 0, verdict: "not judged: RSS +0.0% from 3m0s to 3m0s"},
+		{name: "unknown readings ignored", pts: series(0, 900, 0, 920), warmup: 0,
+			flat: ptr(true), growth: 20.0 / 900, verdict: "flat: RSS +2.2% from 2m0s to 4m0s"},
+		{name: "live heap", pts: []point{{time.Minute, 500 * mb, 100 * mb}, {2 * time.Minute, 520 * mb, 130 * mb}}, warmup: 0,
+			flat: ptr(true), growth: 0.04, liveGrowth: 0.3, verdict: "flat: RSS +4.0% from 1m0s to 2m0s (500 MB to 520 MB, peak 520 MB), live heap +30.0% (100 MB to 130 MB); RSS limit +10%"},
+		{name: "nothing after warm-up", pts: series(500, 600), warmup: time.Hour,
+			verdict: "not judged: no reading after warm-up"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := judgeFlat(tc.pts, tc.warmup)
+			assert.Equal(t, tc.flat, f.flat)
+			assert.InDelta(t, tc.growth, f.growth, 1e-9)
+			assert.InDelta(t, tc.liveGrowth, f.liveGrowth, 1e-9)
+			assert.Contains(t, f.verdict, tc.verdict)
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
