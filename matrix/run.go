@@ -248,22 +248,23 @@ type cellRun struct {
 	prompts map[int]prompt
 }
 
-// promptFor returns the prompt of a context, building it on first use.
-func (cr *cellRun) promptFor(ctx context.Context, context int) (prompt, error) {
-	if p, ok := cr.prompts[context]; ok {
+// promptFor returns the prompt of a context of the given size, building it
+// on first use.
+func (cr *cellRun) promptFor(ctx context.Context, tokens int) (prompt, error) {
+	if p, ok := cr.prompts[tokens]; ok {
 		return p, nil
 	}
-	head := fmt.Sprintf("[llmload run %s, context %d]", cr.runID, context)
-	seed := binary.LittleEndian.Uint64([]byte(cr.runID + "llmload")[:8]) ^ uint64(context)
-	text, n, err := cr.sizer.Build(ctx, context, head, seed)
+	head := fmt.Sprintf("[llmload run %s, context %d]", cr.runID, tokens)
+	seed := binary.LittleEndian.Uint64([]byte(cr.runID + "llmload")[:8]) ^ uint64(tokens)
+	text, n, err := cr.sizer.Build(ctx, tokens, head, seed)
 	if err != nil {
 		return prompt{}, err
 	}
-	if context > 0 && abs(n-context) > context/100 {
-		cr.r.logf("prompt for %s: %d tokens, more than 1%% off", FormatTokens(context), n)
+	if tokens > 0 && abs(n-tokens) > tokens/100 {
+		cr.r.logf("prompt for %s: %d tokens, more than 1%% off", FormatTokens(tokens), n)
 	}
 	p := prompt{text: text, tokens: n, cold: true}
-	cr.prompts[context] = p
+	cr.prompts[tokens] = p
 	return p, nil
 }
 
@@ -271,20 +272,20 @@ func (cr *cellRun) promptFor(ctx context.Context, context int) (prompt, error) {
 func (cr *cellRun) prefill(ctx context.Context) error {
 	contexts := slices.Clone(cr.spec.Prefill)
 	sort.Ints(contexts)
-	for _, context := range contexts {
-		if slices.ContainsFunc(cr.res.Prefill, func(p Prefill) bool { return p.ContextTokens == context && p.Error == "" }) {
+	for _, tokens := range contexts {
+		if slices.ContainsFunc(cr.res.Prefill, func(p Prefill) bool { return p.ContextTokens == tokens && p.Error == "" }) {
 			continue
 		}
-		row, err := cr.scout(ctx, context)
+		row, err := cr.scout(ctx, tokens)
 		if err != nil && ctx.Err() != nil {
-			return context2err(ctx)
+			return context.Cause(ctx)
 		}
-		cr.res.Prefill = slices.DeleteFunc(cr.res.Prefill, func(p Prefill) bool { return p.ContextTokens == context })
+		cr.res.Prefill = slices.DeleteFunc(cr.res.Prefill, func(p Prefill) bool { return p.ContextTokens == tokens })
 		cr.res.Prefill = append(cr.res.Prefill, row)
 		if row.Error == "" {
-			cr.r.logf("prefill %s: %d prompt tokens, TTFT %.0f ms, %.1f tok/s", FormatTokens(context), row.PromptTokens, row.TTFTms, row.PromptTokS)
+			cr.r.logf("prefill %s: %d prompt tokens, TTFT %.0f ms, %.1f tok/s", FormatTokens(tokens), row.PromptTokens, row.TTFTms, row.PromptTokS)
 		} else {
-			cr.r.logf("prefill %s: %s", FormatTokens(context), row.Error)
+			cr.r.logf("prefill %s: %s", FormatTokens(tokens), row.Error)
 		}
 		if err := cr.save(); err != nil {
 			return err
@@ -293,14 +294,12 @@ func (cr *cellRun) prefill(ctx context.Context) error {
 	return nil
 }
 
-func context2err(ctx context.Context) error { return context.Cause(ctx) }
-
 // scout sends a context's prompt once with max_tokens 1, after the server
 // is idle. The first scout of a context is cold and measures prefill; every
 // scout warms the prefix cache.
-func (cr *cellRun) scout(ctx context.Context, context int) (Prefill, error) {
-	row := Prefill{ContextTokens: context}
-	p, err := cr.promptFor(ctx, context)
+func (cr *cellRun) scout(ctx context.Context, tokens int) (Prefill, error) {
+	row := Prefill{ContextTokens: tokens}
+	p, err := cr.promptFor(ctx, tokens)
 	if err != nil {
 		row.Error = err.Error()
 		return row, err
@@ -309,7 +308,7 @@ func (cr *cellRun) scout(ctx context.Context, context int) (Prefill, error) {
 	req := &loadgen.Request{API: cr.spec.API, Model: cr.spec.Model, Prompt: p.text, MaxTokens: 1, Usage: loadgen.UsageFinal}
 	resp, err := cr.client.Do(ctx, req)
 	p.cold = false
-	cr.prompts[context] = p
+	cr.prompts[tokens] = p
 	if err != nil {
 		row.Error = err.Error()
 		return row, err

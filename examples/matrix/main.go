@@ -28,7 +28,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -316,6 +315,5 @@ func compare(files []string, o *options, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "matrix:", err)
 		return 1
 	}
-	_ = strings.TrimSpace
 	return 0
 }
