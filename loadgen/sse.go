@@ -34,6 +34,7 @@ type eventReader struct {
 	skipLF     bool // the last line ended in a CR at the end of a read
 	full       bool // the last read filled the buffer: there is a backlog
 	partial    bool // the stream ended inside a line
+	scanned    int  // bytes from start known to hold no line end
 
 	// The event being framed: one data line (a slice of buf, still where
 	// it was read), or several joined in data.
@@ -154,7 +155,10 @@ func (e *eventReader) line() (line []byte, ok bool, err error) {
 				continue
 			}
 		}
-		if i := lineEnd(window); i >= 0 {
+		i := lineEnd(window[e.scanned:])
+		if i >= 0 {
+			i += e.scanned
+			e.scanned = 0
 			e.start += i + 1
 			if window[i] == '\r' {
 				switch {
@@ -170,6 +174,7 @@ func (e *eventReader) line() (line []byte, ok bool, err error) {
 			e.partial = len(window) > 0
 			return nil, false, e.err
 		}
+		e.scanned = len(window) // no line end there: do not scan it again
 		if err := e.fill(); err != nil {
 			return nil, false, err
 		}

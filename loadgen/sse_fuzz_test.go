@@ -6,6 +6,7 @@ import (
 	"io"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/tmaxmax/go-sse"
 )
@@ -120,5 +121,19 @@ func TestEventReaderLimits(t *testing.T) {
 	}
 	if _, err := er.next(); !errors.Is(err, boom) {
 		t.Fatalf("read error: %v", err)
+	}
+}
+
+// TestEventReaderLongLineInSmallReads reads a long line a byte at a time:
+// each byte must not rescan the line read so far.
+func TestEventReaderLongLineInSmallReads(t *testing.T) {
+	line := "data: " + string(bytes.Repeat([]byte("x"), 512<<10)) + "\n\n"
+	start := time.Now()
+	got, err := readEvents(iotest.OneByteReader(bytes.NewReader([]byte(line))))
+	if err != nil || len(got) != 1 || len(got[0]) != 512<<10 {
+		t.Fatalf("got %d events, %v", len(got), err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("a 512 KiB line a byte at a time took %v", d)
 	}
 }
