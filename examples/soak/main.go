@@ -269,31 +269,29 @@ func (s *soak) run(ctx context.Context) int {
 	return code
 }
 
-// drive takes a sample every interval until the duration has passed or ctx
-// ends, reporting each, and returns them all. The last sample is taken at the
-// duration, while the load is still on.
+// drive takes a sample at every multiple of the interval until the duration
+// has passed or ctx ends, reporting each, and returns them all. A sample
+// that comes late (the machine is busy) does not bring the next ones closer:
+// the ticks it missed are skipped. The last sample is taken at the duration,
+// while the load is still on.
 func (s *soak) drive(ctx context.Context, gen *loadgen.Generator, sm *sampler) []Sample {
-	start := sm.start
-	end := start.Add(s.cfg.Duration)
+	interval, end := s.cfg.Interval, s.cfg.Duration
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
-	for next := start.Add(s.cfg.Interval); ; next = next.Add(s.cfg.Interval) {
-		at := next
-		if at.After(end) {
-			at = end
-		}
-		t.Reset(time.Until(at))
+	for {
+		at := min((time.Since(sm.start)/interval+1)*interval, end)
+		t.Reset(time.Until(sm.start.Add(at)))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			// A last sample, unless the previous one is just as fresh.
-			if prev := sm.samples[len(sm.samples)-1]; time.Since(sm.start)-time.Duration(prev.Elapsed) >= s.cfg.Interval/10 {
+			if prev := sm.samples[len(sm.samples)-1]; time.Since(sm.start)-time.Duration(prev.Elapsed) >= interval/10 {
 				s.rep.sample(sm.take(gen.Progress()))
 			}
 			return sm.samples
 		}
 		s.rep.sample(sm.take(gen.Progress()))
-		if !at.Before(end) {
+		if at >= end {
 			return sm.samples
 		}
 	}
@@ -322,6 +320,7 @@ func (s *soak) final(samples []Sample, r *loadgen.Run, rec *metrics.Recorder) Fi
 	f.Elapsed = last.Elapsed
 	f.Tokens = last.Tokens
 	f.TokensPerSec = last.CumTokensPerSec
+	f.Engine = last.Engine
 	f.Client = judgeProcess(samples, s.cfg, func(x Sample) *Proc { return &x.Client })
 	if s.sim != nil {
 		sp := judgeProcess(samples, s.cfg, func(x Sample) *Proc { return x.Simulator })

@@ -98,6 +98,11 @@ type Final struct {
 	TokensPerSec        float64 `json:"tok_s"`
 	NominalTokensPerSec float64 `json:"nominal_tok_s,omitempty"`
 
+	// Engine is the simulator's engine at the last sample (nil with
+	// -url): its Behind is how much wall time it could not keep up with
+	// its steps, which the tokens/s fall short of the nominal rate by.
+	Engine *Engine `json:"engine,omitempty"`
+
 	Client        ProcSummary     `json:"client"`
 	Simulator     *ProcSummary    `json:"simulator,omitempty"`
 	SimulatorExit string          `json:"simulator_exit,omitempty"`
@@ -175,23 +180,24 @@ func judgeProcess(samples []Sample, cfg config, get func(Sample) *Proc) ProcSumm
 		ps.Verdict = "not judged: no sample"
 		return ps
 	}
+	lastAt := time.Duration(samples[len(samples)-1].Elapsed)
 	for _, f := range checkpointFractions {
 		target := time.Duration(f * float64(cfg.Duration))
-		best := -1
-		for i, s := range samples[1:] {
-			if get(s) == nil {
-				continue
-			}
-			if best < 0 || absDur(time.Duration(s.Elapsed)-target) < absDur(time.Duration(samples[1+best].Elapsed)-target) {
-				best = i
-			}
-		}
-		if best < 0 || absDur(time.Duration(samples[1+best].Elapsed)-target) > cfg.Interval {
+		if lastAt < target-cfg.Interval/2 {
 			continue // the run did not get there
 		}
-		s := samples[1+best]
-		p := get(s)
-		ps.RSSAt = append(ps.RSSAt, Checkpoint{Fraction: f, At: s.Elapsed, RSS: p.RSS, Goroutines: p.Goroutines})
+		var best *Sample
+		for i := range samples[1:] {
+			s := &samples[1+i]
+			if get(*s) != nil && (best == nil || absDur(time.Duration(s.Elapsed)-target) < absDur(time.Duration(best.Elapsed)-target)) {
+				best = s
+			}
+		}
+		if best == nil {
+			continue
+		}
+		p := get(*best)
+		ps.RSSAt = append(ps.RSSAt, Checkpoint{Fraction: f, At: best.Elapsed, RSS: p.RSS, Goroutines: p.Goroutines})
 	}
 	warmup := max(time.Duration(warmupFraction*float64(cfg.Duration)), cfg.Ramp)
 	fl := judgeFlat(pts, warmup)
@@ -370,6 +376,13 @@ func (r *textReporter) final(f Final) {
 	ps("client", &f.Client)
 	if f.Simulator != nil {
 		ps("simulator", f.Simulator)
+	}
+	if e := f.Engine; e != nil && f.Elapsed > 0 {
+		fmt.Fprintf(w, "simulator engine: %v behind its schedule over the run (%.0f%%)", e.Behind, 100*float64(e.Behind)/float64(f.Elapsed))
+		if e.Chunks > 0 {
+			fmt.Fprintf(w, "; %.1f tokens per chunk written", float64(e.Tokens)/float64(e.Chunks))
+		}
+		fmt.Fprintln(w)
 	}
 	if f.SimulatorExit != "" {
 		fmt.Fprintf(w, "simulator: %s\n", f.SimulatorExit)
