@@ -1,0 +1,51 @@
+package llmload_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/matrix"
+)
+
+// The whole pipeline in a few lines: a simulated vLLM server calibrated to
+// the seed run, a small matrix against it, and each cell's verdict. The
+// 248K row is predicted over capacity from the server's own figures and
+// never sent.
+func Example() {
+	p := loadgentest.SeedProfile()
+	p.Speed = 50 // fifty times faster than real time
+	srv := loadgentest.NewServer(p)
+	defer srv.Close()
+
+	r := &matrix.Runner{
+		Spec: matrix.Spec{
+			URL: srv.URL + "/v1", Model: "bench",
+			Contexts: []int{0, 248 * matrix.K}, Concurrency: []int{1, 2}, Prefill: []int{},
+			Duration: matrix.Duration(5 * time.Second), MaxTokens: 8192,
+		},
+		Speed:  p.Speed,
+		Client: &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()},
+	}
+	res, err := r.Run(context.Background())
+	if err != nil {
+		fmt.Println("failed:", err)
+		return
+	}
+	for _, c := range res.Cells {
+		fmt.Printf("%s × %d: %s", matrix.FormatTokens(c.ContextTokens), c.Concurrency, c.Status)
+		if c.Measurement != nil {
+			fmt.Printf(", measured %.0f s of the server's time", c.MeasuredS)
+		} else {
+			fmt.Printf(" (%s)", c.Predicted.Reason)
+		}
+		fmt.Println()
+	}
+	// Output:
+	// 0 × 1: Valid, measured 5 s of the server's time
+	// 0 × 2: Valid, measured 5 s of the server's time
+	// 248K × 1: Over capacity (max_model_len)
+	// 248K × 2: Over capacity (max_model_len)
+}
