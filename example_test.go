@@ -16,7 +16,7 @@ import (
 // never sent.
 func Example() {
 	p := loadgentest.SeedProfile()
-	p.Speed = 50 // fifty times faster than real time
+	p.Speed = 20 // twenty times faster than real time
 	srv := loadgentest.NewServer(p)
 	defer srv.Close()
 
