@@ -60,7 +60,7 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 		},
 		WarmupTimeout: cr.r.wall(time.Duration(w.Timeout) + time.Duration(w.PerContextK)*time.Duration(c.ContextTokens/K)),
 		Duration:      cr.r.wall(time.Duration(spec.Duration)),
-		OnWindow:      func(metrics.Window) { cr.sampler.Mark() },
+		OnWindow:      func(w metrics.Window) { cr.sampler.Mark(w.End) },
 	}
 
 	cellCtx, stop := context.WithCancelCause(ctx)

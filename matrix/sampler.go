@@ -87,6 +87,7 @@ type Sampler struct {
 	ok       bool  // the server has answered with metrics
 	err      error // the last failure
 	marking  bool
+	until    time.Time // the end of the marked span
 	count    int
 	sumRun   float64
 	peakRun  float64
@@ -173,7 +174,7 @@ func (s *Sampler) sample(ctx context.Context) {
 		return
 	}
 	s.last, s.ok, s.err = g, true, nil
-	if !s.marking {
+	if !s.marking || !g.Time.Before(s.until) {
 		return
 	}
 	s.count++
@@ -196,11 +197,12 @@ func (s *Sampler) Latest() (Gauges, bool) {
 	return s.last, s.ok
 }
 
-// Mark starts a summary afresh (at a window's start).
-func (s *Sampler) Mark() {
+// Mark starts a summary afresh (at a window's start) of the samples taken
+// before until (the window's end).
+func (s *Sampler) Mark(until time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.marking = true
+	s.marking, s.until = true, until
 	s.count, s.sumRun, s.peakRun, s.maxWait, s.preFirst, s.preLast, s.maxKV = 0, 0, 0, 0, 0, 0, 0
 }
 
