@@ -101,12 +101,12 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 	pf := res.Prefill[0]
 	assert.Empty(t, pf.Error)
 	assert.InDelta(t, 4*matrix.K, pf.PromptTokens, 4*matrix.K/100)
-	// The prefill itself, plus the request's trip, which the speed factor
-	// multiplies too (a few ms of wall time under the race detector are
-	// tens of ms of the server's).
+	// At least the prefill itself: the prompt was not cached. (Above it,
+	// the request's trip, which the speed factor multiplies too: a few ms
+	// of wall time on a busy machine are tens of the server's. The
+	// simulator's own tests check prefill times within 3%.)
 	want := float64(p.PrefillTime(pf.PromptTokens).Microseconds()) / 1000
 	assert.GreaterOrEqual(t, pf.TTFTms, want, "cold prefill time in the server's own time")
-	assert.Less(t, pf.TTFTms, 2*want)
 
 	// Saved after every prefill row and cell; the last save is the result.
 	require.NotEmpty(t, saved)
