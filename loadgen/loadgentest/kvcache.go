@@ -8,9 +8,11 @@ package loadgentest
 // is evicted first; a request's blocks are released last-first, so its prefix
 // outlives its tail.
 //
-// Blocks never used yet are handed out first and made on demand, so memory
-// follows the peak use rather than the capacity. kvCache is owned by the
-// engine goroutine.
+// Blocks never used yet are handed out first and made on demand (as vLLM
+// takes fresh blocks before evicting cached ones), so the block table grows
+// with the total ever used, up to the capacity (24 bytes a block: 48 MiB for
+// FastProfile's 2^21 blocks), not with the peak in use. kvCache is owned by
+// the engine goroutine.
 type kvCache struct {
 	size    int // tokens per block
 	total   int // blocks
