@@ -165,6 +165,10 @@ func (s Spec) Validate() error {
 	return errors.Join(errs...)
 }
 
+// maxTokens bounds the token counts ParseTokens accepts: far beyond any
+// context, far below int's limit.
+const maxTokens = 1 << 40
+
 // ParseTokens reads a token count such as "16K", "16k", "248K", "8192" or
 // "0" (K = 1024).
 func ParseTokens(s string) (int, error) {
@@ -174,7 +178,7 @@ func ParseTokens(s string) (int, error) {
 		mult, s = K, s[:n-1]
 	}
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || v < 0 {
+	if err != nil || !(v >= 0) || v*float64(mult) > maxTokens {
 		return 0, fmt.Errorf("matrix: %q is not a token count (like 16K or 8192)", s)
 	}
 	return int(v * float64(mult)), nil
