@@ -36,17 +36,27 @@ func main() {
 	speed := flag.Float64("speed", 1, "speed factor: 10 runs the model ten times faster than real time")
 	model := flag.String("model", "", `served model name (default the profile's, "bench")`)
 	flag.Parse()
-	if err := run(*addr, *profile, *speed, *model); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatalf("simserver: %v", err)
+	}
+	if err := serve(ctx, ln, *profile, *speed, *model); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(addr, name string, speed float64, model string) error {
+// serve runs the simulator with the named profile on ln until ctx is done,
+// then ends the streams in flight and shuts the server down. It closes ln.
+func serve(ctx context.Context, ln net.Listener, name string, speed float64, model string) error {
 	p, err := loadgentest.ProfileByName(name)
 	if err != nil {
-		return err
+		ln.Close()
+		return fmt.Errorf("simserver: %w", err)
 	}
 	if speed <= 0 {
+		ln.Close()
 		return fmt.Errorf("simserver: -speed must be positive, got %g", speed)
 	}
 	p.Speed = speed
@@ -56,13 +66,7 @@ func run(addr, name string, speed float64, model string) error {
 	h := loadgentest.NewHandler(p)
 	defer h.Close()
 
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("simserver: %w", err)
-	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	got := h.Profile()

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/loadgen/loadgentest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestServeStreamsAndShutsDown runs the command's server on a loopback port,
+// checks what it says of itself, streams a request to it, and stops it with a
+// stream still in flight: serve returns promptly and that stream ends with
+// an error rather than hanging.
+func TestServeStreamsAndShutsDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, ln, "fast", 10, "my-model") }()
+	base := "http://" + ln.Addr().String() + "/v1"
+	c := &loadgen.Client{BaseURL: base}
+	defer c.CloseIdleConnections()
+
+	resp, err := http.Get(base + "/models")
+	require.NoError(t, err)
+	var models struct {
+		Data []struct {
+			ID          string `json:"id"`
+			MaxModelLen int    `json:"max_model_len"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&models))
+	resp.Body.Close()
+	require.Len(t, models.Data, 1)
+	assert.Equal(t, "my-model", models.Data[0].ID)
+	assert.Equal(t, loadgentest.FastProfile().MaxModelLen, models.Data[0].MaxModelLen)
+
+	got, err := c.Do(ctx, &loadgen.Request{Model: "my-model", Prompt: loadgentest.Prompt(64, "simserver"), MaxTokens: 20, IgnoreEOS: true})
+	require.NoError(t, err)
+	assert.Equal(t, 20, got.OutputTokens())
+	assert.Equal(t, 64+loadgentest.ChatMessageTokens+loadgentest.ChatReplyTokens, got.PromptTokens, "the prompt and its chat template")
+
+	// A long stream in flight when the server stops.
+	long := make(chan error, 1)
+	go func() {
+		_, err := c.Do(context.Background(), &loadgen.Request{Model: "my-model", Prompt: "go on", MaxTokens: 30_000, IgnoreEOS: true})
+		long <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	stop()
+	select {
+	case err := <-served:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not return within 10 s of its context ending")
+	}
+	select {
+	case err := <-long:
+		var le *loadgen.Error
+		require.True(t, errors.As(err, &le), "the cut stream fails with a typed error, got %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream in flight did not end within 10 s of the server stopping")
+	}
+}
+
+func TestServeRefusesBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		profile string
+		speed   float64
+		want    string
+	}{
+		{"nonesuch", 1, `no profile "nonesuch"`},
+		{"seed", 0, "-speed must be positive"},
+	} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		err = serve(t.Context(), ln, tc.profile, tc.speed, "")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), tc.want)
+		_, dialErr := net.DialTimeout("tcp", ln.Addr().String(), time.Second)
+		assert.Error(t, dialErr, "the listener is closed on error")
+	}
+}
