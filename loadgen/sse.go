@@ -35,6 +35,7 @@ type eventReader struct {
 	full       bool // the last read filled the buffer: there is a backlog
 	partial    bool // the stream ended inside a line
 	scanned    int  // bytes from start known to hold no line end
+	quiet      int  // reads in a row that took under a quarter of the buffer
 
 	// The event being framed: one data line (a slice of buf, still where
 	// it was read), or several joined in data.
@@ -47,10 +48,14 @@ type eventReader struct {
 // The reader's buffer starts small, since a live stream brings one event
 // per read, and doubles, up to eventReaderBulk, while reads fill it: a
 // backlog is read in large pieces, with few system calls. It grows beyond
-// that only for an event that needs it.
+// that only for an event that needs it. Once the backlog is gone, and
+// eventReaderQuiet reads in a row have each taken under a quarter of it, it
+// halves again, so that thousands of live streams keep small buffers after
+// a burst.
 const (
 	eventReaderStart = 1 << 10
 	eventReaderBulk  = 16 << 10
+	eventReaderQuiet = 64
 )
 
 func newEventReader(r io.Reader, maxEvent int) *eventReader {
@@ -205,6 +210,12 @@ func (e *eventReader) fill() error {
 		e.end = copy(e.buf, e.buf[e.start:e.end])
 		e.start = 0
 	}
+	if e.end == 0 && e.quiet >= eventReaderQuiet && len(e.buf) > eventReaderStart {
+		// A pending data line, if any, still points into the old buffer,
+		// which nothing overwrites.
+		e.buf = make([]byte, len(e.buf)/2)
+		e.quiet = 0
+	}
 	if e.end == len(e.buf) || (e.full && len(e.buf) < eventReaderBulk) {
 		if e.end == len(e.buf) && len(e.buf) >= e.max+2 { // a line ending's worth over the limit
 			return errEventTooLarge
@@ -218,6 +229,11 @@ func (e *eventReader) fill() error {
 		n, err := e.r.Read(e.buf[e.end:])
 		e.full = n == space
 		e.end += n
+		if n < len(e.buf)/4 {
+			e.quiet++
+		} else {
+			e.quiet = 0
+		}
 		if err != nil {
 			e.eof = true
 			if err != io.EOF {

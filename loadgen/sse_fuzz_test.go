@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"testing/iotest"
@@ -135,5 +136,56 @@ func TestEventReaderLongLineInSmallReads(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("a 512 KiB line a byte at a time took %v", d)
+	}
+}
+
+// pieces returns one piece per Read (or the part of it that fits).
+type pieces [][]byte
+
+func (p *pieces) Read(b []byte) (int, error) {
+	if len(*p) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, (*p)[0])
+	if (*p)[0] = (*p)[0][n:]; len((*p)[0]) == 0 {
+		*p = (*p)[1:]
+	}
+	return n, nil
+}
+
+// TestEventReaderBufferGrowsAndShrinks reads a backlog, which grows the
+// buffer, then a live stream of one event a read, which shrinks it back to
+// its starting size.
+func TestEventReaderBufferGrowsAndShrinks(t *testing.T) {
+	event := func(i int) []byte { return fmt.Appendf(nil, "data: {\"token\":%d,\"pad\":%q}\n\n", i, bytes.Repeat([]byte("p"), 60)) }
+	var backlog []byte
+	for i := range 200 {
+		backlog = append(backlog, event(i)...)
+	}
+	src := pieces{backlog}
+	const total = 200 + 5*eventReaderQuiet // enough reads to halve 16 KiB four times
+	for i := 200; i < total; i++ {
+		src = append(src, event(i))
+	}
+	er := newEventReader(&src, 1<<20)
+	peak := 0
+	for i := range total {
+		data, err := er.next()
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if want := bytes.TrimSuffix(bytes.TrimPrefix(event(i), []byte("data: ")), []byte("\n\n")); !bytes.Equal(data, want) {
+			t.Fatalf("event %d: %q, want %q", i, data, want)
+		}
+		peak = max(peak, len(er.buf))
+		if i == 199 && peak < 4*eventReaderStart {
+			t.Fatalf("a %d-byte backlog grew the buffer only to %d bytes", len(backlog), peak)
+		}
+	}
+	if len(er.buf) != eventReaderStart {
+		t.Errorf("after %d single-event reads the buffer is %d bytes (peak %d), want %d", total-200, len(er.buf), peak, eventReaderStart)
+	}
+	if _, err := er.next(); err != io.EOF {
+		t.Errorf("at the end: %v, want io.EOF", err)
 	}
 }
