@@ -157,7 +157,9 @@ func (p *pieces) Read(b []byte) (int, error) {
 // buffer, then a live stream of one event a read, which shrinks it back to
 // its starting size.
 func TestEventReaderBufferGrowsAndShrinks(t *testing.T) {
-	event := func(i int) []byte { return fmt.Appendf(nil, "data: {\"token\":%d,\"pad\":%q}\n\n", i, bytes.Repeat([]byte("p"), 60)) }
+	event := func(i int) []byte {
+		return fmt.Appendf(nil, "data: {\"token\":%d,\"pad\":%q}\n\n", i, bytes.Repeat([]byte("p"), 60))
+	}
 	var backlog []byte
 	for i := range 200 {
 		backlog = append(backlog, event(i)...)
