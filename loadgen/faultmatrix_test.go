@@ -44,9 +44,26 @@ var faults = []fault{
 	{"slow response headers", "header-delay=3s", 0, metrics.KindHeaderTimeout},
 }
 
-func faultClient(srv *loadgentest.Server) *loadgen.Client {
+// transports are the transports every fault is tried on: net/http's, as
+// NewTransport sets it up, and StreamTransport.
+var transports = []struct {
+	name string
+	new  func(conns int) http.RoundTripper
+}{
+	{"http", func(n int) http.RoundTripper { return loadgen.NewTransport(n) }},
+	{"stream", func(n int) http.RoundTripper { return loadgen.NewStreamTransport(n) }},
+}
+
+// forEachTransport runs f as a subtest on each transport.
+func forEachTransport(t *testing.T, f func(t *testing.T, tr func(conns int) http.RoundTripper)) {
+	for _, tr := range transports {
+		t.Run("transport="+tr.name, func(t *testing.T) { f(t, tr.new) })
+	}
+}
+
+func faultClient(srv *loadgentest.Server, tr func(conns int) http.RoundTripper) *loadgen.Client {
 	return &loadgen.Client{
-		BaseURL: srv.URL + "/v1", HTTPClient: loadgen.NewHTTPClientForTest(8),
+		BaseURL: srv.URL + "/v1", HTTPClient: &http.Client{Transport: tr(8)},
 		StallTimeout: 300 * time.Millisecond, HeaderTimeout: 300 * time.Millisecond,
 	}
 }
@@ -67,10 +84,14 @@ func faultSource(faulty map[int]string) loadgen.Source {
 // must be classified with the right kind, token counts must stay exact for
 // the healthy requests and the partial ones, and the run must end promptly.
 func TestFaultMatrix(t *testing.T) {
+	forEachTransport(t, testFaultMatrix)
+}
+
+func testFaultMatrix(t *testing.T, tr func(conns int) http.RoundTripper) {
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
 			srv, _ := simulated(t, 2*time.Millisecond, 64)
-			c := faultClient(srv)
+			c := faultClient(srv, tr)
 			defer c.CloseIdleConnections()
 			g := &loadgen.Generator{Client: c, Concurrency: 4, Requests: 12, FailurePause: -1,
 				Source: faultSource(map[int]string{1: f.header, 3: f.header})}
@@ -123,8 +144,12 @@ func TestFaultMatrix(t *testing.T) {
 // TestFaultMatrixMixed runs every fault at once, one worker each, beside
 // healthy workers.
 func TestFaultMatrixMixed(t *testing.T) {
+	forEachTransport(t, testFaultMatrixMixed)
+}
+
+func testFaultMatrixMixed(t *testing.T, tr func(conns int) http.RoundTripper) {
 	srv, _ := simulated(t, 2*time.Millisecond, 64)
-	c := faultClient(srv)
+	c := faultClient(srv, tr)
 	defer c.CloseIdleConnections()
 	faulty := map[int]string{}
 	for i, f := range faults {
@@ -147,8 +172,12 @@ func TestFaultMatrixMixed(t *testing.T) {
 }
 
 func TestOversizeLineKeepsMemoryFlat(t *testing.T) {
+	forEachTransport(t, testOversizeLineKeepsMemoryFlat)
+}
+
+func testOversizeLineKeepsMemoryFlat(t *testing.T, tr func(conns int) http.RoundTripper) {
 	srv, _ := simulated(t, 2*time.Millisecond, 4)
-	c := faultClient(srv)
+	c := faultClient(srv, tr)
 	defer c.CloseIdleConnections()
 	r := completion(4)
 	r.Header = http.Header{loadgentest.FaultHeader: {"oversize=20000000"}}
@@ -175,6 +204,10 @@ func TestOverLengthIsTooLong(t *testing.T) {
 // and starts it again on the same address: requests in between fail to
 // connect or are cut, and the run goes on when the server is back.
 func TestServerGoesAwayAndComesBack(t *testing.T) {
+	forEachTransport(t, testServerGoesAwayAndComesBack)
+}
+
+func testServerGoesAwayAndComesBack(t *testing.T, tr func(conns int) http.RoundTripper) {
 	p := loadgentest.FastProfile()
 	p.DecodeBase = []loadgentest.BatchCost{{Batch: 1, Seconds: 0.002}}
 	h := loadgentest.NewHandler(p)
@@ -188,7 +221,7 @@ func TestServerGoesAwayAndComesBack(t *testing.T) {
 		return s
 	}
 	s1 := serve(ln)
-	c := &loadgen.Client{BaseURL: "http://" + addr + "/v1", HTTPClient: loadgen.NewHTTPClientForTest(4), StallTimeout: time.Second}
+	c := &loadgen.Client{BaseURL: "http://" + addr + "/v1", HTTPClient: &http.Client{Transport: tr(4)}, StallTimeout: time.Second}
 	defer c.CloseIdleConnections()
 
 	var s2 *http.Server

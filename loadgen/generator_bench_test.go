@@ -200,8 +200,7 @@ func (m *meter) wait(opened bool) bool {
 // CPU-second of the client alone (getrusage(RUSAGE_SELF) of the benchmark
 // process), tokens/server-cpu-s per CPU-second of the simulator (from
 // /proc), and client-cores and server-cores are the CPUs each kept busy;
-// bufs= compares the transport's connection buffers (see
-// BenchmarkGeneratorMemoryPerStream). sim=in-process serves from this
+// transport= compares transports (see BenchmarkGeneratorMemoryPerStream). sim=in-process serves from this
 // process: tokens/process-cpu-s then counts client and server together, and
 // tokens/chunk above 1 shows the server merging tokens because its writers
 // lag. allocs/token counts the process's heap allocations in the window per
@@ -212,9 +211,9 @@ func (m *meter) wait(opened bool) bool {
 func BenchmarkGeneratorTokensPerCPU(b *testing.B) {
 	b.Run("sim=process", func(b *testing.B) {
 		sim := startSimProcess(b, 1)
-		for _, bufs := range connBuffers {
-			b.Run("bufs="+bufs.name, func(b *testing.B) {
-				benchTokensPerCPU(b, sim.URL+"/v1", bufs.transport(benchStreams), sim.cpu, nil)
+		for _, tr := range benchTransports {
+			b.Run("transport="+tr.name, func(b *testing.B) {
+				benchTokensPerCPU(b, sim.URL+"/v1", tr.new(benchStreams), sim.cpu, nil)
 			})
 		}
 	})
@@ -225,7 +224,7 @@ func BenchmarkGeneratorTokensPerCPU(b *testing.B) {
 	})
 }
 
-func benchTokensPerCPU(b *testing.B, baseURL string, tr *http.Transport, serverCPU func() (time.Duration, bool), inProcess *loadgentest.Handler) {
+func benchTokensPerCPU(b *testing.B, baseURL string, tr http.RoundTripper, serverCPU func() (time.Duration, bool), inProcess *loadgentest.Handler) {
 	hc := &http.Client{Transport: tr}
 	defer hc.CloseIdleConnections()
 	c := &loadgen.Client{BaseURL: baseURL, HTTPClient: hc}
@@ -303,47 +302,46 @@ func benchTokensPerCPU(b *testing.B, baseURL string, tr *http.Transport, serverC
 // compared with a baseline taken before the run and divided by N: B/stream.
 // heap-B/stream and stack-B/stream are its two parts; live-B/stream is the
 // heap the live objects take (the heap in use also holds the free space of
-// partly used spans), the steadiest of the figures; goroutines/stream is 3:
-// the worker, and net/http's readLoop and writeLoop of its connection.
+// partly used spans), the steadiest of the figures; goroutines/stream is 3 with
+// net/http: the worker, and the readLoop and writeLoop of its connection.
 //
 // The run's recorder is filled by a short run of 8 requests before the
 // baseline, so its fixed histograms (13 of about 188 KB) are not charged to
 // the streams; the new run's own fixed cost (the health monitor's histogram,
 // about 188 KB) is, which is 0.2 KiB a stream at N = 1,000 and 1.9 KiB at
-// N = 100. bufs= compares the transport's connection buffers:
-// NewTransport's 1 KiB each way against net/http's default 4 KiB.
+// N = 100. transport= compares NewTransport (net/http, http-1k) with
+// net/http's default 4 KiB buffers (http-4k) and StreamTransport (stream),
+// which runs no goroutines of its own: goroutines/stream is then 1.
 //
 //	go test -run '^$' -bench 'GeneratorMemoryPerStream' -benchtime 1x -count 3 ./loadgen
 func BenchmarkGeneratorMemoryPerStream(b *testing.B) {
 	sim := startSimProcess(b, 1)
 	for _, n := range []int{100, benchStreams} {
-		for _, bufs := range connBuffers {
-			b.Run(fmt.Sprintf("streams=%d/bufs=%s", n, bufs.name), func(b *testing.B) {
-				benchMemoryPerStream(b, sim.URL+"/v1", n, bufs.transport)
+		for _, tr := range benchTransports {
+			b.Run(fmt.Sprintf("streams=%d/transport=%s", n, tr.name), func(b *testing.B) {
+				benchMemoryPerStream(b, sim.URL+"/v1", n, tr.new)
 			})
 		}
 	}
 }
 
-// connBufs sets the sizes of a transport's connection buffers, in bytes.
-type connBufs struct {
-	name        string
-	read, write int
+// benchTransport is a transport the benchmarks compare.
+type benchTransport struct {
+	name string
+	new  func(conns int) http.RoundTripper
 }
 
-// connBuffers are the buffer sizes compared: NewTransport's (1 KiB each
-// way), and net/http's defaults (4 KiB each way) and a mix, for comparison.
-var connBuffers = []connBufs{
-	{"r1k-w1k", 1 << 10, 1 << 10},
-	{"r4k-w1k", 4 << 10, 1 << 10},
-	{"r4k-w4k", 4 << 10, 4 << 10},
-}
-
-// transport returns loadgen.NewTransport(conns) with these buffers.
-func (bufs connBufs) transport(conns int) *http.Transport {
-	t := loadgen.NewTransport(conns)
-	t.ReadBufferSize, t.WriteBufferSize = bufs.read, bufs.write
-	return t
+// benchTransports are the transports compared: NewTransport's net/http
+// transport with its 1 KiB buffers each way, the same with net/http's
+// default 4 KiB buffers, and StreamTransport.
+var benchTransports = []benchTransport{
+	{"http-1k", func(n int) http.RoundTripper { return loadgen.NewTransport(n) }},
+	{"http-4k", func(n int) http.RoundTripper {
+		t := loadgen.NewTransport(n)
+		t.ReadBufferSize, t.WriteBufferSize = 4<<10, 4<<10
+		return t
+	}},
+	{"stream", func(n int) http.RoundTripper { return loadgen.NewStreamTransport(n) }},
 }
 
 // memInUse is the memory the process holds, after a GC.
@@ -366,7 +364,7 @@ func readMemInUse() memInUse {
 	return memInUse{heap: ms.HeapInuse, live: live[0].Value.Uint64(), stack: ms.StackInuse, goroutines: runtime.NumGoroutine()}
 }
 
-func benchMemoryPerStream(b *testing.B, baseURL string, n int, newTransport func(conns int) *http.Transport) {
+func benchMemoryPerStream(b *testing.B, baseURL string, n int, newTransport func(conns int) http.RoundTripper) {
 	req := completion(benchMaxTokens)
 	var heap, live, stack, goroutines float64
 	for b.Loop() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync/atomic"
 	"testing"
@@ -35,19 +36,32 @@ func completion(maxTokens int) *loadgen.Request {
 }
 
 // TestGeneratorMatchesGroundTruth compares what the generator measured with
-// what the simulated server says it wrote.
+// what the simulated server says it wrote, on net/http's transport and, at
+// 64 and 512 streams, on StreamTransport.
 func TestGeneratorMatchesGroundTruth(t *testing.T) {
 	for _, tc := range []struct {
 		streams int
 		step    time.Duration
-	}{{1, 10 * time.Millisecond}, {8, 10 * time.Millisecond}, {64, 10 * time.Millisecond}, {512, 25 * time.Millisecond}} {
-		t.Run(fmt.Sprint(tc.streams), func(t *testing.T) {
+		stream  bool // on StreamTransport
+	}{
+		{1, 10 * time.Millisecond, false}, {8, 10 * time.Millisecond, false},
+		{64, 10 * time.Millisecond, false}, {512, 25 * time.Millisecond, false},
+		{64, 10 * time.Millisecond, true}, {512, 25 * time.Millisecond, true},
+	} {
+		name := fmt.Sprint(tc.streams)
+		if tc.stream {
+			name += "/StreamTransport"
+		}
+		t.Run(name, func(t *testing.T) {
 			if raceEnabled && tc.streams > 64 {
 				// Under the race detector the client takes tens of µs a
 				// chunk: give it time to read each step's 512 chunks.
 				tc.step = 100 * time.Millisecond
 			}
 			srv, c := simulated(t, tc.step, tc.streams)
+			if tc.stream {
+				c.HTTPClient = &http.Client{Transport: loadgen.NewStreamTransport(tc.streams)}
+			}
 			defer c.CloseIdleConnections()
 			g := &loadgen.Generator{
 				Client: c, Source: loadgen.Repeat(completion(30000)),

@@ -1,0 +1,248 @@
+package loadgen_test
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/metrics"
+)
+
+// connCounter counts a test server's connections as they open and close.
+type connCounter struct{ opened, closed atomic.Int64 }
+
+func (c *connCounter) track(_ net.Conn, s http.ConnState) {
+	switch s {
+	case http.StateNew:
+		c.opened.Add(1)
+	case http.StateClosed, http.StateHijacked:
+		c.closed.Add(1)
+	}
+}
+
+// streamServer starts a server whose handler streams words, one chunk
+// each, then the finish and [DONE]; it counts its connections.
+func streamServer(t *testing.T, tls bool, h http.HandlerFunc) (*httptest.Server, *connCounter) {
+	t.Helper()
+	if h == nil {
+		h = func(w http.ResponseWriter, r *http.Request) {
+			f := sseHeaders(w)
+			for _, word := range []string{"a", "b", "c"} {
+				io.WriteString(w, tokenChunk(word))
+				f.Flush()
+			}
+			io.WriteString(w, finishChunk)
+		}
+	}
+	srv := httptest.NewUnstartedServer(h)
+	var cc connCounter
+	srv.Config.ConnState = cc.track
+	if tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv, &cc
+}
+
+func streamClient(srv *httptest.Server, tr *loadgen.StreamTransport) *loadgen.Client {
+	return &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: &http.Client{Transport: tr}}
+}
+
+// eventually waits up to 5 s for cond.
+func eventually(t *testing.T, cond func() bool, msg string) {
+	t.Helper()
+	require.Eventually(t, cond, 5*time.Second, 5*time.Millisecond, msg)
+}
+
+func TestStreamTransportStreamsOnOneConnection(t *testing.T) {
+	for _, useTLS := range []bool{false, true} {
+		name := "http"
+		if useTLS {
+			name = "https" // a TLS 1.3 server's session tickets wait unread on an idle connection
+		}
+		t.Run(name, func(t *testing.T) {
+			srv, cc := streamServer(t, useTLS, nil)
+			tr := loadgen.NewStreamTransport(4)
+			if useTLS {
+				tr.TLSClientConfig = &tls.Config{RootCAs: srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+			}
+			defer tr.CloseIdleConnections()
+			c := streamClient(srv, tr)
+			for i := range 20 {
+				resp, err := c.Do(t.Context(), req())
+				require.NoError(t, err, "request %d", i)
+				assert.Equal(t, "abc", resp.Text)
+				assert.Equal(t, 3, resp.OutputTokens())
+				assert.False(t, resp.Sent.IsZero(), "the request's write time is traced")
+			}
+			assert.EqualValues(t, 1, cc.opened.Load(), "20 sequential streams on one connection")
+			tr.CloseIdleConnections()
+			eventually(t, func() bool { return cc.closed.Load() == 1 }, "CloseIdleConnections closes the pooled connection")
+		})
+	}
+}
+
+func TestStreamTransportErrorStatusKeepsTheConnection(t *testing.T) {
+	var n atomic.Int64
+	srv, cc := streamServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1)%2 == 1 {
+			http.Error(w, `{"error":{"message":"no","type":"BadRequestError","code":400}}`, http.StatusBadRequest)
+			return
+		}
+		sseHeaders(w)
+		io.WriteString(w, tokenChunk("ok")+finishChunk)
+	})
+	tr := loadgen.NewStreamTransport(1)
+	defer tr.CloseIdleConnections()
+	c := streamClient(srv, tr)
+	for range 3 {
+		_, err := c.Do(t.Context(), req())
+		assert.Equal(t, metrics.KindClientStatus, loadgen.KindOf(err), "%v", err)
+		resp, err := c.Do(t.Context(), req())
+		require.NoError(t, err)
+		assert.Equal(t, "ok", resp.Text)
+	}
+	assert.EqualValues(t, 1, cc.opened.Load(), "a fully read error response leaves its connection reusable")
+}
+
+// TestStreamTransportServerClosesIdle lets the server close the idle
+// connection: the next request must notice before writing, and dial anew.
+func TestStreamTransportServerClosesIdle(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sseHeaders(w)
+		io.WriteString(w, tokenChunk("a")+finishChunk)
+	}))
+	var cc connCounter
+	srv.Config.ConnState = cc.track
+	srv.Config.IdleTimeout = 20 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	tr := loadgen.NewStreamTransport(4)
+	defer tr.CloseIdleConnections()
+	c := streamClient(srv, tr)
+	for i := range 3 {
+		_, err := c.Do(t.Context(), req())
+		require.NoError(t, err, "request %d after the server closed the idle connection", i)
+		eventually(t, func() bool { return cc.closed.Load() == int64(i+1) }, "the server closes the idle connection")
+	}
+	assert.EqualValues(t, 3, cc.opened.Load())
+}
+
+func TestStreamTransportConnectionClose(t *testing.T) {
+	srv, cc := streamServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		sseHeaders(w)
+		io.WriteString(w, tokenChunk("a")+finishChunk)
+	})
+	tr := loadgen.NewStreamTransport(4)
+	defer tr.CloseIdleConnections()
+	c := streamClient(srv, tr)
+	for range 3 {
+		_, err := c.Do(t.Context(), req())
+		require.NoError(t, err)
+	}
+	assert.EqualValues(t, 3, cc.opened.Load(), "a connection the server asked to close is not reused")
+}
+
+// endless streams a token every 5 ms until the client goes away, and
+// reports when it saw that.
+func endless(gone chan<- struct{}) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		f := sseHeaders(w)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-r.Context().Done():
+				close(gone)
+				return
+			case <-tick.C:
+				io.WriteString(w, tokenChunk("x"))
+				f.Flush()
+			}
+		}
+	}
+}
+
+func TestStreamTransportCancelClosesTheConnection(t *testing.T) {
+	gone := make(chan struct{})
+	srv, _ := streamServer(t, false, endless(gone))
+	tr := loadgen.NewStreamTransport(4)
+	defer tr.CloseIdleConnections()
+	c := streamClient(srv, tr)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	resp, err := c.Do(ctx, req())
+	assert.Less(t, time.Since(start), 3*time.Second, "the read blocked on the connection ends with the context")
+	assert.Equal(t, metrics.KindCanceled, loadgen.KindOf(err), "%v", err)
+	assert.Positive(t, resp.OutputTokens(), "what arrived before is kept")
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server never saw the connection close")
+	}
+}
+
+// TestStreamTransportCloseUnblocksRead closes a body from another goroutine
+// while a Read waits on it.
+func TestStreamTransportCloseUnblocksRead(t *testing.T) {
+	gone := make(chan struct{})
+	srv, _ := streamServer(t, false, endless(gone))
+	tr := loadgen.NewStreamTransport(4)
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	resp, err := hc.Post(srv.URL, "application/json", strings.NewReader("{}"))
+	require.NoError(t, err)
+	read := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, resp.Body)
+		read <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, resp.Body.Close())
+	select {
+	case err := <-read:
+		assert.Error(t, err, "a read cut by Close fails")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end the blocked Read")
+	}
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server never saw the connection close")
+	}
+	_, err = resp.Body.Read(make([]byte, 1))
+	assert.Error(t, err, "reading a closed body")
+}
+
+func TestStreamTransportRefusesOtherSchemes(t *testing.T) {
+	tr := loadgen.NewStreamTransport(1)
+	r, err := http.NewRequest(http.MethodPost, "ftp://example.com/v1", strings.NewReader("{}"))
+	require.NoError(t, err)
+	_, err = tr.RoundTrip(r)
+	assert.ErrorIs(t, err, loadgen.ErrUnsupportedScheme)
+}
+
+func TestStreamTransportConnectFailure(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	c := &loadgen.Client{BaseURL: "http://" + addr + "/v1", HTTPClient: &http.Client{Transport: loadgen.NewStreamTransport(1)}}
+	_, err = c.Do(t.Context(), req())
+	assert.Equal(t, metrics.KindConnect, loadgen.KindOf(err), "%v", err)
+}
