@@ -12,7 +12,9 @@
 // The load is a closed-loop [loadgen.Generator]: -streams workers, started
 // evenly over -ramp, each keeping one long completions request in flight
 // (-max-tokens tokens with ignore_eos) and sending another as soon as one
-// ends. Its live counters come from [loadgen.Generator.Progress].
+// ends. Its live counters come from [loadgen.Generator.Progress]. The
+// client's transport is [loadgen.StreamTransport] (one goroutine a stream);
+// -transport http compares net/http's (three).
 //
 // Without -url, soak starts the simulator ([loadgentest.FastProfile]: 10 ms
 // per decode step whatever the batch, so 100 tokens/s per stream at -speed 1,
@@ -90,6 +92,7 @@ type config struct {
 	Model     string        `json:"model,omitempty"`
 	Speed     float64       `json:"speed"`
 	MaxTokens int           `json:"max_tokens"`
+	Transport string        `json:"transport"`
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -104,6 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Model, "model", "", "model name to send (empty: none; the simulator serves any request without one)")
 	fs.Float64Var(&cfg.Speed, "speed", 1, "simulator speed factor: 10 runs it ten times faster than real time")
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", defaultMaxTokens, "max_tokens of each request (sent with ignore_eos)")
+	fs.StringVar(&cfg.Transport, "transport", "stream", "the client's HTTP transport: stream (loadgen.StreamTransport, one goroutine a stream) or http (net/http's, three)")
 	asJSON := fs.Bool("json", false, "print one JSON object per report line instead of text")
 	memProfile := fs.String("memprofile", "", "write heap profiles of the client (FILE) and the simulator (FILE.sim) at the end, before the load stops")
 	serve := fs.String("serve", "", "run only the simulator, listening on `ADDR`, and print its address (soak starts its child this way)")
@@ -121,6 +125,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *serve != "" {
 		return serveSimulator(ctx, *serve, cfg.Speed, stdout, stderr)
+	}
+	if cfg.Transport != "stream" && cfg.Transport != "http" {
+		fmt.Fprintf(stderr, "soak: -transport must be stream or http, got %q\n", cfg.Transport)
+		return 2
 	}
 	if cfg.Streams < 1 || cfg.Duration <= 0 || cfg.Interval <= 0 || cfg.Ramp < 0 || cfg.MaxTokens < 1 {
 		fmt.Fprintln(stderr, "soak: -streams, -duration, -interval and -max-tokens must be positive, -ramp not negative")
@@ -200,7 +208,11 @@ func (s *soak) run(ctx context.Context) int {
 		s.sim = sim
 		url = sim.url
 	}
-	hc := &http.Client{Transport: loadgen.NewTransport(s.cfg.Streams)}
+	var tr http.RoundTripper = loadgen.NewStreamTransport(s.cfg.Streams)
+	if s.cfg.Transport == "http" {
+		tr = loadgen.NewTransport(s.cfg.Streams)
+	}
+	hc := &http.Client{Transport: tr}
 	defer hc.CloseIdleConnections()
 	rec := &metrics.Recorder{}
 	gen := &loadgen.Generator{

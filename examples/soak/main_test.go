@@ -72,6 +72,7 @@ func TestSoakChildSimulator(t *testing.T) {
 	r := parseJSONReport(t, out.Bytes())
 
 	assert.Equal(t, 50, r.start.Config.Streams)
+	assert.Equal(t, "stream", r.start.Config.Transport)
 	require.Positive(t, r.start.SimulatorPID)
 	assert.NotEqual(t, os.Getpid(), r.start.SimulatorPID)
 
@@ -88,6 +89,7 @@ func TestSoakChildSimulator(t *testing.T) {
 		assert.Positive(t, s.Client.HeapInuse)
 		assert.Positive(t, s.Client.Stacks)
 		assert.Greater(t, s.Client.Goroutines, 50, "a worker per stream at least")
+		assert.Less(t, s.Client.Goroutines, 2*50, "StreamTransport adds no goroutine per connection")
 		assert.Empty(t, s.Client.Err)
 		require.NotNil(t, s.Simulator)
 		assert.Equal(t, r.start.SimulatorPID, s.Simulator.PID)
@@ -139,17 +141,25 @@ func TestSoakChildSimulator(t *testing.T) {
 }
 
 // Against a server given with -url, the text report has no simulator
-// columns, and the streams still flow.
+// columns, and the streams still flow, on either transport.
 func TestSoakURL(t *testing.T) {
+	for _, tr := range []string{"stream", "http"} {
+		t.Run(tr, func(t *testing.T) { testSoakURL(t, tr) })
+	}
+}
+
+func testSoakURL(t *testing.T, transport string) {
 	srv := loadgentest.NewServer(loadgentest.FastProfile())
 	defer srv.Close()
 	var out, errOut bytes.Buffer
 	code := run(t.Context(), []string{
 		"-url", srv.URL + "/v1", "-streams", "10", "-duration", "1s", "-interval", "500ms", "-ramp", "0", "-max-tokens", "1000",
+		"-transport", transport,
 	}, &out, &errOut)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
 	text := out.String()
 	assert.Contains(t, text, "soak: 10 streams for 1s against "+srv.URL+"/v1")
+	assert.Contains(t, text, transport+" transport")
 	assert.NotContains(t, text, "simulator")
 	assert.Contains(t, text, "(stopped: duration)")
 	assert.Contains(t, text, " 0 failed (none), ")
@@ -163,6 +173,7 @@ func TestFlags(t *testing.T) {
 		{"-streams", "0"},
 		{"-duration", "-1s"},
 		{"-speed", "0"},
+		{"-transport", "h2"},
 		{"extra"},
 		{"-nope"},
 	} {

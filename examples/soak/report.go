@@ -272,8 +272,8 @@ type textReporter struct {
 func (r *textReporter) start(h Header) {
 	c := h.Config
 	r.sim = h.SimulatorPID != 0
-	fmt.Fprintf(r.w, "soak: %d streams for %v against %s, ramp %v, completions of %d tokens (ignore_eos); client pid %d",
-		c.Streams, c.Duration, h.Server, c.Ramp, c.MaxTokens, h.ClientPID)
+	fmt.Fprintf(r.w, "soak: %d streams for %v against %s, ramp %v, completions of %d tokens (ignore_eos), %s transport; client pid %d",
+		c.Streams, c.Duration, h.Server, c.Ramp, c.MaxTokens, c.Transport, h.ClientPID)
 	if r.sim {
 		fmt.Fprintf(r.w, ", simulator pid %d, speed %g", h.SimulatorPID, c.Speed)
 	}
