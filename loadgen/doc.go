@@ -8,7 +8,15 @@
 // tokens to an [Observer] such as a
 // [github.com/llmload/llmload/metrics.Recorder], without allocating per
 // chunk. See [github.com/llmload/llmload/loadgen/loadgentest] for a
-// simulated server to point it at.
+// simulated server to point it at. A [Generator] keeps N requests in
+// flight (closed loop) or sends them at a rate (open loop).
+//
+// # Connections
+//
+// A Client without an HTTPClient uses [NewTransport], net/http's transport
+// with a pool as large as the load. For thousands of streams,
+// [StreamTransport] takes less than half the memory: it runs no goroutine
+// of its own, where net/http runs two for every connection.
 //
 // # What counts
 //

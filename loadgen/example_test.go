@@ -66,3 +66,32 @@ func ExampleClient_Stream() {
 	// " 3" tokens=1 finish=""
 	// "" tokens=0 finish="length"
 }
+
+// A client for many streams: StreamTransport reads each response in the
+// goroutine that asked for it, with no goroutines of its own.
+func ExampleStreamTransport() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, word := range []string{"one", " two", " three"} {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", word)
+			w.(http.Flusher).Flush()
+		}
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+
+	tr := loadgen.NewStreamTransport(1000)
+	defer tr.CloseIdleConnections()
+	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: &http.Client{Transport: tr}}
+	for range 2 {
+		resp, err := c.Do(context.Background(), &loadgen.Request{Model: "bench", Prompt: "Count", MaxTokens: 3})
+		if err != nil {
+			fmt.Println("failed:", err)
+			return
+		}
+		fmt.Println(resp.OutputTokens(), "tokens:", resp.Text)
+	}
+	// Output:
+	// 3 tokens: one two three
+	// 3 tokens: one two three
+}
