@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -363,4 +364,23 @@ func TestErrorWrapping(t *testing.T) {
 	assert.Equal(t, metrics.KindNone, loadgen.KindOf(nil))
 	assert.Equal(t, metrics.KindOther, loadgen.KindOf(errors.New("x")))
 	assert.Equal(t, metrics.KindCanceled, loadgen.KindOf(context.Canceled))
+}
+
+// TestCachedPromptTokens reads the prefix-cache hit that vLLM reports in
+// usage.prompt_tokens_details.
+func TestCachedPromptTokens(t *testing.T) {
+	p := loadgentest.FastProfile()
+	p.Speed = 10
+	p.PromptTokensDetails = true
+	srv := loadgentest.NewServer(p)
+	defer srv.Close()
+	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()}
+	r := &loadgen.Request{API: loadgen.Completions, Model: "bench", Prompt: loadgentest.Prompt(1000, t.Name()), MaxTokens: 4}
+	cold, err := c.Do(t.Context(), r)
+	require.NoError(t, err)
+	warm, err := c.Do(t.Context(), r)
+	require.NoError(t, err)
+	assert.Equal(t, 1000, warm.PromptTokens)
+	assert.Equal(t, 0, cold.CachedTokens)
+	assert.Equal(t, 999/p.BlockSize*p.BlockSize, warm.CachedTokens, "every full block but the last token's")
 }

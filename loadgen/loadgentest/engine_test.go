@@ -2,9 +2,11 @@ package loadgentest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -214,6 +216,65 @@ func TestPrefixCacheHit(t *testing.T) {
 	want := p.PrefillTime(4096).Seconds() / p.Speed
 	assert.InDelta(t, want, cold.Seconds(), want*0.1)
 	assert.Less(t, warm, cold/10, "a cached prompt skips its prefill: cold %v, warm %v", cold, warm)
+}
+
+// TestPromptTokensDetails reports the prefix-cache hit in usage, streaming
+// and not, as vLLM does with --enable-prompt-tokens-details; without it,
+// prompt_tokens_details is null.
+func TestPromptTokensDetails(t *testing.T) {
+	type usage struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	}
+	// last returns the usage of the last event that has one, or of the
+	// whole body when it is not a stream.
+	last := func(resp *http.Response) usage {
+		defer resp.Body.Close()
+		var u struct{ Usage *usage }
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			evs, err := readEvents(resp.Body)
+			require.NoError(t, err)
+			for _, ev := range evs {
+				var c struct{ Usage *usage }
+				if ev.Data != "[DONE]" && json.Unmarshal([]byte(ev.Data), &c) == nil && c.Usage != nil {
+					u.Usage = c.Usage
+				}
+			}
+		} else {
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&u))
+		}
+		require.NotNil(t, u.Usage)
+		return *u.Usage
+	}
+	for _, details := range []bool{true, false} {
+		for _, stream := range []bool{true, false} {
+			t.Run(fmt.Sprintf("details=%v/stream=%v", details, stream), func(t *testing.T) {
+				p := quick()
+				p.PromptTokensDetails = details
+				srv := NewServer(p)
+				defer srv.Close()
+				prompt := Prompt(1000, t.Name())
+				var got []usage
+				for range 2 {
+					resp, err := post(t.Context(), srv, "/v1/completions", completion(prompt, 3, stream), nil)
+					require.NoError(t, err)
+					got = append(got, last(resp))
+				}
+				if !details {
+					assert.Nil(t, got[0].PromptTokensDetails)
+					assert.Nil(t, got[1].PromptTokensDetails)
+					return
+				}
+				require.NotNil(t, got[0].PromptTokensDetails)
+				require.NotNil(t, got[1].PromptTokensDetails)
+				assert.Equal(t, 0, got[0].PromptTokensDetails.CachedTokens, "a cold prompt")
+				full := (1000 - 1) / p.BlockSize * p.BlockSize
+				assert.Equal(t, full, got[1].PromptTokensDetails.CachedTokens, "every full block but the last token's")
+			})
+		}
+	}
 }
 
 func TestAbortFreesBlocks(t *testing.T) {

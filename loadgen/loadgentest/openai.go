@@ -189,6 +189,7 @@ type generation struct {
 	stream     bool
 	usage      bool // send a final usage chunk
 	continuous bool // send usage on every chunk
+	details    bool // send prompt_tokens_details.cached_tokens in usage
 	faults     faults
 	fault      string // the first fault's name, for the record
 	req        *request
@@ -217,6 +218,7 @@ func (h *Handler) parseGeneration(w http.ResponseWriter, r *http.Request) (*gene
 		return nil, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("The model `%s` does not exist.", model), param: "model"}
 	}
 	g.model = h.p.Model
+	g.details = h.p.PromptTokensDetails
 	if body.N != nil && *body.N != 1 {
 		return nil, badRequest("n must be 1: the simulator generates one choice a request")
 	}
@@ -358,6 +360,9 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, g *generation
 	n := int(g.req.out.Load())
 	text := string(appendText(nil, 0, n))
 	usage := usageJSON{PromptTokens: g.promptLen, CompletionTokens: n, TotalTokens: g.promptLen + n}
+	if g.details {
+		usage.PromptTokensDetails = &promptDetails{CachedTokens: g.cachedTokens()}
+	}
 	if g.chat {
 		writeJSON(w, http.StatusOK, chatCompletion{
 			ID: g.id, Object: "chat.completion", Created: g.created, Model: g.model,
@@ -378,10 +383,23 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, g *generation
 }
 
 type usageJSON struct {
-	PromptTokens        int  `json:"prompt_tokens"`
-	TotalTokens         int  `json:"total_tokens"`
-	CompletionTokens    int  `json:"completion_tokens"`
-	PromptTokensDetails *int `json:"prompt_tokens_details"`
+	PromptTokens        int            `json:"prompt_tokens"`
+	TotalTokens         int            `json:"total_tokens"`
+	CompletionTokens    int            `json:"completion_tokens"`
+	PromptTokensDetails *promptDetails `json:"prompt_tokens_details"`
+}
+
+type promptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+// cachedTokens is how many of the prompt's tokens the prefix cache held at
+// the request's last admission.
+func (g *generation) cachedTokens() int {
+	if g.req == nil {
+		return 0
+	}
+	return min(int(g.req.cached.Load()), g.promptLen)
 }
 
 type chatCompletion struct {

@@ -62,6 +62,11 @@ type Profile struct {
 	// prompt blocks are cached by hash, as with vLLM's
 	// --enable-prefix-caching.
 	DisablePrefixCaching bool
+	// PromptTokensDetails adds prompt_tokens_details.cached_tokens to
+	// usage: the prompt tokens served from the prefix cache, as vLLM
+	// reports them with --enable-prompt-tokens-details. Without it,
+	// prompt_tokens_details is null, as vLLM's default.
+	PromptTokensDetails bool
 
 	// PrefillPerToken is the linear prefill cost, in seconds per token.
 	PrefillPerToken float64

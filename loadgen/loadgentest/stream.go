@@ -84,6 +84,11 @@ func (s *sseWriter) appendUsage(completion int) {
 	s.buf = strconv.AppendInt(s.buf, int64(p+completion), 10)
 	s.buf = append(s.buf, `,"completion_tokens":`...)
 	s.buf = strconv.AppendInt(s.buf, int64(completion), 10)
+	if s.g.details {
+		s.buf = append(s.buf, `,"prompt_tokens_details":{"cached_tokens":`...)
+		s.buf = strconv.AppendInt(s.buf, int64(s.g.cachedTokens()), 10)
+		s.buf = append(s.buf, '}')
+	}
 	s.buf = append(s.buf, '}')
 }
 
