@@ -2,8 +2,12 @@ package loadgen_test
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"syscall"
@@ -39,55 +43,136 @@ func streamBody(n int, usage bool) []byte {
 }
 
 // BenchmarkClientStream streams 1-token chunks from a loopback server as
-// fast as the client reads them. The server writes a pre-rendered body in
-// 64 KiB writes, so nearly all the CPU is the client's; tokens/cpu-s counts
-// the whole process's CPU, server included, and so understates the client.
+// fast as the client reads them: 10,000 tokens a request, in OpenAI's chat
+// shape or with vLLM's usage on every chunk. The server writes a
+// pre-rendered body in 64 KiB writes. With server=process it is this test
+// binary run again as a process of its own, and tokens/cpu-s counts the
+// client's CPU alone (the benchmark process's); with server=in-process it
+// counts client and server together and so understates the client.
+//
+//	go test -run '^$' -bench ClientStream -benchtime 3s -count 3 ./loadgen
 func BenchmarkClientStream(b *testing.B) {
 	const tokens = 10000
 	for _, tc := range []struct {
 		name  string
 		usage bool
 	}{{"openai-chat", false}, {"vllm-continuous-usage", true}} {
-		b.Run(tc.name, func(b *testing.B) {
-			body := streamBody(tokens, tc.usage)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/event-stream")
-				for off := 0; off < len(body); off += 64 << 10 {
-					if _, err := w.Write(body[off:min(off+64<<10, len(body))]); err != nil {
-						return
-					}
-				}
-			}))
+		b.Run(tc.name+"/server=process", func(b *testing.B) {
+			benchClientStream(b, startBlastProcess(b)+blastPath(tc.usage), tokens)
+		})
+		b.Run(tc.name+"/server=in-process", func(b *testing.B) {
+			srv := httptest.NewServer(blastHandler())
 			defer srv.Close()
-			c := &loadgen.Client{BaseURL: srv.URL, HTTPClient: srv.Client()}
-			r := &loadgen.Request{Model: "m", Prompt: "p"}
-			var rec metrics.Recorder
-			rec.SetWindow(metrics.Window{Start: time.Now(), End: time.Now().Add(time.Hour)})
-			var ms0, ms1 runtime.MemStats
-			runtime.ReadMemStats(&ms0)
-			cpu0 := cpuTime()
-			b.ResetTimer()
-			n := 0
-			for b.Loop() {
-				var tl metrics.Timeline
-				if err := c.Measure(b.Context(), r, &tl, &rec); err != nil {
-					b.Fatal(err)
-				}
-				rec.Record(&tl)
-				n += tl.Tokens
-			}
-			b.StopTimer()
-			cpu := cpuTime() - cpu0
-			runtime.ReadMemStats(&ms1)
-			if n != b.N*tokens {
-				b.Fatalf("counted %d tokens, want %d", n, b.N*tokens)
-			}
-			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "tokens/s")
-			b.ReportMetric(float64(n)/cpu.Seconds(), "tokens/cpu-s")
-			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(n), "allocs/token")
-			b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(n), "B/token")
+			benchClientStream(b, srv.URL+blastPath(tc.usage), tokens)
 		})
 	}
+}
+
+func benchClientStream(b *testing.B, baseURL string, tokens int) {
+	c := &loadgen.Client{BaseURL: baseURL, HTTPClient: &http.Client{Transport: loadgen.NewTransport(1)}}
+	defer c.CloseIdleConnections()
+	r := &loadgen.Request{Model: "m", Prompt: "p"}
+	var rec metrics.Recorder
+	rec.SetWindow(metrics.Window{Start: time.Now(), End: time.Now().Add(time.Hour)})
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	n := 0
+	for b.Loop() {
+		var tl metrics.Timeline
+		if err := c.Measure(b.Context(), r, &tl, &rec); err != nil {
+			b.Fatal(err)
+		}
+		rec.Record(&tl)
+		n += tl.Tokens
+	}
+	b.StopTimer()
+	cpu := cpuTime() - cpu0
+	runtime.ReadMemStats(&ms1)
+	if n != b.N*tokens {
+		b.Fatalf("counted %d tokens, want %d", n, b.N*tokens)
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "tokens/s")
+	b.ReportMetric(float64(n)/cpu.Seconds(), "tokens/cpu-s")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(n), "allocs/token")
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(n), "B/token")
+}
+
+// blastServerEnv, set, makes the test binary serve blastHandler instead of
+// running tests (see TestMain).
+const blastServerEnv = "LLMLOAD_BLAST_SERVER"
+
+// blastPath is the API root under which blastHandler serves bodies with
+// vLLM's usage on every chunk, or without.
+func blastPath(usage bool) string {
+	if usage {
+		return "/usage/v1"
+	}
+	return "/v1"
+}
+
+// blastHandler writes 10,000 one-token chunks as fast as the connection
+// takes them.
+func blastHandler() http.Handler {
+	plain, usage := streamBody(10000, false), streamBody(10000, true)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := plain
+		if strings.HasPrefix(r.URL.Path, "/usage/") {
+			body = usage
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for off := 0; off < len(body); off += 64 << 10 {
+			if _, err := w.Write(body[off:min(off+64<<10, len(body))]); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// serveBlast serves blastHandler on a free loopback port, says where on
+// stderr, and returns when its standard input closes (its parent is gone).
+func serveBlast() int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "blast server on http://%s\n", ln.Addr())
+	go http.Serve(ln, blastHandler())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// startBlastProcess runs this test binary as the blast server and returns
+// its URL; the process ends with the benchmark.
+func startBlastProcess(b *testing.B) string {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), blastServerEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	log := &addrWatcher{found: make(chan string, 1)}
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		b.Skipf("cannot start the server process: %v", err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			b.Logf("server process: %v\n%s", err, log)
+		}
+	})
+	select {
+	case addr := <-log.found:
+		return "http://" + addr
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		b.Fatalf("the server process did not start within 30 s\n%s", log)
+	}
+	return ""
 }
 
 // BenchmarkParseChunk decodes one chunk, without the network.
