@@ -460,23 +460,29 @@ func waitGoroutines(n int) {
 // that the chunk and token counts agree. It reports quantiles of client −
 // server in microseconds, and cpu-cores, the CPUs the process (client and
 // server) kept busy: at GOMAXPROCS the machine was saturated, and the
-// difference is mostly time spent waiting for a CPU.
+// difference is mostly time spent waiting for a CPU. transport= compares
+// net/http's transport with StreamTransport.
 //
 //	go test -run '^$' -bench 'ClientTimestampError' -benchtime 1x -count 3 ./loadgen
 func BenchmarkClientTimestampError(b *testing.B) {
 	for _, n := range []int{10, 100, benchStreams} {
-		b.Run(fmt.Sprintf("streams=%d", n), func(b *testing.B) {
-			benchTimestampError(b, n)
-		})
+		for _, tr := range benchTransports {
+			if tr.name == "http-4k" {
+				continue
+			}
+			b.Run(fmt.Sprintf("streams=%d/transport=%s", n, tr.name), func(b *testing.B) {
+				benchTimestampError(b, n, tr.new)
+			})
+		}
 	}
 }
 
-func benchTimestampError(b *testing.B, n int) {
+func benchTimestampError(b *testing.B, n int, newTransport func(conns int) http.RoundTripper) {
 	p := loadgentest.FastProfile()
 	p.TruthBytes = 256 << 20 // every chunk of every request: 16 B each
 	srv := loadgentest.NewServer(p)
 	defer srv.Close()
-	hc := &http.Client{Transport: loadgen.NewTransport(n)}
+	hc := &http.Client{Transport: newTransport(n)}
 	defer hc.CloseIdleConnections()
 	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: hc}
 	req := completion(400)
