@@ -130,6 +130,13 @@ func (t *StreamTransport) roundTrip(req *http.Request) (*http.Response, error) {
 	bw.Reset(nil)
 	writerPool.Put(bw)
 	if err != nil {
+		// A server may answer before it has read the whole request (a
+		// proxy's 413) and close: its answer says more than the failed
+		// write, if it comes at once.
+		if resp := earlyResponse(ctx, sc, req); resp != nil {
+			resp.Body = &streamBody{t: t, sc: sc, body: resp.Body, stop: stop}
+			return resp, nil
+		}
 		return fail(fmt.Errorf("loadgen: writing the request: %w", err))
 	}
 	if trace := httptrace.ContextClientTrace(ctx); trace != nil && trace.WroteRequest != nil {
@@ -152,6 +159,27 @@ func (t *StreamTransport) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &streamBody{t: t, sc: sc, body: resp.Body, stop: stop, reuse: !resp.Close && !req.Close}
 	return resp, nil
+}
+
+// earlyResponseWait is how long a failed write waits for the server's
+// answer.
+const earlyResponseWait = 100 * time.Millisecond
+
+// earlyResponse reads a response the server sent before the request was
+// written in full, if one comes within earlyResponseWait.
+func earlyResponse(ctx context.Context, sc *streamConn, req *http.Request) *http.Response {
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err := sc.conn.SetReadDeadline(time.Now().Add(earlyResponseWait)); err != nil {
+		return nil
+	}
+	resp, err := http.ReadResponse(sc.br, req)
+	if err != nil || sc.conn.SetReadDeadline(time.Time{}) != nil {
+		return nil
+	}
+	resp.Close = true
+	return resp
 }
 
 // canonicalAddr is host:port, with the scheme's port by default.

@@ -246,3 +246,25 @@ func TestStreamTransportConnectFailure(t *testing.T) {
 	_, err = c.Do(t.Context(), req())
 	assert.Equal(t, metrics.KindConnect, loadgen.KindOf(err), "%v", err)
 }
+
+// TestEarlyResponseToALargeRequest has the server answer 413 without
+// reading an 8 MB request, as a proxy with a body size limit does: the
+// client reports the status, not a failed write, on either transport.
+func TestEarlyResponseToALargeRequest(t *testing.T) {
+	srv, _ := streamServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+	})
+	forEachTransport(t, func(t *testing.T, tr func(int) http.RoundTripper) {
+		c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: &http.Client{Transport: tr(1)}}
+		defer c.CloseIdleConnections()
+		r := req()
+		r.Prompt = strings.Repeat("many words ", 800_000)
+		for range 2 {
+			_, err := c.Do(t.Context(), r)
+			var se *loadgen.StatusError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, http.StatusRequestEntityTooLarge, se.StatusCode)
+			assert.Equal(t, metrics.KindTooLong, loadgen.KindOf(err))
+		}
+	})
+}
