@@ -10,6 +10,8 @@
 //	-profile  built-in profile: seed or fast (default seed)
 //	-speed    speed factor: 10 runs the model ten times faster than real time (default 1)
 //	-model    served model name (default the profile's, "bench")
+//	-prompt-tokens-details
+//	          report cached prompt tokens in usage, as vLLM's --enable-prompt-tokens-details
 //
 // It stops gracefully on SIGINT or SIGTERM.
 package main
@@ -35,6 +37,7 @@ func main() {
 	profile := flag.String("profile", "seed", "built-in profile: seed or fast")
 	speed := flag.Float64("speed", 1, "speed factor: 10 runs the model ten times faster than real time")
 	model := flag.String("model", "", `served model name (default the profile's, "bench")`)
+	details := flag.Bool("prompt-tokens-details", false, "report cached prompt tokens in usage, as vLLM's --enable-prompt-tokens-details")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -42,27 +45,37 @@ func main() {
 	if err != nil {
 		log.Fatalf("simserver: %v", err)
 	}
-	if err := serve(ctx, ln, *profile, *speed, *model); err != nil {
+	if err := serve(ctx, ln, config{Profile: *profile, Speed: *speed, Model: *model, PromptTokensDetails: *details}); err != nil {
 		log.Fatal(err)
 	}
 }
 
-// serve runs the simulator with the named profile on ln until ctx is done,
-// then ends the streams in flight and shuts the server down. It closes ln.
-func serve(ctx context.Context, ln net.Listener, name string, speed float64, model string) error {
+// config is what the flags choose.
+type config struct {
+	Profile             string  // a built-in profile's name
+	Speed               float64 // the speed factor
+	Model               string  // the served model name; empty: the profile's
+	PromptTokensDetails bool    // report cached prompt tokens in usage
+}
+
+// serve runs the simulator cfg describes on ln until ctx is done, then ends
+// the streams in flight and shuts the server down. It closes ln.
+func serve(ctx context.Context, ln net.Listener, cfg config) error {
+	name := cfg.Profile
 	p, err := loadgentest.ProfileByName(name)
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("simserver: %w", err)
 	}
-	if speed <= 0 {
+	if cfg.Speed <= 0 {
 		ln.Close()
-		return fmt.Errorf("simserver: -speed must be positive, got %g", speed)
+		return fmt.Errorf("simserver: -speed must be positive, got %g", cfg.Speed)
 	}
-	p.Speed = speed
-	if model != "" {
-		p.Model = model
+	p.Speed = cfg.Speed
+	if cfg.Model != "" {
+		p.Model = cfg.Model
 	}
+	p.PromptTokensDetails = cfg.PromptTokensDetails
 	h := loadgentest.NewHandler(p)
 	defer h.Close()
 

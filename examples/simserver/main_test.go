@@ -29,7 +29,9 @@ func TestServeStreamsAndShutsDown(t *testing.T) {
 	ctx, stop := context.WithCancel(t.Context())
 	defer stop()
 	served := make(chan error, 1)
-	go func() { served <- serve(ctx, ln, "fast", 10, "my-model") }()
+	go func() {
+		served <- serve(ctx, ln, config{Profile: "fast", Speed: 10, Model: "my-model", PromptTokensDetails: true})
+	}()
 	base := "http://" + ln.Addr().String() + "/v1"
 	c := &loadgen.Client{BaseURL: base}
 	defer c.CloseIdleConnections()
@@ -48,10 +50,15 @@ func TestServeStreamsAndShutsDown(t *testing.T) {
 	assert.Equal(t, "my-model", models.Data[0].ID)
 	assert.Equal(t, loadgentest.FastProfile().MaxModelLen, models.Data[0].MaxModelLen)
 
-	got, err := c.Do(ctx, &loadgen.Request{Model: "my-model", Prompt: loadgentest.Prompt(64, "simserver"), MaxTokens: 20, IgnoreEOS: true})
+	r := &loadgen.Request{Model: "my-model", Prompt: loadgentest.Prompt(64, "simserver"), MaxTokens: 20, IgnoreEOS: true}
+	got, err := c.Do(ctx, r)
 	require.NoError(t, err)
 	assert.Equal(t, 20, got.OutputTokens())
 	assert.Equal(t, 64+loadgentest.ChatMessageTokens+loadgentest.ChatReplyTokens, got.PromptTokens, "the prompt and its chat template")
+	assert.Zero(t, got.CachedTokens)
+	again, err := c.Do(ctx, r)
+	require.NoError(t, err)
+	assert.Positive(t, again.CachedTokens, "-prompt-tokens-details reports the prefix-cache hit")
 
 	// A long stream in flight when the server stops.
 	long := make(chan error, 1)
@@ -87,7 +94,7 @@ func TestServeRefusesBadFlags(t *testing.T) {
 	} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
-		err = serve(t.Context(), ln, tc.profile, tc.speed, "")
+		err = serve(t.Context(), ln, config{Profile: tc.profile, Speed: tc.speed})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), tc.want)
 		_, dialErr := net.DialTimeout("tcp", ln.Addr().String(), time.Second)
