@@ -22,14 +22,17 @@ import (
 // An active stream thus costs the one goroutine that reads it and a
 // 512-byte buffer, where [http.Transport] adds a read loop and a write loop,
 // with their stacks, to every connection: at 1,000 streams StreamTransport
-// takes less than half the memory (15 KB a stream instead of 33–38 KB). Cancelling a request's context closes its
-// connection.
+// takes less than half the memory (15 KB a stream instead of 34–39 KB).
+// Cancelling a request's context closes its connection.
 //
 // It speaks HTTP/1.1 only, to http and https URLs, and uses no proxy. A
 // connection goes back to the idle pool when its response body has been
 // read to the end (and neither side asked to close it); before reusing an
 // idle connection, StreamTransport checks on Linux that the server has not
-// closed it meanwhile. It never sends a request twice.
+// closed it meanwhile. It never sends a request twice. It writes the whole
+// request before it reads the response; when the write fails, it still
+// returns a response the server sent at once (a proxy's 413 for a body it
+// would not read).
 //
 // The zero value is ready to use; set its fields before the first request.
 // A StreamTransport is safe for concurrent use.
