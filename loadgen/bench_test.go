@@ -47,8 +47,9 @@ func streamBody(n int, usage bool) []byte {
 // shape or with vLLM's usage on every chunk. The server writes a
 // pre-rendered body in 64 KiB writes. With server=process it is this test
 // binary run again as a process of its own, and tokens/cpu-s counts the
-// client's CPU alone (the benchmark process's); with server=in-process it
-// counts client and server together and so understates the client.
+// client's CPU alone (the benchmark process's), on net/http's transport and
+// on StreamTransport; with server=in-process it counts client and server
+// together and so understates the client.
 //
 //	go test -run '^$' -bench ClientStream -benchtime 3s -count 3 ./loadgen
 func BenchmarkClientStream(b *testing.B) {
@@ -58,18 +59,24 @@ func BenchmarkClientStream(b *testing.B) {
 		usage bool
 	}{{"openai-chat", false}, {"vllm-continuous-usage", true}} {
 		b.Run(tc.name+"/server=process", func(b *testing.B) {
-			benchClientStream(b, startBlastProcess(b)+blastPath(tc.usage), tokens)
+			url := startBlastProcess(b) + blastPath(tc.usage)
+			b.Run("transport=http", func(b *testing.B) {
+				benchClientStream(b, url, loadgen.NewTransport(1), tokens)
+			})
+			b.Run("transport=stream", func(b *testing.B) {
+				benchClientStream(b, url, loadgen.NewStreamTransport(1), tokens)
+			})
 		})
 		b.Run(tc.name+"/server=in-process", func(b *testing.B) {
 			srv := httptest.NewServer(blastHandler())
 			defer srv.Close()
-			benchClientStream(b, srv.URL+blastPath(tc.usage), tokens)
+			benchClientStream(b, srv.URL+blastPath(tc.usage), loadgen.NewTransport(1), tokens)
 		})
 	}
 }
 
-func benchClientStream(b *testing.B, baseURL string, tokens int) {
-	c := &loadgen.Client{BaseURL: baseURL, HTTPClient: &http.Client{Transport: loadgen.NewTransport(1)}}
+func benchClientStream(b *testing.B, baseURL string, tr http.RoundTripper, tokens int) {
+	c := &loadgen.Client{BaseURL: baseURL, HTTPClient: &http.Client{Transport: tr}}
 	defer c.CloseIdleConnections()
 	r := &loadgen.Request{Model: "m", Prompt: "p"}
 	var rec metrics.Recorder

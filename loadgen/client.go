@@ -280,7 +280,7 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request) error 
 		return rs.classify(ctx, err, true)
 	}
 	defer resp.Body.Close()
-	rs.tl.Headers = time.Now()
+	rs.tl.Headers = arrivalTime(resp.Body, time.Now())
 	if rs.id != nil {
 		*rs.id = resp.Header.Get("X-Request-Id")
 	}
@@ -291,6 +291,26 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request) error 
 		return &Error{Kind: se.kind(), Err: se}
 	}
 	return rs.read(ctx, cancel, c, resp.Body, wd)
+}
+
+// An arrivalBody is a response body that knows when the bytes of its last
+// Read reached the socket: [StreamTransport]'s, from the kernel's receive
+// timestamps on Linux. The client stamps chunks with that time rather than
+// the time it got to them, so a client short of CPU still times every token
+// as it came.
+type arrivalBody interface {
+	arrival() time.Time
+}
+
+// arrivalTime is body's last arrival time, if it has one no later than
+// now, and now otherwise.
+func arrivalTime(body any, now time.Time) time.Time {
+	if a, ok := body.(arrivalBody); ok {
+		if t := a.arrival(); !t.IsZero() && !t.After(now) {
+			return t
+		}
+	}
+	return now
 }
 
 // epoch anchors the monotonic nanosecond stamps kept in atomics.
@@ -338,6 +358,7 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 	}
 	var ch chunk
 	events := newEventReader(body, maxEvent)
+	arrivals, _ := body.(arrivalBody)
 	for {
 		data, err := events.next()
 		if err == io.EOF {
@@ -350,6 +371,9 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 			return rs.classify(ctx, err, false)
 		}
 		t := time.Now()
+		if arrivals != nil {
+			t = arrivalTime(arrivals, t)
+		}
 		if rs.done || len(data) == 0 {
 			continue // after [DONE], read on to EOF so the connection is reused
 		}

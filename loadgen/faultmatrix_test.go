@@ -224,23 +224,28 @@ func testServerGoesAwayAndComesBack(t *testing.T, tr func(conns int) http.RoundT
 	c := &loadgen.Client{BaseURL: "http://" + addr + "/v1", HTTPClient: &http.Client{Transport: tr(4)}, StallTimeout: time.Second}
 	defer c.CloseIdleConnections()
 
-	var s2 *http.Server
+	back := make(chan *http.Server, 1) // the server once back, or nil
 	down := time.AfterFunc(700*time.Millisecond, func() {
 		s1.Close() // the server goes away: listener and connections
 		time.Sleep(500 * time.Millisecond)
 		ln2, err := net.Listen("tcp", addr)
 		if err != nil {
+			back <- nil
 			return
 		}
-		s2 = serve(ln2) // and comes back
+		back <- serve(ln2) // and comes back
 	})
 	defer down.Stop()
 	g := &loadgen.Generator{Client: c, Concurrency: 4, Duration: 2500 * time.Millisecond, FailurePause: 20 * time.Millisecond,
 		Source: loadgen.Repeat(completion(100))}
 	run, err := g.Run(t.Context())
 	require.NoError(t, err, "a server that goes away mid-run does not end the run")
-	if s2 != nil {
+	select {
+	case s2 := <-back:
+		require.NotNil(t, s2, "the server could not listen on its address again")
 		defer s2.Close()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server never came back")
 	}
 	s := run.Summary
 	assert.Positive(t, s.Errors[metrics.KindConnect]+s.Errors[metrics.KindTruncated], "the outage is recorded: %v", s.Errors)

@@ -25,6 +25,13 @@ import (
 // takes less than half the memory (15 KB a stream instead of 34–39 KB).
 // Cancelling a request's context closes its connection.
 //
+// On Linux it also asks the kernel for receive timestamps (SO_TIMESTAMPNS),
+// and a [Client] stamps each chunk with the time its bytes reached the
+// socket instead of the time the client got to read them: a client that
+// waits for a CPU, or reads a burst of streams one after another, still
+// times every chunk as it came. Where a read returns several chunks at once,
+// they all take the arrival of its last bytes.
+//
 // It speaks HTTP/1.1 only, to http and https URLs, and uses no proxy. A
 // connection goes back to the idle pool when its response body has been
 // read to the end (and neither side asked to close it); before reusing an
@@ -67,10 +74,25 @@ func NewStreamTransport(conns int) *StreamTransport {
 
 // streamConn is one connection and its read buffer.
 type streamConn struct {
-	key    string
-	conn   net.Conn
-	br     *bufio.Reader
-	idleAt time.Time
+	key      string
+	conn     net.Conn
+	br       *bufio.Reader
+	arrivals arrivalSource // nil where the kernel gives no receive times
+	idleAt   time.Time
+}
+
+// lastArrival is when the bytes of the connection's last read arrived, or
+// the zero time where the kernel does not say.
+func (sc *streamConn) lastArrival() time.Time {
+	if sc.arrivals == nil {
+		return time.Time{}
+	}
+	return sc.arrivals.lastArrival()
+}
+
+// An arrivalSource knows when the bytes its last read returned arrived.
+type arrivalSource interface {
+	lastArrival() time.Time
 }
 
 // ErrUnsupportedScheme is returned by StreamTransport for a URL that is
@@ -137,7 +159,7 @@ func (t *StreamTransport) roundTrip(req *http.Request) (*http.Response, error) {
 		// proxy's 413) and close: its answer says more than the failed
 		// write, if it comes at once.
 		if resp := earlyResponse(ctx, sc, req); resp != nil {
-			resp.Body = &streamBody{t: t, sc: sc, body: resp.Body, stop: stop}
+			resp.Body = &streamBody{t: t, sc: sc, body: resp.Body, stop: stop, at: sc.lastArrival()}
 			return resp, nil
 		}
 		return fail(fmt.Errorf("loadgen: writing the request: %w", err))
@@ -160,7 +182,7 @@ func (t *StreamTransport) roundTrip(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		return fail(errors.New("loadgen: StreamTransport does not switch protocols"))
 	}
-	resp.Body = &streamBody{t: t, sc: sc, body: resp.Body, stop: stop, reuse: !resp.Close && !req.Close}
+	resp.Body = &streamBody{t: t, sc: sc, body: resp.Body, stop: stop, reuse: !resp.Close && !req.Close, at: sc.lastArrival()}
 	return resp, nil
 }
 
@@ -205,6 +227,7 @@ func (t *StreamTransport) dial(ctx context.Context, scheme, addr, host string) (
 	if err != nil {
 		return nil, err
 	}
+	conn, arrivals := stampConn(conn)
 	if scheme == "https" {
 		cfg := &tls.Config{}
 		if t.TLSClientConfig != nil {
@@ -225,7 +248,7 @@ func (t *StreamTransport) dial(ctx context.Context, scheme, addr, host string) (
 	if size <= 0 {
 		size = 512
 	}
-	return &streamConn{conn: conn, br: bufio.NewReaderSize(conn, size)}, nil
+	return &streamConn{conn: conn, br: bufio.NewReaderSize(conn, size), arrivals: arrivals}, nil
 }
 
 // getIdle returns the most recently used idle connection to key that is
@@ -298,6 +321,7 @@ type streamBody struct {
 	reuse bool
 
 	released atomic.Bool // the connection is pooled or closed
+	at       time.Time   // arrival of the bytes the last Read returned
 }
 
 var errBodyClosed = errors.New("http: read on closed response body")
@@ -307,11 +331,19 @@ func (b *streamBody) Read(p []byte) (int, error) {
 		return 0, errBodyClosed
 	}
 	n, err := b.body.Read(p)
+	if n > 0 {
+		b.at = b.sc.lastArrival() // now, while the connection is still this body's
+	}
 	if err != nil && b.released.CompareAndSwap(false, true) {
 		b.release(err == io.EOF)
 	}
 	return n, err
 }
+
+// arrival is when the bytes the last Read returned reached the socket, by
+// the kernel's receive timestamp, or the zero time where there is none.
+// Only the goroutine reading the body may ask.
+func (b *streamBody) arrival() time.Time { return b.at }
 
 // Close closes the body. Unless the body was read to its end, it closes the
 // connection too.

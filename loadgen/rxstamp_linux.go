@@ -1,0 +1,126 @@
+package loadgen
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// stampedConn is a TCP connection whose reads also take the kernel's
+// receive timestamp (SO_TIMESTAMPNS): the time the last byte a read returns
+// reached the socket, before any wait for a CPU in this process.
+type stampedConn struct {
+	*net.TCPConn
+	raw  syscall.RawConn
+	oob  []byte
+	last time.Time // arrival of the bytes the last read returned
+
+	// The read in progress, for recv, which is a method value made once so
+	// that a read allocates nothing.
+	p      []byte
+	n      int
+	err    error
+	recvFn func(fd uintptr) bool
+}
+
+// maxStampLag bounds how far before the read a kernel timestamp may be and
+// still be believed; beyond it (a wall-clock step, say) the read's own time
+// is used.
+const maxStampLag = 10 * time.Second
+
+// stampConn turns on receive timestamps for c, a TCP connection, and
+// returns it wrapped with the source of its arrival times. Where that is not
+// possible it returns c as it is and nil.
+func stampConn(c net.Conn) (net.Conn, arrivalSource) {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return c, nil
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return c, nil
+	}
+	var serr error
+	err = raw.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
+	})
+	if err != nil || serr != nil {
+		return c, nil
+	}
+	s := &stampedConn{TCPConn: tc, raw: raw, oob: make([]byte, 64)}
+	s.recvFn = s.recv
+	return s, s
+}
+
+func (s *stampedConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	s.p, s.n, s.err = p, 0, nil
+	err := s.raw.Read(s.recvFn)
+	s.p = nil
+	switch {
+	case err != nil:
+		return 0, &net.OpError{Op: "read", Net: "tcp", Source: s.LocalAddr(), Addr: s.RemoteAddr(), Err: err}
+	case s.err != nil:
+		return 0, &net.OpError{Op: "read", Net: "tcp", Source: s.LocalAddr(), Addr: s.RemoteAddr(), Err: s.err}
+	case s.n == 0:
+		return 0, io.EOF
+	}
+	return s.n, nil
+}
+
+// recv is one recvmsg on the socket; false asks to wait until it is
+// readable.
+func (s *stampedConn) recv(fd uintptr) bool {
+	for {
+		n, oobn, _, _, err := syscall.Recvmsg(int(fd), s.p, s.oob, 0)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EAGAIN):
+			return false
+		case err != nil:
+			s.err = os.NewSyscallError("recvmsg", err)
+			return true
+		}
+		s.n = n
+		now := time.Now()
+		at := now
+		if k, ok := rxTimestamp(s.oob[:oobn]); ok {
+			// now carries the monotonic clock and k only the wall clock:
+			// move now back by how long ago, by the wall clock, k was.
+			if lag := now.Sub(k); lag >= 0 && lag < maxStampLag {
+				at = now.Add(-lag)
+			}
+		}
+		if at.Before(s.last) {
+			at = s.last // arrivals on one connection never go back
+		}
+		s.last = at
+		return true
+	}
+}
+
+func (s *stampedConn) lastArrival() time.Time { return s.last }
+
+// rxTimestamp finds the SCM_TIMESTAMPNS message in a recvmsg's control data.
+func rxTimestamp(b []byte) (time.Time, bool) {
+	for len(b) >= syscall.SizeofCmsghdr {
+		h := (*syscall.Cmsghdr)(unsafe.Pointer(&b[0]))
+		l := int(h.Len)
+		if l < syscall.SizeofCmsghdr || l > len(b) {
+			return time.Time{}, false
+		}
+		if h.Level == syscall.SOL_SOCKET && h.Type == syscall.SCM_TIMESTAMPNS && l >= syscall.CmsgLen(int(unsafe.Sizeof(syscall.Timespec{}))) {
+			ts := (*syscall.Timespec)(unsafe.Pointer(&b[syscall.CmsgLen(0)]))
+			return time.Unix(int64(ts.Sec), int64(ts.Nsec)), true
+		}
+		b = b[min(syscall.CmsgSpace(l-syscall.CmsgLen(0)), len(b)):]
+	}
+	return time.Time{}, false
+}

@@ -1,0 +1,117 @@
+package loadgen
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// loopbackPair returns both ends of a loopback TCP connection, the client's
+// with receive timestamps.
+func loopbackPair(t *testing.T) (client net.Conn, arrivals arrivalSource, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-accepted
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	client, arrivals = stampConn(c)
+	if arrivals == nil {
+		t.Fatal("no receive timestamps on this Linux socket")
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, arrivals, server
+}
+
+// TestReceiveTimestampIsTheArrival reads bytes 100 ms after they arrived:
+// their arrival time is when they came, not when they were read.
+func TestReceiveTimestampIsTheArrival(t *testing.T) {
+	client, arrivals, server := loopbackPair(t)
+	// The kernel turns receive timestamps on for everyone a moment after
+	// the first socket asks: bytes that came before were never stamped.
+	server.Write([]byte("warm-up"))
+	io.ReadFull(client, make([]byte, len("warm-up")))
+	time.Sleep(20 * time.Millisecond)
+	for i := range 3 {
+		if _, err := server.Write([]byte("data: x\n\n")); err != nil {
+			t.Fatal(err)
+		}
+		written := time.Now()
+		time.Sleep(100 * time.Millisecond) // a client busy elsewhere
+		buf := make([]byte, 64)
+		n, err := client.Read(buf)
+		read := time.Now()
+		if err != nil || string(buf[:n]) != "data: x\n\n" {
+			t.Fatalf("read %d: %q, %v", i, buf[:n], err)
+		}
+		at := arrivals.lastArrival()
+		if lag := at.Sub(written); lag < -time.Millisecond || lag > 20*time.Millisecond {
+			t.Errorf("read %d: arrival %v after the write, want within 20 ms", i, lag)
+		}
+		if wait := read.Sub(at); wait < 90*time.Millisecond {
+			t.Errorf("read %d: read %v after the arrival, want about 100 ms: the stamp is the read's, not the kernel's", i, wait)
+		}
+	}
+}
+
+func TestStampedConnEndsLikeAConn(t *testing.T) {
+	t.Run("EOF", func(t *testing.T) {
+		client, _, server := loopbackPair(t)
+		server.Write([]byte("ab"))
+		server.Close()
+		got, err := io.ReadAll(client)
+		if err != nil || string(got) != "ab" {
+			t.Fatalf("got %q, %v; want \"ab\" and EOF", got, err)
+		}
+	})
+	t.Run("deadline", func(t *testing.T) {
+		client, _, _ := loopbackPair(t)
+		client.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		_, err := client.Read(make([]byte, 8))
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("read past the deadline: %v", err)
+		}
+	})
+	t.Run("closed while reading", func(t *testing.T) {
+		client, _, _ := loopbackPair(t)
+		done := make(chan error, 1)
+		go func() {
+			_, err := client.Read(make([]byte, 8))
+			done <- err
+		}()
+		time.Sleep(50 * time.Millisecond)
+		client.Close()
+		select {
+		case err := <-done:
+			if !errors.Is(err, net.ErrClosed) {
+				t.Fatalf("read on a closed connection: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Close did not end the blocked Read")
+		}
+	})
+}
+
+func TestRxTimestampRejectsShortControlData(t *testing.T) {
+	for _, b := range [][]byte{nil, make([]byte, 4), make([]byte, 64)} {
+		if _, ok := rxTimestamp(b); ok {
+			t.Errorf("found a timestamp in %d zero bytes", len(b))
+		}
+	}
+}
