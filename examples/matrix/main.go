@@ -18,6 +18,10 @@
 // the run and keeps every finished cell, a second Ctrl-C exits at once, and
 // -resume FILE finishes an interrupted run. -compare A.json B.json sets two
 // runs side by side.
+//
+// The client runs on [loadgen.StreamTransport] (one goroutine a stream, and
+// on Linux every chunk timed by the kernel's receive timestamp); -transport
+// http uses net/http's transport instead, which honours HTTP_PROXY.
 package main
 
 import (
@@ -26,8 +30,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"time"
 
 	"golang.org/x/term"
@@ -62,6 +68,7 @@ type options struct {
 	spec                    matrix.Spec
 	keyEnv, profile, out    string
 	format, results, resume string
+	transport               string
 	speed                   float64
 	compare                 bool
 	quiet                   bool
@@ -99,6 +106,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	fs.StringVar(&o.resume, "resume", "", "continue the interrupted run saved in this file")
 	fs.BoolVar(&o.compare, "compare", false, "compare two result files given as arguments: -compare A.json B.json")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the report")
+	fs.StringVar(&o.transport, "transport", "stream", "the client's HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux) or http (net/http's: honours HTTP_PROXY)")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
 	}
@@ -129,7 +137,20 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	default:
 		return nil, nil, fmt.Errorf("unknown -format %q (want table, markdown, csv, json or html)", o.format)
 	}
+	if o.transport != "stream" && o.transport != "http" {
+		return nil, nil, fmt.Errorf("unknown -transport %q (want stream or http)", o.transport)
+	}
 	return o, fs.Args(), nil
+}
+
+// httpClient returns a client on the transport -transport names, sized for
+// the largest concurrency of the spec.
+func (o *options) httpClient() *http.Client {
+	conns := slices.Max(append([]int{1}, o.spec.Concurrency...)) + 4 // and /metrics, /tokenize, the scout
+	if o.transport == "http" {
+		return &http.Client{Transport: loadgen.NewTransport(conns)}
+	}
+	return &http.Client{Transport: loadgen.NewStreamTransport(conns)}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -175,11 +196,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			o.speed = resume.Server.Speed
 		}
 		runner.Speed = o.speed
-		runner.Client = &loadgen.Client{BaseURL: runner.Spec.URL, HTTPClient: srv.Client()}
+		runner.Client = &loadgen.Client{BaseURL: runner.Spec.URL, HTTPClient: o.httpClient()}
 		runner.Server = matrix.Server{Engine: "vllm", Simulated: true,
 			Notes: []string{fmt.Sprintf("llmload's simulated server, profile %q, at %g× speed; times are the simulated server's own", o.profile, o.speed)}}
 	} else {
-		c := &loadgen.Client{BaseURL: o.spec.URL}
+		c := &loadgen.Client{BaseURL: o.spec.URL, HTTPClient: o.httpClient()}
 		if o.keyEnv != "" {
 			if c.APIKey = os.Getenv(o.keyEnv); c.APIKey == "" {
 				fmt.Fprintf(stderr, "matrix: environment variable %s is empty\n", o.keyEnv)
@@ -188,6 +209,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		runner.Client = c
 	}
+	defer runner.Client.CloseIdleConnections()
 	saveDelay, _ := time.ParseDuration(os.Getenv("LLMLOAD_SAVE_DELAY")) // for the interruption tests
 	runner.Save = func(r *matrix.Results) error {
 		time.Sleep(saveDelay)
