@@ -15,9 +15,10 @@ import (
 // reached the socket, before any wait for a CPU in this process.
 type stampedConn struct {
 	*net.TCPConn
-	raw  syscall.RawConn
-	oob  []byte
-	last time.Time // arrival of the bytes the last read returned
+	raw     syscall.RawConn
+	oob     []byte
+	last    time.Time // arrival of the bytes the last read returned
+	stamped bool      // the kernel timestamped the last read
 
 	// The read in progress, for recv, which is a method value made once so
 	// that a read allocates nothing.
@@ -91,7 +92,9 @@ func (s *stampedConn) recv(fd uintptr) bool {
 		s.n = n
 		now := time.Now()
 		at := now
-		if k, ok := rxTimestamp(s.oob[:oobn]); ok {
+		k, ok := rxTimestamp(s.oob[:oobn])
+		s.stamped = ok
+		if ok {
 			// now carries the monotonic clock and k only the wall clock:
 			// move now back by how long ago, by the wall clock, k was.
 			if lag := now.Sub(k); lag >= 0 && lag < maxStampLag {
