@@ -6,6 +6,10 @@
 //	go run ./examples/stream -url http://127.0.0.1:8000/v1 -model bench -prompt "Hello" -max-tokens 32
 //	go run ./examples/stream -json ... | jq .ttft_ms
 //
+// On Linux every chunk is timed by the kernel's receive timestamp
+// ([loadgen.StreamTransport]); -transport http uses net/http's transport
+// instead, which honours HTTP_PROXY.
+//
 // The exit status is 0 when the stream completed and 1 when the request
 // failed; with -json the JSON is printed either way.
 package main
@@ -17,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"time"
@@ -66,7 +71,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	keyEnv := fs.String("api-key-env", "", "name of the environment variable that holds the API key")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the timeline")
 	stall := fs.Duration("stall-timeout", 0, "longest gap between chunks (0: the client's default)")
+	transport := fs.String("transport", "stream", "HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux) or http (net/http's: honours HTTP_PROXY)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var tr http.RoundTripper
+	switch *transport {
+	case "stream":
+		tr = loadgen.NewStreamTransport(1)
+	case "http":
+		tr = loadgen.NewTransport(1)
+	default:
+		fmt.Fprintf(stderr, "stream: unknown -transport %q (want stream or http)\n", *transport)
 		return 2
 	}
 	var a loadgen.API
@@ -74,7 +90,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	c := &loadgen.Client{BaseURL: *url, StallTimeout: *stall}
+	c := &loadgen.Client{BaseURL: *url, StallTimeout: *stall, HTTPClient: &http.Client{Transport: tr}}
+	defer c.CloseIdleConnections()
 	if *keyEnv != "" {
 		c.APIKey = os.Getenv(*keyEnv)
 		if c.APIKey == "" {

@@ -15,12 +15,18 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestStreamJSON(t *testing.T) {
+	for _, tr := range []string{"stream", "http"} {
+		t.Run(tr, func(t *testing.T) { testStreamJSON(t, tr) })
+	}
+}
+
+func testStreamJSON(t *testing.T, transport string) {
 	p := loadgentest.FastProfile()
 	srv := loadgentest.NewServer(p)
 	defer srv.Close()
 
 	var out, errOut bytes.Buffer
-	code := run(t.Context(), []string{"-url", srv.URL + "/v1", "-model", "bench", "-max-tokens", "12", "-prompt", "one two three", "-json"}, &out, &errOut)
+	code := run(t.Context(), []string{"-url", srv.URL + "/v1", "-model", "bench", "-max-tokens", "12", "-prompt", "one two three", "-json", "-transport", transport}, &out, &errOut)
 	require.Equal(t, 0, code, errOut.String())
 	var r result
 	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
@@ -53,4 +59,10 @@ func TestStreamFailureExitsOne(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out.String(), "first token (TTFT)")
 	assert.Contains(t, out.String(), "output tokens 4")
+}
+
+func TestStreamRefusesAnUnknownTransport(t *testing.T) {
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 2, run(t.Context(), []string{"-transport", "h3"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), `unknown -transport "h3"`)
 }
