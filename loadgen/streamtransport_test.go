@@ -3,6 +3,7 @@ package loadgen_test
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -267,4 +268,60 @@ func TestEarlyResponseToALargeRequest(t *testing.T) {
 			assert.Equal(t, metrics.KindTooLong, loadgen.KindOf(err))
 		}
 	})
+}
+
+// rawServer answers every connection with reply, whatever it was asked,
+// then closes it.
+func rawServer(t *testing.T, reply string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan struct{})
+	t.Cleanup(func() { ln.Close(); <-done })
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			buf := make([]byte, 64<<10)
+			c.Read(buf) // the request, or enough of it
+			io.WriteString(c, reply)
+			c.Close()
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/v1"
+}
+
+// TestBrokenHTTPResponses: both transports classify a response that breaks
+// HTTP itself the same way, and neither hangs.
+func TestBrokenHTTPResponses(t *testing.T) {
+	sse := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+	for _, tc := range []struct {
+		name, reply string
+		tokens      int
+		kind        metrics.ErrorKind
+	}{
+		{"not HTTP", "SSH-2.0-OpenSSH_9.6\r\n\r\n", 0, metrics.KindTruncated},
+		{"cut in the headers", "HTTP/1.1 200 OK\r\nContent-Ty", 0, metrics.KindTruncated},
+		{"bad chunk size", sse + "Transfer-Encoding: chunked\r\n\r\nZZ\r\ndata: x\r\n", 0, metrics.KindTruncated},
+		{"cut in a chunk", sse + "Transfer-Encoding: chunked\r\n\r\n" + fmt.Sprintf("%x\r\n%s", len(tokenChunk("a"))+40, tokenChunk("a")), 1, metrics.KindTruncated},
+		{"short body", sse + "Content-Length: 100000\r\n\r\n" + tokenChunk("a") + tokenChunk("b"), 2, metrics.KindTruncated},
+		{"HTTP/1.0 to the close", "HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + tokenChunk("a") + finishChunk, 1, metrics.KindNone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := rawServer(t, tc.reply)
+			forEachTransport(t, func(t *testing.T, tr func(int) http.RoundTripper) {
+				c := &loadgen.Client{BaseURL: url, HTTPClient: &http.Client{Transport: tr(1)}, HeaderTimeout: 3 * time.Second, StallTimeout: 3 * time.Second}
+				defer c.CloseIdleConnections()
+				start := time.Now()
+				resp, err := c.Do(t.Context(), req())
+				assert.Less(t, time.Since(start), 3*time.Second, "no hang")
+				assert.Equal(t, tc.kind, loadgen.KindOf(err), "%v", err)
+				assert.Equal(t, tc.tokens, resp.OutputTokens())
+			})
+		})
+	}
 }
