@@ -445,12 +445,12 @@ func waitGoroutines(n int) {
 // BenchmarkClientTimestampError compares the time the client stamps on each
 // chunk (Response.ChunkTimes) with the time the server wrote it (the
 // simulator's ground truth, Truth.Request(Response.ID).Chunks), at N streams
-// of 100 tokens/s each (fast profile, 10 ms decode steps, speed 1). Client
-// and server run in this process and read the same clock; the server stamps a
-// chunk after its write to the connection returns, so a difference can be
-// slightly negative.
+// and a decode step of step (fast profile, speed 1): 10 ms steps are 100
+// tokens/s a stream, 50 ms steps 20. Client and server run in this process
+// and read the same clock; the server stamps a chunk after its write to the
+// connection returns, so a difference can be slightly negative.
 //
-// Every stream is one request of 400 tokens (4 s), all sent at once. Chunks
+// Every stream is one request of 4 s of tokens, all sent at once. Chunks
 // written before every stream had its first chunk, plus 100 ms, are left out:
 // that is the connection storm of the start, not streaming. Client chunks
 // and server chunks are matched by index: every chunk the server records is
@@ -461,31 +461,36 @@ func waitGoroutines(n int) {
 // server in microseconds, and cpu-cores, the CPUs the process (client and
 // server) kept busy: at GOMAXPROCS the machine was saturated, and the
 // difference is mostly time spent waiting for a CPU. transport= compares
-// net/http's transport with StreamTransport.
+// net/http's transport with StreamTransport, which on Linux stamps chunks
+// with the kernel's receive time.
 //
 //	go test -run '^$' -bench 'ClientTimestampError' -benchtime 1x -count 3 ./loadgen
 func BenchmarkClientTimestampError(b *testing.B) {
-	for _, n := range []int{10, 100, benchStreams} {
+	for _, tc := range []struct {
+		n    int
+		step time.Duration
+	}{{10, 10 * time.Millisecond}, {100, 10 * time.Millisecond}, {benchStreams, 10 * time.Millisecond}, {benchStreams, 50 * time.Millisecond}} {
 		for _, tr := range benchTransports {
 			if tr.name == "http-4k" {
 				continue
 			}
-			b.Run(fmt.Sprintf("streams=%d/transport=%s", n, tr.name), func(b *testing.B) {
-				benchTimestampError(b, n, tr.new)
+			b.Run(fmt.Sprintf("streams=%d/step=%v/transport=%s", tc.n, tc.step, tr.name), func(b *testing.B) {
+				benchTimestampError(b, tc.n, tc.step, tr.new)
 			})
 		}
 	}
 }
 
-func benchTimestampError(b *testing.B, n int, newTransport func(conns int) http.RoundTripper) {
+func benchTimestampError(b *testing.B, n int, step time.Duration, newTransport func(conns int) http.RoundTripper) {
 	p := loadgentest.FastProfile()
+	p.DecodeBase = []loadgentest.BatchCost{{Batch: 1, Seconds: step.Seconds()}}
 	p.TruthBytes = 256 << 20 // every chunk of every request: 16 B each
 	srv := loadgentest.NewServer(p)
 	defer srv.Close()
 	hc := &http.Client{Transport: newTransport(n)}
 	defer hc.CloseIdleConnections()
 	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: hc}
-	req := completion(400)
+	req := completion(int(4 * time.Second / step)) // 4 s a request
 
 	var diffs []time.Duration
 	var written, chunks int64
