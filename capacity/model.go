@@ -471,13 +471,8 @@ func layerKinds(c config, m *Model, n int) ([]LayerKind, error) {
 		if !ok || len(l) < n {
 			return nil, fmt.Errorf("%w: layer_types has %d entries for %d layers", ErrConfig, len(l), n)
 		}
-		for i := range n {
-			s, _ := l[i].(string)
-			k, err := parseLayerKind(s)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = k
+		if err := parseLayerKinds(l[:n], out); err != nil {
+			return nil, err
 		}
 		return out, nil
 	}
@@ -510,13 +505,8 @@ func layerKinds(c config, m *Model, n int) ([]LayerKind, error) {
 	}
 	if v, ok := c.get("layers_block_type"); ok {
 		if l, ok := v.([]any); ok && len(l) >= n {
-			for i := range n {
-				s, _ := l[i].(string)
-				k, err := parseLayerKind(s)
-				if err != nil {
-					return nil, err
-				}
-				out[i] = k
+			if err := parseLayerKinds(l[:n], out); err != nil {
+				return nil, err
 			}
 			return out, nil
 		}
@@ -556,6 +546,20 @@ func parseLayerKind(s string) (LayerKind, error) {
 		return NoCache, nil
 	}
 	return LayerUnset, fmt.Errorf("%w: unknown layer type %q", ErrConfig, s)
+}
+
+// parseLayerKinds reads a config's list of layer type names into out, one
+// for one.
+func parseLayerKinds(names []any, out []LayerKind) error {
+	for i, v := range names {
+		name, _ := v.(string)
+		k, err := parseLayerKind(name)
+		if err != nil {
+			return err
+		}
+		out[i] = k
+	}
+	return nil
 }
 
 func parseQuantization(c config) Quantization {

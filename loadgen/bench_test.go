@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,13 +18,7 @@ import (
 )
 
 // cpuTime returns the process's user + system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+var cpuTime = loadgen.ProcessCPUForTest
 
 // streamBody renders n one-token chunks in OpenAI's chat shape (with vLLM's
 // per-chunk usage when usage is set), a finish chunk and [DONE].

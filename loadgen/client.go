@@ -280,7 +280,8 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request) error 
 		return rs.classify(ctx, err, true)
 	}
 	defer resp.Body.Close()
-	rs.tl.Headers = arrivalTime(resp.Body, time.Now())
+	arrivals, _ := resp.Body.(arrivalBody)
+	rs.tl.Headers = arrivalTime(arrivals, time.Now())
 	if rs.id != nil {
 		*rs.id = resp.Header.Get("X-Request-Id")
 	}
@@ -302,11 +303,11 @@ type arrivalBody interface {
 	arrival() time.Time
 }
 
-// arrivalTime is body's last arrival time, if it has one no later than
-// now, and now otherwise.
-func arrivalTime(body any, now time.Time) time.Time {
-	if a, ok := body.(arrivalBody); ok {
-		if t := a.arrival(); !t.IsZero() && !t.After(now) {
+// arrivalTime is body's last arrival time, if body is not nil and has one
+// no later than now, and now otherwise.
+func arrivalTime(body arrivalBody, now time.Time) time.Time {
+	if body != nil {
+		if t := body.arrival(); !t.IsZero() && !t.After(now) {
 			return t
 		}
 	}
@@ -370,10 +371,7 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 			}
 			return rs.classify(ctx, err, false)
 		}
-		t := time.Now()
-		if arrivals != nil {
-			t = arrivalTime(arrivals, t)
-		}
+		t := arrivalTime(arrivals, time.Now())
 		if rs.done || len(data) == 0 {
 			continue // after [DONE], read on to EOF so the connection is reused
 		}

@@ -5,8 +5,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // loopbackPair returns both ends of a loopback TCP connection, the client's
@@ -120,10 +122,28 @@ func TestStampedConnEndsLikeAConn(t *testing.T) {
 	})
 }
 
-func TestRxTimestampRejectsShortControlData(t *testing.T) {
-	for _, b := range [][]byte{nil, make([]byte, 4), make([]byte, 64)} {
-		if _, ok := rxTimestamp(b); ok {
-			t.Errorf("found a timestamp in %d zero bytes", len(b))
+// TestRxTimestamp reads a timestamp that follows another control message,
+// and refuses control data that is empty, zero or cut short.
+func TestRxTimestamp(t *testing.T) {
+	want := time.Unix(1764000000, 123456789)
+	b := make([]byte, 64)
+	first := syscall.CmsgSpace(4)
+	rights := (*syscall.Cmsghdr)(unsafe.Pointer(&b[0]))
+	rights.Level, rights.Type = syscall.SOL_SOCKET, syscall.SCM_RIGHTS
+	rights.SetLen(syscall.CmsgLen(4))
+	size := int(unsafe.Sizeof(syscall.Timespec{}))
+	stamp := (*syscall.Cmsghdr)(unsafe.Pointer(&b[first]))
+	stamp.Level, stamp.Type = syscall.SOL_SOCKET, syscall.SCM_TIMESTAMPNS
+	stamp.SetLen(syscall.CmsgLen(size))
+	*(*syscall.Timespec)(unsafe.Pointer(&b[first+syscall.CmsgLen(0)])) = syscall.NsecToTimespec(want.UnixNano())
+	end := first + syscall.CmsgSpace(size)
+
+	if got, ok := rxTimestamp(b[:end]); !ok || !got.Equal(want) {
+		t.Errorf("rxTimestamp = %v, %v; want %v", got, ok, want)
+	}
+	for _, short := range [][]byte{nil, make([]byte, 4), make([]byte, 64), b[:first], b[:end-8]} {
+		if got, ok := rxTimestamp(short); ok {
+			t.Errorf("found %v in %d bytes that hold no whole timestamp", got, len(short))
 		}
 	}
 }
