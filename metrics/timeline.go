@@ -69,6 +69,9 @@ const (
 	KindTruncated                   // the stream ended without [DONE] or a finish reason
 	KindCanceled                    // the caller cancelled (for example at the end of a window)
 	KindOther                       // anything else
+	KindNotEventStream              // a 2xx response that is not an event stream (HTML, plain JSON, not HTTP)
+	KindRedirect                    // a redirect the client would not or could not follow (a loop, too many)
+	KindContentEncoding             // a response body in an encoding the client does not decode (gzip SSE)
 	numKinds
 )
 
@@ -76,6 +79,7 @@ var kindNames = [...]string{
 	"", "connect", "header_timeout", "first_token_timeout", "stall",
 	"rate_limited", "too_long", "server_status", "client_status",
 	"stream_error", "malformed", "oversize", "truncated", "canceled", "other",
+	"not_event_stream", "redirect", "content_encoding",
 }
 
 // Kinds lists every error kind but [KindNone], in order.
