@@ -8,13 +8,16 @@
 // hybrid page-size unification, layer groups sharing one block pool) and
 // reports kv_cache_size_tokens and kv_cache_max_concurrency with vLLM's own
 // formulas; [EstimateSGLang] applies SGLang's max_total_num_tokens rule.
-// [Discover] asks a running vLLM, SGLang, llama.cpp or TGI server instead,
-// which beats any estimate.
+// [Discover] asks a running vLLM, SGLang, llama.cpp, TGI or Ollama server
+// instead, which beats any estimate.
 //
 // Either way the result is a [Limits]: KV tokens, max running requests and
 // max_model_len, each zero when unknown. [Limits.Check] gives one cell of a
-// context × concurrency grid its [Verdict]: over capacity when
-// concurrency × (context + max output) exceeds the KV tokens, when concurrency
-// exceeds the running-request limit, or when one request
-// (context + max output + chat-template overhead) exceeds max_model_len.
+// context × concurrency grid its [Verdict]: over capacity when one request
+// (context + max output + chat-template overhead) exceeds max_model_len, or
+// when the requests that run at once need more than the KV tokens
+// (concurrency, at most the running-request limit, × (context + max
+// output)); queued, not over capacity, when concurrency exceeds the
+// running-request limit, since the server runs what it can and queues the
+// rest.
 package capacity

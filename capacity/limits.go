@@ -87,7 +87,9 @@ const (
 	// OverMaxModelLen: one request (context + max output + template
 	// overhead) is longer than max_model_len; it can never run.
 	OverMaxModelLen
-	// OverMaxRunning: more concurrent requests than the server runs at once.
+	// OverMaxRunning: more concurrent requests than the server runs at
+	// once. The cell still fits: the server runs MaxRunning of them and the
+	// rest wait in its queue ([Verdict.Queued]).
 	OverMaxRunning
 	// OverKVTokens: concurrency × (context + max output) is more than the
 	// KV cache holds.
@@ -123,17 +125,21 @@ func (r *Reason) UnmarshalText(b []byte) error {
 // numbers behind the deciding limit (tokens, or requests for OverMaxRunning);
 // both are zero when no limit decided.
 type Verdict struct {
-	Fits   bool   `json:"fits"`           // false: predicted over capacity, do not send
-	Reason Reason `json:"reason"`         // the deciding limit, or why the cell fits
-	Detail string `json:"detail"`         // the arithmetic, for reports
-	Need   int    `json:"need,omitempty"` // what the cell needs of the deciding limit
-	Have   int    `json:"have,omitempty"` // what the server has of it
+	Fits   bool   `json:"fits"`             // false: predicted over capacity, do not send
+	Queued bool   `json:"queued,omitempty"` // fits, but more requests than run at once: some wait in the server's queue
+	Reason Reason `json:"reason"`           // the deciding limit, or why the cell fits
+	Detail string `json:"detail"`           // the arithmetic, for reports
+	Need   int    `json:"need,omitempty"`   // what the cell needs of the deciding limit
+	Have   int    `json:"have,omitempty"`   // what the server has of it
 }
 
 // Check returns the verdict for concurrency requests of context prompt
 // tokens and up to maxOutput output tokens each. Limits are checked in the
-// order max_model_len (a request that can never run), max running, KV
-// tokens; the first one exceeded decides.
+// order max_model_len (a request that can never run), KV tokens (for the
+// requests that run at once: at most MaxRunning of them), max running; the
+// first one exceeded decides. More requests than the server runs at once
+// are not over capacity: the rest wait in its queue, and the verdict says
+// so (Fits and Queued, Reason OverMaxRunning).
 func (l Limits) Check(context, concurrency, maxOutput int) Verdict {
 	perRequest := context + maxOutput
 	if l.MaxModelLen > 0 {
@@ -144,15 +150,20 @@ func (l Limits) Check(context, concurrency, maxOutput int) Verdict {
 					context, maxOutput, l.overhead(), need, l.MaxModelLen)}
 		}
 	}
+	running := concurrency
 	if l.MaxRunning > 0 && concurrency > l.MaxRunning {
-		return Verdict{Reason: OverMaxRunning, Need: concurrency, Have: l.MaxRunning,
-			Detail: fmt.Sprintf("%d requests > %d the server runs at once", concurrency, l.MaxRunning)}
+		running = l.MaxRunning
 	}
-	need := concurrency * perRequest
+	need := running * perRequest
 	if l.KVTokens > 0 && need > l.KVTokens {
 		return Verdict{Reason: OverKVTokens, Need: need, Have: l.KVTokens,
 			Detail: fmt.Sprintf("%d × (%d + %d) = %d tokens > %d KV tokens",
-				concurrency, context, maxOutput, need, l.KVTokens)}
+				running, context, maxOutput, need, l.KVTokens)}
+	}
+	if running < concurrency {
+		return Verdict{Fits: true, Queued: true, Reason: OverMaxRunning, Need: concurrency, Have: l.MaxRunning,
+			Detail: fmt.Sprintf("%d requests > %d the server runs at once: %d wait in its queue",
+				concurrency, l.MaxRunning, concurrency-l.MaxRunning)}
 	}
 	var unknown []string
 	if l.KVTokens <= 0 {

@@ -21,7 +21,9 @@ func TestLimitsCheck(t *testing.T) {
 		{"fits", all, 32768, 16, 8192, true, WithinLimits, 655_360, 700_000},
 		{"kv tokens", all, 16384, 32, 8192, false, OverKVTokens, 786_432, 700_000},
 		{"exactly the kv tokens fits", Limits{KVTokens: 655_360, MaxRunning: 128, MaxModelLen: 262_144}, 32768, 16, 8192, true, WithinLimits, 655_360, 655_360},
-		{"max running before kv", all, 0, 129, 8192, false, OverMaxRunning, 129, 128},
+		{"kv of the requests that run: queued ones hold none", all, 0, 129, 4096, true, OverMaxRunning, 129, 128},
+		{"kv before max running", all, 0, 129, 8192, false, OverKVTokens, 128 * 8192, 700_000},
+		{"max running alone: queued", Limits{MaxRunning: 4}, 1024, 8, 128, true, OverMaxRunning, 8, 4},
 		{"max model len first", all, 253_952, 1, 8192, false, OverMaxModelLen, 253_952 + 8192 + DefaultTemplateOverhead, 262_144},
 		{"no template overhead", Limits{MaxModelLen: 262_144, TemplateOverhead: -1}, 253_952, 1, 8192, true, LimitsUnknown, 0, 0},
 		{"own template overhead", Limits{MaxModelLen: 1000, TemplateOverhead: 100}, 850, 1, 60, false, OverMaxModelLen, 1010, 1000},
@@ -37,6 +39,7 @@ func TestLimitsCheck(t *testing.T) {
 			assert.Equal(t, tc.need, v.Need)
 			assert.Equal(t, tc.have, v.Have)
 			assert.NotEmpty(t, v.Detail)
+			assert.Equal(t, tc.reason == OverMaxRunning, v.Queued, "only a cell beyond max running queues")
 		})
 	}
 }

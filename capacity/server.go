@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -18,11 +19,19 @@ import (
 // maxProbeBody bounds the bytes read from one probe's response.
 const maxProbeBody = 16 << 20
 
+// DefaultProbeTimeout bounds each of Discover's requests: a server that
+// accepts a connection and never answers does not hold Discover longer.
+const DefaultProbeTimeout = 10 * time.Second
+
+// probeTimeout is DefaultProbeTimeout, shortened by tests.
+var probeTimeout = DefaultProbeTimeout
+
 // ErrUnreachable reports a server that answered none of Discover's requests.
 var ErrUnreachable = errors.New("capacity: server unreachable")
 
 // StatusError is a non-2xx answer to one of Discover's requests.
 type StatusError struct {
+	Method     string // the request's method; "" means GET
 	URL        string // the request's URL
 	StatusCode int    // the response's status
 	Body       string // the start of the body
@@ -30,8 +39,15 @@ type StatusError struct {
 
 // Error implements error.
 func (e *StatusError) Error() string {
-	return fmt.Sprintf("capacity: GET %s returned %d: %s", e.URL, e.StatusCode, e.Body)
+	method := e.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	return fmt.Sprintf("capacity: %s %s returned %d: %s", method, e.URL, e.StatusCode, e.Body)
 }
+
+// errProbeTimeout is the cause of a probe that got no answer in time.
+var errProbeTimeout = errors.New("no answer in time")
 
 // Engine identifies an inference server.
 type Engine uint8
@@ -43,11 +59,13 @@ const (
 	EngineSGLang
 	EngineLlamaCpp
 	EngineTGI
+	EngineOllama
 )
 
-var engineNames = [...]string{"unknown", "vllm", "sglang", "llama.cpp", "tgi"}
+var engineNames = [...]string{"unknown", "vllm", "sglang", "llama.cpp", "tgi", "ollama"}
 
-// String returns "vllm", "sglang", "llama.cpp", "tgi" or "unknown".
+// String returns "vllm", "sglang", "llama.cpp", "tgi", "ollama" or
+// "unknown".
 func (e Engine) String() string {
 	if int(e) < len(engineNames) {
 		return engineNames[e]
@@ -81,6 +99,8 @@ type Probe struct {
 // server does not publish stays zero (unknown) in Limits.
 type Discovery struct {
 	Engine         Engine            `json:"engine"`                    // the engine that answered
+	Version        string            `json:"version,omitempty"`         // the engine's version, where it tells it
+	Model          string            `json:"model,omitempty"`           // the model whose limits were read, where the server serves several (Ollama)
 	Limits         Limits            `json:"limits"`                    // what it publishes; unknown limits are zero
 	NumGPUBlocks   int               `json:"num_gpu_blocks,omitempty"`  // vLLM's num_gpu_blocks label
 	BlockSize      int               `json:"block_size,omitempty"`      // vLLM's block_size label
@@ -91,31 +111,42 @@ type Discovery struct {
 }
 
 // Discover asks the server at baseURL ("http://host:8000", with or without
-// "/v1") for its capacity: vLLM's GET /metrics (vllm:cache_config_info) and
-// GET /v1/models (max_model_len); SGLang's GET /get_server_info; llama.cpp's
-// GET /props; TGI's GET /info. It stops at the first engine that answers.
+// "/v1") for its capacity and version: vLLM's GET /metrics
+// (vllm:cache_config_info), GET /v1/models (max_model_len) and GET /version;
+// SGLang's GET /get_server_info; llama.cpp's GET /props; TGI's GET /info;
+// Ollama's GET /api/version, GET /api/ps and POST /api/show. It stops at the
+// first engine that answers. It is DiscoverModel for the model a server
+// serves by default.
+func Discover(ctx context.Context, client *http.Client, baseURL string) (*Discovery, error) {
+	return DiscoverModel(ctx, client, baseURL, "")
+}
+
+// DiscoverModel is [Discover] for the named model, on servers that serve
+// several and publish limits per model (Ollama); "" means the one loaded.
 //
 // A server that answers but publishes none of these gets Engine
-// EngineUnknown and unknown limits, not a guess. The error is ErrUnreachable
-// (wrapping the transport error) when no request got an answer, or the
-// context's error when ctx ends. client nil means http.DefaultClient.
-func Discover(ctx context.Context, client *http.Client, baseURL string) (*Discovery, error) {
+// EngineUnknown and unknown limits, not a guess. Each request has
+// DefaultProbeTimeout; once one goes unanswered, the server is not asked
+// again. The error is ErrUnreachable (wrapping the transport error) when no
+// request got an answer, or the context's error when ctx ends. client nil
+// means http.DefaultClient.
+func DiscoverModel(ctx context.Context, client *http.Client, baseURL, model string) (*Discovery, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	p := &prober{ctx: ctx, client: client, base: strings.TrimSuffix(strings.TrimRight(baseURL, "/"), "/v1")}
+	p := &prober{ctx: ctx, client: client, base: strings.TrimSuffix(strings.TrimRight(baseURL, "/"), "/v1"), model: model}
 	d := &Discovery{}
 	defer func() { d.Probes = p.probes }()
 
-	for _, step := range []func(*Discovery) bool{p.vllm, p.sglang, p.llamaCpp, p.tgi} {
-		if step(d) {
+	for _, step := range []func(*Discovery) bool{p.vllm, p.sglang, p.llamaCpp, p.tgi, p.ollama} {
+		if step(d) || p.silent {
 			break
 		}
 		if err := ctx.Err(); err != nil {
 			return d, err
 		}
 	}
-	if d.Engine == EngineUnknown && p.answered {
+	if d.Engine == EngineUnknown && p.answered && !p.silent {
 		if n := p.modelsMaxLen(); n > 0 {
 			d.Limits.MaxModelLen = n
 			d.Limits.Source = "GET /v1/models"
@@ -128,23 +159,53 @@ func Discover(ctx context.Context, client *http.Client, baseURL string) (*Discov
 	if !p.answered {
 		return d, fmt.Errorf("%w: %s: %w", ErrUnreachable, p.base, p.firstErr)
 	}
+	if p.silent {
+		d.Notes = append(d.Notes, fmt.Sprintf("the server stopped answering (no answer within %v): limits unknown", probeTimeout))
+	}
 	return d, nil
+}
+
+// Complete returns the discovered limits completed by the ones a user
+// gives (see [Limits.Merge]), and by what follows from them on this
+// engine: on llama.cpp and Ollama every slot holds a context of its own,
+// so the KV cache holds MaxRunning × MaxModelLen tokens.
+func (d *Discovery) Complete(given Limits) Limits {
+	l := d.Limits.Merge(given)
+	if l.KVTokens <= 0 && l.MaxRunning > 0 && l.MaxModelLen > 0 && (d.Engine == EngineOllama || d.Engine == EngineLlamaCpp) {
+		l.KVTokens = l.MaxRunning * l.MaxModelLen
+		if l.Source != "" {
+			l.Source += "; "
+		}
+		l.Source += "kv_tokens = max_running × max_model_len (" + d.Engine.String() + " holds a context per slot)"
+	}
+	return l
 }
 
 type prober struct {
 	ctx      context.Context
 	client   *http.Client
 	base     string
+	model    string
 	probes   []Probe
 	answered bool
+	silent   bool // a request went unanswered within DefaultProbeTimeout
 	firstErr error
 	models   []byte
 }
 
 // get fetches path; ok is true for a 2xx answer.
 func (p *prober) get(path string) (body []byte, ok bool) {
+	return p.do(http.MethodGet, path, nil)
+}
+
+// do sends one request, bounded by DefaultProbeTimeout; ok is true for a
+// 2xx answer.
+func (p *prober) do(method, path string, reqBody []byte) (body []byte, ok bool) {
 	url := p.base + path
 	pr := Probe{Path: path}
+	if p.silent {
+		return nil, false
+	}
 	defer func() {
 		if pr.Err != nil {
 			pr.Error = pr.Err.Error()
@@ -154,14 +215,27 @@ func (p *prober) get(path string) (body []byte, ok bool) {
 		}
 		p.probes = append(p.probes, pr)
 	}()
-	req, err := http.NewRequestWithContext(p.ctx, http.MethodGet, url, nil)
+	ctx, cancel := context.WithTimeoutCause(p.ctx, probeTimeout, errProbeTimeout)
+	defer cancel()
+	var rd io.Reader
+	if reqBody != nil {
+		rd = bytes.NewReader(reqBody)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		pr.Err = fmt.Errorf("capacity: %w", err)
 		return nil, false
 	}
+	if reqBody != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := p.client.Do(req)
 	if err != nil {
-		pr.Err = fmt.Errorf("capacity: GET %s: %w", url, err)
+		if context.Cause(ctx) == errProbeTimeout && p.ctx.Err() == nil {
+			p.silent = true
+			err = fmt.Errorf("%w (%v)", errProbeTimeout, probeTimeout)
+		}
+		pr.Err = fmt.Errorf("capacity: %s %s: %w", method, url, err)
 		return nil, false
 	}
 	defer resp.Body.Close()
@@ -169,11 +243,15 @@ func (p *prober) get(path string) (body []byte, ok bool) {
 	pr.Status = resp.StatusCode
 	body, err = io.ReadAll(io.LimitReader(resp.Body, maxProbeBody))
 	if err != nil {
-		pr.Err = fmt.Errorf("capacity: GET %s: %w", url, err)
+		if context.Cause(ctx) == errProbeTimeout && p.ctx.Err() == nil {
+			p.silent = true
+			err = fmt.Errorf("%w (%v)", errProbeTimeout, probeTimeout)
+		}
+		pr.Err = fmt.Errorf("capacity: %s %s: %w", method, url, err)
 		return nil, false
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		pr.Err = &StatusError{URL: url, StatusCode: resp.StatusCode, Body: string(body[:min(len(body), 200)])}
+		pr.Err = &StatusError{Method: method, URL: url, StatusCode: resp.StatusCode, Body: string(body[:min(len(body), 200)])}
 		return nil, false
 	}
 	return body, true
@@ -245,7 +323,23 @@ func (p *prober) vllm(d *Discovery) bool {
 		d.Limits.Source = joinSource(d.Limits.Source, "/v1/models max_model_len")
 	}
 	d.Notes = append(d.Notes, "vLLM does not publish max_num_seqs: max running requests unknown unless given")
+	d.Version = p.version("/version")
 	return true
+}
+
+// version reads {"version": "..."} from path, or "".
+func (p *prober) version(path string) string {
+	body, ok := p.get(path)
+	if !ok {
+		return ""
+	}
+	var v struct {
+		Version string `json:"version"`
+	}
+	if decodeJSON(body, &v) != nil {
+		return ""
+	}
+	return v.Version
 }
 
 // sglang reads GET /get_server_info.
@@ -271,6 +365,7 @@ func (p *prober) sglang(d *Discovery) bool {
 		return 0
 	}
 	d.Engine = EngineSGLang
+	d.Version, _ = info["version"].(string)
 	d.Limits.KVTokens = lookup("max_total_num_tokens")
 	d.Limits.MaxRunning = lookup("max_running_requests")
 	d.Limits.MaxModelLen = lookup("context_length")
@@ -295,16 +390,22 @@ func (p *prober) llamaCpp(d *Discovery) bool {
 		Settings   struct {
 			NCtx json.Number `json:"n_ctx"`
 		} `json:"default_generation_settings"`
+		NCtx      json.Number     `json:"n_ctx"`
+		BuildInfo json.RawMessage `json:"build_info"`
 	}
 	if decodeJSON(body, &props) != nil {
 		return false
 	}
 	slots, _ := props.TotalSlots.Int64()
 	nctx, _ := props.Settings.NCtx.Int64()
+	if nctx <= 0 {
+		nctx, _ = props.NCtx.Int64()
+	}
 	if slots <= 0 && nctx <= 0 {
 		return false
 	}
 	d.Engine = EngineLlamaCpp
+	_ = json.Unmarshal(props.BuildInfo, &d.Version) // a string such as "b5432-1a2b3c4d"; other shapes leave it empty
 	d.Limits.MaxRunning = int(slots)
 	d.Limits.MaxModelLen = int(nctx)
 	if slots > 0 && nctx > 0 {
@@ -325,6 +426,7 @@ func (p *prober) tgi(d *Discovery) bool {
 		MaxTotalTokens        json.Number `json:"max_total_tokens"`
 		MaxBatchSize          json.Number `json:"max_batch_size"`
 		MaxConcurrentRequests json.Number `json:"max_concurrent_requests"`
+		Version               string      `json:"version"`
 	}
 	if decodeJSON(body, &info) != nil {
 		return false
@@ -335,6 +437,7 @@ func (p *prober) tgi(d *Discovery) bool {
 		return false
 	}
 	d.Engine = EngineTGI
+	d.Version = info.Version
 	d.Limits.KVTokens = int(total)
 	d.Limits.MaxModelLen = int(maxLen)
 	if n, err := info.MaxBatchSize.Int64(); err == nil && n > 0 {
@@ -345,6 +448,102 @@ func (p *prober) tgi(d *Discovery) bool {
 	}
 	d.Limits.Source = "tgi /info"
 	return true
+}
+
+// ollama reads GET /api/version, then the context length of the model:
+// GET /api/ps for a loaded model (the context its runner was started with,
+// which every request gets), else POST /api/show (a num_ctx parameter of
+// its Modelfile). Ollama publishes neither its KV cache nor how many
+// requests it runs at once (OLLAMA_NUM_PARALLEL).
+func (p *prober) ollama(d *Discovery) bool {
+	body, ok := p.get("/api/version")
+	if !ok {
+		return false
+	}
+	var v struct {
+		Version string `json:"version"`
+	}
+	if decodeJSON(body, &v) != nil || v.Version == "" {
+		return false
+	}
+	d.Engine = EngineOllama
+	d.Version = v.Version
+	d.Notes = append(d.Notes, "Ollama does not publish how many requests it runs at once (OLLAMA_NUM_PARALLEL): max running requests unknown unless given")
+
+	if body, ok := p.get("/api/ps"); ok {
+		var ps struct {
+			Models []struct {
+				Name          string      `json:"name"`
+				Model         string      `json:"model"`
+				ContextLength json.Number `json:"context_length"`
+			} `json:"models"`
+		}
+		if decodeJSON(body, &ps) == nil {
+			for _, m := range ps.Models {
+				if p.model != "" && !sameOllamaModel(p.model, m.Name) && !sameOllamaModel(p.model, m.Model) {
+					continue
+				}
+				if n, err := m.ContextLength.Int64(); err == nil && n > 0 {
+					d.Model = m.Name
+					d.Limits.MaxModelLen = int(n)
+					d.Limits.Source = "ollama /api/ps context_length"
+					return true
+				}
+			}
+		}
+	}
+	model := p.model
+	if model == "" {
+		if body, ok := p.get("/api/tags"); ok {
+			var tags struct {
+				Models []struct {
+					Name string `json:"name"`
+				} `json:"models"`
+			}
+			if decodeJSON(body, &tags) == nil && len(tags.Models) == 1 {
+				model = tags.Models[0].Name
+			}
+		}
+	}
+	if model != "" {
+		req, _ := json.Marshal(map[string]string{"model": model})
+		if body, ok := p.do(http.MethodPost, "/api/show", req); ok {
+			var show struct {
+				Parameters string `json:"parameters"`
+			}
+			if decodeJSON(body, &show) == nil {
+				if n := ollamaParameter(show.Parameters, "num_ctx"); n > 0 {
+					d.Model = model
+					d.Limits.MaxModelLen = n
+					d.Limits.Source = "ollama /api/show num_ctx"
+					return true
+				}
+			}
+		}
+	}
+	d.Notes = append(d.Notes, "Ollama chooses the context length when it loads a model (OLLAMA_CONTEXT_LENGTH, or its default) and the model is not loaded: max_model_len unknown until it is")
+	return true
+}
+
+// sameOllamaModel reports whether a model name given by a user names the
+// model Ollama lists: "tiny" is "tiny:latest".
+func sameOllamaModel(given, listed string) bool {
+	return given == listed || given+":latest" == listed
+}
+
+// ollamaParameter reads one parameter from /api/show's "parameters" text,
+// lines of "name   value".
+func ollamaParameter(params, name string) int {
+	for line := range strings.SplitSeq(params, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == name {
+			n, err := strconv.Atoi(f[1])
+			if err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	return 0
 }
 
 func decodeJSON(body []byte, v any) error {

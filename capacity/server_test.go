@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -97,9 +99,15 @@ func TestDiscover(t *testing.T) {
 		},
 		{
 			name:   "llama.cpp slots",
-			routes: map[string]string{"/props": `{"total_slots":4,"default_generation_settings":{"n_ctx":8192}}`},
+			routes: map[string]string{"/props": `{"total_slots":4,"default_generation_settings":{"n_ctx":8192},"build_info":"b5432-1a2b3c4d"}`},
 			engine: EngineLlamaCpp,
 			want:   Limits{KVTokens: 32768, MaxRunning: 4, MaxModelLen: 8192},
+		},
+		{
+			name:   "llama.cpp with n_ctx at the top",
+			routes: map[string]string{"/props": `{"total_slots":2,"n_ctx":4096,"build_info":{"number":1}}`},
+			engine: EngineLlamaCpp,
+			want:   Limits{KVTokens: 8192, MaxRunning: 2, MaxModelLen: 4096},
 		},
 		{
 			name:   "tgi",
@@ -107,6 +115,38 @@ func TestDiscover(t *testing.T) {
 			engine: EngineTGI,
 			want:   Limits{KVTokens: 163840, MaxModelLen: 4096},
 			note:   "max_concurrent_requests",
+		},
+		{
+			name: "ollama: the loaded model's context from /api/ps",
+			routes: map[string]string{
+				"/api/version": `{"version":"0.17.4"}`,
+				"/api/ps":      `{"models":[{"name":"tiny:latest","model":"tiny:latest","size":8849408,"context_length":4096}]}`,
+			},
+			suffix: "/v1",
+			engine: EngineOllama,
+			want:   Limits{MaxModelLen: 4096},
+			note:   "OLLAMA_NUM_PARALLEL",
+		},
+		{
+			name: "ollama: a model not loaded, num_ctx from /api/show",
+			routes: map[string]string{
+				"/api/version": `{"version":"0.17.4"}`,
+				"/api/ps":      `{"models":[]}`,
+				"/api/tags":    `{"models":[{"name":"tiny:latest"}]}`,
+				"/api/show":    `{"parameters":"num_ctx                        2048\nstop                           \"<eos>\""}`,
+			},
+			engine: EngineOllama,
+			want:   Limits{MaxModelLen: 2048},
+		},
+		{
+			name: "ollama: nothing loaded, nothing set",
+			routes: map[string]string{
+				"/api/version": `{"version":"0.17.4"}`,
+				"/api/ps":      `{"models":[]}`,
+			},
+			engine: EngineOllama,
+			want:   Limits{},
+			note:   "not loaded",
 		},
 		{
 			name:   "nothing published",
@@ -194,4 +234,78 @@ func TestDiscoverErrors(t *testing.T) {
 		assert.Equal(t, http.StatusInternalServerError, se.StatusCode)
 		assert.True(t, errors.As(d.Probes[0].Err, &se))
 	})
+}
+
+func TestDiscoverVersion(t *testing.T) {
+	tests := []struct {
+		name    string
+		routes  map[string]string
+		engine  Engine
+		version string
+	}{
+		{"vllm /version", map[string]string{"/metrics": vllmMetrics, "/version": `{"version":"0.11.0"}`}, EngineVLLM, "0.11.0"},
+		{"vllm without /version", map[string]string{"/metrics": vllmMetrics}, EngineVLLM, ""},
+		{"sglang", map[string]string{"/get_server_info": `{"version":"0.5.3","max_total_num_tokens":1000}`}, EngineSGLang, "0.5.3"},
+		{"llama.cpp build_info", map[string]string{"/props": `{"total_slots":1,"default_generation_settings":{"n_ctx":512},"build_info":"b5432-1a2b3c4d"}`}, EngineLlamaCpp, "b5432-1a2b3c4d"},
+		{"tgi", map[string]string{"/info": `{"version":"3.3.4","max_total_tokens":4096}`}, EngineTGI, "3.3.4"},
+		{"ollama", map[string]string{"/api/version": `{"version":"0.17.4"}`}, EngineOllama, "0.17.4"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := Discover(t.Context(), nil, serve(t, tc.routes).URL)
+			require.NoError(t, err)
+			assert.Equal(t, tc.engine, d.Engine)
+			assert.Equal(t, tc.version, d.Version)
+		})
+	}
+}
+
+func TestDiscoverOllamaModel(t *testing.T) {
+	ps := `{"models":[{"name":"big:latest","context_length":32768},{"name":"tiny:latest","context_length":4096}]}`
+	srv := serve(t, map[string]string{"/api/version": `{"version":"0.17.4"}`, "/api/ps": ps})
+	d, err := DiscoverModel(t.Context(), nil, srv.URL+"/v1", "tiny")
+	require.NoError(t, err)
+	assert.Equal(t, 4096, d.Limits.MaxModelLen, "the named model's context, not the first loaded")
+	assert.Equal(t, "tiny:latest", d.Model)
+	assert.Equal(t, "ollama /api/ps context_length", d.Limits.Source)
+	assert.Equal(t, "ollama", d.Engine.String())
+}
+
+// TestDiscoverSilentServer: a server that accepts connections and never
+// answers holds Discover for one probe's timeout, not forever, and is not
+// asked again.
+func TestDiscoverSilentServer(t *testing.T) {
+	defer func(d time.Duration) { probeTimeout = d }(probeTimeout)
+	probeTimeout = 200 * time.Millisecond
+	release := make(chan struct{})
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	start := time.Now()
+	d, err := Discover(t.Context(), srv.Client(), srv.URL)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	require.ErrorIs(t, err, ErrUnreachable, "no request got an answer")
+	assert.Contains(t, err.Error(), "no answer in time")
+	assert.EqualValues(t, 1, asked.Load(), "a silent server is asked once")
+	assert.Len(t, d.Probes, 1)
+}
+
+func TestDiscoveryComplete(t *testing.T) {
+	d := &Discovery{Engine: EngineOllama, Limits: Limits{MaxModelLen: 4096, Source: "ollama /api/ps context_length"}}
+	l := d.Complete(Limits{MaxRunning: 4, Source: "flags"})
+	assert.Equal(t, 4*4096, l.KVTokens, "a context per slot")
+	assert.Equal(t, 4, l.MaxRunning)
+	assert.Contains(t, l.Source, "max_running from flags")
+	assert.Contains(t, l.Source, "kv_tokens = max_running × max_model_len")
+
+	v := &Discovery{Engine: EngineVLLM, Limits: Limits{MaxModelLen: 4096}}
+	assert.Zero(t, v.Complete(Limits{MaxRunning: 4}).KVTokens, "vLLM shares one pool: nothing follows")
+	assert.Equal(t, 9, d.Complete(Limits{KVTokens: 9, MaxRunning: 4}).KVTokens, "a given figure wins")
 }

@@ -55,6 +55,7 @@ type options struct {
 	kvCacheDType, quantization                string
 	gpuMemGiB, utilization                    float64
 	maxModelLen, maxNumSeqs, maxBatchedTokens int
+	kvTokens                                  int
 	tp, pp, blockSize, weightBits             int
 	prefixCaching, enforceEager, languageOnly bool
 	weightsGiB, activationGiB, graphsGiB      float64
@@ -75,7 +76,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.Float64Var(&o.utilization, "gpu-memory-utilization", 0, "fraction of GPU memory vLLM may use (SGLang: --mem-fraction-static); 0 means the engine's default")
 	fs.StringVar(&o.kvCacheDType, "kv-cache-dtype", "auto", "KV cache dtype: "+strings.Join(capacity.KVCacheDTypes, ", "))
 	fs.IntVar(&o.maxModelLen, "max-model-len", 0, "longest request in tokens; 0 means the model's")
-	fs.IntVar(&o.maxNumSeqs, "max-num-seqs", 0, "most requests running at once; 0 means vLLM's default")
+	fs.IntVar(&o.maxNumSeqs, "max-num-seqs", 0, "most requests running at once; 0 means vLLM's default (with -url: unknown unless the server publishes it)")
+	fs.IntVar(&o.kvTokens, "kv-tokens", 0, "with -url: the KV cache's capacity in tokens, where the server does not publish it (its start-up log)")
 	fs.IntVar(&o.maxBatchedTokens, "max-num-batched-tokens", 0, "tokens per scheduler step; 0 means vLLM's default")
 	fs.IntVar(&o.tp, "tensor-parallel-size", 1, "GPUs the model is split over by tensor parallelism")
 	fs.IntVar(&o.pp, "pipeline-parallel-size", 1, "pipeline stages")
@@ -102,6 +104,7 @@ func (o *options) register(fs *flag.FlagSet) {
 // report is the command's result; -json prints it as it is.
 type report struct {
 	Engine           string              `json:"engine"`
+	Version          string              `json:"version,omitempty"`
 	Source           string              `json:"source"`
 	KVTokens         int                 `json:"kv_tokens"`
 	BlockSize        int                 `json:"block_size"`
@@ -149,7 +152,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	r := &report{MaxTokens: o.maxTokens}
-	flagLimits := capacity.Limits{MaxRunning: o.maxNumSeqs, MaxModelLen: o.maxModelLen, Source: "flags"}
+	flagLimits := capacity.Limits{KVTokens: o.kvTokens, MaxRunning: o.maxNumSeqs, MaxModelLen: o.maxModelLen, Source: "flags"}
 	var limits capacity.Limits
 	switch {
 	case o.url != "":
@@ -160,9 +163,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		r.Discovery = d
-		r.Engine = d.Engine.String()
+		r.Engine, r.Version = d.Engine.String(), d.Version
 		r.BlockSize, r.NumBlocks, r.MaxConcurrency = d.BlockSize, d.NumGPUBlocks, d.MaxConcurrency
-		limits = d.Limits.Merge(flagLimits)
+		limits = d.Complete(flagLimits)
 	case o.config != "":
 		m, err := capacity.LoadModel(o.config)
 		if err != nil {
@@ -285,17 +288,13 @@ func writeText(w io.Writer, r *report, contexts, concurrency []int) error {
 		writeEstimate(p, r.Model, e)
 	}
 	if d := r.Discovery; d != nil {
-		p.f("Server     %s (%s)\n", d.Engine, r.Source)
-		if d.NumGPUBlocks > 0 {
-			p.f("           %s blocks of %s tokens, max concurrency %.2f\n", comma(d.NumGPUBlocks), comma(d.BlockSize), d.MaxConcurrency)
-		}
-		for _, n := range d.Notes {
-			p.f("           note: %s\n", n)
-		}
+		writeDiscovery(p, r, d)
 	}
 	p.f("\nLimits     kv_tokens %s, max_running %s, max_model_len %s, template overhead %d\n",
 		known(r.KVTokens), known(r.MaxRunning), known(r.MaxModelLen), r.TemplateOverhead)
-	p.f("           from %s\n", r.Source)
+	if r.Source != "" {
+		p.f("           from %s\n", r.Source)
+	}
 	p.f("\nPredicted grid: rows are context tokens, columns concurrent requests, %s output tokens each\n", comma(r.MaxTokens))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "context\t")
@@ -315,8 +314,85 @@ func writeText(w io.Writer, r *report, contexts, concurrency []int) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	p.f("ok: fits; ok?: fits the known limits, others unknown; KV: over the KV tokens; seqs: over max running; len: over max_model_len\n")
+	p.f("ok: fits; ok?: fits the known limits, others unknown; queue: fits, more requests than run at once wait in the server's queue; KV: over the KV tokens; len: over max_model_len\n")
 	return p.err
+}
+
+// writeDiscovery says what the server told, from where, and which flags
+// supply what it did not.
+func writeDiscovery(p *printer, r *report, d *capacity.Discovery) {
+	engine := d.Engine.String()
+	switch {
+	case d.Engine == capacity.EngineUnknown:
+		engine = "unknown engine (it publishes none of the limits llmload reads)"
+	case d.Version != "":
+		engine += " " + d.Version
+	}
+	p.f("Server     %s\n", engine)
+	if d.Model != "" {
+		p.f("           model %s\n", d.Model)
+	}
+	var asked []string
+	for _, pr := range d.Probes {
+		status := "no answer"
+		if pr.Status != 0 {
+			status = strconv.Itoa(pr.Status)
+		}
+		asked = append(asked, pr.Path+" "+status)
+	}
+	if len(asked) > 0 {
+		p.f("           asked %s\n", strings.Join(asked, ", "))
+	}
+	found := d.Limits
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"kv_tokens", found.KVTokens}, {"max_running", found.MaxRunning}, {"max_model_len", found.MaxModelLen}} {
+		if f.n > 0 {
+			p.f("Found      %s %s (from %s)\n", f.name, comma(f.n), found.Source)
+		}
+	}
+	if d.NumGPUBlocks > 0 {
+		p.f("           %s blocks of %s tokens, max concurrency %.2f\n", comma(d.NumGPUBlocks), comma(d.BlockSize), d.MaxConcurrency)
+	}
+	for _, n := range d.Notes {
+		p.f("           note: %s\n", n)
+	}
+	for _, m := range missing(d, r) {
+		p.f("Not found  %s\n", m)
+	}
+}
+
+// missing says, for each limit neither the server nor a flag gave, which
+// flag gives it.
+func missing(d *capacity.Discovery, r *report) []string {
+	var out []string
+	perSlot := d.Engine == capacity.EngineOllama || d.Engine == capacity.EngineLlamaCpp
+	if r.MaxRunning <= 0 {
+		s := "max_running: pass -max-num-seqs N"
+		switch d.Engine {
+		case capacity.EngineVLLM:
+			s += " (vLLM's --max-num-seqs; 256 by default)"
+		case capacity.EngineOllama:
+			s += " (Ollama's OLLAMA_NUM_PARALLEL)"
+		}
+		out = append(out, s)
+	}
+	if r.KVTokens <= 0 {
+		s := "kv_tokens: pass -kv-tokens N (from the server's start-up log)"
+		if perSlot {
+			s = "kv_tokens: follows from -max-num-seqs (" + d.Engine.String() + " holds a context per slot), or pass -kv-tokens N"
+		}
+		out = append(out, s)
+	}
+	if r.MaxModelLen <= 0 {
+		s := "max_model_len: pass -max-model-len N"
+		if d.Engine == capacity.EngineOllama {
+			s += " (Ollama's context length: OLLAMA_CONTEXT_LENGTH or the model's num_ctx; it is published once the model is loaded)"
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func writeEstimate(p *printer, m *capacity.Model, e *capacity.Estimate) {
@@ -408,7 +484,7 @@ func mark(r capacity.Reason) string {
 	case capacity.OverKVTokens:
 		return "KV"
 	case capacity.OverMaxRunning:
-		return "seqs"
+		return "queue"
 	case capacity.OverMaxModelLen:
 		return "len"
 	}

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -202,4 +204,67 @@ func TestParseList(t *testing.T) {
 	assert.Equal(t, "1,234,567", comma(1234567))
 	assert.Equal(t, "-1,000", comma(-1000))
 	assert.Equal(t, "999", comma(999))
+}
+
+// ollamaServer answers as Ollama v0.17.4 does (the bodies were recorded
+// from one serving a model with a 4,096-token context): 404 for every
+// other engine's endpoint.
+func ollamaServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		require.NoError(t, err)
+		return b
+	}
+	ps, version := read("ollama-api-ps.json"), read("ollama-api-version.json")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/ps":
+			_, _ = w.Write(ps)
+		case "/api/version":
+			_, _ = w.Write(version)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestRunLiveOllamaText: on Ollama, -url names the engine, its version and
+// its context length, says where it read them, and which flags supply what
+// Ollama does not publish; with -max-num-seqs the KV tokens follow.
+func TestRunLiveOllamaText(t *testing.T) {
+	srv := ollamaServer(t)
+	var out bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"-url", srv.URL + "/v1", "-contexts", "0,4K", "-concurrency", "1,8", "-max-tokens", "128"}, &out, &out))
+	text := out.String()
+	assert.Contains(t, text, "Server     ollama 0.17.4")
+	assert.Contains(t, text, "Found      max_model_len 4,096 (from ollama /api/ps context_length)")
+	assert.Contains(t, text, "Not found  max_running: pass -max-num-seqs N (Ollama's OLLAMA_NUM_PARALLEL)")
+	assert.Contains(t, text, "/api/version 200")
+	assert.Regexp(t, `(?m)^\s+4K\s+len\s+len\s*$`, text)
+
+	r := runJSON(t, "-url", srv.URL, "-contexts", "1K", "-concurrency", "1,4,8", "-max-tokens", "128", "-max-num-seqs", "4")
+	assert.Equal(t, "ollama", r.Engine)
+	assert.Equal(t, "0.17.4", r.Version)
+	assert.Equal(t, 4*4096, r.KVTokens, "a context per slot")
+	assert.True(t, cellAt(t, r, 1024, 4).Fits)
+	queued := cellAt(t, r, 1024, 8)
+	assert.True(t, queued.Fits, "beyond the slots requests queue; they are not over capacity")
+	assert.Equal(t, capacity.OverMaxRunning, queued.Reason)
+}
+
+// TestRunLiveUnknownText: a server that publishes nothing is named
+// unknown, and every limit comes with the flag that gives it.
+func TestRunLiveUnknownText(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	var out bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"-url", srv.URL, "-contexts", "0", "-concurrency", "1"}, &out, &out))
+	text := out.String()
+	assert.Contains(t, text, "Server     unknown engine")
+	for _, flag := range []string{"-max-num-seqs", "-kv-tokens", "-max-model-len"} {
+		assert.Contains(t, text, flag)
+	}
 }
