@@ -140,10 +140,14 @@ type Verdict struct {
 // first one exceeded decides. More requests than the server runs at once
 // are not over capacity: the rest wait in its queue, and the verdict says
 // so (Fits and Queued, Reason OverMaxRunning).
+// Negative counts count as zero, and sums or products beyond the int range
+// as the largest int, so a huge cell is over capacity, never wrapped around
+// to fit.
 func (l Limits) Check(context, concurrency, maxOutput int) Verdict {
-	perRequest := context + maxOutput
+	context, concurrency, maxOutput = max(context, 0), max(concurrency, 0), max(maxOutput, 0)
+	perRequest := addSat(context, maxOutput)
 	if l.MaxModelLen > 0 {
-		need := perRequest + l.overhead()
+		need := addSat(perRequest, l.overhead())
 		if need > l.MaxModelLen {
 			return Verdict{Reason: OverMaxModelLen, Need: need, Have: l.MaxModelLen,
 				Detail: fmt.Sprintf("one request needs %d + %d + %d template = %d tokens > max_model_len %d",
@@ -154,7 +158,7 @@ func (l Limits) Check(context, concurrency, maxOutput int) Verdict {
 	if l.MaxRunning > 0 && concurrency > l.MaxRunning {
 		running = l.MaxRunning
 	}
-	need := running * perRequest
+	need := mulSat(running, perRequest)
 	if l.KVTokens > 0 && need > l.KVTokens {
 		return Verdict{Reason: OverKVTokens, Need: need, Have: l.KVTokens,
 			Detail: fmt.Sprintf("%d × (%d + %d) = %d tokens > %d KV tokens",

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -225,7 +226,11 @@ func LoadModel(path string) (*Model, error) {
 	}
 	m, err := ParseConfig(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			ce.File = path
+		}
+		return nil, err
 	}
 	if dir != "" {
 		w, err := ReadWeights(dir)
@@ -238,33 +243,76 @@ func LoadModel(path string) (*Model, error) {
 }
 
 // config is a decoded config.json with lookups that fall back from
-// text_config to the top level.
+// text_config to the top level. Lookups record the first field whose value
+// is not a usable number in err.
 type config struct {
 	top, text map[string]any
+	textKey   string // "text_config", "llm_config" or "language_config"
+	err       error
+	// fields maps the first key of each integer lookup to the field that
+	// answered it ("head_dim" → "text_config.head_dim"), so that errors
+	// found later name the field as the file spells it.
+	fields map[string]string
 }
 
-func (c config) get(key string) (any, bool) {
-	if c.text != nil {
-		if v, ok := c.text[key]; ok && v != nil {
-			return v, true
-		}
-	}
-	v, ok := c.top[key]
-	return v, ok && v != nil
-}
-
-func (c config) int(keys ...string) int {
+// lookup returns the first of keys present (non-null) and its path as
+// errors name it ("text_config.hidden_size").
+func (c *config) lookup(keys ...string) (value any, field string, ok bool) {
 	for _, k := range keys {
-		if v, ok := c.get(k); ok {
-			if n, ok := toInt(v); ok {
-				return n
+		if c.text != nil {
+			if v, ok := c.text[k]; ok && v != nil {
+				return v, c.textKey + "." + k, true
 			}
 		}
+		if v, ok := c.top[k]; ok && v != nil {
+			return v, k, true
+		}
+	}
+	return nil, "", false
+}
+
+func (c *config) get(key string) (any, bool) {
+	v, _, ok := c.lookup(key)
+	return v, ok
+}
+
+// int returns the first of keys present as an integer, or 0 when none is.
+// A value that is not an integer, or larger in magnitude than maxConfigInt,
+// is recorded in c.err.
+func (c *config) int(keys ...string) int {
+	v, field, ok := c.lookup(keys...)
+	if !ok {
+		return 0
+	}
+	if c.fields == nil {
+		c.fields = map[string]string{}
+	}
+	c.fields[keys[0]] = field
+	n, err := configInt(v, field)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n
+}
+
+// objInt reads an integer from a nested object, recording a bad value in
+// c.err under the field name prefix.key.
+func (c *config) objInt(o map[string]any, prefix string, keys ...string) int {
+	for _, k := range keys {
+		v, ok := o[k]
+		if !ok || v == nil {
+			continue
+		}
+		n, err := configInt(v, prefix+"."+k)
+		if err != nil && c.err == nil {
+			c.err = err
+		}
+		return n
 	}
 	return 0
 }
 
-func (c config) str(keys ...string) string {
+func (c *config) str(keys ...string) string {
 	for _, k := range keys {
 		if v, ok := c.get(k); ok {
 			if s, ok := v.(string); ok {
@@ -275,7 +323,7 @@ func (c config) str(keys ...string) string {
 	return ""
 }
 
-func (c config) bool(key string) (value, ok bool) {
+func (c *config) bool(key string) (value, ok bool) {
 	v, ok := c.get(key)
 	if !ok {
 		return false, false
@@ -284,23 +332,70 @@ func (c config) bool(key string) (value, ok bool) {
 	return b, ok
 }
 
-func (c config) obj(key string) map[string]any {
+func (c *config) obj(key string) map[string]any {
 	v, _ := c.get(key)
 	o, _ := v.(map[string]any)
 	return o
 }
 
+// maxConfigInt bounds every integer read from a config.json: no real model
+// has a count or size near 2³¹, and keeping products of two fields within
+// int64 lets the arithmetic that follows stay exact.
+const maxConfigInt = 1 << 31
+
+// configInt converts a JSON number to an int, or returns a *ConfigError
+// naming field.
+func configInt(v any, field string) (int, error) {
+	n, ok := toInt(v)
+	f, number := toFloat(v)
+	switch {
+	case number && math.Abs(f) > maxConfigInt:
+		return 0, &ConfigError{Field: field, Value: configValue(v), Reason: "larger than any model has"}
+	case !ok:
+		return 0, &ConfigError{Field: field, Value: configValue(v), Reason: "not an integer"}
+	case n > maxConfigInt || n < -maxConfigInt:
+		return 0, &ConfigError{Field: field, Value: configValue(v), Reason: "larger than any model has"}
+	}
+	return n, nil
+}
+
+// configValue formats a decoded JSON value for an error message, cut short.
+func configValue(v any) string {
+	var s string
+	switch x := v.(type) {
+	case json.Number:
+		s = x.String()
+	case string:
+		s = strconv.Quote(x)
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return fmt.Sprintf("%T", v)
+		}
+		s = string(b)
+	}
+	if len(s) > 40 {
+		s = s[:40] + "…"
+	}
+	return s
+}
+
+// toInt converts a JSON number holding an integer to an int; ok is false
+// for anything else, including integers beyond ±2⁵³ written as floats.
 func toInt(v any) (int, bool) {
+	const exact = 1 << 53
 	switch n := v.(type) {
 	case json.Number:
 		if i, err := n.Int64(); err == nil {
 			return int(i), true
 		}
-		if f, err := n.Float64(); err == nil && f == math.Trunc(f) {
+		if f, err := n.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) <= exact {
 			return int(f), true
 		}
 	case float64:
-		return int(n), n == math.Trunc(n)
+		if n == math.Trunc(n) && math.Abs(n) <= exact {
+			return int(n), true
+		}
 	}
 	return 0, false
 }
@@ -316,29 +411,24 @@ func toFloat(v any) (float64, bool) {
 	return 0, false
 }
 
-func objInt(o map[string]any, keys ...string) int {
-	for _, k := range keys {
-		if n, ok := toInt(o[k]); ok {
-			return n
-		}
-	}
-	return 0
-}
-
 // ParseConfig reads a Hugging Face config.json. A multimodal config's
 // language model comes from text_config (or llm_config); its vision encoder
 // is kept in Model.Vision so that --language-model-only can drop it.
+//
+// Every field is checked against what a real model can be ([Model.Validate]):
+// a missing, non-integer or impossible value is a *ConfigError naming the
+// field, never an estimate.
 func ParseConfig(data []byte) (*Model, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var top map[string]any
 	if err := dec.Decode(&top); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, &ConfigError{Reason: "not a JSON object: " + err.Error()}
 	}
-	c := config{top: top}
+	c := &config{top: top}
 	for _, k := range []string{"text_config", "llm_config", "language_config"} {
 		if t, ok := top[k].(map[string]any); ok {
-			c.text = t
+			c.text, c.textKey = t, k
 			break
 		}
 	}
@@ -363,21 +453,33 @@ func ParseConfig(data []byte) (*Model, error) {
 	m.AttentionOutputGate, _ = c.bool("attn_output_gate")
 	m.TieWordEmbeddings, _ = c.bool("tie_word_embeddings")
 	numLayers := c.int("num_hidden_layers", "n_layer", "num_layers")
+	if c.err != nil {
+		return nil, c.err
+	}
 	switch {
-	case numLayers <= 0:
-		return nil, fmt.Errorf("%w: no num_hidden_layers", ErrConfig)
-	case m.HiddenSize <= 0:
-		return nil, fmt.Errorf("%w: no hidden_size", ErrConfig)
-	case m.NumAttentionHeads <= 0:
-		return nil, fmt.Errorf("%w: no num_attention_heads", ErrConfig)
+	case numLayers == 0:
+		return nil, &ConfigError{Field: "num_hidden_layers", Value: "missing", Reason: "the number of decoder layers is required"}
+	case numLayers < 0 || numLayers > maxLayers:
+		return nil, &ConfigError{Field: "num_hidden_layers", Value: strconv.Itoa(numLayers), Reason: fmt.Sprintf("want 1 to %d layers", maxLayers)}
+	case m.HiddenSize == 0:
+		return nil, &ConfigError{Field: "hidden_size", Value: "missing", Reason: "the model width is required"}
+	case m.NumAttentionHeads == 0:
+		return nil, &ConfigError{Field: "num_attention_heads", Value: "missing", Reason: "the number of attention heads is required"}
 	}
 	if m.NumKVHeads == 0 {
+		if _, _, given := c.lookup("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"); given {
+			return nil, &ConfigError{Field: "num_key_value_heads", Value: "0", Reason: "a model has at least one key/value head"}
+		}
 		m.NumKVHeads = m.NumAttentionHeads
 	}
-	if m.HeadDim == 0 {
+	if m.HeadDim == 0 && m.NumAttentionHeads > 0 {
 		m.HeadDim = m.HiddenSize / m.NumAttentionHeads
+		if m.HeadDim == 0 {
+			return nil, &ConfigError{Field: "head_dim", Value: "missing",
+				Reason: fmt.Sprintf("hidden_size %d ÷ num_attention_heads %d leaves no head dimension", m.HiddenSize, m.NumAttentionHeads)}
+		}
 	}
-	if r := c.int("kv_lora_rank"); r > 0 {
+	if r := c.int("kv_lora_rank"); r != 0 {
 		m.MLA = &MLA{
 			KVLoraRank:    r,
 			QKRopeHeadDim: c.int("qk_rope_head_dim"),
@@ -392,7 +494,7 @@ func ParseConfig(data []byte) (*Model, error) {
 	}
 	m.Layers = layers
 	if m.Count(LinearAttention) > 0 {
-		g := &GatedDeltaNet{
+		m.GatedDeltaNet = &GatedDeltaNet{
 			NumKeyHeads:   c.int("linear_num_key_heads"),
 			NumValueHeads: c.int("linear_num_value_heads"),
 			KeyHeadDim:    c.int("linear_key_head_dim"),
@@ -400,10 +502,6 @@ func ParseConfig(data []byte) (*Model, error) {
 			ConvKernel:    c.int("linear_conv_kernel_dim"),
 			StateDType:    normalizeDType(c.str("mamba_ssm_dtype")),
 		}
-		if g.NumKeyHeads <= 0 || g.NumValueHeads <= 0 || g.KeyHeadDim <= 0 || g.ValueHeadDim <= 0 || g.ConvKernel <= 0 {
-			return nil, fmt.Errorf("%w: linear_attention layers without linear_num_key_heads, linear_num_value_heads, linear_key_head_dim, linear_value_head_dim and linear_conv_kernel_dim", ErrConfig)
-		}
-		m.GatedDeltaNet = g
 	}
 	if m.Count(Mamba) > 0 {
 		mb := &Mamba2{
@@ -422,12 +520,9 @@ func ParseConfig(data []byte) (*Model, error) {
 		if mb.NumGroups == 0 {
 			mb.NumGroups = 1
 		}
-		if mb.NumHeads <= 0 || mb.HeadDim <= 0 || mb.StateSize <= 0 || mb.ConvKernel <= 0 {
-			return nil, fmt.Errorf("%w: mamba layers without mamba_num_heads, mamba_head_dim, ssm_state_size and conv_kernel", ErrConfig)
-		}
 		m.Mamba2 = mb
 	}
-	if n := c.int("num_experts", "n_routed_experts", "num_local_experts"); n > 1 {
+	if n := c.int("num_experts", "n_routed_experts", "num_local_experts"); n > 1 || n < 0 {
 		moe := &MoE{
 			NumExperts:       n,
 			ExpertsPerToken:  c.int("num_experts_per_tok", "moe_topk", "num_experts_per_token"),
@@ -437,7 +532,7 @@ func ParseConfig(data []byte) (*Model, error) {
 			moe.IntermediateSize = m.IntermediateSize
 		}
 		moe.SharedIntermediateSize = c.int("shared_expert_intermediate_size")
-		if s := c.int("n_shared_experts"); s > 0 && moe.SharedIntermediateSize == 0 {
+		if s := c.int("n_shared_experts"); s != 0 && moe.SharedIntermediateSize == 0 {
 			moe.SharedIntermediateSize = s * moe.IntermediateSize
 		}
 		moe.DenseLayers = c.int("first_k_dense_replace")
@@ -450,13 +545,23 @@ func ParseConfig(data []byte) (*Model, error) {
 	}
 	if v, ok := top["vision_config"].(map[string]any); ok {
 		m.Vision = &Vision{
-			Depth:            objInt(v, "depth", "num_hidden_layers", "num_layers"),
-			HiddenSize:       objInt(v, "hidden_size", "embed_dim", "width"),
-			IntermediateSize: objInt(v, "intermediate_size", "mlp_dim"),
+			Depth:            c.objInt(v, "vision_config", "depth", "num_hidden_layers", "num_layers"),
+			HiddenSize:       c.objInt(v, "vision_config", "hidden_size", "embed_dim", "width"),
+			IntermediateSize: c.objInt(v, "vision_config", "intermediate_size", "mlp_dim"),
 		}
 	}
 	m.Quantization = parseQuantization(c)
 	m.DerivedMaxModelLen = derivedMaxModelLen(c, m.MaxPositionEmbeddings)
+	if c.err != nil {
+		return nil, c.err
+	}
+	if err := m.Validate(); err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) && c.fields[ce.Field] != "" {
+			ce.Field = c.fields[ce.Field]
+		}
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -464,14 +569,14 @@ func ParseConfig(data []byte) (*Model, error) {
 // full_attention_interval, hybrid_override_pattern, layers_block_type or
 // sliding_window_pattern; a config with none of them is all full attention
 // (or all sliding window, where the config enables a window).
-func layerKinds(c config, m *Model, n int) ([]LayerKind, error) {
+func layerKinds(c *config, m *Model, n int) ([]LayerKind, error) {
 	out := make([]LayerKind, n)
 	if v, ok := c.get("layer_types"); ok {
 		l, ok := v.([]any)
 		if !ok || len(l) < n {
-			return nil, fmt.Errorf("%w: layer_types has %d entries for %d layers", ErrConfig, len(l), n)
+			return nil, &ConfigError{Field: "layer_types", Value: fmt.Sprintf("%d entries", len(l)), Reason: fmt.Sprintf("want one for each of the %d layers", n)}
 		}
-		if err := parseLayerKinds(l[:n], out); err != nil {
+		if err := parseLayerKinds("layer_types", l[:n], out); err != nil {
 			return nil, err
 		}
 		return out, nil
@@ -487,7 +592,7 @@ func layerKinds(c config, m *Model, n int) ([]LayerKind, error) {
 	}
 	if p := c.str("hybrid_override_pattern"); p != "" {
 		if len(p) < n {
-			return nil, fmt.Errorf("%w: hybrid_override_pattern has %d entries for %d layers", ErrConfig, len(p), n)
+			return nil, &ConfigError{Field: "hybrid_override_pattern", Value: configValue(p), Reason: fmt.Sprintf("want one entry for each of the %d layers", n)}
 		}
 		for i := range n {
 			switch p[i] {
@@ -498,14 +603,14 @@ func layerKinds(c config, m *Model, n int) ([]LayerKind, error) {
 			case '-', 'E':
 				out[i] = NoCache
 			default:
-				return nil, fmt.Errorf("%w: hybrid_override_pattern has unknown layer %q", ErrConfig, p[i])
+				return nil, &ConfigError{Field: "hybrid_override_pattern", Value: configValue(p), Reason: fmt.Sprintf("unknown layer %q", p[i])}
 			}
 		}
 		return out, nil
 	}
 	if v, ok := c.get("layers_block_type"); ok {
 		if l, ok := v.([]any); ok && len(l) >= n {
-			if err := parseLayerKinds(l[:n], out); err != nil {
+			if err := parseLayerKinds("layers_block_type", l[:n], out); err != nil {
 				return nil, err
 			}
 			return out, nil
@@ -548,21 +653,21 @@ func parseLayerKind(s string) (LayerKind, error) {
 	return LayerUnset, fmt.Errorf("%w: unknown layer type %q", ErrConfig, s)
 }
 
-// parseLayerKinds reads a config's list of layer type names into out, one
-// for one.
-func parseLayerKinds(names []any, out []LayerKind) error {
+// parseLayerKinds reads the list of layer type names in field into out,
+// one for one.
+func parseLayerKinds(field string, names []any, out []LayerKind) error {
 	for i, v := range names {
 		name, _ := v.(string)
 		k, err := parseLayerKind(name)
 		if err != nil {
-			return err
+			return &ConfigError{Field: fmt.Sprintf("%s[%d]", field, i), Value: configValue(v), Reason: "unknown layer type"}
 		}
 		out[i] = k
 	}
 	return nil
 }
 
-func parseQuantization(c config) Quantization {
+func parseQuantization(c *config) Quantization {
 	q := c.obj("quantization_config")
 	if q == nil {
 		q = c.obj("quantization")
@@ -573,8 +678,8 @@ func parseQuantization(c config) Quantization {
 	method, _ := q["quant_method"].(string)
 	out := Quantization{
 		Method:    strings.ToLower(method),
-		Bits:      objInt(q, "bits", "w_bit", "num_bits"),
-		GroupSize: objInt(q, "group_size", "q_group_size"),
+		Bits:      c.objInt(q, "quantization_config", "bits", "w_bit", "num_bits"),
+		GroupSize: c.objInt(q, "quantization_config", "group_size", "q_group_size"),
 	}
 	if sym, ok := q["sym"].(bool); ok {
 		out.Symmetric = sym
@@ -590,8 +695,8 @@ func parseQuantization(c config) Quantization {
 			if w == nil {
 				continue
 			}
-			out.Bits = objInt(w, "num_bits")
-			out.GroupSize = objInt(w, "group_size")
+			out.Bits = c.objInt(w, "quantization_config.config_groups.weights", "num_bits")
+			out.GroupSize = c.objInt(w, "quantization_config.config_groups.weights", "group_size")
 			if sym, ok := w["symmetric"].(bool); ok {
 				out.Symmetric = sym
 			}
@@ -615,7 +720,7 @@ func parseQuantization(c config) Quantization {
 	return out
 }
 
-func derivedMaxModelLen(c config, positions int) int {
+func derivedMaxModelLen(c *config, positions int) int {
 	rs := c.obj("rope_scaling")
 	if rs == nil {
 		rs = c.obj("rope_parameters")
@@ -637,11 +742,19 @@ func derivedMaxModelLen(c config, positions int) int {
 	}
 	base := positions
 	if typ == "yarn" {
-		if o := objInt(rs, "original_max_position_embeddings"); o > 0 {
+		if o := c.objInt(rs, "rope_scaling", "original_max_position_embeddings"); o > 0 {
 			base = o
 		}
 	}
-	return int(float64(base) * f)
+	n := float64(base) * f
+	if n > maxModelLen {
+		if c.err == nil {
+			c.err = &ConfigError{Field: "rope_scaling.factor", Value: configValue(rs["factor"]),
+				Reason: fmt.Sprintf("scales %d positions to %.4g, beyond %d", base, n, maxModelLen)}
+		}
+		return 0
+	}
+	return int(n)
 }
 
 // normalizeDType maps torch and vLLM dtype spellings to torch's names.

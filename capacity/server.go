@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -134,7 +135,8 @@ func DiscoverModel(ctx context.Context, client *http.Client, baseURL, model stri
 	if client == nil {
 		client = http.DefaultClient
 	}
-	p := &prober{ctx: ctx, client: client, base: strings.TrimSuffix(strings.TrimRight(baseURL, "/"), "/v1"), model: model}
+	base := strings.TrimSuffix(strings.TrimRight(baseURL, "/"), "/v1")
+	p := &prober{ctx: ctx, client: client, base: base, shown: redactURL(base), model: model}
 	d := &Discovery{}
 	defer func() { d.Probes = p.probes }()
 
@@ -157,7 +159,7 @@ func DiscoverModel(ctx context.Context, client *http.Client, baseURL, model stri
 		return d, err
 	}
 	if !p.answered {
-		return d, fmt.Errorf("%w: %s: %w", ErrUnreachable, p.base, p.firstErr)
+		return d, fmt.Errorf("%w: %s: %w", ErrUnreachable, p.shown, p.firstErr)
 	}
 	if p.silent {
 		d.Notes = append(d.Notes, fmt.Sprintf("the server stopped answering (no answer within %v): limits unknown", probeTimeout))
@@ -185,6 +187,7 @@ type prober struct {
 	ctx      context.Context
 	client   *http.Client
 	base     string
+	shown    string // base with any password redacted, for messages
 	model    string
 	probes   []Probe
 	answered bool
@@ -201,7 +204,7 @@ func (p *prober) get(path string) (body []byte, ok bool) {
 // do sends one request, bounded by DefaultProbeTimeout; ok is true for a
 // 2xx answer.
 func (p *prober) do(method, path string, reqBody []byte) (body []byte, ok bool) {
-	url := p.base + path
+	target, shown := p.base+path, p.shown+path
 	pr := Probe{Path: path}
 	if p.silent {
 		return nil, false
@@ -221,9 +224,13 @@ func (p *prober) do(method, path string, reqBody []byte) (body []byte, ok bool) 
 	if reqBody != nil {
 		rd = bytes.NewReader(reqBody)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	req, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
-		pr.Err = fmt.Errorf("capacity: %w", err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL it quotes, password and all
+		}
+		pr.Err = fmt.Errorf("capacity: %s %s: %w", method, shown, err)
 		return nil, false
 	}
 	if reqBody != nil {
@@ -235,7 +242,7 @@ func (p *prober) do(method, path string, reqBody []byte) (body []byte, ok bool) 
 			p.silent = true
 			err = fmt.Errorf("%w (%v)", errProbeTimeout, probeTimeout)
 		}
-		pr.Err = fmt.Errorf("capacity: %s %s: %w", method, url, err)
+		pr.Err = fmt.Errorf("capacity: %s %s: %w", method, shown, err) // net/http's *url.Error redacts the password too
 		return nil, false
 	}
 	defer resp.Body.Close()
@@ -247,11 +254,11 @@ func (p *prober) do(method, path string, reqBody []byte) (body []byte, ok bool) 
 			p.silent = true
 			err = fmt.Errorf("%w (%v)", errProbeTimeout, probeTimeout)
 		}
-		pr.Err = fmt.Errorf("capacity: %s %s: %w", method, url, err)
+		pr.Err = fmt.Errorf("capacity: %s %s: %w", method, shown, err)
 		return nil, false
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		pr.Err = &StatusError{Method: method, URL: url, StatusCode: resp.StatusCode, Body: string(body[:min(len(body), 200)])}
+		pr.Err = &StatusError{Method: method, URL: shown, StatusCode: resp.StatusCode, Body: string(body[:min(len(body), 200)])}
 		return nil, false
 	}
 	return body, true
@@ -558,6 +565,27 @@ func labelInt(labels map[string]string, key string) int {
 		return 0
 	}
 	return n
+}
+
+// redactURL returns u with the password of its user info replaced by
+// "xxxxx", as url.URL.Redacted does; a URL that does not parse has
+// everything before an "@" in its authority replaced.
+func redactURL(u string) string {
+	if parsed, err := url.Parse(u); err == nil {
+		return parsed.Redacted()
+	}
+	rest, scheme := u, ""
+	if i := strings.Index(u, "://"); i >= 0 {
+		scheme, rest = u[:i+3], u[i+3:]
+	}
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	if i := strings.LastIndex(authority, "@"); i >= 0 {
+		return scheme + "xxxxx" + rest[i:]
+	}
+	return u
 }
 
 func joinSource(a, b string) string {

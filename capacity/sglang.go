@@ -41,8 +41,11 @@ type SGLang struct {
 // pool comes out of the same memory first. There are no blocks: the result's
 // BlockSize is 1 and NumBlocks the token count.
 func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
-	if m == nil || len(m.Layers) == 0 {
-		return nil, fmt.Errorf("%w: no layers", ErrConfig)
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	if err := l.validate(); err != nil {
+		return nil, err
 	}
 	if l.GPUMemoryBytes <= 0 && l.AvailableKVBytes <= 0 {
 		return nil, ErrNoGPUMemory

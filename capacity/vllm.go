@@ -184,8 +184,11 @@ func before(v string, major, minor int) bool {
 // int(concurrency × max_model_len) — before 0.20 it was blocks ÷ groups ×
 // block size.
 func EstimateVLLM(m *Model, l VLLM) (*Estimate, error) {
-	if m == nil || len(m.Layers) == 0 {
-		return nil, fmt.Errorf("%w: no layers", ErrConfig)
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	if err := l.validate(); err != nil {
+		return nil, err
 	}
 	if l.GPUMemoryBytes <= 0 && l.AvailableKVBytes <= 0 && l.NumGPUBlocksOverride <= 0 {
 		return nil, ErrNoGPUMemory
@@ -202,7 +205,7 @@ func EstimateVLLM(m *Model, l VLLM) (*Estimate, error) {
 		e.MaxModelLen = m.DerivedMaxModelLen
 	}
 	if e.MaxModelLen <= 0 {
-		return nil, fmt.Errorf("%w: no max_position_embeddings; set MaxModelLen", ErrConfig)
+		return nil, &ConfigError{Field: "max_position_embeddings", Value: "missing", Reason: "max_model_len follows from it; set MaxModelLen"}
 	}
 	large := l.GPUMemoryBytes >= largeGPUBytes
 	e.MaxNumSeqs = l.MaxNumSeqs
@@ -226,6 +229,9 @@ func EstimateVLLM(m *Model, l VLLM) (*Estimate, error) {
 	groupSizes, err := e.group(m, pp)
 	if err != nil {
 		return nil, err
+	}
+	if e.PageBytes <= 0 {
+		return nil, fmt.Errorf("%w: a block of %d tokens takes no memory", ErrUnsupported, e.BlockSize)
 	}
 	e.budget(m, l, tp, pp)
 
@@ -523,7 +529,7 @@ func (e *Estimate) report(v string) {
 	if e.BlocksPerRequest > 0 {
 		e.MaxConcurrency = float64(e.NumBlocks) / float64(e.BlocksPerRequest)
 	}
-	e.GroupAwareKVTokens = int(e.MaxConcurrency * float64(e.MaxModelLen))
+	e.GroupAwareKVTokens = clampInt(e.MaxConcurrency * float64(e.MaxModelLen))
 	minBlock := 0
 	for _, g := range e.Groups {
 		if minBlock == 0 || g.BlockSize < minBlock {
@@ -531,7 +537,7 @@ func (e *Estimate) report(v string) {
 		}
 	}
 	if len(e.Groups) > 0 {
-		e.LegacyKVTokens = e.NumBlocks / len(e.Groups) * minBlock
+		e.LegacyKVTokens = mulSat(e.NumBlocks/len(e.Groups), minBlock)
 	}
 	e.KVTokens = e.GroupAwareKVTokens
 	if before(v, 0, 20) {

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -50,11 +51,16 @@ func ReadWeights(dir string) (*Weights, error) {
 		return nil, fmt.Errorf("capacity: model.safetensors.index.json: %w", err)
 	}
 	n, err := idx.Metadata.TotalSize.Int64()
-	if err != nil || n <= 0 {
-		return nil, fmt.Errorf("capacity: model.safetensors.index.json: no metadata.total_size")
+	if err != nil || n <= 0 || n > maxWeightBytes {
+		return nil, fmt.Errorf("%w: model.safetensors.index.json: metadata.total_size %q is not a checkpoint's size", ErrSafetensors, idx.Metadata.TotalSize)
 	}
 	return &Weights{LanguageBytes: n, Source: "model.safetensors.index.json total_size (vision and MTP tensors included)"}, nil
 }
+
+// ErrSafetensors reports a safetensors file whose header cannot be true:
+// not JSON, offsets that are negative, reversed or beyond any checkpoint,
+// or a tensor whose shape and dtype disagree with its bytes.
+var ErrSafetensors = errors.New("capacity: bad safetensors header")
 
 func addSafetensors(w *Weights, path string) error {
 	f, err := os.Open(path)
@@ -62,38 +68,110 @@ func addSafetensors(w *Weights, path string) error {
 		return fmt.Errorf("capacity: %w", err)
 	}
 	defer f.Close()
-	var n uint64
-	if err := binary.Read(f, binary.LittleEndian, &n); err != nil {
-		return fmt.Errorf("capacity: %s: safetensors header: %w", path, err)
+	sizes, err := readSafetensorsHeader(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	if n == 0 || n > maxSafetensorsHeader {
-		return fmt.Errorf("capacity: %s: safetensors header of %d bytes", path, n)
+	for name, size := range sizes {
+		part := &w.LanguageBytes
+		switch tensorPart(name) {
+		case partVision:
+			part = &w.VisionBytes
+		case partSkipped:
+			part = &w.SkippedBytes
+		}
+		if *part > maxWeightBytes-size {
+			return fmt.Errorf("%s: %w: tensors add up to more than %d bytes", path, ErrSafetensors, int64(maxWeightBytes))
+		}
+		*part += size
+	}
+	return nil
+}
+
+// safetensorsDTypeBytes gives the size of one element of each safetensors
+// dtype that takes whole bytes.
+var safetensorsDTypeBytes = map[string]int64{
+	"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1,
+	"U16": 2, "I16": 2, "F16": 2, "BF16": 2,
+	"U32": 4, "I32": 4, "F32": 4,
+	"U64": 8, "I64": 8, "F64": 8,
+}
+
+// readSafetensorsHeader reads a safetensors file's header from r — an
+// 8-byte little-endian length, then that many bytes of JSON — and returns
+// each tensor's size in bytes. Only the header is read.
+func readSafetensorsHeader(r io.Reader) (map[string]int64, error) {
+	var n uint64
+	if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
+		return nil, fmt.Errorf("%w: length: %w", ErrSafetensors, err)
+	}
+	if n < 2 || n > maxSafetensorsHeader {
+		return nil, fmt.Errorf("%w: a header of %d bytes", ErrSafetensors, n)
 	}
 	var header map[string]json.RawMessage
-	if err := json.NewDecoder(io.LimitReader(f, int64(n))).Decode(&header); err != nil {
-		return fmt.Errorf("capacity: %s: safetensors header: %w", path, err)
+	dec := json.NewDecoder(io.LimitReader(r, int64(n)))
+	if err := dec.Decode(&header); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSafetensors, err)
 	}
+	sizes := make(map[string]int64, len(header))
 	for name, raw := range header {
 		if name == "__metadata__" {
 			continue
 		}
-		var t struct {
-			DataOffsets [2]int64 `json:"data_offsets"`
+		size, err := safetensorsTensorSize(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%w: tensor %q: %s", ErrSafetensors, configValue(name), err)
 		}
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return fmt.Errorf("capacity: %s: tensor %s: %w", path, name, err)
-		}
-		size := t.DataOffsets[1] - t.DataOffsets[0]
-		switch tensorPart(name) {
-		case partVision:
-			w.VisionBytes += size
-		case partSkipped:
-			w.SkippedBytes += size
-		default:
-			w.LanguageBytes += size
-		}
+		sizes[name] = size
 	}
-	return nil
+	return sizes, nil
+}
+
+// safetensorsTensorSize returns the bytes of one tensor entry
+// ({"dtype": "BF16", "shape": [4096, 4096], "data_offsets": [begin, end]}),
+// or why the entry cannot be true.
+func safetensorsTensorSize(raw json.RawMessage) (int64, error) {
+	var t struct {
+		DType       string        `json:"dtype"`
+		Shape       []json.Number `json:"shape"`
+		DataOffsets []json.Number `json:"data_offsets"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&t); err != nil {
+		return 0, err
+	}
+	if len(t.DataOffsets) != 2 {
+		return 0, fmt.Errorf("data_offsets has %d numbers, want 2", len(t.DataOffsets))
+	}
+	begin, err1 := t.DataOffsets[0].Int64()
+	end, err2 := t.DataOffsets[1].Int64()
+	switch {
+	case err1 != nil || err2 != nil:
+		return 0, fmt.Errorf("data_offsets %s, %s are not integers", t.DataOffsets[0], t.DataOffsets[1])
+	case begin < 0 || end < begin || end > maxWeightBytes:
+		return 0, fmt.Errorf("data_offsets [%d, %d]: want 0 ≤ begin ≤ end ≤ %d", begin, end, int64(maxWeightBytes))
+	}
+	size := end - begin
+	elemBytes, known := safetensorsDTypeBytes[t.DType]
+	if !known || t.Shape == nil {
+		return size, nil // sub-byte and future dtypes: the offsets alone
+	}
+	elems := int64(1)
+	for _, d := range t.Shape {
+		n, err := d.Int64()
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("shape has %s, not a size", d)
+		}
+		if n != 0 && elems > maxWeightBytes/n {
+			return 0, fmt.Errorf("shape %v is larger than any checkpoint", t.Shape)
+		}
+		elems *= n
+	}
+	if elems*elemBytes != size {
+		return 0, fmt.Errorf("shape %v of %s is %d bytes, data_offsets say %d", t.Shape, t.DType, elems*elemBytes, size)
+	}
+	return size, nil
 }
 
 type weightPart uint8

@@ -268,3 +268,36 @@ func TestRunLiveUnknownText(t *testing.T) {
 		assert.Contains(t, text, flag)
 	}
 }
+
+// TestRunURLPasswordNeverPrinted: a password in -url used to be printed in
+// the errors and the probes of the JSON output; it is redacted everywhere.
+func TestRunURLPasswordNeverPrinted(t *testing.T) {
+	const secret = "s3cret-pa55"
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusUnauthorized)
+	}))
+	defer failing.Close()
+	for name, u := range map[string]string{
+		"unreachable":   strings.Replace(closed.URL, "://", "://user:"+secret+"@", 1),
+		"status errors": strings.Replace(failing.URL, "://", "://user:"+secret+"@", 1) + "/v1",
+		"not a URL":     "http://user:" + secret + "@[::1",
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, format := range [][]string{nil, {"-json"}} {
+				var out, errOut bytes.Buffer
+				err := run(t.Context(), append([]string{"-url", u}, format...), &out, &errOut)
+				all := out.String() + errOut.String()
+				if err != nil {
+					all += err.Error()
+				}
+				assert.NotContains(t, all, secret)
+				assert.NotEmpty(t, all, "something was printed or returned")
+				if strings.Contains(all, "user") {
+					assert.Contains(t, all, "xxxxx", "the user is shown, the password redacted")
+				}
+			}
+		})
+	}
+}
