@@ -75,6 +75,10 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	if run == nil {
 		return runErr
 	}
+	// The seed's meaning: TTFT and the other per-request figures are over
+	// every request the cell launched, warm-up included; throughput is the
+	// window's.
+	run.Summary = rec.SummaryOf(metrics.ScopeAll)
 
 	m := cr.measurement(run, samples, row.PromptTokens)
 	c.Measurement = m

@@ -143,7 +143,8 @@ func benchRecorder(b *testing.B, workers int) (time.Duration, uint64) {
 	r.SetWindow(Window{Start: t0, End: t0.Add(24 * time.Hour)})
 	// The per-request histograms (TTFT, latency, ...) would exist in every
 	// scheme: create them before the baseline.
-	for _, h := range []*Histogram{&r.agg.ttft, &r.agg.tbt, &r.agg.tpot, &r.agg.latency, &r.agg.wait} {
+	p := &r.parts[partWindow]
+	for _, h := range []*Histogram{&p.ttft, &p.tbt, &p.tpot, &p.latency, &p.wait} {
 		h.init()
 	}
 
@@ -181,7 +182,7 @@ func benchRecorder(b *testing.B, workers int) (time.Duration, uint64) {
 	held := liveHeap() - base
 	runtime.KeepAlive(timelines)
 	start := time.Now()
-	itl := r.itl() // as Summary merges the shards
+	itl := r.itl([]int{partWindow}) // as Summary merges the shards
 	fixed := time.Since(start)
 	// A request's first token has no gap before it.
 	if want := int64(b.N) - requests.Load(); itl.Count() != want {

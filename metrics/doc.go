@@ -8,7 +8,8 @@
 // timelines online, in bounded memory: [Recorder.Observe] costs O(1) per
 // chunk and allocates nothing, latencies go into HDR [Histogram]s of fixed
 // geometry, and nothing grows with the number of tokens. [Recorder.Summary]
-// returns the columns as a [Summary].
+// returns the columns as a [Summary]. A [Histogram] keeps count, minimum,
+// maximum and mean exactly; its quantiles are within 0.1%.
 //
 // # Definitions
 //
@@ -37,6 +38,13 @@
 //     first token and no end.
 //   - Completed: requests that ended with [DONE] or a finish reason inside
 //     the window.
+//   - Warm-up: requests that ended before the window opened. A summary of
+//     the window counts them in Warmup and nowhere else, so cold starts move
+//     none of its figures; [Recorder.SummaryOf] summarises them on their own
+//     ([ScopeWarmup]) or with the window's ([ScopeAll], the speed-test
+//     matrix's view, where TTFT is over every request a cell launched).
+//     Every request is counted in exactly one outcome: Requests = Warmup +
+//     Completed + CompletedOutside + Failed + Canceled.
 //
 // # Names in other tools
 //

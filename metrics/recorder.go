@@ -33,18 +33,34 @@ func (s SLO) Met(tl *Timeline) bool {
 // gapBufLen chunks, on one of several locks.
 const numShards = 8
 
+// A recording has two parts: the warm-up, before the window opens, and the
+// window, from its start on. Requests go to the part in which they ended,
+// gaps between tokens to the part in which their later token arrived.
+const (
+	partWarmup = iota
+	partWindow
+	numParts
+)
+
 type shard struct {
 	mu     sync.Mutex
-	itl    Histogram    // guarded by mu
-	tokens atomic.Int64 // tokens observed, window or not
-	inWin  atomic.Int64 // tokens observed inside the window
-	_      [64]byte     // keep shards on separate cache lines
+	itl    [numParts]Histogram // guarded by mu
+	tokens atomic.Int64        // tokens observed, window or not
+	inWin  atomic.Int64        // tokens observed inside the window
+	_      [64]byte            // keep shards on separate cache lines
 }
 
 // Recorder aggregates request timelines, online and in bounded memory, into
 // the columns of a measurement: throughput over a [Window], time to first
 // token, time between tokens and the rest of [Summary]. Its zero value is
 // ready to use; set SLO before the first call.
+//
+// With a window set ([Recorder.SetWindow] or [Recorder.OpenWindow]), a
+// request that ended before the window opened is a warm-up request: the
+// Summary counts it in Warmup and in nothing else, and
+// [Recorder.SummaryOf](ScopeWarmup) summarises the warm-up on its own.
+// Without a window, the Summary covers every request recorded, over the
+// span from the first one's start to the last one's end.
 //
 // Observe is called for every chunk and costs O(1) with no allocation; Record
 // once per request. Both are safe for concurrent use: many goroutines may
@@ -62,20 +78,34 @@ type Recorder struct {
 	recorded atomic.Int64
 	failed   atomic.Int64
 
-	mu  sync.Mutex
-	agg aggregate // guarded by mu
+	mu    sync.Mutex
+	parts [numParts]part // guarded by mu
+	tally tally          // guarded by mu
 }
 
-// aggregate holds what Record folds in, request by request.
-type aggregate struct {
-	requests, completed, failed, canceled, good int
-	errors                                      [numKinds]int
-	sources                                     [4]int
-	winTokens                                   int
-	winExtra                                    float64
-	winLast                                     time.Time
-	active                                      time.Duration
-	ttft, tbt, tpot, latency, wait              Histogram
+// part holds what Record folds in for the requests of one part of the
+// recording.
+type part struct {
+	requests, completed, outside, failed, canceled, good int
+	errors                                               [numKinds]int
+	sources                                              [4]int
+	ttft, tbt, tpot, latency, wait                       Histogram
+}
+
+// tally holds the figures that are not per request but over time: the
+// window's tokens and activity, and, for a recording without a window, the
+// span of all its requests.
+type tally struct {
+	winTokens int
+	winExtra  float64
+	winLast   time.Time
+	active    time.Duration
+
+	from, to  time.Time // the earliest start and the latest end recorded
+	tokens    int       // every token recorded
+	extra     int
+	last      time.Time // the last token recorded
+	activeAll time.Duration
 }
 
 // SetWindow sets the measurement window. Call it before observing chunks
@@ -119,7 +149,8 @@ func (r *Recorder) window() *Window {
 // Observe records that a chunk carrying tokens arrived at t for the request
 // tl. It updates tl (see [Timeline.Observe]), counts the tokens in the window
 // if t is inside it, and records tokens gaps of (t − previous chunk) ÷ tokens
-// in the time-between-tokens histogram. Chunks with no tokens are ignored.
+// in the time-between-tokens histogram of the window, or of the warm-up if t
+// is before the window opened. Chunks with no tokens are ignored.
 func (r *Recorder) Observe(tl *Timeline, t time.Time, tokens int) {
 	if tokens <= 0 {
 		return
@@ -128,8 +159,13 @@ func (r *Recorder) Observe(tl *Timeline, t time.Time, tokens int) {
 		tl.shard = uint16(r.next.Add(1) % numShards)
 		tl.sharded = true
 	}
+	w := r.window()
 	if tl.Chunks > 0 {
-		tl.gapBuf[tl.gapN] = gap{d: t.Sub(tl.Last) / time.Duration(tokens), n: int64(tokens)}
+		n := int64(tokens)
+		if w == nil || t.Before(w.Start) {
+			n = -n // a warm-up gap
+		}
+		tl.gapBuf[tl.gapN] = gap{d: t.Sub(tl.Last) / time.Duration(tokens), n: n}
 		tl.gapN++
 		if tl.gapN == gapBufLen {
 			r.flush(tl)
@@ -138,7 +174,7 @@ func (r *Recorder) Observe(tl *Timeline, t time.Time, tokens int) {
 	tl.Observe(t, tokens)
 	s := &r.shards[tl.shard]
 	s.tokens.Add(int64(tokens))
-	if w := r.window(); w != nil && w.Contains(t) {
+	if w != nil && w.Contains(t) {
 		tl.win.tokens += tokens
 		tl.win.chunks++
 		tl.win.last = t
@@ -169,7 +205,11 @@ func (r *Recorder) flush(tl *Timeline) {
 	s := &r.shards[tl.shard]
 	s.mu.Lock()
 	for _, g := range tl.gapBuf[:tl.gapN] {
-		s.itl.RecordN(g.d, g.n)
+		if g.n < 0 {
+			s.itl[partWarmup].RecordN(g.d, -g.n)
+		} else {
+			s.itl[partWindow].RecordN(g.d, g.n)
+		}
 	}
 	s.mu.Unlock()
 	tl.gapN = 0
@@ -178,67 +218,110 @@ func (r *Recorder) flush(tl *Timeline) {
 // Record folds a finished request into the aggregate. Call it once per
 // request, after its last Observe and with its outcome set; the timeline may
 // be reused afterwards.
+//
+// Every request is counted in exactly one outcome: completed (no error, and
+// [DONE] or a finish reason) inside the window or outside it, failed (an
+// error other than cancellation, counted by kind), or canceled (cut by
+// cancellation, or ended with neither an error nor a finish, as when its
+// reader stopped).
 func (r *Recorder) Record(tl *Timeline) {
 	r.flush(tl)
-	w := r.Window()
+	w := r.window()
+	end := tl.End
+	if end.IsZero() {
+		end = tl.Last
+	}
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	a := &r.agg
-	a.requests++
+	p := &r.parts[partWarmup]
+	if w != nil && !end.Before(w.Start) {
+		p = &r.parts[partWindow]
+	}
+	p.requests++
 	switch {
 	case tl.Kind == KindCanceled:
-		a.canceled++
+		p.canceled++
 	case tl.Kind != KindNone || tl.Err != nil:
-		a.failed++
+		p.failed++
 		k := tl.Kind
 		if k == KindNone {
 			k = KindOther
 		}
-		a.errors[k]++
+		p.errors[k]++
+	case !tl.OK():
+		p.canceled++ // ended early without an error: a reader that stopped
+	case w == nil || w.Contains(tl.End):
+		// Inside the window; without a window, every completed request is
+		// (the window is then the recording's span).
+		p.completed++
+		if !r.SLO.IsZero() && r.SLO.Met(tl) {
+			p.good++
+		}
+	default:
+		p.outside++
 	}
-	if int(tl.Source) < len(a.sources) {
-		a.sources[tl.Source]++
+	if int(tl.Source) < len(p.sources) {
+		p.sources[tl.Source]++
 	}
 	if !tl.First.IsZero() {
-		a.ttft.Record(tl.TTFT())
+		p.ttft.Record(tl.TTFT())
 	}
 	if !tl.Sent.IsZero() && !tl.Start.IsZero() {
-		a.wait.Record(tl.ClientWait())
+		p.wait.Record(tl.ClientWait())
 	}
 	if tl.OutputTokens() >= 2 {
-		a.tbt.Record(tl.TimeBetweenTokens())
+		p.tbt.Record(tl.TimeBetweenTokens())
 	}
 	if tl.OK() {
-		a.latency.Record(tl.Latency())
+		p.latency.Record(tl.Latency())
 		if tl.OutputTokens() >= 2 {
-			a.tpot.Record(tl.TPOT())
-		}
-		if w.Contains(tl.End) {
-			a.completed++
-			if !r.SLO.IsZero() && r.SLO.Met(tl) {
-				a.good++
-			}
+			p.tpot.Record(tl.TPOT())
 		}
 	}
+
+	a := &r.tally
 	a.winTokens += tl.win.tokens
 	if tl.ExtraTokens > 0 && tl.Chunks > 0 {
 		a.winExtra += float64(tl.ExtraTokens) * float64(tl.win.chunks) / float64(tl.Chunks)
+		a.extra += tl.ExtraTokens
 	}
 	if tl.win.last.After(a.winLast) {
 		a.winLast = tl.win.last
 	}
+	a.tokens += tl.Tokens
+	if tl.Last.After(a.last) {
+		a.last = tl.Last
+	}
+	from := firstSet(tl.Start, tl.Sent, tl.First, end)
+	if !from.IsZero() && (a.from.IsZero() || from.Before(a.from)) {
+		a.from = from
+	}
+	if end.After(a.to) {
+		a.to = end
+	}
 	if !tl.First.IsZero() {
-		end := tl.End
-		if end.IsZero() {
-			end = tl.Last
+		if w != nil {
+			a.active += w.overlap(tl.First, end)
 		}
-		a.active += w.overlap(tl.First, end)
+		if end.After(tl.First) {
+			a.activeAll += end.Sub(tl.First)
+		}
 	}
 	r.recorded.Add(1)
 	if tl.Kind != KindNone && tl.Kind != KindCanceled {
 		r.failed.Add(1)
 	}
+}
+
+// firstSet returns the first of ts that is not zero.
+func firstSet(ts ...time.Time) time.Time {
+	for _, t := range ts {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
 }
 
 // Snapshot is a cheap, live view of a recording in progress.
@@ -262,7 +345,8 @@ func (r *Recorder) Snapshot() Snapshot {
 }
 
 // Histograms are full copies of a recording's distributions, for export and
-// for merging runs (their JSON form is HdrHistogram's V2 encoding).
+// for merging runs (their JSON form is HdrHistogram's V2 encoding). The zero
+// Histograms is empty and ready to merge into.
 type Histograms struct {
 	TTFT       *Histogram `json:"ttft"`
 	TBT        *Histogram `json:"tbt"`
@@ -272,28 +356,77 @@ type Histograms struct {
 	ClientWait *Histogram `json:"client_wait"`
 }
 
-// Histograms returns copies of the recorded distributions.
+// Merge adds every distribution of o to hs, creating those hs lacks. It
+// returns the first error of [Histogram.Merge]; the other distributions are
+// merged regardless.
+func (hs *Histograms) Merge(o Histograms) error {
+	var first error
+	for _, p := range []struct {
+		dst **Histogram
+		src *Histogram
+	}{
+		{&hs.TTFT, o.TTFT}, {&hs.TBT, o.TBT}, {&hs.ITL, o.ITL},
+		{&hs.TPOT, o.TPOT}, {&hs.Latency, o.Latency}, {&hs.ClientWait, o.ClientWait},
+	} {
+		if *p.dst == nil {
+			*p.dst = &Histogram{}
+		}
+		if err := (*p.dst).Merge(p.src); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Histograms returns copies of the distributions that [Recorder.Summary]
+// reduces: the window's, or the whole recording's when no window is set.
 func (r *Recorder) Histograms() Histograms {
+	return r.HistogramsOf(ScopeWindow)
+}
+
+// HistogramsOf returns copies of the distributions of a scope of the
+// recording.
+func (r *Recorder) HistogramsOf(scope Scope) Histograms {
+	parts := r.partsOf(scope)
+	var h Histograms
 	r.mu.Lock()
-	h := Histograms{
-		TTFT:       r.agg.ttft.Clone(),
-		TBT:        r.agg.tbt.Clone(),
-		TPOT:       r.agg.tpot.Clone(),
-		Latency:    r.agg.latency.Clone(),
-		ClientWait: r.agg.wait.Clone(),
+	for _, i := range parts {
+		p := &r.parts[i]
+		_ = h.Merge(Histograms{TTFT: &p.ttft, TBT: &p.tbt, TPOT: &p.tpot, Latency: &p.latency, ClientWait: &p.wait})
 	}
 	r.mu.Unlock()
-	h.ITL = r.itl()
+	h.ITL = r.itl(parts)
 	return h
 }
 
-// itl merges the shards' gap histograms into one.
-func (r *Recorder) itl() *Histogram {
+// partsOf returns the parts of the recording a scope covers. Without a
+// window, everything recorded is in the warm-up part, and the window and
+// the whole recording are that part.
+func (r *Recorder) partsOf(scope Scope) []int {
+	if r.win.Load() == nil {
+		if scope == ScopeWarmup {
+			return nil
+		}
+		return []int{partWarmup}
+	}
+	switch scope {
+	case ScopeWarmup:
+		return []int{partWarmup}
+	case ScopeAll:
+		return []int{partWarmup, partWindow}
+	}
+	return []int{partWindow}
+}
+
+// itl merges the shards' gap histograms of the given parts into one.
+func (r *Recorder) itl(parts []int) *Histogram {
 	var itl Histogram
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.Lock()
-		_ = itl.Merge(&s.itl) // same geometry: nothing is dropped
+		for _, p := range parts {
+			_ = itl.Merge(&s.itl[p]) // same geometry: nothing is dropped
+		}
 		s.mu.Unlock()
 	}
 	return &itl

@@ -1,25 +1,36 @@
 package metrics
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
 
 // Summary is a measurement reduced to its columns. The definitions are the
 // speed-test matrix's (see the package documentation): throughput counts the
-// tokens that arrived inside the window; per-request latencies cover each
-// request's whole life, warm-up included.
+// tokens that arrived inside the window; per-request figures cover each
+// request's whole life, and the requests of the summary's [Scope].
 type Summary struct {
+	// Window is the measurement window; for a recording without one, the
+	// span from the first request's start to the last one's end.
 	Window Window `json:"window"`
 
-	// Requests is how many requests were recorded: launched in the
-	// measurement, warm-up included.
+	// Requests is how many requests the summary counts. Each is in exactly
+	// one of Warmup, Completed, CompletedOutside, Failed and Canceled.
 	Requests int `json:"requests"`
+	// Warmup is how many of them ended before the window opened: they are
+	// set apart, in no other field of a window's summary (see
+	// [Recorder.SummaryOf] for theirs).
+	Warmup int `json:"warmup,omitempty"`
 	// Completed is how many finished ([DONE] or a finish reason, no error)
-	// inside the window.
-	Completed int `json:"completed"`
-	// Failed is how many ended with an error; Canceled how many were cut by
-	// cancellation, such as the end of the window.
+	// inside the window; CompletedOutside how many finished outside it:
+	// after it ended (a drain), or, in a summary of the warm-up or of the
+	// whole recording, before it opened.
+	Completed        int `json:"completed"`
+	CompletedOutside int `json:"completed_outside,omitempty"`
+	// Failed is how many ended with an error; Canceled how many were cut
+	// short without one: by cancellation, such as the end of the window, or
+	// by a reader that stopped.
 	Failed   int `json:"failed"`
 	Canceled int `json:"canceled"`
 	// Errors counts failed requests by kind.
@@ -47,7 +58,8 @@ type Summary struct {
 	// with at least two tokens.
 	TBT Distribution `json:"tbt"`
 	// ITL is every gap between tokens, a k-token chunk counting as k gaps of
-	// Δ÷k.
+	// Δ÷k; in a window's summary, the gaps whose later token arrived after
+	// the window opened.
 	ITL Distribution `json:"itl"`
 	// TPOT is vLLM's time per output token, over completed requests.
 	TPOT Distribution `json:"tpot"`
@@ -62,51 +74,113 @@ type Summary struct {
 	Goodput float64 `json:"goodput,omitempty"`
 }
 
-// Summary returns the columns of everything recorded so far.
+// Scope selects the requests a summary covers.
+type Scope uint8
+
+// The scopes of a recording.
+const (
+	// ScopeWindow is the measurement, Summary's scope: the requests that
+	// ended after the window opened, and the gaps between tokens that
+	// arrived after it opened. Without a window, the whole recording.
+	ScopeWindow Scope = iota
+	// ScopeWarmup is the warm-up: the requests that ended before the window
+	// opened, and the gaps before it. Its throughput fields are zero.
+	// Without a window, it is empty.
+	ScopeWarmup
+	// ScopeAll is every request recorded, warm-up included, with the
+	// window's throughput: the speed-test matrix's meaning, where time to
+	// first token is over every request a cell launched.
+	ScopeAll
+)
+
+var scopeNames = [...]string{"window", "warmup", "all"}
+
+// String returns "window", "warmup" or "all".
+func (s Scope) String() string {
+	if int(s) < len(scopeNames) {
+		return scopeNames[s]
+	}
+	return fmt.Sprintf("Scope(%d)", s)
+}
+
+// Summary returns the columns of the window: its throughput, and the
+// requests that ended after it opened, with the warm-up's set apart in
+// Warmup. Without a window, it summarises every request recorded over their
+// span.
 func (r *Recorder) Summary() Summary {
-	itl := r.itl()
+	return r.SummaryOf(ScopeWindow)
+}
+
+// SummaryOf returns the columns of one scope of the recording.
+func (r *Recorder) SummaryOf(scope Scope) Summary {
+	parts := r.partsOf(scope)
+	itl := r.itl(parts)
 	w := r.Window()
+	windowless := w.IsZero()
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	a := &r.agg
-	s := Summary{
-		Window:     w,
-		Requests:   a.requests,
-		Completed:  a.completed,
-		Failed:     a.failed,
-		Canceled:   a.canceled,
-		TTFT:       a.ttft.Summary(),
-		TBT:        a.tbt.Summary(),
-		ITL:        itl.Summary(),
-		TPOT:       a.tpot.Summary(),
-		Latency:    a.latency.Summary(),
-		ClientWait: a.wait.Summary(),
-		Good:       a.good,
-	}
-	for k, n := range a.errors {
-		if n > 0 {
-			if s.Errors == nil {
-				s.Errors = make(map[ErrorKind]int)
-			}
-			s.Errors[ErrorKind(k)] = n
+	var s Summary
+	var ttft, tbt, tpot, latency, wait Histogram
+	for _, i := range parts {
+		p := &r.parts[i]
+		s.Requests += p.requests
+		s.Failed += p.failed
+		s.Canceled += p.canceled
+		if i == partWarmup && !windowless {
+			// Completed before the window opened: outside it.
+			s.CompletedOutside += p.completed + p.outside
+		} else {
+			s.Completed += p.completed
+			s.CompletedOutside += p.outside
+			s.Good += p.good
 		}
-	}
-	for src, n := range a.sources {
-		if n > 0 && src != int(SourceUnknown) {
-			if s.Sources == nil {
-				s.Sources = make(map[TokenSource]int)
+		for k, n := range p.errors {
+			if n > 0 {
+				if s.Errors == nil {
+					s.Errors = make(map[ErrorKind]int)
+				}
+				s.Errors[ErrorKind(k)] += n
 			}
-			s.Sources[TokenSource(src)] = n
 		}
+		for src, n := range p.sources {
+			if n > 0 && src != int(SourceUnknown) {
+				if s.Sources == nil {
+					s.Sources = make(map[TokenSource]int)
+				}
+				s.Sources[TokenSource(src)] += n
+			}
+		}
+		_ = ttft.Merge(&p.ttft) // same geometry: nothing is dropped
+		_ = tbt.Merge(&p.tbt)
+		_ = tpot.Merge(&p.tpot)
+		_ = latency.Merge(&p.latency)
+		_ = wait.Merge(&p.wait)
 	}
-	s.OutputTokens = a.winTokens + int(math.Round(a.winExtra))
-	s.MeasuredFor = MeasuredFor(w, a.winLast)
-	s.TotalTokensPerSec = TokensPerSecond(s.OutputTokens, s.MeasuredFor)
+	if scope == ScopeWindow && !windowless {
+		s.Warmup = r.parts[partWarmup].requests
+		s.Requests += s.Warmup
+	}
+	s.TTFT, s.TBT, s.ITL = ttft.Summary(), tbt.Summary(), itl.Summary()
+	s.TPOT, s.Latency, s.ClientWait = tpot.Summary(), latency.Summary(), wait.Summary()
 	s.PerRequestTokensPerSec = PerSecond(s.TBT.P50)
+	if scope == ScopeWarmup {
+		return s // the warm-up has no window, and no throughput
+	}
+
+	a := &r.tally
+	tokens, extra, last, active := a.winTokens, a.winExtra, a.winLast, a.active
+	if windowless {
+		w = Window{Start: a.from, End: a.to}
+		tokens, extra, last, active = a.tokens, float64(a.extra), a.last, a.activeAll
+	}
+	s.Window = w
+	s.OutputTokens = tokens + int(math.Round(extra))
+	s.MeasuredFor = MeasuredFor(w, last)
+	s.TotalTokensPerSec = TokensPerSecond(s.OutputTokens, s.MeasuredFor)
 	if d := w.Duration(); d > 0 {
-		s.AvgActive = a.active.Seconds() / d.Seconds()
-		s.Goodput = float64(a.good) / d.Seconds()
+		s.AvgActive = active.Seconds() / d.Seconds()
+		s.Goodput = float64(s.Good) / d.Seconds()
 	}
 	return s
 }

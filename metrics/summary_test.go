@@ -1,4 +1,4 @@
-package metrics
+package metrics_test
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/metrics"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -28,21 +30,21 @@ type req struct {
 	chunks []chunk
 	end    float64
 	done   bool
-	kind   ErrorKind
+	kind   metrics.ErrorKind
 	extra  int
 }
 
-func (q req) record(r *Recorder) {
-	tl := &Timeline{Start: at(q.sent), Sent: at(q.sent), End: at(q.end), Kind: q.kind, Done: q.done, ExtraTokens: q.extra}
-	if q.kind != KindNone {
+func (q req) record(r *metrics.Recorder) {
+	tl := &metrics.Timeline{Start: at(q.sent), Sent: at(q.sent), End: at(q.end), Kind: q.kind, Done: q.done, ExtraTokens: q.extra}
+	if q.kind != metrics.KindNone {
 		tl.Err = errors.New(q.kind.String())
 	}
 	for _, c := range q.chunks {
 		r.Observe(tl, at(c.at), c.tokens)
 	}
-	tl.Source = SourceChunks
+	tl.Source = metrics.SourceChunks
 	if q.extra > 0 {
-		tl.Source = SourceFinalUsage
+		tl.Source = metrics.SourceFinalUsage
 	}
 	r.Record(tl)
 }
@@ -57,80 +59,80 @@ func every(from, step float64, n int) []chunk {
 }
 
 func TestSummaryColumns(t *testing.T) {
-	win := Window{Start: at(1000), End: at(11000)} // 10 s
+	win := metrics.Window{Start: at(1000), End: at(11000)} // 10 s
 	tests := []struct {
 		name string
 		reqs []req
-		slo  SLO
-		want Summary // durations compared within 0.1%, rates within 0.1%
+		slo  metrics.SLO
+		want metrics.Summary // durations compared within 0.1%, rates within 0.1%
 	}{
 		{
 			name: "no requests at all",
-			want: Summary{MeasuredFor: 10 * time.Second},
+			want: metrics.Summary{MeasuredFor: 10 * time.Second},
 		},
 		{
 			name: "request wholly inside the window",
 			// sent at 1 s, tokens every 100 ms from 1.2 s to 2.1 s (10 tokens), done at 2.1 s.
 			reqs: []req{{sent: 1000, chunks: every(1200, 100, 10), end: 2100, done: true}},
-			want: Summary{
+			want: metrics.Summary{
 				Requests: 1, Completed: 1, OutputTokens: 10,
 				MeasuredFor:       ms(1100), // 1 s → 2.1 s
 				TotalTokensPerSec: 10 / 1.1,
 				// TBT = (2100 − 1200) ÷ 9 = 100 ms; per request tok/s = 10.
 				PerRequestTokensPerSec: 10,
 				AvgActive:              0.09, // active 1.2 s → 2.1 s of 10 s
-				TTFT:                   Distribution{Count: 1, P50: ms(200)},
-				TBT:                    Distribution{Count: 1, P50: ms(100)},
-				ITL:                    Distribution{Count: 9, P50: ms(100)},
-				TPOT:                   Distribution{Count: 1, P50: ms(100)},
-				Latency:                Distribution{Count: 1, P50: ms(1100)},
+				TTFT:                   metrics.Distribution{Count: 1, P50: ms(200)},
+				TBT:                    metrics.Distribution{Count: 1, P50: ms(100)},
+				ITL:                    metrics.Distribution{Count: 9, P50: ms(100)},
+				TPOT:                   metrics.Distribution{Count: 1, P50: ms(100)},
+				Latency:                metrics.Distribution{Count: 1, P50: ms(1100)},
 			},
 		},
 		{
 			name: "request started before the window, tokens after it",
 			// tokens every 1 s from 0.5 s to 12.5 s: 13 tokens, of which
 			// 1.5 … 10.5 s (10 tokens) fall inside [1 s, 11 s).
-			reqs: []req{{sent: 0, chunks: every(500, 1000, 13), end: 12500, kind: KindCanceled}},
-			want: Summary{
+			reqs: []req{{sent: 0, chunks: every(500, 1000, 13), end: 12500, kind: metrics.KindCanceled}},
+			want: metrics.Summary{
 				Requests: 1, Canceled: 1, OutputTokens: 10,
 				MeasuredFor:            ms(9500), // last counted token at 10.5 s
 				TotalTokensPerSec:      10 / 9.5,
 				PerRequestTokensPerSec: 1, // TBT over its life: (12500 − 500) ÷ 12 = 1 s
 				AvgActive:              1, // active across the whole window
-				TTFT:                   Distribution{Count: 1, P50: ms(500)},
-				TBT:                    Distribution{Count: 1, P50: ms(1000)},
-				ITL:                    Distribution{Count: 12, P50: ms(1000)},
+				TTFT:                   metrics.Distribution{Count: 1, P50: ms(500)},
+				TBT:                    metrics.Distribution{Count: 1, P50: ms(1000)},
+				ITL:                    metrics.Distribution{Count: 12, P50: ms(1000)},
 			},
 		},
 		{
 			name: "single-token request",
 			reqs: []req{{sent: 2000, chunks: []chunk{{at: 2300, tokens: 1}}, end: 2310, done: true}},
-			want: Summary{
+			want: metrics.Summary{
 				Requests: 1, Completed: 1, OutputTokens: 1,
 				MeasuredFor:       ms(1300),
 				TotalTokensPerSec: 1 / 1.3,
 				AvgActive:         0.001, // 2.3 s → 2.31 s
-				TTFT:              Distribution{Count: 1, P50: ms(300)},
-				Latency:           Distribution{Count: 1, P50: ms(310)},
+				TTFT:              metrics.Distribution{Count: 1, P50: ms(300)},
+				Latency:           metrics.Distribution{Count: 1, P50: ms(310)},
 			},
 		},
 		{
 			name: "multi-token chunks count k gaps of delta/k",
 			// chunks of 1, 4 and 2 tokens at 2.0, 2.4 and 2.6 s: 7 tokens.
 			reqs: []req{{sent: 1900, chunks: []chunk{{2000, 1}, {2400, 4}, {2600, 2}}, end: 2600, done: true}},
-			want: Summary{
+			want: metrics.Summary{
 				Requests: 1, Completed: 1, OutputTokens: 7,
 				MeasuredFor:       ms(1600),
 				TotalTokensPerSec: 7 / 1.6,
 				// TBT = (2600 − 2000) ÷ 6 = 100 ms.
 				PerRequestTokensPerSec: 10,
 				AvgActive:              0.06,
-				TTFT:                   Distribution{Count: 1, P50: ms(100)},
-				TBT:                    Distribution{Count: 1, P50: ms(100)},
+				TTFT:                   metrics.Distribution{Count: 1, P50: ms(100)},
+				TBT:                    metrics.Distribution{Count: 1, P50: ms(100)},
 				// gaps: 4 × 100 ms, 2 × 100 ms.
-				ITL:     Distribution{Count: 6, P50: ms(100)},
-				TPOT:    Distribution{Count: 1, P50: ms(100)},
-				Latency: Distribution{Count: 1, P50: ms(700)},
+				ITL:     metrics.Distribution{Count: 6, P50: ms(100)},
+				TPOT:    metrics.Distribution{Count: 1, P50: ms(100)},
+				Latency: metrics.Distribution{Count: 1, P50: ms(700)},
 			},
 		},
 		{
@@ -138,52 +140,47 @@ func TestSummaryColumns(t *testing.T) {
 			// 4 chunks counted one each, the final usage said 8: 4 extra.
 			// 2 of the 4 chunks are in the window → 2 + 4×2/4 = 4 tokens.
 			reqs: []req{{sent: 0, chunks: every(400, 400, 4), end: 1700, done: true, extra: 4}},
-			want: Summary{
+			want: metrics.Summary{
 				Requests: 1, Completed: 1, OutputTokens: 4,
 				MeasuredFor:       ms(600), // last in-window chunk at 1.6 s
 				TotalTokensPerSec: 4 / 0.6,
 				// TBT = (1600 − 400) ÷ (8 − 1).
 				PerRequestTokensPerSec: 7 / 1.2,
 				AvgActive:              0.07, // 1.0 s → 1.7 s
-				TTFT:                   Distribution{Count: 1, P50: ms(400)},
-				TBT:                    Distribution{Count: 1, P50: ms(1200.0 / 7)},
-				ITL:                    Distribution{Count: 3, P50: ms(400)},
-				TPOT:                   Distribution{Count: 1, P50: ms(1300.0 / 7)},
-				Latency:                Distribution{Count: 1, P50: ms(1700)},
+				TTFT:                   metrics.Distribution{Count: 1, P50: ms(400)},
+				TBT:                    metrics.Distribution{Count: 1, P50: ms(1200.0 / 7)},
+				// the gaps ending at 1.2 and 1.6 s; the one at 0.8 s is the warm-up's.
+				ITL:     metrics.Distribution{Count: 2, P50: ms(400)},
+				TPOT:    metrics.Distribution{Count: 1, P50: ms(1300.0 / 7)},
+				Latency: metrics.Distribution{Count: 1, P50: ms(1700)},
 			},
 		},
 		{
 			name: "failed requests keep their tokens and are counted by kind",
 			reqs: []req{
 				// truncated after 3 tokens inside the window
-				{sent: 1000, chunks: every(1100, 100, 3), end: 1350, kind: KindTruncated},
+				{sent: 1000, chunks: every(1100, 100, 3), end: 1350, kind: metrics.KindTruncated},
 				// rejected before any token
-				{sent: 1000, end: 1001, kind: KindRateLimited},
-				{sent: 1000, end: 1001, kind: KindRateLimited},
+				{sent: 1000, end: 1001, kind: metrics.KindRateLimited},
+				{sent: 1000, end: 1001, kind: metrics.KindRateLimited},
 			},
-			want: Summary{
+			want: metrics.Summary{
 				Requests: 3, Failed: 3,
-				Errors:       map[ErrorKind]int{KindTruncated: 1, KindRateLimited: 2},
+				Errors:       map[metrics.ErrorKind]int{metrics.KindTruncated: 1, metrics.KindRateLimited: 2},
 				OutputTokens: 3,
 				MeasuredFor:  ms(300), TotalTokensPerSec: 10,
 				PerRequestTokensPerSec: 10,
 				AvgActive:              0.025, // 1.1 s → 1.35 s
-				TTFT:                   Distribution{Count: 1, P50: ms(100)},
-				TBT:                    Distribution{Count: 1, P50: ms(100)},
-				ITL:                    Distribution{Count: 2, P50: ms(100)},
+				TTFT:                   metrics.Distribution{Count: 1, P50: ms(100)},
+				TBT:                    metrics.Distribution{Count: 1, P50: ms(100)},
+				ITL:                    metrics.Distribution{Count: 2, P50: ms(100)},
 			},
 		},
 		{
-			name: "a window with no tokens measures its whole length",
+			name: "a request that ended before the window is warm-up; a window with no tokens measures its whole length",
 			reqs: []req{{sent: 0, chunks: every(100, 100, 5), end: 600, done: true}},
-			want: Summary{
-				Requests: 1, MeasuredFor: 10 * time.Second,
-				PerRequestTokensPerSec: 10,
-				TTFT:                   Distribution{Count: 1, P50: ms(100)},
-				TBT:                    Distribution{Count: 1, P50: ms(100)},
-				ITL:                    Distribution{Count: 4, P50: ms(100)},
-				TPOT:                   Distribution{Count: 1, P50: ms(125)},
-				Latency:                Distribution{Count: 1, P50: ms(600)},
+			want: metrics.Summary{
+				Requests: 1, Warmup: 1, MeasuredFor: 10 * time.Second,
 			},
 		},
 		{
@@ -194,24 +191,24 @@ func TestSummaryColumns(t *testing.T) {
 				{sent: 1000, chunks: every(1200, 20, 11), end: 1400, done: true},
 				{sent: 1000, chunks: every(1300, 40, 11), end: 1700, done: true},
 			},
-			slo: SLO{TTFT: 250 * time.Millisecond},
-			want: Summary{
+			slo: metrics.SLO{TTFT: 250 * time.Millisecond},
+			want: metrics.Summary{
 				Requests: 3, Completed: 3, OutputTokens: 33,
 				MeasuredFor: ms(700), TotalTokensPerSec: 33 / 0.7,
 				PerRequestTokensPerSec: 50,
 				AvgActive:              (0.1 + 0.2 + 0.4) / 10,
-				TTFT:                   Distribution{Count: 3, P50: ms(200)},
-				TBT:                    Distribution{Count: 3, P50: ms(20)},
-				ITL:                    Distribution{Count: 30, P50: ms(20)},
-				TPOT:                   Distribution{Count: 3, P50: ms(20)},
-				Latency:                Distribution{Count: 3, P50: ms(400)},
+				TTFT:                   metrics.Distribution{Count: 3, P50: ms(200)},
+				TBT:                    metrics.Distribution{Count: 3, P50: ms(20)},
+				ITL:                    metrics.Distribution{Count: 30, P50: ms(20)},
+				TPOT:                   metrics.Distribution{Count: 3, P50: ms(20)},
+				Latency:                metrics.Distribution{Count: 3, P50: ms(400)},
 				Good:                   2, Goodput: 0.2,
 			},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &Recorder{SLO: tc.slo}
+			r := &metrics.Recorder{SLO: tc.slo}
 			r.SetWindow(win)
 			for _, q := range tc.reqs {
 				q.record(r)
@@ -220,6 +217,8 @@ func TestSummaryColumns(t *testing.T) {
 			w := tc.want
 			assert.Equal(t, win, got.Window)
 			assert.Equal(t, w.Requests, got.Requests, "requests")
+			assert.Equal(t, w.Warmup, got.Warmup, "warm-up")
+			assert.Equal(t, w.CompletedOutside, got.CompletedOutside, "completed outside")
 			assert.Equal(t, w.Completed, got.Completed, "completed")
 			assert.Equal(t, w.Failed, got.Failed, "failed")
 			assert.Equal(t, w.Canceled, got.Canceled, "canceled")
@@ -233,7 +232,7 @@ func TestSummaryColumns(t *testing.T) {
 			assert.InDelta(t, w.Goodput, got.Goodput, 1e-9, "goodput")
 			for _, d := range []struct {
 				name      string
-				want, got Distribution
+				want, got metrics.Distribution
 			}{
 				{"ttft", w.TTFT, got.TTFT}, {"tbt", w.TBT, got.TBT}, {"itl", w.ITL, got.ITL},
 				{"tpot", w.TPOT, got.TPOT}, {"latency", w.Latency, got.Latency},
@@ -246,7 +245,7 @@ func TestSummaryColumns(t *testing.T) {
 }
 
 func TestTimelineFigures(t *testing.T) {
-	tl := Timeline{Start: at(0), Sent: at(5), End: at(1000), Done: true}
+	tl := metrics.Timeline{Start: at(0), Sent: at(5), End: at(1000), Done: true}
 	for _, c := range []chunk{{100, 1}, {400, 3}, {1000, 1}} {
 		tl.Observe(at(c.at), c.tokens)
 	}
@@ -262,7 +261,7 @@ func TestTimelineFigures(t *testing.T) {
 	assert.Equal(t, ms(5), tl.ClientWait())
 	assert.True(t, tl.OK())
 
-	var empty Timeline
+	var empty metrics.Timeline
 	assert.Zero(t, empty.TTFT())
 	assert.Zero(t, empty.TimeBetweenTokens())
 	assert.Zero(t, empty.TPOT())
@@ -270,12 +269,12 @@ func TestTimelineFigures(t *testing.T) {
 }
 
 func TestOpenWindowWhileObserving(t *testing.T) {
-	var r Recorder
-	var tl Timeline
+	var r metrics.Recorder
+	var tl metrics.Timeline
 	r.Observe(&tl, at(0), 1) // before any window: outside
 	clock := at(1000)
 	w := r.OpenWindow(func() time.Time { return clock }, 10*time.Second)
-	assert.Equal(t, Window{Start: at(1000), End: at(11000)}, w)
+	assert.Equal(t, metrics.Window{Start: at(1000), End: at(11000)}, w)
 	r.Observe(&tl, at(999), 1)   // stamped before the start: outside
 	r.Observe(&tl, at(1000), 2)  // at the start: inside
 	r.Observe(&tl, at(11000), 1) // at the end: outside
@@ -291,15 +290,15 @@ func TestOpenWindowWhileObserving(t *testing.T) {
 }
 
 func TestRecorderConcurrentUse(t *testing.T) {
-	var r Recorder
-	r.SetWindow(Window{Start: at(0), End: at(1e6)})
+	var r metrics.Recorder
+	r.SetWindow(metrics.Window{Start: at(0), End: at(1e6)})
 	const workers, perWorker, tokens = 16, 50, 40
 	done := make(chan struct{})
 	for w := range workers {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for i := range perWorker {
-				tl := Timeline{Sent: at(float64(i))}
+				tl := metrics.Timeline{Sent: at(float64(i))}
 				for k := range tokens {
 					r.Observe(&tl, at(float64(i)+float64(k+1)), 1)
 				}
