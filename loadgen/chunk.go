@@ -36,6 +36,9 @@ type chunk struct {
 	// end marks TGI's native last event (generated_text is not null).
 	end bool
 
+	// multi reports a choice other than the first (index > 0).
+	multi bool
+
 	topMessage, topType []byte // top-level "message"/"type" (raw JSON)
 	objectIsError       bool
 	hasOutput           bool  // Anthropic's usage.output_tokens was present
@@ -465,6 +468,9 @@ func (c *chunk) addChoice(ch *choice) {
 	hasContent, hasText := len(ch.content) > 2, len(ch.text) > 2
 	if hasContent || hasText || len(ch.reasoning) > 2 || ch.tool {
 		c.tokens++
+	}
+	if ch.index != 0 {
+		c.multi = true
 	}
 	if ch.index == 0 {
 		switch {

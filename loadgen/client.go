@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,10 +40,18 @@ const (
 // A Client has no whole-request timeout, which would cut long streams.
 // Instead each phase of a request has its own deadline and its own error:
 // connecting and writing the request ([ErrConnectTimeout]), waiting for the
-// response headers ([ErrHeaderTimeout]), waiting for the first token after
-// them ([ErrFirstTokenTimeout]), and the longest gap between chunks after
-// that ([ErrStall]). Zero means the default; a negative value means no
-// deadline.
+// response headers, informational (1xx) responses and redirects included
+// ([ErrHeaderTimeout]), waiting for the first token after them
+// ([ErrFirstTokenTimeout]), and the longest gap between tokens after that
+// ([ErrStall]; StallRule says what counts). Zero means the default; a
+// negative value means no deadline.
+//
+// Credentials stay with their origin. The client follows a 307 or 308
+// redirect (up to [MaxRedirects]) but a request it sends to another origin
+// (scheme, host and port) carries neither the API key nor any other header
+// of the client's or the request's own; it refuses a 301, 302 or 303, which
+// would turn the POST into a GET, and a loop ([RedirectError]). Its errors
+// never show the password of a URL's user information.
 type Client struct {
 	// BaseURL is the API root, such as "http://127.0.0.1:8000/v1".
 	BaseURL string
@@ -58,6 +68,10 @@ type Client struct {
 	HeaderTimeout     time.Duration
 	FirstTokenTimeout time.Duration
 	StallTimeout      time.Duration
+	// StallRule says what moves the stall deadline on: by default only a
+	// chunk that carries tokens, so a server that sends one token and then
+	// empty deltas, usage-only chunks or keep-alive comments stalls.
+	StallRule StallRule
 	// MaxEventSize bounds one SSE event in bytes; 0 means
 	// DefaultMaxEventSize.
 	MaxEventSize int
@@ -68,12 +82,73 @@ type Client struct {
 
 func (c *Client) httpClient() *http.Client {
 	c.once.Do(func() {
-		c.hc = c.HTTPClient
-		if c.hc == nil {
-			c.hc = newHTTPClient(DefaultMaxConns)
+		base := c.HTTPClient
+		if base == nil {
+			base = newHTTPClient(DefaultMaxConns)
 		}
+		hc := *base // the caller's client is not changed
+		hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+			return checkRedirect(req, via, base.CheckRedirect)
+		}
+		c.hc = &hc
 	})
 	return c.hc
+}
+
+// checkRedirect is the redirect policy of a Client: see [RedirectError].
+// A redirect to another origin keeps only the headers that describe the
+// request itself (Content-Type, Accept, User-Agent): net/http copies the
+// rest, Authorization included, to another port of the same host, and
+// Referer names the first URL. Then the caller's own policy has its say.
+func checkRedirect(req *http.Request, via []*http.Request, then func(*http.Request, []*http.Request) error) error {
+	first := via[0]
+	fail := func(reason string) error {
+		status := 0
+		if req.Response != nil {
+			status = req.Response.StatusCode
+		}
+		return &RedirectError{StatusCode: status, Location: req.URL.Redacted(), Redirects: len(via) - 1, Reason: reason}
+	}
+	if req.Method != first.Method {
+		return fail(fmt.Sprintf("following it would re-send the %s as a %s without its body; point BaseURL at the new location", first.Method, req.Method))
+	}
+	for _, v := range via {
+		if v.URL.String() == req.URL.String() {
+			return fail("a redirect loop")
+		}
+	}
+	if len(via) >= MaxRedirects {
+		return fail(fmt.Sprintf("stopped after %d redirects", MaxRedirects))
+	}
+	if !sameOrigin(first.URL, req.URL) {
+		for k := range req.Header {
+			switch k {
+			case "Content-Type", "Accept", "User-Agent":
+			default:
+				delete(req.Header, k)
+			}
+		}
+	}
+	if then != nil {
+		return then(req, via)
+	}
+	return nil
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) &&
+		portOf(a) == portOf(b)
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
 }
 
 // CloseIdleConnections closes the idle connections of the client's
@@ -91,6 +166,21 @@ func pick(d, def time.Duration) time.Duration {
 	}
 	return d
 }
+
+// StallRule says what moves a request's stall deadline ([Client.StallTimeout])
+// on, once its first token has come.
+type StallRule uint8
+
+const (
+	// StallOnTokens moves the deadline on a chunk that carries tokens
+	// only. It is the zero value.
+	StallOnTokens StallRule = iota
+	// StallOnChunks moves it on every data event, tokens or not: empty
+	// deltas, role-only deltas and usage-only chunks count; SSE comments
+	// do not. It suits a server that streams long silent stretches as
+	// empty chunks on purpose.
+	StallOnChunks
+)
 
 // An Observer receives the tokens of each chunk as it arrives.
 // [*metrics.Recorder] is one. Observe is called from the goroutine that
@@ -212,32 +302,24 @@ type requestState struct {
 	obs  Observer
 	emit func(*Chunk) bool
 	id   *string // where to put X-Request-Id, if wanted
+	rule StallRule
 
 	sent atomic.Int64 // UnixNano of the request being written; set by httptrace
 
-	// token counting
-	mode       countMode
-	attributed int // tokens given to chunks, pending included
-	pending    int // tokens that came before any visible token
-	finalUsage int64
-	lastTime   time.Time
-	done       bool
-	streamErr  error
+	count     tokenCount
+	lastTime  time.Time
+	done      bool
+	streamErr error
 }
-
-type countMode uint8
-
-const (
-	countDeltas     countMode = iota // no usage seen yet: one token per delta
-	countContinuous                  // usage from the start: completion_tokens deltas
-	countFinal                       // usage came late: one per delta, usage reconciles
-)
 
 func (rs *requestState) run(ctx context.Context, c *Client, req *Request) error {
 	body, err := req.Body()
 	if err != nil {
 		return &Error{Kind: metrics.KindOther, Err: err}
 	}
+	rs.rule = c.StallRule
+	rs.count.limit = tokenLimit(req.MaxTokens)
+	rs.count.maxTokens = req.MaxTokens
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
@@ -260,6 +342,10 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request) error 
 	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost,
 		strings.TrimRight(c.BaseURL, "/")+req.API.path(), bytes.NewReader(body))
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = redactURL(ue.URL) // url.Parse quotes the whole URL, password included
+		}
 		return &Error{Kind: metrics.KindOther, Err: err}
 	}
 	hreq.Header.Set("Content-Type", "application/json")
@@ -290,6 +376,11 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request) error 
 	if resp.StatusCode != http.StatusOK {
 		se := readStatusError(resp)
 		return &Error{Kind: se.kind(), Err: se}
+	}
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		// net/http's transport decodes gzip itself when it asked for it;
+		// anything still encoded here would be read as garbage.
+		return &Error{Kind: metrics.KindContentEncoding, Err: fmt.Errorf("%w: %q; the request did not ask for it", ErrContentEncoding, enc)}
 	}
 	return rs.read(ctx, cancel, c, resp.Body, wd)
 }
@@ -323,6 +414,10 @@ func (rs *requestState) setSent() {
 	}
 }
 
+// netHTTPHeadersTooLarge starts net/http's error for response headers
+// beyond its MaxResponseHeaderBytes; net/http has no error value for it.
+const netHTTPHeadersTooLarge = "net/http: server response headers exceeded"
+
 // classify turns a transport or read error into an *Error, preferring the
 // cause the watchdog or the caller gave the context.
 func (rs *requestState) classify(ctx context.Context, err error, beforeHeaders bool) error {
@@ -342,10 +437,17 @@ func (rs *requestState) classify(ctx context.Context, err error, beforeHeaders b
 			return &Error{Kind: metrics.KindCanceled, Err: cause}
 		}
 	}
-	if errors.Is(err, errEventTooLarge) {
+	var re *RedirectError
+	switch {
+	case errors.As(err, &re):
+		return &Error{Kind: metrics.KindRedirect, Err: re}
+	case errors.Is(err, ErrHeadersTooLarge):
+		return &Error{Kind: metrics.KindOversize, Err: ErrHeadersTooLarge}
+	case strings.Contains(err.Error(), netHTTPHeadersTooLarge):
+		return &Error{Kind: metrics.KindOversize, Err: fmt.Errorf("%w (%s)", ErrHeadersTooLarge, errors.Unwrap(err))}
+	case errors.Is(err, errEventTooLarge):
 		return &Error{Kind: metrics.KindOversize, Err: ErrOversize}
-	}
-	if beforeHeaders && rs.tl.Sent.IsZero() {
+	case beforeHeaders && rs.tl.Sent.IsZero():
 		return &Error{Kind: metrics.KindConnect, Err: err}
 	}
 	return &Error{Kind: metrics.KindTruncated, Err: errors.Join(ErrTruncated, err)}
@@ -375,6 +477,12 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 		if rs.done || len(data) == 0 {
 			continue // after [DONE], read on to EOF so the connection is reused
 		}
+		if events.errorEvent {
+			if rs.streamErr == nil {
+				rs.streamErr = &Error{Kind: metrics.KindStreamError, Err: eventError(data)}
+			}
+			continue
+		}
 		if err := parseChunk(data, &ch); err != nil {
 			return &Error{Kind: metrics.KindMalformed, Err: newChunkError(data, err)}
 		}
@@ -394,7 +502,11 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 		if rs.streamErr != nil {
 			continue
 		}
-		if !rs.onChunk(&ch, t, wd) {
+		more, err := rs.onChunk(&ch, t, wd)
+		if err != nil {
+			return err
+		}
+		if !more {
 			cancel(errStopped)
 			return nil
 		}
@@ -415,21 +527,35 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 	return nil
 }
 
+// eventError is the server's error in an SSE event of type "error": an
+// error object as in a chunk, an object with a top-level message (OpenAI's
+// Responses API, Anthropic), or plain text.
+func eventError(data []byte) *StreamError {
+	var ch chunk
+	if parseChunk(data, &ch) == nil {
+		se := &StreamError{Message: decodeString(ch.errMsg), Type: decodeString(ch.errType), Code: decodeString(ch.errCode)}
+		if se.Message == "" {
+			se.Message = decodeString(ch.topMessage)
+		}
+		if se.Message != "" {
+			return se
+		}
+	}
+	msg := strings.TrimSpace(string(data))
+	if len(msg) > 500 {
+		msg = msg[:500] + "…"
+	}
+	return &StreamError{Message: msg}
+}
+
 // onChunk counts a chunk's tokens and passes it on. It reports whether to go
-// on reading.
-func (rs *requestState) onChunk(ch *chunk, t time.Time, wd *watchdog) bool {
-	k := ch.tokens
+// on reading, or why the chunk's counts cannot be true.
+func (rs *requestState) onChunk(ch *chunk, t time.Time, wd *watchdog) (bool, error) {
+	k, err := rs.count.add(ch)
+	if err != nil {
+		return false, &Error{Kind: metrics.KindMalformed, Err: err}
+	}
 	if ch.hasUsage {
-		if rs.mode == countDeltas {
-			rs.mode = countFinal
-			if rs.attributed == 0 {
-				rs.mode = countContinuous
-			}
-		}
-		if rs.mode == countContinuous {
-			k = max(int(ch.completion)-rs.attributed, 0)
-		}
-		rs.finalUsage = ch.completion
 		rs.tl.CompletionTokens = int(ch.completion)
 	}
 	if ch.prompt > 0 {
@@ -438,26 +564,17 @@ func (rs *requestState) onChunk(ch *chunk, t time.Time, wd *watchdog) bool {
 	if ch.cached > 0 {
 		rs.tl.CachedTokens = int(ch.cached)
 	}
-	rs.attributed += k
 	if ch.finish != nil && rs.tl.FinishReason == "" {
 		rs.tl.FinishReason = decodeString(ch.finish)
-	}
-	visible := ch.tokens > 0
-	if rs.tl.Chunks == 0 && !visible {
-		rs.pending += k // tokens before the first visible one arrive with it
-		k = 0
-	} else if rs.pending > 0 {
-		k += rs.pending
-		rs.pending = 0
 	}
 	if k > 0 {
 		if rs.tl.Chunks == 0 {
 			wd.enter(phaseStream)
 		}
 		rs.observe(t, k)
-	}
-	if rs.tl.Chunks > 0 {
-		wd.touch(t) // only tokens push the stall deadline back
+		wd.touch(t)
+	} else if rs.rule == StallOnChunks && rs.tl.Chunks > 0 {
+		wd.touch(t)
 	}
 	rs.lastTime = t
 	if rs.emit != nil && (k > 0 || ch.finish != nil || ch.hasUsage) {
@@ -468,9 +585,9 @@ func (rs *requestState) onChunk(ch *chunk, t time.Time, wd *watchdog) bool {
 		if ch.finish != nil {
 			out.FinishReason = decodeString(ch.finish)
 		}
-		return rs.emit(&out)
+		return rs.emit(&out), nil
 	}
-	return true
+	return true, nil
 }
 
 func (rs *requestState) observe(t time.Time, k int) {
@@ -484,19 +601,10 @@ func (rs *requestState) observe(t time.Time, k int) {
 // finish settles the token count once the stream has ended.
 func (rs *requestState) finish() {
 	tl := rs.tl
-	if rs.pending > 0 && !rs.lastTime.IsZero() {
-		rs.observe(rs.lastTime, rs.pending) // no visible token ever came
-		rs.pending = 0
+	if pending := rs.count.flush(); pending > 0 && !rs.lastTime.IsZero() {
+		rs.observe(rs.lastTime, pending) // no visible token ever came
 	}
-	switch {
-	case rs.mode == countContinuous:
-		tl.Source = metrics.SourceUsageDeltas
-	case rs.mode == countFinal && int(rs.finalUsage) > rs.attributed && tl.Chunks > 0:
-		tl.Source = metrics.SourceFinalUsage
-		tl.ExtraTokens = int(rs.finalUsage) - rs.attributed
-	case tl.Chunks > 0:
-		tl.Source = metrics.SourceChunks
-	}
+	tl.Source, tl.ExtraTokens = rs.count.source(tl.Chunks > 0)
 }
 
 // readStatusError reads an error response's body (at most 64 KiB) for the

@@ -31,7 +31,13 @@
 // continuous_usage_stats, which requests ask for by default), each chunk
 // carries the growth of completion_tokens; otherwise one token per non-empty
 // delta, and a final usage that reports more is recorded as extra tokens
-// (see [github.com/llmload/llmload/metrics.TokenSource]).
+// (see [github.com/llmload/llmload/metrics.TokenSource]). A usage that does
+// not grow while text arrives (Ollama's completions API sends an all-zero
+// usage on every chunk) is not a running count, and the client counts the
+// deltas instead. A count that cannot be true — one that goes down, or is
+// larger than any request can carry ([MaxReportedTokens], or
+// [MaxTokensFactor] times the request's MaxTokens) — makes the request
+// malformed with a [*UsageError]; the tokens counted before it are kept.
 //
 // The client reads its own response (never through a reconnecting SSE
 // client, so a POST is never silently re-sent) and frames it as the HTML
@@ -49,8 +55,28 @@
 // Every failure is an [*Error] with a [github.com/llmload/llmload/metrics.ErrorKind]
 // and a cause: [*StatusError] for a non-200 response (a length rejection
 // matches [ErrTooLong], a 429 [ErrRateLimited] with its Retry-After),
-// [*StreamError], [*ChunkError] for a malformed chunk, [ErrOversize],
-// [ErrTruncated], the phase deadlines [ErrConnectTimeout],
-// [ErrHeaderTimeout], [ErrFirstTokenTimeout] and [ErrStall], or the
-// context's cause. Whatever was measured before the failure is kept.
+// [*StreamError] for an error object in the stream or an SSE event of type
+// "error", [*ChunkError] for a malformed chunk, [*UsageError] for a count
+// that cannot be true, [*RedirectError] for a redirect not followed (a
+// loop, too many, or one that would turn the POST into a GET),
+// [ErrContentEncoding] for a body the transport did not decode (gzip),
+// [ErrOversize], [ErrHeadersTooLarge], [ErrTruncated], the phase deadlines
+// [ErrConnectTimeout], [ErrHeaderTimeout], [ErrFirstTokenTimeout] and
+// [ErrStall], or the context's cause. Whatever was measured before the
+// failure is kept.
+//
+// # A hostile server
+//
+// The client assumes nothing of a server it is pointed at. Its API key and
+// extra headers go to the BaseURL's origin only: a redirect to another
+// scheme, host or port carries none of them (net/http's client would copy
+// them to another port of the same host). Errors show URLs with their
+// password redacted. Every wait has a deadline, and the stall deadline
+// moves only on tokens ([Client.StallRule]): a server sending one token and
+// then empty chunks stalls. Response headers, informational responses
+// included, are bounded on both transports (10 MiB, net/http's rule), as
+// is an SSE event ([Client.MaxEventSize]). Text from the server reaches an
+// error's message on one line, its control characters escaped, so printing
+// an error runs none of its terminal escape sequences; the raw text stays
+// in the error's fields.
 package loadgen

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/llmload/llmload/metrics"
 )
@@ -20,11 +22,25 @@ var (
 	ErrConnectTimeout    = errors.New("loadgen: connecting and writing the request took longer than ConnectTimeout")
 	ErrHeaderTimeout     = errors.New("loadgen: no response headers within HeaderTimeout")
 	ErrFirstTokenTimeout = errors.New("loadgen: no token within FirstTokenTimeout of the response headers")
-	ErrStall             = errors.New("loadgen: no chunk within StallTimeout; the server stalled")
+	ErrStall             = errors.New("loadgen: no token within StallTimeout; the server stalled")
 	ErrTruncated         = errors.New("loadgen: stream ended without [DONE] or a finish reason")
 	ErrOversize          = errors.New("loadgen: an SSE event is larger than MaxEventSize")
 	ErrTooLong           = errors.New("loadgen: the server rejected the request as too long; lower the prompt or MaxTokens")
 	ErrRateLimited       = errors.New("loadgen: the server is rate limiting (HTTP 429)")
+	// ErrRedirect is the cause of a redirect the client did not follow:
+	// see [RedirectError].
+	ErrRedirect = errors.New("loadgen: a redirect was not followed")
+	// ErrHeadersTooLarge is the cause of response headers, informational
+	// responses included, larger than the transport allows (net/http's
+	// MaxResponseHeaderBytes, [StreamTransport.MaxResponseHeaderBytes]).
+	ErrHeadersTooLarge = errors.New("loadgen: the response headers exceed the transport's limit")
+	// ErrContentEncoding is the cause of a response body in an encoding
+	// the transport did not decode, such as gzip when the request did not
+	// ask for it.
+	ErrContentEncoding = errors.New("loadgen: the response body has a content encoding the client does not decode")
+	// ErrImplausibleCount is the cause of a token count that cannot be
+	// true: see [UsageError].
+	ErrImplausibleCount = errors.New("loadgen: the server reported a token count that cannot be true")
 )
 
 // Error is the failure of one request: its kind, how far the stream got, and
@@ -65,7 +81,9 @@ func KindOf(err error) metrics.ErrorKind {
 
 // StatusError is a response with a status other than 200. Message is the
 // server's own message where its body had one (OpenAI's, vLLM's and TGI's
-// error shapes), else the start of the body.
+// error shapes), else the start of the body. Message, Type and Code hold
+// the server's text as it sent it; Error writes it on one line, with
+// control characters escaped.
 type StatusError struct {
 	StatusCode int
 	Message    string
@@ -79,7 +97,7 @@ type StatusError struct {
 func (e *StatusError) Error() string {
 	msg := fmt.Sprintf("server returned %d %s", e.StatusCode, http.StatusText(e.StatusCode))
 	if e.Message != "" {
-		msg += ": " + e.Message
+		msg += ": " + oneLine(e.Message)
 	}
 	if e.RetryAfter > 0 {
 		msg += fmt.Sprintf(" (retry after %v)", e.RetryAfter)
@@ -142,7 +160,9 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 
 // StreamError is an error object the server sent inside a 200 stream, such as
 // vLLM's {"error": {"message": ..., "type": ..., "code": ...}} or TGI's
-// {"error": "...", "error_type": "..."}.
+// {"error": "...", "error_type": "..."}, or an SSE event of type "error".
+// Its fields hold the server's text as it sent it; Error writes it on one
+// line, with control characters escaped.
 type StreamError struct {
 	Message, Type, Code string
 }
@@ -152,13 +172,13 @@ func (e *StreamError) Error() string {
 	var b strings.Builder
 	b.WriteString("server sent an error in the stream")
 	if e.Type != "" {
-		b.WriteString(" (" + e.Type + ")")
+		b.WriteString(" (" + oneLine(e.Type) + ")")
 	}
 	if e.Code != "" {
-		b.WriteString(" code " + e.Code)
+		b.WriteString(" code " + oneLine(e.Code))
 	}
 	if e.Message != "" {
-		b.WriteString(": " + e.Message)
+		b.WriteString(": " + oneLine(e.Message))
 	}
 	return b.String()
 }
@@ -184,4 +204,155 @@ func newChunkError(data []byte, err error) *ChunkError {
 		return &ChunkError{Data: string(data[:max]) + "…", Err: err}
 	}
 	return &ChunkError{Data: string(data), Err: err}
+}
+
+// RedirectError is a redirect the client would not or could not follow: a
+// loop, more than [MaxRedirects] in a row, or a 301, 302 or 303, which
+// would re-send the POST as a GET without its body. A redirect the client
+// follows (307 or 308, to the same origin or another) never carries the
+// API key or the client's extra headers to another origin.
+type RedirectError struct {
+	// StatusCode is the status of the redirect not followed.
+	StatusCode int
+	// Location is where it pointed, with any password redacted.
+	Location string
+	// Redirects counts the redirects followed before it.
+	Redirects int
+	// Reason says why it was not followed.
+	Reason string
+}
+
+// MaxRedirects is the most redirects a [Client] follows for one request, as
+// net/http's client.
+const MaxRedirects = 10
+
+// Error says what the server asked for and why the client did not do it.
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("server answered %d to %s: %s", e.StatusCode, oneLine(e.Location), e.Reason)
+}
+
+// Unwrap returns [ErrRedirect].
+func (e *RedirectError) Unwrap() error { return ErrRedirect }
+
+// MaxReportedTokens bounds every token count a server reports for one
+// request (prompt, completion or cached tokens) and the tokens a response
+// may carry: no model's context comes near it, and with it no sum of
+// counts can overflow.
+const MaxReportedTokens = 100_000_000
+
+// MaxTokensFactor is how far a response's tokens may exceed the request's
+// MaxTokens before the count is refused: by this factor, and by at least
+// 1,000 tokens. A server that ignores max_tokens a little, or a request
+// with several choices, stays within it; a count off by orders of
+// magnitude does not.
+const MaxTokensFactor = 100
+
+// UsageError is a token count that cannot be true: a count reported larger
+// than any request can carry ([MaxReportedTokens], or [MaxTokensFactor]
+// times the request's MaxTokens), or a running count that went down. The
+// request is malformed; the tokens counted before it are kept, the count
+// itself is not.
+type UsageError struct {
+	// Field names the count: "usage.completion_tokens",
+	// "usage.prompt_tokens", "usage.cached_tokens", or "tokens counted one
+	// per delta".
+	Field string
+	// Got is the count reported; Before the previous report of the same
+	// field when it went down, or -1.
+	Got, Before int64
+	// Limit is the bound Got broke, or 0 when it went down.
+	Limit int64
+	// MaxTokens is the request's MaxTokens, 0 when it set none.
+	MaxTokens int
+}
+
+// Error says which count and why it cannot be true.
+func (e *UsageError) Error() string {
+	switch {
+	case e.Got < 0:
+		return fmt.Sprintf("%s is %d: not a count", e.Field, e.Got)
+	case e.Limit == 0:
+		return fmt.Sprintf("%s went down from %d to %d: not a running count", e.Field, e.Before, e.Got)
+	case e.MaxTokens > 0 && e.Limit < MaxReportedTokens:
+		return fmt.Sprintf("%s is %d, beyond the %d a request with max_tokens %d can carry", e.Field, e.Got, e.Limit, e.MaxTokens)
+	}
+	return fmt.Sprintf("%s is %d, beyond the %d any request can carry", e.Field, e.Got, e.Limit)
+}
+
+// Unwrap returns [ErrImplausibleCount].
+func (e *UsageError) Unwrap() error { return ErrImplausibleCount }
+
+// oneLine returns s fit for one line of a terminal or a log: control
+// characters (line breaks, ESC and the rest of C0 and C1, DEL) and the
+// Unicode controls that reorder text are written as Go escapes (\x1b,
+// \n, \u202e), and invalid UTF-8 as U+FFFD. Printable text is unchanged,
+// so a message reads as the server wrote it, and a terminal that shows it
+// runs none of its escape sequences.
+func oneLine(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < 0x20 || b == 0x7f || b >= 0x80 {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && isInvalidAt(s, i):
+			b.WriteRune(utf8.RuneError)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case (r >= 0x80 && r < 0xa0) || isBidiControl(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func isInvalidAt(s string, i int) bool {
+	r, size := utf8.DecodeRuneInString(s[i:])
+	return r == utf8.RuneError && size <= 1
+}
+
+// isBidiControl reports the characters that reorder displayed text
+// ("Trojan Source"): ALM, LRM, RLM, the embeddings, overrides and isolates.
+func isBidiControl(r rune) bool {
+	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+}
+
+// redactURL returns raw with the password of its user information replaced
+// by "xxxxx", as [url.URL.Redacted] does, even when raw does not parse.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPassword := strings.Cut(authority[:at], ":")
+	if !hasPassword {
+		return raw
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }

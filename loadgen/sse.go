@@ -12,8 +12,9 @@ var errEventTooLarge = errors.New("loadgen: SSE event too large")
 // eventReader frames a text/event-stream as the HTML standard's event
 // stream interpretation does: lines end in LF, CRLF or CR; a blank line
 // dispatches the event; a line beginning with ":" is a comment; "data"
-// fields are joined with LF; other fields ("event", "id", "retry") are
-// read and ignored; a leading byte-order mark is skipped. One difference:
+// fields are joined with LF; an "event" field of "error" marks the event
+// (errorEvent), other event types and the "id" and "retry" fields are read
+// and ignored; a leading byte-order mark is skipped. One difference:
 // at the end of the stream, an event whose last line is complete is
 // dispatched even without the blank line the standard asks for, since some
 // servers and proxies close the stream right after "data: [DONE]\n"; an
@@ -43,6 +44,9 @@ type eventReader struct {
 	data     []byte
 	hasData  bool
 	multiple bool
+	// errorEvent reports that the event returned last has the type
+	// "error".
+	errorEvent bool
 }
 
 // The reader's buffer starts small, since a live stream brings one event
@@ -66,7 +70,7 @@ func newEventReader(r io.Reader, maxEvent int) *eventReader {
 // returns io.EOF; an event over the size limit is errEventTooLarge; a read
 // error is returned as it is.
 func (e *eventReader) next() ([]byte, error) {
-	e.single, e.data, e.hasData, e.multiple = nil, e.data[:0], false, false
+	e.single, e.data, e.hasData, e.multiple, e.errorEvent = nil, e.data[:0], false, false, false
 	for {
 		line, ok, err := e.line()
 		if err != nil {
@@ -82,6 +86,7 @@ func (e *eventReader) next() ([]byte, error) {
 			if e.hasData {
 				return e.event(), nil
 			}
+			e.errorEvent = false // an event without data is dropped, type and all
 			continue
 		}
 		if line[0] == ':' {
@@ -95,7 +100,10 @@ func (e *eventReader) next() ([]byte, error) {
 			}
 		}
 		if string(name) != "data" {
-			continue // event, id, retry and unknown fields: not needed here
+			if string(name) == "event" {
+				e.errorEvent = string(value) == "error" // the last event field counts
+			}
+			continue // other event types, id, retry and unknown fields: not needed here
 		}
 		if err := e.addData(value); err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/textproto"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,10 +62,21 @@ type StreamTransport struct {
 	// client's SSE reader reads larger blocks past it, straight from the
 	// connection.
 	ReadBufferSize int
+	// MaxResponseHeaderBytes bounds the bytes of a response's headers,
+	// the informational (1xx) responses before it included, as net/http's
+	// Transport does; 0 means DefaultMaxResponseHeaderBytes. Beyond it,
+	// RoundTrip fails with [ErrHeadersTooLarge]. A request whose trace has
+	// a Got1xxResponse hook sees every informational response, and the
+	// bound starts afresh after each, as in net/http.
+	MaxResponseHeaderBytes int64
 
 	mu   sync.Mutex
 	idle map[string][]*streamConn // by scheme://host:port, most recent last
 }
+
+// DefaultMaxResponseHeaderBytes is the default bound of
+// [StreamTransport.MaxResponseHeaderBytes]: 10 MiB, net/http's default.
+const DefaultMaxResponseHeaderBytes = 10 << 20
 
 // NewStreamTransport returns a StreamTransport that keeps up to conns idle
 // connections to each host.
@@ -76,9 +88,42 @@ func NewStreamTransport(conns int) *StreamTransport {
 type streamConn struct {
 	key      string
 	conn     net.Conn
+	limit    headerLimit // between conn and br
 	br       *bufio.Reader
 	arrivals arrivalSource // nil where the kernel gives no receive times
 	idleAt   time.Time
+}
+
+// headerLimit bounds what is read from a connection while a response's
+// headers are read, as net/http's persistConn does: the buffered reader
+// above it may read ahead, but never more than n bytes in all.
+type headerLimit struct {
+	r   io.Reader
+	n   int64 // bytes left; < 0: no bound (a body is being read)
+	hit bool  // a read found no bytes left
+}
+
+func (l *headerLimit) Read(p []byte) (int, error) {
+	if l.n < 0 {
+		return l.r.Read(p)
+	}
+	if l.n == 0 {
+		l.hit = true
+		return 0, ErrHeadersTooLarge
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+func (t *StreamTransport) maxHeaderBytes() int64 {
+	if t.MaxResponseHeaderBytes > 0 {
+		return t.MaxResponseHeaderBytes
+	}
+	return DefaultMaxResponseHeaderBytes
 }
 
 // lastArrival is when the bytes of the connection's last read arrived, or
@@ -137,11 +182,16 @@ func (t *StreamTransport) roundTrip(req *http.Request) (*http.Response, error) {
 	// From here on, the context's end closes the connection, which ends any
 	// write or read blocked on it.
 	stop := context.AfterFunc(ctx, func() { sc.conn.Close() })
+	limit := t.maxHeaderBytes()
+	sc.limit.n, sc.limit.hit = limit, false
 	fail := func(err error) (*http.Response, error) {
 		stop()
 		sc.conn.Close()
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
+		}
+		if sc.limit.hit {
+			return nil, fmt.Errorf("%w: more than %d bytes", ErrHeadersTooLarge, limit)
 		}
 		return nil, err
 	}
@@ -159,12 +209,14 @@ func (t *StreamTransport) roundTrip(req *http.Request) (*http.Response, error) {
 		// proxy's 413) and close: its answer says more than the failed
 		// write, if it comes at once.
 		if resp := earlyResponse(ctx, sc, req); resp != nil {
+			sc.limit.n = -1
 			resp.Body = &streamBody{t: t, sc: sc, body: resp.Body, stop: stop, at: sc.lastArrival()}
 			return resp, nil
 		}
 		return fail(fmt.Errorf("loadgen: writing the request: %w", err))
 	}
-	if trace := httptrace.ContextClientTrace(ctx); trace != nil && trace.WroteRequest != nil {
+	trace := httptrace.ContextClientTrace(ctx)
+	if trace != nil && trace.WroteRequest != nil {
 		trace.WroteRequest(httptrace.WroteRequestInfo{})
 	}
 
@@ -174,11 +226,20 @@ func (t *StreamTransport) roundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return fail(fmt.Errorf("loadgen: reading the response: %w", err))
 		}
-		// 1xx responses other than 101 precede the real one.
+		// 1xx responses other than 101 precede the real one. Their bytes
+		// count against the header limit, which thus bounds how many come
+		// (net/http's rule); the Client's HeaderTimeout bounds how long.
 		if resp.StatusCode < 100 || resp.StatusCode > 199 || resp.StatusCode == http.StatusSwitchingProtocols {
 			break
 		}
+		if trace != nil && trace.Got1xxResponse != nil {
+			if err := trace.Got1xxResponse(resp.StatusCode, textproto.MIMEHeader(resp.Header)); err != nil {
+				return fail(err)
+			}
+			sc.limit.n = limit // the caller sees each one, and bounds them itself
+		}
 	}
+	sc.limit.n = -1
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		return fail(errors.New("loadgen: StreamTransport does not switch protocols"))
 	}
@@ -248,7 +309,9 @@ func (t *StreamTransport) dial(ctx context.Context, scheme, addr, host string) (
 	if size <= 0 {
 		size = 512
 	}
-	return &streamConn{conn: conn, br: bufio.NewReaderSize(conn, size), arrivals: arrivals}, nil
+	sc := &streamConn{conn: conn, limit: headerLimit{r: conn, n: -1}, arrivals: arrivals}
+	sc.br = bufio.NewReaderSize(&sc.limit, size)
+	return sc, nil
 }
 
 // getIdle returns the most recently used idle connection to key that is

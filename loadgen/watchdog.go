@@ -14,7 +14,7 @@ const (
 	phaseConnect phase = iota // until the request is written
 	phaseHeaders              // until the response headers
 	phaseFirst                // until the first token
-	phaseStream               // between chunks
+	phaseStream               // between tokens
 	numPhases
 )
 

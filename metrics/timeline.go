@@ -58,7 +58,7 @@ const (
 	KindConnect                     // could not connect or write the request
 	KindHeaderTimeout               // no response headers within the deadline
 	KindFirstTokenTimeout           // headers came, the first token did not
-	KindStall                       // no chunk within the idle deadline
+	KindStall                       // no token within the stall deadline
 	KindRateLimited                 // HTTP 429
 	KindTooLong                     // HTTP 400: prompt + max tokens exceed the context
 	KindServerStatus                // HTTP 5xx

@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ignoreEOS := fs.Bool("ignore-eos", false, "ask the server to ignore end-of-sequence and generate max-tokens")
 	keyEnv := fs.String("api-key-env", "", "name of the environment variable that holds the API key")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the timeline")
-	stall := fs.Duration("stall-timeout", 0, "longest gap between chunks (0: the client's default)")
+	stall := fs.Duration("stall-timeout", 0, "longest gap between tokens (0: the client's default)")
 	transport := fs.String("transport", "stream", "HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux) or http (net/http's: honours HTTP_PROXY)")
 	if err := fs.Parse(args); err != nil {
 		return 2
