@@ -61,7 +61,9 @@ type Client struct {
 	// Header holds extra headers for every request.
 	Header http.Header
 	// HTTPClient sends the requests. Nil means a client on
-	// NewTransport(DefaultMaxConns). Its Timeout must be 0.
+	// NewTransport(DefaultMaxConns). Its Timeout must be 0. The Client
+	// sends through a copy of it whose CheckRedirect applies the Client's
+	// redirect policy first, then HTTPClient's own, if any.
 	HTTPClient *http.Client
 
 	ConnectTimeout    time.Duration

@@ -24,19 +24,28 @@ func readEvents(r io.Reader) ([]string, error) {
 		if err != nil {
 			return out, err
 		}
+		if er.errorEvent && len(data) > 0 {
+			out = append(out, errorMark+string(data))
+			continue
+		}
 		out = append(out, string(data))
 	}
 }
 
+// errorMark opens the data of an event of type "error" in readEvents'
+// results.
+const errorMark = "\x00error:"
+
 // FuzzEventReader checks llmload's SSE framing against go-sse's sse.Read:
-// the same events, whether the stream arrives in one piece or a byte at a
-// time. The one intended difference: at the end of the stream, an event
+// the same events, the same ones of type "error", whether the stream
+// arrives in one piece or a byte at a time. The one intended difference: at the end of the stream, an event
 // whose last line is complete is dispatched without the closing blank line;
 // the oracle is given that blank line.
 func FuzzEventReader(f *testing.F) {
 	for _, s := range []string{
 		"data: a\n\n", "data: a\r\n\r\n", "data: a\r\rdata: b\r\r", "data: a\ndata: b\n\n",
 		": ping\n\nevent: message\nid: 7\ndata: x\n\n", "data: [DONE]\n", "data: cut", "\xEF\xBB\xBFdata: bom\n\n",
+		"event: error\ndata: boom\n\n", "event: error\n\ndata: not an error\n\n", "event: error\nevent: message\ndata: x\n\n",
 		"data:no space\n\n", "data\n\n", "data: a\r", "retry: 10\ndata: b\n\n\n\n",
 	} {
 		f.Add([]byte(s))
@@ -70,6 +79,10 @@ func FuzzEventReader(f *testing.F) {
 		for ev, err := range sse.Read(bytes.NewReader(oracle), &sse.ReadConfig{MaxEventSize: 1 << 20}) {
 			if err != nil {
 				t.Fatalf("go-sse failed on %q: %v", oracle, err)
+			}
+			if ev.Type == "error" && ev.Data != "" {
+				want = append(want, errorMark+ev.Data)
+				continue
 			}
 			want = append(want, ev.Data)
 		}

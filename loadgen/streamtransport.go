@@ -33,6 +33,12 @@ import (
 // times every chunk as it came. Where a read returns several chunks at once,
 // they all take the arrival of its last bytes.
 //
+// Like net/http's transport, it bounds the bytes of a response's headers,
+// the informational (1xx) responses before them included, so a server
+// that sends endless headers or 103 Early Hints fails the request with
+// [ErrHeadersTooLarge] instead of filling memory; the [Client]'s
+// HeaderTimeout bounds how long they may take.
+//
 // It speaks HTTP/1.1 only, to http and https URLs, and uses no proxy. A
 // connection goes back to the idle pool when its response body has been
 // read to the end (and neither side asked to close it); before reusing an
