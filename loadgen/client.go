@@ -470,8 +470,10 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 			break
 		}
 		if err != nil {
-			if rs.done {
-				return rs.streamErr // the stream was complete; the tail does not matter
+			if rs.done || rs.streamErr != nil {
+				// The stream was complete, or the server has said what went
+				// wrong: the tail (a stall, a reset) does not matter.
+				return rs.streamErr
 			}
 			return rs.classify(ctx, err, false)
 		}
@@ -615,6 +617,10 @@ func readStatusError(resp *http.Response) *StatusError {
 	se := &StatusError{StatusCode: resp.StatusCode}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		se.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		se.Message = fmt.Sprintf("(a body in the %q content encoding)", enc)
+		return se
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var ch chunk

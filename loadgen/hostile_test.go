@@ -204,7 +204,9 @@ func TestResponseHeadersAreBounded(t *testing.T) {
 		for _, mode := range []hostileserver.Mode{hostileserver.HugeHeader, hostileserver.ManyHeaders, hostileserver.EarlyHints} {
 			c := hostileClient(srv.BaseURL(mode), tr)
 			var err error
+			start := time.Now()
 			grew := allocated(func() { _, err = hostileDo(t, c, nil, 10*time.Second) })
+			t.Logf("%s: refused in %v, %.1f MB allocated", mode, time.Since(start).Round(time.Millisecond), float64(grew)/(1<<20))
 			c.CloseIdleConnections()
 			assert.Equal(t, metrics.KindOversize, loadgen.KindOf(err), "%s: %v", mode, err)
 			assert.ErrorIs(t, err, loadgen.ErrHeadersTooLarge, mode)
@@ -309,6 +311,19 @@ func TestContentEncodingIsNamed(t *testing.T) {
 			assert.Contains(t, err.Error(), `"gzip"`)
 		}
 	})
+	// An error status with an encoded body says so, rather than quoting
+	// compressed bytes.
+	errSrv := hostileserver.New(hostileserver.Gzip.With(500))
+	defer errSrv.Close()
+	forEachTransport(t, func(t *testing.T, tr func(int) http.RoundTripper) {
+		c := hostileClient(errSrv.URL+"/v1", tr)
+		defer c.CloseIdleConnections()
+		_, err := hostileDo(t, c, nil, 5*time.Second)
+		assert.Equal(t, metrics.KindServerStatus, loadgen.KindOf(err), "%v", err)
+		var se *loadgen.StatusError
+		require.ErrorAs(t, err, &se)
+		assert.Equal(t, `(a body in the "gzip" content encoding)`, se.Message)
+	})
 	decoding := &http.Transport{} // asks for gzip and decodes it
 	defer decoding.CloseIdleConnections()
 	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: &http.Client{Transport: decoding}}
@@ -333,6 +348,12 @@ func TestEventErrorIsAStreamError(t *testing.T) {
 			assert.Equal(t, hostileserver.EventErrorMessage, se.Message)
 			assert.Equal(t, 1, resp.OutputTokens(), "the token before the error is kept")
 		}
+		// An error, then silence: the error is what happened, not a stall.
+		c := hostileClient(srv.BaseURL(hostileserver.EventError.With("hold")), tr)
+		c.StallTimeout = 300 * time.Millisecond
+		defer c.CloseIdleConnections()
+		_, err := hostileDo(t, c, nil, 5*time.Second)
+		assert.Equal(t, metrics.KindStreamError, loadgen.KindOf(err), "%v", err)
 	})
 }
 

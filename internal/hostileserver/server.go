@@ -61,12 +61,15 @@ const (
 	// DoneOnly answers a stream of nothing but "data: [DONE]".
 	DoneOnly Mode = "done-only"
 	// Gzip answers a healthy stream with Content-Encoding: gzip, whatever
-	// the request accepted.
+	// the request accepted; Gzip.With(500) answers that status with a
+	// gzip-encoded error object instead.
 	Gzip Mode = "gzip"
 	// EventError sends one token, then an "event: error" event whose data
 	// is an OpenAI Responses-style error object ({"type": "error", "code":
 	// ..., "message": ...}), or, for EventError.With("text"), the plain text
-	// [EventErrorMessage]; then it closes the stream without [DONE].
+	// [EventErrorMessage]; then it closes the stream without [DONE]. With
+	// EventError.With("hold") it sends the error object and then keeps the
+	// stream open, silent, until the client leaves.
 	EventError Mode = "event-error"
 	// HTML answers 200 with an HTML login page.
 	HTML Mode = "html"
@@ -425,6 +428,12 @@ func (x *exchange) serve() {
 			msg, _ := json.Marshal(EventErrorMessage)
 			st.write(`event: error` + "\n" + `data: {"type":"error","code":"server_error","message":` + string(msg) + `,"param":null}` + "\n\n")
 		}
+		if param == "hold" {
+			select {
+			case <-x.s.done:
+			case <-x.r.Context().Done():
+			}
+		}
 	case EscapesInStream:
 		st := x.startStream()
 		st.write(x.tokenChunk(1, ""))
@@ -683,6 +692,14 @@ func (x *exchange) emptyDeltas(every time.Duration) {
 
 func (x *exchange) gzip() {
 	x.w.Header().Set("Content-Encoding", "gzip")
+	if status := int(x.mode.intParam(0)); status >= 400 {
+		x.w.Header().Set("Content-Type", "application/json")
+		x.w.WriteHeader(status)
+		zw := newGzipWriter(x.w)
+		io.WriteString(zw, `{"error":{"message":"compressed failure","type":"server_error","code":null}}`)
+		zw.Close()
+		return
+	}
 	st := x.startStream()
 	zw := newGzipWriter(st.w)
 	st.w = zw
