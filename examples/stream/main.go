@@ -109,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		TTFTms: ms(resp.TTFT()), LatencyMs: ms(resp.Latency()), ChunkTimesMs: []float64{},
 	}
 	if err != nil {
-		r.Error = err.Error()
+		r.Error = loadgen.NewRedactor(*url, c.APIKey).Redact(err.Error())
 	}
 	if !resp.Headers.IsZero() && !resp.Sent.IsZero() {
 		r.HeadersMs = ms(resp.Headers.Sub(resp.Sent))
@@ -130,7 +130,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		if !*asJSON {
-			fmt.Fprintln(stderr, "stream:", err)
+			// The server's words, without its escape sequences or the
+			// credentials.
+			fmt.Fprintln(stderr, "stream:", loadgen.CleanLine(loadgen.NewRedactor(*url, c.APIKey).Redact(err.Error())))
 		}
 		var se *loadgen.StatusError
 		if errors.As(err, &se) && se.RetryAfter > 0 && !*asJSON {
@@ -176,8 +178,10 @@ func printTimeline(w io.Writer, resp *loadgen.Response, r result) {
 	if tbt := resp.TimeBetweenTokens(); tbt > 0 {
 		fmt.Fprintf(w, "time between tokens %.2f ms (%.1f tok/s)\n", ms(tbt), 1/tbt.Seconds())
 	}
+	// The model's text is the server's: printed without control
+	// characters, as everything else from it.
 	if r.Reasoning != "" {
-		fmt.Fprintf(w, "\nreasoning: %s\n", r.Reasoning)
+		fmt.Fprintf(w, "\nreasoning: %s\n", loadgen.CleanText(r.Reasoning))
 	}
-	fmt.Fprintf(w, "\n%s\n", r.Text)
+	fmt.Fprintf(w, "\n%s\n", loadgen.CleanText(r.Text))
 }

@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -65,4 +69,74 @@ func TestStreamRefusesAnUnknownTransport(t *testing.T) {
 	var out, errOut bytes.Buffer
 	assert.Equal(t, 2, run(t.Context(), []string{"-transport", "h3"}, &out, &errOut))
 	assert.Contains(t, errOut.String(), `unknown -transport "h3"`)
+}
+
+// escapes are what a hostile server puts in its text: clear the screen,
+// retitle the window, write the clipboard (OSC 52).
+const escapes = "\x1b[2J\x1b[H\x1b]0;pwned\x07\x1b]52;c;ZWNobyBwd25lZA==\x07\u009b31m"
+
+// hasEscape reports whether s holds a byte a terminal acts on.
+func hasEscape(s string) bool {
+	return strings.ContainsAny(s, "\x1b\x07\u009b\u009d\r")
+}
+
+// TestServerTextIsClean points the command at servers whose error message
+// and generated text carry terminal escape sequences, and checks that
+// none reaches the terminal.
+func TestServerTextIsClean(t *testing.T) {
+	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": "bad model" + escapes + " name", "type": "BadRequestError"}})
+	}))
+	defer refuse.Close()
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), []string{"-url", refuse.URL + "/v1", "-model", "x"}, &out, &errOut)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut.String(), "bad model")
+	assert.Contains(t, errOut.String(), "name")
+	assert.False(t, hasEscape(errOut.String()), "stderr: %q", errOut.String())
+	assert.False(t, hasEscape(out.String()), "stdout: %q", out.String())
+
+	text := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, s := range []string{"Hello", escapes, "\r\nworld"} {
+			b, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": s}}}})
+			fmt.Fprintf(w, "data: %s\n\n", b)
+		}
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer text.Close()
+	out.Reset()
+	errOut.Reset()
+	code = run(t.Context(), []string{"-url", text.URL + "/v1", "-model", "x"}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+	assert.Contains(t, out.String(), "Hello")
+	assert.Contains(t, out.String(), "\nworld", "newlines of the text are kept")
+	assert.False(t, hasEscape(out.String()), "stdout: %q", out.String())
+}
+
+// TestStreamRedactsThePassword checks that a password in -url appears in
+// neither the output nor the error.
+func TestStreamRedactsThePassword(t *testing.T) {
+	const password = "hunter2-stream-pw"
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, got, _ = r.BasicAuth()
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":{"message":"no user %s"}}`, password)
+	}))
+	defer srv.Close()
+	u := strings.Replace(srv.URL, "http://", "http://alice:"+password+"@", 1) + "/v1"
+	for _, asJSON := range []bool{false, true} {
+		args := []string{"-url", u, "-model", "x"}
+		if asJSON {
+			args = append(args, "-json")
+		}
+		var out, errOut bytes.Buffer
+		assert.Equal(t, 1, run(t.Context(), args, &out, &errOut))
+		assert.Equal(t, password, got, "the password is sent")
+		assert.NotContains(t, out.String()+errOut.String(), password)
+		assert.Contains(t, out.String()+errOut.String(), "no user xxxxx")
+	}
 }

@@ -1,0 +1,122 @@
+package loadgen
+
+import (
+	"net/url"
+	"strings"
+)
+
+// redacted replaces a password or an API key in text.
+const redacted = "xxxxx"
+
+// RedactURL returns rawURL with the password of its user information
+// replaced by "xxxxx", as [url.URL.Redacted] does:
+// "http://user:xxxxx@host/v1". A URL without a password is returned as it
+// is; one that does not parse has everything between "//" and the "@"
+// before its host replaced.
+func RedactURL(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil {
+		if _, ok := u.User.Password(); !ok {
+			return rawURL
+		}
+		return u.Redacted()
+	}
+	scheme, rest, ok := strings.Cut(rawURL, "//")
+	if !ok {
+		return rawURL
+	}
+	authority, path := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, path = rest[:i], rest[i:]
+	}
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return rawURL
+	}
+	user, _, _ := strings.Cut(authority[:at], ":")
+	return scheme + "//" + user + ":" + redacted + authority[at:] + path
+}
+
+// minBarePassword is the shortest password replaced where it appears
+// outside a URL.
+const minBarePassword = 4
+
+// A Redactor removes credentials from text before it is printed, logged
+// or saved: the password of a URL's user information and API keys, in
+// the forms they take in URLs and error messages. A nil Redactor removes
+// nothing.
+type Redactor struct {
+	r *strings.Replacer
+}
+
+// NewRedactor returns a Redactor for the password in rawURL, if it has
+// one, and for keys. Empty keys are ignored.
+func NewRedactor(rawURL string, keys ...string) *Redactor {
+	var pairs []string
+	add := func(secret, with string) {
+		if secret != "" {
+			pairs = append(pairs, secret, with)
+		}
+	}
+	// The user information as it is written, and as url.URL writes it;
+	// then the bare password, and its escaped form.
+	if _, rest, ok := strings.Cut(rawURL, "//"); ok {
+		authority := rest
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			authority = rest[:i]
+		}
+		if at := strings.LastIndex(authority, "@"); at >= 0 {
+			if user, pass, ok := strings.Cut(authority[:at], ":"); ok && pass != "" {
+				add(authority[:at+1], user+":"+redacted+"@")
+				if u, err := url.Parse(rawURL); err == nil && u.User != nil {
+					add(u.User.String()+"@", u.User.Username()+":"+redacted+"@")
+					// A bare password is replaced too, unless it is so short
+					// that it would mangle ordinary words.
+					if p, _ := u.User.Password(); len(p) >= minBarePassword {
+						add(url.UserPassword("", p).String()[1:], redacted)
+						add(p, redacted)
+					}
+				}
+				if len(pass) >= minBarePassword {
+					add(pass, redacted)
+				}
+			}
+		}
+	}
+	for _, k := range keys {
+		add(k, redacted)
+	}
+	if len(pairs) == 0 {
+		return nil
+	}
+	return &Redactor{r: strings.NewReplacer(pairs...)}
+}
+
+// Redact returns s without the credentials.
+func (r *Redactor) Redact(s string) string {
+	if r == nil {
+		return s
+	}
+	return r.r.Replace(s)
+}
+
+// Error returns err with its message redacted; [errors.Is] and
+// [errors.As] still see the original chain. It returns nil for nil.
+func (r *Redactor) Error(err error) error {
+	if err == nil || r == nil {
+		return err
+	}
+	msg := r.Redact(err.Error())
+	if msg == err.Error() {
+		return err
+	}
+	return &redactedError{msg: msg, err: err}
+}
+
+// redactedError is an error whose message has no credentials.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }

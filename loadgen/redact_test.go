@@ -1,0 +1,59 @@
+package loadgen_test
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/llmload/llmload/loadgen"
+)
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:8000/v1":                  "http://127.0.0.1:8000/v1",
+		"http://alice:s3cr3t-pw@127.0.0.1:8000/v1":  "http://alice:xxxxx@127.0.0.1:8000/v1",
+		"http://alice@127.0.0.1:8000/v1":            "http://alice@127.0.0.1:8000/v1",
+		"http://alice:p%40ss@[::1]:8000/v1?x=1":     "http://alice:xxxxx@[::1]:8000/v1?x=1",
+		"http://alice:s3cr3t-pw@[::1/v1":            "http://alice:xxxxx@[::1/v1",
+		"http://alice:s3cr3t-pw@host:port:bad/v1/x": "http://alice:xxxxx@host:port:bad/v1/x",
+		"not a url": "not a url",
+	} {
+		assert.Equal(t, want, loadgen.RedactURL(in), in)
+	}
+}
+
+func TestRedactor(t *testing.T) {
+	// The password is "p@ss word"; url.URL writes it escaped.
+	raw := "http://alice:p%40ss%20word@127.0.0.1:8000/v1"
+	r := loadgen.NewRedactor(raw, "sk-test-0123456789")
+	u, err := url.Parse(raw)
+	assert.NoError(t, err)
+	for _, s := range []string{
+		"GET " + raw + "/models: refused",
+		"GET " + u.String() + "/metrics: refused",
+		"GET http://alice:p@ss word@127.0.0.1:8000/v1: refused",
+		`server said "bad password p@ss word" and "key sk-test-0123456789"`,
+	} {
+		got := r.Redact(s)
+		assert.NotContains(t, got, "p@ss", s)
+		assert.NotContains(t, got, "ss%20word", s)
+		assert.NotContains(t, got, "sk-test-0123456789", s)
+		assert.Contains(t, got, "xxxxx", s)
+	}
+	assert.Equal(t, "http://alice:xxxxx@127.0.0.1:8000/v1", r.Redact(u.String()))
+
+	cause := errors.New("dial refused")
+	err = r.Error(fmt.Errorf("GET %s: %w", raw, cause))
+	assert.NotContains(t, err.Error(), "p@ss")
+	assert.ErrorIs(t, err, cause, "the chain is kept")
+	assert.NoError(t, r.Error(nil))
+
+	var none *loadgen.Redactor
+	assert.Equal(t, "as is", none.Redact("as is"))
+	assert.Nil(t, loadgen.NewRedactor("http://127.0.0.1/v1"), "nothing to redact")
+	short := loadgen.NewRedactor("http://bob:pw@host/v1")
+	assert.Equal(t, "http://bob:xxxxx@host/v1 pw stays in words", short.Redact("http://bob:pw@host/v1 pw stays in words"))
+}

@@ -1,0 +1,133 @@
+package loadgen
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Text from a server — an error message, a model's output, a header — is
+// data: printed as it is, an escape sequence in it can clear the user's
+// terminal, retitle its window, write to its clipboard (OSC 52) or hide
+// lines of a log. CleanLine and CleanText make such text safe to print.
+
+// CleanLine returns s made safe for one line of a terminal, a log or a
+// table cell: terminal escape sequences (CSI, OSC, DCS and the like, in
+// their 7-bit and 8-bit forms) are removed with their parameters, other
+// control characters, bidirectional overrides and invalid UTF-8 become
+// spaces, and runs of spaces collapse to one.
+func CleanLine(s string) string {
+	return strings.Join(strings.Fields(clean(s, false)), " ")
+}
+
+// CleanText is CleanLine for text of several lines, such as a model's
+// output: it keeps newlines and tabs, drops carriage returns, and leaves
+// spaces as they are.
+func CleanText(s string) string { return clean(s, true) }
+
+// clean removes escape sequences and replaces the other control
+// characters; multiline keeps '\n' and '\t'.
+func clean(s string, multiline bool) string {
+	if isPlain(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == 0x1b:
+			i = skipEscape(s, i+size)
+			continue
+		case r == 0x9b: // 8-bit CSI
+			i = skipCSI(s, i+size)
+			continue
+		case r == 0x90 || r == 0x98 || r == 0x9d || r == 0x9e || r == 0x9f: // 8-bit DCS, SOS, OSC, PM, APC
+			i = skipString(s, i+size)
+			continue
+		case multiline && (r == '\n' || r == '\t'):
+			b.WriteRune(r)
+		case multiline && r == '\r':
+		case r == utf8.RuneError && size == 1, unicode.IsControl(r), isBidiControl(r):
+			b.WriteByte(' ')
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// isPlain reports whether s is printable ASCII, which needs no cleaning.
+func isPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// isBidiControl reports whether r reorders the text around it (the
+// "Trojan Source" characters), which can make a line read otherwise than
+// it is.
+func isBidiControl(r rune) bool {
+	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c
+}
+
+// skipEscape returns the index after the escape sequence whose ESC ends
+// at i.
+func skipEscape(s string, i int) int {
+	if i >= len(s) {
+		return i
+	}
+	switch s[i] {
+	case '[':
+		return skipCSI(s, i+1)
+	case ']', 'P', 'X', '^', '_':
+		return skipString(s, i+1)
+	}
+	// ESC, intermediate bytes, a final byte: "ESC c", "ESC ( B".
+	for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
+		i++
+	}
+	if i < len(s) && s[i] >= 0x30 && s[i] <= 0x7e {
+		i++
+	}
+	return i
+}
+
+// skipCSI returns the index after a control sequence's parameters,
+// intermediates and final byte, starting at i.
+func skipCSI(s string, i int) int {
+	for i < len(s) && s[i] >= 0x30 && s[i] <= 0x3f {
+		i++
+	}
+	for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
+		i++
+	}
+	if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after a control string (OSC, DCS, ...)
+// starting at i: up to and including its terminator, BEL or ST (ESC \ or
+// 0x9c), or the end of s when it has none.
+func skipString(s string, i int) int {
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == 0x07 || r == 0x9c:
+			return i + size
+		case r == 0x1b:
+			if i+1 < len(s) && s[i+1] == '\\' {
+				return i + 2
+			}
+			return i // a new sequence begins: this one was cut short
+		}
+		i += size
+	}
+	return i
+}
