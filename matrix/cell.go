@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -206,6 +207,10 @@ func classify(c *Cell, run *loadgen.Run, samples *Samples, threshold float64) (S
 	switch {
 	case tooLong > 0 && s.OutputTokens == 0:
 		return OverCapacity, fmt.Sprintf("rejected by the server as too long (%d requests)", tooLong)
+	case s.OutputTokens == 0 && s.Completed > 0:
+		// Requests that finish without a token are the server's failure,
+		// not a lack of capacity.
+		return Failed, fmt.Sprintf("the server completed %s with no tokens", plural(s.Completed, "request", "requests"))
 	case s.OutputTokens == 0:
 		return OverCapacity, "starved: no output token in the window"
 	}
@@ -245,8 +250,10 @@ func kinds(k map[string]int) string {
 
 // classifyScout decides a cell whose scout failed.
 func classifyScout(err error) (Status, string) {
-	switch loadgen.KindOf(err) {
-	case metrics.KindTooLong:
+	switch {
+	case errors.Is(err, errNoTokens):
+		return Failed, "the server completed 1 request with no tokens (the cell's first)"
+	case loadgen.KindOf(err) == metrics.KindTooLong:
 		return OverCapacity, "rejected by the server as too long: " + err.Error()
 	}
 	return Failed, "the first request failed: " + err.Error()

@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/llmload/llmload/loadgen"
 )
 
 // ComparisonSchema names the version of a comparison document.
@@ -325,6 +327,7 @@ func runInfo(r *Results) RunInfo {
 	if info.URL == "" {
 		info.URL = r.Spec.URL
 	}
+	info.URL = loadgen.RedactURL(info.URL)
 	return info
 }
 

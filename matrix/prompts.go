@@ -135,9 +135,7 @@ func (p *PromptSizer) count(ctx context.Context, text string) (int, error) {
 	if hc == nil {
 		hc = p.Client.HTTPClient
 	}
-	if hc == nil {
-		hc = http.DefaultClient
-	}
+	hc = withKey(hc, p.Client.APIKey, p.Client.BaseURL)
 	body, _ := json.Marshal(map[string]any{"model": p.Model, "prompt": text, "add_special_tokens": false})
 	root := strings.TrimSuffix(strings.TrimRight(p.Client.BaseURL, "/"), "/v1")
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, root+"/tokenize", bytes.NewReader(body))
@@ -145,9 +143,6 @@ func (p *PromptSizer) count(ctx context.Context, text string) (int, error) {
 		return 0, fmt.Errorf("matrix: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if p.Client.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+p.Client.APIKey)
-	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("matrix: POST /tokenize: %w", err)

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
+
+	"github.com/llmload/llmload/loadgen"
 )
 
 // What the reports say about the statuses and the numbers, in the seed
@@ -207,23 +207,9 @@ func plural(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
-// ansiEscape matches terminal escape sequences (CSI and OSC).
-var ansiEscape = regexp.MustCompile(`\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?)`)
-
 // cleanText makes a string from the server or the user safe to print on a
-// terminal or in a one-line cell: escape sequences are removed, other
-// control characters (newlines, tabs) become spaces, and runs of spaces
-// collapse.
-func cleanText(s string) string {
-	s = ansiEscape.ReplaceAllString(s, "")
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == unicode.ReplacementChar {
-			return ' '
-		}
-		return r
-	}, s)
-	return strings.Join(strings.Fields(s), " ")
-}
+// terminal or in a one-line cell: see [loadgen.CleanLine].
+func cleanText(s string) string { return loadgen.CleanLine(s) }
 
 // reportHeader holds the facts every report opens with.
 type reportHeader struct {
@@ -251,9 +237,9 @@ func (r *Results) header() reportHeader {
 	if e := cleanText(r.Server.Engine); e != "" {
 		srv = append(srv, e)
 	}
-	url := cleanText(r.Server.URL)
+	url := cleanText(loadgen.RedactURL(r.Server.URL))
 	if url == "" {
-		url = cleanText(r.Spec.URL)
+		url = cleanText(loadgen.RedactURL(r.Spec.URL))
 	}
 	if url != "" {
 		srv = append(srv, url)

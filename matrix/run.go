@@ -8,9 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/llmload/llmload/capacity"
@@ -53,7 +53,15 @@ type Runner struct {
 	// while the server reports requests waiting; 0 means 30 s of the
 	// server's time.
 	StuckAfter time.Duration
+
+	// secrets removes the URL's password and the API key from what the run
+	// logs, saves and returns.
+	secrets *loadgen.Redactor
 }
+
+// errNoTokens is a request that completed without a token, not even in
+// its usage.
+var errNoTokens = errors.New("the server completed the request with no tokens")
 
 // errStuck ends a cell whose requests are starved.
 var errStuck = errors.New("matrix: no token arrived while requests waited for capacity")
@@ -70,24 +78,44 @@ func (r *Runner) wall(d time.Duration) time.Duration {
 	return time.Duration(float64(d) / r.speed())
 }
 
+// logf writes a line to Log, each line cleaned of control characters
+// and credentials: errors carry the server's own text.
 func (r *Runner) logf(format string, args ...any) {
 	if r.Log != nil {
-		fmt.Fprintf(r.Log, format+"\n", args...)
+		var b strings.Builder
+		for line := range strings.Lines(r.secrets.Redact(fmt.Sprintf(format, args...))) {
+			b.WriteString(loadgen.CleanLine(line) + "\n")
+		}
+		io.WriteString(r.Log, b.String())
 	}
 }
 
 // Run runs the matrix. It returns the results even when it fails or ctx
 // ends; then Complete is false, the cell in progress (if any) is marked
 // Partial, and the error says why.
+//
+// The password of the spec's URL and the client's API key are used for
+// the requests (the key only for the URL's origin) and appear in nothing
+// the run returns, saves or logs: the results hold the URL with its
+// password replaced (see [loadgen.RedactURL]).
 func (r *Runner) Run(ctx context.Context) (*Results, error) {
 	spec := r.Spec.WithDefaults()
 	if err := spec.Validate(); err != nil {
-		return nil, err
+		return nil, loadgen.NewRedactor(spec.URL).Error(err)
 	}
 	c := r.Client
 	if c == nil {
 		c = &loadgen.Client{BaseURL: spec.URL}
 	}
+	r.secrets = loadgen.NewRedactor(spec.URL, c.APIKey)
+	res, err := r.run(ctx, spec, c)
+	if res != nil {
+		scrub(res, r.secrets)
+	}
+	return res, r.secrets.Error(err)
+}
+
+func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Results, error) {
 	res := r.Resume
 	if res != nil {
 		if err := compatible(res.Spec, spec); err != nil {
@@ -107,16 +135,11 @@ func (r *Runner) Run(ctx context.Context) (*Results, error) {
 		if r.Save == nil {
 			return nil
 		}
+		scrub(res, r.secrets)
 		return r.Save(res)
 	}
 
-	hc := c.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	if c.APIKey != "" {
-		hc = &http.Client{Transport: bearer{key: c.APIKey, next: transport(hc)}}
-	}
+	hc := withKey(c.HTTPClient, c.APIKey, spec.URL)
 
 	// The plan: the server's own limits where it publishes them, completed
 	// by the ones the user gave.
@@ -174,9 +197,9 @@ func (r *Runner) Run(ctx context.Context) (*Results, error) {
 // compatible reports whether results of spec a can be resumed under spec b.
 func compatible(a, b Spec) error {
 	a, b = a.WithDefaults(), b.WithDefaults()
-	if a.URL != b.URL || a.Model != b.Model || a.API != b.API || a.MaxTokens != b.MaxTokens || a.Duration != b.Duration {
+	if loadgen.RedactURL(a.URL) != loadgen.RedactURL(b.URL) || a.Model != b.Model || a.API != b.API || a.MaxTokens != b.MaxTokens || a.Duration != b.Duration {
 		return fmt.Errorf("matrix: cannot resume: the results were made with another spec (url %s, model %q, api %s, max tokens %d, duration %v)",
-			a.URL, a.Model, a.API, a.MaxTokens, time.Duration(a.Duration))
+			loadgen.RedactURL(a.URL), a.Model, a.API, a.MaxTokens, time.Duration(a.Duration))
 	}
 	return nil
 }
@@ -207,25 +230,6 @@ func newRunID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// bearer adds an API key to every request.
-type bearer struct {
-	key  string
-	next http.RoundTripper
-}
-
-func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	req.Header.Set("Authorization", "Bearer "+b.key)
-	return b.next.RoundTrip(req)
-}
-
-func transport(hc *http.Client) http.RoundTripper {
-	if hc.Transport != nil {
-		return hc.Transport
-	}
-	return http.DefaultTransport
 }
 
 // prompt is one context's prompt.
@@ -312,6 +316,10 @@ func (cr *cellRun) scout(ctx context.Context, tokens int) (Prefill, error) {
 	if err != nil {
 		row.Error = err.Error()
 		return row, err
+	}
+	if resp.OutputTokens() == 0 {
+		row.Error = errNoTokens.Error()
+		return row, errNoTokens
 	}
 	s := cr.r.speed()
 	row.PromptTokens = resp.PromptTokens

@@ -3,6 +3,7 @@ package matrix
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,11 @@ const (
 	// DefaultErrorThreshold is the share of failed requests above which a
 	// cell is Failed.
 	DefaultErrorThreshold = 0.5
+	// MaxConcurrency is the most requests at once a spec may ask for: one
+	// process holds about 10^4 streams (a connection, a goroutine and
+	// their buffers each) and keeps its timing honest; beyond that, split
+	// the load over machines.
+	MaxConcurrency = 16384
 )
 
 // Duration is a time.Duration that reads and writes as text ("30s"), so
@@ -143,6 +149,8 @@ func (s Spec) Validate() error {
 	var errs []error
 	if s.URL == "" {
 		errs = append(errs, errors.New("matrix: the spec has no URL"))
+	} else if err := CheckURL(s.URL); err != nil {
+		errs = append(errs, err)
 	}
 	for _, c := range s.Contexts {
 		if c < 0 {
@@ -153,6 +161,9 @@ func (s Spec) Validate() error {
 		if n < 1 {
 			errs = append(errs, fmt.Errorf("matrix: concurrency %d is below 1", n))
 		}
+		if n > MaxConcurrency {
+			errs = append(errs, fmt.Errorf("matrix: concurrency %d is above %d, the most one process runs with honest timing; split the load over machines", n, MaxConcurrency))
+		}
 	}
 	for _, c := range s.Prefill {
 		if c < 1 {
@@ -162,7 +173,43 @@ func (s Spec) Validate() error {
 	if s.Duration < 0 || s.MaxTokens < 0 {
 		errs = append(errs, errors.New("matrix: negative duration or max tokens"))
 	}
+	if t := s.ErrorThreshold; !(t >= 0 && t <= 1) {
+		errs = append(errs, fmt.Errorf("matrix: error threshold %g is not a share between 0 and 1", t))
+	}
+	if w := s.Warmup; w != nil && (w.Min < 0 || w.Flow < 0 || w.Timeout < 0 || w.PerContextK < 0) {
+		errs = append(errs, errors.New("matrix: negative warm-up duration"))
+	}
+	if o := s.SLO; o != nil && (o.TTFT < 0 || o.TPOT < 0 || o.Latency < 0) {
+		errs = append(errs, errors.New("matrix: negative SLO"))
+	}
 	return errors.Join(errs...)
+}
+
+// CheckURL reports why a server's base URL cannot work, if it cannot:
+// it must parse, be http or https, and name a host. The error shows the
+// URL without its password.
+func CheckURL(raw string) error {
+	shown := loadgen.RedactURL(raw)
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its message repeats the URL, password and all
+		}
+		return fmt.Errorf("matrix: URL %q cannot work: %w", shown, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("matrix: URL %q cannot work: the scheme must be http or https, like http://127.0.0.1:8000/v1", shown)
+	}
+	if u.Hostname() == "" {
+		return fmt.Errorf("matrix: URL %q cannot work: it names no host, like http://127.0.0.1:8000/v1", shown)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("matrix: URL %q cannot work: port %s is not between 1 and 65535", shown, p)
+		}
+	}
+	return nil
 }
 
 // maxTokens bounds the token counts ParseTokens accepts: far beyond any

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/loadgen"
 )
 
 func main() {
@@ -40,7 +41,7 @@ func main() {
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 	case err != nil:
-		msg := err.Error()
+		msg := loadgen.CleanLine(err.Error())
 		if !strings.HasPrefix(msg, "capacity: ") {
 			msg = "capacity: " + msg
 		}
@@ -158,10 +159,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case o.url != "":
 		ctx, cancel := context.WithTimeout(ctx, o.timeout)
 		defer cancel()
+		// The URL's password is sent, never printed; the server's words are
+		// printed without their control characters.
+		sec := loadgen.NewRedactor(o.url)
 		d, err := capacity.Discover(ctx, &http.Client{}, o.url)
 		if err != nil {
-			return err
+			return sec.Error(err)
 		}
+		for i := range d.Probes {
+			d.Probes[i].Error = loadgen.CleanLine(sec.Redact(d.Probes[i].Error))
+			d.Probes[i].Err = sec.Error(d.Probes[i].Err)
+		}
+		for i, n := range d.Notes {
+			d.Notes[i] = loadgen.CleanLine(sec.Redact(n))
+		}
+		d.Limits.Source = loadgen.CleanLine(sec.Redact(d.Limits.Source))
 		r.Discovery = d
 		r.Engine, r.Version = d.Engine.String(), d.Version
 		r.BlockSize, r.NumBlocks, r.MaxConcurrency = d.BlockSize, d.NumGPUBlocks, d.MaxConcurrency

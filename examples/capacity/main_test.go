@@ -301,3 +301,40 @@ func TestRunURLPasswordNeverPrinted(t *testing.T) {
 		})
 	}
 }
+
+// TestRunServerTextCleaned reads the capacity of servers reached with a
+// password in -url: one whose errors echo the password and carry escape
+// sequences, one where nothing listens. The password is sent, and
+// printed nowhere; no escape sequence is printed.
+func TestRunServerTextCleaned(t *testing.T) {
+	const password = "pw-capacity-4e5f6a7b"
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, p, _ := r.BasicAuth()
+		got = append(got, p)
+		w.WriteHeader(http.StatusInternalServerError)
+		w.Write([]byte("broken \x1b]0;title\x07 " + password))
+	}))
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	defer srv.Close()
+	for _, base := range []string{srv.URL, dead.URL} {
+		u := strings.Replace(base, "http://", "http://carol:"+password+"@", 1)
+		for _, asJSON := range []bool{false, true} {
+			args := []string{"-url", u, "-timeout", "5s"}
+			if asJSON {
+				args = append(args, "-json")
+			}
+			var out, errOut bytes.Buffer
+			err := run(t.Context(), args, &out, &errOut)
+			all := out.String() + errOut.String()
+			if err != nil {
+				all += err.Error()
+			}
+			assert.NotContains(t, all, password, "%s json=%v", base, asJSON)
+			assert.NotContains(t, all, "\x1b", "%s json=%v", base, asJSON)
+		}
+	}
+	require.NotEmpty(t, got)
+	assert.Equal(t, password, got[0], "the password is sent")
+}

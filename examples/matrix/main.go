@@ -16,8 +16,17 @@
 //
 // The results are saved as JSON after every cell (-results); Ctrl-C stops
 // the run and keeps every finished cell, a second Ctrl-C exits at once, and
-// -resume FILE finishes an interrupted run. -compare A.json B.json sets two
-// runs side by side.
+// -resume FILE finishes an interrupted run. -render FILE renders a results
+// file again, in any -format, without changing it. -compare A.json B.json
+// sets two runs side by side.
+//
+// A password in -url (http://user:pass@host/v1) and the API key are sent
+// to the server and appear in no output, log or file: the results keep
+// the URL with "xxxxx" for its password, and -resume asks for the URL
+// again. Text from the server is printed without its control characters.
+//
+// The exit status is 0 when the run measured something, 1 when it failed
+// or no cell could be measured, and 2 for flags that cannot work.
 //
 // The client runs on [loadgen.StreamTransport] (one goroutine a stream, and
 // on Linux every chunk timed by the kernel's receive timestamp); -transport
@@ -31,9 +40,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -68,10 +80,12 @@ type options struct {
 	spec                    matrix.Spec
 	keyEnv, profile, out    string
 	format, results, resume string
-	transport               string
+	transport, render       string
 	speed                   float64
 	compare                 bool
 	quiet                   bool
+	// set holds the names of the flags given on the command line.
+	set map[string]bool
 }
 
 func parse(args []string, stderr io.Writer) (*options, []string, error) {
@@ -105,11 +119,14 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	fs.StringVar(&o.results, "results", "", "save the results as JSON here after every cell (default matrix-results-TIME.json)")
 	fs.StringVar(&o.resume, "resume", "", "continue the interrupted run saved in this file")
 	fs.BoolVar(&o.compare, "compare", false, "compare two result files given as arguments: -compare A.json B.json")
+	fs.StringVar(&o.render, "render", "", "render this results file in -format (to -o), changing nothing in it, and exit")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the report")
 	fs.StringVar(&o.transport, "transport", "stream", "the client's HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux) or http (net/http's: honours HTTP_PROXY)")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
 	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	var err error
 	if err = o.spec.API.UnmarshalText([]byte(*api)); err != nil {
 		return nil, nil, err
@@ -140,8 +157,39 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	if o.transport != "stream" && o.transport != "http" {
 		return nil, nil, fmt.Errorf("unknown -transport %q (want stream or http)", o.transport)
 	}
+	if !(o.speed > 0 && o.speed <= maxSpeed) {
+		return nil, nil, fmt.Errorf("-speed %g: the simulator's speed factor must be above 0 and at most %d", o.speed, maxSpeed)
+	}
+	if *dur <= 0 && o.set["duration"] {
+		return nil, nil, fmt.Errorf("-duration %v: the window must be longer than 0", *dur)
+	}
+	if o.spec.MaxTokens <= 0 && o.set["max-tokens"] {
+		return nil, nil, fmt.Errorf("-max-tokens %d: a request must generate at least one token", o.spec.MaxTokens)
+	}
+	if *kv < 0 || *maxSeqs < 0 || *maxLen < 0 {
+		return nil, nil, errors.New("-kv-tokens, -max-num-seqs and -max-model-len cannot be negative")
+	}
+	if o.spec.ErrorThreshold == 0 && o.set["error-threshold"] {
+		return nil, nil, errors.New("-error-threshold 0 would fail a cell for one broken request; give a share above 0 and at most 1")
+	}
+	// The spec as the run will check it, with a stand-in for the
+	// simulator's URL: refused here, before anything starts.
+	check := o.spec
+	if check.URL == "" {
+		check.URL = "http://127.0.0.1/v1"
+	}
+	if err := check.WithDefaults().Validate(); err != nil {
+		return nil, nil, err
+	}
+	if o.render != "" && o.compare {
+		return nil, nil, errors.New("-render and -compare do not go together")
+	}
 	return o, fs.Args(), nil
 }
+
+// maxSpeed bounds -speed: beyond it the simulator's schedule is shorter
+// than the machine's timer resolution.
+const maxSpeed = 1000
 
 // httpClient returns a client on the transport -transport names, sized for
 // the largest concurrency of the spec.
@@ -153,25 +201,36 @@ func (o *options) httpClient() *http.Client {
 	return &http.Client{Transport: loadgen.NewStreamTransport(conns)}
 }
 
+// fail prints err on stderr as one line, without control characters.
+func fail(stderr io.Writer, err error) {
+	fmt.Fprintln(stderr, "matrix:", loadgen.CleanLine(strings.TrimPrefix(err.Error(), "matrix: ")))
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, rest, err := parse(args, stderr)
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "matrix:", err)
+			fail(stderr, err)
 		}
 		return 2
 	}
 	if o.compare {
 		return compare(rest, o, stdout, stderr)
 	}
+	if o.render != "" {
+		return render(o, stdout, stderr)
+	}
 
 	var resume *matrix.Results
 	if o.resume != "" {
 		if resume, err = matrix.LoadFile(o.resume); err != nil {
-			fmt.Fprintln(stderr, "matrix:", err)
+			fail(stderr, err)
 			return 1
 		}
-		o.spec = resume.Spec
+		if err := o.resumeSpec(resume); err != nil {
+			fail(stderr, err)
+			return 2
+		}
 		if o.results == "" {
 			o.results = o.resume
 		}
@@ -179,12 +238,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.results == "" {
 		o.results = "matrix-results-" + time.Now().Format("20060102-150405") + ".json"
 	}
+	if o.out != "" && o.format != "json" && sameFile(o.out, o.results) {
+		fail(stderr, fmt.Errorf("-o %s is the results file; write the %s report elsewhere", o.out, o.format))
+		return 2
+	}
 
 	runner := &matrix.Runner{Spec: o.spec, Resume: resume}
 	if o.spec.URL == "" || (resume != nil && resume.Server.Simulated) {
 		srv, err := simulator(o)
 		if err != nil {
-			fmt.Fprintln(stderr, "matrix:", err)
+			fail(stderr, err)
 			return 2
 		}
 		defer srv.Close()
@@ -193,11 +256,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if resume != nil {
 			// A resumed simulated run gets a new simulator; its URL differs.
 			resume.Spec.URL, resume.Spec.Model = runner.Spec.URL, runner.Spec.Model
-			o.speed = resume.Server.Speed
 		}
 		runner.Speed = o.speed
 		runner.Client = &loadgen.Client{BaseURL: runner.Spec.URL, HTTPClient: o.httpClient()}
-		runner.Server = matrix.Server{Engine: "vllm", Simulated: true,
+		runner.Server = matrix.Server{Engine: "vllm", Simulated: true, Profile: o.profile,
 			Notes: []string{fmt.Sprintf("llmload's simulated server, profile %q, at %g× speed; times are the simulated server's own", o.profile, o.speed)}}
 	} else {
 		c := &loadgen.Client{BaseURL: o.spec.URL, HTTPClient: o.httpClient()}
@@ -211,12 +273,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer runner.Client.CloseIdleConnections()
 	saveDelay, _ := time.ParseDuration(os.Getenv("LLMLOAD_SAVE_DELAY")) // for the interruption tests
+	saved := false                                                      // the results file holds this run's results
 	runner.Save = func(r *matrix.Results) error {
 		time.Sleep(saveDelay)
 		if runner.Server.Simulated {
 			r = withPublicURL(r)
 		}
-		return matrix.SaveFile(o.results, r)
+		if err := matrix.SaveFile(o.results, r); err != nil {
+			return err
+		}
+		saved = true
+		return nil
 	}
 	if !o.quiet {
 		runner.Log = stderr
@@ -234,16 +301,129 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if res != nil {
 		if werr := write(res, o, stdout); werr != nil {
-			fmt.Fprintln(stderr, "matrix:", werr)
+			fail(stderr, werr)
 			return 1
 		}
+	}
+	// The file holds results when this run saved them, or when it is the
+	// one this run resumed.
+	onDisk := saved || (resume != nil && sameFile(o.results, o.resume))
+	if saved {
 		fmt.Fprintf(stderr, "results saved to %s\n", o.results)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "matrix:", err)
-		if res != nil && !res.Complete {
+		fail(stderr, err)
+		switch {
+		case res != nil && !res.Complete && onDisk:
 			fmt.Fprintf(stderr, "matrix: finish it with: go run ./examples/matrix -resume %s\n", o.results)
+		case !onDisk:
+			fmt.Fprintln(stderr, "matrix: nothing was saved")
 		}
+		return 1
+	}
+	if why := unmeasured(res); why != "" {
+		fmt.Fprintln(stderr, "matrix: "+why)
+		return 1
+	}
+	return 0
+}
+
+// unmeasured says why a finished run measured nothing, or "" when it
+// measured a cell (or, without a grid, a prefill row).
+func unmeasured(r *matrix.Results) string {
+	counts := map[matrix.Status]int{}
+	for _, c := range r.Cells {
+		if c.Measurement != nil && c.TotalTokS > 0 && (c.Status == matrix.Valid || c.Status == matrix.RequestsQueued) {
+			return ""
+		}
+		counts[c.Status]++
+	}
+	if len(r.Cells) == 0 {
+		for _, p := range r.Prefill {
+			if p.Error == "" && p.PromptTokS > 0 {
+				return ""
+			}
+		}
+		if len(r.Prefill) == 0 {
+			return ""
+		}
+		return "no prefill row could be measured: see the notes above"
+	}
+	var parts []string
+	for _, s := range []matrix.Status{matrix.OverCapacity, matrix.Failed, matrix.StatusUnknown} {
+		if n := counts[s]; n > 0 {
+			word := s.String()
+			if s == matrix.StatusUnknown {
+				word = "not run"
+			}
+			parts = append(parts, fmt.Sprintf("%d %s", n, word))
+		}
+	}
+	return fmt.Sprintf("no cell could be measured (%s): see the notes above", strings.Join(parts, ", "))
+}
+
+// resumeSpec takes the spec, and the simulator's speed and profile, of
+// the run being resumed. Its URL's password was not saved: a run against
+// a URL with one needs -url again.
+func (o *options) resumeSpec(r *matrix.Results) error {
+	given := o.spec.URL
+	o.spec = r.Spec
+	if r.Server.Simulated {
+		speed := r.Server.Speed
+		if speed == 0 {
+			speed = 1 // saved runs at speed 1 omit it
+		}
+		if o.set["speed"] && o.speed != speed {
+			return fmt.Errorf("-resume keeps the run's speed (%g×); drop -speed %g", speed, o.speed)
+		}
+		o.speed = speed
+		if r.Server.Profile != "" {
+			if o.set["profile"] && o.profile != r.Server.Profile {
+				return fmt.Errorf("-resume keeps the run's profile (%q); drop -profile %s", r.Server.Profile, o.profile)
+			}
+			o.profile = r.Server.Profile
+		}
+		return nil
+	}
+	if given != "" {
+		if loadgen.RedactURL(given) != loadgen.RedactURL(r.Spec.URL) && loadgen.RedactURL(given) != r.Spec.URL {
+			return fmt.Errorf("-url %s is not the URL of the run being resumed (%s)", loadgen.RedactURL(given), r.Spec.URL)
+		}
+		o.spec.URL = given
+		return nil
+	}
+	if u, err := url.Parse(r.Spec.URL); err == nil {
+		if _, ok := u.User.Password(); ok {
+			return fmt.Errorf("the run's URL had a password, which was not saved: give it again with -url (%s)", r.Spec.URL)
+		}
+	}
+	return nil
+}
+
+// sameFile reports whether two paths name the same file.
+func sameFile(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
+
+// render writes the results file -render names in -format, changing
+// nothing in it.
+func render(o *options, stdout, stderr io.Writer) int {
+	if o.out != "" && sameFile(o.out, o.render) {
+		fail(stderr, fmt.Errorf("-o %s is the file being rendered; -render never writes it", o.out))
+		return 2
+	}
+	r, err := matrix.LoadFile(o.render)
+	if err != nil {
+		fail(stderr, err)
+		return 1
+	}
+	if err := write(r, o, stdout); err != nil {
+		fail(stderr, err)
 		return 1
 	}
 	return 0
@@ -302,12 +482,12 @@ func compare(files []string, o *options, stdout, stderr io.Writer) int {
 	}
 	a, err := matrix.LoadFile(files[0])
 	if err != nil {
-		fmt.Fprintln(stderr, "matrix:", err)
+		fail(stderr, err)
 		return 1
 	}
 	b, err := matrix.LoadFile(files[1])
 	if err != nil {
-		fmt.Fprintln(stderr, "matrix:", err)
+		fail(stderr, err)
 		return 1
 	}
 	cmp := matrix.Compare(a, b)
@@ -315,7 +495,7 @@ func compare(files []string, o *options, stdout, stderr io.Writer) int {
 	if o.out != "" {
 		f, err := os.Create(o.out)
 		if err != nil {
-			fmt.Fprintln(stderr, "matrix:", err)
+			fail(stderr, err)
 			return 1
 		}
 		defer f.Close()
@@ -334,7 +514,7 @@ func compare(files []string, o *options, stdout, stderr io.Writer) int {
 		err = cmp.WriteTable(w)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "matrix:", err)
+		fail(stderr, err)
 		return 1
 	}
 	return 0

@@ -1,0 +1,402 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/matrix"
+)
+
+// command runs the command in-process and returns its exit status, its
+// standard output and its standard error.
+func command(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(ctx, args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// withPassword puts user information into an http:// URL.
+func withPassword(u, user, password string) string {
+	return strings.Replace(u, "http://", "http://"+user+":"+password+"@", 1)
+}
+
+// authLog records the Authorization headers a server received.
+type authLog struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (a *authLog) record(r *http.Request) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if h := r.Header.Get("Authorization"); h != "" {
+		a.seen = append(a.seen, r.Method+" "+r.URL.Path+": "+h)
+	}
+}
+
+func (a *authLog) all() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.seen...)
+}
+
+// TestSecretsStayWithTheirOrigin runs against a server that redirects its
+// /metrics and /tokenize to another origin (another port of the same
+// host), with an API key and a password in -url. The other origin must
+// receive no credentials, the server must receive them, and no output of
+// the run, nor of -render and -compare, may hold the key or the password.
+func TestSecretsStayWithTheirOrigin(t *testing.T) {
+	const key = "sk-llmload-origin-5b4a3c2d1e"
+	const password = "pw-origin-8c7d6e5f"
+	t.Setenv("LLMLOAD_TEST_KEY", key)
+
+	var elsewhere authLog
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.record(r)
+		http.NotFound(w, r)
+	}))
+	defer other.Close()
+	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1) // same host, another name and port
+
+	p := loadgentest.SeedProfile()
+	p.Speed = 20
+	sim := loadgentest.NewHandler(p)
+	defer sim.Close()
+	var home authLog
+	var redirected atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		home.record(r)
+		switch r.URL.Path {
+		case "/metrics":
+			redirected.Add(1)
+			http.Redirect(w, r, otherURL+"/metrics", http.StatusFound)
+		case "/tokenize":
+			redirected.Add(1)
+			http.Redirect(w, r, other.URL+"/tokenize", http.StatusTemporaryRedirect)
+		default:
+			sim.ServeHTTP(w, r)
+		}
+	}))
+	defer srv.Close()
+
+	dir := t.TempDir()
+	results := filepath.Join(dir, "r.json")
+	args := []string{"-url", withPassword(srv.URL, "alice", password) + "/v1", "-api-key-env", "LLMLOAD_TEST_KEY",
+		"-contexts", "0", "-concurrency", "1", "-prefill", "", "-duration", "3s", "-max-tokens", "64",
+		"-results", results}
+	var outputs []string
+	code, stdout, stderr := command(t, t.Context(), args...)
+	require.Equal(t, 0, code, stderr)
+	outputs = append(outputs, stdout, stderr)
+	assert.Positive(t, redirected.Load(), "the server redirected")
+	assert.Empty(t, elsewhere.all(), "no credentials went to the other origin")
+	assert.NotEmpty(t, home.all(), "the server got its credentials")
+	for _, h := range home.all() {
+		assert.Equal(t, "Bearer "+key, h[strings.Index(h, ": ")+2:], h)
+	}
+
+	// Every report of the run, rendered again, and compared.
+	for _, format := range []string{"table", "markdown", "csv", "json", "html"} {
+		code, stdout, stderr := command(t, t.Context(), "-render", results, "-format", format)
+		require.Equal(t, 0, code, stderr)
+		outputs = append(outputs, stdout, stderr)
+		code, stdout, stderr = command(t, t.Context(), "-compare", "-format", format, results, results)
+		require.Equal(t, 0, code, stderr)
+		outputs = append(outputs, stdout, stderr)
+	}
+	saved, err := os.ReadFile(results)
+	require.NoError(t, err)
+	outputs = append(outputs, string(saved))
+	assert.Contains(t, string(saved), "alice:xxxxx@", "the URL is kept, its password replaced")
+	for i, s := range outputs {
+		assert.NotContains(t, s, key, "output %d", i)
+		assert.NotContains(t, s, password, "output %d", i)
+	}
+
+	// Resuming asks for the password again rather than sending "xxxxx".
+	code, _, stderr = command(t, t.Context(), "-resume", results)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "give it again with -url")
+	assert.NotContains(t, stderr, password)
+}
+
+// TestPasswordNotInErrors points the command at a URL with a password
+// where nothing listens: the errors name the URL without its password.
+func TestPasswordNotInErrors(t *testing.T) {
+	const password = "pw-errors-1a2b3c4d"
+	dead := httptest.NewServer(http.NotFoundHandler())
+	u := dead.URL
+	dead.Close()
+	dir := t.TempDir()
+	code, stdout, stderr := command(t, t.Context(), "-url", withPassword(u, "bob", password)+"/v1",
+		"-contexts", "0", "-concurrency", "1", "-prefill", "4K", "-duration", "1s", "-results", filepath.Join(dir, "r.json"))
+	assert.NotEqual(t, 0, code)
+	assert.NotContains(t, stdout+stderr, password)
+	assert.Contains(t, stderr, "bob:xxxxx@")
+	saved, err := os.ReadFile(filepath.Join(dir, "r.json"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(saved), password)
+}
+
+// escapes are what a hostile server puts in its text: clear the screen,
+// retitle the window, write the clipboard (OSC 52).
+const escapes = "\x1b[2J\x1b[H\x1b]0;pwned\x07\x1b]52;c;ZWNobyBwd25lZA==\x07\u009b31m"
+
+// TestServerEscapesNeverPrinted runs against a server whose every error
+// message carries terminal escape sequences: no output, log or report may
+// hold them.
+func TestServerEscapesNeverPrinted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": "no such model" + escapes + " here", "type": "BadRequestError"}})
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	results := filepath.Join(dir, "r.json")
+	code, stdout, stderr := command(t, t.Context(), "-url", srv.URL+"/v1", "-model", "x",
+		"-contexts", "0", "-concurrency", "1", "-prefill", "1K", "-duration", "1s", "-results", results)
+	assert.Equal(t, 1, code, "no cell could be measured")
+	assert.Contains(t, stderr, "no such model")
+	outputs := []string{stdout, stderr}
+	for _, format := range []string{"table", "markdown", "csv", "html"} {
+		code, out, errOut := command(t, t.Context(), "-render", results, "-format", format)
+		require.Equal(t, 0, code, errOut)
+		if format != "csv" { // CSV has numbers and statuses only
+			assert.Contains(t, out, "no such model", format)
+		}
+		outputs = append(outputs, out, errOut)
+	}
+	for i, s := range outputs {
+		assert.False(t, strings.ContainsAny(s, "\x1b\x07\u009b"), "output %d: %q", i, s)
+	}
+}
+
+// emptyServer answers every request with a stream of no tokens: only
+// [DONE]. With tokensForScout, a request with max_tokens 1 gets its one
+// token, so that only the cell's load finds nothing.
+func emptyServer(tokensForScout bool) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/completions") {
+			http.NotFound(w, r)
+			return
+		}
+		var req struct {
+			MaxTokens int `json:"max_tokens"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "text/event-stream")
+		if tokensForScout && req.MaxTokens == 1 {
+			fmt.Fprint(w, `data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}`+"\n\n")
+			fmt.Fprint(w, `data: {"choices":[{"index":0,"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":20,"completion_tokens":1}}`+"\n\n")
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+}
+
+// TestEmptySuccessesAreFailed checks that a server completing requests
+// with no tokens is Failed, with that reason, not Over capacity.
+func TestEmptySuccessesAreFailed(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		scout  bool
+		reason string
+	}{
+		{"every request", false, "the server completed 1 request with no tokens"},
+		{"the load only", true, "requests with no tokens"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := emptyServer(tc.scout)
+			defer srv.Close()
+			results := filepath.Join(t.TempDir(), "r.json")
+			code, _, stderr := command(t, t.Context(), "-url", srv.URL+"/v1", "-model", "x",
+				"-contexts", "0", "-concurrency", "2", "-prefill", "", "-duration", "1s", "-max-tokens", "16",
+				"-warmup-min", "0s", "-warmup-timeout", "1s", "-warmup-per-k", "0s", "-results", results, "-quiet")
+			assert.Equal(t, 1, code, "nothing was measured")
+			assert.Contains(t, stderr, "no cell could be measured (1 Failed)")
+			r, err := matrix.LoadFile(results)
+			require.NoError(t, err)
+			require.Len(t, r.Cells, 1)
+			assert.Equal(t, matrix.Failed, r.Cells[0].Status)
+			assert.Contains(t, r.Cells[0].Reason, tc.reason)
+			assert.Regexp(t, `the server completed \d+ requests? with no tokens`, r.Cells[0].Reason)
+		})
+	}
+}
+
+// TestNothingSavedNothingClaimed interrupts a run during server discovery
+// and gives a threshold that cannot be saved: neither may claim that
+// results were saved or can be resumed.
+func TestNothingSavedNothingClaimed(t *testing.T) {
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}))
+	defer hang.Close()
+	results := filepath.Join(t.TempDir(), "r.json")
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	code, _, stderr := command(t, ctx, "-url", hang.URL+"/v1", "-contexts", "0", "-concurrency", "1", "-prefill", "",
+		"-results", results)
+	assert.Equal(t, 1, code)
+	assert.NotContains(t, stderr, "results saved")
+	assert.NotContains(t, stderr, "-resume")
+	assert.Contains(t, stderr, "nothing was saved")
+	assert.NoFileExists(t, results)
+
+	for _, v := range []string{"NaN", "-0.5", "1.5", "Inf", "0"} {
+		code, _, stderr = command(t, t.Context(), "-error-threshold", v, "-results", results)
+		assert.Equal(t, 2, code, v)
+		assert.Contains(t, stderr, "threshold", v)
+		assert.NotContains(t, stderr, "results saved", v)
+		assert.NoFileExists(t, results)
+	}
+}
+
+// TestRefusesWhatCannotWork gives URLs and flags that cannot work: each is
+// refused at once, with status 2 and a message that says why, before any
+// plan or request.
+func TestRefusesWhatCannotWork(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-url", "ftp://x"}, "scheme must be http or https"},
+		{[]string{"-url", "http://[::1"}, "missing ']' in host"},
+		{[]string{"-url", "http://u:pw-refused-77@[::1/v1"}, "u:xxxxx@"},
+		{[]string{"-url", "http:///v1"}, "names no host"},
+		{[]string{"-url", "http://127.0.0.1:99999/v1"}, "port 99999"},
+		{[]string{"-concurrency", "1e9"}, "above 16384"},
+		{[]string{"-concurrency", "0"}, "below 1"},
+		{[]string{"-speed", "NaN"}, "-speed"},
+		{[]string{"-speed", "-1"}, "-speed"},
+		{[]string{"-duration", "0s"}, "-duration"},
+		{[]string{"-max-tokens", "0"}, "-max-tokens"},
+		{[]string{"-kv-tokens", "-5"}, "negative"},
+		{[]string{"-warmup-timeout", "-1s"}, "negative warm-up"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			results := filepath.Join(t.TempDir(), "r.json")
+			start := time.Now()
+			code, stdout, stderr := command(t, t.Context(), append(tc.args, "-results", results)...)
+			assert.Equal(t, 2, code, stderr)
+			assert.Contains(t, stderr, tc.want)
+			assert.NotContains(t, stderr, "Plan")
+			assert.NotContains(t, stderr, "pw-refused-77")
+			assert.Empty(t, stdout)
+			assert.NoFileExists(t, results)
+			assert.Less(t, time.Since(start), 5*time.Second)
+		})
+	}
+}
+
+// TestNothingMeasuredExitsOne plans a matrix whose every cell is predicted
+// over capacity (contexts beyond the simulator's max_model_len): the run
+// is complete, but it measured nothing.
+func TestNothingMeasuredExitsOne(t *testing.T) {
+	results := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, stderr := command(t, t.Context(), "-contexts", "300K", "-concurrency", "1,2", "-prefill", "",
+		"-results", results, "-quiet")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "no cell could be measured (2 Over capacity)")
+	assert.Contains(t, stdout, "Over capacity", "the report is printed all the same")
+	r, err := matrix.LoadFile(results)
+	require.NoError(t, err)
+	assert.True(t, r.Complete)
+}
+
+// TestResumeKeepsTheSpeed finishes, with -resume, a simulated run made at
+// -speed 10: the resumed cell runs at 10× too, so its figures agree with
+// the ones measured before the interruption.
+func TestResumeKeepsTheSpeed(t *testing.T) {
+	results := filepath.Join(t.TempDir(), "r.json")
+	code, _, stderr := command(t, t.Context(), "-contexts", "0", "-concurrency", "1,4", "-prefill", "", "-duration", "4s",
+		"-max-tokens", "2048", "-speed", "10", "-results", results, "-quiet")
+	require.Equal(t, 0, code, stderr)
+	r, err := matrix.LoadFile(results)
+	require.NoError(t, err)
+	require.Len(t, r.Cells, 2)
+	before := *r.Cells[1].Measurement
+
+	// As if the run had been interrupted before its last cell.
+	r.Cells[1].Status, r.Cells[1].Reason, r.Cells[1].Measurement = matrix.StatusUnknown, "", nil
+	r.Complete = false
+	require.NoError(t, matrix.SaveFile(results, r))
+
+	code, _, stderr = command(t, t.Context(), "-resume", results, "-quiet", "-speed", "20")
+	assert.Equal(t, 2, code, "a different speed is refused")
+	assert.Contains(t, stderr, "keeps the run's speed (10×)")
+
+	code, _, stderr = command(t, t.Context(), "-resume", results, "-quiet")
+	require.Equal(t, 0, code, stderr)
+	r, err = matrix.LoadFile(results)
+	require.NoError(t, err)
+	assert.EqualValues(t, 10, r.Server.Speed)
+	after := r.Cells[1].Measurement
+	require.NotNil(t, after)
+	assert.InEpsilon(t, before.PerRequestTokS, after.PerRequestTokS, 0.25,
+		"per-request tok/s %.1f before, %.1f resumed", before.PerRequestTokS, after.PerRequestTokS)
+	assert.InEpsilon(t, before.TotalTokS, after.TotalTokS, 0.25,
+		"total tok/s %.1f before, %.1f resumed", before.TotalTokS, after.TotalTokS)
+}
+
+// TestRenderChangesNothing renders a finished results file in every format:
+// the file is byte-identical afterwards, and each rendering equals what
+// the run itself printed.
+func TestRenderChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	results := filepath.Join(dir, "r.json")
+	printed := map[string]string{}
+	code, stdout, stderr := command(t, t.Context(), small(results, "-format", "html")...)
+	require.Equal(t, 0, code, stderr)
+	printed["html"] = stdout
+	before, err := os.ReadFile(results)
+	require.NoError(t, err)
+	info, err := os.Stat(results)
+	require.NoError(t, err)
+
+	for _, format := range []string{"table", "markdown", "csv", "json", "html"} {
+		code, stdout, stderr := command(t, t.Context(), "-render", results, "-format", format)
+		require.Equal(t, 0, code, stderr)
+		assert.NotEmpty(t, stdout, format)
+		if want, ok := printed[format]; ok {
+			assert.Equal(t, want, stdout, "%s: -render prints what the run printed", format)
+		}
+		if format == "json" {
+			assert.Equal(t, string(before), stdout, "the JSON rendering is the file")
+		}
+		out := filepath.Join(dir, "report."+format)
+		code, _, stderr = command(t, t.Context(), "-render", results, "-format", format, "-o", out)
+		require.Equal(t, 0, code, stderr)
+		written, err := os.ReadFile(out)
+		require.NoError(t, err)
+		assert.Equal(t, stdout, string(written), format)
+	}
+	after, err := os.ReadFile(results)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "the results file is unchanged")
+	info2, err := os.Stat(results)
+	require.NoError(t, err)
+	assert.Equal(t, info.ModTime(), info2.ModTime())
+
+	code, _, stderr = command(t, t.Context(), "-render", results, "-o", results, "-format", "table")
+	assert.Equal(t, 2, code, "-render never writes the file it renders")
+	assert.Contains(t, stderr, "never writes it")
+	after, _ = os.ReadFile(results)
+	assert.Equal(t, before, after)
+}
