@@ -346,7 +346,7 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request) error 
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
-			ue.URL = redactURL(ue.URL) // url.Parse quotes the whole URL, password included
+			ue.URL = RedactURL(ue.URL) // url.Parse quotes the whole URL, password included
 		}
 		return &Error{Kind: metrics.KindOther, Err: err}
 	}

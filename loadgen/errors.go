@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/llmload/llmload/metrics"
 )
@@ -281,78 +279,3 @@ func (e *UsageError) Error() string {
 
 // Unwrap returns [ErrImplausibleCount].
 func (e *UsageError) Unwrap() error { return ErrImplausibleCount }
-
-// oneLine returns s fit for one line of a terminal or a log: control
-// characters (line breaks, ESC and the rest of C0 and C1, DEL) and the
-// Unicode controls that reorder text are written as Go escapes (\x1b,
-// \n, \u202e), and invalid UTF-8 as U+FFFD. Printable text is unchanged,
-// so a message reads as the server wrote it, and a terminal that shows it
-// runs none of its escape sequences.
-func oneLine(s string) string {
-	clean := true
-	for i := 0; i < len(s); i++ {
-		if b := s[i]; b < 0x20 || b == 0x7f || b >= 0x80 {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError && isInvalidAt(s, i):
-			b.WriteRune(utf8.RuneError)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case (r >= 0x80 && r < 0xa0) || isBidiControl(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-func isInvalidAt(s string, i int) bool {
-	r, size := utf8.DecodeRuneInString(s[i:])
-	return r == utf8.RuneError && size <= 1
-}
-
-// isBidiControl reports the characters that reorder displayed text
-// ("Trojan Source"): ALM, LRM, RLM, the embeddings, overrides and isolates.
-func isBidiControl(r rune) bool {
-	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
-}
-
-// redactURL returns raw with the password of its user information replaced
-// by "xxxxx", as [url.URL.Redacted] does, even when raw does not parse.
-func redactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return raw
-	}
-	authority := rest
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		authority = rest[:i]
-	}
-	at := strings.LastIndex(authority, "@")
-	if at < 0 {
-		return raw
-	}
-	user, _, hasPassword := strings.Cut(authority[:at], ":")
-	if !hasPassword {
-		return raw
-	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
-}

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -9,7 +10,9 @@ import (
 // Text from a server — an error message, a model's output, a header — is
 // data: printed as it is, an escape sequence in it can clear the user's
 // terminal, retitle its window, write to its clipboard (OSC 52) or hide
-// lines of a log. CleanLine and CleanText make such text safe to print.
+// lines of a log. The errors of this package write the server's text with
+// its control characters escaped (oneLine); CleanLine and CleanText strip
+// them from text about to be printed, rendered or logged.
 
 // CleanLine returns s made safe for one line of a terminal, a log or a
 // table cell: terminal escape sequences (CSI, OSC, DCS and the like, in
@@ -68,13 +71,6 @@ func isPlain(s string) bool {
 	return true
 }
 
-// isBidiControl reports whether r reorders the text around it (the
-// "Trojan Source" characters), which can make a line read otherwise than
-// it is.
-func isBidiControl(r rune) bool {
-	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c
-}
-
 // skipEscape returns the index after the escape sequence whose ESC ends
 // at i.
 func skipEscape(s string, i int) int {
@@ -130,4 +126,54 @@ func skipString(s string, i int) int {
 		i += size
 	}
 	return i
+}
+
+// oneLine returns s fit for one line of a terminal or a log: control
+// characters (line breaks, ESC and the rest of C0 and C1, DEL) and the
+// Unicode controls that reorder text are written as Go escapes (\x1b,
+// \n, \u202e), and invalid UTF-8 as U+FFFD. Printable text is unchanged,
+// so a message reads as the server wrote it, and a terminal that shows it
+// runs none of its escape sequences.
+func oneLine(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < 0x20 || b == 0x7f || b >= 0x80 {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && isInvalidAt(s, i):
+			b.WriteRune(utf8.RuneError)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case (r >= 0x80 && r < 0xa0) || isBidiControl(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func isInvalidAt(s string, i int) bool {
+	r, size := utf8.DecodeRuneInString(s[i:])
+	return r == utf8.RuneError && size <= 1
+}
+
+// isBidiControl reports the characters that reorder displayed text
+// ("Trojan Source"): ALM, LRM, RLM, the embeddings, overrides and isolates.
+func isBidiControl(r rune) bool {
+	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }

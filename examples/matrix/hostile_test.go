@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/hostileserver"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
 )
@@ -399,4 +400,62 @@ func TestRenderChangesNothing(t *testing.T) {
 	assert.Contains(t, stderr, "never writes it")
 	after, _ = os.ReadFile(results)
 	assert.Equal(t, before, after)
+}
+
+// TestHostileServer runs small matrices against internal/hostileserver:
+// redirects of every request (chat, /metrics, /tokenize) to another
+// origin, a server that answers only [DONE], and error messages full of
+// escape sequences.
+func TestHostileServer(t *testing.T) {
+	const key = "sk-llmload-hostile-0f1e2d3c"
+	const password = "pw-hostile-9a8b7c6d"
+	t.Setenv("LLMLOAD_TEST_KEY", key)
+	srv := hostileserver.New(hostileserver.OK)
+	defer srv.Close()
+	base := func(m hostileserver.Mode) string { return withPassword(srv.BaseURL(m), "dave", password) }
+	matrixArgs := func(url, results string) []string {
+		return []string{"-url", url, "-model", "m", "-api-key-env", "LLMLOAD_TEST_KEY",
+			"-contexts", "0", "-concurrency", "1", "-prefill", "", "-duration", "1s", "-max-tokens", "16",
+			"-warmup-min", "0s", "-warmup-flow", "0s", "-warmup-timeout", "2s", "-warmup-per-k", "0s", "-results", results}
+	}
+
+	t.Run("redirects", func(t *testing.T) {
+		results := filepath.Join(t.TempDir(), "r.json")
+		_, stdout, stderr := command(t, t.Context(), matrixArgs(base(hostileserver.Redirect), results)...)
+		for _, a := range srv.Authorizations(hostileserver.Other) {
+			assert.Empty(t, a, "a credential reached the other origin")
+		}
+		assert.NotEmpty(t, srv.Authorizations(hostileserver.Other), "requests were redirected")
+		saved, _ := os.ReadFile(results)
+		for _, s := range []string{stdout, stderr, string(saved)} {
+			assert.NotContains(t, s, key)
+			assert.NotContains(t, s, password)
+		}
+	})
+
+	t.Run("done only", func(t *testing.T) {
+		results := filepath.Join(t.TempDir(), "r.json")
+		code, _, stderr := command(t, t.Context(), matrixArgs(srv.BaseURL(hostileserver.DoneOnly), results)...)
+		assert.Equal(t, 1, code)
+		r, err := matrix.LoadFile(results)
+		require.NoError(t, err, stderr)
+		require.Len(t, r.Cells, 1)
+		assert.Equal(t, matrix.Failed, r.Cells[0].Status)
+		assert.Contains(t, r.Cells[0].Reason, "with no tokens")
+	})
+
+	t.Run("escapes", func(t *testing.T) {
+		results := filepath.Join(t.TempDir(), "r.json")
+		code, stdout, stderr := command(t, t.Context(), matrixArgs(srv.BaseURL(hostileserver.Escapes), results)...)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, stderr, "try again", "the server's words are shown")
+		outputs := []string{stdout, stderr}
+		for _, format := range []string{"table", "markdown", "html"} {
+			_, out, errOut := command(t, t.Context(), "-render", results, "-format", format)
+			outputs = append(outputs, out, errOut)
+		}
+		for i, s := range outputs {
+			assert.False(t, strings.ContainsAny(s, "\x1b\x07"), "output %d: %q", i, s)
+		}
+	})
 }
