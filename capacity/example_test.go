@@ -14,6 +14,7 @@ import (
 // The hybrid model's attention block grows to 2,048 tokens so that one block
 // holds one Gated DeltaNet layer's state; a 262,144-token request holds 128
 // attention blocks and 2 state blocks in each of 3 linear-attention groups.
+// The estimate comes with the range its terms are expected to span.
 func Example() {
 	m, err := capacity.LoadModel("testdata/qwen3.5-4b-awq")
 	if err != nil {
@@ -35,6 +36,8 @@ func Example() {
 	fmt.Println(m)
 	fmt.Printf("block %d tokens, %d blocks, %d per request\n", e.BlockSize, e.NumBlocks, e.BlocksPerRequest)
 	fmt.Printf("kv_cache_size_tokens %d, max concurrency %.2f\n", e.KVTokens, e.MaxConcurrency)
+	x := e.Expected
+	fmt.Printf("expected %d to %d tokens (%+.1f%% … %+.1f%%)\n", x.KVTokensLow, x.KVTokensHigh, x.LowPercent, x.HighPercent)
 
 	limits := e.Limits()
 	for _, c := range []struct{ context, concurrency int }{{32768, 16}, {16384, 32}, {0, 128}, {253952, 1}} {
@@ -43,8 +46,9 @@ func Example() {
 	}
 	// Output:
 	// Qwen3_5ForConditionalGeneration, 32 layers: 8 full_attention, 24 linear_attention
-	// block 2048 tokens, 387 blocks, 134 per request
-	// kv_cache_size_tokens 757087, max concurrency 2.89
+	// block 2048 tokens, 364 blocks, 134 per request
+	// kv_cache_size_tokens 712092, max concurrency 2.72
+	// expected 651447 to 753174 tokens (-8.5% … +5.8%)
 	//  32768 ×  16: fits true  within_limits
 	//  16384 ×  32: fits false kv_tokens
 	//      0 × 128: fits false kv_tokens

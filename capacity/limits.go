@@ -18,6 +18,13 @@ type Limits struct {
 	// KVTokens is the KV cache's capacity in tokens (vLLM's
 	// kv_cache_size_tokens, SGLang's max_total_num_tokens).
 	KVTokens int `json:"kv_tokens"`
+	// KVTokensLow and KVTokensHigh are the range an estimated KVTokens is
+	// expected to fall in (Estimate.Expected); zero when KVTokens was read
+	// from a server or given. A cell that needs more than KVTokensLow fits
+	// only toward the optimistic end: it is "fits, at risk" (Verdict.AtRisk);
+	// one that needs more than KVTokensHigh is over capacity.
+	KVTokensLow  int `json:"kv_tokens_low,omitempty"`
+	KVTokensHigh int `json:"kv_tokens_high,omitempty"`
 	// MaxRunning is the most requests the server runs at once (vLLM's
 	// max_num_seqs, SGLang's max_running_requests, llama.cpp's slots).
 	MaxRunning int `json:"max_running"`
@@ -39,7 +46,7 @@ func (l Limits) Known() bool { return l.KVTokens > 0 || l.MaxRunning > 0 || l.Ma
 func (l Limits) Merge(other Limits) Limits {
 	var from []string
 	if l.KVTokens <= 0 && other.KVTokens > 0 {
-		l.KVTokens = other.KVTokens
+		l.KVTokens, l.KVTokensLow, l.KVTokensHigh = other.KVTokens, other.KVTokensLow, other.KVTokensHigh
 		from = append(from, "kv_tokens")
 	}
 	if l.MaxRunning <= 0 && other.MaxRunning > 0 {
@@ -125,12 +132,15 @@ func (r *Reason) UnmarshalText(b []byte) error {
 // numbers behind the deciding limit (tokens, or requests for OverMaxRunning);
 // both are zero when no limit decided.
 type Verdict struct {
-	Fits   bool   `json:"fits"`             // false: predicted over capacity, do not send
-	Queued bool   `json:"queued,omitempty"` // fits, but more requests than run at once: some wait in the server's queue
-	Reason Reason `json:"reason"`           // the deciding limit, or why the cell fits
-	Detail string `json:"detail"`           // the arithmetic, for reports
-	Need   int    `json:"need,omitempty"`   // what the cell needs of the deciding limit
-	Have   int    `json:"have,omitempty"`   // what the server has of it
+	Fits   bool `json:"fits"`             // false: predicted over capacity, do not send
+	Queued bool `json:"queued,omitempty"` // fits, but more requests than run at once: some wait in the server's queue
+	// AtRisk is set on a cell that fits only toward the optimistic end of an
+	// estimated KV capacity: it needs more than Limits.KVTokensLow.
+	AtRisk bool   `json:"at_risk,omitempty"`
+	Reason Reason `json:"reason"`         // the deciding limit, or why the cell fits
+	Detail string `json:"detail"`         // the arithmetic, for reports
+	Need   int    `json:"need,omitempty"` // what the cell needs of the deciding limit
+	Have   int    `json:"have,omitempty"` // what the server has of it
 }
 
 // Check returns the verdict for concurrency requests of context prompt
@@ -140,9 +150,12 @@ type Verdict struct {
 // first one exceeded decides. More requests than the server runs at once
 // are not over capacity: the rest wait in its queue, and the verdict says
 // so (Fits and Queued, Reason OverMaxRunning).
-// Negative counts count as zero, and sums or products beyond the int range
-// as the largest int, so a huge cell is over capacity, never wrapped around
-// to fit.
+// Where the KV tokens are an estimate with a range (KVTokensLow,
+// KVTokensHigh), a cell is over capacity only if it needs more than even the
+// optimistic end, and fits at risk (AtRisk) if it needs more than the
+// pessimistic end. Negative counts count as zero, and sums or products
+// beyond the int range as the largest int, so a huge cell is over capacity,
+// never wrapped around to fit.
 func (l Limits) Check(context, concurrency, maxOutput int) Verdict {
 	context, concurrency, maxOutput = max(context, 0), max(concurrency, 0), max(maxOutput, 0)
 	perRequest := addSat(context, maxOutput)
@@ -159,15 +172,24 @@ func (l Limits) Check(context, concurrency, maxOutput int) Verdict {
 		running = l.MaxRunning
 	}
 	need := mulSat(running, perRequest)
-	if l.KVTokens > 0 && need > l.KVTokens {
-		return Verdict{Reason: OverKVTokens, Need: need, Have: l.KVTokens,
-			Detail: fmt.Sprintf("%d × (%d + %d) = %d tokens > %d KV tokens",
-				running, context, maxOutput, need, l.KVTokens)}
+	ranged := l.KVTokensLow > 0 && l.KVTokensHigh > 0 && l.KVTokensLow <= l.KVTokens && l.KVTokens <= l.KVTokensHigh
+	if l.KVTokens > 0 && need > l.KVTokens && (!ranged || need > l.KVTokensHigh) {
+		detail := fmt.Sprintf("%d × (%d + %d) = %d tokens > %d KV tokens", running, context, maxOutput, need, l.KVTokens)
+		if ranged {
+			detail = fmt.Sprintf("%d × (%d + %d) = %d tokens > %d KV tokens, the optimistic end of the estimate (%d–%d)",
+				running, context, maxOutput, need, l.KVTokensHigh, l.KVTokensLow, l.KVTokensHigh)
+		}
+		return Verdict{Reason: OverKVTokens, Need: need, Have: l.KVTokens, Detail: detail}
+	}
+	atRisk := ranged && need > l.KVTokensLow
+	risk := ""
+	if atRisk {
+		risk = fmt.Sprintf("; at risk: %d needs more than the pessimistic end of the estimate (%d–%d KV tokens)", need, l.KVTokensLow, l.KVTokensHigh)
 	}
 	if running < concurrency {
-		return Verdict{Fits: true, Queued: true, Reason: OverMaxRunning, Need: concurrency, Have: l.MaxRunning,
-			Detail: fmt.Sprintf("%d requests > %d the server runs at once: %d wait in its queue",
-				concurrency, l.MaxRunning, concurrency-l.MaxRunning)}
+		return Verdict{Fits: true, Queued: true, AtRisk: atRisk, Reason: OverMaxRunning, Need: concurrency, Have: l.MaxRunning,
+			Detail: fmt.Sprintf("%d requests > %d the server runs at once: %d wait in its queue%s",
+				concurrency, l.MaxRunning, concurrency-l.MaxRunning, risk)}
 	}
 	var unknown []string
 	if l.KVTokens <= 0 {
@@ -180,9 +202,14 @@ func (l Limits) Check(context, concurrency, maxOutput int) Verdict {
 		unknown = append(unknown, "max_model_len")
 	}
 	if len(unknown) > 0 {
-		return Verdict{Fits: true, Reason: LimitsUnknown,
-			Detail: "not over any known limit; unknown: " + strings.Join(unknown, ", ")}
+		return Verdict{Fits: true, AtRisk: atRisk, Reason: LimitsUnknown,
+			Detail: "not over any known limit; unknown: " + strings.Join(unknown, ", ") + risk}
 	}
-	return Verdict{Fits: true, Reason: WithinLimits, Need: need, Have: l.KVTokens,
-		Detail: fmt.Sprintf("%d × (%d + %d) = %d ≤ %d KV tokens", concurrency, context, maxOutput, need, l.KVTokens)}
+	if need > l.KVTokens {
+		return Verdict{Fits: true, AtRisk: true, Reason: WithinLimits, Need: need, Have: l.KVTokens,
+			Detail: fmt.Sprintf("%d × (%d + %d) = %d tokens > %d estimated KV tokens, ≤ %d at the optimistic end of the estimate (%d–%d): at risk",
+				concurrency, context, maxOutput, need, l.KVTokens, l.KVTokensHigh, l.KVTokensLow, l.KVTokensHigh)}
+	}
+	return Verdict{Fits: true, AtRisk: atRisk, Reason: WithinLimits, Need: need, Have: l.KVTokens,
+		Detail: fmt.Sprintf("%d × (%d + %d) = %d ≤ %d KV tokens%s", concurrency, context, maxOutput, need, l.KVTokens, risk)}
 }

@@ -65,3 +65,43 @@ func TestVerdictJSON(t *testing.T) {
 	assert.Equal(t, "", ReasonUnset.String())
 	assert.Equal(t, "Reason(99)", Reason(99).String())
 }
+
+// TestCheckRange: with an estimate's range, a cell is over capacity only
+// past the optimistic end, fits at risk past the pessimistic end, and fits
+// below it.
+func TestCheckRange(t *testing.T) {
+	l := Limits{KVTokens: 1000, KVTokensLow: 900, KVTokensHigh: 1100, MaxRunning: 100, MaxModelLen: 500}
+	for _, tc := range []struct {
+		context, concurrency int
+		fits, atRisk         bool
+		reason               Reason
+	}{
+		{100, 8, true, false, WithinLimits},   // 800
+		{100, 9, true, false, WithinLimits},   // 900: the pessimistic end itself
+		{100, 10, true, true, WithinLimits},   // 1000: at the estimate
+		{100, 11, true, true, WithinLimits},   // 1100: only at the optimistic end
+		{100, 12, false, false, OverKVTokens}, // 1200
+	} {
+		v := l.Check(tc.context, tc.concurrency, 0)
+		assert.Equal(t, tc.fits, v.Fits, v.Detail)
+		assert.Equal(t, tc.atRisk, v.AtRisk, v.Detail)
+		assert.Equal(t, tc.reason, v.Reason, v.Detail)
+		if tc.atRisk {
+			assert.Contains(t, v.Detail, "at risk")
+		}
+	}
+	v := l.Check(100, 11, 0)
+	assert.Contains(t, v.Detail, "1100 tokens > 1000 estimated KV tokens, ≤ 1100 at the optimistic end")
+	v = l.Check(100, 12, 0)
+	assert.Contains(t, v.Detail, "> 1100 KV tokens, the optimistic end of the estimate (900–1100)")
+
+	// Without a range the point decides, as before.
+	l.KVTokensLow, l.KVTokensHigh = 0, 0
+	assert.False(t, l.Check(100, 11, 0).Fits)
+	assert.False(t, l.Check(100, 10, 0).AtRisk)
+
+	// The range travels with the KV tokens through Merge.
+	merged := Limits{MaxRunning: 10}.Merge(Limits{KVTokens: 1000, KVTokensLow: 900, KVTokensHigh: 1100, Source: "estimate"})
+	assert.Equal(t, 900, merged.KVTokensLow)
+	assert.Equal(t, 1100, merged.KVTokensHigh)
+}

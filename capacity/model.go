@@ -155,6 +155,7 @@ type Model struct {
 	NumKVHeads            int    `json:"num_key_value_heads"`           // key/value heads; the query heads when the config has none
 	HeadDim               int    `json:"head_dim"`                      // head_dim, else hidden_size ÷ heads
 	AttentionOutputGate   bool   `json:"attn_output_gate,omitempty"`    // Qwen3.5's gated attention doubles the query projection
+	UngatedMLP            bool   `json:"ungated_mlp,omitempty"`         // the MLP is up and down projections only (Phi-2, GPT-2, Falcon), not gated
 	TieWordEmbeddings     bool   `json:"tie_word_embeddings,omitempty"` // lm_head shares the embedding
 	MaxPositionEmbeddings int    `json:"max_position_embeddings"`       // max_position_embeddings
 	// DerivedMaxModelLen is vLLM's default max_model_len: the position limit,
@@ -452,6 +453,10 @@ func ParseConfig(data []byte) (*Model, error) {
 	}
 	m.AttentionOutputGate, _ = c.bool("attn_output_gate")
 	m.TieWordEmbeddings, _ = c.bool("tie_word_embeddings")
+	switch m.ModelType {
+	case "phi", "gpt2", "gpt_neox", "gptj", "gpt_bigcode", "falcon", "opt", "bloom", "mpt", "starcoder2":
+		m.UngatedMLP = true
+	}
 	numLayers := c.int("num_hidden_layers", "n_layer", "num_layers")
 	if c.err != nil {
 		return nil, c.err
@@ -626,7 +631,11 @@ func layerKinds(c *config, m *Model, n int) ([]LayerKind, error) {
 	for i := range out {
 		out[i] = kind
 	}
-	if p := c.int("sliding_window_pattern"); p > 0 && m.SlidingWindow > 0 {
+	p := c.int("sliding_window_pattern")
+	if p == 0 && m.ModelType == "gemma2" {
+		p = 2 // Gemma 2 alternates sliding and full layers in code; newer configs write it as layer_types
+	}
+	if p > 0 && m.SlidingWindow > 0 {
 		for i := range out {
 			out[i] = SlidingAttention
 			if (i+1)%p == 0 {
@@ -716,6 +725,9 @@ func parseQuantization(c *config) Quantization {
 	}
 	if out.Bits == 0 && strings.HasPrefix(out.Method, "fp8") {
 		out.Bits = 8
+	}
+	if out.Method == "mxfp4" && out.Bits == 0 {
+		out.Bits, out.GroupSize = 4, 32
 	}
 	return out
 }

@@ -82,27 +82,25 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 	}
 	b.RequestedBytes = int64(float64(b.TotalBytes) * b.Utilization)
 	if l.WeightsBytes > 0 {
-		b.Weights = Term{Bytes: l.WeightsBytes, Detail: "given"}
+		b.Weights = given(l.WeightsBytes)
 	} else {
-		n, detail := m.estimateWeights(m.Quantization, l.LanguageModelOnly)
-		if tp > 1 {
-			n /= int64(tp)
-			detail += fmt.Sprintf(", ÷ %d GPUs", tp)
-		}
-		b.Weights = Term{Bytes: n, Estimated: true, Detail: detail}
+		n, detail := m.weightsPerGPU(m.Quantization, l.LanguageModelOnly, tp, 1)
+		b.Weights = estimated(n, n, n, detail)
 	}
 	if l.NonTorchBytes > 0 {
-		b.NonTorch = Term{Bytes: l.NonTorchBytes, Detail: "given"}
+		b.NonTorch = given(l.NonTorchBytes)
 	} else {
-		b.NonTorch = Term{Bytes: DefaultNonTorchBytes, Estimated: true, Detail: "estimated: CUDA workspaces"}
+		b.NonTorch = estimated(DefaultNonTorchBytes, DefaultNonTorchBytes, DefaultNonTorchBytes, "estimated: CUDA workspaces")
 	}
 	b.Activation = Term{Detail: "inside 1 − mem_fraction_static"}
 	b.CUDAGraphs = Term{Detail: "inside 1 − mem_fraction_static"}
 	if l.AvailableKVBytes > 0 {
-		b.AvailableKV = Term{Bytes: l.AvailableKVBytes, Detail: "given"}
+		b.AvailableKV = given(l.AvailableKVBytes)
+		e.Expected.Reasons = []string{"the memory for the KV cache was given: no budget term estimated"}
 	} else {
-		b.AvailableKV = Term{Bytes: b.RequestedBytes - b.Weights.Bytes - b.NonTorch.Bytes, Estimated: true,
-			Detail: "total × mem_fraction_static − weights − non-torch"}
+		n := b.RequestedBytes - b.Weights.Bytes - b.NonTorch.Bytes
+		b.AvailableKV = estimated(n, n, n, "total × mem_fraction_static − weights − non-torch")
+		e.Expected.Reasons = []string{"SGLang: no start-up log in the table checks its budget, so the range of this estimate is unknown (shown as none)"}
 	}
 	avail := b.AvailableKV.Bytes
 	if states := m.Count(LinearAttention) + m.Count(Mamba); states > 0 {
@@ -136,6 +134,8 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 	}
 	e.NumBlocks = int(avail / int64(cell))
 	e.KVTokens, e.GroupAwareKVTokens, e.LegacyKVTokens = e.NumBlocks, e.NumBlocks, e.NumBlocks
+	e.Expected.KVTokensLow, e.Expected.KVTokensHigh = e.KVTokens, e.KVTokens
+	e.Expected.NumBlocksLow, e.Expected.NumBlocksHigh = e.NumBlocks, e.NumBlocks
 	e.BlocksPerRequest = e.MaxModelLen
 	if e.MaxModelLen > 0 {
 		e.MaxConcurrency = float64(e.KVTokens) / float64(e.MaxModelLen)

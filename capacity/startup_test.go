@@ -14,12 +14,14 @@ import (
 
 // startupRow is one row of testdata/startup_logs.json.
 type startupRow struct {
-	Name   string          `json:"name"`
-	Kind   []string        `json:"kind"`
-	Source string          `json:"source"`
-	Config json.RawMessage `json:"config"`
-	Launch VLLM            `json:"launch"`
-	Logged struct {
+	Name    string          `json:"name"`
+	Version string          `json:"vllm_version"`
+	GPU     string          `json:"gpu"`
+	Kind    []string        `json:"kind"`
+	Source  string          `json:"source"`
+	Config  json.RawMessage `json:"config"`
+	Launch  VLLM            `json:"launch"`
+	Logged  struct {
 		AvailableKVGiB   float64 `json:"available_kv_gib"`
 		AvailableKVBytes int64   `json:"available_kv_bytes"`
 		KVTokens         int     `json:"kv_tokens"`
@@ -28,6 +30,10 @@ type startupRow struct {
 		BlockSize        int     `json:"block_size"`
 		TotalGiB         float64 `json:"total_gib"`
 		WeightsGiB       float64 `json:"weights_gib"`
+		ActivationGiB    float64 `json:"activation_gib"`
+		NonTorchGiB      float64 `json:"non_torch_gib"`
+		CUDAGraphGiB     float64 `json:"cuda_graph_gib"`
+		GraphsCharged    bool    `json:"cuda_graph_subtracted"`
 		Refused          bool    `json:"refused"`
 	} `json:"logged"`
 }
@@ -71,7 +77,7 @@ func (r startupRow) model(t *testing.T) *Model {
 // of what that range predicts.
 func TestStartupLogsFromAvailableMemory(t *testing.T) {
 	for _, r := range loadStartupRows(t) {
-		if r.Logged.AvailableKVGiB == 0 && r.Logged.AvailableKVBytes == 0 {
+		if r.Logged.AvailableKVGiB == 0 && r.Logged.AvailableKVBytes == 0 || r.Logged.KVTokens == 0 {
 			continue
 		}
 		t.Run(r.Name, func(t *testing.T) {
@@ -144,28 +150,6 @@ func TestStartupLogsFromBlocks(t *testing.T) {
 				r.Logged.NumBlocks, r.Logged.KVTokens, last.BlockSize, len(last.Groups), last.BlocksPerRequest)
 			t.Logf("%s: %d tokens reproduced by num_blocks %v (block size %d, %d groups); source %s",
 				r.Name, r.Logged.KVTokens, matches, last.BlockSize, len(last.Groups), r.Source)
-		})
-	}
-}
-
-// TestStartupLogsFromBudget predicts the KV tokens from the whole memory
-// budget (total × utilization − weights − estimated activation, CUDA graphs
-// and non-torch memory), with the weights the log gives, and requires them
-// within 10% of the logged figure.
-func TestStartupLogsFromBudget(t *testing.T) {
-	for _, r := range loadStartupRows(t) {
-		if r.Logged.TotalGiB == 0 {
-			continue
-		}
-		t.Run(r.Name, func(t *testing.T) {
-			l := r.Launch
-			l.GPUMemoryBytes = GiBToBytes(r.Logged.TotalGiB)
-			l.WeightsBytes = GiBToBytes(r.Logged.WeightsGiB)
-			e := r.estimate(t, r.model(t), l)
-			off := float64(e.KVTokens-r.Logged.KVTokens) / float64(r.Logged.KVTokens)
-			assert.InDelta(t, 0, off, 0.10, "predicted %d, logged %d", e.KVTokens, r.Logged.KVTokens)
-			t.Logf("%s: predicted %d tokens (%.2f GiB available), logged %d (%.2f GiB): %+.1f%%",
-				r.Name, e.KVTokens, float64(e.Budget.AvailableKV.Bytes)/GiB, r.Logged.KVTokens, r.Logged.AvailableKVGiB, 100*off)
 		})
 	}
 }

@@ -43,9 +43,14 @@ var ErrUnsupported = errors.New("capacity: not supported by the estimate")
 // they are what a start-up log tells: "Model loading took X GiB" is
 // WeightsBytes, "Available KV cache memory: Y GiB" is AvailableKVBytes.
 type VLLM struct {
-	// Version is the vLLM version ("0.32.0"); it picks the formulas. Empty
-	// means the current ones.
+	// Version is the vLLM version ("0.32.0", as GET /version tells it); it
+	// picks the formulas and the memory terms of the profile run. Empty means
+	// DefaultVLLMVersion.
 	Version string `json:"version,omitempty"`
+	// DType is --dtype ("bfloat16", "float16", "float32"); empty or "auto"
+	// means the config's, except that vLLM serves float32 checkpoints in
+	// bfloat16.
+	DType string `json:"dtype,omitempty"`
 	// GPUMemoryBytes is the total memory of one GPU as PyTorch reports it
 	// (11.76 GiB for a 12 GB RTX 3060). Required unless AvailableKVBytes or
 	// NumGPUBlocksOverride is set.
@@ -53,8 +58,8 @@ type VLLM struct {
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"` // 0 means DefaultGPUMemoryUtilization
 	KVCacheDType         string  `json:"kv_cache_dtype,omitempty"`         // one of KVCacheDTypes; "" means "auto"
 	MaxModelLen          int     `json:"max_model_len,omitempty"`          // 0 means the model's DerivedMaxModelLen
-	MaxNumSeqs           int     `json:"max_num_seqs,omitempty"`           // 0 means 256, or 1024 on a GPU of 70 GiB or more
-	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens,omitempty"` // 0 means 2048, or 8192 on a GPU of 70 GiB or more
+	MaxNumSeqs           int     `json:"max_num_seqs,omitempty"`           // 0 means 256, or 1024 on a GPU of 70 GiB or more (V0 engine, before 0.8: 256)
+	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens,omitempty"` // 0 means 2048, or 8192 on a GPU of 70 GiB or more (V0 engine: max_model_len, at least 2048, or 512 past 32,768 where chunked prefill turns on)
 	TensorParallelSize   int     `json:"tensor_parallel_size,omitempty"`   // 0 means 1
 	PipelineParallelSize int     `json:"pipeline_parallel_size,omitempty"` // 0 means 1
 	// BlockSize is --block-size; hybrid models raise it so that one
@@ -101,9 +106,10 @@ type Group struct {
 
 // Estimate is a predicted KV-cache configuration and how it was derived.
 type Estimate struct {
-	Engine       string `json:"engine"`         // "vllm" or "sglang"
-	KVCacheDType string `json:"kv_cache_dtype"` // as normalized ("auto", "bfloat16", "fp8", ...)
-	Budget       Budget `json:"budget"`         // the memory derivation
+	Engine       string `json:"engine"`                 // "vllm" or "sglang"
+	Version      string `json:"vllm_version,omitempty"` // the vLLM version whose rules were applied
+	KVCacheDType string `json:"kv_cache_dtype"`         // as normalized ("auto", "bfloat16", "fp8", ...)
+	Budget       Budget `json:"budget"`                 // the memory derivation
 
 	AttentionBytesPerToken int `json:"attention_bytes_per_token"`       // one token in one attention layer on one GPU
 	ConvStateBytes         int `json:"conv_state_bytes,omitempty"`      // one sequence's convolution state in one state layer
@@ -133,16 +139,39 @@ type Estimate struct {
 	MaxNumSeqs          int      `json:"max_num_seqs"`           // effective max_num_seqs (SGLang: max_running_requests, 0 if not given)
 	MaxNumBatchedTokens int      `json:"max_num_batched_tokens"` // effective max_num_batched_tokens
 	Notes               []string `json:"notes,omitempty"`        // padding, caveats and version differences
+	// Expected is the range KVTokens is expected to fall in, from the ranges
+	// of the budget's estimated terms.
+	Expected ExpectedError `json:"expected_error"`
+}
+
+// ExpectedError is the range an estimate's KV capacity is expected to fall
+// in: the budget's estimated terms each at the pessimistic and at the
+// optimistic end of their ranges, which come from the leave-one-out
+// residuals on the start-up-log table (see testdata/startup_logs.json). A
+// budget the caller gave has no range.
+type ExpectedError struct {
+	KVTokensLow   int     `json:"kv_tokens_low"`   // KVTokens with every estimated term at its largest
+	KVTokensHigh  int     `json:"kv_tokens_high"`  // KVTokens with every estimated term at its smallest
+	NumBlocksLow  int     `json:"num_blocks_low"`  // NumBlocks likewise
+	NumBlocksHigh int     `json:"num_blocks_high"` // NumBlocks likewise
+	LowPercent    float64 `json:"low_percent"`     // (KVTokensLow − KVTokens) ÷ KVTokens × 100, at most 0
+	HighPercent   float64 `json:"high_percent"`    // (KVTokensHigh − KVTokens) ÷ KVTokens × 100, at least 0
+	// Reasons say which terms could not be known and the range each takes.
+	Reasons []string `json:"reasons,omitempty"`
 }
 
 // Limits returns the estimate as the limits a cell is checked against.
 func (e *Estimate) Limits() Limits {
-	return Limits{
+	l := Limits{
 		KVTokens:    e.KVTokens,
 		MaxRunning:  e.MaxNumSeqs,
 		MaxModelLen: e.MaxModelLen,
 		Source:      "estimate (" + e.Engine + ")",
 	}
+	if x := e.Expected; x.KVTokensLow < x.KVTokensHigh {
+		l.KVTokensLow, l.KVTokensHigh = x.KVTokensLow, x.KVTokensHigh
+	}
+	return l
 }
 
 // version returns major and minor of a version like "0.32.0" or
@@ -160,30 +189,55 @@ func version(v string) (major, minor int, ok bool) {
 }
 
 // before reports whether vLLM version v is older than major.minor; an empty
-// version is the current one.
+// version is DefaultVLLMVersion.
 func before(v string, major, minor int) bool {
+	if v == "" {
+		v = DefaultVLLMVersion
+	}
 	ma, mi, ok := version(v)
 	return ok && (ma < major || ma == major && mi < minor)
 }
 
+// versionBefore reports whether vLLM version a is older than b (by major
+// and minor).
+func versionBefore(a, b string) bool {
+	ma, mi, _ := version(b)
+	return before(a, ma, mi)
+}
+
 // EstimateVLLM sizes vLLM's KV cache for model m launched with l.
 //
-// It follows vLLM's v1 engine: the budget is total memory × utilization
-// minus weights, the profile run's activation peak, CUDA graphs (profiled
-// since 0.21) and non-torch memory. Attention layers store
-// AttentionBytesPerToken per token; in a hybrid model the attention block
-// grows to kernel alignment × ⌈state ÷ (alignment × bytes per token)⌉ tokens
-// so one block covers one layer's state, and the state page is padded to
-// the attention page. Layers are split into groups of equal size (the
-// smallest layer count per kind, or the largest when it is under 1.5× the
-// smallest); the blocks are pages × group size, and the pool has
-// ⌊available ÷ page ÷ group size⌋ of them, shared by all groups. A request
-// of max_model_len holds ⌈max_model_len ÷ block⌉ blocks in each attention
-// group and one (two with prefix caching) in each state group;
+// The budget is total memory × utilization minus the weights, the profile
+// run's activation peak, CUDA graphs (charged since vLLM 0.21) and the
+// non-torch memory the profile run adds, each as vLLM l.Version computes it:
+// the activation is the larger of the forward pass over
+// max_num_batched_tokens and the sampler over min(max_num_seqs,
+// max_num_batched_tokens) rows of the vocabulary (plus the fused-MoE
+// workspace), at bytes per token and per logit fitted to published start-up
+// logs for each version range; non-torch memory is fitted per version and
+// tensor-parallel or not; the CUDA-graph term follows vLLM's own estimate.
+// Each estimated term carries the range its fit's leave-one-out residuals
+// span, and Estimate.Expected turns them into a range of KV tokens with the
+// reasons. A term given in l replaces the estimate and its range.
+//
+// Attention layers store AttentionBytesPerToken per token; in a hybrid
+// model the attention block grows to kernel alignment × ⌈state ÷ (alignment
+// × bytes per token)⌉ tokens so one block covers one layer's state, and the
+// state page is padded to the attention page. Layers are split into groups
+// of equal size (the smallest layer count per kind, or the largest when it
+// is under 1.5× the smallest); the blocks are pages × group size, and the
+// pool has ⌊available ÷ page ÷ group size⌋ of them, shared by all groups. A
+// request of max_model_len holds ⌈max_model_len ÷ block⌉ blocks in each
+// attention group and one (two with prefix caching) in each state group;
 // kv_cache_max_concurrency is blocks ÷ that, and kv_cache_size_tokens is
 // int(concurrency × max_model_len) — before 0.20 it was blocks ÷ groups ×
 // block size.
 func EstimateVLLM(m *Model, l VLLM) (*Estimate, error) {
+	return fittedModel.estimateVLLM(m, l)
+}
+
+// estimateVLLM is EstimateVLLM with the memory terms of mm.
+func (mm *memoryModel) estimateVLLM(m *Model, l VLLM) (*Estimate, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
@@ -199,6 +253,22 @@ func EstimateVLLM(m *Model, l VLLM) (*Estimate, error) {
 	if e.KVCacheDType != "auto" && !isKnownKVCacheDType(e.KVCacheDType) {
 		return nil, fmt.Errorf("%w: %q (known: %s)", ErrKVCacheDType, l.KVCacheDType, strings.Join(KVCacheDTypes, ", "))
 	}
+	e.Version = l.Version
+	if _, _, ok := version(e.Version); !ok || strings.Contains(e.Version, ".dev") {
+		if e.Version != "" {
+			e.Notes = append(e.Notes, fmt.Sprintf("vLLM version %q has no release number; %s's rules are applied", e.Version, DefaultVLLMVersion))
+		}
+		e.Version = DefaultVLLMVersion
+	}
+	served, err := servedDType(m.DType, l.DType)
+	if err != nil {
+		return nil, err
+	}
+	if served != m.DType {
+		mc := *m
+		mc.DType = served
+		m = &mc
+	}
 
 	e.MaxModelLen = l.MaxModelLen
 	if e.MaxModelLen <= 0 {
@@ -207,21 +277,7 @@ func EstimateVLLM(m *Model, l VLLM) (*Estimate, error) {
 	if e.MaxModelLen <= 0 {
 		return nil, &ConfigError{Field: "max_position_embeddings", Value: "missing", Reason: "max_model_len follows from it; set MaxModelLen"}
 	}
-	large := l.GPUMemoryBytes >= largeGPUBytes
-	e.MaxNumSeqs = l.MaxNumSeqs
-	if e.MaxNumSeqs <= 0 {
-		e.MaxNumSeqs = 256
-		if large {
-			e.MaxNumSeqs = 1024
-		}
-	}
-	e.MaxNumBatchedTokens = l.MaxNumBatchedTokens
-	if e.MaxNumBatchedTokens <= 0 {
-		e.MaxNumBatchedTokens = 2048
-		if large {
-			e.MaxNumBatchedTokens = 8192
-		}
-	}
+	e.schedulerDefaults(l)
 
 	if err := e.geometry(m, l, tp); err != nil {
 		return nil, err
@@ -233,20 +289,39 @@ func EstimateVLLM(m *Model, l VLLM) (*Estimate, error) {
 	if e.PageBytes <= 0 {
 		return nil, fmt.Errorf("%w: a block of %d tokens takes no memory", ErrUnsupported, e.BlockSize)
 	}
-	e.budget(m, l, tp, pp)
+	var reasons []string
+	if l.NumGPUBlocksOverride <= 0 {
+		reasons = mm.budget(e, m, l, tp, pp)
+	}
 
-	e.NumBlocks = l.NumGPUBlocksOverride
-	if e.NumBlocks <= 0 && e.Budget.AvailableKV.Bytes > 0 {
-		e.NumBlocks = -1
+	blocks := func(avail int64) int {
+		if l.NumGPUBlocksOverride > 0 {
+			return l.NumGPUBlocksOverride
+		}
+		if avail <= 0 {
+			return 0
+		}
+		n := -1
 		for _, gs := range groupSizes {
-			n := int(e.Budget.AvailableKV.Bytes / int64(e.PageBytes) / int64(gs))
-			if e.NumBlocks < 0 || n < e.NumBlocks {
-				e.NumBlocks = n
+			if b := int(avail / int64(e.PageBytes) / int64(gs)); n < 0 || b < n {
+				n = b
 			}
 		}
+		return max(n, 0)
 	}
-	e.NumBlocks = max(e.NumBlocks, 0)
-	e.report(l.Version)
+	e.NumBlocks = blocks(e.Budget.AvailableKV.Bytes)
+	e.report()
+	x := &e.Expected
+	x.NumBlocksLow, x.NumBlocksHigh = blocks(e.Budget.AvailableKV.Low), blocks(e.Budget.AvailableKV.High)
+	x.KVTokensLow, x.KVTokensHigh = e.tokens(x.NumBlocksLow), e.tokens(x.NumBlocksHigh)
+	if e.KVTokens > 0 {
+		x.LowPercent = 100 * float64(x.KVTokensLow-e.KVTokens) / float64(e.KVTokens)
+		x.HighPercent = 100 * float64(x.KVTokensHigh-e.KVTokens) / float64(e.KVTokens)
+	}
+	x.Reasons = reasons
+	if l.NumGPUBlocksOverride > 0 {
+		x.Reasons = []string{"num_gpu_blocks_override given: no budget term estimated"}
+	}
 
 	switch {
 	case e.Budget.AvailableKV.Bytes <= 0 && l.NumGPUBlocksOverride <= 0:
@@ -257,6 +332,50 @@ func EstimateVLLM(m *Model, l VLLM) (*Estimate, error) {
 			ErrInsufficientMemory, e.NumBlocks, e.MaxModelLen, e.BlocksPerRequest)
 	}
 	return e, nil
+}
+
+// servedDType returns the dtype vLLM serves a model of config dtype in for
+// --dtype flag: the flag's, else the config's, except that float32
+// checkpoints are served in bfloat16.
+func servedDType(config, flag string) (string, error) {
+	switch d := normalizeDType(flag); d {
+	case "", "auto":
+		if config == "float32" {
+			return "bfloat16", nil
+		}
+		return config, nil
+	case "bfloat16", "float16", "float32":
+		return d, nil
+	}
+	return "", &LaunchError{Field: "dtype", Value: flag, Reason: "want auto, bfloat16, float16 or float32"}
+}
+
+// schedulerDefaults sets max_num_seqs and max_num_batched_tokens as vLLM
+// e.Version defaults them: the V1 engine (0.8 on) by GPU size, the V0 engine
+// by max_model_len.
+func (e *Estimate) schedulerDefaults(l VLLM) {
+	v0 := before(e.Version, 0, 8)
+	large := l.GPUMemoryBytes >= largeGPUBytes
+	e.MaxNumSeqs = l.MaxNumSeqs
+	if e.MaxNumSeqs <= 0 {
+		e.MaxNumSeqs = 256
+		if large && !v0 {
+			e.MaxNumSeqs = 1024
+		}
+	}
+	e.MaxNumBatchedTokens = l.MaxNumBatchedTokens
+	switch {
+	case e.MaxNumBatchedTokens > 0:
+	case v0 && e.MaxModelLen > 32768:
+		e.MaxNumBatchedTokens = 512
+		e.Notes = append(e.Notes, "V0 engine: chunked prefill turns on past 32,768 tokens, with 512 batched tokens")
+	case v0:
+		e.MaxNumBatchedTokens = max(e.MaxModelLen, 2048)
+	case large:
+		e.MaxNumBatchedTokens = 8192
+	default:
+		e.MaxNumBatchedTokens = 2048
+	}
 }
 
 func isKnownKVCacheDType(d string) bool {
@@ -444,8 +563,9 @@ func ppPartition(n, pp int) []int {
 	return parts
 }
 
-// budget fills in the memory budget.
-func (e *Estimate) budget(m *Model, l VLLM, tp, pp int) {
+// budget fills in e's memory budget with the terms of mm and returns the
+// reasons for the ranges of the terms it estimated.
+func (mm *memoryModel) budget(e *Estimate, m *Model, l VLLM, tp, pp int) []string {
 	b := &e.Budget
 	b.TotalBytes = l.GPUMemoryBytes
 	b.Utilization = l.GPUMemoryUtilization
@@ -453,10 +573,18 @@ func (e *Estimate) budget(m *Model, l VLLM, tp, pp int) {
 		b.Utilization = DefaultGPUMemoryUtilization
 	}
 	b.RequestedBytes = int64(float64(b.TotalBytes) * b.Utilization)
+	if l.AvailableKVBytes > 0 {
+		b.AvailableKV = given(l.AvailableKVBytes)
+		return []string{"the memory for the KV cache was given: no budget term estimated"}
+	}
+	var reasons []string
+	pct := func(lo, hi float64) string { return fmt.Sprintf("%+.0f%% … %+.0f%%", 100*(lo-1), 100*(hi-1)) }
+	gib := func(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/GiB) }
 
-	if l.WeightsBytes > 0 {
-		b.Weights = Term{Bytes: l.WeightsBytes, Detail: "given"}
-	} else {
+	switch {
+	case l.WeightsBytes > 0:
+		b.Weights = given(l.WeightsBytes)
+	default:
 		q := m.Quantization
 		if l.Quantization != "" {
 			q.Method = strings.ToLower(l.Quantization)
@@ -470,82 +598,134 @@ func (e *Estimate) budget(m *Model, l VLLM, tp, pp int) {
 		if l.WeightBits > 0 {
 			q.Bits = l.WeightBits
 		}
-		n, detail := m.estimateWeights(q, l.LanguageModelOnly)
+		n, detail := m.weightsPerGPU(q, l.LanguageModelOnly, tp, pp)
+		fromFiles := m.Weights != nil && m.Weights.LanguageBytes > 0 && q == m.Quantization
 		if m.Vision != nil && !l.LanguageModelOnly {
 			e.Notes = append(e.Notes, "the vision encoder's profiling peak is not in the activation estimate; --language-model-only or -activation-gib from the log removes the doubt")
 		}
-		if tp*pp > 1 {
-			n /= int64(tp * pp)
-			detail += fmt.Sprintf(", ÷ %d GPUs", tp*pp)
+		if fromFiles {
+			b.Weights = estimated(n, n, n, detail)
+			reasons = append(reasons, "weights: the checkpoint's tensor sizes; vLLM's \"Model loading took\" may differ by its own buffers")
+		} else {
+			b.Weights = estimated(n, scaled(n, mm.WeightsLow), scaled(n, mm.WeightsHigh), detail)
+			reasons = append(reasons, fmt.Sprintf("weights: estimated from the architecture (no checkpoint headers), %s (%s on the table's logged weights); -weights-gib from a start-up log removes the doubt", gib(n), pct(mm.WeightsLow, mm.WeightsHigh)))
 		}
-		b.Weights = Term{Bytes: n, Estimated: true, Detail: detail}
 	}
+
+	run := mm.newProfileRun(e.Version, e, dtypeSizeOr(m.DType, 2))
 	if l.ActivationBytes > 0 {
-		b.Activation = Term{Bytes: l.ActivationBytes, Detail: "given"}
+		b.Activation = given(l.ActivationBytes)
 	} else {
-		n, detail := activationBytes(m, e.MaxNumBatchedTokens, min(e.MaxNumSeqs, e.MaxNumBatchedTokens), tp)
-		b.Activation = Term{Bytes: n, Estimated: true, Detail: detail}
-	}
-	switch {
-	case l.CUDAGraphBytes > 0:
-		b.CUDAGraphs = Term{Bytes: l.CUDAGraphBytes, Detail: "given"}
-	case l.EnforceEager:
-		b.CUDAGraphs = Term{Estimated: true, Detail: "none: enforce_eager"}
-	case before(l.Version, 0, 21):
-		b.CUDAGraphs = Term{Estimated: true, Detail: "not profiled before vLLM 0.21: graphs use the memory left by gpu_memory_utilization"}
-	default:
-		pw, full := cudaGraphCount(e.MaxNumSeqs)
-		b.CUDAGraphs = Term{
-			Bytes:     int64(pw+full) * DefaultCUDAGraphBytes,
-			Estimated: true,
-			Detail:    fmt.Sprintf("estimated: %d piecewise + %d full graphs × %d MiB", pw, full, DefaultCUDAGraphBytes/MiB),
-		}
+		n, detail := mm.activation(m, run, tp)
+		b.Activation = estimated(n, scaled(n, mm.ActivationLow), scaled(n, mm.ActivationHigh), "estimated: "+detail)
+		reasons = append(reasons, fmt.Sprintf("activation: %s, %s on the table (leave-one-out)", gib(n), pct(mm.ActivationLow, mm.ActivationHigh)))
 	}
 	if l.NonTorchBytes > 0 {
-		b.NonTorch = Term{Bytes: l.NonTorchBytes, Detail: "given"}
+		b.NonTorch = given(l.NonTorchBytes)
 	} else {
-		n := int64(DefaultNonTorchBytes)
-		detail := "estimated: cuBLAS and Triton workspaces"
-		if tp*pp > 1 {
-			n += DefaultCollectiveBytes
-			detail += " and collective buffers"
-		}
-		b.NonTorch = Term{Bytes: n, Estimated: true, Detail: detail}
+		n, detail := mm.nonTorch(e.Version, tp)
+		b.NonTorch = estimated(n, max(n+mm.NonTorchLow, 0), n+mm.NonTorchHigh, "estimated: "+detail)
+		reasons = append(reasons, fmt.Sprintf("non-torch memory: %s, %+.2f … %+.2f GiB on the table (leave-one-out)", gib(n), float64(mm.NonTorchLow)/GiB, float64(mm.NonTorchHigh)/GiB))
 	}
-	if l.AvailableKVBytes > 0 {
-		b.AvailableKV = Term{Bytes: l.AvailableKVBytes, Detail: "given"}
-		return
+	hybrid := m.Count(LinearAttention) > 0
+	switch {
+	case l.CUDAGraphBytes > 0:
+		b.CUDAGraphs = given(l.CUDAGraphBytes)
+	case l.EnforceEager:
+		b.CUDAGraphs = estimated(0, 0, 0, "none: enforce_eager")
+	case before(e.Version, 0, 21):
+		b.CUDAGraphs = estimated(0, 0, 0, "not charged before vLLM 0.21: graphs use the memory gpu_memory_utilization leaves")
+	case hybrid && !before(e.Version, 0, 26):
+		pool := b.RequestedBytes - b.Weights.Bytes - b.Activation.Bytes - b.NonTorch.Bytes
+		mid := (mm.HybridGraphLow + mm.HybridGraphHigh) / 2
+		b.CUDAGraphs = estimated(scaled(max(pool, 0), mid), scaled(max(pool, 0), mm.HybridGraphLow), scaled(max(pool, 0), mm.HybridGraphHigh),
+			fmt.Sprintf("estimated: vLLM ≥ 0.26 charges hybrid Gated DeltaNet models %.0f–%.0f%% of the pool as CUDA-graph memory (vllm-project/vllm#50780)",
+				100*mm.HybridGraphLow, 100*mm.HybridGraphHigh))
+		reasons = append(reasons, fmt.Sprintf("CUDA graphs: vLLM ≥ 0.26 charges a profiling transient on hybrid Gated DeltaNet models, %.0f–%.0f%% of the KV pool (vllm-project/vllm#50780); no start-up log in the table shows it",
+			100*mm.HybridGraphLow, 100*mm.HybridGraphHigh))
+	default:
+		pw, full := cudaGraphCount(e.MaxNumSeqs)
+		layers := ceilDiv(len(m.Layers), pp)
+		n := mm.cudaGraphs(layers, pw, full)
+		b.CUDAGraphs = estimated(n, scaled(n, mm.GraphLow), scaled(n, mm.GraphHigh),
+			fmt.Sprintf("estimated: vLLM's estimate for %d piecewise + %d full graphs of %d layers", pw, full, layers))
+		reasons = append(reasons, fmt.Sprintf("CUDA graphs: %s, %s against the estimates vLLM 0.19 logs (no log in the table shows them charged)", gib(n), pct(mm.GraphLow, mm.GraphHigh)))
 	}
 	if b.TotalBytes <= 0 {
 		b.AvailableKV = Term{Detail: "unknown: no GPU memory given"}
-		return
+		return reasons
 	}
-	avail := b.RequestedBytes - b.Weights.Bytes - b.Activation.Bytes - b.CUDAGraphs.Bytes - b.NonTorch.Bytes
-	b.AvailableKV = Term{Bytes: avail, Estimated: true, Detail: "requested − weights − activation − CUDA graphs − non-torch"}
+	sum := func(pick func(Term) int64) int64 {
+		return pick(b.Weights) + pick(b.Activation) + pick(b.CUDAGraphs) + pick(b.NonTorch)
+	}
+	b.AvailableKV = Term{
+		Bytes:     b.RequestedBytes - sum(func(t Term) int64 { return t.Bytes }),
+		Low:       b.RequestedBytes - sum(func(t Term) int64 { return t.High }),
+		High:      b.RequestedBytes - sum(func(t Term) int64 { return t.Low }),
+		Estimated: true,
+		Detail:    "requested − weights − activation − CUDA graphs − non-torch",
+	}
+	newMa, newMi, _ := version(mm.TableNewest)
+	switch {
+	case versionBefore(e.Version, mm.TableOldest):
+		reasons = append(reasons, fmt.Sprintf("vLLM %s is older than any start-up log in the table (oldest %s)", e.Version, mm.TableOldest))
+	case !before(e.Version, newMa, newMi+1):
+		reasons = append(reasons, fmt.Sprintf("vLLM %s is newer than any start-up log in the table (newest %s): its terms are assumed unchanged since", e.Version, mm.TableNewest))
+	}
+	if pp > 1 {
+		reasons = append(reasons, "pipeline parallelism: every stage is given the last stage's terms")
+	}
+	return reasons
+}
+
+// dtypeSizeOr returns dtype's size, or def for an unknown dtype.
+func dtypeSizeOr(dtype string, def int) int {
+	n, err := dtypeSize(dtype)
+	if err != nil {
+		return def
+	}
+	return n
 }
 
 // report applies vLLM's reporting formulas.
-func (e *Estimate) report(v string) {
+func (e *Estimate) report() {
 	if e.BlocksPerRequest > 0 {
 		e.MaxConcurrency = float64(e.NumBlocks) / float64(e.BlocksPerRequest)
 	}
-	e.GroupAwareKVTokens = clampInt(e.MaxConcurrency * float64(e.MaxModelLen))
+	e.GroupAwareKVTokens = e.groupAwareTokens(e.NumBlocks)
+	e.LegacyKVTokens = e.legacyTokens(e.NumBlocks)
+	e.KVTokens = e.tokens(e.NumBlocks)
+	if before(e.Version, 0, 20) && len(e.Groups) > 1 {
+		e.Notes = append(e.Notes, "vLLM < 0.20 reports num_blocks ÷ groups × block size, which misstates hybrid models; the group-aware figure is also given")
+	}
+}
+
+// tokens returns kv_cache_size_tokens for blocks as e.Version reports it.
+func (e *Estimate) tokens(blocks int) int {
+	if before(e.Version, 0, 20) {
+		return e.legacyTokens(blocks)
+	}
+	return e.groupAwareTokens(blocks)
+}
+
+func (e *Estimate) groupAwareTokens(blocks int) int {
+	if e.BlocksPerRequest <= 0 {
+		return 0
+	}
+	return clampInt(float64(blocks) / float64(e.BlocksPerRequest) * float64(e.MaxModelLen))
+}
+
+func (e *Estimate) legacyTokens(blocks int) int {
 	minBlock := 0
 	for _, g := range e.Groups {
 		if minBlock == 0 || g.BlockSize < minBlock {
 			minBlock = g.BlockSize
 		}
 	}
-	if len(e.Groups) > 0 {
-		e.LegacyKVTokens = mulSat(e.NumBlocks/len(e.Groups), minBlock)
+	if len(e.Groups) == 0 {
+		return 0
 	}
-	e.KVTokens = e.GroupAwareKVTokens
-	if before(v, 0, 20) {
-		e.KVTokens = e.LegacyKVTokens
-		if len(e.Groups) > 1 {
-			e.Notes = append(e.Notes, "vLLM < 0.20 reports num_blocks ÷ groups × block size, which misstates hybrid models; the group-aware figure is also given")
-		}
-	}
+	return mulSat(blocks/len(e.Groups), minBlock)
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

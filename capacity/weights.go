@@ -198,8 +198,11 @@ func tensorPart(name string) weightPart {
 // treats them: quantized linear weights, and the rest kept in the model dtype.
 type paramCounts struct {
 	quantized   int64 // linear layers' weights
+	experts     int64 // the routed experts' share of quantized
 	rows        int64 // output rows of the quantized weights (per-channel scales)
 	unquantized int64 // embeddings, lm_head, norms, convolutions, routers
+	embedding   int64 // the input embedding's share of unquantized
+	head        int64 // lm_head's share of unquantized (0 when tied)
 	vision      int64
 }
 
@@ -208,8 +211,10 @@ func (m *Model) params() paramCounts {
 	h := int64(m.HiddenSize)
 	v := int64(m.VocabSize)
 	p.unquantized += v * h
+	p.embedding = v * h
 	if !m.TieWordEmbeddings {
 		p.unquantized += v * h
+		p.head = v * h
 	}
 	linear := func(in, out int64) {
 		p.quantized += in * out
@@ -264,13 +269,17 @@ func (m *Model) params() paramCounts {
 		}
 		if e := m.MoE; e != nil && i >= e.DenseLayers {
 			p.quantized += int64(e.NumExperts) * 3 * h * int64(e.IntermediateSize)
+			p.experts += int64(e.NumExperts) * 3 * h * int64(e.IntermediateSize)
 			p.rows += int64(e.NumExperts) * (2*int64(e.IntermediateSize) + h)
 			if s := int64(e.SharedIntermediateSize); s > 0 {
 				linear(h, 2*s)
 				linear(s, h)
 			}
 			p.unquantized += h * int64(e.NumExperts)
-		} else if inter := int64(m.IntermediateSize); inter > 0 {
+		} else if inter := int64(m.IntermediateSize); inter > 0 && m.UngatedMLP {
+			linear(h, inter)
+			linear(inter, h)
+		} else if inter > 0 {
 			linear(h, 2*inter)
 			linear(inter, h)
 		}
@@ -313,6 +322,11 @@ func (m *Model) estimateWeights(q Quantization, languageOnly bool) (int64, strin
 		// 4-bit values, one fp8 scale per 16, one fp32 scale per tensor.
 		quant = float64(p.quantized)*0.5 + float64(p.quantized)/16
 		desc = "nvfp4"
+	case q.Method == "mxfp4":
+		// The routed experts in 4 bits with an 8-bit scale per 32 values;
+		// attention and the rest stay in the model dtype (gpt-oss).
+		quant = float64(p.experts)*(0.5+1.0/32) + float64(p.quantized-p.experts)*float64(size)
+		desc = "mxfp4 experts"
 	case q.Bits == 8 && q.GroupSize <= 0:
 		quant = float64(p.quantized) + 4*float64(p.rows)
 		desc = "8-bit per channel"
@@ -339,4 +353,37 @@ func (m *Model) estimateWeights(q Quantization, languageOnly bool) (int64, strin
 		detail += fmt.Sprintf(" + %.2fB vision encoder", float64(p.vision)/1e9)
 	}
 	return int64(total), detail
+}
+
+// weightsPerGPU returns the weights one GPU holds when m is split over tp
+// tensor-parallel ranks and pp pipeline stages, for the last stage (the one
+// whose pool is smallest: it holds lm_head, and computes the logits): the
+// decoder layers split evenly, the embedding on the first stage, lm_head on
+// the last (a copy of the embedding when they are tied).
+func (m *Model) weightsPerGPU(q Quantization, languageOnly bool, tp, pp int) (int64, string) {
+	n, detail := m.estimateWeights(q, languageOnly)
+	tp, pp = max(tp, 1), max(pp, 1)
+	if pp == 1 {
+		if tp > 1 {
+			detail += fmt.Sprintf(", ÷ %d GPUs", tp)
+		}
+		return n / int64(tp), detail
+	}
+	p := m.params()
+	size := int64(dtypeSizeOr(m.DType, 2))
+	embed, head := p.embedding*size, p.head*size
+	if head == 0 {
+		head = embed
+	}
+	body := max(n-p.embedding*size-p.head*size, 0)
+	stages := ppPartition(len(m.Layers), pp)
+	last := stages[len(stages)-1]
+	stage := body*int64(last)/int64(len(m.Layers)) + head
+	return stage / int64(tp), detail + fmt.Sprintf(", the last of %d pipeline stages (%d of %d layers and lm_head)", pp, last, len(m.Layers)) +
+		func() string {
+			if tp > 1 {
+				return fmt.Sprintf(", ÷ %d GPUs", tp)
+			}
+			return ""
+		}()
 }

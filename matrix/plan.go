@@ -29,20 +29,31 @@ func Plan(spec Spec, limits capacity.Limits) []Cell {
 	return cells
 }
 
-// WritePlan writes the plan: each cell's predicted verdict and why.
+// WritePlan writes the plan: each cell's predicted verdict and why. KV
+// tokens that are an estimate come with the range they are expected to fall
+// in, and cells that fit only toward its optimistic end are run "at risk".
 func WritePlan(w io.Writer, cells []Cell, limits capacity.Limits) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	src := limits.Source
 	if src == "" {
 		src = "none"
 	}
+	kv := known(limits.KVTokens)
+	if limits.KVTokensLow > 0 && limits.KVTokensHigh > 0 && limits.KVTokens > 0 {
+		kv += fmt.Sprintf(" (expected %d–%d, %+.1f%% … %+.1f%%)", limits.KVTokensLow, limits.KVTokensHigh,
+			100*float64(limits.KVTokensLow-limits.KVTokens)/float64(limits.KVTokens),
+			100*float64(limits.KVTokensHigh-limits.KVTokens)/float64(limits.KVTokens))
+	}
 	fmt.Fprintf(tw, "Plan (limits from %s: KV tokens %s, max running %s, max_model_len %s)\n",
-		src, known(limits.KVTokens), known(limits.MaxRunning), known(limits.MaxModelLen))
+		src, kv, known(limits.MaxRunning), known(limits.MaxModelLen))
 	fmt.Fprintf(tw, "context\tconcurrency\tverdict\twhy\n")
 	for _, c := range cells {
 		verdict := "run"
-		if !c.Predicted.Fits {
+		switch {
+		case !c.Predicted.Fits:
 			verdict = "skip: over capacity"
+		case c.Predicted.AtRisk:
+			verdict = "run, at risk"
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", FormatTokens(c.ContextTokens), c.Concurrency, verdict, c.Predicted.Detail)
 	}

@@ -3,10 +3,13 @@
 //
 // From a model's config.json and the server's launch flags it sizes the KV
 // cache as vLLM does (or SGLang, with -engine sglang) and prints the
-// derivation term by term; with -url it reads the real figures from a running
-// server instead. Flags are named after vLLM's. Figures from the server's
-// start-up log beat the estimate: pass "Model loading took X GiB" as
-// -weights-gib and "Available KV cache memory: Y GiB" as -available-kv-gib.
+// derivation term by term, each estimated term with the range it is expected
+// to span and the KV tokens with the range they follow; with -url it reads
+// the real figures from a running server instead (with -config too, the
+// estimate uses the server's vLLM version, and the server's figures decide).
+// Flags are named after vLLM's. Figures from the server's start-up log beat
+// the estimate: pass "Model loading took X GiB" as -weights-gib and
+// "Available KV cache memory: Y GiB" as -available-kv-gib.
 //
 //	capacity -config ./Qwen3.5-4B-AWQ-4bit -gpu-mem-gib 11.76 \
 //	    -gpu-memory-utilization 0.94 -kv-cache-dtype int4_per_token_head \
@@ -52,7 +55,7 @@ func main() {
 
 // options are the command's flags.
 type options struct {
-	config, engine, url, version              string
+	config, engine, url, version, dtype       string
 	kvCacheDType, quantization                string
 	gpuMemGiB, utilization                    float64
 	maxModelLen, maxNumSeqs, maxBatchedTokens int
@@ -72,7 +75,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.config, "config", "", "model `config.json` or model directory (safetensors headers give the exact weights)")
 	fs.StringVar(&o.engine, "engine", "vllm", "engine whose rules to apply: vllm or sglang")
 	fs.StringVar(&o.url, "url", "", "read the capacity from the running server at this `URL` instead of estimating it")
-	fs.StringVar(&o.version, "vllm-version", "", "vLLM `version` whose formulas to use (before 0.20 the reported KV tokens differ on hybrid models); empty means current")
+	fs.StringVar(&o.version, "vllm-version", "", "vLLM `version` whose memory profile and formulas to use; empty means the server's with -url, else "+capacity.DefaultVLLMVersion)
+	fs.StringVar(&o.dtype, "dtype", "auto", "model dtype vLLM serves in: auto, bfloat16, float16 or float32")
 	fs.Float64Var(&o.gpuMemGiB, "gpu-mem-gib", 0, "total memory of one GPU in GiB, as PyTorch reports it (11.76 for a 12 GB RTX 3060)")
 	fs.Float64Var(&o.utilization, "gpu-memory-utilization", 0, "fraction of GPU memory vLLM may use (SGLang: --mem-fraction-static); 0 means the engine's default")
 	fs.StringVar(&o.kvCacheDType, "kv-cache-dtype", "auto", "KV cache dtype: "+strings.Join(capacity.KVCacheDTypes, ", "))
@@ -108,6 +112,8 @@ type report struct {
 	Version          string              `json:"version,omitempty"`
 	Source           string              `json:"source"`
 	KVTokens         int                 `json:"kv_tokens"`
+	KVTokensLow      int                 `json:"kv_tokens_low,omitempty"`  // an estimate's expected range
+	KVTokensHigh     int                 `json:"kv_tokens_high,omitempty"` // likewise
 	BlockSize        int                 `json:"block_size"`
 	NumBlocks        int                 `json:"num_blocks"`
 	MaxModelLen      int                 `json:"max_model_len"`
@@ -125,6 +131,7 @@ type cell struct {
 	ContextTokens int             `json:"context_tokens"`
 	Concurrency   int             `json:"concurrency"`
 	Fits          bool            `json:"fits"`
+	AtRisk        bool            `json:"at_risk,omitempty"`
 	Reason        capacity.Reason `json:"reason"`
 	Detail        string          `json:"detail"`
 	Need          int             `json:"need,omitempty"`
@@ -155,8 +162,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	r := &report{MaxTokens: o.maxTokens}
 	flagLimits := capacity.Limits{KVTokens: o.kvTokens, MaxRunning: o.maxNumSeqs, MaxModelLen: o.maxModelLen, Source: "flags"}
 	var limits capacity.Limits
-	switch {
-	case o.url != "":
+	if o.url != "" {
 		ctx, cancel := context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 		// The URL's password is sent, never printed; the server's words are
@@ -178,6 +184,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		r.Engine, r.Version = d.Engine.String(), d.Version
 		r.BlockSize, r.NumBlocks, r.MaxConcurrency = d.BlockSize, d.NumGPUBlocks, d.MaxConcurrency
 		limits = d.Complete(flagLimits)
+		if o.version == "" && d.Engine == capacity.EngineVLLM {
+			o.version = d.Version
+		}
+	}
+	switch {
 	case o.config != "":
 		m, err := capacity.LoadModel(o.config)
 		if err != nil {
@@ -193,15 +204,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		r.Model, r.Estimate = m, e
-		r.Engine = e.Engine
-		r.BlockSize, r.NumBlocks, r.MaxConcurrency = e.BlockSize, e.NumBlocks, e.MaxConcurrency
-		limits = e.Limits()
+		if r.Discovery == nil {
+			r.Engine, r.Version = e.Engine, e.Version
+			r.BlockSize, r.NumBlocks, r.MaxConcurrency = e.BlockSize, e.NumBlocks, e.MaxConcurrency
+			limits = e.Limits()
+		} else {
+			// The server's own figures beat the estimate; the estimate's
+			// fill in what the server does not publish.
+			limits = limits.Merge(e.Limits())
+		}
+	case o.url != "":
 	default:
 		return errors.New("give -config (a config.json or model directory) or -url (a running server)")
 	}
 	limits.TemplateOverhead = o.templateOverhead
 	r.Source = limits.Source
 	r.KVTokens, r.MaxModelLen, r.MaxRunning = limits.KVTokens, limits.MaxModelLen, limits.MaxRunning
+	r.KVTokensLow, r.KVTokensHigh = limits.KVTokensLow, limits.KVTokensHigh
 	r.TemplateOverhead = o.templateOverhead
 	switch {
 	case o.templateOverhead == 0:
@@ -212,7 +231,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, c := range contexts {
 		for _, n := range concurrency {
 			v := limits.Check(c, n, o.maxTokens)
-			r.Cells = append(r.Cells, cell{ContextTokens: c, Concurrency: n, Fits: v.Fits, Reason: v.Reason, Detail: v.Detail, Need: v.Need, Have: v.Have})
+			r.Cells = append(r.Cells, cell{ContextTokens: c, Concurrency: n, Fits: v.Fits, AtRisk: v.AtRisk, Reason: v.Reason, Detail: v.Detail, Need: v.Need, Have: v.Have})
 		}
 	}
 	if o.json {
@@ -228,6 +247,7 @@ func (o *options) estimate(m *capacity.Model) (*capacity.Estimate, error) {
 	case "vllm":
 		return capacity.EstimateVLLM(m, capacity.VLLM{
 			Version:              o.version,
+			DType:                o.dtype,
 			GPUMemoryBytes:       capacity.GiBToBytes(o.gpuMemGiB),
 			GPUMemoryUtilization: o.utilization,
 			KVCacheDType:         o.kvCacheDType,
@@ -302,8 +322,12 @@ func writeText(w io.Writer, r *report, contexts, concurrency []int) error {
 	if d := r.Discovery; d != nil {
 		writeDiscovery(p, r, d)
 	}
+	kv := known(r.KVTokens)
+	if r.KVTokensLow > 0 && r.KVTokensHigh > 0 {
+		kv += fmt.Sprintf(" (expected %s–%s)", comma(r.KVTokensLow), comma(r.KVTokensHigh))
+	}
 	p.f("\nLimits     kv_tokens %s, max_running %s, max_model_len %s, template overhead %d\n",
-		known(r.KVTokens), known(r.MaxRunning), known(r.MaxModelLen), r.TemplateOverhead)
+		kv, known(r.MaxRunning), known(r.MaxModelLen), r.TemplateOverhead)
 	if r.Source != "" {
 		p.f("           from %s\n", r.Source)
 	}
@@ -318,7 +342,7 @@ func writeText(w io.Writer, r *report, contexts, concurrency []int) error {
 	for _, c := range contexts {
 		fmt.Fprintf(tw, "%s\t", kTokens(c))
 		for range concurrency {
-			fmt.Fprintf(tw, "%s\t", mark(r.Cells[i].Reason))
+			fmt.Fprintf(tw, "%s\t", mark(r.Cells[i]))
 			i++
 		}
 		fmt.Fprintln(tw)
@@ -326,7 +350,7 @@ func writeText(w io.Writer, r *report, contexts, concurrency []int) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	p.f("ok: fits; ok?: fits the known limits, others unknown; queue: fits, more requests than run at once wait in the server's queue; KV: over the KV tokens; len: over max_model_len\n")
+	p.f("ok: fits; ok?: fits the known limits, others unknown; risk: fits only toward the optimistic end of the estimate's range; queue: fits, more requests than run at once wait in the server's queue; KV: over the KV tokens; len: over max_model_len\n")
 	return p.err
 }
 
@@ -423,24 +447,34 @@ func writeEstimate(p *printer, m *capacity.Model, e *capacity.Estimate) {
 		p.f("State      %s bytes per sequence per state layer (convolution %s + recurrent %s)\n",
 			comma(e.StateBytes), comma(e.ConvStateBytes), comma(e.RecurrentStateBytes))
 	}
-	p.f("\nMemory of one GPU (%s)\n", e.Engine)
-	line := func(label string, bytes int64, detail string) {
-		if detail != "" {
-			detail = "  " + detail
+	engine := e.Engine
+	if e.Version != "" {
+		engine += " " + e.Version
+	}
+	p.f("\nMemory of one GPU (%s)\n", engine)
+	gib := func(n int64) float64 { return float64(n) / capacity.GiB }
+	line := func(label string, t capacity.Term) {
+		rng := ""
+		if t.Low != t.High {
+			rng = fmt.Sprintf("%.2f–%.2f", gib(t.Low), gib(t.High))
 		}
-		p.f("  %-34s %8.2f GiB%s\n", label, float64(bytes)/capacity.GiB, detail)
+		detail := ""
+		if t.Detail != "" {
+			detail = "  " + t.Detail
+		}
+		p.f("%s\n", strings.TrimRight(fmt.Sprintf("  %-30s %8.2f GiB %11s%s", label, gib(t.Bytes), rng, detail), " "))
 	}
 	if b.AvailableKV.Estimated {
-		line("total", b.TotalBytes, "")
-		line(fmt.Sprintf("× utilization %.2f", b.Utilization), b.RequestedBytes, "")
-		line("− weights", b.Weights.Bytes, b.Weights.Detail)
+		line("total", capacity.Term{Bytes: b.TotalBytes, Low: b.TotalBytes, High: b.TotalBytes})
+		line(fmt.Sprintf("× utilization %.2f", b.Utilization), capacity.Term{Bytes: b.RequestedBytes, Low: b.RequestedBytes, High: b.RequestedBytes})
+		line("− weights", b.Weights)
 		if e.Engine == "vllm" {
-			line("− activation peak", b.Activation.Bytes, b.Activation.Detail)
-			line("− CUDA graphs", b.CUDAGraphs.Bytes, b.CUDAGraphs.Detail)
+			line("− activation peak", b.Activation)
+			line("− CUDA graphs", b.CUDAGraphs)
 		}
-		line("− non-torch", b.NonTorch.Bytes, b.NonTorch.Detail)
+		line("− non-torch", b.NonTorch)
 	}
-	line("= available for the KV cache", b.AvailableKV.Bytes, b.AvailableKV.Detail)
+	line("= available for the KV cache", b.AvailableKV)
 
 	p.f("\nBlocks\n")
 	if e.Engine == "sglang" {
@@ -467,10 +501,21 @@ func writeEstimate(p *printer, m *capacity.Model, e *capacity.Estimate) {
 		}
 		p.f("  per request          %s blocks at max_model_len %s (%s)\n", comma(e.BlocksPerRequest), comma(e.MaxModelLen), strings.Join(per, " + "))
 		p.f("  kv_cache_size_tokens %s, max concurrency %.2f\n", comma(e.KVTokens), e.MaxConcurrency)
+		if x := e.Expected; x.KVTokensLow != x.KVTokensHigh {
+			p.f("                       expected %s–%s (%+.1f%% … %+.1f%%)\n", comma(x.KVTokensLow), comma(x.KVTokensHigh), x.LowPercent, x.HighPercent)
+		} else {
+			p.f("                       expected exactly this: no budget term was estimated\n")
+		}
 		p.f("                       group-aware (vLLM ≥ 0.20): int(%s ÷ %s × %s) = %s\n",
 			comma(e.NumBlocks), comma(e.BlocksPerRequest), comma(e.MaxModelLen), comma(e.GroupAwareKVTokens))
 		p.f("                       legacy (vLLM < 0.20): %s ÷ %d groups × %s = %s\n",
 			comma(e.NumBlocks), len(e.Groups), comma(minBlock(e.Groups)), comma(e.LegacyKVTokens))
+	}
+	if len(e.Expected.Reasons) > 0 {
+		p.f("\nExpected error\n")
+		for _, r := range e.Expected.Reasons {
+			p.f("  %s\n", r)
+		}
 	}
 	for _, n := range e.Notes {
 		p.f("  note: %s\n", n)
@@ -487,8 +532,11 @@ func minBlock(groups []capacity.Group) int {
 	return m
 }
 
-func mark(r capacity.Reason) string {
-	switch r {
+func mark(c cell) string {
+	if c.AtRisk && c.Fits {
+		return "risk"
+	}
+	switch c.Reason {
 	case capacity.WithinLimits:
 		return "ok"
 	case capacity.LimitsUnknown:

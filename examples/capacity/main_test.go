@@ -112,9 +112,17 @@ func TestRunLiveText(t *testing.T) {
 func TestRunEstimate(t *testing.T) {
 	r := runJSON(t, seedArgs...)
 	assert.Equal(t, "vllm", r.Engine)
-	assert.Equal(t, 757087, r.KVTokens)
+	assert.Equal(t, 712092, r.KVTokens)
 	assert.Equal(t, 2048, r.BlockSize)
-	assert.Equal(t, 387, r.NumBlocks)
+	assert.Equal(t, 364, r.NumBlocks)
+	// The estimate's expected range, in the report and in the estimate.
+	assert.Equal(t, 651447, r.KVTokensLow)
+	assert.Equal(t, 753174, r.KVTokensHigh)
+	assert.Equal(t, r.KVTokensLow, r.Estimate.Expected.KVTokensLow)
+	assert.InDelta(t, -8.5, r.Estimate.Expected.LowPercent, 0.05)
+	assert.InDelta(t, 5.8, r.Estimate.Expected.HighPercent, 0.05)
+	assert.NotEmpty(t, r.Estimate.Expected.Reasons)
+	assert.Equal(t, "0.32.0", r.Estimate.Version)
 	assert.Equal(t, 262144, r.MaxModelLen)
 	assert.Equal(t, 128, r.MaxRunning)
 	require.NotNil(t, r.Estimate)
@@ -132,6 +140,12 @@ func TestRunEstimate(t *testing.T) {
 	assert.Equal(t, capacity.OverKVTokens, over[[2]int{65536, 16}])
 	assert.Equal(t, capacity.OverKVTokens, over[[2]int{131072, 8}])
 	assert.NotContains(t, over, [2]int{131072, 4})
+	// 16 × (32K + 8K) = 655,360 tokens is under the estimate but above
+	// the pessimistic end of its range: it fits, at risk.
+	risky := cellAt(t, r, 32768, 16)
+	assert.True(t, risky.Fits)
+	assert.True(t, risky.AtRisk, risky.Detail)
+	assert.False(t, cellAt(t, r, 16384, 16).AtRisk)
 }
 
 func TestRunEstimateText(t *testing.T) {
@@ -142,7 +156,13 @@ func TestRunEstimateText(t *testing.T) {
 		"Qwen3_5ForConditionalGeneration, 32 layers: 8 full_attention, 24 linear_attention",
 		"int4_per_token_head: 1,056 bytes per token",
 		"2,146,304 bytes per sequence",
-		"− weights                              3.00 GiB  given",
+		"− weights                          3.00 GiB              given",
+		"− activation peak                  0.46 GiB   0.39–0.51  estimated: sampler over 128 rows",
+		"= available for the KV cache       5.80 GiB   5.39–6.11",
+		"Memory of one GPU (vllm 0.32.0)",
+		"kv_cache_size_tokens 704,267, max concurrency 2.69\n                       expected 653,403–741,437 (-7.2% … +5.3%)",
+		"Expected error\n  activation: 0.46 GiB, -15% … +11% on the table (leave-one-out)",
+		"vLLM 0.32.0 is newer than any start-up log in the table (newest 0.19.0)",
 		"block size           2,048 tokens",
 		"per request          134 blocks at max_model_len 262,144 (2 + 2 + 2 + 128)",
 		"legacy (vLLM < 0.20)",
@@ -150,6 +170,9 @@ func TestRunEstimateText(t *testing.T) {
 		assert.Contains(t, text, want)
 	}
 	assert.Regexp(t, `(?m)^\s+16K(\s+ok){5}(\s+KV){3}\s*$`, text)
+	assert.Regexp(t, `(?m)^\s+32K(\s+ok){4}\s+risk(\s+KV){3}\s*$`, text)
+	assert.Contains(t, text, "kv_tokens 7")
+	assert.Contains(t, text, "(expected ")
 }
 
 func TestRunOverrides(t *testing.T) {
@@ -337,4 +360,33 @@ func TestRunServerTextCleaned(t *testing.T) {
 	}
 	require.NotEmpty(t, got)
 	assert.Equal(t, password, got[0], "the password is sent")
+}
+
+// TestRunEstimateWithServerVersion: -config with -url estimates with the
+// vLLM version the server reports at GET /version, and the server's own
+// figures decide the grid.
+func TestRunEstimateWithServerVersion(t *testing.T) {
+	metrics := `vllm:cache_config_info{block_size="2048",kv_cache_size_tokens="707789",num_gpu_blocks="362"} 1.0` + "\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/metrics":
+			_, _ = w.Write([]byte(metrics))
+		case "/version":
+			_, _ = w.Write([]byte(`{"version":"0.19.0"}`))
+		case "/v1/models":
+			_, _ = w.Write([]byte(`{"data":[{"id":"bench","max_model_len":262144}]}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	r := runJSON(t, append(seedArgs[4:], "-config", "../../capacity/testdata/qwen3.5-4b-awq", "-url", srv.URL)...)
+	require.NotNil(t, r.Estimate)
+	assert.Equal(t, "0.19.0", r.Estimate.Version, "the server's version")
+	assert.Zero(t, r.Estimate.Budget.CUDAGraphs.Bytes, "not charged before 0.21")
+	assert.Equal(t, 707789, r.KVTokens, "the server's figure beats the estimate")
+	assert.Zero(t, r.KVTokensLow, "a live figure has no range")
+
+	r = runJSON(t, append(seedArgs[4:], "-config", "../../capacity/testdata/qwen3.5-4b-awq", "-url", srv.URL, "-vllm-version", "0.30.0")...)
+	assert.Equal(t, "0.30.0", r.Estimate.Version, "the flag beats the server")
 }

@@ -1,0 +1,177 @@
+package capacity
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// llama8B is Llama-3.1-8B's config (vllm-project/vllm#10517 quotes it).
+const llama8B = `{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":4096,"intermediate_size":14336,"num_attention_heads":32,"num_key_value_heads":8,"num_hidden_layers":32,"vocab_size":128256,"max_position_embeddings":131072,"torch_dtype":"bfloat16"}`
+
+// TestEstimateVersions checks that the version picks the profile run's
+// terms as the table shows them: the sampler keeps 38.92 bytes per logit
+// from 0.8 to 0.16 and 15.45 from 0.17; non-torch memory grows in 0.18;
+// CUDA graphs are charged from 0.21; the V0 engine (before 0.8) defaults
+// max_num_seqs to 256 and batches max_model_len tokens (512 with chunked
+// prefill past 32,768).
+func TestEstimateVersions(t *testing.T) {
+	m := mustParse(t, llama8B)
+	at := func(v string, l VLLM) *Estimate {
+		t.Helper()
+		l.Version = v
+		if l.GPUMemoryBytes == 0 {
+			l.GPUMemoryBytes = GiBToBytes(79.19)
+		}
+		if l.MaxModelLen == 0 {
+			l.MaxModelLen = 8192
+		}
+		e, err := EstimateVLLM(m, l)
+		require.NoError(t, err, v)
+		return e
+	}
+	old, mid, recent := at("0.11.0", VLLM{}), at("0.17.0", VLLM{}), at("0.19.0", VLLM{})
+	logits := float64(1024 * 128256)
+	assert.InDelta(t, 38.92*logits, float64(old.Budget.Activation.Bytes), 1)
+	assert.InDelta(t, 15.45*logits, float64(mid.Budget.Activation.Bytes), 1)
+	assert.Equal(t, 1024, old.MaxNumSeqs, "an 80 GB card")
+	assert.Equal(t, 8192, old.MaxNumBatchedTokens)
+	assert.Equal(t, int64(133*MiB), mid.Budget.NonTorch.Bytes)
+	assert.Equal(t, int64(256*MiB), recent.Budget.NonTorch.Bytes)
+	tp := at("0.19.0", VLLM{TensorParallelSize: 2})
+	assert.Equal(t, int64((256+1874)*MiB), tp.Budget.NonTorch.Bytes, "NCCL and custom all-reduce buffers")
+
+	assert.Zero(t, at("0.20.0", VLLM{}).Budget.CUDAGraphs.Bytes)
+	graphs := at("0.21.0", VLLM{}).Budget.CUDAGraphs
+	assert.Equal(t, fittedModel.cudaGraphs(32, 51, 51), graphs.Bytes, "51 piecewise and 51 full graphs of 32 layers")
+	assert.Less(t, graphs.Low, graphs.Bytes)
+	assert.Greater(t, graphs.High, graphs.Bytes)
+	assert.Zero(t, at("0.21.0", VLLM{EnforceEager: true}).Budget.CUDAGraphs.Bytes)
+
+	v0 := at("0.6.4", VLLM{GPUMemoryBytes: GiBToBytes(23.58), MaxModelLen: 20000})
+	assert.Equal(t, 256, v0.MaxNumSeqs)
+	assert.Equal(t, 20000, v0.MaxNumBatchedTokens, "no chunked prefill: the profile batches max_model_len")
+	assert.Contains(t, v0.Budget.Activation.Detail, "forward pass of 20,000 tokens")
+	assert.Equal(t, 512, at("0.6.4", VLLM{GPUMemoryBytes: GiBToBytes(23.58), MaxModelLen: 40000}).MaxNumBatchedTokens)
+	assert.Equal(t, 2048, at("0.6.4", VLLM{GPUMemoryBytes: GiBToBytes(23.58), MaxModelLen: 1024}).MaxNumBatchedTokens)
+
+	def := at("", VLLM{})
+	assert.Equal(t, DefaultVLLMVersion, def.Version)
+	dev := at("0.1.dev8168+g475c1a0", VLLM{})
+	assert.Equal(t, DefaultVLLMVersion, dev.Version, "a build without a release number")
+	assert.Contains(t, strings.Join(dev.Notes, " "), "has no release number")
+}
+
+// TestEstimateHybridGraphShare: from 0.26 vLLM charges hybrid Gated DeltaNet
+// models 18–24% of the pool as CUDA-graph memory (vllm-project/vllm#50780);
+// 0.25 charges its per-graph estimate.
+func TestEstimateHybridGraphShare(t *testing.T) {
+	m, err := LoadModel("testdata/qwen3.5-4b-awq")
+	require.NoError(t, err)
+	l := seedLaunch
+	l.Version = "0.26.0"
+	e, err := EstimateVLLM(m, l)
+	require.NoError(t, err)
+	b := e.Budget
+	pool := b.RequestedBytes - b.Weights.Bytes - b.Activation.Bytes - b.NonTorch.Bytes
+	assert.InDelta(t, 0.21*float64(pool), float64(b.CUDAGraphs.Bytes), float64(MiB))
+	assert.InDelta(t, 0.18*float64(pool), float64(b.CUDAGraphs.Low), float64(MiB))
+	assert.InDelta(t, 0.24*float64(pool), float64(b.CUDAGraphs.High), float64(MiB))
+	assert.Contains(t, strings.Join(e.Expected.Reasons, " "), "vllm-project/vllm#50780")
+
+	l.Version = "0.25.1"
+	e, err = EstimateVLLM(m, l)
+	require.NoError(t, err)
+	pw, full := cudaGraphCount(128)
+	assert.Equal(t, fittedModel.cudaGraphs(32, pw, full), e.Budget.CUDAGraphs.Bytes)
+}
+
+// TestEstimateExpectedError: every estimated term carries a range, the KV
+// tokens follow it (the pessimistic end takes every term at its largest),
+// and the reasons name what could not be known; a given budget has none.
+func TestEstimateExpectedError(t *testing.T) {
+	m := mustParse(t, llama8B)
+	l := VLLM{Version: "0.19.0", GPUMemoryBytes: GiBToBytes(23.58), GPUMemoryUtilization: 0.9, MaxModelLen: 8192}
+	e, err := EstimateVLLM(m, l)
+	require.NoError(t, err)
+	x := e.Expected
+	assert.Less(t, x.KVTokensLow, e.KVTokens)
+	assert.Greater(t, x.KVTokensHigh, e.KVTokens)
+	assert.Less(t, x.NumBlocksLow, e.NumBlocks)
+	assert.Negative(t, x.LowPercent)
+	assert.Positive(t, x.HighPercent)
+	b := e.Budget
+	assert.Equal(t, b.RequestedBytes-b.Weights.High-b.Activation.High-b.CUDAGraphs.High-b.NonTorch.High, b.AvailableKV.Low)
+	assert.Equal(t, b.RequestedBytes-b.Weights.Low-b.Activation.Low-b.CUDAGraphs.Low-b.NonTorch.Low, b.AvailableKV.High)
+	reasons := strings.Join(x.Reasons, "\n")
+	for _, want := range []string{"weights: estimated from the architecture", "activation: ", "non-torch memory: "} {
+		assert.Contains(t, reasons, want)
+	}
+	lim := e.Limits()
+	assert.Equal(t, x.KVTokensLow, lim.KVTokensLow)
+	assert.Equal(t, x.KVTokensHigh, lim.KVTokensHigh)
+
+	// Terms from a start-up log narrow the range; the whole budget given
+	// removes it.
+	l.WeightsBytes, l.ActivationBytes, l.NonTorchBytes = GiBToBytes(14.99), GiBToBytes(1.89), GiBToBytes(0.25)
+	e, err = EstimateVLLM(m, l)
+	require.NoError(t, err)
+	assert.Equal(t, e.KVTokens, e.Expected.KVTokensLow, "nothing left to estimate before 0.21")
+	assert.Equal(t, e.KVTokens, e.Expected.KVTokensHigh)
+
+	l = VLLM{Version: "0.19.0", AvailableKVBytes: 4 * GiB, MaxModelLen: 8192}
+	e, err = EstimateVLLM(m, l)
+	require.NoError(t, err)
+	assert.Equal(t, e.KVTokens, e.Expected.KVTokensLow)
+	assert.Equal(t, []string{"the memory for the KV cache was given: no budget term estimated"}, e.Expected.Reasons)
+	assert.Zero(t, e.Limits().KVTokensLow, "no range")
+}
+
+func TestServedDType(t *testing.T) {
+	for _, tc := range []struct{ config, flag, want string }{
+		{"bfloat16", "", "bfloat16"},
+		{"float32", "", "bfloat16"},
+		{"float32", "auto", "bfloat16"},
+		{"bfloat16", "float32", "float32"},
+		{"bfloat16", "half", "float16"},
+	} {
+		got, err := servedDType(tc.config, tc.flag)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, got, "%s with --dtype %q", tc.config, tc.flag)
+	}
+	_, err := servedDType("bfloat16", "int3")
+	var le *LaunchError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, "dtype", le.Field)
+
+	m := mustParse(t, llama8B)
+	e16, err := EstimateVLLM(m, VLLM{Version: "0.19.0", AvailableKVBytes: GiB, MaxModelLen: 1024})
+	require.NoError(t, err)
+	e32, err := EstimateVLLM(m, VLLM{Version: "0.19.0", AvailableKVBytes: GiB, MaxModelLen: 1024, DType: "float32"})
+	require.NoError(t, err)
+	assert.Equal(t, 2*e16.AttentionBytesPerToken, e32.AttentionBytesPerToken, "float32 doubles the auto KV cache")
+}
+
+// TestWeightsPerGPU: pipeline stages split the layers; the last one, whose
+// pool is the smallest, holds lm_head too (vLLM 0.19 logged 7.51 and 4.26
+// GiB for Llama-3.1-8B's last stage at PP 2 and 4).
+func TestWeightsPerGPU(t *testing.T) {
+	m := mustParse(t, llama8B)
+	one, _ := m.weightsPerGPU(m.Quantization, true, 1, 1)
+	two, detail := m.weightsPerGPU(m.Quantization, true, 1, 2)
+	four, _ := m.weightsPerGPU(m.Quantization, true, 1, 4)
+	assert.InDelta(t, 7.51, float64(two)/GiB, 0.05)
+	assert.InDelta(t, 4.26, float64(four)/GiB, 0.05)
+	assert.Contains(t, detail, "the last of 2 pipeline stages (16 of 32 layers and lm_head)")
+	tp, _ := m.weightsPerGPU(m.Quantization, true, 2, 1)
+	assert.Equal(t, one/2, tp)
+}
+
+// TestGemma2Layers: Gemma 2's config.json has no layer pattern; like vLLM,
+// the layers alternate sliding window and full attention.
+func TestGemma2Layers(t *testing.T) {
+	m := mustParse(t, `{"model_type":"gemma2","hidden_size":2304,"num_attention_heads":8,"num_key_value_heads":4,"head_dim":256,"num_hidden_layers":4,"sliding_window":4096,"vocab_size":256000}`)
+	assert.Equal(t, []LayerKind{SlidingAttention, FullAttention, SlidingAttention, FullAttention}, m.Layers)
+}
