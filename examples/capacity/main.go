@@ -462,7 +462,7 @@ func writeEstimate(p *printer, m *capacity.Model, e *capacity.Estimate) {
 		if t.Detail != "" {
 			detail = "  " + t.Detail
 		}
-		p.f("%s\n", strings.TrimRight(fmt.Sprintf("  %-30s %8.2f GiB %11s%s", label, gib(t.Bytes), rng, detail), " "))
+		p.f("%s\n", strings.TrimRight(fmt.Sprintf("  %-30s %8.2f GiB %13s%s", label, gib(t.Bytes), rng, detail), " "))
 	}
 	if b.AvailableKV.Estimated {
 		line("total", capacity.Term{Bytes: b.TotalBytes, Low: b.TotalBytes, High: b.TotalBytes})
