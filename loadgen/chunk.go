@@ -856,9 +856,13 @@ func (s *scanner) optInt(v *int64, what string) error {
 		}
 		return fmt.Errorf("%s is not a number", what)
 	}
+	start := s.i
 	n, isInt, err := s.num()
 	if err != nil {
 		return err
+	}
+	if !isInt && c != '-' && bytes.IndexAny(s.b[start:s.i], ".eE") < 0 {
+		return fmt.Errorf("%s is %s, beyond any 64-bit count", what, s.b[start:min(s.i, start+40)])
 	}
 	if !isInt || n < 0 {
 		return fmt.Errorf("%s is not a non-negative integer", what)

@@ -444,7 +444,11 @@ func (rs *requestState) classify(ctx context.Context, err error, beforeHeaders b
 	case errors.As(err, &re):
 		return &Error{Kind: metrics.KindRedirect, Err: re}
 	case errors.Is(err, ErrHeadersTooLarge):
-		return &Error{Kind: metrics.KindOversize, Err: ErrHeadersTooLarge}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // StreamTransport's, with the limit; the URL is the request's own
+		}
+		return &Error{Kind: metrics.KindOversize, Err: err}
 	case strings.Contains(err.Error(), netHTTPHeadersTooLarge):
 		return &Error{Kind: metrics.KindOversize, Err: fmt.Errorf("%w (%s)", ErrHeadersTooLarge, errors.Unwrap(err))}
 	case errors.Is(err, errEventTooLarge):

@@ -252,7 +252,7 @@ func TestImplausibleUsageIsMalformed(t *testing.T) {
 			{hostileserver.UsageMax, true, "9223372036854775807"},
 			{hostileserver.UsageDecrease, true, "went down from 3 to 2"},
 			{hostileserver.UsageJump, true, "1000000003"},
-			{hostileserver.UsageOverflow, false, "not a non-negative integer"},
+			{hostileserver.UsageOverflow, false, "is 99999999999999999999, beyond any 64-bit count"},
 			{hostileserver.UsageNegative, false, "not a non-negative integer"},
 		} {
 			c := hostileClient(srv.BaseURL(tc.mode), tr)
