@@ -61,8 +61,9 @@ type Client struct {
 	// Header holds extra headers for every request.
 	Header http.Header
 	// HTTPClient sends the requests. Nil means a client on
-	// NewTransport(DefaultMaxConns). Its Timeout must be 0. The Client
-	// sends through a copy of it whose CheckRedirect applies the Client's
+	// NewTransport(DefaultMaxConns). Its Timeout must be 0: a client with
+	// a Timeout is refused (see [Client.Validate]). The Client sends
+	// through a copy of it whose CheckRedirect applies the Client's
 	// redirect policy first, then HTTPClient's own, if any.
 	HTTPClient *http.Client
 
@@ -78,11 +79,15 @@ type Client struct {
 	// DefaultMaxEventSize.
 	MaxEventSize int
 
-	once sync.Once
-	hc   *http.Client
+	once  sync.Once
+	hc    *http.Client
+	err   error  // what Validate found
+	shown string // BaseURL without user information, for messages
 }
 
-func (c *Client) httpClient() *http.Client {
+// setup checks the client and picks its HTTP client, once. It returns what
+// Validate found.
+func (c *Client) setup() error {
 	c.once.Do(func() {
 		base := c.HTTPClient
 		if base == nil {
@@ -93,7 +98,17 @@ func (c *Client) httpClient() *http.Client {
 			return checkRedirect(req, via, base.CheckRedirect)
 		}
 		c.hc = &hc
+		c.err = c.Validate()
+		c.shown = strings.TrimRight(c.BaseURL, "/")
+		if u, err := url.Parse(c.shown); err == nil {
+			c.shown = u.Redacted()
+		}
 	})
+	return c.err
+}
+
+func (c *Client) httpClient() *http.Client {
+	_ = c.setup()
 	return c.hc
 }
 
@@ -151,6 +166,12 @@ func portOf(u *url.URL) string {
 		return "443"
 	}
 	return "80"
+}
+
+// urlOf returns the URL req goes to, without user information, for
+// messages.
+func (c *Client) urlOf(req *Request) string {
+	return c.shown + req.API.path()
 }
 
 // CloseIdleConnections closes the idle connections of the client's
@@ -245,6 +266,9 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 // a nil obs means tl's own [metrics.Timeline.Observe]. The returned error is
 // also in tl. Measure allocates per request, not per chunk.
 func (c *Client) Measure(ctx context.Context, req *Request, tl *metrics.Timeline, obs Observer) error {
+	if tl == nil {
+		return &ConfigError{Field: "Client.Measure's Timeline", Reason: "is nil: pass the *metrics.Timeline to fill"}
+	}
 	return c.stream(ctx, req, tl, nil, obs, nil)
 }
 
@@ -274,6 +298,9 @@ var errStopped = errors.New("loadgen: the reader stopped")
 
 // stream is the one implementation behind Do, Measure and Stream. emit, when
 // not nil, receives decoded chunks; returning false stops the request.
+//
+// A Client or Request that cannot work is refused before anything is sent:
+// the error is its [*ConfigError], of kind KindOther.
 func (c *Client) stream(ctx context.Context, req *Request, tl *metrics.Timeline, id *string, obs Observer, emit func(*Chunk) bool) error {
 	now := time.Now()
 	if tl.Start.IsZero() {
@@ -282,8 +309,14 @@ func (c *Client) stream(ctx context.Context, req *Request, tl *metrics.Timeline,
 	if tl.Due.IsZero() {
 		tl.Due = tl.Start
 	}
+	body, err := c.check(req)
+	if err != nil {
+		tl.End = now
+		tl.Kind, tl.Err = metrics.KindOther, err
+		return err
+	}
 	rs := requestState{tl: tl, obs: obs, emit: emit, id: id}
-	err := rs.run(ctx, c, req)
+	err = rs.run(ctx, c, req, body)
 	tl.End = time.Now()
 	rs.finish()
 	if err != nil {
@@ -296,6 +329,17 @@ func (c *Client) stream(ctx context.Context, req *Request, tl *metrics.Timeline,
 		return e
 	}
 	return nil
+}
+
+// check returns the body of req, or why c or req cannot work.
+func (c *Client) check(req *Request) ([]byte, error) {
+	if c == nil {
+		return nil, &ConfigError{Field: "Client", Reason: "is nil"}
+	}
+	if err := c.setup(); err != nil {
+		return nil, err
+	}
+	return req.Body()
 }
 
 // requestState is one request in flight.
@@ -314,11 +358,7 @@ type requestState struct {
 	streamErr error
 }
 
-func (rs *requestState) run(ctx context.Context, c *Client, req *Request) error {
-	body, err := req.Body()
-	if err != nil {
-		return &Error{Kind: metrics.KindOther, Err: err}
-	}
+func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body []byte) error {
 	rs.rule = c.StallRule
 	rs.count.limit = tokenLimit(req.MaxTokens)
 	rs.count.maxTokens = req.MaxTokens
@@ -362,9 +402,12 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request) error 
 		hreq.Header[k] = vs
 	}
 
-	resp, err := c.httpClient().Do(hreq)
+	resp, err := c.hc.Do(hreq)
 	rs.setSent()
 	if err != nil {
+		if e := AsNotHTTP("POST "+c.urlOf(req), err); e != nil && context.Cause(ctx) == nil {
+			return e
+		}
 		return rs.classify(ctx, err, true)
 	}
 	defer resp.Body.Close()
@@ -375,8 +418,9 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request) error 
 	}
 	wd.enter(phaseFirst)
 
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		se := readStatusError(resp)
+		se.URL = "POST " + c.urlOf(req)
 		return &Error{Kind: se.kind(), Err: se}
 	}
 	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
@@ -384,7 +428,11 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request) error 
 		// anything still encoded here would be read as garbage.
 		return &Error{Kind: metrics.KindContentEncoding, Err: fmt.Errorf("%w: %q; the request did not ask for it", ErrContentEncoding, enc)}
 	}
-	return rs.read(ctx, cancel, c, resp.Body, wd)
+	label := labelOf(resp.Header.Get("Content-Type"))
+	if label == labelNotSSE {
+		return &Error{Kind: metrics.KindNotEventStream, Err: notEventStream("POST "+c.urlOf(req), resp, nil, cancel)}
+	}
+	return rs.read(ctx, cancel, c, resp, label, req, wd)
 }
 
 // An arrivalBody is a response body that knows when the bytes of its last
@@ -456,18 +504,24 @@ func (rs *requestState) classify(ctx context.Context, err error, beforeHeaders b
 	case beforeHeaders && rs.tl.Sent.IsZero():
 		return &Error{Kind: metrics.KindConnect, Err: err}
 	}
-	return &Error{Kind: metrics.KindTruncated, Err: errors.Join(ErrTruncated, err)}
+	return &Error{Kind: metrics.KindTruncated, Err: &causes{rule: ErrTruncated, err: err}}
 }
 
-// read consumes the SSE body.
-func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc, c *Client, body io.Reader, wd *watchdog) error {
+// read consumes the SSE body of resp, labelled as label says.
+func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc, c *Client, resp *http.Response, label streamLabel, req *Request, wd *watchdog) error {
 	maxEvent := c.MaxEventSize
 	if maxEvent <= 0 {
 		maxEvent = DefaultMaxEventSize
 	}
 	var ch chunk
+	body := resp.Body
 	events := newEventReader(body, maxEvent)
 	arrivals, _ := body.(arrivalBody)
+	if notSSE, err := events.checkStart(); err != nil {
+		return rs.classify(ctx, err, false)
+	} else if notSSE != nil || (label == labelUnsure && events.end == events.start && events.eof) {
+		return &Error{Kind: metrics.KindNotEventStream, Err: notEventStream("POST "+c.urlOf(req), resp, notSSE, cancel)}
+	}
 	for {
 		data, err := events.next()
 		if err == io.EOF {

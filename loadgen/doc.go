@@ -53,17 +53,25 @@
 // # Failures
 //
 // Every failure is an [*Error] with a [github.com/llmload/llmload/metrics.ErrorKind]
-// and a cause: [*StatusError] for a non-200 response (a length rejection
-// matches [ErrTooLong], a 429 [ErrRateLimited] with its Retry-After),
-// [*StreamError] for an error object in the stream or an SSE event of type
-// "error", [*ChunkError] for a malformed chunk, [*UsageError] for a count
-// that cannot be true, [*RedirectError] for a redirect not followed (a
-// loop, too many, or one that would turn the POST into a GET),
-// [ErrContentEncoding] for a body the transport did not decode (gzip),
-// [ErrOversize], [ErrHeadersTooLarge], [ErrTruncated], the phase deadlines
-// [ErrConnectTimeout], [ErrHeaderTimeout], [ErrFirstTokenTimeout] and
-// [ErrStall], or the context's cause. Whatever was measured before the
+// and a cause: [*StatusError] for a response outside 2xx, naming the
+// request (a length rejection matches [ErrTooLong], a 429 [ErrRateLimited]
+// with its Retry-After), [*NotEventStreamError] for an answer that is not
+// an event stream (an HTML page, a whole JSON completion, a peer that is
+// not HTTP), [*StreamError] for an error object in the stream or an SSE
+// event of type "error", [*ChunkError] for a malformed chunk,
+// [*UsageError] for a count that cannot be true, [*RedirectError] for a
+// redirect not followed (a loop, too many, or one that would turn the POST
+// into a GET), [ErrContentEncoding] for a body the transport did not decode
+// (gzip), [ErrOversize], [ErrHeadersTooLarge], [ErrTruncated], the phase
+// deadlines [ErrConnectTimeout], [ErrHeaderTimeout], [ErrFirstTokenTimeout]
+// and [ErrStall], or the context's cause. Whatever was measured before the
 // failure is kept.
+//
+// A [Generator], [Client] or [Request] that cannot work is refused before
+// anything is sent, with a [*ConfigError] naming the field and why: a
+// negative Concurrency, a Rate beside a Concurrency, an http.Client with a
+// Timeout, a Request changed after its first use, a Source that returns
+// nil. Each has a Validate method for tools that check before they run.
 //
 // # A hostile server
 //

@@ -77,28 +77,39 @@ func KindOf(err error) metrics.ErrorKind {
 	return metrics.KindOther
 }
 
-// StatusError is a response with a status other than 200. Message is the
+// StatusError is a response with a status outside 2xx. Message is the
 // server's own message where its body had one (OpenAI's, vLLM's and TGI's
 // error shapes), else the start of the body. Message, Type and Code hold
 // the server's text as it sent it; Error writes it on one line, with
 // control characters escaped.
 type StatusError struct {
 	StatusCode int
-	Message    string
+	// URL is the request that got the response, such as "POST
+	// http://127.0.0.1:8000/v1/chat/completions", without user
+	// information.
+	URL     string
+	Message string
 	// Type and Code come from the error body when it has them.
 	Type, Code string
 	// RetryAfter is the server's Retry-After on a 429 or 503, 0 when absent.
 	RetryAfter time.Duration
 }
 
-// Error says the status and the server's message.
+// Error says the status, the URL asked and the server's message, on one
+// line.
 func (e *StatusError) Error() string {
 	msg := fmt.Sprintf("server returned %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	if e.URL != "" {
+		msg += " to " + e.URL
+	}
 	if e.Message != "" {
 		msg += ": " + oneLine(e.Message)
 	}
 	if e.RetryAfter > 0 {
 		msg += fmt.Sprintf(" (retry after %v)", e.RetryAfter)
+	}
+	if (e.StatusCode == http.StatusNotFound || e.StatusCode == http.StatusMethodNotAllowed) && !strings.Contains(e.URL, "/v1/") {
+		msg += "; is BaseURL the API root? It usually ends in /v1"
 	}
 	return msg
 }

@@ -45,7 +45,8 @@ var (
 // A Source decides each request of a run: worker is the worker's index (in
 // an open-loop run, the arrival's slot), seq the request's number, counted
 // from 0 per worker in a closed loop and per run in an open loop. It is
-// called concurrently.
+// called concurrently. A Source that returns nil, or a Request that cannot
+// work (see [Request.Validate]), ends the run with a [*ConfigError].
 type Source func(worker, seq int) *Request
 
 // Repeat returns a Source that sends req every time.
@@ -68,7 +69,9 @@ func Repeat(req *Request) Source {
 // from when it was waiting on the client; that wait is reported apart.
 //
 // Set the fields before Run; a Generator runs once at a time. Progress may
-// be called from any goroutine while it runs.
+// be called from any goroutine while it runs. Settings that cannot work, or
+// that one another would silently override, are refused by Run before it
+// sends anything (see [Generator.Validate]).
 type Generator struct {
 	// Client sends the requests; required. Without an HTTPClient, Run uses
 	// a transport with a connection per worker.
@@ -76,28 +79,32 @@ type Generator struct {
 	// Source decides each request; required.
 	Source Source
 
-	// Concurrency is the number of closed-loop workers; 0 means 1.
+	// Concurrency is the number of closed-loop workers; 0 means 1. It is
+	// refused with a Rate: an open loop's cap is MaxInFlight.
 	Concurrency int
 	// Ramp spreads the workers' starts evenly over this time; 0 starts them
-	// together.
+	// together. Closed loop only.
 	Ramp time.Duration
 
 	// Rate, in requests per second, selects an open loop.
 	Rate float64
 	// Burstiness is the shape of the gamma distribution of inter-arrival
 	// times: 1 (or 0) is a Poisson process, below 1 burstier, above 1
-	// more regular.
+	// more regular. Open loop only.
 	Burstiness float64
 	// MaxInFlight caps the requests in flight in an open loop; 0 means
-	// 1024.
+	// 1024. Open loop only.
 	MaxInFlight int
-	// Seed makes open-loop arrivals reproducible; 0 picks one at random.
+	// Seed makes open-loop arrivals reproducible; 0 picks one at random. A
+	// closed loop has no random arrivals and does not use it.
 	Seed uint64
 
 	// Warmup is the least time before the window opens. After it,
 	// WarmupUntil, if set, is asked every DefaultWarmupPoll and the window
 	// opens when it returns true, or when WarmupTimeout has passed since
-	// the start (0: no limit).
+	// the start (0: no limit; only with WarmupUntil). Requests that end
+	// before the window opens are the warm-up's: the run's Summary counts
+	// them in Warmup alone, and WarmupSummary summarises them.
 	Warmup        time.Duration
 	WarmupUntil   func(Progress) bool
 	WarmupTimeout time.Duration
@@ -112,7 +119,8 @@ type Generator struct {
 	Requests int
 	// Drain lets the requests in flight at the end of the window finish
 	// (within DrainTimeout) instead of cancelling them. Tokens after the
-	// window are not counted either way.
+	// window are not counted either way; requests that finish then are
+	// counted in CompletedOutside. Only with a Duration.
 	Drain        bool
 	DrainTimeout time.Duration
 
@@ -124,10 +132,12 @@ type Generator struct {
 	// request; 0 means DefaultFailurePause, negative no pause.
 	FailurePause time.Duration
 
-	// Recorder receives every request; nil means a new one.
+	// Recorder receives every request; nil means a new one. It must be
+	// new: one that holds another recording is refused.
 	Recorder *metrics.Recorder
 
-	state atomic.Pointer[runState]
+	state   atomic.Pointer[runState]
+	running atomic.Bool
 }
 
 // Phase is where a run is.
@@ -174,8 +184,15 @@ type Progress struct {
 // Run is the result of a run: the summary of its window and how the run
 // itself went.
 type Run struct {
-	// Summary holds the measurement's columns.
+	// Summary holds the measurement's columns: the window's throughput and
+	// the requests that ended after it opened. Those that ended before are
+	// counted in Summary.Warmup alone; Summary.Requests counts them all, as
+	// Launched does.
 	Summary metrics.Summary
+	// WarmupSummary summarises the warm-up's requests apart. When the run
+	// ends before its window opens, every request is the warm-up's, and
+	// the window is empty, at the run's end.
+	WarmupSummary metrics.Summary
 	// Recorder holds the full distributions (Recorder.Histograms).
 	Recorder *metrics.Recorder
 	// Warmup is how long the warm-up lasted; WarmupTimedOut reports that
@@ -244,16 +261,24 @@ func (st *runState) Observe(tl *metrics.Timeline, t time.Time, tokens int) {
 }
 
 // Run runs the load and returns what it measured. The error is non-nil only
-// when the run could not go on: ctx ended (its cause is returned) or the
-// server was unreachable from the start. Even then the Run holds everything
-// measured so far. Request failures are not errors of Run: they are counted
-// in the summary by kind.
+// when the run could not go on: a setting that cannot work (a
+// [*ConfigError], before anything is sent, or from the Source), ctx ended
+// (its cause is returned), or the server was unreachable from the start.
+// The Run is never nil: it holds everything measured so far, and Stopped
+// says why it ended. Request failures are not errors of Run: they are
+// counted in the summary by kind.
 func (g *Generator) Run(ctx context.Context) (*Run, error) {
-	if g.Client == nil || g.Source == nil {
-		return nil, errors.New("loadgen: Generator needs a Client and a Source")
+	if g == nil {
+		err := &ConfigError{Field: "Generator", Reason: "is nil"}
+		return &Run{Stopped: err.Error()}, err
 	}
-	if g.Duration <= 0 && g.Requests <= 0 {
-		return nil, errors.New("loadgen: Generator needs a Duration or a number of Requests")
+	if !g.running.CompareAndSwap(false, true) {
+		err := &ConfigError{Field: "Generator", Reason: "is already running: a Generator runs once at a time; use one Generator per concurrent run"}
+		return &Run{Stopped: err.Error()}, err
+	}
+	defer g.running.Store(false)
+	if err := g.Validate(); err != nil {
+		return &Run{Recorder: g.Recorder, Stopped: err.Error()}, err
 	}
 	client := g.Client
 	n := max(g.Concurrency, 1)
@@ -295,6 +320,36 @@ func (g *Generator) Run(ctx context.Context) (*Run, error) {
 		}
 	}
 
+	// The window opens after the warm-up, or, when there is none, before
+	// the first request is sent.
+	var windowEnd <-chan time.Time
+	var windowTimer *time.Timer
+	defer func() {
+		if windowTimer != nil {
+			windowTimer.Stop()
+		}
+	}()
+	openWindow := func() {
+		d := g.Duration
+		if d <= 0 {
+			d = forever // until the requests are done
+		}
+		health.mark()
+		w := rec.OpenWindow(time.Now, d)
+		st.phase.Store(uint32(PhaseWindow))
+		if g.OnWindow != nil {
+			g.OnWindow(w)
+		}
+		if g.Duration > 0 {
+			windowTimer = time.NewTimer(time.Until(w.End))
+			windowEnd = windowTimer.C
+		}
+	}
+	warm := g.Warmup > 0 || g.WarmupUntil != nil
+	if !warm {
+		openWindow()
+	}
+
 	var wg errgroup.Group
 	allLaunched := make(chan struct{})
 	finished := make(chan struct{})
@@ -309,24 +364,10 @@ func (g *Generator) Run(ctx context.Context) (*Run, error) {
 	})
 	go func() { _ = wg.Wait(); close(finished) }()
 
-	// Warm-up, then the window.
-	run.Warmup, run.WarmupTimedOut = g.warmup(launchCtx, st, finished)
-	var windowEnd <-chan time.Time
-	if launchCtx.Err() == nil {
-		d := g.Duration
-		if d <= 0 {
-			d = forever // until the requests are done
-		}
-		health.mark()
-		w := rec.OpenWindow(time.Now, d)
-		st.phase.Store(uint32(PhaseWindow))
-		if g.OnWindow != nil {
-			g.OnWindow(w)
-		}
-		if g.Duration > 0 {
-			t := time.NewTimer(time.Until(w.End))
-			defer t.Stop()
-			windowEnd = t.C
+	if warm {
+		run.Warmup, run.WarmupTimedOut = g.warmup(launchCtx, st, finished)
+		if launchCtx.Err() == nil {
+			openWindow()
 		}
 	}
 
@@ -360,7 +401,14 @@ func (g *Generator) Run(ctx context.Context) (*Run, error) {
 	<-finished
 	st.phase.Store(uint32(PhaseDone))
 
+	if rec.Window().IsZero() {
+		// The window never opened: everything was warm-up, and the window
+		// is empty, at the end.
+		now := time.Now()
+		rec.SetWindow(metrics.Window{Start: now, End: now})
+	}
 	run.Summary = rec.Summary()
+	run.WarmupSummary = rec.SummaryOf(metrics.ScopeWarmup)
 	run.Launched = int(st.launched.Load())
 	run.Retried = int(st.retried.Load())
 	run.Late = int(st.late.Load())
@@ -434,6 +482,9 @@ func (g *Generator) closedLoop(launchCtx, reqCtx context.Context, c *Client, st 
 					return
 				}
 				tl := g.send(reqCtx, c, st, w, seq, time.Time{}, fail)
+				if tl == nil {
+					return // the Source failed, and the run ends
+				}
 				if tl.Kind != metrics.KindNone && launchCtx.Err() == nil {
 					sleep(launchCtx, g.pauseAfter(tl))
 				}
@@ -484,9 +535,18 @@ func (g *Generator) openLoop(launchCtx, reqCtx context.Context, c *Client, st *r
 }
 
 // send sends one request of the run, with its retries, and records every
-// attempt. It returns the last attempt's timeline.
+// attempt. It returns the last attempt's timeline, or nil when the Source
+// gave no request that can be sent: then the run fails.
 func (g *Generator) send(ctx context.Context, c *Client, st *runState, worker, seq int, due time.Time, fail func(error)) *metrics.Timeline {
 	req := g.Source(worker, seq)
+	if req == nil {
+		fail(&ConfigError{Field: "Generator.Source", Reason: fmt.Sprintf("returned nil for worker %d, request %d: a Source must return a *Request", worker, seq)})
+		return nil
+	}
+	if _, err := c.check(req); err != nil {
+		fail(err)
+		return nil
+	}
 	var tl *metrics.Timeline
 	for attempt := 0; attempt <= g.Retries; attempt++ {
 		if attempt > 0 {

@@ -3,7 +3,10 @@ package loadgen
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"reflect"
+	"slices"
 	"sync"
 )
 
@@ -76,6 +79,10 @@ type Message struct {
 // Request is one streaming completion request. The client encodes it once,
 // on first use, and reuses the encoding: a Request may be sent many times
 // and from many goroutines, but must not be changed after its first use.
+// A change is noticed: from then on the Request is refused with a
+// [*ConfigError] naming the field, rather than sent as it was. (Within a
+// slice or a map held in Extra, only a different length or a different
+// slice or map is noticed.) To send something else, make a new Request.
 type Request struct {
 	API   API
 	Model string
@@ -103,12 +110,123 @@ type Request struct {
 	once sync.Once
 	body []byte
 	err  error
+	sent *Request // the fields as first encoded, to notice a change
 }
 
-// Body returns the JSON body the request sends.
+// Body returns the JSON body the request sends. It returns a
+// [*ConfigError] for a Request that cannot work (see [Request.Validate]) or
+// that was changed after its first use.
 func (r *Request) Body() ([]byte, error) {
-	r.once.Do(func() { r.body, r.err = r.encode() })
-	return r.body, r.err
+	if r == nil {
+		return nil, &ConfigError{Field: "Request", Reason: "is nil"}
+	}
+	r.once.Do(func() {
+		if r.err = r.Validate(); r.err != nil {
+			return
+		}
+		r.body, r.err = r.encode()
+		r.sent = r.snapshot()
+	})
+	if r.err != nil {
+		return nil, r.err
+	}
+	if field := r.changed(); field != "" {
+		return nil, &ConfigError{Field: "Request." + field, Reason: "was changed after the request was first sent: a Request is encoded once, on first use, and would go on sending its first body; make a new Request for a new body"}
+	}
+	return r.body, nil
+}
+
+// snapshot copies the fields a body is made of.
+func (r *Request) snapshot() *Request {
+	s := &Request{
+		API: r.API, Model: r.Model, Prompt: r.Prompt, Messages: slices.Clone(r.Messages),
+		MaxTokens: r.MaxTokens, MinTokens: r.MinTokens, IgnoreEOS: r.IgnoreEOS, Usage: r.Usage,
+		Extra: maps.Clone(r.Extra), Header: r.Header.Clone(),
+	}
+	if r.Temperature != nil {
+		t := *r.Temperature
+		s.Temperature = &t
+	}
+	return s
+}
+
+// changed returns the name of the first field that differs from the
+// snapshot taken at the first encoding, or "". It costs a comparison per
+// field, message, header value and Extra entry, and allocates nothing;
+// strings that still share their bytes compare at once.
+func (r *Request) changed() string {
+	s := r.sent
+	switch {
+	case r.API != s.API:
+		return "API"
+	case r.Model != s.Model:
+		return "Model"
+	case r.Prompt != s.Prompt:
+		return "Prompt"
+	case !slices.Equal(r.Messages, s.Messages):
+		return "Messages"
+	case r.MaxTokens != s.MaxTokens:
+		return "MaxTokens"
+	case r.MinTokens != s.MinTokens:
+		return "MinTokens"
+	case r.IgnoreEOS != s.IgnoreEOS:
+		return "IgnoreEOS"
+	case (r.Temperature == nil) != (s.Temperature == nil) || (r.Temperature != nil && *r.Temperature != *s.Temperature):
+		return "Temperature"
+	case r.Usage != s.Usage:
+		return "Usage"
+	case !sameExtra(r.Extra, s.Extra):
+		return "Extra"
+	case !maps.EqualFunc(r.Header, s.Header, slices.Equal[[]string]):
+		return "Header"
+	}
+	return ""
+}
+
+// sameExtra reports whether the Extra fields a and b hold the same values:
+// equal where the values are comparable, the same slice or map of the same
+// length where they are not.
+func sameExtra(a, b map[string]any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, va := range a {
+		vb, ok := b[k]
+		if !ok || !sameValue(va, vb) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameValue(a, b any) bool {
+	ta := reflect.TypeOf(a)
+	if ta != reflect.TypeOf(b) {
+		return false
+	}
+	if ta == nil {
+		return true // both nil
+	}
+	switch ta.Kind() {
+	case reflect.Slice, reflect.Map:
+		va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+		return va.UnsafePointer() == vb.UnsafePointer() && va.Len() == vb.Len()
+	}
+	if !ta.Comparable() {
+		return true // a struct holding a slice or a map: not compared
+	}
+	return equal(a, b)
+}
+
+// equal is a == b, and true where the comparison panics: a struct whose
+// interface field holds a slice or a map cannot be compared.
+func equal(a, b any) (eq bool) {
+	defer func() {
+		if recover() != nil {
+			eq = true
+		}
+	}()
+	return a == b
 }
 
 func (r *Request) encode() ([]byte, error) {

@@ -304,7 +304,7 @@ func TestBrokenHTTPResponses(t *testing.T) {
 		tokens      int
 		kind        metrics.ErrorKind
 	}{
-		{"not HTTP", "SSH-2.0-OpenSSH_9.6\r\n\r\n", 0, metrics.KindTruncated},
+		{"not HTTP", "SSH-2.0-OpenSSH_9.6\r\n\r\n", 0, metrics.KindNotEventStream},
 		{"cut in the headers", "HTTP/1.1 200 OK\r\nContent-Ty", 0, metrics.KindTruncated},
 		{"bad chunk size", sse + "Transfer-Encoding: chunked\r\n\r\nZZ\r\ndata: x\r\n", 0, metrics.KindTruncated},
 		{"cut in a chunk", sse + "Transfer-Encoding: chunked\r\n\r\n" + fmt.Sprintf("%x\r\n%s", len(tokenChunk("a"))+40, tokenChunk("a")), 1, metrics.KindTruncated},

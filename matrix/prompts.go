@@ -145,6 +145,9 @@ func (p *PromptSizer) count(ctx context.Context, text string) (int, error) {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
+		if e := loadgen.AsNotHTTP("POST "+req.URL.Redacted(), err); e != nil {
+			return 0, e
+		}
 		return 0, fmt.Errorf("matrix: POST /tokenize: %w", err)
 	}
 	defer resp.Body.Close()

@@ -1,0 +1,230 @@
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"strings"
+)
+
+// A ConfigError is a setting of a [Generator], a [Client] or a [Request]
+// that cannot work, found before anything is sent: which field, and why.
+// Where several fields are wrong, the error holds one ConfigError for each
+// (errors.As finds the first; its message lists them all).
+type ConfigError struct {
+	// Field names the setting, such as "Generator.Concurrency" or
+	// "Client.HTTPClient.Timeout".
+	Field string
+	// Reason says what is wrong with it and what to do.
+	Reason string
+}
+
+// Error names the field and says why it cannot work.
+func (e *ConfigError) Error() string {
+	return "loadgen: " + e.Field + " " + e.Reason
+}
+
+// configErrors collects the ConfigErrors of one check.
+type configErrors []error
+
+func (errs *configErrors) add(field, format string, args ...any) {
+	*errs = append(*errs, &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)})
+}
+
+// join adds the errors err holds, if any.
+func (errs *configErrors) join(err error) {
+	switch e := err.(type) {
+	case nil:
+	case configErrors:
+		*errs = append(*errs, e...)
+	default:
+		*errs = append(*errs, err)
+	}
+}
+
+// err returns nil, the one error, or all of them as one error.
+func (errs configErrors) err() error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return errs
+}
+
+// Error lists every error on one line.
+func (errs configErrors) Error() string {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+		if i > 0 {
+			msgs[i] = strings.TrimPrefix(msgs[i], "loadgen: ")
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Unwrap returns the errors, for errors.Is and errors.As.
+func (errs configErrors) Unwrap() []error { return errs }
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// Validate reports the settings of g that cannot work, its Client's
+// included, as [*ConfigError]s. [Generator.Run] refuses such a Generator
+// before it sends anything.
+func (g *Generator) Validate() error {
+	var errs configErrors
+	bad := func(field, format string, args ...any) { errs.add("Generator."+field, format, args...) }
+	if g.Client == nil {
+		bad("Client", "is nil: set a *Client for the server")
+	} else {
+		errs.join(g.Client.Validate())
+	}
+	if g.Source == nil {
+		bad("Source", "is nil: set one, such as Repeat(req)")
+	}
+	if g.Concurrency < 0 {
+		bad("Concurrency", "is %d: set 1 or more (0 means 1)", g.Concurrency)
+	}
+	switch {
+	case !finite(g.Rate) || g.Rate < 0:
+		bad("Rate", "is %v: set requests per second above 0 for an open loop, or 0 for a closed loop", g.Rate)
+	case g.Rate > 0:
+		if g.Concurrency > 0 {
+			bad("Concurrency", "is %d with Rate %v: an open loop has no workers to count; cap its requests in flight with MaxInFlight, or set Rate to 0 for a closed loop of Concurrency workers", g.Concurrency, g.Rate)
+		}
+		if g.Ramp != 0 {
+			bad("Ramp", "is %v with Rate %v: it spreads the starts of a closed loop's workers; an open loop's requests arrive at Rate from the start", g.Ramp, g.Rate)
+		}
+	default:
+		if g.MaxInFlight != 0 {
+			bad("MaxInFlight", "is %d without a Rate: it caps an open loop; a closed loop keeps Concurrency requests in flight", g.MaxInFlight)
+		}
+		if g.Burstiness != 0 {
+			bad("Burstiness", "is %v without a Rate: it shapes an open loop's arrivals", g.Burstiness)
+		}
+	}
+	if !finite(g.Burstiness) || g.Burstiness < 0 {
+		bad("Burstiness", "is %v: set a shape above 0 (1 or 0 is a Poisson process)", g.Burstiness)
+	}
+	if g.MaxInFlight < 0 {
+		bad("MaxInFlight", "is %d: set 1 or more (0 means 1024)", g.MaxInFlight)
+	}
+	for _, d := range []struct {
+		field string
+		v     any
+		neg   bool
+	}{
+		{"Ramp", g.Ramp, g.Ramp < 0}, {"Warmup", g.Warmup, g.Warmup < 0}, {"WarmupTimeout", g.WarmupTimeout, g.WarmupTimeout < 0},
+		{"Duration", g.Duration, g.Duration < 0}, {"Requests", g.Requests, g.Requests < 0},
+		{"DrainTimeout", g.DrainTimeout, g.DrainTimeout < 0}, {"Retries", g.Retries, g.Retries < 0},
+	} {
+		if d.neg {
+			bad(d.field, "is %v: it cannot be negative", d.v)
+		}
+	}
+	if g.Duration == 0 && g.Requests == 0 {
+		bad("Duration", "and Generator.Requests are both 0: set the window's length, or how many requests to send")
+	}
+	if g.WarmupTimeout != 0 && g.WarmupUntil == nil {
+		bad("WarmupTimeout", "is %v without WarmupUntil: it bounds the wait for WarmupUntil; without it the window opens after Warmup", g.WarmupTimeout)
+	}
+	if g.DrainTimeout != 0 && !g.Drain {
+		bad("DrainTimeout", "is %v without Drain: it bounds the wait for the requests in flight when Drain is set", g.DrainTimeout)
+	}
+	if g.Drain && g.Duration <= 0 {
+		bad("Drain", "is set without a Duration: it lets requests finish after a window of Duration; a run of Requests waits for them all anyway")
+	}
+	if rec := g.Recorder; rec != nil {
+		if snap := rec.Snapshot(); snap.Recorded > 0 || snap.Tokens > 0 || !rec.Window().IsZero() {
+			bad("Recorder", "already holds a recording (%d requests): its window and counts would mix with this run's; give every run a new Recorder", snap.Recorded)
+		}
+	}
+	return errs.err()
+}
+
+// Validate reports the settings of c that cannot work as [*ConfigError]s:
+// a BaseURL that is not an http or https URL, an HTTPClient with a Timeout
+// (which would cut every stream longer than it), a negative MaxEventSize.
+// A Client checks itself before its first request and refuses every
+// request while one stands.
+func (c *Client) Validate() error {
+	if c == nil {
+		return &ConfigError{Field: "Client", Reason: "is nil"}
+	}
+	var errs configErrors
+	_, err := parseBaseURL(c.BaseURL)
+	errs.join(err)
+	if c.HTTPClient != nil && c.HTTPClient.Timeout != 0 {
+		errs.add("Client.HTTPClient.Timeout", "is %v: it would cut every stream longer than that, mid-stream, whatever the server does; set it to 0 and bound each phase with the Client's ConnectTimeout, HeaderTimeout, FirstTokenTimeout and StallTimeout", c.HTTPClient.Timeout)
+	}
+	if c.MaxEventSize < 0 {
+		errs.add("Client.MaxEventSize", "is %d: set a size in bytes, or 0 for DefaultMaxEventSize", c.MaxEventSize)
+	}
+	return errs.err()
+}
+
+// parseBaseURL checks a Client's BaseURL.
+func parseBaseURL(base string) (*url.URL, error) {
+	const field = "Client.BaseURL"
+	if base == "" {
+		return nil, &ConfigError{Field: field, Reason: "is empty: set the API root, such as http://127.0.0.1:8000/v1"}
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		reason := err.Error()
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			reason = ue.Err.Error() // without the URL, which may hold a password
+		}
+		return nil, &ConfigError{Field: field, Reason: fmt.Sprintf("is not a URL (%s): set the API root, such as http://127.0.0.1:8000/v1", reason)}
+	}
+	shown := u.Redacted()
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, &ConfigError{Field: field, Reason: fmt.Sprintf("%q is not an http or https URL: set the API root, such as http://127.0.0.1:8000/v1", shown)}
+	case u.Host == "":
+		return nil, &ConfigError{Field: field, Reason: fmt.Sprintf("%q has no host", shown)}
+	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
+		return nil, &ConfigError{Field: field, Reason: fmt.Sprintf("%q has a query or a fragment: requests append /chat/completions or /completions to it; set the API root alone", shown)}
+	}
+	return u, nil
+}
+
+// Validate reports the settings of r that cannot work as [*ConfigError]s:
+// an unknown API or Usage, negative token counts, MinTokens above
+// MaxTokens, text that would not be sent (Messages on the Completions API,
+// a Prompt beside Messages), a Temperature that is not a number.
+func (r *Request) Validate() error {
+	if r == nil {
+		return &ConfigError{Field: "Request", Reason: "is nil"}
+	}
+	var errs configErrors
+	if r.API != Chat && r.API != Completions {
+		errs.add("Request.API", "is %v: use Chat or Completions", r.API)
+	}
+	if r.Usage > UsageNone {
+		errs.add("Request.Usage", "is %d: use UsageContinuous, UsageFinal or UsageNone", r.Usage)
+	}
+	if r.MaxTokens < 0 {
+		errs.add("Request.MaxTokens", "is %d: set 1 or more, or 0 to leave it to the server", r.MaxTokens)
+	}
+	if r.MinTokens < 0 {
+		errs.add("Request.MinTokens", "is %d: set 1 or more, or 0 for none", r.MinTokens)
+	}
+	if r.MaxTokens > 0 && r.MinTokens > r.MaxTokens {
+		errs.add("Request.MinTokens", "is %d, above MaxTokens %d", r.MinTokens, r.MaxTokens)
+	}
+	if r.API == Completions && len(r.Messages) > 0 {
+		errs.add("Request.Messages", "are set on a Completions request, which sends only Prompt: put the text in Prompt, or use Chat")
+	}
+	if r.API == Chat && len(r.Messages) > 0 && r.Prompt != "" {
+		errs.add("Request.Prompt", "is set beside Messages, and a Chat request with Messages sends them alone: put the prompt in a message")
+	}
+	if r.Temperature != nil && !finite(*r.Temperature) {
+		errs.add("Request.Temperature", "is %v: JSON has no such number", *r.Temperature)
+	}
+	return errs.err()
+}

@@ -1,0 +1,267 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/llmload/llmload/metrics"
+)
+
+// ErrNotEventStream is the cause of a response that is not an event
+// stream: see [NotEventStreamError].
+var ErrNotEventStream = errors.New("loadgen: the response is not an event stream")
+
+// NotEventStreamError is an answer that is not the event stream a streaming
+// request asks for: a 2xx response of another Content-Type (an HTML login
+// page, a plain JSON completion from a server that ignored "stream": true),
+// one labelled text/event-stream whose first bytes are not, or a peer that
+// does not speak HTTP at all. Its kind is
+// [github.com/llmload/llmload/metrics.KindNotEventStream].
+//
+// A response without a Content-Type, or with text/plain, is read as an
+// event stream when its first line is one (a data, event, id or retry
+// field, or a comment), since some servers and proxies label streams so.
+type NotEventStreamError struct {
+	// URL is the request, such as "POST
+	// http://127.0.0.1:8000/v1/chat/completions", without user
+	// information.
+	URL string
+	// StatusCode and Status are the response's ("200 OK"). When the peer
+	// did not answer in HTTP, StatusCode is 0 and Status says what was
+	// wrong with its answer ("malformed HTTP response").
+	StatusCode int
+	Status     string
+	// ContentType is the response's Content-Type header, "" if none.
+	ContentType string
+	// Body is the start of what came back (for a peer that did not answer
+	// in HTTP, the part of its first line at fault), about 64 bytes, with
+	// control characters and runs of white space replaced by one space,
+	// and "…" where more came.
+	Body string
+	// NotHTTP reports a peer that did not answer in HTTP.
+	NotHTTP bool
+}
+
+// Error says what came back instead of an event stream, on one line.
+func (e *NotEventStreamError) Error() string {
+	var b strings.Builder
+	if e.NotHTTP {
+		fmt.Fprintf(&b, "%s did not answer in HTTP (%s %q); is that the address of the server's HTTP API?", e.URL, e.Status, e.Body)
+		return b.String()
+	}
+	ct := "no Content-Type"
+	if e.ContentType != "" {
+		ct = "Content-Type " + strconv.Quote(e.ContentType)
+	}
+	fmt.Fprintf(&b, "%s answered %s with %s", e.URL, e.Status, ct)
+	if mediaType(e.ContentType) == "text/event-stream" {
+		b.WriteString(", but its body is not an event stream")
+	} else {
+		b.WriteString(", not an event stream")
+	}
+	if e.Body == "" {
+		b.WriteString(", and an empty body")
+	} else {
+		fmt.Fprintf(&b, "; the body begins %q", e.Body)
+	}
+	switch mediaType(e.ContentType) {
+	case "text/html":
+		b.WriteString(": a web page, such as a login page or a web UI; check BaseURL")
+	case "application/json":
+		b.WriteString(": a whole response at once, as from a server that ignored \"stream\": true or an endpoint that does not stream")
+	case "application/x-ndjson":
+		b.WriteString(": newline-delimited JSON, as from a native API (Ollama's /api); point BaseURL at the OpenAI-compatible API, such as http://host:11434/v1")
+	}
+	return b.String()
+}
+
+// Unwrap returns [ErrNotEventStream].
+func (e *NotEventStreamError) Unwrap() error { return ErrNotEventStream }
+
+// mediaType returns a Content-Type's media type, lower-cased, without
+// parameters.
+func mediaType(ct string) string {
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	return strings.ToLower(strings.TrimSpace(ct))
+}
+
+// streamLabel says how a 2xx response's Content-Type labels its body.
+type streamLabel uint8
+
+const (
+	labelStream streamLabel = iota // text/event-stream
+	labelUnsure                    // none, or text/plain: the first line decides
+	labelNotSSE                    // anything else
+)
+
+// labelOf reads a Content-Type without allocating.
+func labelOf(ct string) streamLabel {
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	ct = strings.TrimSpace(ct)
+	switch {
+	case strings.EqualFold(ct, "text/event-stream"):
+		return labelStream
+	case ct == "" || strings.EqualFold(ct, "text/plain"):
+		return labelUnsure
+	}
+	return labelNotSSE
+}
+
+// sampleSize is how much of a body a NotEventStreamError quotes, and how
+// much of the first line decides whether a body is an event stream.
+const sampleSize = 64
+
+// sampleWait bounds the wait for the start of a body that is not an event
+// stream.
+const sampleWait = time.Second
+
+// notEventStream returns the error for resp, whose body is not an event
+// stream, with the start of its body: sample if given, else what comes
+// within sampleWait (cancel ends the wait).
+func notEventStream(url string, resp *http.Response, sample []byte, cancel context.CancelCauseFunc) *NotEventStreamError {
+	if sample == nil {
+		t := time.AfterFunc(sampleWait, func() { cancel(errStopped) })
+		buf := make([]byte, sampleSize+1) // one more, to know whether it is cut
+		n, _ := io.ReadFull(resp.Body, buf)
+		t.Stop()
+		sample = buf[:n]
+	}
+	return &NotEventStreamError{
+		URL: url, StatusCode: resp.StatusCode, Status: statusLine(resp.StatusCode),
+		ContentType: resp.Header.Get("Content-Type"), Body: bodyStart(sample),
+	}
+}
+
+func statusLine(code int) string {
+	return strings.TrimSpace(strconv.Itoa(code) + " " + http.StatusText(code))
+}
+
+// checkStart reads the start of the stream, without consuming it, until it
+// holds the first line (or sampleSize bytes of it, or the stream ends), and
+// returns the start of the body when that line is not one of an event
+// stream: a field (data, event, id, retry) or a comment. Blank lines and a
+// byte-order mark before it are skipped. An empty body, or a read error
+// before any byte, is left to the reader.
+func (e *eventReader) checkStart() (notSSE []byte, err error) {
+	for {
+		window := e.buf[e.start:e.end]
+		head := bytes.TrimLeft(bytes.TrimPrefix(window, bom), "\r\n")
+		if i := lineEnd(head); i >= 0 || len(head) > sampleSize || e.eof {
+			line := head
+			if i >= 0 {
+				line = head[:i]
+			}
+			if len(head) == 0 || isFieldLine(line) {
+				return nil, nil
+			}
+			return bytes.Clone(head[:min(len(head), sampleSize+1)]), nil
+		}
+		if err := e.fill(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// isFieldLine reports whether line begins an event stream: a comment, or a
+// field an event stream's first line carries.
+func isFieldLine(line []byte) bool {
+	if len(line) > 0 && line[0] == ':' {
+		return true
+	}
+	name := line
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		name = line[:i]
+	}
+	switch string(name) {
+	case "data", "event", "id", "retry":
+		return true
+	}
+	return false
+}
+
+// bodyStart returns the start of a body as a message quotes it: at most
+// sampleSize bytes of b, sanitized, with "…" when b holds more.
+func bodyStart(b []byte) string {
+	if len(b) <= sampleSize {
+		return sanitize(b)
+	}
+	b = b[:sampleSize]
+	for i := 0; i < utf8.UTFMax-1 && !utf8.Valid(b); i++ {
+		b = b[:len(b)-1] // a character cut at the end
+	}
+	return sanitize(b) + "…"
+}
+
+// sanitize returns b as valid UTF-8 on one line: control characters and
+// runs of white space become one space, and an invalid byte U+FFFD.
+func sanitize(b []byte) string {
+	var s strings.Builder
+	space := false
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		b = b[n:]
+		if unicode.IsSpace(r) || unicode.IsControl(r) || isBidiControl(r) {
+			space = true
+			continue
+		}
+		if space && s.Len() > 0 {
+			s.WriteByte(' ')
+		}
+		space = false
+		s.WriteRune(r)
+	}
+	return s.String()
+}
+
+// AsNotHTTP returns the failure of a request whose peer did not answer in
+// HTTP, as net/http's transport and [StreamTransport] report it (a
+// malformed HTTP response, status code or version), the way the client
+// reports it: an [*Error] of kind KindNotEventStream holding a
+// [*NotEventStreamError]. For any other error it returns nil. request names
+// the request, such as "POST http://127.0.0.1:8000/tokenize", without user
+// information. A tool that makes HTTP requests of its own to a server uses
+// it to report that case as the client does.
+func AsNotHTTP(request string, err error) *Error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, what := range []string{"malformed HTTP response ", "malformed HTTP status code ", "malformed HTTP version "} {
+		i := strings.Index(msg, what)
+		if i < 0 {
+			continue
+		}
+		sent := msg[i+len(what):]
+		if q, err := strconv.QuotedPrefix(sent); err == nil {
+			sent, _ = strconv.Unquote(q)
+		}
+		return &Error{Kind: metrics.KindNotEventStream, Err: &NotEventStreamError{
+			URL: request, NotHTTP: true, Status: strings.TrimSpace(what), Body: bodyStart([]byte(sent)),
+		}}
+	}
+	return nil
+}
+
+// causes are two causes of one failure: the rule the request broke and the
+// error that showed it. Its message is on one line; errors.Is and errors.As
+// see both.
+type causes struct {
+	rule, err error
+}
+
+func (c *causes) Error() string { return c.rule.Error() + ": " + oneLine(c.err.Error()) }
+
+func (c *causes) Unwrap() []error { return []error{c.rule, c.err} }
