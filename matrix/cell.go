@@ -73,8 +73,8 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	close(watch)
 	wg.Wait()
 	samples := cr.sampler.Summary()
-	if run == nil {
-		return runErr
+	if _, ok := errors.AsType[*loadgen.ConfigError](runErr); ok {
+		return runErr // nothing was sent
 	}
 	// The seed's meaning: TTFT and the other per-request figures are over
 	// every request the cell launched, warm-up included; throughput is the

@@ -90,9 +90,12 @@ func (r *Runner) logf(format string, args ...any) {
 	}
 }
 
-// Run runs the matrix. It returns the results even when it fails or ctx
-// ends; then Complete is false, the cell in progress (if any) is marked
-// Partial, and the error says why.
+// Run runs the matrix. Once it has started, it returns the results even
+// when it fails or ctx ends; then Complete is false, the cell in progress
+// (if any) is marked Partial, and the error says why. A spec that cannot
+// work ([*SpecError]), a Client that cannot ([*loadgen.ConfigError]) or
+// results to resume of another spec are refused before anything is sent,
+// with nil results.
 //
 // The password of the spec's URL and the client's API key are used for
 // the requests (the key only for the URL's origin) and appear in nothing
@@ -106,6 +109,9 @@ func (r *Runner) Run(ctx context.Context) (*Results, error) {
 	c := r.Client
 	if c == nil {
 		c = &loadgen.Client{BaseURL: spec.URL}
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("matrix: Runner.Client: %w", err)
 	}
 	r.secrets = loadgen.NewRedactor(spec.URL, c.APIKey)
 	res, err := r.run(ctx, spec, c)

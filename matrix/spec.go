@@ -144,45 +144,100 @@ func (s Spec) WithDefaults() Spec {
 	return s
 }
 
-// Validate reports what is wrong with a spec, if anything.
+// A SpecError is a field of a [Spec] that cannot work, and why. Where
+// several fields are wrong, [Spec.Validate] returns one for each, as one
+// error on one line (errors.As finds the first).
+type SpecError struct {
+	Field, Reason string
+}
+
+// Error names the field and says why it cannot work.
+func (e *SpecError) Error() string { return "matrix: Spec." + e.Field + " " + e.Reason }
+
+// specErrors are the SpecErrors of one spec, on one line.
+type specErrors []error
+
+func (errs specErrors) Error() string {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+		if i > 0 {
+			msgs[i] = strings.TrimPrefix(msgs[i], "matrix: ")
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (errs specErrors) Unwrap() []error { return errs }
+
+// Validate reports the fields of a spec that cannot work, as
+// [*SpecError]s. [Runner.Run] refuses such a spec before it sends
+// anything.
 func (s Spec) Validate() error {
-	var errs []error
+	var errs specErrors
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &SpecError{Field: field, Reason: fmt.Sprintf(format, args...)})
+	}
 	if s.URL == "" {
-		errs = append(errs, errors.New("matrix: the spec has no URL"))
+		bad("URL", "is empty: set the server's API root, such as http://127.0.0.1:8000/v1")
 	} else if err := CheckURL(s.URL); err != nil {
-		errs = append(errs, err)
+		bad("URL", "%s", strings.TrimPrefix(err.Error(), "matrix: URL "))
+	} else if ce, ok := errors.AsType[*loadgen.ConfigError]((&loadgen.Client{BaseURL: s.URL}).Validate()); ok {
+		bad("URL", "%s", ce.Reason)
+	}
+	if s.Contexts != nil && len(s.Contexts) == 0 {
+		bad("Contexts", "is empty: the decode grid would have no rows (nil means the defaults)")
 	}
 	for _, c := range s.Contexts {
 		if c < 0 {
-			errs = append(errs, fmt.Errorf("matrix: negative context %d", c))
+			bad("Contexts", "holds %d: a context is 0 tokens or more", c)
 		}
+	}
+	if s.Concurrency != nil && len(s.Concurrency) == 0 {
+		bad("Concurrency", "is empty: the decode grid would have no columns (nil means the defaults)")
 	}
 	for _, n := range s.Concurrency {
 		if n < 1 {
-			errs = append(errs, fmt.Errorf("matrix: concurrency %d is below 1", n))
+			bad("Concurrency", "holds %d, below 1: a concurrency is 1 request or more", n)
 		}
 		if n > MaxConcurrency {
-			errs = append(errs, fmt.Errorf("matrix: concurrency %d is above %d, the most one process runs with honest timing; split the load over machines", n, MaxConcurrency))
+			bad("Concurrency", "holds %d, above %d, the most one process runs with honest timing: split the load over machines", n, MaxConcurrency)
 		}
 	}
 	for _, c := range s.Prefill {
 		if c < 1 {
-			errs = append(errs, fmt.Errorf("matrix: prefill context %d is below 1", c))
+			bad("Prefill", "holds %d: a prefill context is 1 token or more", c)
 		}
 	}
-	if s.Duration < 0 || s.MaxTokens < 0 {
-		errs = append(errs, errors.New("matrix: negative duration or max tokens"))
+	if s.Duration < 0 {
+		bad("Duration", "is %v: set a window of 1s or more (0 means the default)", time.Duration(s.Duration))
 	}
-	if t := s.ErrorThreshold; !(t >= 0 && t <= 1) {
-		errs = append(errs, fmt.Errorf("matrix: error threshold %g is not a share between 0 and 1", t))
+	if s.MaxTokens < 0 {
+		bad("MaxTokens", "is %d: set 1 or more (0 means the default)", s.MaxTokens)
 	}
-	if w := s.Warmup; w != nil && (w.Min < 0 || w.Flow < 0 || w.Timeout < 0 || w.PerContextK < 0) {
-		errs = append(errs, errors.New("matrix: negative warm-up duration"))
+	if !(s.ErrorThreshold >= 0 && s.ErrorThreshold <= 1) {
+		bad("ErrorThreshold", "is %v: an error threshold is a share from 0 to 1 (0 means the default)", s.ErrorThreshold)
+	}
+	if w := s.Warmup; w != nil {
+		for _, d := range []struct {
+			name string
+			v    Duration
+		}{{"Min", w.Min}, {"Flow", w.Flow}, {"Timeout", w.Timeout}, {"PerContextK", w.PerContextK}} {
+			if d.v < 0 {
+				bad("Warmup."+d.name, "is %v: a negative warm-up duration cannot work", time.Duration(d.v))
+			}
+		}
 	}
 	if o := s.SLO; o != nil && (o.TTFT < 0 || o.TPOT < 0 || o.Latency < 0) {
-		errs = append(errs, errors.New("matrix: negative SLO"))
+		bad("SLO", "has a negative objective: each is a duration, or 0 for none")
 	}
-	return errors.Join(errs...)
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return errs
 }
 
 // CheckURL reports why a server's base URL cannot work, if it cannot:
