@@ -601,7 +601,7 @@ func (mm *memoryModel) budget(e *Estimate, m *Model, l VLLM, tp, pp int) []strin
 		n, detail := m.weightsPerGPU(q, l.LanguageModelOnly, tp, pp)
 		fromFiles := m.Weights != nil && m.Weights.LanguageBytes > 0 && q == m.Quantization
 		if m.Vision != nil && !l.LanguageModelOnly {
-			e.Notes = append(e.Notes, "the vision encoder's profiling peak is not in the activation estimate; --language-model-only or -activation-gib from the log removes the doubt")
+			e.Notes = append(e.Notes, "the vision encoder's profiling peak is not in the activation estimate; LanguageModelOnly (vLLM's --language-model-only), or ActivationBytes read from the start-up log, removes the doubt")
 		}
 		if fromFiles {
 			b.Weights = estimated(n, n, n, detail)
