@@ -2,13 +2,11 @@ package matrix
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/llmload/llmload/loadgen"
@@ -16,18 +14,19 @@ import (
 )
 
 // cell measures one cell: idle barrier, scout, N closed-loop streams, a
-// bounded warm-up, the window, classification. It returns an error only
-// when the run must stop (ctx ended); the cell then holds what was measured,
-// marked Partial.
+// warm-up that ends when the cell is steady or clearly never will be, the
+// window, classification. It returns an error only when the run must stop
+// (ctx ended); the cell then holds what was measured, marked Partial.
 func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	spec := cr.spec
-	row, err := cr.scout(ctx, c.ContextTokens)
+	sc := cr.scout(ctx, c.ContextTokens, "cell")
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	if err != nil {
-		// The server refused even one request of this context.
-		c.Status, c.Reason = classifyScout(err)
+	c.PromptTokens = sc.PromptTokens
+	c.Requests, c.Errors, c.ErrorKinds = sc.Requests, sc.Errors, maps.Clone(sc.ErrorKinds)
+	if sc.Status != Valid {
+		c.Status, c.Reason = sc.Status, sc.Reason
 		return nil
 	}
 	p := cr.prompts[c.ContextTokens]
@@ -42,33 +41,38 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	if spec.SLO != nil {
 		rec.SLO = metrics.SLO{TTFT: cr.r.wall(time.Duration(spec.SLO.TTFT)), TPOT: cr.r.wall(time.Duration(spec.SLO.TPOT)), Latency: cr.r.wall(time.Duration(spec.SLO.Latency))}
 	}
-	var allSince atomic.Int64 // when every stream first had a token (UnixNano), 0 until then
+	streams := newStreamTracker(n)
+	warm := &warmup{
+		n: n, streams: streams, sampler: cr.sampler, speed: cr.r.speed(),
+		flow: cr.r.wall(time.Duration(w.Flow)),
+		// A stream that waits for its first token longer than the server
+		// would take to prefill every stream's prompt from scratch, one
+		// after another, waits for a place, not for prefill. (A server with
+		// a prefix cache per slot, as llama.cpp's and Ollama's, prefills the
+		// prompt again in every slot the scout did not warm.)
+		queueAfter: cr.r.wall(time.Duration(w.Flow)) + 2*time.Duration(n)*max(p.coldTTFT, sc.ttft),
+	}
 	g := &loadgen.Generator{
-		Client: cr.client, Source: loadgen.Repeat(req), Concurrency: n, Recorder: &rec,
-		Warmup: cr.r.wall(time.Duration(w.Min)),
-		WarmupUntil: func(pr loadgen.Progress) bool {
-			if pr.WithToken < n {
-				allSince.Store(0)
-				return false
-			}
-			now := time.Now()
-			allSince.CompareAndSwap(0, now.UnixNano())
-			since := time.Unix(0, allSince.Load())
-			if gauges, ok := cr.sampler.Latest(); ok && (gauges.Waiting > 0 || gauges.Time.Before(since)) {
-				return false // requests wait, or the reading predates the streams
-			}
-			return now.Sub(since) >= cr.r.wall(time.Duration(w.Flow))
+		Client: cr.client, Concurrency: n, Recorder: &rec,
+		Source: func(slot, seq int) *loadgen.Request {
+			streams.begin(slot, seq)
+			return req
 		},
+		Warmup:        cr.r.wall(time.Duration(w.Min)),
+		WarmupUntil:   warm.until,
 		WarmupTimeout: cr.r.wall(time.Duration(w.Timeout) + time.Duration(w.PerContextK)*time.Duration(c.ContextTokens/K)),
 		Duration:      cr.r.wall(time.Duration(spec.Duration)),
-		OnWindow:      func(w metrics.Window) { cr.sampler.Mark(w.End) },
+		OnWindow: func(w metrics.Window) {
+			cr.sampler.Mark(w.End)
+			streams.mark(w.Start, w.End)
+		},
 	}
 
 	cellCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	var wg sync.WaitGroup
 	watch := make(chan struct{})
-	wg.Go(func() { cr.watch(cellCtx, g, stop, watch, index, total, c) })
+	wg.Go(func() { cr.watch(cellCtx, g, streams, stop, watch, index, total, c) })
 	run, runErr := g.Run(cellCtx)
 	close(watch)
 	wg.Wait()
@@ -81,9 +85,23 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	// window's.
 	run.Summary = rec.SummaryOf(metrics.ScopeAll)
 
-	m := cr.measurement(run, samples, row.PromptTokens)
+	m := cr.measurement(run, samples, streams.summary())
 	c.Measurement = m
-	c.Status, c.Reason = classify(c, run, samples, spec.ErrorThreshold)
+	s := run.Summary
+	c.Requests += s.Requests
+	c.Errors += s.Failed
+	for k, v := range s.Errors {
+		if c.ErrorKinds == nil {
+			c.ErrorKinds = map[string]int{}
+		}
+		c.ErrorKinds[k.String()] += v
+	}
+	m.WarmupEnded = warm.reason
+	if run.WarmupTimedOut {
+		m.WarmupEnded = warm.timedOut(run.Warmup)
+	}
+	c.Status, c.Reason = classify(c, run, samples, m.Streams, spec.ErrorThreshold)
+	m.Notes = explain(c, m, time.Duration(float64(p.coldTTFT)*cr.r.speed()))
 	stuck := runErr != nil && context.Cause(cellCtx) == errStuck && ctx.Err() == nil
 	if stuck {
 		c.Status = OverCapacity
@@ -100,6 +118,72 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	return nil
 }
 
+// warmup decides when a cell's window may open. A cell is steady once
+// every stream has decoded at once or every closed-loop slot has finished
+// a request (a slot between two requests is not waiting for the server),
+// and tokens have then flowed for Flow. It ends early, with the reason,
+// when it is clear the cell will never have every stream running: the
+// server reports requests waiting throughout Flow, or (where it publishes
+// no waiting count) the streams decoding at once stayed below the
+// concurrency, with others waiting for a first token, for longer than
+// prefilling every stream's prompt in turn would take.
+type warmup struct {
+	n          int
+	streams    *streamTracker
+	sampler    *Sampler
+	speed      float64
+	flow       time.Duration
+	queueAfter time.Duration
+
+	steadySince  time.Time
+	lastSample   time.Time
+	waitingSince time.Time
+	waiting      float64
+	reason       string
+}
+
+func (w *warmup) until(loadgen.Progress) bool {
+	now := time.Now()
+	if w.steadySince.IsZero() && (w.streams.allDecoded() || w.streams.everySlotFinished()) {
+		w.steadySince = now
+	}
+	if g, ok := w.sampler.Latest(); ok && g.Waiting >= 0 && g.Time.After(w.lastSample) {
+		w.lastSample = g.Time
+		switch {
+		case g.Waiting < 1:
+			w.waitingSince = time.Time{}
+		case w.waitingSince.IsZero():
+			w.waitingSince, w.waiting = g.Time, g.Waiting
+		default:
+			w.waiting = min(w.waiting, g.Waiting)
+		}
+	}
+	if !w.waitingSince.IsZero() && w.lastSample.Sub(w.waitingSince) >= w.flow {
+		w.reason = fmt.Sprintf("the server kept at least %.0f of %d requests waiting for %.1f s: it runs fewer at once and queues the rest",
+			w.waiting, w.n, w.lastSample.Sub(w.waitingSince).Seconds()*w.speed)
+		return true
+	}
+	if d, at := w.streams.capped(now); d >= w.queueAfter {
+		w.reason = fmt.Sprintf("at most %d of %d streams decoded at once for %.1f s while the others waited for a first token: the server queues them",
+			at, w.n, d.Seconds()*w.speed)
+		return true
+	}
+	if !w.steadySince.IsZero() && now.Sub(w.steadySince) >= w.flow {
+		w.reason = fmt.Sprintf("every stream produced tokens, then tokens flowed for %.1f s", w.flow.Seconds()*w.speed)
+		return true
+	}
+	return false
+}
+
+// timedOut says why a warm-up that ran to its timeout did not end sooner.
+func (w *warmup) timedOut(d time.Duration) string {
+	s := fmt.Sprintf("timed out after %.1f s: ", d.Seconds()*w.speed)
+	if w.steadySince.IsZero() {
+		return s + "not every stream had produced tokens (requests outlast the warm-up, or the server never ran them all)"
+	}
+	return s + "tokens had not flowed long enough"
+}
+
 func (cr *cellRun) stuckAfter() time.Duration {
 	if cr.r.StuckAfter > 0 {
 		return cr.r.StuckAfter
@@ -107,15 +191,16 @@ func (cr *cellRun) stuckAfter() time.Duration {
 	return 30 * time.Second
 }
 
-// watch writes the progress line and ends a cell whose requests are
-// starved: no token for StuckAfter while the server reports requests
-// waiting.
-func (cr *cellRun) watch(ctx context.Context, g *loadgen.Generator, stop context.CancelCauseFunc, done <-chan struct{}, index, total int, c *Cell) {
-	t := time.NewTicker(500 * time.Millisecond)
+// watch reads the streams' state every streamTick, writes the progress
+// line and ends a cell whose requests are starved: no token for StuckAfter
+// while the server reports requests waiting.
+func (cr *cellRun) watch(ctx context.Context, g *loadgen.Generator, streams *streamTracker, stop context.CancelCauseFunc, done <-chan struct{}, index, total int, c *Cell) {
+	t := time.NewTicker(streamTick)
 	defer t.Stop()
 	stuckAfter := cr.r.wall(cr.stuckAfter())
 	var lastTokens int64
 	lastChange := time.Now()
+	var lastShown time.Time
 	var lastRate struct {
 		at     time.Time
 		tokens int64
@@ -132,6 +217,7 @@ func (cr *cellRun) watch(ctx context.Context, g *loadgen.Generator, stop context
 			return
 		case now := <-t.C:
 			p := g.Progress()
+			streams.observe(now, p.WithToken, p.InFlight-p.WithToken)
 			if p.Tokens != lastTokens {
 				lastTokens, lastChange = p.Tokens, now
 			}
@@ -140,9 +226,10 @@ func (cr *cellRun) watch(ctx context.Context, g *loadgen.Generator, stop context
 					stop(errStuck)
 				}
 			}
-			if cr.r.Progress == nil {
+			if cr.r.Progress == nil || now.Sub(lastShown) < 500*time.Millisecond {
 				continue
 			}
+			lastShown = now
 			if !lastRate.at.IsZero() {
 				lastRate.rate = float64(p.Tokens-lastRate.tokens) / now.Sub(lastRate.at).Seconds() / cr.r.speed()
 			}
@@ -151,21 +238,20 @@ func (cr *cellRun) watch(ctx context.Context, g *loadgen.Generator, stop context
 			if p.Phase == loadgen.PhaseWindow {
 				left = fmt.Sprintf("%.0fs left", max(time.Until(p.Window.End), 0).Seconds()*cr.r.speed())
 			}
-			fmt.Fprintf(cr.r.Progress, "\rcell %d/%d  %s × %d  %-8s %s  %.1f tok/s  %d/%d streams with tokens   ",
+			fmt.Fprintf(cr.r.Progress, "\rcell %d/%d  %s × %d  %-8s %s  %.1f tok/s  %d/%d streams decoding   ",
 				index, total, FormatTokens(c.ContextTokens), c.Concurrency, p.Phase, left, lastRate.rate, p.WithToken, c.Concurrency)
 		}
 	}
 }
 
 // measurement turns a run into a cell's columns, in the server's own time.
-func (cr *cellRun) measurement(run *loadgen.Run, samples *Samples, promptTokens int) *Measurement {
+func (cr *cellRun) measurement(run *loadgen.Run, samples *Samples, streams *Streams) *Measurement {
 	s := run.Summary
 	x := cr.r.speed()
 	q := func(d metrics.Distribution) Quantiles {
 		return Quantiles{P50: ms(d.P50, x), P90: ms(d.P90, x), P99: ms(d.P99, x)}
 	}
 	m := &Measurement{
-		PromptTokens:   promptTokens,
 		TotalTokS:      s.TotalTokensPerSec / x,
 		PerRequestTokS: s.PerRequestTokensPerSec / x,
 		TTFTms:         q(s.TTFT),
@@ -175,34 +261,33 @@ func (cr *cellRun) measurement(run *loadgen.Run, samples *Samples, promptTokens 
 		Completed:      s.Completed,
 		OutputTokens:   s.OutputTokens,
 		MeasuredS:      s.MeasuredFor.Seconds() * x,
-		Requests:       s.Requests,
-		Errors:         s.Failed,
 		Goodput:        s.Goodput / x,
 		WarmupS:        run.Warmup.Seconds() * x,
 		WarmupTimedOut: run.WarmupTimedOut,
 		Server:         samples,
+		Streams:        streams,
 		Client:         run.Health,
 		ClientLimited:  run.Health.Limited,
 	}
 	if samples != nil {
 		m.AvgActive = samples.AvgRunning
 	}
-	if len(s.Errors) > 0 {
-		m.ErrorKinds = make(map[string]int, len(s.Errors))
-		for k, n := range s.Errors {
-			m.ErrorKinds[k.String()] = n
-		}
-	}
 	return m
 }
 
 func ms(d time.Duration, speed float64) float64 { return d.Seconds() * 1000 * speed }
 
-// classify decides a measured cell's status, as the seed's tool does, with
-// one broken stream never voiding a cell.
-func classify(c *Cell, run *loadgen.Run, samples *Samples, threshold float64) (Status, string) {
-	m, s := c.Measurement, run.Summary
-	n := float64(c.Concurrency)
+// classify decides a measured cell's status, with one broken stream never
+// voiding a cell. "Requests queued" means the server made requests wait:
+// from its waiting count where it publishes one (waiting in most samples,
+// or never running them all), else from the client's own timeline (the
+// streams decoding at once held below the concurrency, with others waiting
+// for a first token, for most of the window). A stream between two
+// requests of its closed loop, or waiting for its prompt's prefill, is not
+// queued.
+func classify(c *Cell, run *loadgen.Run, samples *Samples, streams *Streams, threshold float64) (Status, string) {
+	s := run.Summary
+	n := c.Concurrency
 	tooLong := s.Errors[metrics.KindTooLong]
 	switch {
 	case tooLong > 0 && s.OutputTokens == 0:
@@ -215,29 +300,87 @@ func classify(c *Cell, run *loadgen.Run, samples *Samples, threshold float64) (S
 		return OverCapacity, "starved: no output token in the window"
 	}
 	if attempted := s.Requests - s.Canceled; attempted > 0 && float64(s.Failed) > threshold*float64(attempted) {
-		return Failed, fmt.Sprintf("%d of %d requests failed (%s)", s.Failed, attempted, kinds(m.ErrorKinds))
+		return Failed, fmt.Sprintf("%d of %d requests failed (%s)", s.Failed, attempted, kinds(kindNames(s.Errors)))
 	}
-	var why []string
-	if run.WarmupTimedOut {
-		why = append(why, "warm-up timed out before every stream ran")
-	}
-	if samples != nil {
-		if samples.MaxWaiting > 0 {
-			why = append(why, fmt.Sprintf("the server had up to %.0f requests waiting", samples.MaxWaiting))
-		}
-		if n > 1 && (samples.AvgRunning < 0.95*n || samples.PeakRunning < n) {
-			why = append(why, fmt.Sprintf("the server ran %.2f requests on average (peak %.0f) of %d", samples.AvgRunning, samples.PeakRunning, c.Concurrency))
-		}
-	} else if n > 1 && s.AvgActive < 0.95*n {
-		why = append(why, fmt.Sprintf("%.2f streams were active on average of %d", s.AvgActive, c.Concurrency))
+	if why := queued(n, samples, streams); why != "" {
+		return RequestsQueued, why
 	}
 	// Failures the cell absorbed and a client that may have limited it are
-	// in the measurement (Errors, ErrorKinds, ClientLimited); the reason says
-	// only why the status is not Valid.
-	if len(why) > 0 {
-		return RequestsQueued, strings.Join(why, "; ")
-	}
+	// in the cell (Errors, ErrorKinds, ClientLimited); the reason says only
+	// why the status is not Valid.
 	return Valid, ""
+}
+
+// queued says why a cell's requests waited in the server's queue, or "".
+func queued(n int, samples *Samples, streams *Streams) string {
+	if n <= 1 {
+		return "" // one stream waits for nobody
+	}
+	if samples != nil {
+		var why []string
+		if !samples.NoWaiting && samples.WaitingShare >= 0.5 {
+			why = append(why, fmt.Sprintf("the server had requests waiting in %.0f%% of its samples (up to %.0f)", 100*samples.WaitingShare, samples.MaxWaiting))
+		}
+		if samples.PeakRunning < float64(n) && samples.AvgRunning < float64(n)-0.5 {
+			why = append(why, fmt.Sprintf("the server ran at most %.0f of %d requests at once (%.2f on average)", samples.PeakRunning, n, samples.AvgRunning))
+		}
+		return strings.Join(why, "; ")
+	}
+	if streams != nil && streams.PeakDecoding < n && streams.CappedShare >= 0.5 {
+		return fmt.Sprintf("at most %d of %d streams decoded at once; the others waited for a first token in %.0f%% of the window",
+			streams.PeakDecoding, n, 100*streams.CappedShare)
+	}
+	return ""
+}
+
+// explain returns notes on a measured cell whose figures would otherwise
+// contradict each other: a total rate well below the per-request rate
+// times the streams. The total is the streams decoding at once on average
+// times the rate of a decoding stream, so the note says which fell short:
+// the streams spent part of the window not decoding (waiting for a first
+// token, or between requests), or they decoded slower in the window than
+// the median request did over its whole life.
+func explain(c *Cell, m *Measurement, coldTTFT time.Duration) []string {
+	st := m.Streams
+	if st == nil || m.PerRequestTokS <= 0 || m.TotalTokS <= 0 {
+		return nil
+	}
+	n := float64(c.Concurrency)
+	if m.TotalTokS >= 0.85*m.PerRequestTokS*n {
+		return nil
+	}
+	var why []string
+	share := st.AvgDecoding / n
+	if share < 0.9 {
+		s := fmt.Sprintf("the streams decoded %.0f%% of the window (%.2f of %d at once on average)", 100*share, st.AvgDecoding, c.Concurrency)
+		waitShare := st.AvgWaiting / n
+		switch {
+		case c.Status == RequestsQueued && waitShare > 0.05:
+			s += fmt.Sprintf("; %.0f%% they waited for a first token, in the server's queue or for prefill", 100*waitShare)
+		case waitShare > 0.05:
+			s += fmt.Sprintf("; %.0f%% they waited for a first token (prefill)", 100*waitShare)
+		}
+		if rest := 1 - share - waitShare; rest > 0.05 {
+			s += fmt.Sprintf("; %.0f%% was between requests", 100*rest)
+		}
+		why = append(why, s)
+	}
+	if st.AvgDecoding > 0 {
+		if rate := m.TotalTokS / st.AvgDecoding; rate < 0.85*m.PerRequestTokS {
+			why = append(why, fmt.Sprintf("a decoding stream made %.1f tok/s in the window, below the median request's %.1f (slower requests took more of the window)",
+				rate, m.PerRequestTokS))
+		}
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	notes := []string{fmt.Sprintf("%s tok/s total is below %s per request × %d streams: %s",
+		fmtRate(m.TotalTokS), fmtRate(m.PerRequestTokS), c.Concurrency, strings.Join(why, "; "))}
+	if c.Status != RequestsQueued && c.ContextTokens > 0 && coldTTFT >= 50*time.Millisecond && m.TTFTms.P50 >= 0.5*coldTTFT.Seconds()*1000 {
+		notes = append(notes, fmt.Sprintf("the median TTFT (%s) is about the cold prefill of this prompt (%s): the server prefills it again on every request",
+			fmtTTFT(m.TTFTms.P50), fmtTTFT(coldTTFT.Seconds()*1000)))
+	}
+	return notes
 }
 
 func kinds(k map[string]int) string {
@@ -248,13 +391,20 @@ func kinds(k map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// classifyScout decides a cell whose scout failed.
-func classifyScout(err error) (Status, string) {
-	switch {
-	case errors.Is(err, errNoTokens):
-		return Failed, "the server completed 1 request with no tokens (the cell's first)"
-	case loadgen.KindOf(err) == metrics.KindTooLong:
-		return OverCapacity, "rejected by the server as too long: " + err.Error()
+func kindNames(k map[metrics.ErrorKind]int) map[string]int {
+	out := make(map[string]int, len(k))
+	for kind, n := range k {
+		out[kind.String()] = n
+	}
+	return out
+}
+
+// classifyScout decides a cell or prefill row whose scout failed after
+// its retries.
+func classifyScout(kind metrics.ErrorKind, err error) (Status, string) {
+	switch kind {
+	case metrics.KindTooLong:
+		return OverCapacity, "refused by the server as too long: " + err.Error()
 	}
 	return Failed, "the first request failed: " + err.Error()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -17,30 +18,59 @@ var CSVHeader = []string{
 	"avg_active", "completed", "output_tokens", "measured_s",
 }
 
+// CSVPromptTokens is the column [Results.WriteCSV] adds after CSVHeader's
+// when a prompt's size, as the server counted it, is more than 1% off its
+// context's label.
+const CSVPromptTokens = "prompt_tokens"
+
 // WriteCSV writes the "All measurements" table as CSV with [CSVHeader]'s
 // columns: the prefill rows first (phase "prefill", total_tok_s the prompt
 // tok/s), then the decode cells in grid order (phase "decode"). Latencies
-// are medians. Fields that do not apply are empty: rates and latencies of a
+// are medians. When the server counted a prompt more than 1% off its
+// context's label, a last column, prompt_tokens, gives every row's size as
+// counted (context_tokens stays the label). Fields that do not apply are empty: rates and latencies of a
 // cell without output, everything of a cell that was not measured. Numbers
 // are written as the seed file writes them: one decimal for tok/s, time
 // between tokens and measured seconds, whole milliseconds for TTFT, two
 // decimals for average active requests.
 func (r *Results) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	cw.Write(CSVHeader)
+	counted := false
+	for _, p := range r.Prefill {
+		counted = counted || offLabel(p.ContextTokens, p.PromptTokens)
+	}
+	for _, c := range r.Cells {
+		counted = counted || offLabel(c.ContextTokens, c.PromptTokens)
+	}
+	head := CSVHeader
+	if counted {
+		head = append(slices.Clone(CSVHeader), CSVPromptTokens)
+	}
+	cw.Write(head)
 	for _, p := range sortedPrefill(r.Prefill) {
-		rec := make([]string, len(CSVHeader))
+		rec := make([]string, len(head))
 		rec[0], rec[1], rec[2] = "prefill", strconv.Itoa(p.ContextTokens), "1"
-		rec[3] = "failed"
+		status, _ := p.Status.MarshalText()
+		rec[3] = string(status)
+		if p.Status == StatusUnknown && p.Error != "" {
+			rec[3] = "failed"
+		}
 		if prefillMeasured(p) {
 			rec[3] = "valid"
 			rec[4] = csvFloat(p.PromptTokS, 1)
 			rec[6] = csvFloat(p.TTFTms, 0)
 		}
+		if counted {
+			rec[len(CSVHeader)] = csvCount(p.PromptTokens)
+		}
 		cw.Write(rec)
 	}
 	for _, c := range newReportGrid(r).ordered() {
-		cw.Write(csvCell(c))
+		rec := csvCell(c)
+		if counted {
+			rec = append(rec, csvCount(c.PromptTokens))
+		}
+		cw.Write(rec)
 	}
 	cw.Flush()
 	if err := cw.Error(); err != nil {
@@ -83,6 +113,14 @@ func csvFloat(v float64, dec int) string {
 		return s[1:] // no "-0.0"
 	}
 	return s
+}
+
+// csvCount is a count, empty when zero (not known).
+func csvCount(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }
 
 // csvPositive is csvFloat for a value that is only meaningful when

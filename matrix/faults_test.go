@@ -32,12 +32,13 @@ func starvedServer(t *testing.T) *httptest.Server {
 			fmt.Fprintf(w, `{"count": %d}`, len(strings.Fields(body.Prompt)))
 		case "/v1/completions":
 			var body struct {
+				Prompt    string
 				MaxTokens int `json:"max_tokens"`
 			}
 			_ = json.NewDecoder(r.Body).Decode(&body)
 			w.Header().Set("Content-Type", "text/event-stream")
 			if body.MaxTokens == 1 {
-				io.WriteString(w, `data: {"choices":[{"index":0,"text":" a","finish_reason":"length"}],"usage":{"prompt_tokens":10,"completion_tokens":1}}`+"\n\ndata: [DONE]\n\n")
+				fmt.Fprintf(w, `data: {"choices":[{"index":0,"text":" a","finish_reason":"length"}],"usage":{"prompt_tokens":%d,"completion_tokens":1}}`+"\n\ndata: [DONE]\n\n", len(strings.Fields(body.Prompt)))
 				return
 			}
 			w.(http.Flusher).Flush()

@@ -141,7 +141,7 @@ func (r *Results) htmlPage() htmlResultsPage {
 	}
 
 	for _, ctx := range g.contexts {
-		row := htmlRow{Context: FormatTokens(ctx)}
+		row := htmlRow{Context: g.rowLabel(ctx)}
 		for _, n := range g.concurrency {
 			row.Cells = append(row.Cells, htmlGridCell(g.at(ctx, n), ctx, n, scale))
 		}
@@ -194,8 +194,12 @@ func (r *Results) htmlPage() htmlResultsPage {
 	}
 
 	for _, pf := range sortedPrefill(r.Prefill) {
-		b := htmlBar{Label: FormatTokens(pf.ContextTokens), Value: "Failed", Detail: "—", Failed: true,
-			Width: "width:0%", Title: cleanText(pf.Error)}
+		why := pf.Reason
+		if why == "" {
+			why = pf.Error
+		}
+		b := htmlBar{Label: sizeLabel(pf.ContextTokens, pf.PromptTokens), Value: prefillStatusWords(pf), Detail: "—", Failed: true,
+			Width: "width:0%", Title: cleanText(why)}
 		if prefillMeasured(pf) {
 			b.Value, b.Detail, b.Failed = fmtPrefillRate(pf.PromptTokS), fmtTTFT(pf.TTFTms), false
 			b.Width = template.CSS(fmt.Sprintf("width:%.1f%%", 100*pf.PromptTokS/maxPrefill))
@@ -290,9 +294,9 @@ func cellTooltip(c *Cell) string {
 			"Average active "+numGroup(m.AvgActive, 2)+" · completed "+fmtInt(m.Completed)+
 				" · output tokens "+fmtInt(m.OutputTokens),
 			"Measured for "+numGroup(m.MeasuredS, 1)+" s · warm-up "+numGroup(m.WarmupS, 1)+" s")
-		if m.Requests > 0 || m.Errors > 0 {
-			s := "Requests " + fmtInt(m.Requests) + " · errors " + fmtInt(m.Errors)
-			if k := errorKinds(m.ErrorKinds); k != "" {
+		if c.Requests > 0 || c.Errors > 0 {
+			s := "Requests " + fmtInt(c.Requests) + " · errors " + fmtInt(c.Errors)
+			if k := errorKinds(c.ErrorKinds); k != "" {
 				s += " (" + k + ")"
 			}
 			lines = append(lines, s)

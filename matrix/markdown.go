@@ -40,11 +40,11 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 		bw.WriteString("## Prefill\n\nPrompt tok/s by context length.\n\n")
 		bw.WriteString("| Context | Prompt tok/s | TTFT |\n|:--|--:|--:|\n")
 		for _, p := range sortedPrefill(r.Prefill) {
-			rate, ttft := "Failed", "—"
+			rate, ttft := prefillStatusWords(p), "—"
 			if prefillMeasured(p) {
 				rate, ttft = fmtPrefillRate(p.PromptTokS), fmtTTFT(p.TTFTms)
 			}
-			mdRow(bw, FormatTokens(p.ContextTokens), rate, ttft)
+			mdRow(bw, sizeLabel(p.ContextTokens, p.PromptTokens), rate, ttft)
 		}
 		bw.WriteString("\n")
 	}
@@ -61,7 +61,7 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 		mdRow(bw, head...)
 		bw.WriteString(align + "\n")
 		for _, ctx := range g.contexts {
-			row := []string{FormatTokens(ctx)}
+			row := []string{mdEscape(g.rowLabel(ctx))}
 			for _, n := range g.concurrency {
 				lines := gridLines(g.at(ctx, n))
 				for i, s := range lines {
@@ -111,9 +111,9 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 func (r *Results) longRows() [][]string {
 	var rows [][]string
 	for _, p := range sortedPrefill(r.Prefill) {
-		row := []string{"Prefill", FormatTokens(p.ContextTokens), "1", "Failed", "—", "—", "—", "—", "—", "—", "—", "—"}
+		row := []string{"Prefill", sizeLabel(p.ContextTokens, p.PromptTokens), "1", prefillStatusWords(p), "—", "—", "—", "—", "—", "—", "—", "—"}
 		if prefillMeasured(p) {
-			row[3], row[4], row[6], row[9] = "Valid", fmtRate(p.PromptTokS), fmtTTFT(p.TTFTms), "1"
+			row[4], row[6], row[9] = fmtRate(p.PromptTokS), fmtTTFT(p.TTFTms), "1"
 		}
 		rows = append(rows, row)
 	}
@@ -125,7 +125,7 @@ func (r *Results) longRows() [][]string {
 
 // longCellRow is one decode cell's row of the "All measurements" table.
 func longCellRow(c *Cell) []string {
-	row := []string{"Sustained decode", FormatTokens(c.ContextTokens), strconv.Itoa(c.Concurrency),
+	row := []string{"Sustained decode", sizeLabel(c.ContextTokens, c.PromptTokens), strconv.Itoa(c.Concurrency),
 		statusWords(c), "—", "—", "—", "—", "—", "—", "—", "—"}
 	m := c.Measurement
 	if m == nil {

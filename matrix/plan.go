@@ -3,15 +3,19 @@ package matrix
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/llmload/llmload/capacity"
 )
 
 // Plan returns the grid's cells, in row order (contexts, then concurrency),
 // each with its capacity verdict under limits. Cells predicted not to fit
-// are decided at once: OverCapacity, with the verdict as the reason; the
-// others are left to be measured.
+// are decided at once: OverCapacity, with the verdict as the reason. Cells
+// predicted to queue (more requests than the server runs at once) are
+// measured, unless the spec skips them: then they are RequestsQueued by
+// prediction. The others are left to be measured.
 func Plan(spec Spec, limits capacity.Limits) []Cell {
 	spec = spec.WithDefaults()
 	cells := make([]Cell, 0, len(spec.Contexts)*len(spec.Concurrency))
@@ -19,14 +23,37 @@ func Plan(spec Spec, limits capacity.Limits) []Cell {
 		for _, n := range spec.Concurrency {
 			v := limits.Check(ctx, n, spec.MaxTokens)
 			c := Cell{ContextTokens: ctx, Concurrency: n, Predicted: v}
-			if !v.Fits {
+			switch {
+			case !v.Fits:
 				c.Status = OverCapacity
 				c.Reason = "predicted: " + v.Detail
+			case v.Queued && spec.SkipQueued:
+				c.Status = RequestsQueued
+				c.Reason = "predicted, not measured: " + v.Detail
 			}
 			cells = append(cells, c)
 		}
 	}
 	return cells
+}
+
+// PlanPrefill returns the prefill table's rows, each checked against
+// limits as a cell of one request with one output token: a row predicted
+// not to fit (longer than max_model_len) is decided at once, OverCapacity,
+// and never sent.
+func PlanPrefill(spec Spec, limits capacity.Limits) []Prefill {
+	spec = spec.WithDefaults()
+	rows := make([]Prefill, 0, len(spec.Prefill))
+	for _, ctx := range spec.Prefill {
+		v := limits.Check(ctx, 1, 1)
+		p := Prefill{ContextTokens: ctx, Predicted: v}
+		if !v.Fits {
+			p.Status = OverCapacity
+			p.Reason = "predicted: " + v.Detail
+		}
+		rows = append(rows, p)
+	}
+	return rows
 }
 
 // WritePlan writes the plan: each cell's predicted verdict and why. KV
@@ -48,16 +75,117 @@ func WritePlan(w io.Writer, cells []Cell, limits capacity.Limits) error {
 		src, kv, known(limits.MaxRunning), known(limits.MaxModelLen))
 	fmt.Fprintf(tw, "context\tconcurrency\tverdict\twhy\n")
 	for _, c := range cells {
-		verdict := "run"
-		switch {
-		case !c.Predicted.Fits:
-			verdict = "skip: over capacity"
-		case c.Predicted.AtRisk:
-			verdict = "run, at risk"
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", FormatTokens(c.ContextTokens), c.Concurrency, verdict, c.Predicted.Detail)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", FormatTokens(c.ContextTokens), c.Concurrency, verdictWords(c), c.Predicted.Detail)
 	}
 	return tw.Flush()
+}
+
+// verdictWords is what the plan says it will do with a cell.
+func verdictWords(c Cell) string {
+	switch {
+	case !c.Predicted.Fits:
+		return "skip: over capacity"
+	case c.Predicted.Queued && c.Status == RequestsQueued:
+		return "skip: requests would queue"
+	case c.Predicted.Queued:
+		return "run: requests will queue"
+	case c.Predicted.AtRisk:
+		return "run, at risk"
+	}
+	return "run"
+}
+
+// writePlan writes the plan of a run: the prefill rows, the cells, and how
+// long the run should take.
+func writePlan(w io.Writer, res *Results, limits capacity.Limits, speed float64) error {
+	if err := WritePlan(w, res.Cells, limits); err != nil {
+		return err
+	}
+	var over []string
+	for _, p := range res.Prefill {
+		if p.Status == OverCapacity {
+			over = append(over, FormatTokens(p.ContextTokens))
+		}
+	}
+	if len(over) > 0 {
+		fmt.Fprintf(w, "prefill at %s: skip: over capacity (longer than max_model_len %d)\n", strings.Join(over, ", "), limits.MaxModelLen)
+	}
+	e := EstimateRun(res)
+	if e.Cells == 0 && e.Prefill == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "expected: %s\n", e.describe(speed))
+	return err
+}
+
+// RunEstimate is how long a run should take, before it starts: every cell
+// to measure costs at least its warm-up's least time plus its window, at
+// most its warm-up timeout plus its window; every prefill row and every
+// cell also sends one request whose time depends on the server's prefill
+// speed, unknown before the run.
+type RunEstimate struct {
+	// Cells and Prefill count the cells and prefill rows to run.
+	Cells, Prefill int
+	// Least and Most bound the cells' time, in the server's own time.
+	Least, Most time.Duration
+	// Unknown lists the limits the plan did not know, so cells it could
+	// not rule out may be run only to be found over capacity.
+	Unknown []string
+}
+
+// EstimateRun estimates how long the undecided cells and prefill rows of
+// res take.
+func EstimateRun(res *Results) RunEstimate {
+	spec := res.Spec.WithDefaults()
+	w := *spec.Warmup
+	var e RunEstimate
+	for _, c := range res.Cells {
+		if c.Status != StatusUnknown && (c.Measurement == nil || !c.Partial) {
+			continue
+		}
+		e.Cells++
+		window := time.Duration(spec.Duration)
+		e.Least += time.Duration(w.Min) + time.Duration(w.Flow) + window
+		e.Most += time.Duration(w.Timeout) + time.Duration(w.PerContextK)*time.Duration(c.ContextTokens/K) + window
+	}
+	for _, p := range res.Prefill {
+		if p.Status == StatusUnknown || p.Status == Failed {
+			e.Prefill++
+		}
+	}
+	l := res.Server.Limits
+	if l.KVTokens <= 0 {
+		e.Unknown = append(e.Unknown, "kv_tokens")
+	}
+	if l.MaxRunning <= 0 {
+		e.Unknown = append(e.Unknown, "max_running")
+	}
+	if l.MaxModelLen <= 0 {
+		e.Unknown = append(e.Unknown, "max_model_len")
+	}
+	return e
+}
+
+// describe says the estimate in words; speed converts the server's time to
+// wall time.
+func (e RunEstimate) describe(speed float64) string {
+	wall := func(d time.Duration) string {
+		d = time.Duration(float64(d) / max(speed, 1e-9))
+		if d >= time.Hour {
+			return fmt.Sprintf("%.1f h", d.Hours())
+		}
+		return fmt.Sprintf("%.0f min", max(d.Minutes(), 1))
+	}
+	s := fmt.Sprintf("%s to measure, at least %s, at most %s if every warm-up runs to its timeout",
+		plural(e.Cells, "cell", "cells"), wall(e.Least), wall(e.Most))
+	if e.Prefill > 0 || e.Cells > 0 {
+		s += fmt.Sprintf("; plus %s and one scout a cell, as fast as the server prefills",
+			plural(e.Prefill, "prefill request", "prefill requests"))
+	}
+	if len(e.Unknown) > 0 {
+		s += "; limits unknown (" + strings.Join(e.Unknown, ", ") + "): cells beyond them are sent, not predicted"
+	}
+	return s
 }
 
 func known(n int) string {

@@ -11,8 +11,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/metrics"
 )
 
 // ShortPrompt is the prompt of a context-0 cell: a short request to
@@ -32,21 +34,46 @@ off come since against go came right used take three house water light river cit
 morning evening window stone bridge forest mountain harbor letter story music paper market
 winter summer valley island station engine signal number table chair door road field`)
 
-// PromptSizer builds prompts of an exact number of tokens for one server.
-// It asks the server's /tokenize where it offers one, else calibrates a
-// tokens-per-word rate from the usage of two small requests.
+// Ways a [PromptSizer] sizes prompts.
+const (
+	// SizedByTokenize: the server's /tokenize counted each prompt, with
+	// the chat template for the chat API.
+	SizedByTokenize = "tokenize"
+	// SizedByUsage: a tokens-per-word rate calibrated from the
+	// usage.prompt_tokens of small requests, then checked against the
+	// usage of each prompt's first request.
+	SizedByUsage = "calibrated"
+)
+
+// DefaultSizingTimeout bounds each request a [PromptSizer] makes.
+const DefaultSizingTimeout = 2 * time.Minute
+
+// PromptSizer builds prompts whose size, as the server counts a request's
+// prompt tokens (chat template included), is a target. It asks the
+// server's /tokenize where it offers one; otherwise it calibrates a
+// tokens-per-word rate from the usage of small requests that fit well
+// within the server's context, never from a response the server may have
+// truncated.
 type PromptSizer struct {
 	Client *loadgen.Client
 	API    loadgen.API
 	Model  string
 	// HTTPClient reaches /tokenize; nil means Client's.
 	HTTPClient *http.Client
+	// MaxModelLen, if known, bounds the calibration requests: they stay
+	// within a quarter of it.
+	MaxModelLen int
+	// Send, if set, sends the calibration requests (for a caller that
+	// retries them or counts their failures); nil means Client.Measure
+	// with DefaultSizingTimeout.
+	Send func(ctx context.Context, req *loadgen.Request) (*metrics.Timeline, error)
 	// Method says how prompts are sized, once the first is built:
-	// "tokenize" or "calibrated".
+	// SizedByTokenize or SizedByUsage.
 	Method string
 
 	calibrated bool
 	perWord    float64 // tokens per filler word, when calibrated
+	base       float64 // tokens of a request with no filler words, when calibrated
 }
 
 // maxSizingRounds bounds the /tokenize rounds for one prompt.
@@ -65,33 +92,71 @@ func filler(head string, n int, seed uint64) string {
 	return b.String()
 }
 
-// Build returns a prompt of target tokens (as the server's tokenizer counts
-// the text alone, without a chat template), beginning with head so that it
-// is unique, and its size as measured. Target 0 returns ShortPrompt.
+// Build returns a prompt of target tokens as the server counts them,
+// beginning with head so that it is unique, and its expected size. Target
+// 0 returns ShortPrompt. With /tokenize the size is the server's own count;
+// calibrated, it is an estimate for the caller to check against the usage
+// of the prompt's first request (see [PromptSizer.Resize]).
 func (p *PromptSizer) Build(ctx context.Context, target int, head string, seed uint64) (string, int, error) {
 	if target <= 0 {
-		n, _ := p.count(ctx, ShortPrompt)
+		n, err := p.count(ctx, ShortPrompt)
+		if err != nil {
+			n = 0 // counted by the first request's usage instead
+		}
 		return ShortPrompt, n, nil
 	}
-	if p.Method == "" || p.Method == "tokenize" {
+	if p.Method == "" || p.Method == SizedByTokenize {
 		text, n, err := p.byTokenize(ctx, target, head, seed)
 		if err == nil {
-			p.Method = "tokenize"
+			p.Method = SizedByTokenize
 			return text, n, nil
 		}
 		if !errors.Is(err, errNoTokenize) {
 			return "", 0, err
 		}
 	}
-	p.Method = "calibrated"
+	p.Method = SizedByUsage
 	if !p.calibrated {
 		if err := p.calibrate(ctx, head, seed); err != nil {
 			return "", 0, err
 		}
 	}
-	words := int(math.Round(float64(target) / p.perWord))
-	text := filler(head, max(words-len(strings.Fields(head)), 0), seed)
-	return text, target, nil
+	words := p.wordsFor(target)
+	return filler(head, words, seed), p.expect(words), nil
+}
+
+// Resize returns a prompt like one Build made of words filler words, whose
+// size the server counted as counted instead of target: the word count is
+// corrected by the calibrated rate. head should differ from the first
+// prompt's so that the new one is not served from a prefix cache. It
+// returns the new prompt, its expected size and its word count.
+func (p *PromptSizer) Resize(target, counted, words int, head string, seed uint64) (string, int, int) {
+	rate := p.perWord
+	if rate <= 0 {
+		rate = float64(counted) / float64(max(words, 1))
+	}
+	words = max(words+int(math.Round(float64(target-counted)/rate)), 1)
+	return filler(head, words, seed), p.expect(words), words
+}
+
+// wordsFor is the filler word count of a calibrated prompt of target
+// tokens.
+func (p *PromptSizer) wordsFor(target int) int {
+	return max(int(math.Round((float64(target)-p.base)/p.perWord)), 1)
+}
+
+// expect is the calibrated size of a prompt of words filler words.
+func (p *PromptSizer) expect(words int) int {
+	return int(math.Round(p.base + p.perWord*float64(words)))
+}
+
+// WordsFor returns the filler word count of a calibrated prompt of target
+// tokens, and whether the sizer is calibrated.
+func (p *PromptSizer) WordsFor(target int) (int, bool) {
+	if !p.calibrated {
+		return 0, false
+	}
+	return p.wordsFor(target), true
 }
 
 var errNoTokenize = errors.New("matrix: the server has no /tokenize")
@@ -129,21 +194,32 @@ func (p *PromptSizer) byTokenize(ctx context.Context, target int, head string, s
 
 func abs(x int) int { return max(x, -x) }
 
-// count asks /tokenize for the token count of text.
+// count asks /tokenize for the number of prompt tokens a request with text
+// has: with the chat template (as one user message) for the chat API, with
+// the special tokens the server adds for completions.
 func (p *PromptSizer) count(ctx context.Context, text string) (int, error) {
 	hc := p.HTTPClient
 	if hc == nil {
 		hc = p.Client.HTTPClient
 	}
 	hc = withKey(hc, p.Client.APIKey, p.Client.BaseURL)
-	body, _ := json.Marshal(map[string]any{"model": p.Model, "prompt": text, "add_special_tokens": false})
+	req := map[string]any{"model": p.Model}
+	if p.API == loadgen.Chat {
+		req["messages"] = []map[string]string{{"role": "user", "content": text}}
+		req["add_generation_prompt"] = true
+	} else {
+		req["prompt"] = text
+	}
+	body, _ := json.Marshal(req)
 	root := strings.TrimSuffix(strings.TrimRight(p.Client.BaseURL, "/"), "/v1")
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, root+"/tokenize", bytes.NewReader(body))
+	ctx, cancel := context.WithTimeout(ctx, DefaultSizingTimeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, root+"/tokenize", bytes.NewReader(body))
 	if err != nil {
 		return 0, fmt.Errorf("matrix: %w", err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
+	hreq.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(hreq)
 	if err != nil {
 		if e := loadgen.AsNotHTTP("POST "+req.URL.Redacted(), err); e != nil {
 			return 0, e
@@ -168,37 +244,90 @@ func (p *PromptSizer) count(ctx context.Context, text string) (int, error) {
 	if out.Count != nil {
 		return *out.Count, nil
 	}
+	if out.Tokens == nil {
+		return 0, fmt.Errorf("%w: no count in its answer", errNoTokenize)
+	}
 	return len(out.Tokens), nil
 }
 
-// calibrate measures tokens per filler word from the prompt usage of two
-// small requests (max_tokens 1), so that the fixed overhead of the chat
-// template cancels out.
+// Calibration sizes: a small request, then one of about calibrateTokens
+// tokens (at most a quarter of max_model_len), then one of half its words
+// to check that the server counted the larger one in full.
+const (
+	calibrateSmallWords = 32
+	calibrateTokens     = 1024
+	// linearTolerance is how much lower the tokens per word of the larger
+	// request's second half may be than its first half's: random words
+	// vary by a few percent, a server that cut the request by more.
+	linearTolerance = 0.2
+)
+
+// ErrUnsizable reports a server whose prompts cannot be sized: it has no
+// /tokenize and reports no usable prompt usage.
+var ErrUnsizable = errors.New("matrix: prompts cannot be sized")
+
+// calibrate measures tokens per filler word from the prompt usage of small
+// requests (max_tokens 1), each well within the server's context, so that
+// the fixed overhead of the chat template cancels out. It checks that the
+// counts lie on a line: the larger request's second half must count about
+// as many tokens a word as its first half, which a server that truncated
+// it would break; then the requests shrink.
 func (p *PromptSizer) calibrate(ctx context.Context, head string, seed uint64) error {
 	usage := func(words int) (int, error) {
 		req := &loadgen.Request{API: p.API, Model: p.Model, Prompt: filler(head, words, seed^0xca11), MaxTokens: 1, Usage: loadgen.UsageFinal}
-		resp, err := p.Client.Do(ctx, req)
+		tl, err := p.send(ctx, req)
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("matrix: calibrate prompt size: %w", err)
 		}
-		if resp.PromptTokens == 0 {
-			return 0, errors.New("matrix: the server reports no prompt usage and has no /tokenize; prompts cannot be sized")
+		if tl.PromptTokens <= 0 {
+			return 0, fmt.Errorf("%w: the server has no /tokenize and reports no prompt usage", ErrUnsizable)
 		}
-		return resp.PromptTokens, nil
+		return tl.PromptTokens, nil
 	}
-	const small, large = 256, 2048
+	small := calibrateSmallWords
 	a, err := usage(small)
 	if err != nil {
-		return fmt.Errorf("matrix: calibrate prompt size: %w", err)
+		return err
 	}
-	b, err := usage(large)
-	if err != nil {
-		return fmt.Errorf("matrix: calibrate prompt size: %w", err)
+	budget := calibrateTokens
+	if p.MaxModelLen > 0 {
+		budget = min(budget, p.MaxModelLen/4)
 	}
-	p.perWord = float64(b-a) / float64(large-small)
-	if p.perWord <= 0 {
-		return fmt.Errorf("matrix: calibrate prompt size: usage did not grow with the prompt (%d then %d tokens)", a, b)
+	large := max(small*budget/max(a, 1), 2*small)
+	for range 4 {
+		if large < 4*small {
+			break
+		}
+		b, err := usage(large)
+		if err != nil {
+			return err
+		}
+		mid := (small + large) / 2
+		c, err := usage(mid)
+		if err != nil {
+			return err
+		}
+		perWord := float64(b-a) / float64(large-small)
+		first := float64(c-a) / float64(mid-small)
+		second := float64(b-c) / float64(large-mid)
+		if perWord > 0 && second >= (1-linearTolerance)*first && (p.MaxModelLen <= 0 || b < p.MaxModelLen) {
+			p.perWord = perWord
+			p.base = float64(a) - perWord*float64(small)
+			p.calibrated = true
+			return nil
+		}
+		large /= 2 // the server may have cut the larger request: stay further within its context
 	}
-	p.calibrated = true
-	return nil
+	return fmt.Errorf("%w: prompt usage did not grow with the prompt (%d tokens for %d words)", ErrUnsizable, a, small)
+}
+
+func (p *PromptSizer) send(ctx context.Context, req *loadgen.Request) (*metrics.Timeline, error) {
+	if p.Send != nil {
+		return p.Send(ctx, req)
+	}
+	ctx, cancel := context.WithTimeout(ctx, DefaultSizingTimeout)
+	defer cancel()
+	tl := &metrics.Timeline{}
+	err := p.Client.Measure(ctx, req, tl, nil)
+	return tl, err
 }

@@ -24,6 +24,7 @@ const (
 	notePartial = "*: interrupted before its window ended; the numbers cover the part that ran."
 	noteClient  = "†: the client, not the server, may have limited this cell's numbers."
 	noteTTFT    = "TTFT is measured after the benchmark warms the server's prompt cache, so it mostly excludes prefill."
+	noteCounted = "(N counted): the server counted N prompt tokens for this context, more than 1% off its label."
 	noteMedians = "Latencies are medians. Total tok/s is output across all simultaneous requests."
 	notRunWords = "Not run"
 )
@@ -58,6 +59,36 @@ func newReportGrid(r *Results) reportGrid {
 	}
 	return g
 }
+
+// promptTokens returns the prompt size the server counted for a context
+// row, or 0: every cell of a row sends the same prompt.
+func (g reportGrid) promptTokens(ctx int) int {
+	for _, n := range g.concurrency {
+		if c := g.at(ctx, n); c != nil && c.PromptTokens > 0 {
+			return c.PromptTokens
+		}
+	}
+	return 0
+}
+
+// offLabel reports whether a prompt of counted tokens is more than 1% off
+// its label; a context-0 row (a short prompt) never is.
+func offLabel(label, counted int) bool {
+	return label > 0 && counted > 0 && abs(counted-label)*100 > label
+}
+
+// sizeLabel names a context as the reports do: its label ("16K"), and the
+// size the server counted where that is more than 1% off ("16K (17,010
+// counted)").
+func sizeLabel(label, counted int) string {
+	if offLabel(label, counted) {
+		return FormatTokens(label) + " (" + fmtInt(counted) + " counted)"
+	}
+	return FormatTokens(label)
+}
+
+// rowLabel is sizeLabel for a row of the decode grid.
+func (g reportGrid) rowLabel(ctx int) string { return sizeLabel(ctx, g.promptTokens(ctx)) }
 
 // at returns the cell at context × concurrency, or nil.
 func (g reportGrid) at(ctx, n int) *Cell { return g.cells[[2]int{ctx, n}] }
@@ -99,7 +130,22 @@ func sortedPrefill(p []Prefill) []Prefill {
 }
 
 // prefillMeasured reports whether a prefill row has a measurement.
-func prefillMeasured(p Prefill) bool { return p.Error == "" && p.PromptTokS > 0 }
+func prefillMeasured(p Prefill) bool {
+	return p.Error == "" && p.PromptTokS > 0 && (p.Status == Valid || p.Status == StatusUnknown)
+}
+
+// prefillStatusWords is a prefill row's status as the reports show it.
+func prefillStatusWords(p Prefill) string {
+	switch {
+	case prefillMeasured(p):
+		return Valid.String()
+	case p.Status == StatusUnknown && p.Error == "":
+		return notRunWords
+	case p.Status == StatusUnknown:
+		return Failed.String()
+	}
+	return p.Status.String()
+}
 
 // statusWords is a cell's status as the grid shows it.
 func statusWords(c *Cell) string {
@@ -352,6 +398,16 @@ func (r *Results) legend() []string {
 	if len(r.Cells) > 0 {
 		out = append(out, noteTTFT)
 	}
+	counted := false
+	for _, p := range r.Prefill {
+		counted = counted || offLabel(p.ContextTokens, p.PromptTokens)
+	}
+	for _, c := range r.Cells {
+		counted = counted || offLabel(c.ContextTokens, c.PromptTokens)
+	}
+	if counted {
+		out = append(out, noteCounted)
+	}
 	return out
 }
 
@@ -362,8 +418,16 @@ func (r *Results) legend() []string {
 func (r *Results) cellNotes() []string {
 	var out []string
 	for _, p := range sortedPrefill(r.Prefill) {
-		if p.Error != "" {
-			out = append(out, fmt.Sprintf("Prefill %s: %s", FormatTokens(p.ContextTokens), cleanText(p.Error)))
+		why := p.Reason
+		if why == "" {
+			why = p.Error
+		}
+		if p.Status != Valid && why != "" {
+			s := fmt.Sprintf("Prefill %s: %s — %s", sizeLabel(p.ContextTokens, p.PromptTokens), prefillStatusWords(p), cleanText(why))
+			if p.Errors > 0 {
+				s += fmt.Sprintf("; %s of %s requests failed (%s)", fmtInt(p.Errors), fmtInt(max(p.Requests, p.Errors)), errorKinds(p.ErrorKinds))
+			}
+			out = append(out, s)
 		}
 	}
 	for _, c := range newReportGrid(r).ordered() {
@@ -378,18 +442,24 @@ func (r *Results) cellNotes() []string {
 func cellNote(c *Cell) string {
 	m := c.Measurement
 	if m == nil {
-		if c.Status == Failed || (c.Status != OverCapacity && c.Reason != "") {
-			return cellLabel(c) + ": " + statusWords(c) + reasonSuffix(c.Reason)
+		// Cells predicted over capacity are explained by the legend; cells
+		// that were sent and found over capacity or failed say why.
+		if c.Status == Failed || (c.Status != OverCapacity && c.Reason != "") || (c.Status == OverCapacity && c.PromptTokens > 0) {
+			s := cellLabel(c) + ": " + statusWords(c) + reasonSuffix(c.Reason)
+			if c.Errors > 0 {
+				s += fmt.Sprintf("; %s of %s requests failed (%s)", fmtInt(c.Errors), fmtInt(max(c.Requests, c.Errors)), errorKinds(c.ErrorKinds))
+			}
+			return s
 		}
 		return ""
 	}
-	if c.Status == Valid && m.Errors == 0 && !m.Partial && !m.ClientLimited {
+	if c.Status == Valid && c.Errors == 0 && !m.Partial && !m.ClientLimited && len(m.Notes) == 0 {
 		return ""
 	}
 	var parts []string
-	if m.Errors > 0 {
-		s := fmt.Sprintf("%s of %s requests failed", fmtInt(m.Errors), fmtInt(max(m.Requests, m.Errors)))
-		if k := errorKinds(m.ErrorKinds); k != "" {
+	if c.Errors > 0 {
+		s := fmt.Sprintf("%s of %s requests failed", fmtInt(c.Errors), fmtInt(max(c.Requests, c.Errors)))
+		if k := errorKinds(c.ErrorKinds); k != "" {
 			s += " (" + k + ")"
 		}
 		parts = append(parts, s)
@@ -403,6 +473,11 @@ func cellNote(c *Cell) string {
 			s += ": " + why
 		}
 		parts = append(parts, s)
+	}
+	for _, n := range m.Notes {
+		if n = cleanText(n); n != "" {
+			parts = append(parts, n)
+		}
 	}
 	s := cellLabel(c) + ": " + statusWords(c) + reasonSuffix(c.Reason)
 	if len(parts) > 0 {

@@ -54,9 +54,9 @@ func readMeasurementsCSV(t testing.TB, path string) *Results {
 		require.NoError(t, st.UnmarshalText([]byte(rec[3])))
 		switch rec[0] {
 		case "prefill":
-			p := Prefill{ContextTokens: ctx, PromptTokens: ctx, TTFTms: num(rec[6]), PromptTokS: num(rec[4])}
+			p := Prefill{ContextTokens: ctx, Status: Valid, PromptTokens: ctx, TTFTms: num(rec[6]), PromptTokS: num(rec[4])}
 			if st != Valid {
-				p.Error = "not measured"
+				p.Status, p.Reason, p.Error = Failed, "not measured", "not measured"
 			}
 			r.Prefill = append(r.Prefill, p)
 			r.Spec.Prefill = append(r.Spec.Prefill, ctx)
@@ -64,8 +64,8 @@ func readMeasurementsCSV(t testing.TB, path string) *Results {
 			c := Cell{ContextTokens: ctx, Concurrency: n, Status: st,
 				Predicted: capacity.Verdict{Fits: true, Reason: capacity.WithinLimits}}
 			if slices.ContainsFunc(rec[4:], func(s string) bool { return s != "" }) {
+				c.PromptTokens = ctx
 				c.Measurement = &Measurement{
-					PromptTokens:   ctx,
 					TotalTokS:      num(rec[4]),
 					PerRequestTokS: num(rec[5]),
 					TTFTms:         Quantiles{P50: num(rec[6])},
@@ -135,22 +135,19 @@ func seedResults(t testing.TB) *Results {
 func simulatedResults() *Results {
 	meas := func(total, perReq, ttft, tbt, active float64, out int) *Measurement {
 		return &Measurement{
-			PromptTokens: 0, TotalTokS: total, PerRequestTokS: perReq,
+			TotalTokS: total, PerRequestTokS: perReq,
 			TTFTms:    Quantiles{P50: ttft, P90: ttft * 1.4, P99: ttft * 2},
 			TBTms:     Quantiles{P50: tbt, P90: tbt * 1.1, P99: tbt * 1.3},
 			ITLms:     Quantiles{P50: tbt, P90: tbt * 1.2, P99: tbt * 1.6},
-			AvgActive: active, Completed: 1, OutputTokens: out, MeasuredS: 30, Requests: int(active + 0.5),
+			AvgActive: active, Completed: 1, OutputTokens: out, MeasuredS: 30,
 		}
 	}
 	failed := meas(410.2, 25.1, 950, 39.8, 14.2, 12_306)
-	failed.Errors, failed.Requests = 12, 20
-	failed.ErrorKinds = map[string]int{"http_500": 9, "truncated": 3}
 	partial := meas(66.3, 66.9, 1_250.4, 14.9, 1, 1_105)
 	partial.Partial, partial.MeasuredS = true, 16.7
 	limited := meas(275.5, 70.1, 230, 14.3, 4, 8_265)
 	limited.ClientLimited = true
 	limited.Client.Limited, limited.Client.Reason = true, "timer lag p99 41 ms > 20 ms"
-	limited.Errors, limited.ErrorKinds = 1, map[string]int{"stall": 1}
 	queued := meas(150.8, 44.7, 3_310, 22.4, 3.1, 4_524)
 
 	started := time.Date(2026, 5, 2, 18, 4, 0, 0, time.UTC)
@@ -169,15 +166,17 @@ func simulatedResults() *Results {
 		},
 		Started: started,
 		Prefill: []Prefill{
-			{ContextTokens: 8 * K, PromptTokens: 8_192, TTFTms: 3_480.2, PromptTokS: 2_353.9},
-			{ContextTokens: 16 * K, PromptTokens: 16_384, Error: "scout: server returned 500: <html>upstream\x1b[31m error</html>"},
+			{ContextTokens: 8 * K, Status: Valid, PromptTokens: 8_192, TTFTms: 3_480.2, PromptTokS: 2_353.9},
+			{ContextTokens: 16 * K, Status: Failed, PromptTokens: 16_384, Reason: "scout: server returned 500: <html>upstream\x1b[31m error</html>",
+				Error: "scout: server returned 500: <html>upstream\x1b[31m error</html>"},
 		},
 		Cells: []Cell{
-			{ContextTokens: 0, Concurrency: 1, Status: Valid, Measurement: meas(81.2, 81.6, 80.6, 12.25, 1, 2_436)},
-			{ContextTokens: 0, Concurrency: 4, Status: Valid, Measurement: limited},
-			{ContextTokens: 0, Concurrency: 16, Status: Failed, Reason: "more than half of the requests failed | <script>alert(1)</script>", Measurement: failed},
-			{ContextTokens: 16 * K, Concurrency: 1, Status: Valid, Measurement: partial},
-			{ContextTokens: 16 * K, Concurrency: 4, Status: RequestsQueued, Reason: "a waiting request was sampled", Measurement: queued},
+			{ContextTokens: 0, Concurrency: 1, Status: Valid, Requests: 1, Measurement: meas(81.2, 81.6, 80.6, 12.25, 1, 2_436)},
+			{ContextTokens: 0, Concurrency: 4, Status: Valid, Requests: 4, Errors: 1, ErrorKinds: map[string]int{"stall": 1}, Measurement: limited},
+			{ContextTokens: 0, Concurrency: 16, Status: Failed, Reason: "more than half of the requests failed | <script>alert(1)</script>",
+				Requests: 20, Errors: 12, ErrorKinds: map[string]int{"http_500": 9, "truncated": 3}, Measurement: failed},
+			{ContextTokens: 16 * K, Concurrency: 1, Status: Valid, PromptTokens: 16_800, Requests: 1, Measurement: partial},
+			{ContextTokens: 16 * K, Concurrency: 4, Status: RequestsQueued, Reason: "a waiting request was sampled", PromptTokens: 16_800, Requests: 3, Measurement: queued},
 			{ContextTokens: 16 * K, Concurrency: 16, Status: OverCapacity,
 				Reason:    "16 × (16384 + 8192) = 393216 tokens > 200000 KV tokens",
 				Predicted: capacity.Verdict{Reason: capacity.OverKVTokens, Need: 393_216, Have: 200_000}},

@@ -36,9 +36,11 @@ type Results struct {
 type Server struct {
 	URL   string `json:"url"`
 	Model string `json:"model,omitempty"`
-	// Engine is "vllm", "sglang", "llama.cpp", "tgi", or "" when unknown;
-	// Simulated marks llmload's simulator.
+	// Engine is "vllm", "sglang", "llama.cpp", "tgi", "ollama", or "" when
+	// unknown; Version the engine's version where it tells it. Simulated
+	// marks llmload's simulator.
 	Engine    string `json:"engine,omitempty"`
+	Version   string `json:"version,omitempty"`
 	Simulated bool   `json:"simulated,omitempty"`
 	// Speed is the simulator's speed factor. Results are reported in the
 	// simulated server's own time: durations × Speed, rates ÷ Speed.
@@ -54,11 +56,25 @@ type Server struct {
 // Prefill is one row of the prefill table: one cold request with a prompt
 // of ContextTokens, and its time to first token.
 type Prefill struct {
-	ContextTokens int     `json:"context_tokens"`
-	PromptTokens  int     `json:"prompt_tokens"`
-	TTFTms        float64 `json:"ttft_ms"`
+	ContextTokens int `json:"context_tokens"`
+	// Status is Valid for a measured row, Over capacity for a row predicted
+	// not to fit or whose prompt the server truncated or refused, Failed
+	// when its request failed; Reason says why, for any status but Valid.
+	Status Status `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	// Predicted is the plan's capacity verdict for one request of
+	// ContextTokens and one output token.
+	Predicted capacity.Verdict `json:"predicted"`
+	// PromptTokens is the prompt's size as the server counted it.
+	PromptTokens int     `json:"prompt_tokens"`
+	TTFTms       float64 `json:"ttft_ms"`
 	// PromptTokS is PromptTokens ÷ TTFT.
 	PromptTokS float64 `json:"prompt_tok_s"`
+	// Requests counts the requests sent for the row (retries included);
+	// Errors those that failed, ErrorKinds by kind.
+	Requests   int            `json:"requests,omitempty"`
+	Errors     int            `json:"errors,omitempty"`
+	ErrorKinds map[string]int `json:"error_kinds,omitempty"`
 	// Error says why there is no measurement, if there is none.
 	Error string `json:"error,omitempty"`
 }
@@ -81,6 +97,16 @@ type Cell struct {
 	// Predicted is the plan's capacity verdict.
 	Predicted capacity.Verdict `json:"predicted"`
 
+	// PromptTokens is the cell's prompt as the server counted it, zero for
+	// a cell never sent.
+	PromptTokens int `json:"prompt_tokens"`
+	// Requests counts requests sent in the cell: the scout (with its
+	// retries), the warm-up and the window. Errors counts those that
+	// failed, ErrorKinds by kind, the scout's too.
+	Requests   int            `json:"requests"`
+	Errors     int            `json:"errors"`
+	ErrorKinds map[string]int `json:"error_kinds,omitempty"`
+
 	// Measurement is nil for a cell that was not measured.
 	*Measurement
 }
@@ -88,7 +114,6 @@ type Cell struct {
 // Measurement holds a measured cell's columns. Rates and times are in the
 // server's own time (see Server.Speed).
 type Measurement struct {
-	PromptTokens int `json:"prompt_tokens"`
 	// TotalTokS is output tokens ÷ measured seconds.
 	TotalTokS float64 `json:"total_tok_s"`
 	// PerRequestTokS is the median over requests of 1 ÷ their time
@@ -106,20 +131,23 @@ type Measurement struct {
 	Completed    int     `json:"completed"`
 	OutputTokens int     `json:"output_tokens"`
 	MeasuredS    float64 `json:"measured_s"`
-	// Requests counts requests sent in the cell, warm-up included.
-	Requests int `json:"requests"`
-	// Errors counts failed requests; ErrorKinds by kind.
-	Errors     int            `json:"errors"`
-	ErrorKinds map[string]int `json:"error_kinds,omitempty"`
 	// Goodput is requests per second that completed within the SLO.
 	Goodput float64 `json:"goodput,omitempty"`
 
 	// WarmupS is how long the warm-up took; WarmupTimedOut that it ended
-	// at its timeout rather than by its conditions.
+	// at its timeout rather than by its conditions; WarmupEnded why it
+	// ended.
 	WarmupS        float64 `json:"warmup_s"`
 	WarmupTimedOut bool    `json:"warmup_timed_out,omitempty"`
+	WarmupEnded    string  `json:"warmup_ended,omitempty"`
 	// Server is what the server's /metrics said during the window.
 	Server *Samples `json:"server,omitempty"`
+	// Streams is the client's own view of the window: how many streams
+	// decoded at once and how many waited for a first token.
+	Streams *Streams `json:"streams,omitempty"`
+	// Notes explain figures that would otherwise contradict each other,
+	// such as a total rate far below the per-request rate × streams.
+	Notes []string `json:"notes,omitempty"`
 	// Client is the client's own health in the window; ClientLimited flags
 	// a cell whose numbers the client may have limited.
 	Client        loadgen.Health `json:"client"`
@@ -136,9 +164,40 @@ type Samples struct {
 	AvgRunning  float64 `json:"avg_running"`
 	PeakRunning float64 `json:"peak_running"`
 	MaxWaiting  float64 `json:"max_waiting"`
+	// AvgWaiting is the mean of the waiting requests sampled; WaitingShare
+	// the share of samples with at least one request waiting. Both are
+	// zero (and WaitingShare unset) when the server publishes no waiting
+	// count.
+	AvgWaiting   float64 `json:"avg_waiting"`
+	WaitingShare float64 `json:"waiting_share"`
+	// NoWaiting reports a server that publishes a running count but no
+	// waiting count.
+	NoWaiting bool `json:"no_waiting,omitempty"`
 	// Preemptions counts the preemptions during the window.
 	Preemptions float64 `json:"preemptions"`
 	MaxKVUsage  float64 `json:"max_kv_usage"`
+}
+
+// Streams is the client's own timeline of a cell's window, sampled every
+// few milliseconds: a stream decodes from its first token to its end, and
+// waits from when it was sent to its first token (prefill, or a place in
+// the server's queue). A slot between two requests of a closed loop does
+// neither.
+type Streams struct {
+	// Samples is the number of readings taken.
+	Samples int `json:"samples"`
+	// AvgDecoding and AvgWaiting are time-averages over the window.
+	AvgDecoding float64 `json:"avg_decoding"`
+	AvgWaiting  float64 `json:"avg_waiting"`
+	// PeakDecoding is the most streams seen decoding at once.
+	PeakDecoding int `json:"peak_decoding"`
+	// AllShare is the share of the window with every stream decoding.
+	AllShare float64 `json:"all_share"`
+	// CappedShare is the share of the window with PeakDecoding streams
+	// decoding while others waited for a first token: a server that runs
+	// only so many requests at once and queues the rest spends the whole
+	// window so.
+	CappedShare float64 `json:"capped_share"`
 }
 
 // Cell returns the cell at context × concurrency, or nil.
@@ -171,5 +230,22 @@ func ReadResults(rd io.Reader) (*Results, error) {
 	if r.Schema != Schema {
 		return nil, fmt.Errorf("matrix: results have schema %q, want %q", r.Schema, Schema)
 	}
+	for i := range r.Prefill {
+		r.Prefill[i].settleStatus()
+	}
 	return &r, nil
+}
+
+// settleStatus gives a prefill row written before rows had a status the
+// one its figures imply.
+func (p *Prefill) settleStatus() {
+	if p.Status != StatusUnknown {
+		return
+	}
+	switch {
+	case p.Error != "":
+		p.Status, p.Reason = Failed, p.Error
+	case p.PromptTokS > 0:
+		p.Status = Valid
+	}
 }

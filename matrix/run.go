@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +16,21 @@ import (
 
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/metrics"
+)
+
+// Defaults of a [Runner].
+const (
+	// DefaultScoutRetries is how many times a scout that failed in a way
+	// that may pass (a reset, a 5xx, a 429) is sent again.
+	DefaultScoutRetries = 3
+	// DefaultScoutTimeout bounds a scout, in the server's own time, plus
+	// ScoutTimePerToken for each prompt token until a prefill rate is
+	// known, then ten times the time that rate gives.
+	DefaultScoutTimeout = 2 * time.Minute
+	ScoutTimePerToken   = 10 * time.Millisecond
+	// maxRetryAfter caps the wait a 429's Retry-After asks for.
+	maxRetryAfter = 30 * time.Second
 )
 
 // Runner runs a speed-test matrix against one server: it plans every cell,
@@ -32,7 +48,7 @@ type Runner struct {
 	// own clock. 0 means 1 (a real server).
 	Speed float64
 	// Server describes the server for the report; the runner completes
-	// it (URL, model, engine, limits).
+	// it (URL, model, engine, version, limits).
 	Server Server
 	// Resume continues earlier results of the same spec: finished cells and
 	// prefill rows are kept, the rest are run.
@@ -40,6 +56,10 @@ type Runner struct {
 	// Save, if set, is called with the results after every prefill row and
 	// every cell, so an interruption loses nothing finished.
 	Save func(*Results) error
+	// OnPlan, if set, is called with the results once the plan is made,
+	// before any request is sent: every cell and prefill row predicted not
+	// to fit is decided, the others are not yet.
+	OnPlan func(*Results)
 	// Log receives the plan and what happens, a line at a time; nil is
 	// silent.
 	Log io.Writer
@@ -53,15 +73,14 @@ type Runner struct {
 	// while the server reports requests waiting; 0 means 30 s of the
 	// server's time.
 	StuckAfter time.Duration
+	// ScoutRetries is how many times a scout that failed transiently is
+	// sent again; 0 means DefaultScoutRetries, negative none.
+	ScoutRetries int
 
 	// secrets removes the URL's password and the API key from what the run
 	// logs, saves and returns.
 	secrets *loadgen.Redactor
 }
-
-// errNoTokens is a request that completed without a token, not even in
-// its usage.
-var errNoTokens = errors.New("the server completed the request with no tokens")
 
 // errStuck ends a cell whose requests are starved.
 var errStuck = errors.New("matrix: no token arrived while requests waited for capacity")
@@ -88,6 +107,16 @@ func (r *Runner) logf(format string, args ...any) {
 		}
 		io.WriteString(r.Log, b.String())
 	}
+}
+
+func (r *Runner) scoutRetries() int {
+	switch {
+	case r.ScoutRetries < 0:
+		return 0
+	case r.ScoutRetries == 0:
+		return DefaultScoutRetries
+	}
+	return r.ScoutRetries
 }
 
 // Run runs the matrix. Once it has started, it returns the results even
@@ -149,32 +178,18 @@ func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Result
 
 	// The plan: the server's own limits where it publishes them, completed
 	// by the ones the user gave.
-	limits := capacity.Limits{}
-	d, err := capacity.Discover(ctx, hc, spec.URL)
-	if err != nil && ctx.Err() != nil {
-		return res, context.Cause(ctx)
-	}
-	if d != nil {
-		limits = d.Limits
-		if res.Server.Engine == "" && d.Engine != capacity.EngineUnknown {
-			res.Server.Engine = d.Engine.String()
-		}
-		res.Server.Notes = appendNew(res.Server.Notes, d.Notes...)
-	}
+	limits, err := r.discover(ctx, c, hc, spec, res)
 	if err != nil {
-		r.logf("capacity: %v", err)
-	}
-	if spec.Limits != nil {
-		limits = limits.Merge(*spec.Limits)
-		if limits.Source == "" {
-			limits.Source = spec.Limits.Source
-		}
+		return res, err
 	}
 	res.Server.Limits = limits
-	plan := Plan(spec, limits)
-	res.Cells = mergeCells(plan, res.Cells)
+	res.Cells = mergeCells(Plan(spec, limits), res.Cells)
+	res.Prefill = mergePrefill(PlanPrefill(spec, limits), res.Prefill)
 	if r.Log != nil {
-		_ = WritePlan(r.Log, res.Cells, limits)
+		_ = writePlan(r.Log, res, limits, r.speed())
+	}
+	if r.OnPlan != nil {
+		r.OnPlan(res)
 	}
 	if err := save(); err != nil {
 		return res, err
@@ -185,7 +200,9 @@ func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Result
 	defer sampler.Close()
 
 	run := &cellRun{r: r, spec: spec, client: c, sampler: sampler, res: res, save: save,
-		sizer: &PromptSizer{Client: c, API: spec.API, Model: spec.Model, HTTPClient: hc}, prompts: map[int]prompt{}}
+		limits: limits, prompts: map[int]*prompt{}}
+	run.sizer = &PromptSizer{Client: c, API: spec.API, Model: spec.Model, HTTPClient: hc,
+		MaxModelLen: limits.MaxModelLen, Send: run.sendSizing}
 	run.runID = newRunID()
 
 	if err := run.prefill(ctx); err != nil {
@@ -198,6 +215,49 @@ func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Result
 	res.Finished = time.Now().UTC()
 	r.logf("done: %d cells", len(res.Cells))
 	return res, save()
+}
+
+// discover asks the server for its limits, engine and version, and merges
+// the limits the spec gives. An Ollama that has not loaded the model yet
+// publishes no context length: one short request loads it, and it is
+// asked again.
+func (r *Runner) discover(ctx context.Context, c *loadgen.Client, hc *http.Client, spec Spec, res *Results) (capacity.Limits, error) {
+	d, err := capacity.DiscoverModel(ctx, hc, spec.URL, spec.Model)
+	if err != nil && ctx.Err() != nil {
+		return capacity.Limits{}, context.Cause(ctx)
+	}
+	if d != nil && d.Engine == capacity.EngineOllama && d.Limits.MaxModelLen == 0 {
+		r.logf("capacity: Ollama publishes its context length once the model is loaded: loading it")
+		lctx, cancel := context.WithTimeout(ctx, DefaultScoutTimeout)
+		var tl metrics.Timeline
+		_ = c.Measure(lctx, &loadgen.Request{API: spec.API, Model: spec.Model, Prompt: ShortPrompt, MaxTokens: 1}, &tl, nil)
+		cancel()
+		if again, aerr := capacity.DiscoverModel(ctx, hc, spec.URL, spec.Model); aerr == nil {
+			d = again
+		}
+	}
+	var given capacity.Limits
+	if spec.Limits != nil {
+		given = *spec.Limits
+	}
+	limits := given
+	if d != nil {
+		limits = d.Complete(given)
+		if limits.Source == "" {
+			limits.Source = given.Source
+		}
+		if res.Server.Engine == "" && d.Engine != capacity.EngineUnknown {
+			res.Server.Engine = d.Engine.String()
+		}
+		if res.Server.Version == "" {
+			res.Server.Version = d.Version
+		}
+		res.Server.Notes = appendNew(res.Server.Notes, d.Notes...)
+	}
+	if err != nil {
+		r.logf("capacity: %v", err)
+	}
+	return limits, nil
 }
 
 // compatible reports whether results of spec a can be resumed under spec b.
@@ -223,6 +283,19 @@ func mergeCells(plan, done []Cell) []Cell {
 	return plan
 }
 
+// mergePrefill keeps the rows of done that were measured or found over
+// capacity, and plans the rest.
+func mergePrefill(plan, done []Prefill) []Prefill {
+	for i, p := range plan {
+		for _, d := range done {
+			if d.ContextTokens == p.ContextTokens && (d.Status == Valid || d.Status == OverCapacity) {
+				plan[i] = d
+			}
+		}
+	}
+	return plan
+}
+
 func appendNew(list []string, more ...string) []string {
 	for _, m := range more {
 		if !slices.Contains(list, m) {
@@ -241,9 +314,23 @@ func newRunID() string {
 // prompt is one context's prompt.
 type prompt struct {
 	text   string
-	tokens int // as sized
+	tokens int // expected, as sized
+	words  int // filler words, when calibrated
+	round  int // how many times it was resized
 	cold   bool
+	// checked: the server counted it within 1% of its target, or it was
+	// resized as often as allowed.
+	checked bool
+	// prevWords and prevCounted are the words and the server's count of
+	// the prompt before the last resize.
+	prevWords, prevCounted int
+	// coldTTFT is the time to first token of its first, cold request.
+	coldTTFT time.Duration
 }
+
+// maxResizes bounds how often a calibrated prompt is resized after its
+// first request's usage.
+const maxResizes = 2
 
 // cellRun is the state of one Run.
 type cellRun struct {
@@ -254,48 +341,171 @@ type cellRun struct {
 	sizer   *PromptSizer
 	res     *Results
 	save    func() error
+	limits  capacity.Limits
 	runID   string
-	prompts map[int]prompt
+	prompts map[int]*prompt
+	// prefillRate is the fastest prefill measured, in prompt tokens per
+	// second of the server's time, to bound later scouts.
+	prefillRate float64
+	// sizing tallies the failures of calibration requests, for the first
+	// row or cell that needed the calibration.
+	sizing tally
+}
+
+// tally counts requests and their failures by kind.
+type tally struct {
+	requests, errors int
+	kinds            map[string]int
+}
+
+func (t *tally) add(tl *metrics.Timeline) {
+	t.requests++
+	if tl.Kind == metrics.KindNone || tl.Kind == metrics.KindCanceled {
+		return
+	}
+	t.errors++
+	if t.kinds == nil {
+		t.kinds = map[string]int{}
+	}
+	t.kinds[tl.Kind.String()]++
+}
+
+func (t *tally) merge(o tally) {
+	t.requests += o.requests
+	t.errors += o.errors
+	for k, n := range o.kinds {
+		if t.kinds == nil {
+			t.kinds = map[string]int{}
+		}
+		t.kinds[k] += n
+	}
 }
 
 // promptFor returns the prompt of a context of the given size, building it
 // on first use.
-func (cr *cellRun) promptFor(ctx context.Context, tokens int) (prompt, error) {
+func (cr *cellRun) promptFor(ctx context.Context, tokens int) (*prompt, error) {
 	if p, ok := cr.prompts[tokens]; ok {
 		return p, nil
 	}
-	head := fmt.Sprintf("[llmload run %s, context %d]", cr.runID, tokens)
-	seed := binary.LittleEndian.Uint64([]byte(cr.runID + "llmload")[:8]) ^ uint64(tokens)
-	text, n, err := cr.sizer.Build(ctx, tokens, head, seed)
+	head := cr.head(tokens, 0)
+	text, n, err := cr.sizer.Build(ctx, tokens, head, cr.seed(tokens))
 	if err != nil {
-		return prompt{}, err
+		return nil, err
 	}
-	if tokens > 0 && abs(n-tokens) > tokens/100 {
-		cr.r.logf("prompt for %s: %d tokens, more than 1%% off", FormatTokens(tokens), n)
+	p := &prompt{text: text, tokens: n, cold: true}
+	if cr.sizer.Method == SizedByUsage {
+		p.words, _ = cr.sizer.WordsFor(tokens)
+	} else {
+		p.checked = tokens == 0 || abs(n-tokens) <= tokens/100 // counted by /tokenize
 	}
-	p := prompt{text: text, tokens: n, cold: true}
 	cr.prompts[tokens] = p
 	return p, nil
 }
 
-// prefill measures the prefill table: one cold request per context.
-func (cr *cellRun) prefill(ctx context.Context) error {
-	contexts := slices.Clone(cr.spec.Prefill)
-	sort.Ints(contexts)
-	for _, tokens := range contexts {
-		if slices.ContainsFunc(cr.res.Prefill, func(p Prefill) bool { return p.ContextTokens == tokens && p.Error == "" }) {
-			continue
+// head is the unique beginning of a context's prompt; a resized prompt gets
+// a new one, so that it is cold again.
+func (cr *cellRun) head(tokens, round int) string {
+	if round == 0 {
+		return fmt.Sprintf("[llmload run %s, context %d]", cr.runID, tokens)
+	}
+	return fmt.Sprintf("[llmload run %s, context %d, size %d]", cr.runID, tokens, round)
+}
+
+func (cr *cellRun) seed(tokens int) uint64 {
+	return binary.LittleEndian.Uint64([]byte(cr.runID + "llmload")[:8]) ^ uint64(tokens)
+}
+
+// sendSizing sends a calibration request, retrying transient failures as a
+// scout does, and tallies its failures.
+func (cr *cellRun) sendSizing(ctx context.Context, req *loadgen.Request) (*metrics.Timeline, error) {
+	var t tally
+	tl, err := cr.send(ctx, req, DefaultSizingTimeout, &t)
+	cr.sizing.merge(t)
+	return tl, err
+}
+
+// send sends one short request (a scout or a calibration request), within
+// timeout of the server's time, and sends it again after a failure that may
+// pass (a reset, a 5xx, a 429 after its Retry-After), at most ScoutRetries
+// times. Every attempt is tallied. It returns the last attempt.
+func (cr *cellRun) send(ctx context.Context, req *loadgen.Request, timeout time.Duration, t *tally) (*metrics.Timeline, error) {
+	var tl *metrics.Timeline
+	var err error
+	for attempt := 0; ; attempt++ {
+		tl = &metrics.Timeline{}
+		rctx, cancel := context.WithTimeoutCause(ctx, cr.r.wall(timeout), fmt.Errorf("matrix: no answer within %v", timeout))
+		err = cr.client.Measure(rctx, req, tl, nil)
+		if tl.Sent.IsZero() && !tl.Headers.IsZero() {
+			// net/http can hand back the response before it reports the
+			// request written; nothing waited on the client in between.
+			tl.Sent = tl.Start
 		}
-		row, err := cr.scout(ctx, tokens)
-		if err != nil && ctx.Err() != nil {
+		if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+			err = context.Cause(rctx)
+			tl.Kind, tl.Err = metrics.KindHeaderTimeout, err
+			if !tl.First.IsZero() {
+				tl.Kind = metrics.KindStall
+			}
+		}
+		cancel()
+		t.add(tl)
+		if err == nil || ctx.Err() != nil || attempt >= cr.r.scoutRetries() || !transient(tl.Kind) {
+			return tl, err
+		}
+		pause := time.Duration(attempt+1) * 500 * time.Millisecond
+		var se *loadgen.StatusError
+		if errors.As(err, &se) && se.RetryAfter > 0 {
+			pause = min(se.RetryAfter, maxRetryAfter)
+		}
+		cr.r.logf("  the request failed (%v); sending it again in %v", err, pause.Round(time.Millisecond))
+		sleepCtx(ctx, pause)
+	}
+}
+
+// transient reports whether a failure may pass if the request is sent
+// again.
+func transient(k metrics.ErrorKind) bool {
+	switch k {
+	case metrics.KindConnect, metrics.KindRateLimited, metrics.KindServerStatus,
+		metrics.KindTruncated, metrics.KindStreamError:
+		return true
+	}
+	return false
+}
+
+// scoutTimeout bounds the scout of a prompt of tokens, in the server's
+// time.
+func (cr *cellRun) scoutTimeout(tokens int) time.Duration {
+	if cr.prefillRate > 0 {
+		return max(DefaultScoutTimeout, time.Duration(10*float64(tokens)/cr.prefillRate*float64(time.Second)))
+	}
+	return DefaultScoutTimeout + time.Duration(tokens)*ScoutTimePerToken
+}
+
+// prefill measures the prefill table: one cold request per context that
+// fits, smallest first.
+func (cr *cellRun) prefill(ctx context.Context) error {
+	order := make([]int, 0, len(cr.res.Prefill))
+	for i, p := range cr.res.Prefill {
+		if p.Status == StatusUnknown || p.Status == Failed {
+			order = append(order, i)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return cr.res.Prefill[order[a]].ContextTokens < cr.res.Prefill[order[b]].ContextTokens
+	})
+	for _, i := range order {
+		tokens := cr.res.Prefill[i].ContextTokens
+		row := cr.scout(ctx, tokens, "prefill row")
+		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
-		cr.res.Prefill = slices.DeleteFunc(cr.res.Prefill, func(p Prefill) bool { return p.ContextTokens == tokens })
-		cr.res.Prefill = append(cr.res.Prefill, row)
-		if row.Error == "" {
+		row.Predicted = cr.res.Prefill[i].Predicted
+		cr.res.Prefill[i] = row.Prefill
+		if row.Status == Valid {
 			cr.r.logf("prefill %s: %d prompt tokens, TTFT %.0f ms, %.1f tok/s", FormatTokens(tokens), row.PromptTokens, row.TTFTms, row.PromptTokS)
 		} else {
-			cr.r.logf("prefill %s: %s", FormatTokens(tokens), row.Error)
+			cr.r.logf("prefill %s: %s: %s", FormatTokens(tokens), row.Status, row.Reason)
 		}
 		if err := cr.save(); err != nil {
 			return err
@@ -304,44 +514,115 @@ func (cr *cellRun) prefill(ctx context.Context) error {
 	return nil
 }
 
-// scout sends a context's prompt once with max_tokens 1, after the server
-// is idle. The first scout of a context is cold and measures prefill; every
-// scout warms the prefix cache.
-func (cr *cellRun) scout(ctx context.Context, tokens int) (Prefill, error) {
-	row := Prefill{ContextTokens: tokens}
+// scoutResult is a scout's outcome: the prefill row it measured (with its
+// status and the requests it sent) and its time to first token in wall
+// time.
+type scoutResult struct {
+	Prefill
+	ttft time.Duration
+}
+
+// scout sends a context's prompt with max_tokens 1, after the server is
+// idle. The first scout of a context is cold and measures prefill; every
+// scout warms the prefix cache. It checks the size the server counted: a
+// calibrated prompt more than 1% off is resized (at most maxResizes times)
+// and sent again; a prompt the server truncated or refused as too long
+// makes the row Over capacity; a failure that persists through the retries
+// makes it Failed. Every request sent is tallied in the row.
+func (cr *cellRun) scout(ctx context.Context, tokens int, what string) scoutResult {
+	row := scoutResult{Prefill: Prefill{ContextTokens: tokens}}
+	var t tally
+	defer func() {
+		t.merge(cr.sizing)
+		cr.sizing = tally{}
+		row.Requests, row.Errors, row.ErrorKinds = t.requests, t.errors, t.kinds
+		if row.Status == Failed && row.Error == "" {
+			row.Error = row.Reason
+		}
+	}()
 	p, err := cr.promptFor(ctx, tokens)
 	if err != nil {
-		row.Error = err.Error()
-		return row, err
+		row.Status, row.Reason = Failed, "the prompt could not be sized: "+err.Error()
+		return row
 	}
-	cr.waitIdle(ctx)
-	req := &loadgen.Request{API: cr.spec.API, Model: cr.spec.Model, Prompt: p.text, MaxTokens: 1, Usage: loadgen.UsageFinal}
-	resp, err := cr.client.Do(ctx, req)
-	p.cold = false
-	cr.prompts[tokens] = p
-	if err != nil {
-		row.Error = err.Error()
-		return row, err
+	for {
+		cr.waitIdle(ctx)
+		req := &loadgen.Request{API: cr.spec.API, Model: cr.spec.Model, Prompt: p.text, MaxTokens: 1, Usage: loadgen.UsageFinal}
+		tl, err := cr.send(ctx, req, cr.scoutTimeout(tokens), &t)
+		wasCold := p.cold
+		p.cold = false
+		if ctx.Err() != nil {
+			return row
+		}
+		if err != nil {
+			row.Status, row.Reason = classifyScout(tl.Kind, err)
+			return row
+		}
+		if tl.OutputTokens() == 0 {
+			row.Status, row.Reason = Failed, "the server completed 1 request with no tokens (the "+what+"'s first)"
+			return row
+		}
+		counted := tl.PromptTokens
+		if counted <= 0 {
+			counted = p.tokens // the server reports no usage: /tokenize's count
+		}
+		row.PromptTokens = counted
+		if why := cr.truncated(p, tokens, counted); why != "" {
+			row.Status, row.Reason = OverCapacity, why
+			return row
+		}
+		if !p.checked && tokens > 0 && abs(counted-tokens) > tokens/100 && p.round < maxResizes {
+			// The calibration was off for this prompt: correct it with the
+			// server's own count and send the new prompt, cold again.
+			p.round++
+			p.prevWords, p.prevCounted = p.words, counted
+			p.text, p.tokens, p.words = cr.sizer.Resize(tokens, counted, max(p.words, 1), cr.head(tokens, p.round), cr.seed(tokens))
+			p.cold = true
+			cr.r.logf("  prompt for %s: the server counted %d tokens; resized to about %d", FormatTokens(tokens), counted, p.tokens)
+			continue
+		}
+		p.checked = true
+		row.ttft = tl.TTFT()
+		if wasCold {
+			p.coldTTFT = row.ttft
+		}
+		s := cr.r.speed()
+		row.TTFTms = row.ttft.Seconds() * 1000 * s
+		if row.ttft > 0 {
+			row.PromptTokS = float64(counted) / (row.ttft.Seconds() * s)
+			cr.prefillRate = max(cr.prefillRate, row.PromptTokS)
+		}
+		row.Status = Valid
+		if tokens > 0 && abs(counted-tokens) > tokens/100 {
+			cr.r.logf("  prompt for %s: %d tokens as the server counts them, more than 1%% off", FormatTokens(tokens), counted)
+		}
+		return row
 	}
-	if resp.OutputTokens() == 0 {
-		row.Error = errNoTokens.Error()
-		return row, errNoTokens
+}
+
+// truncated says why the server did not take a prompt whole, or "": it
+// counted far fewer tokens than were sent, the prompt fills its whole
+// context, or a larger prompt counted no more than a smaller one did.
+func (cr *cellRun) truncated(p *prompt, target, counted int) string {
+	if target <= 0 {
+		return ""
 	}
-	s := cr.r.speed()
-	row.PromptTokens = resp.PromptTokens
-	if row.PromptTokens == 0 {
-		row.PromptTokens = p.tokens
+	sent := max(p.tokens, target)
+	if m := cr.limits.MaxModelLen; m > 0 && counted >= m {
+		return fmt.Sprintf("the server cut the prompt to %d tokens, its whole context (max_model_len %d), of about %d sent", counted, m, sent)
 	}
-	ttft := resp.TTFT()
-	row.TTFTms = ttft.Seconds() * 1000 * s
-	if ttft > 0 {
-		row.PromptTokS = float64(row.PromptTokens) / (ttft.Seconds() * s)
+	if p.tokens > 0 && float64(counted) < 0.8*float64(p.tokens) {
+		return fmt.Sprintf("the server counted %d prompt tokens of about %d sent: it truncated the prompt to its context", counted, p.tokens)
 	}
-	return row, nil
+	if p.round > 0 && p.words > p.prevWords && counted <= p.prevCounted {
+		return fmt.Sprintf("the server counts no more than %d prompt tokens however long the prompt: it truncates prompts to its context", counted)
+	}
+	return ""
 }
 
 // waitIdle waits until the server reports nothing running or waiting, at
-// most IdleTimeout. A server without metrics is not waited for.
+// most IdleTimeout. A server without metrics (or whose /metrics did not
+// answer in time) is not waited for.
 func (cr *cellRun) waitIdle(ctx context.Context) {
 	timeout := cr.r.IdleTimeout
 	if timeout <= 0 {
@@ -349,6 +630,9 @@ func (cr *cellRun) waitIdle(ctx context.Context) {
 	}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if cr.sampler.Failing() {
+			return
+		}
 		g, err := cr.sampler.Sample(ctx)
 		if err != nil || g.Running < 0 {
 			return
@@ -401,10 +685,13 @@ func describe(c *Cell) string {
 	if c.Measurement == nil {
 		return fmt.Sprintf("%s: %s", c.Status, c.Reason)
 	}
-	s := fmt.Sprintf("%s: %.1f tok/s total, %.1f per request, TTFT %.0f ms, TBT %.1f ms, %d tokens in %.1f s",
-		c.Status, c.TotalTokS, c.PerRequestTokS, c.TTFTms.P50, c.TBTms.P50, c.OutputTokens, c.MeasuredS)
+	s := fmt.Sprintf("%s: %.1f tok/s total, %.1f per request, TTFT %.0f ms, TBT %.1f ms, %d tokens in %.1f s, warm-up %.1f s",
+		c.Status, c.TotalTokS, c.PerRequestTokS, c.TTFTms.P50, c.TBTms.P50, c.OutputTokens, c.MeasuredS, c.WarmupS)
 	if c.Reason != "" {
 		s += " (" + c.Reason + ")"
+	}
+	for _, n := range c.Notes {
+		s += "; " + n
 	}
 	return s
 }

@@ -24,10 +24,11 @@ type Gauges struct {
 	Preemptions float64 // a counter
 }
 
-// The metric names read, vLLM's first, then SGLang's.
+// The metric names read: vLLM's, SGLang's, llama.cpp's (with --metrics),
+// TGI's.
 var (
-	runningNames     = []string{"vllm:num_requests_running", "sglang:num_running_reqs"}
-	waitingNames     = []string{"vllm:num_requests_waiting", "sglang:num_queue_reqs"}
+	runningNames     = []string{"vllm:num_requests_running", "sglang:num_running_reqs", "llamacpp:requests_processing", "tgi_batch_current_size"}
+	waitingNames     = []string{"vllm:num_requests_waiting", "sglang:num_queue_reqs", "llamacpp:requests_deferred", "tgi_queue_size"}
 	kvUsageNames     = []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"}
 	preemptionsNames = []string{"vllm:num_preemptions_total", "vllm:num_preemptions"}
 )
@@ -92,6 +93,9 @@ type Sampler struct {
 	sumRun   float64
 	peakRun  float64
 	maxWait  float64
+	sumWait  float64
+	waited   int // samples with a request waiting
+	noWait   bool
 	preFirst float64
 	preLast  float64
 	maxKV    float64
@@ -140,9 +144,12 @@ func (s *Sampler) Close() {
 	s.stop = nil
 }
 
-// Sample reads /metrics once now.
+// SampleTimeout bounds one reading of /metrics.
+const SampleTimeout = 5 * time.Second
+
+// Sample reads /metrics once now, within SampleTimeout.
 func (s *Sampler) Sample(ctx context.Context) (Gauges, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, SampleTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
 	if err != nil {
@@ -181,6 +188,14 @@ func (s *Sampler) sample(ctx context.Context) {
 	s.sumRun += g.Running
 	s.peakRun = max(s.peakRun, g.Running)
 	s.maxWait = max(s.maxWait, g.Waiting)
+	if g.Waiting < 0 {
+		s.noWait = true
+	} else {
+		s.sumWait += g.Waiting
+		if g.Waiting >= 1 {
+			s.waited++
+		}
+	}
 	s.maxKV = max(s.maxKV, g.KVUsage)
 	if g.Preemptions >= 0 {
 		if s.count == 1 {
@@ -197,6 +212,14 @@ func (s *Sampler) Latest() (Gauges, bool) {
 	return s.last, s.ok
 }
 
+// Failing reports whether the latest reading failed: the server has no
+// /metrics, publishes no running count, or did not answer in time.
+func (s *Sampler) Failing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err != nil
+}
+
 // Mark starts a summary afresh (at a window's start) of the samples taken
 // before until (the window's end).
 func (s *Sampler) Mark(until time.Time) {
@@ -204,6 +227,7 @@ func (s *Sampler) Mark(until time.Time) {
 	defer s.mu.Unlock()
 	s.marking, s.until = true, until
 	s.count, s.sumRun, s.peakRun, s.maxWait, s.preFirst, s.preLast, s.maxKV = 0, 0, 0, 0, 0, 0, 0
+	s.sumWait, s.waited, s.noWait = 0, 0, false
 }
 
 // Summary ends the summary begun by Mark and returns it, or nil when no
@@ -215,12 +239,18 @@ func (s *Sampler) Summary() *Samples {
 	if s.count == 0 {
 		return nil
 	}
-	return &Samples{
+	out := &Samples{
 		Count:       s.count,
 		AvgRunning:  s.sumRun / float64(s.count),
 		PeakRunning: s.peakRun,
-		MaxWaiting:  s.maxWait,
+		MaxWaiting:  max(s.maxWait, 0),
 		Preemptions: s.preLast - s.preFirst,
 		MaxKVUsage:  s.maxKV,
+		NoWaiting:   s.noWait,
 	}
+	if !s.noWait {
+		out.AvgWaiting = s.sumWait / float64(s.count)
+		out.WaitingShare = float64(s.waited) / float64(s.count)
+	}
+	return out
 }

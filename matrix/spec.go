@@ -106,6 +106,10 @@ type Spec struct {
 	// estimate); the server's own figures, where it publishes them, take
 	// precedence over unknown ones.
 	Limits *capacity.Limits `json:"limits,omitempty"`
+	// SkipQueued leaves unmeasured the cells predicted to queue (more
+	// requests than the server runs at once): they are Requests queued by
+	// prediction. By default they are measured.
+	SkipQueued bool `json:"skip_queued,omitempty"`
 }
 
 // SLO holds optional objectives; a request meets them when it completed

@@ -34,11 +34,11 @@ func (r *Results) WriteTable(w io.Writer) error {
 		bw.WriteString("\nPrefill · prompt tok/s by context length\n\n")
 		rows := make([][]string, 0, len(r.Prefill))
 		for _, p := range sortedPrefill(r.Prefill) {
-			rate, ttft := "Failed", "—"
+			rate, ttft := prefillStatusWords(p), "—"
 			if prefillMeasured(p) {
 				rate, ttft = fmtPrefillRate(p.PromptTokS), fmtTTFT(p.TTFTms)
 			}
-			rows = append(rows, []string{FormatTokens(p.ContextTokens), rate, ttft})
+			rows = append(rows, []string{sizeLabel(p.ContextTokens, p.PromptTokens), rate, ttft})
 		}
 		writeAligned(bw, []string{"Context", "Prompt tok/s", "TTFT"}, rows, false)
 	}
@@ -52,7 +52,7 @@ func (r *Results) WriteTable(w io.Writer) error {
 		}
 		rows := make([][]string, 0, len(g.contexts))
 		for _, ctx := range g.contexts {
-			row := []string{FormatTokens(ctx)}
+			row := []string{g.rowLabel(ctx)}
 			for _, n := range g.concurrency {
 				row = append(row, strings.Join(gridLines(g.at(ctx, n)), "\n"))
 			}

@@ -112,6 +112,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	kv := fs.Int("kv-tokens", 0, "KV-cache capacity in tokens, if the server does not publish it (e.g. from its start-up log)")
 	maxSeqs := fs.Int("max-num-seqs", 0, "the server's max running requests, if known")
 	maxLen := fs.Int("max-model-len", 0, "the server's max_model_len, if it does not publish it")
+	fs.BoolVar(&o.spec.SkipQueued, "skip-queued", false, "do not measure the cells predicted to queue (more requests than -max-num-seqs or the server's own limit)")
 	fs.Float64Var(&o.speed, "speed", DefaultSpeed, "the simulator's speed factor (only without -url)")
 	fs.StringVar(&o.profile, "profile", "seed", "the simulator's profile (only without -url)")
 	fs.StringVar(&o.out, "o", "", "write the report to this file instead of standard output")
@@ -286,6 +287,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return nil
 	}
 	if !o.quiet {
+		runner.OnPlan = func(r *matrix.Results) { writeHints(stderr, r) }
 		runner.Log = stderr
 		if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 			runner.Progress = stderr
@@ -427,6 +429,47 @@ func render(o *options, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// writeHints says, before a run, which flags would make its plan exact:
+// the limits the server did not publish and the user did not give.
+func writeHints(w io.Writer, r *matrix.Results) {
+	if r.Server.Simulated {
+		return // the simulator's limits are its profile's
+	}
+	l := r.Server.Limits
+	var flags []string
+	if l.MaxRunning <= 0 {
+		s := "-max-num-seqs N (the requests it runs at once"
+		switch r.Server.Engine {
+		case "vllm":
+			s += ": vLLM's --max-num-seqs, 256 by default"
+		case "ollama":
+			s += ": Ollama's OLLAMA_NUM_PARALLEL"
+		}
+		flags = append(flags, s+"; beyond it cells are predicted to queue)")
+	}
+	if l.KVTokens <= 0 {
+		s := "-kv-tokens N (its KV cache, from its start-up log"
+		if r.Server.Engine == "ollama" || r.Server.Engine == "llama.cpp" {
+			s = "-kv-tokens N (or -max-num-seqs: " + r.Server.Engine + " holds a context per slot"
+		}
+		flags = append(flags, s+")")
+	}
+	if l.MaxModelLen <= 0 {
+		flags = append(flags, "-max-model-len N (its context length; longer rows are predicted over capacity)")
+	}
+	if len(flags) == 0 {
+		return
+	}
+	engine := r.Server.Engine
+	if engine == "" {
+		engine = "the server"
+	}
+	fmt.Fprintf(w, "%s did not publish every limit; to make the plan exact, pass:\n", engine)
+	for _, f := range flags {
+		fmt.Fprintf(w, "  %s\n", f)
+	}
 }
 
 // simulator starts the built-in simulated server.

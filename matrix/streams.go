@@ -1,0 +1,154 @@
+package matrix
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// streamTick is how often a cell reads its streams' state. It is fine
+// enough to see a stream wait for its first token for a few tens of
+// milliseconds, cheap enough for thousands of streams (a reading costs a few
+// atomic loads).
+const streamTick = 10 * time.Millisecond
+
+// streamTracker keeps the client's own timeline of a cell: how many streams
+// decode (have a first token and no end) and how many wait for their first
+// token, read every streamTick. It summarises the window (from mark) and
+// watches the warm-up: whether every stream has decoded at once, every
+// slot has finished a request, and for how long the decoding count has
+// been stuck below the concurrency while others waited.
+//
+// Every method is safe for concurrent use.
+type streamTracker struct {
+	n    int
+	slot []atomic.Int64 // requests begun by each closed-loop slot
+
+	mu       sync.Mutex
+	last     time.Time
+	lastDec  int
+	lastWait int
+	sawAll   bool      // every stream decoded at once at some reading
+	capSince time.Time // since when no reading has had more than capAt < n decoding, and every one some stream waiting; zero when not
+	capAt    int
+
+	marked  bool
+	end     time.Time // the window's end: readings after it are not counted
+	samples int
+	total   time.Duration
+	dec     float64 // ∫ decoding dt, in seconds
+	wait    float64 // ∫ waiting dt, in seconds
+	byDec   []time.Duration
+	byDecW  []time.Duration // with at least one stream waiting
+}
+
+func newStreamTracker(n int) *streamTracker {
+	return &streamTracker{n: n, slot: make([]atomic.Int64, n), byDec: make([]time.Duration, n+1), byDecW: make([]time.Duration, n+1)}
+}
+
+// begin records that slot began its seq-th request (counted from 0).
+func (t *streamTracker) begin(slot, seq int) {
+	if slot >= 0 && slot < len(t.slot) {
+		t.slot[slot].Store(int64(seq) + 1)
+	}
+}
+
+// everySlotFinished reports whether every slot has begun its second
+// request, so finished its first.
+func (t *streamTracker) everySlotFinished() bool {
+	for i := range t.slot {
+		if t.slot[i].Load() < 2 {
+			return false
+		}
+	}
+	return true
+}
+
+// observe records a reading at now: decoding streams have a first token,
+// waiting ones were sent and have none yet.
+func (t *streamTracker) observe(now time.Time, decoding, waiting int) {
+	decoding = min(max(decoding, 0), t.n)
+	waiting = max(waiting, 0)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.marked && !t.last.IsZero() && t.last.Before(t.end) {
+		until := now
+		if until.After(t.end) {
+			until = t.end
+		}
+		dt := until.Sub(t.last)
+		t.total += dt
+		t.dec += float64(t.lastDec) * dt.Seconds()
+		t.wait += float64(t.lastWait) * dt.Seconds()
+		t.byDec[t.lastDec] += dt
+		if t.lastWait > 0 {
+			t.byDecW[t.lastDec] += dt
+		}
+		t.samples++
+	}
+	t.last, t.lastDec, t.lastWait = now, decoding, waiting
+	if decoding >= t.n {
+		t.sawAll = true
+	}
+	switch {
+	case decoding >= t.n || waiting == 0:
+		t.capSince, t.capAt = time.Time{}, 0
+	case t.capSince.IsZero() || decoding > t.capAt:
+		t.capSince, t.capAt = now, decoding // a new high: the server took another stream
+	}
+}
+
+// allDecoded reports whether every stream has decoded at once.
+func (t *streamTracker) allDecoded() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sawAll
+}
+
+// capped returns how long, up to now, the decoding count has stayed at or
+// below a number short of the concurrency while streams waited at every
+// reading, and that number: a server that runs only so many requests at
+// once holds the count there for good, a server still prefilling raises it
+// from time to time.
+func (t *streamTracker) capped(now time.Time) (time.Duration, int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.capSince.IsZero() {
+		return 0, 0
+	}
+	return now.Sub(t.capSince), t.capAt
+}
+
+// mark starts the window's summary at start; it ends at end.
+func (t *streamTracker) mark(start, end time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.marked, t.end = true, end
+	if !t.last.IsZero() {
+		t.last = start // the reading before the window holds from its start
+	}
+}
+
+// summary returns the window's summary, or nil when it has no reading.
+func (t *streamTracker) summary() *Streams {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.total <= 0 {
+		return nil
+	}
+	s := &Streams{Samples: t.samples}
+	secs := t.total.Seconds()
+	s.AvgDecoding = t.dec / secs
+	s.AvgWaiting = t.wait / secs
+	for k := t.n; k >= 0; k-- {
+		if t.byDec[k] > 0 {
+			s.PeakDecoding = k
+			break
+		}
+	}
+	s.AllShare = t.byDec[t.n].Seconds() / secs
+	if s.PeakDecoding < t.n {
+		s.CappedShare = t.byDecW[s.PeakDecoding].Seconds() / secs
+	}
+	return s
+}
