@@ -221,7 +221,7 @@ func (p *PromptSizer) count(ctx context.Context, text string) (int, error) {
 	hreq.Header.Set("Content-Type", "application/json")
 	resp, err := hc.Do(hreq)
 	if err != nil {
-		if e := loadgen.AsNotHTTP("POST "+req.URL.Redacted(), err); e != nil {
+		if e := loadgen.AsNotHTTP("POST "+hreq.URL.Redacted(), err); e != nil {
 			return 0, e
 		}
 		return 0, fmt.Errorf("matrix: POST /tokenize: %w", err)

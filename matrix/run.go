@@ -529,8 +529,8 @@ type scoutResult struct {
 // and sent again; a prompt the server truncated or refused as too long
 // makes the row Over capacity; a failure that persists through the retries
 // makes it Failed. Every request sent is tallied in the row.
-func (cr *cellRun) scout(ctx context.Context, tokens int, what string) scoutResult {
-	row := scoutResult{Prefill: Prefill{ContextTokens: tokens}}
+func (cr *cellRun) scout(ctx context.Context, tokens int, what string) (row scoutResult) {
+	row.ContextTokens = tokens
 	var t tally
 	defer func() {
 		t.merge(cr.sizing)
