@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -92,9 +93,9 @@ func (p *Presence) UnmarshalText(b []byte) error {
 	return fmt.Errorf("matrix: unknown presence %q", b)
 }
 
-// Change says whether a figure got better or worse beyond
-// [CompareThreshold]. Better means faster: a higher rate, or a lower
-// latency.
+// Change says whether a figure got better or worse: by more than
+// [CompareThreshold], and beyond what the runs' own noise explains (see
+// [Interval]). Better means faster: a higher rate, or a lower latency.
 type Change uint8
 
 // Changes. The zero value means "not set".
@@ -102,17 +103,23 @@ const (
 	ChangeUnknown Change = iota
 	// ChangeSame: within CompareThreshold.
 	ChangeSame
-	// ChangeBetter: faster by more than CompareThreshold.
+	// ChangeBetter: faster by more than CompareThreshold, and the two
+	// runs' intervals do not overlap.
 	ChangeBetter
-	// ChangeWorse: slower by more than CompareThreshold.
+	// ChangeWorse: slower by more than CompareThreshold, and the two runs'
+	// intervals do not overlap.
 	ChangeWorse
+	// ChangeNoise: more than CompareThreshold apart, but the two runs'
+	// intervals overlap: the difference is within the runs' own noise.
+	ChangeNoise
 )
 
 var changeText = [...]struct{ mark, token string }{
-	{"", ""}, {"", "same"}, {"▲", "better"}, {"▼", "worse"},
+	{"", ""}, {"", "same"}, {"▲", "better"}, {"▼", "worse"}, {"", "noise"},
 }
 
-// String returns the change's name: "same", "better" or "worse".
+// String returns the change's name: "same", "better", "worse" or
+// "noise".
 func (c Change) String() string {
 	if int(c) < len(changeText) {
 		return changeText[c].token
@@ -153,36 +160,174 @@ func (c *Change) UnmarshalText(b []byte) error {
 type Ratio struct {
 	Base float64 `json:"base,omitempty"`
 	Next float64 `json:"next,omitempty"`
+	// BaseInterval and NextInterval are where each run's figure lies, as
+	// far as the spread of its requests tells (see [Interval]); nil when
+	// the run has too few requests, or too little of their distribution,
+	// to tell. A change is marked only when they do not overlap; without
+	// them the threshold alone decides.
+	BaseInterval *Interval `json:"base_interval,omitempty"`
+	NextInterval *Interval `json:"next_interval,omitempty"`
 	// Ratio is Next ÷ Base.
 	Ratio  float64 `json:"ratio,omitempty"`
 	Change Change  `json:"change,omitzero"`
 }
 
-// newRatio compares base and next, or returns nil when neither is a
-// positive number. lowerIsBetter is set for latencies.
-func newRatio(base, next float64, lowerIsBetter bool) *Ratio {
-	ok := func(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
-	if !ok(base) {
-		base = 0
-	}
-	if !ok(next) {
-		next = 0
-	}
-	if base == 0 && next == 0 {
+// Interval is a range that holds a run's figure with about 95%
+// confidence. A cell's requests are a sample: their median time to first
+// token, say, would come out otherwise if the same server were measured
+// again. For a median of n requests the interval runs between the
+// quantiles 0.5 ± 0.98 ÷ √n of their distribution (the ranks that bound a
+// median with 95% confidence, whatever the distribution), read from its
+// 50th, 90th and 99th percentiles and mirrored below the median; a TTFT's
+// spans at least two of the server's decode steps and [TimingResolution]
+// on either side, which move every request of a run alike. Rates take
+// their time between tokens' interval, or, with fewer than three
+// requests, that of the gaps between their tokens; the total tok/s also
+// spans a TTFT at each end of the window, which may fall between two
+// requests of every stream.
+type Interval struct {
+	Low  float64 `json:"low"`
+	High float64 `json:"high"`
+}
+
+// minIntervalRequests is the fewest requests, or gaps between tokens,
+// whose spread gives an interval.
+const minIntervalRequests = 3
+
+// estimate is one run's figure and its interval. unknown marks a figure
+// whose noise cannot be told (too few requests): it is never marked
+// better or worse.
+type estimate struct {
+	v       float64
+	in      *Interval
+	unknown bool
+	cmp     bool // lower is better
+}
+
+// medianInterval is the interval of the median of n samples with
+// quantiles q, or nil when n is too small or q makes no sense.
+func medianInterval(q Quantiles, n int) *Interval {
+	finite := !math.IsInf(q.P99, 0) && !math.IsNaN(q.P99)
+	if n < minIntervalRequests || !(q.P50 > 0) || !(q.P90 >= q.P50) || !(q.P99 >= q.P90) || !finite {
 		return nil
 	}
-	r := &Ratio{Base: base, Next: next}
-	if base == 0 || next == 0 || !ok(next/base) {
+	up := 0.5 + 0.98/math.Sqrt(float64(n))
+	var high float64
+	switch {
+	case up <= 0.9:
+		high = q.P50 + (q.P90-q.P50)*(up-0.5)/0.4
+	case up <= 0.99:
+		high = q.P90 + (q.P99-q.P90)*(up-0.9)/0.09
+	default:
+		high = q.P99
+	}
+	return &Interval{Low: max(2*q.P50-high, 0), High: high}
+}
+
+// scaled is in scaled to v, relative to the figure it was made for:
+// inverse turns an interval of times into one of rates.
+func scaled(in *Interval, of, v float64, inverse bool) *Interval {
+	if in == nil || !(of > 0) || !(v > 0) {
+		return nil
+	}
+	lo, hi := in.Low/of, in.High/of
+	if inverse {
+		if lo <= 0 {
+			return nil
+		}
+		lo, hi = 1/hi, 1/lo
+	}
+	return &Interval{Low: v * lo, High: v * hi}
+}
+
+// TimingResolution is how far apart two runs of one server may put the
+// same latency for reasons that have nothing to do with the server's
+// speed: timers and scheduling on a shared machine. A TTFT's interval is
+// at least this wide on either side, in the server's time (× the
+// simulator's speed).
+const TimingResolution = 250 * time.Microsecond
+
+// ttftSteps is how many of the server's decode steps a TTFT's interval
+// spans at least on either side. A request's first token waits for the
+// step in progress and may share its step with others' prefill, so where
+// a run's requests fall among the server's steps moves its TTFT by a step
+// or two, the same for every request of the run: two runs of the
+// simulator put the median TTFT of one stream at 4K 2.5 steps apart while
+// each run's own requests were within a step of each other.
+const ttftSteps = 2
+
+// cellEstimates are a measured cell's compared figures with their
+// intervals: total tok/s, per-request tok/s, TTFT and time between
+// tokens, for a run at the simulator's speed (0 or 1 for a real server).
+// A cell of results that carry no request counts (made elsewhere) has
+// none, and its figures are compared by the threshold alone.
+func cellEstimates(c *Cell, speed float64) (total, perRequest, ttft, tbt estimate) {
+	m := c.Measurement
+	total, perRequest = estimate{v: m.TotalTokS}, estimate{v: m.PerRequestTokS}
+	ttft, tbt = estimate{v: m.TTFTms.P50, cmp: true}, estimate{v: m.TBTms.P50, cmp: true}
+	if c.Requests <= 0 {
+		return total, perRequest, ttft, tbt
+	}
+	n := c.Requests - c.Errors
+	ttft.in = medianInterval(m.TTFTms, n)
+	ttft.unknown = ttft.in == nil
+	if in := ttft.in; in != nil {
+		floor := max(TimingResolution.Seconds()*1000*max(speed, 1), ttftSteps*m.TBTms.P50)
+		in.Low, in.High = max(min(in.Low, m.TTFTms.P50-floor), 0), max(in.High, m.TTFTms.P50+floor)
+	}
+	// The rates' noise: the spread of the requests' time between tokens,
+	// or of the gaps between tokens when there are too few requests.
+	gaps := medianInterval(m.TBTms, n)
+	of := m.TBTms.P50
+	if gaps == nil {
+		gaps, of = medianInterval(m.ITLms, m.OutputTokens), m.ITLms.P50
+	}
+	tbt.in = scaled(gaps, of, m.TBTms.P50, false)
+	perRequest.in = scaled(gaps, of, m.PerRequestTokS, true)
+	total.in = scaled(gaps, of, m.TotalTokS, true)
+	if in := total.in; in != nil && m.MeasuredS > 0 && m.TTFTms.P99 > 0 {
+		// Each end of the window may fall between two requests of every
+		// stream, where no token comes for up to a TTFT.
+		edge := m.TotalTokS * 2 * m.TTFTms.P99 / (m.MeasuredS * 1000)
+		in.Low, in.High = max(min(in.Low, m.TotalTokS-edge), 0), max(in.High, m.TotalTokS+edge)
+	}
+	tbt.unknown, perRequest.unknown, total.unknown = tbt.in == nil, perRequest.in == nil, total.in == nil
+	return total, perRequest, ttft, tbt
+}
+
+// newRatio compares base and next, or returns nil when neither is a
+// positive number.
+func newRatio(base, next estimate) *Ratio {
+	ok := func(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
+	if !ok(base.v) {
+		base = estimate{cmp: base.cmp}
+	}
+	if !ok(next.v) {
+		next = estimate{cmp: next.cmp}
+	}
+	if base.v == 0 && next.v == 0 {
+		return nil
+	}
+	r := &Ratio{Base: base.v, Next: next.v, BaseInterval: base.in, NextInterval: next.in}
+	if base.v == 0 || next.v == 0 || !ok(next.v/base.v) {
 		return r
 	}
-	r.Ratio, r.Change = next/base, ChangeSame
+	r.Ratio, r.Change = next.v/base.v, ChangeSame
 	switch {
 	case r.Ratio > 1+CompareThreshold:
 		r.Change = ChangeBetter
 	case r.Ratio < 1-CompareThreshold:
 		r.Change = ChangeWorse
 	}
-	if lowerIsBetter && r.Change != ChangeSame {
+	if r.Change != ChangeSame {
+		switch {
+		case base.unknown || next.unknown:
+			r.Change = ChangeNoise // too few requests to tell
+		case base.in != nil && next.in != nil && next.in.Low <= base.in.High && next.in.High >= base.in.Low:
+			r.Change = ChangeNoise // the intervals overlap
+		}
+	}
+	if base.cmp && (r.Change == ChangeBetter || r.Change == ChangeWorse) {
 		r.Change = ChangeBetter + ChangeWorse - r.Change
 	}
 	return r
@@ -279,42 +424,65 @@ func Compare(base, next *Results) *Comparison {
 		if !pc.NextMeasured {
 			n = Prefill{}
 		}
-		pc.PromptTokS = newRatio(b.PromptTokS, n.PromptTokS, false)
-		pc.TTFTms = newRatio(b.TTFTms, n.TTFTms, true)
+		pc.PromptTokS = newRatio(estimate{v: b.PromptTokS}, estimate{v: n.PromptTokS})
+		pc.TTFTms = newRatio(estimate{v: b.TTFTms, cmp: true}, estimate{v: n.TTFTms, cmp: true})
 		out.Prefill = append(out.Prefill, pc)
 	}
 
-	gb, gn := newReportGrid(base), newReportGrid(next)
-	for _, ctx := range unionSorted(gb.contexts, gn.contexts) {
-		for _, n := range unionSorted(gb.concurrency, gn.concurrency) {
-			b, x := gb.at(ctx, n), gn.at(ctx, n)
-			if b == nil && x == nil {
-				continue
-			}
-			cc := CellChange{ContextTokens: ctx, Concurrency: n, Presence: presence(b != nil, x != nil),
-				BaseMeasured: hasRates(b), NextMeasured: hasRates(x)}
-			if b != nil {
-				cc.BaseStatus = b.Status
-			}
-			if x != nil {
-				cc.NextStatus = x.Status
-			}
-			cc.StatusChanged = b != nil && x != nil && b.Status != x.Status
-			var mb, mx Measurement
-			if cc.BaseMeasured {
-				mb = *b.Measurement
-			}
-			if cc.NextMeasured {
-				mx = *x.Measurement
-			}
-			cc.TotalTokS = newRatio(mb.TotalTokS, mx.TotalTokS, false)
-			cc.PerRequestTokS = newRatio(mb.PerRequestTokS, mx.PerRequestTokS, false)
-			cc.TTFTp50 = newRatio(mb.TTFTms.P50, mx.TTFTms.P50, true)
-			cc.TBTp50 = newRatio(mb.TBTms.P50, mx.TBTms.P50, true)
-			out.Cells = append(out.Cells, cc)
+	// The cells of either run, in grid order: the work is linear in the
+	// cells that exist, however sparse the grid they span.
+	gb, gn := cellIndex(base.Cells), cellIndex(next.Cells)
+	keys := make([][2]int, 0, len(gb)+len(gn))
+	for k := range gb {
+		keys = append(keys, k)
+	}
+	for k := range gn {
+		if _, ok := gb[k]; !ok {
+			keys = append(keys, k)
 		}
 	}
+	slices.SortFunc(keys, func(a, b [2]int) int {
+		if c := cmp.Compare(a[0], b[0]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a[1], b[1])
+	})
+	for _, k := range keys {
+		b, x := gb[k], gn[k]
+		cc := CellChange{ContextTokens: k[0], Concurrency: k[1], Presence: presence(b != nil, x != nil),
+			BaseMeasured: hasRates(b), NextMeasured: hasRates(x)}
+		if b != nil {
+			cc.BaseStatus = b.Status
+		}
+		if x != nil {
+			cc.NextStatus = x.Status
+		}
+		cc.StatusChanged = b != nil && x != nil && b.Status != x.Status
+		var bt, bp, bf, bb, xt, xp, xf, xb estimate
+		bf.cmp, bb.cmp, xf.cmp, xb.cmp = true, true, true, true
+		if cc.BaseMeasured {
+			bt, bp, bf, bb = cellEstimates(b, base.Server.Speed)
+		}
+		if cc.NextMeasured {
+			xt, xp, xf, xb = cellEstimates(x, next.Server.Speed)
+		}
+		cc.TotalTokS = newRatio(bt, xt)
+		cc.PerRequestTokS = newRatio(bp, xp)
+		cc.TTFTp50 = newRatio(bf, xf)
+		cc.TBTp50 = newRatio(bb, xb)
+		out.Cells = append(out.Cells, cc)
+	}
 	return out
+}
+
+// cellIndex indexes cells by context and concurrency; a later cell at the
+// same place wins.
+func cellIndex(cells []Cell) map[[2]int]*Cell {
+	m := make(map[[2]int]*Cell, len(cells))
+	for i := range cells {
+		m[[2]int{cells[i].ContextTokens, cells[i].Concurrency}] = &cells[i]
+	}
+	return m
 }
 
 // runInfo identifies r for a comparison.
@@ -362,7 +530,7 @@ func unionSorted(a, b []int) []int {
 }
 
 // Cell returns the comparison of the cell at context × concurrency, or
-// nil.
+// nil. It looks through every cell: to look up many, index them once.
 func (c *Comparison) Cell(context, concurrency int) *CellChange {
 	for i := range c.Cells {
 		if x := &c.Cells[i]; x.ContextTokens == context && x.Concurrency == concurrency {

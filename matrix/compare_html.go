@@ -35,6 +35,7 @@ type htmlComparePage struct {
 	Counts      []htmlStatusCount
 	Charts      []svgChart
 	Prefill     [][]string
+	GridNote    string // why there is no heat map, when the cells are too sparse for one
 	LongHead    []string
 	LongRows    [][]string
 }
@@ -51,10 +52,19 @@ var diverging = [][3]float64{
 func (c *Comparison) htmlPage() htmlComparePage {
 	p := htmlComparePage{Title: "Speed test matrix comparison", Base: c.Base.describe(), Next: c.Next.describe(),
 		Legend: compareLegend, ScaleCSS: rampGradient(diverging)}
-	ctxs, ns := c.compareAxes()
+	g := c.grid()
+	ctxs, ns := g.contexts, g.concurrency
+	if !g.drawn() {
+		// Too sparse for a heat map and its charts: the table of every
+		// cell says it all.
+		if len(ctxs) > 0 {
+			p.GridNote = sparseNote(len(c.Cells), len(ctxs), len(ns))
+		}
+		ctxs, ns = nil, nil
+	}
 	p.Concurrency = ns
 
-	var better, worse, same, other, changed int
+	var better, worse, same, noise, other, changed int
 	var ratios []float64
 	for _, x := range c.Cells {
 		switch {
@@ -64,6 +74,8 @@ func (c *Comparison) htmlPage() htmlComparePage {
 			better++
 		case x.TotalTokS.Change == ChangeWorse:
 			worse++
+		case x.TotalTokS.Change == ChangeNoise:
+			noise++
 		default:
 			same++
 		}
@@ -75,7 +87,7 @@ func (c *Comparison) htmlPage() htmlComparePage {
 		}
 	}
 	for _, k := range []htmlStatusCount{{"better", "Faster ▲", better}, {"worse", "Slower ▼", worse},
-		{"same", "Within 5%", same}, {"notrun", "Not compared", other}} {
+		{"same", "Within 5%", same}, {"noise", "Within noise", noise}, {"notrun", "Not compared", other}} {
 		if k.N > 0 {
 			p.Counts = append(p.Counts, k)
 		}
@@ -85,8 +97,8 @@ func (c *Comparison) htmlPage() htmlComparePage {
 			Value: numGroup(geomean(ratios), 2) + "×", Detail: "over " + plural(len(ratios), "cell", "cells") + " measured in both"})
 	}
 	p.Highlights = append(p.Highlights,
-		htmlFact{Label: "Faster cells", Value: strconv.Itoa(better), Detail: "total tok/s up by more than 5%"},
-		htmlFact{Label: "Slower cells", Value: strconv.Itoa(worse), Detail: "total tok/s down by more than 5%"},
+		htmlFact{Label: "Faster cells", Value: strconv.Itoa(better), Detail: "total tok/s up by more than 5% and beyond the runs' noise"},
+		htmlFact{Label: "Slower cells", Value: strconv.Itoa(worse), Detail: "total tok/s down by more than 5% and beyond the runs' noise"},
 		htmlFact{Label: "Status changes", Value: strconv.Itoa(changed), Detail: "cells whose status differs"})
 
 	var names []string
@@ -95,7 +107,7 @@ func (c *Comparison) htmlPage() htmlComparePage {
 		row := htmlRow{Context: FormatTokens(ctx)}
 		var pts []chartPoint
 		for _, n := range ns {
-			x := c.Cell(ctx, n)
+			x := g.at(ctx, n)
 			row.Cells = append(row.Cells, htmlCompareCell(x))
 			if x != nil && x.TotalTokS.Compared() {
 				pts = append(pts, chartPoint{n: n, v: x.TotalTokS.Ratio, hollow: x.StatusChanged,
@@ -157,8 +169,8 @@ func htmlCompareCell(x *CellChange) htmlCell {
 		return hc
 	}
 	switch x.TotalTokS.Change {
-	case ChangeSame:
-		hc.Class = "same"
+	case ChangeSame, ChangeNoise:
+		hc.Class = x.TotalTokS.Change.String()
 	default:
 		hc.Class = x.TotalTokS.Change.String()
 		t := 0.5 + math.Max(-1, math.Min(1, math.Log2(x.TotalTokS.Ratio)))/2

@@ -10,8 +10,9 @@ import (
 )
 
 // compareLegend explains the comparison's ratios and markers.
-const compareLegend = "Ratios are next ÷ base. ▲ better, ▼ worse by more than 5%; " +
-	"for TTFT and time between tokens, lower is better."
+const compareLegend = "Ratios are next ÷ base. ▲ better, ▼ worse: by more than 5% and beyond both runs' " +
+	"intervals (the spread of their requests); unmarked: within 5%, or within that noise. " +
+	"For TTFT and time between tokens, lower is better."
 
 // fmtRatio is a ratio with its marker: "1.12× ▲", "0.98×", or "—".
 func fmtRatio(r *Ratio) string {
@@ -73,13 +74,39 @@ func (i RunInfo) describe() string {
 	return s
 }
 
-// compareAxes are the comparison grid's contexts and concurrency levels.
-func (c *Comparison) compareAxes() (ctxs, ns []int) {
-	for _, x := range c.Cells {
-		ctxs = append(ctxs, x.ContextTokens)
-		ns = append(ns, x.Concurrency)
+// compareGrid is the comparison's decode grid: its axes and its cells
+// by place.
+type compareGrid struct {
+	contexts, concurrency []int
+	cells                 map[[2]int]*CellChange
+}
+
+// grid lays out the comparison's cells.
+func (c *Comparison) grid() compareGrid {
+	g := compareGrid{cells: make(map[[2]int]*CellChange, len(c.Cells))}
+	for i := range c.Cells {
+		x := &c.Cells[i]
+		g.cells[[2]int{x.ContextTokens, x.Concurrency}] = x
+		g.contexts = append(g.contexts, x.ContextTokens)
+		g.concurrency = append(g.concurrency, x.Concurrency)
 	}
-	return unionSorted(ctxs, nil), unionSorted(ns, nil)
+	g.contexts, g.concurrency = unionSorted(g.contexts, nil), unionSorted(g.concurrency, nil)
+	return g
+}
+
+// at returns the cell at context × concurrency, or nil.
+func (g compareGrid) at(ctx, n int) *CellChange { return g.cells[[2]int{ctx, n}] }
+
+// drawn reports whether the grid is drawn (see gridFits).
+func (g compareGrid) drawn() bool {
+	return gridFits(len(g.contexts), len(g.concurrency), len(g.cells))
+}
+
+// sparseNote says why a grid is not drawn.
+func sparseNote(cells, contexts, concurrency int) string {
+	return fmt.Sprintf("The %s span %s × %s: too sparse for a grid, so every cell is listed instead.",
+		plural(cells, "cell", "cells"), plural(contexts, "context", "contexts"),
+		plural(concurrency, "concurrency level", "concurrency levels"))
 }
 
 // compareLines is what a comparison grid cell shows, a line each: the
@@ -135,8 +162,10 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		writeAligned(bw, []string{"Context", "Base", "Next", "Ratio"}, rows, false)
 	}
 
-	ctxs, ns := c.compareAxes()
-	if len(ctxs) > 0 {
+	g := c.grid()
+	ctxs, ns := g.contexts, g.concurrency
+	switch {
+	case len(ctxs) > 0 && g.drawn():
 		bw.WriteString("\nSustained decode · total tok/s ratio with the TTFT ratio under it · " +
 			"rows are context length, columns are simultaneous requests\n\n")
 		head := []string{"Context"}
@@ -147,11 +176,19 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		for _, ctx := range ctxs {
 			row := []string{FormatTokens(ctx)}
 			for _, n := range ns {
-				row = append(row, strings.Join(compareLines(c.Cell(ctx, n)), "\n"))
+				row = append(row, strings.Join(compareLines(g.at(ctx, n)), "\n"))
 			}
 			rows = append(rows, row)
 		}
 		writeAligned(bw, head, rows, true)
+	case len(ctxs) > 0:
+		bw.WriteString("\nSustained decode · base → next · ratio\n" + sparseNote(len(c.Cells), len(ctxs), len(ns)) + "\n\n")
+		rows := make([][]string, 0, len(c.Cells))
+		for _, x := range c.Cells {
+			rows = append(rows, compareLongRow(x))
+		}
+		writeAligned(bw, []string{"Context", "Requests at once", "Status", "Total tok/s", "Per request tok/s",
+			"TTFT", "Time between tokens", "Note"}, rows, false)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("matrix: write comparison table: %w", err)
@@ -194,8 +231,12 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 		bw.WriteString("\n")
 	}
 
-	ctxs, ns := c.compareAxes()
-	if len(ctxs) > 0 {
+	g := c.grid()
+	ctxs, ns := g.contexts, g.concurrency
+	if len(ctxs) > 0 && !g.drawn() {
+		bw.WriteString("## Sustained decode\n\n" + sparseNote(len(c.Cells), len(ctxs), len(ns)) + "\n\n")
+	}
+	if len(ctxs) > 0 && g.drawn() {
 		bw.WriteString("## Sustained decode\n\nTotal tok/s ratio, with the TTFT ratio under it. " +
 			"Rows are context length, columns are simultaneous requests.\n\n")
 		head := []string{"Context"}
@@ -209,7 +250,7 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 		for _, ctx := range ctxs {
 			row := []string{FormatTokens(ctx)}
 			for _, n := range ns {
-				lines := compareLines(c.Cell(ctx, n))
+				lines := compareLines(g.at(ctx, n))
 				for i, s := range lines {
 					lines[i] = mdEscape(s)
 				}
@@ -217,7 +258,10 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 			}
 			bw.WriteString("| " + strings.Join(row, " | ") + " |\n")
 		}
-		bw.WriteString("\n## All cells\n\nBase → next · ratio. Latencies are medians.\n\n")
+		bw.WriteString("\n")
+	}
+	if len(ctxs) > 0 {
+		bw.WriteString("## All cells\n\nBase → next · ratio. Latencies are medians.\n\n")
 		mdRow(bw, "Context", "Requests at once", "Status", "Total tok/s", "Per request tok/s",
 			"TTFT", "Time between tokens", "Note")
 		bw.WriteString("|:--|--:|:--|--:|--:|--:|--:|:--|\n")

@@ -4,10 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/loadgen/loadgentest"
 )
 
 // nextResults is the seed run measured again after a change: context 0
@@ -146,7 +152,7 @@ func TestNewRatio(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := newRatio(tc.base, tc.next, tc.lowerIsBetter)
+			got := newRatio(estimate{v: tc.base, cmp: tc.lowerIsBetter}, estimate{v: tc.next, cmp: tc.lowerIsBetter})
 			if tc.want == nil {
 				assert.Nil(t, got)
 				return
@@ -190,4 +196,171 @@ func TestComparisonGolden(t *testing.T) {
 			golden(t, "compare."+f.ext, render(t, f.write))
 		})
 	}
+}
+
+// noisyCell is a measured cell of n requests whose time between tokens
+// and TTFT have a median and a 90th percentile spread apart by spread (a
+// share of the median), and whose figures are scaled by f.
+func noisyCell(ctx, conc, n int, spread, f float64) Cell {
+	m := &Measurement{TotalTokS: 400 * f, PerRequestTokS: 50 * f, Completed: n - conc,
+		TTFTms:       Quantiles{P50: 1000 / f, P90: 1000 / f * (1 + spread), P99: 1000 / f * (1 + 2*spread)},
+		TBTms:        Quantiles{P50: 20 / f, P90: 20 / f * (1 + spread), P99: 20 / f * (1 + 2*spread)},
+		OutputTokens: 12_000, MeasuredS: 30}
+	return Cell{ContextTokens: ctx, Concurrency: conc, Status: Valid, Requests: n, Measurement: m}
+}
+
+// TestCompareSeparatesChangeFromNoise compares cells whose figures differ
+// by more than the 5% threshold: marked better or worse only when the
+// difference lies outside both runs' intervals, which the spread and
+// number of their requests give.
+func TestCompareSeparatesChangeFromNoise(t *testing.T) {
+	tests := []struct {
+		name     string
+		n        int
+		spread   float64
+		f        float64
+		want     Change
+		wantTTFT Change
+	}{
+		// Wide spreads over few requests: 30% apart is within noise.
+		{"noisy and few", 8, 1.0, 1.3, ChangeNoise, ChangeNoise},
+		// The same 30% over many steady requests is a change.
+		{"steady and many", 400, 0.2, 1.3, ChangeBetter, ChangeBetter},
+		{"steady and many, slower", 400, 0.2, 0.7, ChangeWorse, ChangeWorse},
+		// Within the threshold stays the same whatever the noise.
+		{"within 5%", 400, 0.01, 1.03, ChangeSame, ChangeSame},
+		// Two requests cannot tell change from noise.
+		{"too few to tell", 2, 1.0, 1.3, ChangeNoise, ChangeNoise},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			base := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 8, tc.n, tc.spread, 1)}}
+			next := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 8, tc.n, tc.spread, tc.f)}}
+			c := Compare(base, next).Cell(0, 8)
+			require.NotNil(t, c)
+			assert.Equal(t, tc.want, c.TotalTokS.Change, "total %+v", c.TotalTokS)
+			assert.Equal(t, tc.want, c.PerRequestTokS.Change, "per request %+v", c.PerRequestTokS)
+			assert.Equal(t, tc.wantTTFT, c.TTFTp50.Change, "TTFT %+v", c.TTFTp50)
+			if tc.n >= minIntervalRequests && tc.spread > 0 {
+				require.NotNil(t, c.TotalTokS.BaseInterval)
+				assert.Less(t, c.TotalTokS.BaseInterval.Low, 400.0)
+				assert.Greater(t, c.TotalTokS.BaseInterval.High, 400.0)
+				assert.Less(t, c.TTFTp50.NextInterval.Low, c.TTFTp50.Next)
+			} else {
+				assert.Nil(t, c.TotalTokS.BaseInterval)
+			}
+		})
+	}
+}
+
+// TestCompareFewRequests compares cells of one long request each: the
+// rates are told from noise by the gaps between its tokens, the TTFT of
+// one request cannot be; and results without request counts (made
+// elsewhere) are compared by the threshold alone.
+func TestCompareFewRequests(t *testing.T) {
+	one := func(f float64) *Results {
+		c := noisyCell(128*K, 1, 1, 0, f)
+		c.ITLms = Quantiles{P50: 20 / f, P90: 21 / f, P99: 25 / f}
+		c.OutputTokens = 1500
+		return &Results{Schema: Schema, Cells: []Cell{c}}
+	}
+	c := Compare(one(1), one(1.3)).Cell(128*K, 1)
+	assert.Equal(t, ChangeBetter, c.TotalTokS.Change, "%+v", c.TotalTokS)
+	assert.Equal(t, ChangeBetter, c.TBTp50.Change, "%+v", c.TBTp50)
+	assert.Equal(t, ChangeNoise, c.TTFTp50.Change, "one request's TTFT: %+v", c.TTFTp50)
+
+	elsewhere := func(f float64) *Results {
+		c := noisyCell(0, 4, 0, 0, f)
+		c.Requests = 0
+		return &Results{Schema: Schema, Cells: []Cell{c}}
+	}
+	c = Compare(elsewhere(1), elsewhere(1.3)).Cell(0, 4)
+	assert.Equal(t, ChangeBetter, c.TotalTokS.Change)
+	assert.Equal(t, ChangeBetter, c.TTFTp50.Change)
+	assert.Nil(t, c.TotalTokS.BaseInterval)
+}
+
+// TestCompareSameServerTwice compares two runs of the same simulated
+// server: run-to-run differences are noise, and no cell may be marked
+// better or worse.
+func TestCompareSameServerTwice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the simulator twice")
+	}
+	run := func() *Results {
+		p := loadgentest.SeedProfile()
+		p.Speed, p.TruthBytes = 20, -1
+		srv := loadgentest.NewServer(p)
+		defer srv.Close()
+		spec := Spec{URL: srv.URL + "/v1", Model: p.Model, Contexts: []int{0, 4 * K}, Concurrency: []int{1, 4}, Prefill: []int{},
+			Duration: Duration(8 * time.Second), MaxTokens: 512}
+		r := &Runner{Spec: spec, Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()}, Speed: p.Speed}
+		res, err := r.Run(t.Context())
+		require.NoError(t, err)
+		return res
+	}
+	a, b := run(), run()
+	for _, r := range []*Results{a, b} {
+		for _, c := range r.Cells {
+			if m := c.Measurement; m != nil {
+				t.Logf("%s × %d: req %d done %d err %d total %.1f per %.1f active %.2f tokens %d in %.2f s warm %.1f ttft %+v tbt %+v", FormatTokens(c.ContextTokens), c.Concurrency, c.Requests, m.Completed, c.Errors, m.TotalTokS, m.PerRequestTokS, m.AvgActive, m.OutputTokens, m.MeasuredS, m.WarmupS, m.TTFTms, m.TBTms)
+			}
+		}
+	}
+	cmp := Compare(a, b)
+	for _, c := range cmp.Cells {
+		for name, r := range map[string]*Ratio{"total": c.TotalTokS, "per request": c.PerRequestTokS, "TTFT": c.TTFTp50, "TBT": c.TBTp50} {
+			if r.Compared() {
+				assert.NotContains(t, []Change{ChangeBetter, ChangeWorse}, r.Change,
+					"%s × %d %s: %.1f → %.1f (%v, %v)", FormatTokens(c.ContextTokens), c.Concurrency, name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
+			}
+		}
+	}
+}
+
+// sparseResults has n measured cells that share no context and no
+// concurrency level: their grid would have n² places.
+func sparseResults(n int) *Results {
+	r := &Results{Schema: Schema, Spec: Spec{URL: "http://127.0.0.1:8000/v1", Model: "m"}, Complete: true}
+	for i := range n {
+		c := noisyCell(1000+7*i, 1+3*i, 20, 0.1, 1)
+		r.Cells = append(r.Cells, c)
+	}
+	return r
+}
+
+// TestSparseCellsStayLinear compares and renders results of 2,000 cells
+// that share no context or concurrency level: the work and the output
+// grow with the cells, not with the 4,000,000 places of their grid (it
+// took 22 s, 1.1 GB and wrote 344 MB of HTML).
+func TestSparseCellsStayLinear(t *testing.T) {
+	const n = 2000
+	a, b := sparseResults(n), sparseResults(n)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	cmp := Compare(a, b)
+	require.Len(t, cmp.Cells, n)
+	writers := map[string]func(io.Writer) error{
+		"compare table": cmp.WriteTable, "compare markdown": cmp.WriteMarkdown, "compare csv": cmp.WriteCSV,
+		"compare html": cmp.WriteHTML, "results table": a.WriteTable, "results markdown": a.WriteMarkdown,
+		"results csv": a.WriteCSV, "results html": a.WriteHTML,
+	}
+	for name, write := range writers {
+		var out bytes.Buffer
+		require.NoError(t, write(&out), name)
+		assert.Less(t, out.Len(), 500*n, "%s: %d bytes for %d cells", name, out.Len(), n)
+		if strings.Contains(name, "csv") {
+			continue
+		}
+		assert.Contains(t, out.String(), "too sparse for a grid", name)
+	}
+	runtime.ReadMemStats(&after)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(300<<20), "bytes allocated")
+
+	// A grid that is only partly filled is still drawn.
+	dense := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 1, 20, 0.1, 1), noisyCell(K, 2, 20, 0.1, 1)}}
+	var out bytes.Buffer
+	require.NoError(t, Compare(dense, dense).WriteTable(&out))
+	assert.NotContains(t, out.String(), "too sparse")
+	assert.Contains(t, out.String(), "Sustained decode · total tok/s ratio")
 }

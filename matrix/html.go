@@ -82,6 +82,7 @@ type htmlResultsPage struct {
 	Prefill     []htmlBar
 	Legend      []string
 	Notes       []string
+	GridNote    string // why there is no heat map, when the cells are too sparse for one
 	LongHead    []string
 	LongRows    [][]string
 }
@@ -140,7 +141,14 @@ func (r *Results) htmlPage() htmlResultsPage {
 		p.ScaleMin, p.ScaleMax = fmtRate(lo), fmtRate(hi)
 	}
 
+	drawn := g.drawn()
+	if !drawn && len(g.contexts) > 0 {
+		p.GridNote = sparseNote(len(g.cells), len(g.contexts), len(g.concurrency))
+	}
 	for _, ctx := range g.contexts {
+		if !drawn {
+			break
+		}
 		row := htmlRow{Context: g.rowLabel(ctx)}
 		for _, n := range g.concurrency {
 			row.Cells = append(row.Cells, htmlGridCell(g.at(ctx, n), ctx, n, scale))
@@ -190,7 +198,7 @@ func (r *Results) htmlPage() htmlResultsPage {
 			parts = append(parts, fmt.Sprintf("%d %s", c.N, label))
 		}
 		p.Highlights = append(p.Highlights, htmlFact{Label: "Cells",
-			Value: strconv.Itoa(len(g.contexts) * len(g.concurrency)), Detail: strings.Join(parts, " · ")})
+			Value: strconv.Itoa(g.size()), Detail: strings.Join(parts, " · ")})
 	}
 
 	for _, pf := range sortedPrefill(r.Prefill) {
@@ -209,7 +217,9 @@ func (r *Results) htmlPage() htmlResultsPage {
 		p.Prefill = append(p.Prefill, b)
 	}
 
-	p.Charts = r.charts(g)
+	if drawn {
+		p.Charts = r.charts(g)
+	}
 	p.Legend = r.legend()
 	p.Notes = append(h.Notes, r.cellNotes()...)
 	p.LongHead = []string{"Phase", "Context", "Requests at once", "Status", "Total tok/s", "Per request tok/s",

@@ -49,7 +49,10 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 		bw.WriteString("\n")
 	}
 
-	if len(g.contexts) > 0 {
+	if len(g.contexts) > 0 && !g.drawn() {
+		bw.WriteString("## Sustained decode\n\n" + sparseNote(len(g.cells), len(g.contexts), len(g.concurrency)) + "\n\n")
+	}
+	if len(g.contexts) > 0 && g.drawn() {
 		bw.WriteString("## Sustained decode\n\nTotal tok/s, with the TTFT under it. " +
 			"Rows are context length, columns are simultaneous requests.\n\n")
 		head := []string{"Context"}

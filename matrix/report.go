@@ -95,31 +95,52 @@ func (g reportGrid) at(ctx, n int) *Cell { return g.cells[[2]int{ctx, n}] }
 
 // ordered returns the cells in grid order: by context, then concurrency.
 func (g reportGrid) ordered() []*Cell {
-	out := make([]*Cell, 0, len(g.cells))
-	for _, ctx := range g.contexts {
-		for _, n := range g.concurrency {
-			if c := g.at(ctx, n); c != nil {
-				out = append(out, c)
-			}
+	out := slices.Collect(maps.Values(g.cells))
+	slices.SortFunc(out, func(a, b *Cell) int {
+		if c := cmp.Compare(a.ContextTokens, b.ContextTokens); c != 0 {
+			return c
 		}
-	}
+		return cmp.Compare(a.Concurrency, b.Concurrency)
+	})
 	return out
 }
 
-// statusCounts counts the grid's cells by status; cells in the grid but
-// not in the results count as StatusUnknown.
+// statusCounts counts the grid's cells by status; places in the grid
+// without a cell in the results count as StatusUnknown.
 func (g reportGrid) statusCounts() map[Status]int {
 	m := map[Status]int{}
-	for _, ctx := range g.contexts {
-		for _, n := range g.concurrency {
-			if c := g.at(ctx, n); c != nil {
-				m[c.Status]++
-			} else {
-				m[StatusUnknown]++
-			}
-		}
+	for _, c := range g.cells {
+		m[c.Status]++
+	}
+	if missing := g.size() - len(g.cells); missing > 0 {
+		m[StatusUnknown] += missing
 	}
 	return m
+}
+
+// size is the number of places in the grid.
+func (g reportGrid) size() int { return len(g.contexts) * len(g.concurrency) }
+
+// drawn reports whether the grid is drawn (see gridFits).
+func (g reportGrid) drawn() bool { return gridFits(len(g.contexts), len(g.concurrency), len(g.cells)) }
+
+// maxSparseGrid is the most places a grid may have beyond four for every
+// cell it holds.
+const maxSparseGrid = 1024
+
+// gridFits reports whether a grid of contexts × concurrency is worth
+// drawing for cells cells: not when it would be mostly empty, as with
+// cells that share no context or concurrency level, whose grid grows as
+// the square of their number. Reports then list the cells instead, so
+// their work stays linear in the cells that exist.
+func gridFits(contexts, concurrency, cells int) bool {
+	if contexts == 0 || concurrency == 0 {
+		return true
+	}
+	if contexts > (maxSparseGrid+4*cells)/concurrency {
+		return false
+	}
+	return contexts*concurrency <= maxSparseGrid+4*cells
 }
 
 // sortedPrefill returns the prefill rows by context.
@@ -345,7 +366,7 @@ func (r *Results) header() reportHeader {
 	}
 	if !r.Complete {
 		counts := g.statusCounts()
-		total := len(g.contexts) * len(g.concurrency)
+		total := g.size()
 		h.Progress = fmt.Sprintf("incomplete: %d of %d cells decided", total-counts[StatusUnknown], total)
 	}
 	for _, n := range r.Server.Notes {

@@ -43,7 +43,17 @@ func (r *Results) WriteTable(w io.Writer) error {
 		writeAligned(bw, []string{"Context", "Prompt tok/s", "TTFT"}, rows, false)
 	}
 
-	if len(g.contexts) > 0 {
+	if len(g.contexts) > 0 && !g.drawn() {
+		bw.WriteString("\nSustained decode\n" + sparseNote(len(g.cells), len(g.contexts), len(g.concurrency)) + "\n\n")
+		rows := r.longRows()[len(r.Prefill):]
+		head := []string{"Context", "Requests at once", "Status", "Total tok/s", "Per request tok/s", "TTFT",
+			"Time between tokens", "Average active requests", "Completed requests", "Output tokens", "Measured for"}
+		for i, row := range rows {
+			rows[i] = row[1:] // without the phase
+		}
+		writeAligned(bw, head, rows, false)
+	}
+	if len(g.contexts) > 0 && g.drawn() {
 		bw.WriteString("\nSustained decode · total tok/s with the TTFT under it · " +
 			"rows are context length, columns are simultaneous requests\n\n")
 		head := []string{"Context"}
