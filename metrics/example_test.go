@@ -52,3 +52,34 @@ func ExampleHistogram() {
 	fmt.Println(h.Count(), h.Quantile(0.5).Round(time.Millisecond), h.Quantile(0.99).Round(time.Millisecond))
 	// Output: 1000 500ms 990ms
 }
+
+// A window's summary sets the warm-up apart: a cold first request that
+// ended before the window opened moves none of its figures, and is
+// summarised on its own. ScopeAll is the speed-test matrix's view, where
+// TTFT is over every request a cell launched.
+func ExampleRecorder_SummaryOf() {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var rec metrics.Recorder
+	request := func(sent, ttft time.Duration) {
+		tl := &metrics.Timeline{Start: t0.Add(sent), Sent: t0.Add(sent)}
+		for i := range 10 {
+			rec.Observe(tl, t0.Add(sent+ttft+time.Duration(i)*10*time.Millisecond), 1)
+		}
+		tl.End, tl.FinishReason = tl.Last, "length"
+		rec.Record(tl)
+	}
+	request(0, 900*time.Millisecond) // a cold start, during the warm-up
+	rec.SetWindow(metrics.Window{Start: t0.Add(2 * time.Second), End: t0.Add(4 * time.Second)})
+	request(2*time.Second, 50*time.Millisecond)
+	request(3*time.Second, 50*time.Millisecond)
+
+	for _, scope := range []metrics.Scope{metrics.ScopeWindow, metrics.ScopeWarmup, metrics.ScopeAll} {
+		s := rec.SummaryOf(scope)
+		fmt.Printf("%-6s requests %d (warm-up %d, completed %d, outside %d), TTFT max %v\n",
+			scope, s.Requests, s.Warmup, s.Completed, s.CompletedOutside, s.TTFT.Max)
+	}
+	// Output:
+	// window requests 3 (warm-up 1, completed 2, outside 0), TTFT max 50ms
+	// warmup requests 1 (warm-up 0, completed 0, outside 1), TTFT max 900ms
+	// all    requests 3 (warm-up 0, completed 2, outside 1), TTFT max 900ms
+}
