@@ -18,15 +18,6 @@ type budgetRow struct {
 	model *Model
 }
 
-func (r budgetRow) has(kind string) bool {
-	for _, k := range r.Kind {
-		if k == kind {
-			return true
-		}
-	}
-	return false
-}
-
 // launch returns the row's launch flags with the memory vLLM saw.
 func (r budgetRow) launch() VLLM {
 	l := r.Launch

@@ -6,6 +6,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
 
 	"github.com/llmload/llmload/capacity"
 )
@@ -132,4 +133,82 @@ func ExampleEstimateVLLM_startupLog() {
 	// Output:
 	// 300 blocks of 2096 tokens, 4 groups of 10 layers
 	// GPU KV cache size: 569878 tokens, maximum concurrency 4.35x
+}
+
+// WriteText shows how an estimate was derived. Here the start-up log gave
+// the memory for the KV cache, so no term is estimated and the KV tokens
+// have no range.
+func ExampleEstimate_WriteText() {
+	m, err := capacity.ParseConfig([]byte(`{
+	  "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+	  "text_config": {
+	    "hidden_size": 2048, "num_hidden_layers": 40, "full_attention_interval": 4,
+	    "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
+	    "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+	    "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+	    "linear_conv_kernel_dim": 4, "mamba_ssm_dtype": "float32",
+	    "vocab_size": 248320, "max_position_embeddings": 262144, "dtype": "bfloat16"
+	  }
+	}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	e, err := capacity.EstimateVLLM(m, capacity.VLLM{
+		Version:             "0.24.0",
+		KVCacheDType:        "fp8",
+		EnablePrefixCaching: true,
+		MaxModelLen:         131072,
+		AvailableKVBytes:    capacity.GiBToBytes(6.01),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := e.WriteText(os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// Model      Qwen3_5MoeForConditionalGeneration, 40 layers: 10 full_attention, 30 linear_attention
+	//            2 KV heads × head dim 256
+	//            Gated DeltaNet: 16 key / 32 value heads × 128, conv kernel 4
+	// KV cache   fp8: 1,024 bytes per token per attention layer per GPU
+	// State      2,146,304 bytes per sequence per state layer (convolution 49,152 + recurrent 2,097,152)
+	//
+	// Memory of one GPU (vllm 0.24.0)
+	//   = available for the KV cache       6.01 GiB                given
+	//
+	// Blocks
+	//   block size           2,096 tokens, page 2,146,304 bytes per layer
+	//   groups               4 of up to 10 layers: 3 linear_attention, 1 full_attention
+	//   num_blocks           300 = available ÷ (2,146,304 × 10)
+	//   per request          69 blocks at max_model_len 131,072 (2 + 2 + 2 + 63)
+	//   kv_cache_size_tokens 569,878, max concurrency 4.35
+	//                        expected exactly this: no budget term was estimated
+	//                        group-aware (vLLM ≥ 0.20): int(300 ÷ 69 × 131,072) = 569,878
+	//                        legacy (vLLM < 0.20): 300 ÷ 4 groups × 2,096 = 157,200
+	//
+	// Expected error
+	//   the memory for the KV cache was given: no budget term estimated
+}
+
+// Grid predicts a whole speed-test grid before anything is sent, here
+// against an estimate of 300,000 KV tokens expected between 270,000 and
+// 320,000, on a server that runs 4 requests at once.
+func ExampleLimits_Grid() {
+	limits := capacity.Limits{KVTokens: 300_000, KVTokensLow: 270_000, KVTokensHigh: 320_000,
+		MaxModelLen: 262_144, MaxRunning: 4, Source: "estimate (vllm)"}
+	grid := limits.Grid([]int{0, 32 * 1024, 128 * 1024, 256 * 1024}, []int{1, 2, 4, 8}, 8192)
+	if err := grid.WriteText(os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// Limits     kv_tokens 300,000 (expected 270,000–320,000), max_running 4, max_model_len 262,144, template overhead 16
+	//            from estimate (vllm)
+	//
+	// Predicted grid: rows are context tokens, columns concurrent requests, 8,192 output tokens each
+	//   context    1     2    4      8
+	//         0   ok    ok   ok  queue
+	//       32K   ok    ok   ok  queue
+	//      128K   ok  risk   KV     KV
+	//      256K  len   len  len    len
+	// ok: fits; ok?: fits the known limits, others unknown; risk: fits only toward the optimistic end of the estimate's range; queue: fits, more requests than run at once wait in the server's queue; KV: over the KV tokens; len: over max_model_len
 }

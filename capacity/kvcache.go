@@ -39,12 +39,12 @@ func normalizeKVCacheDType(s string) string {
 	return strings.ToLower(s)
 }
 
-// AttentionBytesPerToken returns the bytes one token occupies in one
+// attentionBytesPerToken returns the bytes one token occupies in one
 // attention layer of m on one tensor-parallel rank, for a vLLM
 // --kv-cache-dtype: 2 (K and V) × KV heads × head dim × element size, plus
 // the per-token-head scales; for MLA the latent (kv_lora_rank +
 // qk_rope_head_dim) once, shared by all ranks.
-func AttentionBytesPerToken(m *Model, kvCacheDType string, tensorParallel int) (int, error) {
+func attentionBytesPerToken(m *Model, kvCacheDType string, tensorParallel int) (int, error) {
 	if tensorParallel <= 0 {
 		tensorParallel = 1
 	}
@@ -90,14 +90,14 @@ func AttentionBytesPerToken(m *Model, kvCacheDType string, tensorParallel int) (
 	return 0, fmt.Errorf("%w: %q", ErrKVCacheDType, kvCacheDType)
 }
 
-// StateBytes returns the bytes one sequence's state occupies in one
+// stateBytes returns the bytes one sequence's state occupies in one
 // linear-attention (Gated DeltaNet) or Mamba2 layer of m on one
 // tensor-parallel rank: the convolution state and the recurrent (SSM)
 // state. convDType and ssmDType are vLLM's --mamba-cache-dtype and
 // --mamba-ssm-cache-dtype; "" or "auto" means the model dtype for the
 // convolution state and config.json's mamba_ssm_dtype (else the model dtype)
 // for the recurrent state.
-func StateBytes(m *Model, kind LayerKind, tensorParallel int, convDType, ssmDType string) (conv, ssm int, err error) {
+func stateBytes(m *Model, kind LayerKind, tensorParallel int, convDType, ssmDType string) (conv, ssm int, err error) {
 	if tensorParallel <= 0 {
 		tensorParallel = 1
 	}

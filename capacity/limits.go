@@ -69,7 +69,10 @@ func (l Limits) Merge(other Limits) Limits {
 	return l
 }
 
-func (l Limits) overhead() int {
+// TemplateTokens is the number of tokens the chat template adds to a
+// prompt, as Check counts them: TemplateOverhead, DefaultTemplateOverhead
+// when that is zero, none when it is negative.
+func (l Limits) TemplateTokens() int {
 	switch {
 	case l.TemplateOverhead < 0:
 		return 0
@@ -160,11 +163,11 @@ func (l Limits) Check(context, concurrency, maxOutput int) Verdict {
 	context, concurrency, maxOutput = max(context, 0), max(concurrency, 0), max(maxOutput, 0)
 	perRequest := addSat(context, maxOutput)
 	if l.MaxModelLen > 0 {
-		need := addSat(perRequest, l.overhead())
+		need := addSat(perRequest, l.TemplateTokens())
 		if need > l.MaxModelLen {
 			return Verdict{Reason: OverMaxModelLen, Need: need, Have: l.MaxModelLen,
 				Detail: fmt.Sprintf("one request needs %d + %d + %d template = %d tokens > max_model_len %d",
-					context, maxOutput, l.overhead(), need, l.MaxModelLen)}
+					context, maxOutput, l.TemplateTokens(), need, l.MaxModelLen)}
 		}
 	}
 	running := concurrency

@@ -63,10 +63,6 @@ func (k *LayerKind) UnmarshalText(b []byte) error {
 	return fmt.Errorf("capacity: unknown layer kind %q", b)
 }
 
-// hasState reports whether the layer keeps a per-sequence state rather than
-// per-token keys and values.
-func (k LayerKind) hasState() bool { return k == LinearAttention || k == Mamba }
-
 // MLA describes multi-head latent attention (DeepSeek V2/V3, Kimi K2): each
 // token stores one compressed latent of KVLoraRank plus QKRopeHeadDim values
 // per layer, shared by all heads.

@@ -30,21 +30,19 @@ var probeTimeout = DefaultProbeTimeout
 // ErrUnreachable reports a server that answered none of Discover's requests.
 var ErrUnreachable = errors.New("capacity: server unreachable")
 
-// StatusError is a non-2xx answer to one of Discover's requests.
-type StatusError struct {
-	Method     string // the request's method; "" means GET
-	URL        string // the request's URL
-	StatusCode int    // the response's status
-	Body       string // the start of the body
+// statusError is a non-2xx answer to one of Discover's requests; the
+// status is also in [Probe.Status].
+type statusError struct {
+	method     string // the request's method
+	url        string // the request's URL, without a password
+	statusCode int    // the response's status
+	body       string // the start of the body
 }
 
-// Error implements error.
-func (e *StatusError) Error() string {
-	method := e.Method
-	if method == "" {
-		method = http.MethodGet
-	}
-	return fmt.Sprintf("capacity: %s %s returned %d: %s", method, e.URL, e.StatusCode, e.Body)
+// Error says the request, the status and the start of the body, on one
+// line.
+func (e *statusError) Error() string {
+	return fmt.Sprintf("capacity: %s %s returned %d: %s", e.method, e.url, e.statusCode, strings.Join(strings.Fields(e.body), " "))
 }
 
 // errProbeTimeout is the cause of a probe that got no answer in time.
@@ -92,7 +90,7 @@ func (e *Engine) UnmarshalText(b []byte) error {
 type Probe struct {
 	Path   string `json:"path"`             // e.g. "/metrics"
 	Status int    `json:"status,omitempty"` // 0 when no response came
-	Err    error  `json:"-"`                // a transport error or *StatusError; nil for a 2xx answer
+	Err    error  `json:"-"`                // a transport error or the non-2xx status with the start of its body; nil for a 2xx answer
 	Error  string `json:"error,omitempty"`  // Err as text, for reports
 }
 
@@ -258,7 +256,7 @@ func (p *prober) do(method, path string, reqBody []byte) (body []byte, ok bool) 
 		return nil, false
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		pr.Err = &StatusError{Method: method, URL: shown, StatusCode: resp.StatusCode, Body: string(body[:min(len(body), 200)])}
+		pr.Err = &statusError{method: method, url: shown, statusCode: resp.StatusCode, body: string(body[:min(len(body), 200)])}
 		return nil, false
 	}
 	return body, true

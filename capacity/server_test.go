@@ -2,7 +2,6 @@ package capacity
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -229,10 +228,9 @@ func TestDiscoverErrors(t *testing.T) {
 		d, err := Discover(t.Context(), srv.Client(), srv.URL)
 		require.NoError(t, err, "the server answered")
 		assert.Equal(t, EngineUnknown, d.Engine)
-		var se *StatusError
-		require.ErrorAs(t, d.Probes[0].Err, &se)
-		assert.Equal(t, http.StatusInternalServerError, se.StatusCode)
-		assert.True(t, errors.As(d.Probes[0].Err, &se))
+		require.Error(t, d.Probes[0].Err)
+		assert.Equal(t, http.StatusInternalServerError, d.Probes[0].Status)
+		assert.Equal(t, "capacity: GET "+srv.URL+"/metrics returned 500: boom", d.Probes[0].Error, "the status and the body, on one line")
 	})
 }
 

@@ -51,7 +51,7 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 		return nil, ErrNoGPUMemory
 	}
 	tp := max(l.TensorParallelSize, 1)
-	e := &Estimate{Engine: "sglang", KVCacheDType: strings.ToLower(l.KVCacheDType), BlockSize: 1}
+	e := &Estimate{Engine: EngineSGLang, Model: m, KVCacheDType: strings.ToLower(l.KVCacheDType), BlockSize: 1}
 	if e.KVCacheDType == "" {
 		e.KVCacheDType = "auto"
 	}
@@ -60,7 +60,7 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 	default:
 		return nil, fmt.Errorf("%w: %q for SGLang", ErrKVCacheDType, l.KVCacheDType)
 	}
-	perLayer, err := AttentionBytesPerToken(m, e.KVCacheDType, tp)
+	perLayer, err := attentionBytesPerToken(m, e.KVCacheDType, tp)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 		if m.Count(Mamba) > 0 {
 			kind = Mamba
 		}
-		conv, ssm, err := StateBytes(m, kind, tp, "", "")
+		conv, ssm, err := stateBytes(m, kind, tp, "", "")
 		if err != nil {
 			return nil, err
 		}

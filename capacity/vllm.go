@@ -106,7 +106,11 @@ type Group struct {
 
 // Estimate is a predicted KV-cache configuration and how it was derived.
 type Estimate struct {
-	Engine       string `json:"engine"`                 // "vllm" or "sglang"
+	// Model is the model estimated. It is not marshalled: a report keeps
+	// the model beside the estimate.
+	Model *Model `json:"-"`
+
+	Engine       Engine `json:"engine"`                 // EngineVLLM or EngineSGLang: whose rules were applied
 	Version      string `json:"vllm_version,omitempty"` // the vLLM version whose rules were applied
 	KVCacheDType string `json:"kv_cache_dtype"`         // as normalized ("auto", "bfloat16", "fp8", ...)
 	Budget       Budget `json:"budget"`                 // the memory derivation
@@ -166,7 +170,7 @@ func (e *Estimate) Limits() Limits {
 		KVTokens:    e.KVTokens,
 		MaxRunning:  e.MaxNumSeqs,
 		MaxModelLen: e.MaxModelLen,
-		Source:      "estimate (" + e.Engine + ")",
+		Source:      "estimate (" + e.Engine.String() + ")",
 	}
 	if x := e.Expected; x.KVTokensLow < x.KVTokensHigh {
 		l.KVTokensLow, l.KVTokensHigh = x.KVTokensLow, x.KVTokensHigh
@@ -249,7 +253,7 @@ func (mm *memoryModel) estimateVLLM(m *Model, l VLLM) (*Estimate, error) {
 	}
 	tp := max(l.TensorParallelSize, 1)
 	pp := max(l.PipelineParallelSize, 1)
-	e := &Estimate{Engine: "vllm", KVCacheDType: normalizeKVCacheDType(l.KVCacheDType)}
+	e := &Estimate{Engine: EngineVLLM, Model: m, KVCacheDType: normalizeKVCacheDType(l.KVCacheDType)}
 	if e.KVCacheDType != "auto" && !isKnownKVCacheDType(e.KVCacheDType) {
 		return nil, fmt.Errorf("%w: %q (known: %s)", ErrKVCacheDType, l.KVCacheDType, strings.Join(KVCacheDTypes, ", "))
 	}
@@ -392,7 +396,7 @@ func isKnownKVCacheDType(d string) bool {
 func (e *Estimate) geometry(m *Model, l VLLM, tp int) error {
 	hasAttention := m.Count(FullAttention)+m.Count(SlidingAttention) > 0
 	if hasAttention {
-		b, err := AttentionBytesPerToken(m, e.KVCacheDType, tp)
+		b, err := attentionBytesPerToken(m, e.KVCacheDType, tp)
 		if err != nil {
 			return err
 		}
@@ -406,7 +410,7 @@ func (e *Estimate) geometry(m *Model, l VLLM, tp int) error {
 		stateKind = Mamba
 	}
 	if stateKind != LayerUnset {
-		conv, ssm, err := StateBytes(m, stateKind, tp, l.MambaCacheDType, l.MambaSSMCacheDType)
+		conv, ssm, err := stateBytes(m, stateKind, tp, l.MambaCacheDType, l.MambaSSMCacheDType)
 		if err != nil {
 			return err
 		}

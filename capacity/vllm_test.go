@@ -42,32 +42,32 @@ func TestAttentionBytesPerToken(t *testing.T) {
 		{mla, "fp8_ds_mla", 1, 656},
 	}
 	for _, tc := range tests {
-		got, err := AttentionBytesPerToken(tc.model, tc.dtype, tc.tp)
+		got, err := attentionBytesPerToken(tc.model, tc.dtype, tc.tp)
 		require.NoError(t, err, tc.dtype)
 		assert.Equal(t, tc.want, got, "%s tp %d", tc.dtype, tc.tp)
 	}
-	_, err := AttentionBytesPerToken(dense, "int3", 1)
+	_, err := attentionBytesPerToken(dense, "int3", 1)
 	require.ErrorIs(t, err, ErrKVCacheDType)
-	_, err = AttentionBytesPerToken(mla, "int8_per_token_head", 1)
+	_, err = attentionBytesPerToken(mla, "int8_per_token_head", 1)
 	require.ErrorIs(t, err, ErrKVCacheDType)
 }
 
 func TestStateBytes(t *testing.T) {
 	m, err := LoadModel("testdata/qwen3.5-4b-awq/config.json")
 	require.NoError(t, err)
-	conv, ssm, err := StateBytes(m, LinearAttention, 1, "", "")
+	conv, ssm, err := stateBytes(m, LinearAttention, 1, "", "")
 	require.NoError(t, err)
 	assert.Equal(t, 8192*3*2, conv)
 	assert.Equal(t, 32*128*128*4, ssm)
-	conv, ssm, err = StateBytes(m, LinearAttention, 2, "auto", "bfloat16")
+	conv, ssm, err = stateBytes(m, LinearAttention, 2, "auto", "bfloat16")
 	require.NoError(t, err)
 	assert.Equal(t, 4096*3*2, conv)
 	assert.Equal(t, 16*128*128*2, ssm)
-	_, _, err = StateBytes(m, Mamba, 1, "", "")
+	_, _, err = stateBytes(m, Mamba, 1, "", "")
 	require.Error(t, err)
 
 	nem := mustParse(t, `{"hidden_size":4096,"num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,"num_hidden_layers":2,"hybrid_override_pattern":"M*","mamba_num_heads":128,"mamba_head_dim":64,"ssm_state_size":128,"n_groups":8,"conv_kernel":4,"torch_dtype":"bfloat16"}`)
-	conv, ssm, err = StateBytes(nem, Mamba, 1, "", "")
+	conv, ssm, err = stateBytes(nem, Mamba, 1, "", "")
 	require.NoError(t, err)
 	assert.Equal(t, (128*64+2*8*128)*3*2, conv)
 	assert.Equal(t, 128*64*128*2, ssm)

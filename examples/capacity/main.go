@@ -30,7 +30,6 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/llmload/llmload/capacity"
@@ -55,7 +54,8 @@ func main() {
 
 // options are the command's flags.
 type options struct {
-	config, engine, url, version, dtype       string
+	engine                                    capacity.Engine
+	config, url, version, dtype               string
 	kvCacheDType, quantization                string
 	gpuMemGiB, utilization                    float64
 	maxModelLen, maxNumSeqs, maxBatchedTokens int
@@ -73,7 +73,7 @@ type options struct {
 
 func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.config, "config", "", "model `config.json` or model directory (safetensors headers give the exact weights)")
-	fs.StringVar(&o.engine, "engine", "vllm", "engine whose rules to apply: vllm or sglang")
+	fs.TextVar(&o.engine, "engine", capacity.EngineVLLM, "`name` of the engine whose rules to apply: vllm or sglang")
 	fs.StringVar(&o.url, "url", "", "read the capacity from the running server at this `URL` instead of estimating it")
 	fs.StringVar(&o.version, "vllm-version", "", "vLLM `version` whose memory profile and formulas to use; empty means the server's with -url, else "+capacity.DefaultVLLMVersion)
 	fs.StringVar(&o.dtype, "dtype", "auto", "model dtype vLLM serves in: auto, bfloat16, float16 or float32")
@@ -100,7 +100,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.numGPUBlocks, "num-gpu-blocks-override", 0, "number of KV blocks, replacing the budget")
 	fs.IntVar(&o.maxTokens, "max-tokens", 8192, "max output tokens per request")
 	fs.IntVar(&o.templateOverhead, "template-overhead", 0, fmt.Sprintf("chat-template tokens counted against max_model_len; 0 means %d, -1 none", capacity.DefaultTemplateOverhead))
-	fs.StringVar(&o.contexts, "contexts", "0,16K,32K,64K,128K,248K", "prompt lengths of the grid's rows (K = 1024)")
+	fs.StringVar(&o.contexts, "contexts", "0,16K,32K,64K,128K,248K", "prompt lengths of the grid's rows (K = 1024, M = 1024²)")
 	fs.StringVar(&o.concurrency, "concurrency", "1,2,4,8,16,32,64,128", "concurrent requests of the grid's columns")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "how long -url may take")
 	fs.BoolVar(&o.json, "json", false, "print JSON")
@@ -108,7 +108,7 @@ func (o *options) register(fs *flag.FlagSet) {
 
 // report is the command's result; -json prints it as it is.
 type report struct {
-	Engine           string              `json:"engine"`
+	Engine           capacity.Engine     `json:"engine"`
 	Version          string              `json:"version,omitempty"`
 	Source           string              `json:"source"`
 	KVTokens         int                 `json:"kv_tokens"`
@@ -124,18 +124,7 @@ type report struct {
 	Model            *capacity.Model     `json:"model,omitempty"`
 	Estimate         *capacity.Estimate  `json:"estimate,omitempty"`
 	Discovery        *capacity.Discovery `json:"discovery,omitempty"`
-	Cells            []cell              `json:"cells"`
-}
-
-type cell struct {
-	ContextTokens int             `json:"context_tokens"`
-	Concurrency   int             `json:"concurrency"`
-	Fits          bool            `json:"fits"`
-	AtRisk        bool            `json:"at_risk,omitempty"`
-	Reason        capacity.Reason `json:"reason"`
-	Detail        string          `json:"detail"`
-	Need          int             `json:"need,omitempty"`
-	Have          int             `json:"have,omitempty"`
+	Cells            []capacity.Cell     `json:"cells"`
 }
 
 // run is the command: it parses args, predicts, and writes to stdout.
@@ -150,40 +139,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	contexts, err := parseList(o.contexts)
+	contexts, err := tokenList("-contexts", o.contexts)
 	if err != nil {
-		return fmt.Errorf("-contexts: %w", err)
+		return err
 	}
-	concurrency, err := parseList(o.concurrency)
+	concurrency, err := tokenList("-concurrency", o.concurrency)
 	if err != nil {
-		return fmt.Errorf("-concurrency: %w", err)
+		return err
 	}
 
 	r := &report{MaxTokens: o.maxTokens}
-	flagLimits := capacity.Limits{KVTokens: o.kvTokens, MaxRunning: o.maxNumSeqs, MaxModelLen: o.maxModelLen, Source: "flags"}
 	var limits capacity.Limits
 	if o.url != "" {
-		ctx, cancel := context.WithTimeout(ctx, o.timeout)
-		defer cancel()
-		// The URL's password is sent, never printed; the server's words are
-		// printed without their control characters.
-		sec := loadgen.NewRedactor(o.url)
-		d, err := capacity.Discover(ctx, &http.Client{}, o.url)
+		d, err := discover(ctx, o.url, o.timeout)
 		if err != nil {
-			return sec.Error(err)
+			return err
 		}
-		for i := range d.Probes {
-			d.Probes[i].Error = loadgen.CleanLine(sec.Redact(d.Probes[i].Error))
-			d.Probes[i].Err = sec.Error(d.Probes[i].Err)
-		}
-		for i, n := range d.Notes {
-			d.Notes[i] = loadgen.CleanLine(sec.Redact(n))
-		}
-		d.Limits.Source = loadgen.CleanLine(sec.Redact(d.Limits.Source))
 		r.Discovery = d
-		r.Engine, r.Version = d.Engine.String(), d.Version
+		r.Engine, r.Version = d.Engine, d.Version
 		r.BlockSize, r.NumBlocks, r.MaxConcurrency = d.BlockSize, d.NumGPUBlocks, d.MaxConcurrency
-		limits = d.Complete(flagLimits)
+		limits = d.Complete(capacity.Limits{KVTokens: o.kvTokens, MaxRunning: o.maxNumSeqs, MaxModelLen: o.maxModelLen, Source: "flags"})
 		if o.version == "" && d.Engine == capacity.EngineVLLM {
 			o.version = d.Version
 		}
@@ -218,33 +193,69 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("give -config (a config.json or model directory) or -url (a running server)")
 	}
 	limits.TemplateOverhead = o.templateOverhead
+	grid := limits.Grid(contexts, concurrency, o.maxTokens)
 	r.Source = limits.Source
-	r.KVTokens, r.MaxModelLen, r.MaxRunning = limits.KVTokens, limits.MaxModelLen, limits.MaxRunning
-	r.KVTokensLow, r.KVTokensHigh = limits.KVTokensLow, limits.KVTokensHigh
-	r.TemplateOverhead = o.templateOverhead
-	switch {
-	case o.templateOverhead == 0:
-		r.TemplateOverhead = capacity.DefaultTemplateOverhead
-	case o.templateOverhead < 0:
-		r.TemplateOverhead = 0
-	}
-	for _, c := range contexts {
-		for _, n := range concurrency {
-			v := limits.Check(c, n, o.maxTokens)
-			r.Cells = append(r.Cells, cell{ContextTokens: c, Concurrency: n, Fits: v.Fits, AtRisk: v.AtRisk, Reason: v.Reason, Detail: v.Detail, Need: v.Need, Have: v.Have})
-		}
-	}
+	r.KVTokens, r.KVTokensLow, r.KVTokensHigh = limits.KVTokens, limits.KVTokensLow, limits.KVTokensHigh
+	r.MaxModelLen, r.MaxRunning = limits.MaxModelLen, limits.MaxRunning
+	r.TemplateOverhead = limits.TemplateTokens()
+	r.Cells = grid.Cells
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
-	return writeText(stdout, r, contexts, concurrency)
+	if r.Estimate != nil {
+		if err := r.Estimate.WriteText(stdout); err != nil {
+			return err
+		}
+	}
+	if r.Discovery != nil {
+		if err := writeDiscovery(stdout, r.Discovery, limits); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprintln(stdout); err != nil {
+		return err
+	}
+	return grid.WriteText(stdout)
+}
+
+// tokenList reads a flag's list of token counts ("0,16K,32K"); it may not
+// be empty.
+func tokenList(name, s string) ([]int, error) {
+	list, err := capacity.ParseTokenList(s) // its errors quote the count
+	if err == nil && len(list) == 0 {
+		err = fmt.Errorf("%s: empty list", name)
+	}
+	return list, err
+}
+
+// discover reads the capacity of the server at url. The URL's password is
+// sent, never printed; the server's words are kept without their control
+// characters.
+func discover(ctx context.Context, url string, timeout time.Duration) (*capacity.Discovery, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	sec := loadgen.NewRedactor(url)
+	d, err := capacity.Discover(ctx, &http.Client{}, url)
+	if err != nil {
+		return nil, sec.Error(err)
+	}
+	clean := func(s string) string { return loadgen.CleanLine(sec.Redact(s)) }
+	for i := range d.Probes {
+		d.Probes[i].Error = clean(d.Probes[i].Error)
+		d.Probes[i].Err = sec.Error(d.Probes[i].Err)
+	}
+	for i, n := range d.Notes {
+		d.Notes[i] = clean(n)
+	}
+	d.Limits.Source, d.Version, d.Model = clean(d.Limits.Source), clean(d.Version), clean(d.Model)
+	return d, nil
 }
 
 func (o *options) estimate(m *capacity.Model) (*capacity.Estimate, error) {
 	switch o.engine {
-	case "vllm":
+	case capacity.EngineVLLM:
 		return capacity.EstimateVLLM(m, capacity.VLLM{
 			Version:              o.version,
 			DType:                o.dtype,
@@ -269,7 +280,7 @@ func (o *options) estimate(m *capacity.Model) (*capacity.Estimate, error) {
 			AvailableKVBytes:     capacity.GiBToBytes(o.availableGiB),
 			NumGPUBlocksOverride: o.numGPUBlocks,
 		})
-	case "sglang":
+	case capacity.EngineSGLang:
 		return capacity.EstimateSGLang(m, capacity.SGLang{
 			GPUMemoryBytes:     capacity.GiBToBytes(o.gpuMemGiB),
 			MemFractionStatic:  o.utilization,
@@ -283,80 +294,13 @@ func (o *options) estimate(m *capacity.Model) (*capacity.Estimate, error) {
 			AvailableKVBytes:   capacity.GiBToBytes(o.availableGiB),
 		})
 	}
-	return nil, fmt.Errorf("-engine %q: want vllm or sglang", o.engine)
-}
-
-// parseList parses "0,16K,32K" with K = 1024 and M = 1024².
-func parseList(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		mult := 1
-		switch {
-		case strings.HasSuffix(f, "K"), strings.HasSuffix(f, "k"):
-			mult, f = 1024, f[:len(f)-1]
-		case strings.HasSuffix(f, "M"), strings.HasSuffix(f, "m"):
-			mult, f = 1024*1024, f[:len(f)-1]
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("%q is not a token count", f)
-		}
-		out = append(out, n*mult)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("empty list")
-	}
-	return out, nil
-}
-
-// writeText prints the derivation and the predicted grid.
-func writeText(w io.Writer, r *report, contexts, concurrency []int) error {
-	p := &printer{w: w}
-	if e := r.Estimate; e != nil {
-		writeEstimate(p, r.Model, e)
-	}
-	if d := r.Discovery; d != nil {
-		writeDiscovery(p, r, d)
-	}
-	kv := known(r.KVTokens)
-	if r.KVTokensLow > 0 && r.KVTokensHigh > 0 {
-		kv += fmt.Sprintf(" (expected %s–%s)", comma(r.KVTokensLow), comma(r.KVTokensHigh))
-	}
-	p.f("\nLimits     kv_tokens %s, max_running %s, max_model_len %s, template overhead %d\n",
-		kv, known(r.MaxRunning), known(r.MaxModelLen), r.TemplateOverhead)
-	if r.Source != "" {
-		p.f("           from %s\n", r.Source)
-	}
-	p.f("\nPredicted grid: rows are context tokens, columns concurrent requests, %s output tokens each\n", comma(r.MaxTokens))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "context\t")
-	for _, n := range concurrency {
-		fmt.Fprintf(tw, "%d\t", n)
-	}
-	fmt.Fprintln(tw)
-	i := 0
-	for _, c := range contexts {
-		fmt.Fprintf(tw, "%s\t", kTokens(c))
-		for range concurrency {
-			fmt.Fprintf(tw, "%s\t", mark(r.Cells[i]))
-			i++
-		}
-		fmt.Fprintln(tw)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	p.f("ok: fits; ok?: fits the known limits, others unknown; risk: fits only toward the optimistic end of the estimate's range; queue: fits, more requests than run at once wait in the server's queue; KV: over the KV tokens; len: over max_model_len\n")
-	return p.err
+	return nil, fmt.Errorf("-engine %s: want vllm or sglang", o.engine)
 }
 
 // writeDiscovery says what the server told, from where, and which flags
-// supply what it did not.
-func writeDiscovery(p *printer, r *report, d *capacity.Discovery) {
+// supply what neither it nor a flag gave.
+func writeDiscovery(w io.Writer, d *capacity.Discovery, limits capacity.Limits) error {
+	var b strings.Builder
 	engine := d.Engine.String()
 	switch {
 	case d.Engine == capacity.EngineUnknown:
@@ -364,9 +308,9 @@ func writeDiscovery(p *printer, r *report, d *capacity.Discovery) {
 	case d.Version != "":
 		engine += " " + d.Version
 	}
-	p.f("Server     %s\n", engine)
+	fmt.Fprintf(&b, "Server     %s\n", engine)
 	if d.Model != "" {
-		p.f("           model %s\n", d.Model)
+		fmt.Fprintf(&b, "           model %s\n", d.Model)
 	}
 	var asked []string
 	for _, pr := range d.Probes {
@@ -377,7 +321,7 @@ func writeDiscovery(p *printer, r *report, d *capacity.Discovery) {
 		asked = append(asked, pr.Path+" "+status)
 	}
 	if len(asked) > 0 {
-		p.f("           asked %s\n", strings.Join(asked, ", "))
+		fmt.Fprintf(&b, "           asked %s\n", strings.Join(asked, ", "))
 	}
 	found := d.Limits
 	for _, f := range []struct {
@@ -385,28 +329,29 @@ func writeDiscovery(p *printer, r *report, d *capacity.Discovery) {
 		n    int
 	}{{"kv_tokens", found.KVTokens}, {"max_running", found.MaxRunning}, {"max_model_len", found.MaxModelLen}} {
 		if f.n > 0 {
-			p.f("Found      %s %s (from %s)\n", f.name, comma(f.n), found.Source)
+			fmt.Fprintf(&b, "Found      %s %s (from %s)\n", f.name, comma(f.n), found.Source)
 		}
 	}
 	if d.NumGPUBlocks > 0 {
-		p.f("           %s blocks of %s tokens, max concurrency %.2f\n", comma(d.NumGPUBlocks), comma(d.BlockSize), d.MaxConcurrency)
+		fmt.Fprintf(&b, "           %s blocks of %s tokens, max concurrency %.2f\n", comma(d.NumGPUBlocks), comma(d.BlockSize), d.MaxConcurrency)
 	}
 	for _, n := range d.Notes {
-		p.f("           note: %s\n", n)
+		fmt.Fprintf(&b, "           note: %s\n", n)
 	}
-	for _, m := range missing(d, r) {
-		p.f("Not found  %s\n", m)
+	for _, m := range missing(d.Engine, limits) {
+		fmt.Fprintf(&b, "Not found  %s\n", m)
 	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // missing says, for each limit neither the server nor a flag gave, which
 // flag gives it.
-func missing(d *capacity.Discovery, r *report) []string {
+func missing(engine capacity.Engine, limits capacity.Limits) []string {
 	var out []string
-	perSlot := d.Engine == capacity.EngineOllama || d.Engine == capacity.EngineLlamaCpp
-	if r.MaxRunning <= 0 {
+	if limits.MaxRunning <= 0 {
 		s := "max_running: pass -max-num-seqs N"
-		switch d.Engine {
+		switch engine {
 		case capacity.EngineVLLM:
 			s += " (vLLM's --max-num-seqs; 256 by default)"
 		case capacity.EngineOllama:
@@ -414,16 +359,16 @@ func missing(d *capacity.Discovery, r *report) []string {
 		}
 		out = append(out, s)
 	}
-	if r.KVTokens <= 0 {
+	if limits.KVTokens <= 0 {
 		s := "kv_tokens: pass -kv-tokens N (from the server's start-up log)"
-		if perSlot {
-			s = "kv_tokens: follows from -max-num-seqs (" + d.Engine.String() + " holds a context per slot), or pass -kv-tokens N"
+		if engine == capacity.EngineOllama || engine == capacity.EngineLlamaCpp {
+			s = "kv_tokens: follows from -max-num-seqs (" + engine.String() + " holds a context per slot), or pass -kv-tokens N"
 		}
 		out = append(out, s)
 	}
-	if r.MaxModelLen <= 0 {
+	if limits.MaxModelLen <= 0 {
 		s := "max_model_len: pass -max-model-len N"
-		if d.Engine == capacity.EngineOllama {
+		if engine == capacity.EngineOllama {
 			s += " (Ollama's context length: OLLAMA_CONTEXT_LENGTH or the model's num_ctx; it is published once the model is loaded)"
 		}
 		out = append(out, s)
@@ -431,162 +376,11 @@ func missing(d *capacity.Discovery, r *report) []string {
 	return out
 }
 
-func writeEstimate(p *printer, m *capacity.Model, e *capacity.Estimate) {
-	b := e.Budget
-	p.f("Model      %s\n", m)
-	if m.MLA != nil {
-		p.f("           MLA latent %d + rope %d per token\n", m.MLA.KVLoraRank, m.MLA.QKRopeHeadDim)
-	} else {
-		p.f("           %d KV heads × head dim %d\n", m.NumKVHeads, m.HeadDim)
-	}
-	if g := m.GatedDeltaNet; g != nil {
-		p.f("           Gated DeltaNet: %d key / %d value heads × %d, conv kernel %d\n", g.NumKeyHeads, g.NumValueHeads, g.ValueHeadDim, g.ConvKernel)
-	}
-	p.f("KV cache   %s: %s bytes per token per attention layer per GPU\n", e.KVCacheDType, comma(e.AttentionBytesPerToken))
-	if e.StateBytes > 0 {
-		p.f("State      %s bytes per sequence per state layer (convolution %s + recurrent %s)\n",
-			comma(e.StateBytes), comma(e.ConvStateBytes), comma(e.RecurrentStateBytes))
-	}
-	engine := e.Engine
-	if e.Version != "" {
-		engine += " " + e.Version
-	}
-	p.f("\nMemory of one GPU (%s)\n", engine)
-	gib := func(n int64) float64 { return float64(n) / capacity.GiB }
-	line := func(label string, t capacity.Term) {
-		rng := ""
-		if t.Low != t.High {
-			rng = fmt.Sprintf("%.2f–%.2f", gib(t.Low), gib(t.High))
-		}
-		detail := ""
-		if t.Detail != "" {
-			detail = "  " + t.Detail
-		}
-		p.f("%s\n", strings.TrimRight(fmt.Sprintf("  %-30s %8.2f GiB %13s%s", label, gib(t.Bytes), rng, detail), " "))
-	}
-	if b.AvailableKV.Estimated {
-		line("total", capacity.Term{Bytes: b.TotalBytes, Low: b.TotalBytes, High: b.TotalBytes})
-		line(fmt.Sprintf("× utilization %.2f", b.Utilization), capacity.Term{Bytes: b.RequestedBytes, Low: b.RequestedBytes, High: b.RequestedBytes})
-		line("− weights", b.Weights)
-		if e.Engine == "vllm" {
-			line("− activation peak", b.Activation)
-			line("− CUDA graphs", b.CUDAGraphs)
-		}
-		line("− non-torch", b.NonTorch)
-	}
-	line("= available for the KV cache", b.AvailableKV)
-
-	p.f("\nBlocks\n")
-	if e.Engine == "sglang" {
-		p.f("  max_total_num_tokens %s = available ÷ %s bytes per token (all attention layers)\n", comma(e.KVTokens), comma(e.PageBytes))
-	} else {
-		p.f("  block size           %s tokens, page %s bytes per layer\n", comma(e.BlockSize), comma(e.PageBytes))
-		kinds := map[capacity.LayerKind]int{}
-		var order []capacity.LayerKind
-		for _, g := range e.Groups {
-			if kinds[g.Kind] == 0 {
-				order = append(order, g.Kind)
-			}
-			kinds[g.Kind]++
-		}
-		var parts []string
-		for _, k := range order {
-			parts = append(parts, fmt.Sprintf("%d %s", kinds[k], k))
-		}
-		p.f("  groups               %d of up to %d layers: %s\n", len(e.Groups), e.LayersPerBlock, strings.Join(parts, ", "))
-		p.f("  num_blocks           %s = available ÷ (%s × %d)\n", comma(e.NumBlocks), comma(e.PageBytes), e.LayersPerBlock)
-		var per []string
-		for _, g := range e.Groups {
-			per = append(per, strconv.Itoa(g.BlocksPerRequest))
-		}
-		p.f("  per request          %s blocks at max_model_len %s (%s)\n", comma(e.BlocksPerRequest), comma(e.MaxModelLen), strings.Join(per, " + "))
-		p.f("  kv_cache_size_tokens %s, max concurrency %.2f\n", comma(e.KVTokens), e.MaxConcurrency)
-		if x := e.Expected; x.KVTokensLow != x.KVTokensHigh {
-			p.f("                       expected %s–%s (%+.1f%% … %+.1f%%)\n", comma(x.KVTokensLow), comma(x.KVTokensHigh), x.LowPercent, x.HighPercent)
-		} else {
-			p.f("                       expected exactly this: no budget term was estimated\n")
-		}
-		p.f("                       group-aware (vLLM ≥ 0.20): int(%s ÷ %s × %s) = %s\n",
-			comma(e.NumBlocks), comma(e.BlocksPerRequest), comma(e.MaxModelLen), comma(e.GroupAwareKVTokens))
-		p.f("                       legacy (vLLM < 0.20): %s ÷ %d groups × %s = %s\n",
-			comma(e.NumBlocks), len(e.Groups), comma(minBlock(e.Groups)), comma(e.LegacyKVTokens))
-	}
-	if len(e.Expected.Reasons) > 0 {
-		p.f("\nExpected error\n")
-		for _, r := range e.Expected.Reasons {
-			p.f("  %s\n", r)
-		}
-	}
-	for _, n := range e.Notes {
-		p.f("  note: %s\n", n)
-	}
-}
-
-func minBlock(groups []capacity.Group) int {
-	m := 0
-	for _, g := range groups {
-		if m == 0 || g.BlockSize < m {
-			m = g.BlockSize
-		}
-	}
-	return m
-}
-
-func mark(c cell) string {
-	if c.AtRisk && c.Fits {
-		return "risk"
-	}
-	switch c.Reason {
-	case capacity.WithinLimits:
-		return "ok"
-	case capacity.LimitsUnknown:
-		return "ok?"
-	case capacity.OverKVTokens:
-		return "KV"
-	case capacity.OverMaxRunning:
-		return "queue"
-	case capacity.OverMaxModelLen:
-		return "len"
-	}
-	return "?"
-}
-
-func kTokens(n int) string {
-	if n > 0 && n%1024 == 0 {
-		return strconv.Itoa(n/1024) + "K"
-	}
-	return strconv.Itoa(n)
-}
-
-func known(n int) string {
-	if n <= 0 {
-		return "unknown"
-	}
-	return comma(n)
-}
-
 // comma formats n with thousands separators.
 func comma(n int) string {
 	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	for i := len(s) - 3; i > 0; i -= 3 {
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
 		s = s[:i] + "," + s[i:]
 	}
-	if neg {
-		s = "-" + s
-	}
 	return s
-}
-
-// printer writes formatted text and keeps the first error.
-type printer struct {
-	w   io.Writer
-	err error
-}
-
-func (p *printer) f(format string, args ...any) {
-	if p.err == nil {
-		_, p.err = fmt.Fprintf(p.w, format, args...)
-	}
 }

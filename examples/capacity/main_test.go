@@ -65,7 +65,7 @@ func runJSON(t *testing.T, args ...string) report {
 	return r
 }
 
-func cellAt(t *testing.T, r report, context, concurrency int) cell {
+func cellAt(t *testing.T, r report, context, concurrency int) capacity.Cell {
 	t.Helper()
 	for _, c := range r.Cells {
 		if c.ContextTokens == context && c.Concurrency == concurrency {
@@ -73,13 +73,13 @@ func cellAt(t *testing.T, r report, context, concurrency int) cell {
 		}
 	}
 	t.Fatalf("no cell %d × %d", context, concurrency)
-	return cell{}
+	return capacity.Cell{}
 }
 
 func TestRunLive(t *testing.T) {
 	srv := vllmServer(t)
 	r := runJSON(t, "-url", srv.URL+"/v1", "-max-num-seqs", "128")
-	assert.Equal(t, "vllm", r.Engine)
+	assert.Equal(t, capacity.EngineVLLM, r.Engine)
 	assert.Equal(t, 707789, r.KVTokens, "the server's figure, not an estimate")
 	assert.Equal(t, 2048, r.BlockSize)
 	assert.Equal(t, 362, r.NumBlocks)
@@ -111,7 +111,7 @@ func TestRunLiveText(t *testing.T) {
 
 func TestRunEstimate(t *testing.T) {
 	r := runJSON(t, seedArgs...)
-	assert.Equal(t, "vllm", r.Engine)
+	assert.Equal(t, capacity.EngineVLLM, r.Engine)
 	assert.Equal(t, 712092, r.KVTokens)
 	assert.Equal(t, 2048, r.BlockSize)
 	assert.Equal(t, 364, r.NumBlocks)
@@ -182,7 +182,7 @@ func TestRunOverrides(t *testing.T) {
 
 	r = runJSON(t, "-config", "../../capacity/testdata/qwen3.5-4b-awq", "-engine", "sglang",
 		"-available-kv-gib", "6", "-max-num-seqs", "16", "-max-model-len", "32768", "-contexts", "16K", "-concurrency", "8")
-	assert.Equal(t, "sglang", r.Engine)
+	assert.Equal(t, capacity.EngineSGLang, r.Engine)
 	assert.Positive(t, r.KVTokens)
 	require.Len(t, r.Cells, 1)
 }
@@ -218,15 +218,22 @@ func TestRunInsufficientMemory(t *testing.T) {
 	assert.Contains(t, out.String(), "= available for the KV cache")
 }
 
-func TestParseList(t *testing.T) {
-	got, err := parseList(" 0, 16K,32k ,1M,248K")
-	require.NoError(t, err)
-	assert.Equal(t, []int{0, 16384, 32768, 1 << 20, 253952}, got)
-	_, err = parseList("-1")
-	require.Error(t, err)
-	assert.Equal(t, "1,234,567", comma(1234567))
-	assert.Equal(t, "-1,000", comma(-1000))
-	assert.Equal(t, "999", comma(999))
+// TestRunLists: the grid's lists take K (1,024) and M (1,048,576), and
+// a count that is not one is refused, naming the flag.
+func TestRunLists(t *testing.T) {
+	r := runJSON(t, "-url", vllmServer(t).URL, "-contexts", " 0, 16k,1M", "-concurrency", "1.5K")
+	var got [][2]int
+	for _, c := range r.Cells {
+		got = append(got, [2]int{c.ContextTokens, c.Concurrency})
+	}
+	assert.Equal(t, [][2]int{{0, 1536}, {16384, 1536}, {1 << 20, 1536}}, got)
+
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"-config", "x", "-contexts", "0,1.5"}, &out, &out)
+	require.ErrorIs(t, err, capacity.ErrTokenCount)
+	assert.Equal(t, `capacity: not a token count: "1.5" is 1.5, not a whole number of tokens`, err.Error())
+	err = run(t.Context(), []string{"-config", "x", "-concurrency", " , "}, &out, &out)
+	assert.EqualError(t, err, "-concurrency: empty list")
 }
 
 // ollamaServer answers as Ollama v0.17.4 does (the bodies were recorded
@@ -269,7 +276,7 @@ func TestRunLiveOllamaText(t *testing.T) {
 	assert.Regexp(t, `(?m)^\s+4K\s+len\s+len\s*$`, text)
 
 	r := runJSON(t, "-url", srv.URL, "-contexts", "1K", "-concurrency", "1,4,8", "-max-tokens", "128", "-max-num-seqs", "4")
-	assert.Equal(t, "ollama", r.Engine)
+	assert.Equal(t, capacity.EngineOllama, r.Engine)
 	assert.Equal(t, "0.17.4", r.Version)
 	assert.Equal(t, 4*4096, r.KVTokens, "a context per slot")
 	assert.True(t, cellAt(t, r, 1024, 4).Fits)

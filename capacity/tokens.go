@@ -1,0 +1,76 @@
+package capacity
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ErrTokenCount reports text that is not a token count (see [ParseTokens]).
+var ErrTokenCount = errors.New("capacity: not a token count")
+
+// maxTokenCount bounds the counts ParseTokens accepts: far beyond any
+// context, far below int's limit.
+const maxTokenCount = 1 << 40
+
+// ParseTokens reads a token count as people write context lengths: a
+// decimal number, optionally followed by K (1,024) or M (1,048,576) in
+// either case, such as "8192", "16K", "248k", "1.5M" or "0". Spaces around
+// it are ignored. The count must be whole, at least 0 and at most 2⁴⁰;
+// anything else is an error wrapping [ErrTokenCount].
+func ParseTokens(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	num, mult := s, 1.0
+	if n := len(num); n > 0 {
+		switch num[n-1] {
+		case 'K', 'k':
+			num, mult = num[:n-1], 1<<10
+		case 'M', 'm':
+			num, mult = num[:n-1], 1<<20
+		}
+	}
+	// Decimal only: ParseFloat would also take hexadecimal, "Inf",
+	// "NaN" and digits separated by underscores.
+	if num == "" || strings.Trim(num, "0123456789.eE+-") != "" {
+		return 0, fmt.Errorf("%w: %q (want a count like 8192, 16K or 1.5M)", ErrTokenCount, s)
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	v *= mult
+	switch {
+	case err != nil || !(v >= 0):
+		return 0, fmt.Errorf("%w: %q (want a count like 8192, 16K or 1.5M)", ErrTokenCount, s)
+	case v > maxTokenCount:
+		return 0, fmt.Errorf("%w: %q is more than 2^40 tokens", ErrTokenCount, s)
+	case v != float64(int64(v)):
+		return 0, fmt.Errorf("%w: %q is %g, not a whole number of tokens", ErrTokenCount, s, v)
+	}
+	return int(v), nil
+}
+
+// ParseTokenList reads a comma-separated list of token counts, each as
+// [ParseTokens] reads it, such as "0,16K,32K,248K". Empty items are
+// skipped, so an empty string is an empty, non-nil list.
+func ParseTokenList(s string) ([]int, error) {
+	out := []int{}
+	for _, f := range strings.Split(s, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		v, err := ParseTokens(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// FormatTokens writes a token count as reports show context lengths:
+// multiples of 1,024 as "16K", others as digits. ParseTokens reads it back.
+func FormatTokens(n int) string {
+	if n != 0 && n%1024 == 0 {
+		return strconv.Itoa(n/1024) + "K"
+	}
+	return strconv.Itoa(n)
+}
