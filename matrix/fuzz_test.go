@@ -3,7 +3,6 @@ package matrix
 import (
 	"bytes"
 	"reflect"
-	"strings"
 	"testing"
 )
 
@@ -40,30 +39,6 @@ func FuzzReadResults(f *testing.F) {
 		}
 		if !reflect.DeepEqual(r, back) {
 			t.Fatalf("changed by a round trip:\n%s", b.String())
-		}
-	})
-}
-
-// FuzzParseTokens checks the token-count syntax of the command line
-// ("16K"): no panic, and every count it accepts formats and parses back.
-func FuzzParseTokens(f *testing.F) {
-	for _, s := range []string{"0", "16K", "248k", "8192", "1.5K", "", "K", "-1", "1e3"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		v, err := ParseTokens(s)
-		if err != nil {
-			return
-		}
-		if v < 0 {
-			t.Fatalf("%q parsed to %d", s, v)
-		}
-		back, err := ParseTokens(FormatTokens(v))
-		if err != nil || back != v {
-			t.Fatalf("%q → %d → %q → %d, %v", s, v, FormatTokens(v), back, err)
-		}
-		if _, err := ParseList(strings.Repeat(s+",", 3)); err != nil {
-			t.Fatalf("a list of %q: %v", s, err)
 		}
 	})
 }

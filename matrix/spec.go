@@ -271,47 +271,7 @@ func CheckURL(raw string) error {
 	return nil
 }
 
-// maxTokens bounds the token counts ParseTokens accepts: far beyond any
-// context, far below int's limit.
-const maxTokens = 1 << 40
-
-// ParseTokens reads a token count such as "16K", "16k", "248K", "8192" or
-// "0" (K = 1024).
-func ParseTokens(s string) (int, error) {
-	s = strings.TrimSpace(s)
-	mult := 1
-	if n := len(s); n > 0 && (s[n-1] == 'K' || s[n-1] == 'k') {
-		mult, s = K, s[:n-1]
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || !(v >= 0) || v*float64(mult) > maxTokens {
-		return 0, fmt.Errorf("matrix: %q is not a token count (like 16K or 8192)", s)
-	}
-	return int(v * float64(mult)), nil
-}
-
-// ParseList reads a comma-separated list of token counts; an empty string
-// is an empty, non-nil list.
-func ParseList(s string) ([]int, error) {
-	out := []int{}
-	for _, f := range strings.Split(s, ",") {
-		if strings.TrimSpace(f) == "" {
-			continue
-		}
-		v, err := ParseTokens(f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
 // FormatTokens writes a token count as the report does: multiples of 1,024
-// as "16K", others as digits.
-func FormatTokens(n int) string {
-	if n != 0 && n%K == 0 {
-		return strconv.Itoa(n/K) + "K"
-	}
-	return strconv.Itoa(n)
-}
+// as "16K", others as digits. It is [capacity.FormatTokens], whose
+// [capacity.ParseTokenList] reads a Spec's lists from a command line.
+func FormatTokens(n int) string { return capacity.FormatTokens(n) }

@@ -132,13 +132,13 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	if err = o.spec.API.UnmarshalText([]byte(*api)); err != nil {
 		return nil, nil, err
 	}
-	if o.spec.Contexts, err = matrix.ParseList(*contexts); err != nil {
+	if o.spec.Contexts, err = capacity.ParseTokenList(*contexts); err != nil {
 		return nil, nil, err
 	}
-	if o.spec.Concurrency, err = matrix.ParseList(*conc); err != nil {
+	if o.spec.Concurrency, err = capacity.ParseTokenList(*conc); err != nil {
 		return nil, nil, err
 	}
-	if o.spec.Prefill, err = matrix.ParseList(*prefill); err != nil {
+	if o.spec.Prefill, err = capacity.ParseTokenList(*prefill); err != nil {
 		return nil, nil, err
 	}
 	o.spec.Duration = matrix.Duration(*dur)
