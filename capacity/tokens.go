@@ -8,7 +8,10 @@ import (
 )
 
 // ErrTokenCount reports text that is not a token count (see [ParseTokens]).
-var ErrTokenCount = errors.New("capacity: not a token count")
+// Unlike the package's other errors, the errors that wrap it name no
+// package: they quote a command line's text, and the command names itself
+// and the flag, as in `capacity: -contexts: "12Q" is not a token count`.
+var ErrTokenCount = errors.New("not a token count")
 
 // maxTokenCount bounds the counts ParseTokens accepts: far beyond any
 // context, far below int's limit.
@@ -33,17 +36,17 @@ func ParseTokens(s string) (int, error) {
 	// Decimal only: ParseFloat would also take hexadecimal, "Inf",
 	// "NaN" and digits separated by underscores.
 	if num == "" || strings.Trim(num, "0123456789.eE+-") != "" {
-		return 0, fmt.Errorf("%w: %q (want a count like 8192, 16K or 1.5M)", ErrTokenCount, s)
+		return 0, fmt.Errorf("%q is %w (write counts like 8192, 16K or 1.5M)", s, ErrTokenCount)
 	}
 	v, err := strconv.ParseFloat(num, 64)
 	v *= mult
 	switch {
 	case err != nil || !(v >= 0):
-		return 0, fmt.Errorf("%w: %q (want a count like 8192, 16K or 1.5M)", ErrTokenCount, s)
+		return 0, fmt.Errorf("%q is %w (write counts like 8192, 16K or 1.5M)", s, ErrTokenCount)
 	case v > maxTokenCount:
-		return 0, fmt.Errorf("%w: %q is more than 2^40 tokens", ErrTokenCount, s)
+		return 0, fmt.Errorf("%q is %w of 2^40 or fewer", s, ErrTokenCount)
 	case v != float64(int64(v)):
-		return 0, fmt.Errorf("%w: %q is %g, not a whole number of tokens", ErrTokenCount, s, v)
+		return 0, fmt.Errorf("%q is %w: %g is not whole", s, ErrTokenCount, v)
 	}
 	return int(v), nil
 }

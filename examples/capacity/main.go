@@ -223,11 +223,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // tokenList reads a flag's list of token counts ("0,16K,32K"); it may not
 // be empty.
 func tokenList(name, s string) ([]int, error) {
-	list, err := capacity.ParseTokenList(s) // its errors quote the count
+	list, err := capacity.ParseTokenList(s)
 	if err == nil && len(list) == 0 {
-		err = fmt.Errorf("%s: empty list", name)
+		err = errors.New("empty list")
 	}
-	return list, err
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return list, nil
 }
 
 // discover reads the capacity of the server at url. The URL's password is

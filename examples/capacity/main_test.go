@@ -231,7 +231,7 @@ func TestRunLists(t *testing.T) {
 	var out bytes.Buffer
 	err := run(t.Context(), []string{"-config", "x", "-contexts", "0,1.5"}, &out, &out)
 	require.ErrorIs(t, err, capacity.ErrTokenCount)
-	assert.Equal(t, `capacity: not a token count: "1.5" is 1.5, not a whole number of tokens`, err.Error())
+	assert.Equal(t, `-contexts: "1.5" is not a token count: 1.5 is not whole`, err.Error())
 	err = run(t.Context(), []string{"-config", "x", "-concurrency", " , "}, &out, &out)
 	assert.EqualError(t, err, "-concurrency: empty list")
 }

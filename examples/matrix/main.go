@@ -133,13 +133,13 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 		return nil, nil, err
 	}
 	if o.spec.Contexts, err = capacity.ParseTokenList(*contexts); err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("-contexts: %w", err)
 	}
 	if o.spec.Concurrency, err = capacity.ParseTokenList(*conc); err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("-concurrency: %w", err)
 	}
 	if o.spec.Prefill, err = capacity.ParseTokenList(*prefill); err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("-prefill: %w", err)
 	}
 	o.spec.Duration = matrix.Duration(*dur)
 	o.spec.Warmup = &matrix.Warmup{Min: matrix.Duration(*warmMin), Flow: matrix.Duration(*warmFlow),
