@@ -5,9 +5,9 @@
 // as a trend. By default it keeps 10,000 streams against llmload's simulator
 // for 10 minutes:
 //
-//	go run ./examples/soak
-//	go run ./examples/soak -streams 1000 -duration 2m -interval 5s
-//	go run ./examples/soak -url http://127.0.0.1:8000/v1 -json > soak.jsonl
+//	go run ./internal/soak
+//	go run ./internal/soak -streams 1000 -duration 2m -interval 5s
+//	go run ./internal/soak -url http://127.0.0.1:8000/v1 -json > soak.jsonl
 //
 // The load is a closed-loop [loadgen.Generator]: -streams workers, started
 // evenly over -ramp, each keeping one long completions request in flight
