@@ -3,6 +3,7 @@ package matrix
 import (
 	"bytes"
 	"regexp"
+	"time"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -43,4 +44,52 @@ func TestWritePlanEstimateRange(t *testing.T) {
 			assert.Empty(t, c.Status, "an at-risk cell is measured")
 		}
 	}
+}
+
+// TestPlanQueuedAndPrefill: cells beyond the server's max running requests
+// are measured (predicted to queue), not over capacity, unless the spec
+// skips them; prefill rows longer than max_model_len are over capacity and
+// never sent; the plan says how long the run should take.
+func TestPlanQueuedAndPrefill(t *testing.T) {
+	limits := capacity.Limits{MaxRunning: 4, MaxModelLen: 4096, Source: "flags"}
+	spec := Spec{Contexts: []int{0, 1024, 4096}, Concurrency: []int{1, 4, 8}, Prefill: []int{1024, 8192}, MaxTokens: 128}
+	cells := Plan(spec, limits)
+	at := func(cells []Cell, ctx, n int) Cell {
+		for _, c := range cells {
+			if c.ContextTokens == ctx && c.Concurrency == n {
+				return c
+			}
+		}
+		t.Fatalf("no cell %d × %d", ctx, n)
+		return Cell{}
+	}
+	q := at(cells, 1024, 8)
+	assert.Equal(t, StatusUnknown, q.Status, "measured")
+	assert.True(t, q.Predicted.Queued)
+	assert.Equal(t, OverCapacity, at(cells, 4096, 1).Status, "4096 + 128 + template > 4096")
+
+	skipped := Plan(Spec{Contexts: spec.Contexts, Concurrency: spec.Concurrency, MaxTokens: 128, SkipQueued: true}, limits)
+	s := at(skipped, 1024, 8)
+	assert.Equal(t, RequestsQueued, s.Status)
+	assert.Contains(t, s.Reason, "predicted, not measured")
+	assert.Equal(t, StatusUnknown, at(skipped, 1024, 4).Status)
+
+	rows := PlanPrefill(spec, limits)
+	require.Len(t, rows, 2)
+	assert.Equal(t, StatusUnknown, rows[0].Status)
+	assert.Equal(t, OverCapacity, rows[1].Status)
+	assert.Contains(t, rows[1].Reason, "max_model_len 4096")
+
+	res := &Results{Spec: spec, Cells: cells, Prefill: rows, Server: Server{Limits: limits}}
+	var out bytes.Buffer
+	require.NoError(t, writePlan(&out, res, limits, 1))
+	text := out.String()
+	assert.Regexp(t, `(?m)^1K\s+8\s+run: requests will queue\s+8 requests > 4 the server runs at once: 4 wait in its queue`, text)
+	assert.Contains(t, text, "prefill at 8K: skip: over capacity")
+	e := EstimateRun(res)
+	assert.Equal(t, 6, e.Cells, "the 4096 row is over capacity")
+	assert.Equal(t, 1, e.Prefill)
+	assert.Equal(t, []string{"kv_tokens"}, e.Unknown)
+	assert.Equal(t, 6*35*time.Second, e.Least, "a cell's least: 2 s + 3 s of warm-up and a 30 s window")
+	assert.Contains(t, text, "expected: 6 cells to measure, at least 4 min")
 }

@@ -127,16 +127,21 @@ func (p *PromptSizer) Build(ctx context.Context, target int, head string, seed u
 
 // Resize returns a prompt like one Build made of words filler words, whose
 // size the server counted as counted instead of target: the word count is
-// corrected by the calibrated rate. head should differ from the first
-// prompt's so that the new one is not served from a prefix cache. It
-// returns the new prompt, its expected size and its word count.
-func (p *PromptSizer) Resize(target, counted, words int, head string, seed uint64) (string, int, int) {
-	rate := p.perWord
-	if rate <= 0 {
-		rate = float64(counted) / float64(max(words, 1))
+// corrected by the prompt's own tokens per word (its count less the fixed
+// overhead, over its words) or, given an earlier attempt of prevWords
+// counted as prevCounted, by the rate between the two. head should differ
+// from the first prompt's so that the new one is not served from a prefix
+// cache. It returns the new prompt and its word count.
+func (p *PromptSizer) Resize(target, counted, words, prevWords, prevCounted int, head string, seed uint64) (string, int) {
+	rate := (float64(counted) - p.base) / float64(max(words, 1))
+	if prevWords > 0 && prevWords != words && prevCounted != counted {
+		rate = float64(counted-prevCounted) / float64(words-prevWords)
+	}
+	if !(rate > 0) {
+		rate = max(p.perWord, 0.1)
 	}
 	words = max(words+int(math.Round(float64(target-counted)/rate)), 1)
-	return filler(head, words, seed), p.expect(words), words
+	return filler(head, words, seed), words
 }
 
 // wordsFor is the filler word count of a calibrated prompt of target

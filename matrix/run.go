@@ -575,10 +575,12 @@ func (cr *cellRun) scout(ctx context.Context, tokens int, what string) (row scou
 			// The calibration was off for this prompt: correct it with the
 			// server's own count and send the new prompt, cold again.
 			p.round++
-			p.prevWords, p.prevCounted = p.words, counted
-			p.text, p.tokens, p.words = cr.sizer.Resize(tokens, counted, max(p.words, 1), cr.head(tokens, p.round), cr.seed(tokens))
+			words, prevWords, prevCounted := max(p.words, 1), p.prevWords, p.prevCounted
+			p.prevWords, p.prevCounted = words, counted
+			p.text, p.words = cr.sizer.Resize(tokens, counted, words, prevWords, prevCounted, cr.head(tokens, p.round), cr.seed(tokens))
+			p.tokens = tokens // what the new prompt aims at
 			p.cold = true
-			cr.r.logf("  prompt for %s: the server counted %d tokens; resized to about %d", FormatTokens(tokens), counted, p.tokens)
+			cr.r.logf("  prompt for %s: the server counted %d tokens; resized from %d to %d words", FormatTokens(tokens), counted, words, p.words)
 			continue
 		}
 		p.checked = true

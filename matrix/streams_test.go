@@ -1,0 +1,184 @@
+package matrix
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// feed gives a tracker of n streams one reading every tick from start, the
+// counts at each reading from state(i).
+func feed(t *streamTracker, start time.Time, readings int, state func(i int) (decoding, waiting int)) time.Time {
+	now := start
+	for i := range readings {
+		d, w := state(i)
+		t.observe(now, d, w)
+		now = now.Add(streamTick)
+	}
+	return now
+}
+
+func TestStreamTracker(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	window := 1000 // readings: 10 s
+	tests := []struct {
+		name  string
+		n     int
+		state func(i int) (int, int)
+		want  func(t *testing.T, s *Streams)
+	}{
+		{
+			name:  "every stream decoding",
+			n:     4,
+			state: func(int) (int, int) { return 4, 0 },
+			want: func(t *testing.T, s *Streams) {
+				assert.InDelta(t, 4, s.AvgDecoding, 1e-9)
+				assert.Equal(t, 4, s.PeakDecoding)
+				assert.InDelta(t, 1, s.AllShare, 1e-9)
+				assert.Zero(t, s.CappedShare)
+			},
+		},
+		{
+			// A closed loop of short requests: each slot spends a tenth of
+			// its cycle in prefill, the slots out of step, so some stream is
+			// always waiting and all decode at once only now and then.
+			name: "short requests, out of step",
+			n:    16,
+			state: func(i int) (int, int) {
+				waiting := 1 + i%3 // 1, 2 or 3 in prefill
+				if i%50 == 0 {
+					waiting = 0
+				}
+				return 16 - waiting, waiting
+			},
+			want: func(t *testing.T, s *Streams) {
+				assert.Equal(t, 16, s.PeakDecoding, "all decoded at once now and then")
+				assert.Less(t, s.AllShare, 0.05)
+				assert.Zero(t, s.CappedShare, "not held below the concurrency")
+			},
+		},
+		{
+			// A server that runs 4 of 8: four decode, four wait, and at each
+			// turnover one of the waiting is admitted while a new one waits.
+			name: "a queue",
+			n:    8,
+			state: func(i int) (int, int) {
+				if i%20 == 0 {
+					return 3, 5 // a turnover: one admitted, in prefill
+				}
+				return 4, 4
+			},
+			want: func(t *testing.T, s *Streams) {
+				assert.Equal(t, 4, s.PeakDecoding)
+				assert.InDelta(t, 0.95, s.CappedShare, 0.01)
+				assert.InDelta(t, 3.95, s.AvgDecoding, 0.01)
+				assert.InDelta(t, 4.05, s.AvgWaiting, 0.01)
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newStreamTracker(tc.n)
+			tr.mark(t0, t0.Add(time.Duration(window)*streamTick))
+			feed(tr, t0, window+50, tc.state) // readings after the window's end do not count
+			s := tr.summary()
+			require.NotNil(t, s)
+			assert.Equal(t, window, s.Samples)
+			tc.want(t, s)
+		})
+	}
+}
+
+// TestStreamTrackerCapped: the warm-up's view of a cap. A count that keeps
+// rising (a server still prefilling stream after stream) is not held; one
+// that stays at its high while others wait is, for as long as it stays.
+func TestStreamTrackerCapped(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	rising := newStreamTracker(8)
+	end := feed(rising, t0, 800, func(i int) (int, int) { d := 1 + i/100; return d, 8 - d })
+	d, _ := rising.capped(end)
+	assert.LessOrEqual(t, d, time.Second+streamTick, "a new high every second resets the cap")
+
+	held := newStreamTracker(8)
+	end = feed(held, t0, 500, func(i int) (int, int) {
+		if i%25 == 0 {
+			return 3, 5
+		}
+		return 4, 4
+	})
+	d, at := held.capped(end)
+	assert.Equal(t, 4, at)
+	assert.InDelta(t, 5*time.Second, d, float64(50*time.Millisecond))
+	assert.False(t, held.allDecoded())
+
+	held.observe(end, 8, 0)
+	d, _ = held.capped(end.Add(time.Second))
+	assert.Zero(t, d, "every stream decoding ends the cap")
+	assert.True(t, held.allDecoded())
+}
+
+func TestStreamTrackerSlots(t *testing.T) {
+	tr := newStreamTracker(3)
+	assert.False(t, tr.everySlotFinished())
+	for slot := range 3 {
+		tr.begin(slot, 0)
+	}
+	assert.False(t, tr.everySlotFinished(), "first requests begun, none finished")
+	tr.begin(0, 1)
+	tr.begin(1, 1)
+	assert.False(t, tr.everySlotFinished())
+	tr.begin(2, 5)
+	assert.True(t, tr.everySlotFinished())
+	tr.begin(7, 0) // out of range: ignored
+}
+
+func TestQueued(t *testing.T) {
+	tests := []struct {
+		name    string
+		n       int
+		samples *Samples
+		streams *Streams
+		want    string // a part of the reason, "" for not queued
+	}{
+		{"one stream waits for nobody", 1, &Samples{Count: 30, WaitingShare: 1, MaxWaiting: 3}, nil, ""},
+		{"waiting in most samples", 8, &Samples{Count: 30, AvgRunning: 8, PeakRunning: 8, WaitingShare: 0.9, MaxWaiting: 2}, nil, "waiting in 90%"},
+		{"a request waiting now and then is turnover", 16, &Samples{Count: 30, AvgRunning: 15.6, PeakRunning: 16, WaitingShare: 0.2, MaxWaiting: 1}, nil, ""},
+		{"never all running", 8, &Samples{Count: 30, AvgRunning: 4, PeakRunning: 4, NoWaiting: true}, nil, "at most 4 of 8"},
+		{"the server's view wins", 8, &Samples{Count: 30, AvgRunning: 8, PeakRunning: 8}, &Streams{PeakDecoding: 4, CappedShare: 1}, ""},
+		{"client: held at a cap", 8, nil, &Streams{PeakDecoding: 4, CappedShare: 0.9}, "at most 4 of 8 streams decoded at once"},
+		{"client: prefill, not a cap", 16, nil, &Streams{PeakDecoding: 15, CappedShare: 0.1}, ""},
+		{"client: all decoded at once", 16, nil, &Streams{PeakDecoding: 16, AllShare: 0.01}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := queued(tc.n, tc.samples, tc.streams)
+			if tc.want == "" {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Contains(t, got, tc.want)
+		})
+	}
+}
+
+func TestExplain(t *testing.T) {
+	c := &Cell{ContextTokens: 1024, Concurrency: 8, Status: Valid}
+	agree := &Measurement{TotalTokS: 790, PerRequestTokS: 100, Streams: &Streams{AvgDecoding: 7.9}}
+	assert.Empty(t, explain(c, agree, 0), "figures that agree need no note")
+
+	prefill := &Measurement{TotalTokS: 400, PerRequestTokS: 100, TTFTms: Quantiles{P50: 900},
+		Streams: &Streams{AvgDecoding: 4, AvgWaiting: 3.8}}
+	notes := explain(c, prefill, time.Second)
+	require.Len(t, notes, 2)
+	assert.Contains(t, notes[0], "400.0 tok/s total is below 100.0 per request × 8 streams")
+	assert.Contains(t, notes[0], "the streams decoded 50% of the window")
+	assert.Contains(t, notes[0], "48% they waited for a first token (prefill)")
+	assert.Contains(t, notes[1], "prefills it again on every request")
+
+	slow := &Measurement{TotalTokS: 20, PerRequestTokS: 250, Streams: &Streams{AvgDecoding: 1}}
+	notes = explain(&Cell{Concurrency: 1, Status: Valid}, slow, 0)
+	require.Len(t, notes, 1)
+	assert.Contains(t, notes[0], "a decoding stream made 20.0 tok/s in the window, below the median request's 250.0")
+}

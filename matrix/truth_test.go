@@ -1,0 +1,308 @@
+package matrix_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/matrix"
+)
+
+// ollamaLike serves the simulator the way Ollama serves a model: no
+// /metrics, no /tokenize and no max_model_len, so limits are unknown and
+// prompts can be sized only from usage; a prompt longer than its context
+// is cut to it silently (its first words kept, then its end), and usage
+// counts what was kept. Optional misbehaviour: words beyond doubleAfter
+// count twice (a tokenizer whose rate changes with length), and every
+// failEvery-th generation request answers 500.
+type ollamaLike struct {
+	sim         http.Handler
+	context     int // tokens a request's prompt is cut to; 0 never
+	doubleAfter int
+	failEvery   int64
+	generations atomic.Int64
+}
+
+// chatOverhead is the simulator's chat template: 8 tokens around one user
+// message (see the loadgentest package documentation).
+const chatOverhead = 8
+
+func newOllamaLike(t *testing.T, p loadgentest.Profile, o *ollamaLike) *httptest.Server {
+	t.Helper()
+	sim := loadgentest.NewHandler(p)
+	t.Cleanup(sim.Close)
+	o.sim = sim
+	srv := httptest.NewServer(o)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func (o *ollamaLike) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/v1/chat/completions", "/v1/completions":
+	case "/v1/models":
+		io.WriteString(w, `{"object":"list","data":[{"id":"bench","object":"model"}]}`)
+		return
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if o.failEvery > 0 && o.generations.Add(1)%o.failEvery == 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, `{"error":{"message":"an unlucky request","type":"InternalServerError","code":500}}`)
+		return
+	}
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	overhead := 0
+	if r.URL.Path == "/v1/chat/completions" {
+		overhead = chatOverhead
+		msgs := body["messages"].([]any)
+		m := msgs[0].(map[string]any)
+		m["content"] = o.rewrite(m["content"].(string), overhead)
+	} else {
+		body["prompt"] = o.rewrite(body["prompt"].(string), 0)
+	}
+	b, _ := json.Marshal(body)
+	r2 := r.Clone(r.Context())
+	r2.Body = io.NopCloser(bytes.NewReader(b))
+	r2.ContentLength = int64(len(b))
+	o.sim.ServeHTTP(w, r2)
+}
+
+// rewrite applies the tokenizer's quirk and the context's cut to a prompt.
+func (o *ollamaLike) rewrite(text string, overhead int) string {
+	words := strings.Fields(text)
+	if o.doubleAfter > 0 && len(words) > o.doubleAfter {
+		var out []string
+		for i, w := range words {
+			out = append(out, w)
+			if i >= o.doubleAfter {
+				out = append(out, w)
+			}
+		}
+		words = out
+	}
+	if limit := o.context - overhead; o.context > 0 && len(words) > limit {
+		const keep = 5
+		words = append(words[:keep:keep], words[len(words)-(limit-keep):]...)
+	}
+	return strings.Join(words, " ")
+}
+
+// quickWarmup keeps test cells short.
+var quickWarmup = &matrix.Warmup{Min: matrix.Duration(500 * time.Millisecond), Flow: matrix.Duration(time.Second), Timeout: matrix.Duration(20 * time.Second)}
+
+func runMatrix(t *testing.T, spec matrix.Spec, srv *httptest.Server) (*matrix.Results, string) {
+	t.Helper()
+	var log bytes.Buffer
+	r := &matrix.Runner{Spec: spec, Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()}, Log: &log, IdleTimeout: 100 * time.Millisecond}
+	res, err := r.Run(t.Context())
+	require.NoError(t, err, log.String())
+	require.True(t, res.Complete)
+	return res, log.String()
+}
+
+// TestPromptsOnATruncatingServer: a server with a 4,096-token context that
+// cuts longer prompts silently and publishes no limit. Prompt sizing never
+// calibrates from a cut answer; rows that fit are sized within 1% of their
+// label as the server counts them; rows beyond the context are Over
+// capacity because the server cut them, never measured as their label.
+func TestPromptsOnATruncatingServer(t *testing.T) {
+	p := loadgentest.FastProfile()
+	p.Speed = 10
+	p.MaxModelLen = 64 * 1024
+	srv := newOllamaLike(t, p, &ollamaLike{context: 4096})
+	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
+		Contexts: []int{1024, 3 * matrix.K, 8 * matrix.K}, Concurrency: []int{1}, Prefill: []int{2 * matrix.K, 16 * matrix.K},
+		Duration: matrix.Duration(time.Second), MaxTokens: 64, Warmup: quickWarmup}
+	res, log := runMatrix(t, spec, srv)
+
+	for _, row := range res.Prefill {
+		switch row.ContextTokens {
+		case 2 * matrix.K:
+			assert.Equal(t, matrix.Valid, row.Status, row.Reason)
+			assert.InDelta(t, row.ContextTokens, row.PromptTokens, float64(row.ContextTokens)/100, "sized as the server counts")
+		default:
+			assert.Equal(t, matrix.OverCapacity, row.Status, "prefill %d: %s", row.ContextTokens, row.Reason)
+			assert.Contains(t, row.Reason, "truncate")
+			assert.Equal(t, 4096, row.PromptTokens, "the size the server counted, not the label")
+			assert.Zero(t, row.PromptTokS, "never measured as its label")
+		}
+	}
+	for _, c := range res.Cells {
+		if c.ContextTokens == 8*matrix.K {
+			assert.Equal(t, matrix.OverCapacity, c.Status, c.Reason)
+			assert.Contains(t, c.Reason, "truncate")
+			assert.Nil(t, c.Measurement, "never measured")
+			continue
+		}
+		assert.Equal(t, matrix.Valid, c.Status, "%d: %s", c.ContextTokens, c.Reason)
+		assert.InDelta(t, c.ContextTokens, c.PromptTokens, float64(c.ContextTokens)/100, "%d sized as the server counts", c.ContextTokens)
+	}
+	assert.NotContains(t, log, "resized", "a rate calibrated within the context needs no correction here")
+
+	var table bytes.Buffer
+	require.NoError(t, res.WriteTable(&table))
+	assert.Contains(t, table.String(), "16K (4,096 counted)", "the table shows the size the server counted")
+}
+
+// TestCalibrationOnASmallContext: a server whose context (600 tokens) is
+// smaller than the calibration's usual request: the cut answer is caught
+// (the prompt's second half counts fewer tokens a word than its first),
+// the calibration shrinks, and rows within the context are still sized
+// right.
+func TestCalibrationOnASmallContext(t *testing.T) {
+	p := loadgentest.FastProfile()
+	p.Speed = 10
+	srv := newOllamaLike(t, p, &ollamaLike{context: 600})
+	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
+		Contexts: []int{256, 400}, Concurrency: []int{1}, Prefill: []int{},
+		Duration: matrix.Duration(time.Second), MaxTokens: 32, Warmup: quickWarmup}
+	res, log := runMatrix(t, spec, srv)
+	for _, c := range res.Cells {
+		assert.Equal(t, matrix.Valid, c.Status, "%d: %s\n%s", c.ContextTokens, c.Reason, log)
+		assert.InDelta(t, c.ContextTokens, c.PromptTokens, float64(c.ContextTokens)/100, "%d", c.ContextTokens)
+	}
+}
+
+// TestPromptsResizedByTheServersCount: a tokenizer whose rate changes with
+// length fools a calibration made on short prompts; the server's count of
+// each prompt's first request corrects it, and the resized prompt is the
+// one measured.
+func TestPromptsResizedByTheServersCount(t *testing.T) {
+	p := loadgentest.FastProfile()
+	p.Speed = 10
+	srv := newOllamaLike(t, p, &ollamaLike{doubleAfter: 1500})
+	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
+		Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{4 * matrix.K},
+		Duration: matrix.Duration(time.Second), MaxTokens: 32, Warmup: quickWarmup}
+	res, log := runMatrix(t, spec, srv)
+	require.Len(t, res.Prefill, 1)
+	row := res.Prefill[0]
+	assert.Equal(t, matrix.Valid, row.Status, row.Reason)
+	assert.InDelta(t, 4096, row.PromptTokens, 4096*0.01, log)
+	assert.Contains(t, log, "resized")
+	assert.GreaterOrEqual(t, row.Requests, 2, "the first prompt, then the resized one")
+}
+
+// pacedProfile is a server in real time: tens of milliseconds to the
+// first token, 10 ms between tokens, whatever the batch.
+func pacedProfile() loadgentest.Profile {
+	p := loadgentest.FastProfile()
+	p.Speed = 1
+	p.PrefillPerToken = 1e-3 // 20 ms for the short prompt
+	return p
+}
+
+// TestShortRequestsOnAPacedServer: requests of 0.3 s and 1 s on a server
+// that runs them all at once, with real-time pacing: every cell up to 16
+// streams is Valid, its warm-up well under 20 s, though closed-loop slots
+// spend a moment between requests and a moment in prefill. Both with the
+// server's /metrics and with the client's own timeline alone.
+func TestShortRequestsOnAPacedServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs in real time")
+	}
+	for _, metrics := range []bool{true, false} {
+		var srv *httptest.Server
+		if metrics {
+			s := loadgentest.NewServer(pacedProfile())
+			t.Cleanup(s.Close)
+			srv = s.Server
+		} else {
+			srv = newOllamaLike(t, pacedProfile(), &ollamaLike{})
+		}
+		for _, maxTokens := range []int{30, 100} {
+			t.Run(fmt.Sprintf("metrics=%v/max-tokens=%d", metrics, maxTokens), func(t *testing.T) {
+				t.Parallel() // in real time, but light: the server sleeps, the client waits
+				spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
+					Contexts: []int{0}, Concurrency: []int{1, 4, 16}, Prefill: []int{},
+					Duration: matrix.Duration(2 * time.Second), MaxTokens: maxTokens,
+					Warmup: &matrix.Warmup{Min: matrix.Duration(500 * time.Millisecond), Flow: matrix.Duration(2 * time.Second), Timeout: matrix.Duration(60 * time.Second)}}
+				res, log := runMatrix(t, spec, srv)
+				t.Log(log)
+				for _, c := range res.Cells {
+					require.NotNil(t, c.Measurement, "%d", c.Concurrency)
+					assert.Equal(t, matrix.Valid, c.Status, "×%d: %s\n%s", c.Concurrency, c.Reason, log)
+					assert.Less(t, c.WarmupS, 10.0, "×%d warmed up for %.1f s: %s", c.Concurrency, c.WarmupS, c.WarmupEnded)
+					assert.False(t, c.WarmupTimedOut)
+					assert.Contains(t, c.WarmupEnded, "every stream produced")
+				}
+			})
+		}
+	}
+}
+
+// TestQueuedFromTheClientsTimeline: a server that runs two requests at
+// once, queues the rest and publishes no metrics: cells up to two streams
+// are Valid, beyond it Requests queued, judged from the client's own view
+// (streams decoding at once held at two while others waited), and the
+// warm-up ends without waiting for its timeout.
+func TestQueuedFromTheClientsTimeline(t *testing.T) {
+	p := loadgentest.FastProfile()
+	p.Speed = 5
+	p.MaxNumSeqs = 2
+	srv := newOllamaLike(t, p, &ollamaLike{})
+	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
+		Contexts: []int{0}, Concurrency: []int{1, 2, 4}, Prefill: []int{},
+		Duration: matrix.Duration(5 * time.Second), MaxTokens: 100, Warmup: quickWarmup}
+	res, log := runMatrix(t, spec, srv)
+	for _, c := range res.Cells {
+		require.NotNil(t, c.Measurement)
+		assert.Less(t, c.WarmupS, 15.0, "×%d: %s", c.Concurrency, c.WarmupEnded)
+		assert.Nil(t, c.Server, "no /metrics")
+		require.NotNil(t, c.Streams)
+		if c.Concurrency <= 2 {
+			assert.Equal(t, matrix.Valid, c.Status, "×%d: %s\n%s", c.Concurrency, c.Reason, log)
+			continue
+		}
+		assert.Equal(t, matrix.RequestsQueued, c.Status, "×%d: %s\n%s", c.Concurrency, c.Reason, log)
+		assert.Contains(t, c.Reason, "at most 2 of 4 streams decoded at once")
+		assert.Equal(t, 2, c.Streams.PeakDecoding)
+		require.NotEmpty(t, c.Notes, "a total below per request × streams is explained")
+		assert.Contains(t, c.Notes[0], "the streams decoded")
+	}
+}
+
+// TestEveryThirdRequestFails: a server that fails every third request with
+// a 500 (the scout's too) gives a measured cell with its error share, not
+// a Failed one; every failure is counted in the cell.
+func TestEveryThirdRequestFails(t *testing.T) {
+	p := loadgentest.FastProfile()
+	p.Speed = 5
+	srv := newOllamaLike(t, p, &ollamaLike{failEvery: 3})
+	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
+		Contexts: []int{0, 512}, Concurrency: []int{4}, Prefill: []int{1024},
+		Duration: matrix.Duration(3 * time.Second), MaxTokens: 30, Warmup: quickWarmup}
+	res, log := runMatrix(t, spec, srv)
+	for _, c := range res.Cells {
+		require.NotNil(t, c.Measurement, "%d: %s: %s\n%s", c.ContextTokens, c.Status, c.Reason, log)
+		assert.NotEqual(t, matrix.Failed, c.Status, c.Reason)
+		assert.Positive(t, c.TotalTokS)
+		share := float64(c.Errors) / float64(c.Requests)
+		assert.InDelta(t, 1.0/3, share, 0.1, "%d of %d failed", c.Errors, c.Requests)
+		assert.Equal(t, c.Errors, c.ErrorKinds["server_status"], "every failure counted by kind")
+	}
+	require.Len(t, res.Prefill, 1)
+	assert.Equal(t, matrix.Valid, res.Prefill[0].Status, res.Prefill[0].Reason)
+	var table bytes.Buffer
+	require.NoError(t, res.WriteTable(&table))
+	assert.Contains(t, table.String(), "requests failed (server_status")
+}
