@@ -3,8 +3,8 @@ package matrix
 import (
 	"bytes"
 	"regexp"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
