@@ -262,7 +262,7 @@ func TestQueuedFromTheClientsTimeline(t *testing.T) {
 	srv := newOllamaLike(t, p, &ollamaLike{})
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
 		Contexts: []int{0}, Concurrency: []int{1, 2, 4}, Prefill: []int{},
-		Duration: matrix.Duration(5 * time.Second), MaxTokens: 100, Warmup: quickWarmup}
+		Duration: matrix.Duration(3 * time.Second), MaxTokens: 100, Warmup: quickWarmup}
 	res, log := runMatrix(t, spec, srv)
 	for _, c := range res.Cells {
 		require.NotNil(t, c.Measurement)
