@@ -612,7 +612,7 @@ func (mm *memoryModel) budget(e *Estimate, m *Model, l VLLM, tp, pp int) []strin
 			reasons = append(reasons, "weights: the checkpoint's tensor sizes; vLLM's \"Model loading took\" may differ by its own buffers")
 		} else {
 			b.Weights = estimated(n, scaled(n, mm.WeightsLow), scaled(n, mm.WeightsHigh), detail)
-			reasons = append(reasons, fmt.Sprintf("weights: estimated from the architecture (no checkpoint headers), %s (%s on the table's logged weights); -weights-gib from a start-up log removes the doubt", gib(n), pct(mm.WeightsLow, mm.WeightsHigh)))
+			reasons = append(reasons, fmt.Sprintf("weights: estimated from the architecture (no checkpoint headers), %s (%s on the table's logged weights); WeightsBytes read from the start-up log (\"Model loading took\") removes the doubt", gib(n), pct(mm.WeightsLow, mm.WeightsHigh)))
 		}
 	}
 
