@@ -1,5 +1,7 @@
 package capacity
 
+import "slices"
+
 // Cell is one cell of a context × concurrency grid and its verdict.
 type Cell struct {
 	ContextTokens int `json:"context_tokens"` // prompt tokens of each request
@@ -24,8 +26,8 @@ type Grid struct {
 func (l Limits) Grid(contexts, concurrency []int, maxOutput int) *Grid {
 	g := &Grid{
 		Limits:      l,
-		Contexts:    contexts,
-		Concurrency: concurrency,
+		Contexts:    slices.Clone(contexts),
+		Concurrency: slices.Clone(concurrency),
 		MaxOutput:   maxOutput,
 		Cells:       make([]Cell, 0, len(contexts)*len(concurrency)),
 	}

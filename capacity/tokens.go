@@ -18,9 +18,9 @@ var ErrTokenCount = errors.New("not a token count")
 const maxTokenCount = 1 << 40
 
 // ParseTokens reads a token count as people write context lengths: a
-// decimal number, optionally followed by K (1,024) or M (1,048,576) in
-// either case, such as "8192", "16K", "248k", "1.5M" or "0". Spaces around
-// it are ignored. The count must be whole, at least 0 and at most 2⁴⁰;
+// decimal number (with a fraction or an exponent if need be), optionally
+// followed by K (1,024) or M (1,048,576) in either case, such as "8192",
+// "16K", "248k", "1.5M", "1e3" or "0". Spaces around it are ignored. The count must be whole, at least 0 and at most 2⁴⁰;
 // anything else is an error wrapping [ErrTokenCount].
 func ParseTokens(s string) (int, error) {
 	s = strings.TrimSpace(s)
