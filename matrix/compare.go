@@ -115,7 +115,7 @@ const (
 )
 
 var changeText = [...]struct{ mark, token string }{
-	{"", ""}, {"", "same"}, {"▲", "better"}, {"▼", "worse"}, {"", "noise"},
+	{"", ""}, {"", "same"}, {"▲", "better"}, {"▼", "worse"}, {"~", "noise"},
 }
 
 // String returns the change's name: "same", "better", "worse" or
@@ -127,7 +127,8 @@ func (c Change) String() string {
 	return fmt.Sprintf("Change(%d)", c)
 }
 
-// Mark returns the reports' marker: "▲" better, "▼" worse, "" otherwise.
+// Mark returns the reports' marker: "▲" better, "▼" worse, "~" within
+// noise, "" otherwise.
 func (c Change) Mark() string {
 	if int(c) < len(changeText) {
 		return changeText[c].mark
@@ -243,7 +244,8 @@ func scaled(in *Interval, of, v float64, inverse bool) *Interval {
 // TimingResolution is how far apart two runs of one server may put the
 // same latency for reasons that have nothing to do with the server's
 // speed: timers and scheduling on a shared machine. A TTFT's interval is
-// at least this wide on either side, in the server's time (× the
+// at least this wide on either side, or as wide as the client's timers
+// were late in the run (its p99 lag), in the server's time (× the
 // simulator's speed).
 const TimingResolution = 250 * time.Microsecond
 
@@ -260,7 +262,8 @@ const ttftSteps = 2
 // intervals: total tok/s, per-request tok/s, TTFT and time between
 // tokens, for a run at the simulator's speed (0 or 1 for a real server).
 // A cell of results that carry no request counts (made elsewhere) has
-// none, and its figures are compared by the threshold alone.
+// none, and its figures are compared by the threshold alone; a cell the
+// client may have limited is never marked.
 func cellEstimates(c *Cell, speed float64) (total, perRequest, ttft, tbt estimate) {
 	m := c.Measurement
 	total, perRequest = estimate{v: m.TotalTokS}, estimate{v: m.PerRequestTokS}
@@ -268,11 +271,20 @@ func cellEstimates(c *Cell, speed float64) (total, perRequest, ttft, tbt estimat
 	if c.Requests <= 0 {
 		return total, perRequest, ttft, tbt
 	}
+	if m.ClientLimited {
+		// The figures may be the client's, not the server's: no change
+		// in them can be told.
+		total.unknown, perRequest.unknown, ttft.unknown, tbt.unknown = true, true, true, true
+		return total, perRequest, ttft, tbt
+	}
 	n := c.Requests - c.Errors
 	ttft.in = medianInterval(m.TTFTms, n)
 	ttft.unknown = ttft.in == nil
 	if in := ttft.in; in != nil {
-		floor := max(TimingResolution.Seconds()*1000*max(speed, 1), ttftSteps*m.TBTms.P50)
+		// The client's own timers fired up to Lag late: its clock, and an
+		// in-process server's, were that far off.
+		late := max(TimingResolution, m.Client.Lag.P99).Seconds() * 1000 * max(speed, 1)
+		floor := max(late, ttftSteps*m.TBTms.P50)
 		in.Low, in.High = max(min(in.Low, m.TTFTms.P50-floor), 0), max(in.High, m.TTFTms.P50+floor)
 	}
 	// The rates' noise: the spread of the requests' time between tokens,

@@ -11,7 +11,7 @@ import (
 
 // compareLegend explains the comparison's ratios and markers.
 const compareLegend = "Ratios are next ÷ base. ▲ better, ▼ worse: by more than 5% and beyond both runs' " +
-	"intervals (the spread of their requests); unmarked: within 5%, or within that noise. " +
+	"intervals (the spread of their requests); ~ more than 5% apart but within that noise; unmarked: within 5%. " +
 	"For TTFT and time between tokens, lower is better."
 
 // fmtRatio is a ratio with its marker: "1.12× ▲", "0.98×", or "—".

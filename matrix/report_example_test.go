@@ -99,7 +99,7 @@ func ExampleCompare() {
 	// Speed test matrix comparison — next ÷ base
 	// Base: Qwen3.5-4B-AWQ-4bit on vllm
 	// Next: Qwen3.5-4B-AWQ-4bit on vllm
-	// Ratios are next ÷ base. ▲ better, ▼ worse: by more than 5% and beyond both runs' intervals (the spread of their requests); unmarked: within 5%, or within that noise. For TTFT and time between tokens, lower is better.
+	// Ratios are next ÷ base. ▲ better, ▼ worse: by more than 5% and beyond both runs' intervals (the spread of their requests); ~ more than 5% apart but within that noise; unmarked: within 5%. For TTFT and time between tokens, lower is better.
 	//
 	// Prefill · prompt tok/s
 	//

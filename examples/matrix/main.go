@@ -18,7 +18,9 @@
 // the run and keeps every finished cell, a second Ctrl-C exits at once, and
 // -resume FILE finishes an interrupted run. -render FILE renders a results
 // file again, in any -format, without changing it. -compare A.json B.json
-// sets two runs side by side.
+// sets two runs side by side: a figure is marked better or worse only when
+// it moved by more than 5% and beyond the interval the spread of each
+// run's requests gives (see matrix.Interval).
 //
 // A password in -url (http://user:pass@host/v1) and the API key are sent
 // to the server and appear in no output, log or file: the results keep
@@ -293,7 +295,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			runner.Progress = stderr
 		}
 		if runner.Server.Simulated {
-			fmt.Fprintf(stderr, "Running the seed's matrix against llmload's simulated server (profile %q) at %g× speed; results in the simulated server's own time.\n", o.profile, o.speed)
+			what := "the matrix"
+			if !o.set["contexts"] && !o.set["concurrency"] && !o.set["prefill"] && resume == nil {
+				what = "the seed's matrix"
+			}
+			fmt.Fprintf(stderr, "Running %s against llmload's simulated server (profile %q) at %g× speed; results in the simulated server's own time.\n", what, o.profile, o.speed)
 		}
 	}
 
