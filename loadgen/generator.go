@@ -270,15 +270,14 @@ func (st *runState) Observe(tl *metrics.Timeline, t time.Time, tokens int) {
 func (g *Generator) Run(ctx context.Context) (*Run, error) {
 	if g == nil {
 		err := &ConfigError{Field: "Generator", Reason: "is nil"}
-		return &Run{Stopped: err.Error()}, err
+		return refused(err)
 	}
 	if !g.running.CompareAndSwap(false, true) {
-		err := &ConfigError{Field: "Generator", Reason: "is already running: a Generator runs once at a time; use one Generator per concurrent run"}
-		return &Run{Stopped: err.Error()}, err
+		return refused(&ConfigError{Field: "Generator", Reason: "is already running: a Generator runs once at a time; use one Generator per concurrent run"})
 	}
 	defer g.running.Store(false)
 	if err := g.Validate(); err != nil {
-		return &Run{Recorder: g.Recorder, Stopped: err.Error()}, err
+		return refused(err)
 	}
 	client := g.Client
 	n := max(g.Concurrency, 1)
@@ -425,6 +424,12 @@ func (g *Generator) Run(ctx context.Context) (*Run, error) {
 		return run, err
 	}
 	return run, nil
+}
+
+// refused is the Run of a run that could not start: nothing was sent, and
+// Stopped says why.
+func refused(err error) (*Run, error) {
+	return &Run{Recorder: &metrics.Recorder{}, Stopped: err.Error()}, err
 }
 
 func (g *Generator) maxInFlight() int {

@@ -95,6 +95,8 @@ func TestGeneratorMistakes(t *testing.T) {
 			require.NotNil(t, run, "Run returns a Run whatever the error")
 			assert.Equal(t, err.Error(), run.Stopped)
 			assert.Zero(t, run.Launched)
+			require.NotNil(t, run.Recorder)
+			assert.Zero(t, run.Recorder.Summary().Requests)
 			assert.Zero(t, sent.Load(), "nothing was sent")
 		})
 	}
