@@ -44,6 +44,9 @@ type RunInfo struct {
 	Speed     float64   `json:"speed,omitempty"`
 	Started   time.Time `json:"started,omitzero"`
 	Complete  bool      `json:"complete"`
+	// Runs counts the side's runs when it has more than one (see
+	// [CompareRuns]); the other fields are its first run's.
+	Runs int `json:"runs,omitempty"`
 }
 
 // Presence says which runs hold a cell or a prefill row.
@@ -202,6 +205,7 @@ type estimate struct {
 	v       float64
 	in      *Interval
 	unknown bool
+	limited bool // the client may have limited the figure
 	cmp     bool // lower is better
 }
 
@@ -274,7 +278,9 @@ func cellEstimates(c *Cell, speed float64) (total, perRequest, ttft, tbt estimat
 	if m.ClientLimited {
 		// The figures may be the client's, not the server's: no change
 		// in them can be told.
-		total.unknown, perRequest.unknown, ttft.unknown, tbt.unknown = true, true, true, true
+		for _, e := range []*estimate{&total, &perRequest, &ttft, &tbt} {
+			e.unknown, e.limited = true, true
+		}
 		return total, perRequest, ttft, tbt
 	}
 	n := c.Requests - c.Errors
@@ -403,20 +409,24 @@ func (c CellChange) Note() string {
 }
 
 // Compare compares next with base cell by cell: each ratio is next ÷ base,
-// marked better or worse beyond [CompareThreshold]. Cells and prefill rows
-// in only one run, or measured in only one, are kept and marked; a nil run
-// compares as an empty one.
+// marked better or worse beyond [CompareThreshold] and the runs' noise
+// (see [Interval]). Cells and prefill rows in only one run, or measured in
+// only one, are kept and marked; a nil run compares as an empty one.
 func Compare(base, next *Results) *Comparison {
-	if base == nil {
-		base = &Results{}
-	}
-	if next == nil {
-		next = &Results{}
-	}
-	out := &Comparison{Schema: ComparisonSchema, Base: runInfo(base), Next: runInfo(next),
+	return CompareRuns([]*Results{base}, []*Results{next})
+}
+
+// CompareRuns compares runs repeated on each side, such as two runs of a
+// server before a change and two after. Each side's figure is the median
+// of its runs', and its interval spans every run's figure and interval:
+// the runs' differences are the noise a change must stand out of. With
+// one run a side it is [Compare].
+func CompareRuns(base, next []*Results) *Comparison {
+	base, next = nonEmptyRuns(base), nonEmptyRuns(next)
+	out := &Comparison{Schema: ComparisonSchema, Base: runsInfo(base), Next: runsInfo(next),
 		Prefill: []PrefillChange{}, Cells: []CellChange{}}
 
-	pb, pn := prefillByContext(base), prefillByContext(next)
+	pb, pn := prefillRuns(base), prefillRuns(next)
 	var ctxs []int
 	for c := range pb {
 		ctxs = append(ctxs, c)
@@ -426,24 +436,28 @@ func Compare(base, next *Results) *Comparison {
 	}
 	slices.Sort(ctxs)
 	for _, ctx := range slices.Compact(ctxs) {
-		b, inB := pb[ctx]
-		n, inN := pn[ctx]
-		pc := PrefillChange{ContextTokens: ctx, Presence: presence(inB, inN),
-			BaseMeasured: inB && prefillMeasured(b), NextMeasured: inN && prefillMeasured(n)}
-		if !pc.BaseMeasured {
-			b = Prefill{}
+		b, n := pb[ctx], pn[ctx]
+		pc := PrefillChange{ContextTokens: ctx, Presence: presence(len(b) > 0, len(n) > 0)}
+		var brate, bttft, nrate, nttft []estimate
+		for _, p := range b {
+			if prefillMeasured(p) {
+				brate, bttft = append(brate, estimate{v: p.PromptTokS}), append(bttft, estimate{v: p.TTFTms, cmp: true})
+			}
 		}
-		if !pc.NextMeasured {
-			n = Prefill{}
+		for _, p := range n {
+			if prefillMeasured(p) {
+				nrate, nttft = append(nrate, estimate{v: p.PromptTokS}), append(nttft, estimate{v: p.TTFTms, cmp: true})
+			}
 		}
-		pc.PromptTokS = newRatio(estimate{v: b.PromptTokS}, estimate{v: n.PromptTokS})
-		pc.TTFTms = newRatio(estimate{v: b.TTFTms, cmp: true}, estimate{v: n.TTFTms, cmp: true})
+		pc.BaseMeasured, pc.NextMeasured = len(brate) > 0, len(nrate) > 0
+		pc.PromptTokS = newRatio(combine(brate, false), combine(nrate, false))
+		pc.TTFTms = newRatio(combine(bttft, true), combine(nttft, true))
 		out.Prefill = append(out.Prefill, pc)
 	}
 
-	// The cells of either run, in grid order: the work is linear in the
+	// The cells of every run, in grid order: the work is linear in the
 	// cells that exist, however sparse the grid they span.
-	gb, gn := cellIndex(base.Cells), cellIndex(next.Cells)
+	gb, gn := cellRuns(base), cellRuns(next)
 	keys := make([][2]int, 0, len(gb)+len(gn))
 	for k := range gb {
 		keys = append(keys, k)
@@ -461,23 +475,12 @@ func Compare(base, next *Results) *Comparison {
 	})
 	for _, k := range keys {
 		b, x := gb[k], gn[k]
-		cc := CellChange{ContextTokens: k[0], Concurrency: k[1], Presence: presence(b != nil, x != nil),
-			BaseMeasured: hasRates(b), NextMeasured: hasRates(x)}
-		if b != nil {
-			cc.BaseStatus = b.Status
-		}
-		if x != nil {
-			cc.NextStatus = x.Status
-		}
-		cc.StatusChanged = b != nil && x != nil && b.Status != x.Status
+		cc := CellChange{ContextTokens: k[0], Concurrency: k[1], Presence: presence(len(b) > 0, len(x) > 0)}
+		cc.BaseStatus, cc.NextStatus = b.status(), x.status()
+		cc.StatusChanged = len(b) > 0 && len(x) > 0 && cc.BaseStatus != cc.NextStatus
 		var bt, bp, bf, bb, xt, xp, xf, xb estimate
-		bf.cmp, bb.cmp, xf.cmp, xb.cmp = true, true, true, true
-		if cc.BaseMeasured {
-			bt, bp, bf, bb = cellEstimates(b, base.Server.Speed)
-		}
-		if cc.NextMeasured {
-			xt, xp, xf, xb = cellEstimates(x, next.Server.Speed)
-		}
+		cc.BaseMeasured, bt, bp, bf, bb = b.estimates()
+		cc.NextMeasured, xt, xp, xf, xb = x.estimates()
 		cc.TotalTokS = newRatio(bt, xt)
 		cc.PerRequestTokS = newRatio(bp, xp)
 		cc.TTFTp50 = newRatio(bf, xf)
@@ -485,6 +488,121 @@ func Compare(base, next *Results) *Comparison {
 		out.Cells = append(out.Cells, cc)
 	}
 	return out
+}
+
+// nonEmptyRuns is runs without nil entries; no run compares as one empty
+// run.
+func nonEmptyRuns(runs []*Results) []*Results {
+	out := make([]*Results, 0, len(runs))
+	for _, r := range runs {
+		if r != nil {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, &Results{})
+	}
+	return out
+}
+
+// runCell is one run's cell, with the run's simulator speed.
+type runCell struct {
+	c     *Cell
+	speed float64
+}
+
+// cellSide is one side's cells at one place of the grid, one a run that
+// has it.
+type cellSide []runCell
+
+// cellRuns indexes the cells of runs by place.
+func cellRuns(runs []*Results) map[[2]int]cellSide {
+	m := map[[2]int]cellSide{}
+	for _, r := range runs {
+		for k, c := range cellIndex(r.Cells) {
+			m[k] = append(m[k], runCell{c: c, speed: r.Server.Speed})
+		}
+	}
+	return m
+}
+
+// status is the side's most frequent status (the first run's on a tie),
+// StatusUnknown when no run has the cell.
+func (s cellSide) status() Status {
+	best, count := StatusUnknown, 0
+	for _, rc := range s {
+		n := 0
+		for _, o := range s {
+			if o.c.Status == rc.c.Status {
+				n++
+			}
+		}
+		if n > count {
+			best, count = rc.c.Status, n
+		}
+	}
+	return best
+}
+
+// estimates are the side's figures, combined over its runs that measured
+// the cell.
+func (s cellSide) estimates() (measured bool, total, perRequest, ttft, tbt estimate) {
+	var ts, ps, fs, bs []estimate
+	for _, rc := range s {
+		if !hasRates(rc.c) {
+			continue
+		}
+		t, p, f, b := cellEstimates(rc.c, rc.speed)
+		ts, ps, fs, bs = append(ts, t), append(ps, p), append(fs, f), append(bs, b)
+	}
+	return len(ts) > 0, combine(ts, false), combine(ps, false), combine(fs, true), combine(bs, true)
+}
+
+// combine is one side's figure from its runs' estimates: the median of
+// their figures, with an interval that spans them all and their own
+// intervals. A run whose figure the client may have limited is left out;
+// two runs or more make the noise known.
+func combine(es []estimate, lowerIsBetter bool) estimate {
+	var ok []estimate
+	for _, e := range es {
+		if !e.limited {
+			ok = append(ok, e)
+		}
+	}
+	switch {
+	case len(es) == 0:
+		return estimate{cmp: lowerIsBetter}
+	case len(ok) == 0:
+		return es[0]
+	case len(ok) == 1:
+		return ok[0]
+	}
+	vals := make([]float64, len(ok))
+	in := &Interval{Low: math.Inf(1), High: math.Inf(-1)}
+	for i, e := range ok {
+		vals[i] = e.v
+		in.Low, in.High = min(in.Low, e.v), max(in.High, e.v)
+		if e.in != nil {
+			in.Low, in.High = min(in.Low, e.in.Low), max(in.High, e.in.High)
+		}
+	}
+	slices.Sort(vals)
+	v := vals[len(vals)/2]
+	if len(vals)%2 == 0 {
+		v = (vals[len(vals)/2-1] + v) / 2
+	}
+	return estimate{v: v, in: in, cmp: lowerIsBetter}
+}
+
+// prefillRuns indexes the prefill rows of runs by context, one row a run.
+func prefillRuns(runs []*Results) map[int][]Prefill {
+	m := map[int][]Prefill{}
+	for _, r := range runs {
+		for ctx, p := range prefillByContext(r) {
+			m[ctx] = append(m[ctx], p)
+		}
+	}
+	return m
 }
 
 // cellIndex indexes cells by context and concurrency; a later cell at the
@@ -495,6 +613,19 @@ func cellIndex(cells []Cell) map[[2]int]*Cell {
 		m[[2]int{cells[i].ContextTokens, cells[i].Concurrency}] = &cells[i]
 	}
 	return m
+}
+
+// runsInfo identifies one side of a comparison: its first run, and how
+// many runs it has.
+func runsInfo(runs []*Results) RunInfo {
+	info := runInfo(runs[0])
+	if len(runs) > 1 {
+		info.Runs = len(runs)
+		for _, r := range runs {
+			info.Complete = info.Complete && r.Complete
+		}
+	}
+	return info
 }
 
 // runInfo identifies r for a comparison.

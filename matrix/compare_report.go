@@ -68,6 +68,9 @@ func (i RunInfo) describe() string {
 	if i.Simulated {
 		s += " (" + simulatedNote(i.Speed) + ")"
 	}
+	if i.Runs > 1 {
+		s += fmt.Sprintf(" · %d runs", i.Runs)
+	}
 	if !i.Complete {
 		s += " · incomplete"
 	}

@@ -380,3 +380,42 @@ func TestCompareClientLimited(t *testing.T) {
 	next.Cells[0].ClientLimited = false
 	assert.Equal(t, ChangeWorse, Compare(base, next).Cell(0, 8).TotalTokS.Change)
 }
+
+// TestCompareRuns compares sides of repeated runs: a side's figure is the
+// median of its runs', and a change must stand out of the spread between
+// them.
+func TestCompareRuns(t *testing.T) {
+	run := func(f float64) *Results {
+		return &Results{Schema: Schema, Complete: true, Cells: []Cell{noisyCell(0, 8, 400, 0.05, f)}}
+	}
+	base := []*Results{run(1), run(1.3), run(1.1)}
+
+	// One run against one: 1.2 is beyond the run's own tight interval.
+	c := Compare(base[0], run(1.2)).Cell(0, 8)
+	assert.Equal(t, ChangeBetter, c.TotalTokS.Change)
+
+	// Against the three: their spread (1 to 1.3) holds 1.2.
+	cmp := CompareRuns(base, []*Results{run(1.2), run(1.25)})
+	c = cmp.Cell(0, 8)
+	assert.Equal(t, ChangeNoise, c.TotalTokS.Change, "%+v", c.TotalTokS)
+	assert.InDelta(t, 440, c.TotalTokS.Base, 1e-9, "the median of 400, 520 and 440")
+	assert.InDelta(t, 490, c.TotalTokS.Next, 1e-9, "the median of 480 and 500")
+	require.NotNil(t, c.TotalTokS.BaseInterval)
+	assert.LessOrEqual(t, c.TotalTokS.BaseInterval.Low, 400.0)
+	assert.GreaterOrEqual(t, c.TotalTokS.BaseInterval.High, 520.0)
+	assert.Equal(t, 3, cmp.Base.Runs)
+	assert.Equal(t, 2, cmp.Next.Runs)
+
+	// Twice as fast stands out of any of it.
+	c = CompareRuns(base, []*Results{run(2), run(2.1)}).Cell(0, 8)
+	assert.Equal(t, ChangeBetter, c.TotalTokS.Change)
+	assert.Equal(t, ChangeBetter, c.TTFTp50.Change)
+
+	// Two runs of one request each: their spread tells the noise the
+	// requests alone could not.
+	few := func(f float64) *Results {
+		return &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 1, 1, 0, f)}}
+	}
+	c = CompareRuns([]*Results{few(1), few(1.02)}, []*Results{few(1.5), few(1.52)}).Cell(0, 1)
+	assert.Equal(t, ChangeBetter, c.TTFTp50.Change, "%+v", c.TTFTp50)
+}

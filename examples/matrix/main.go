@@ -20,7 +20,9 @@
 // file again, in any -format, without changing it. -compare A.json B.json
 // sets two runs side by side: a figure is marked better or worse only when
 // it moved by more than 5% and beyond the interval the spread of each
-// run's requests gives (see matrix.Interval).
+// run's requests gives (see matrix.Interval). Repeated runs of each side,
+// -compare A1.json,A2.json B1.json,B2.json, add the runs' differences to
+// that noise (see matrix.CompareRuns).
 //
 // A password in -url (http://user:pass@host/v1) and the API key are sent
 // to the server and appear in no output, log or file: the results keep
@@ -121,7 +123,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	fs.StringVar(&o.format, "format", "table", "report format: table, markdown, csv, json or html")
 	fs.StringVar(&o.results, "results", "", "save the results as JSON here after every cell (default matrix-results-TIME.json)")
 	fs.StringVar(&o.resume, "resume", "", "continue the interrupted run saved in this file")
-	fs.BoolVar(&o.compare, "compare", false, "compare two result files given as arguments: -compare A.json B.json")
+	fs.BoolVar(&o.compare, "compare", false, "compare two result files given as arguments, -compare A.json B.json, or repeated runs of each, -compare A1.json,A2.json B1.json,B2.json")
 	fs.StringVar(&o.render, "render", "", "render this results file in -format (to -o), changing nothing in it, and exit")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the report")
 	fs.StringVar(&o.transport, "transport", "stream", "the client's HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux) or http (net/http's: honours HTTP_PROXY)")
@@ -526,20 +528,24 @@ func write(r *matrix.Results, o *options, stdout io.Writer) error {
 
 func compare(files []string, o *options, stdout, stderr io.Writer) int {
 	if len(files) != 2 {
-		fmt.Fprintln(stderr, "matrix: -compare needs two result files: -compare A.json B.json")
+		fmt.Fprintln(stderr, "matrix: -compare needs two result files, or two comma-separated lists of repeated runs: -compare A.json B.json")
 		return 2
 	}
-	a, err := matrix.LoadFile(files[0])
-	if err != nil {
-		fail(stderr, err)
-		return 1
+	var sides [2][]*matrix.Results
+	for i, list := range files {
+		for _, name := range strings.Split(list, ",") {
+			if name == "" {
+				continue
+			}
+			r, err := matrix.LoadFile(name)
+			if err != nil {
+				fail(stderr, err)
+				return 1
+			}
+			sides[i] = append(sides[i], r)
+		}
 	}
-	b, err := matrix.LoadFile(files[1])
-	if err != nil {
-		fail(stderr, err)
-		return 1
-	}
-	cmp := matrix.Compare(a, b)
+	cmp := matrix.CompareRuns(sides[0], sides[1])
 	w := stdout
 	if o.out != "" {
 		f, err := os.Create(o.out)
@@ -550,6 +556,7 @@ func compare(files []string, o *options, stdout, stderr io.Writer) int {
 		defer f.Close()
 		w = f
 	}
+	var err error
 	switch o.format {
 	case "markdown":
 		err = cmp.WriteMarkdown(w)

@@ -102,6 +102,15 @@ func TestFormatsAndCompare(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out.Bytes(), &cmp))
 	assert.NotEmpty(t, cmp)
 
+	// Repeated runs of each side.
+	out.Reset()
+	require.Equal(t, 0, run(t.Context(), []string{"-compare", a + "," + b, b + "," + a}, &out, &errOut), errOut.String())
+	assert.Contains(t, out.String(), "· 2 runs")
+	_, grid, _ := strings.Cut(out.String(), "Sustained decode")
+	assert.NotEmpty(t, grid)
+	assert.NotContains(t, grid, "▲", "the same runs on both sides: no change")
+	assert.NotContains(t, grid, "▼", "the same runs on both sides: no change")
+
 	html := filepath.Join(dir, "r.html")
 	require.Equal(t, 0, run(t.Context(), []string{"-compare", "-format", "html", "-o", html, a, b}, &out, &errOut), errOut.String())
 	page, err := os.ReadFile(html)
