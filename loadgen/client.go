@@ -79,10 +79,30 @@ type Client struct {
 	// DefaultMaxEventSize.
 	MaxEventSize int
 
+	// The state below is made on first use and never copied (a Client
+	// holds a sync.Once): withTransport copies the settings above, field
+	// by field, and its test fails when one is missed.
 	once  sync.Once
 	hc    *http.Client
 	err   error  // what Validate found
 	shown string // BaseURL without user information, for messages
+}
+
+// withTransport returns a Client with c's settings on a transport for n
+// connections.
+func (c *Client) withTransport(n int) *Client {
+	return &Client{
+		BaseURL:           c.BaseURL,
+		APIKey:            c.APIKey,
+		Header:            c.Header,
+		HTTPClient:        newHTTPClient(n),
+		ConnectTimeout:    c.ConnectTimeout,
+		HeaderTimeout:     c.HeaderTimeout,
+		FirstTokenTimeout: c.FirstTokenTimeout,
+		StallTimeout:      c.StallTimeout,
+		StallRule:         c.StallRule,
+		MaxEventSize:      c.MaxEventSize,
+	}
 }
 
 // setup checks the client and picks its HTTP client, once. It returns what

@@ -635,15 +635,3 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
-
-// withTransport returns a copy of c's settings on a transport for n
-// connections.
-func (c *Client) withTransport(n int) *Client {
-	return &Client{
-		BaseURL: c.BaseURL, APIKey: c.APIKey, Header: c.Header,
-		HTTPClient:     newHTTPClient(n),
-		ConnectTimeout: c.ConnectTimeout, HeaderTimeout: c.HeaderTimeout,
-		FirstTokenTimeout: c.FirstTokenTimeout, StallTimeout: c.StallTimeout,
-		MaxEventSize: c.MaxEventSize,
-	}
-}
