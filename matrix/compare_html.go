@@ -152,7 +152,11 @@ func htmlCompareCell(x *CellChange) htmlCell {
 		{"TTFT", x.TTFTp50, fmtTTFT}, {"Time between tokens", x.TBTp50, fmtTBT},
 	} {
 		if f.r != nil {
-			title = append(title, f.name+": "+fmtPair(f.r, f.format))
+			line := f.name + ": " + fmtPair(f.r, f.format)
+			if in := fmtIntervals(f.r, f.format); in != "" {
+				line += " (" + in + ")"
+			}
+			title = append(title, line)
 		}
 	}
 	if n := x.Note(); n != "" {
@@ -204,4 +208,19 @@ func geomean(v []float64) float64 {
 		s += math.Log(x)
 	}
 	return math.Exp(s / float64(len(v)))
+}
+
+// fmtIntervals is both runs' intervals of a figure, "noise 80.1–82.9 →
+// 88.0–92.3", or "" when neither is known.
+func fmtIntervals(r *Ratio, format func(float64) string) string {
+	if r == nil || (r.BaseInterval == nil && r.NextInterval == nil) {
+		return ""
+	}
+	side := func(in *Interval) string {
+		if in == nil {
+			return "?"
+		}
+		return format(in.Low) + "–" + format(in.High)
+	}
+	return "noise " + side(r.BaseInterval) + " → " + side(r.NextInterval)
 }

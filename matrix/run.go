@@ -255,7 +255,7 @@ func (r *Runner) discover(ctx context.Context, c *loadgen.Client, hc *http.Clien
 		res.Server.Notes = appendNew(res.Server.Notes, d.Notes...)
 	}
 	if err != nil {
-		r.logf("capacity: %v", err)
+		r.logf("capacity: %s", strings.TrimPrefix(err.Error(), "capacity: "))
 	}
 	return limits, nil
 }

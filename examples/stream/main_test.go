@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -120,9 +121,10 @@ func TestServerTextIsClean(t *testing.T) {
 // neither the output nor the error.
 func TestStreamRedactsThePassword(t *testing.T) {
 	const password = "hunter2-stream-pw"
-	var got string
+	var got atomic.Value
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, got, _ = r.BasicAuth()
+		_, p, _ := r.BasicAuth()
+		got.Store(p)
 		w.WriteHeader(http.StatusUnauthorized)
 		fmt.Fprintf(w, `{"error":{"message":"no user %s"}}`, password)
 	}))
@@ -135,7 +137,7 @@ func TestStreamRedactsThePassword(t *testing.T) {
 		}
 		var out, errOut bytes.Buffer
 		assert.Equal(t, 1, run(t.Context(), args, &out, &errOut))
-		assert.Equal(t, password, got, "the password is sent")
+		assert.Equal(t, password, got.Load(), "the password is sent")
 		assert.NotContains(t, out.String()+errOut.String(), password)
 		assert.Contains(t, out.String()+errOut.String(), "no user xxxxx")
 	}
