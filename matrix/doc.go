@@ -36,5 +36,13 @@
 // (schema llmload.matrix/v1), saved after every cell so an interruption
 // keeps every finished cell and a later run can resume. Results render as a
 // terminal table shaped like the seed page, Markdown, CSV, JSON and a
-// self-contained HTML page; [Compare] sets two runs side by side.
+// self-contained HTML page; [Compare] sets two runs side by side, marking
+// a figure better or worse only when it moved beyond the noise that the
+// spread of each run's requests shows ([Interval]), and [CompareRuns]
+// does so for repeated runs of each side.
+//
+// The server's text is data: every report prints it without control
+// characters. A password in the spec's URL and the client's API key are
+// used for the requests, the key only for the URL's origin, and appear in
+// nothing a run logs, saves or returns.
 package matrix
