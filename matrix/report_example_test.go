@@ -118,3 +118,25 @@ func ExampleCompare() {
 	//                       TTFT 1.00×
 	//          Requests queued → Valid
 }
+
+// CompareRuns tells change from noise with repeated runs: two runs of a
+// server before a change, at 80 and 92 tok/s, hold 91 tok/s after it
+// within their spread, though it is 6% above their median; 120 tok/s
+// stands out of it.
+func ExampleCompareRuns() {
+	run := func(total float64) *matrix.Results {
+		return &matrix.Results{Schema: matrix.Schema, Complete: true, Cells: []matrix.Cell{{
+			ContextTokens: 0, Concurrency: 1, Status: matrix.Valid, Requests: 12,
+			Measurement: &matrix.Measurement{TotalTokS: total, PerRequestTokS: total,
+				TTFTms: matrix.Quantiles{P50: 80, P90: 82, P99: 85}, TBTms: matrix.Quantiles{P50: 1000 / total, P90: 1000 / total, P99: 1000 / total},
+				OutputTokens: int(30 * total), MeasuredS: 30}}}}
+	}
+	before := []*matrix.Results{run(80), run(92)}
+	for _, after := range []float64{91, 120} {
+		c := matrix.CompareRuns(before, []*matrix.Results{run(after)}).Cell(0, 1)
+		fmt.Printf("%.1f → %.1f tok/s: %.2f× %s\n", c.TotalTokS.Base, c.TotalTokS.Next, c.TotalTokS.Ratio, c.TotalTokS.Change)
+	}
+	// Output:
+	// 86.0 → 91.0 tok/s: 1.06× noise
+	// 86.0 → 120.0 tok/s: 1.40× better
+}
