@@ -419,3 +419,19 @@ func TestCompareRuns(t *testing.T) {
 	c = CompareRuns([]*Results{few(1), few(1.02)}, []*Results{few(1.5), few(1.52)}).Cell(0, 1)
 	assert.Equal(t, ChangeBetter, c.TTFTp50.Change, "%+v", c.TTFTp50)
 }
+
+// BenchmarkCompareSparse compares two results files of 2,000 cells that
+// share no context or concurrency level and writes the comparison's HTML
+// page: the work and the page grow with the cells, not with their grid.
+func BenchmarkCompareSparse(b *testing.B) {
+	x, y := sparseResults(2000), sparseResults(2000)
+	var size int
+	for b.Loop() {
+		var out bytes.Buffer
+		if err := Compare(x, y).WriteHTML(&out); err != nil {
+			b.Fatal(err)
+		}
+		size = out.Len()
+	}
+	b.ReportMetric(float64(size), "html-bytes")
+}
