@@ -9,23 +9,20 @@ import (
 	"github.com/llmload/llmload/metrics"
 )
 
-// The client's self-health: how late a 10 ms timer fires in the client
-// process, and how busy its CPUs are. A client that cannot keep up delays
-// reading streams, so the server looks slower than it is.
+// The thresholds of the client's health; Health's doc gives them.
 const (
-	// HealthTick is the period of the timer whose lateness is measured.
-	HealthTick = 10 * time.Millisecond
-	// MaxHealthyLag is the 99th-percentile timer lateness above which a
-	// run is flagged as limited by the client.
-	MaxHealthyLag = 5 * time.Millisecond
-	// MaxHealthyCPU is the share of the available CPU above which a run is
-	// flagged as limited by the client.
-	MaxHealthyCPU = 0.9
+	healthTick    = 10 * time.Millisecond // the period of the timer whose lateness is measured
+	maxHealthyLag = 5 * time.Millisecond  // the 99th-percentile lateness above which a run is limited
+	maxHealthyCPU = 0.9                   // the share of the CPUs above which a run is limited
 )
 
-// Health is the client's own view of whether it kept up during a window.
+// Health is the client's own view of whether it kept up during a window:
+// how late a 10 ms timer fired in the client's process, and how busy its
+// CPUs were. A client that cannot keep up reads streams late, and the
+// server looks slower than it is. The run is Limited when the timer's
+// 99th-percentile lateness is above 5 ms or the CPU share above 90%.
 type Health struct {
-	// Lag is the distribution of how late a HealthTick timer fired.
+	// Lag is the distribution of how late the 10 ms timer fired.
 	Lag metrics.Distribution `json:"lag"`
 	// CPU is the process's CPU time over the window ÷ (window × GOMAXPROCS),
 	// 0–1; 0 when the platform does not say.
@@ -49,9 +46,9 @@ func (m *healthMonitor) start() {
 	m.done = make(chan struct{})
 	m.mark()
 	m.wg.Go(func() {
-		t := time.NewTimer(HealthTick)
+		t := time.NewTimer(healthTick)
 		defer t.Stop()
-		next := time.Now().Add(HealthTick)
+		next := time.Now().Add(healthTick)
 		for {
 			select {
 			case <-m.done:
@@ -61,9 +58,9 @@ func (m *healthMonitor) start() {
 				m.mu.Lock()
 				m.lag.Record(max(lag, 0))
 				m.mu.Unlock()
-				next = next.Add(HealthTick)
-				if lag > HealthTick {
-					next = now.Add(HealthTick) // skip missed ticks rather than burst
+				next = next.Add(healthTick)
+				if lag > healthTick {
+					next = now.Add(healthTick) // skip missed ticks rather than burst
 				}
 				t.Reset(time.Until(next))
 			}
@@ -91,10 +88,10 @@ func (m *healthMonitor) since() Health {
 		}
 	}
 	switch {
-	case h.Lag.P99 > MaxHealthyLag:
-		h.Limited, h.Reason = true, fmt.Sprintf("the client's timers fired up to %v late (p99), above %v", h.Lag.P99, MaxHealthyLag)
-	case h.CPU > MaxHealthyCPU:
-		h.Limited, h.Reason = true, fmt.Sprintf("the client used %.0f%% of its CPUs, above %.0f%%", 100*h.CPU, 100*MaxHealthyCPU)
+	case h.Lag.P99 > maxHealthyLag:
+		h.Limited, h.Reason = true, fmt.Sprintf("the client's timers fired up to %v late (p99), above %v", h.Lag.P99, maxHealthyLag)
+	case h.CPU > maxHealthyCPU:
+		h.Limited, h.Reason = true, fmt.Sprintf("the client used %.0f%% of its CPUs, above %.0f%%", 100*h.CPU, 100*maxHealthyCPU)
 	}
 	return h
 }
