@@ -173,12 +173,12 @@ type Progress struct {
 	// InFlight counts requests sent and not finished; WithToken those of
 	// them that have their first token.
 	InFlight, WithToken int
-	// Launched counts requests started, Finished those recorded, Failed
-	// those recorded with an error other than cancellation.
-	Launched, Finished, Failed int64
-	// Tokens counts output tokens so far, WindowTokens those inside the
+	// Launched counts requests started.
+	Launched int64
+	// Snapshot has the recorder's counts: the requests finished
+	// (Recorded) and failed, and the output tokens so far and inside the
 	// window.
-	Tokens, WindowTokens int64
+	metrics.Snapshot
 }
 
 // Run is the result of a run: the summary of its window and how the run
@@ -236,18 +236,14 @@ func (g *Generator) Progress() Progress {
 	if st == nil {
 		return Progress{}
 	}
-	snap := st.rec.Snapshot()
 	return Progress{
-		Phase:        Phase(st.phase.Load()),
-		Elapsed:      time.Since(st.start),
-		Window:       st.rec.Window(),
-		InFlight:     int(st.inFlight.Load()),
-		WithToken:    int(st.token.Load()),
-		Launched:     st.launched.Load(),
-		Finished:     snap.Recorded,
-		Failed:       snap.Failed,
-		Tokens:       snap.Tokens,
-		WindowTokens: snap.WindowTokens,
+		Phase:     Phase(st.phase.Load()),
+		Elapsed:   time.Since(st.start),
+		Window:    st.rec.Window(),
+		InFlight:  int(st.inFlight.Load()),
+		WithToken: int(st.token.Load()),
+		Launched:  st.launched.Load(),
+		Snapshot:  st.rec.Snapshot(),
 	}
 }
 

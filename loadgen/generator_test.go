@@ -247,7 +247,12 @@ func TestGeneratorWarmupUntilAndProgress(t *testing.T) {
 	assert.True(t, sawAll.Load())
 	assert.False(t, run.WarmupTimedOut)
 	assert.GreaterOrEqual(t, run.Warmup, 350*time.Millisecond, "the ramp's last worker starts after 350 ms")
-	assert.Equal(t, loadgen.PhaseDone, g.Progress().Phase)
+	p := g.Progress()
+	assert.Equal(t, loadgen.PhaseDone, p.Phase)
+	assert.EqualValues(t, run.Launched, p.Launched)
+	assert.EqualValues(t, run.Summary.Requests, p.Recorded, "every request launched is recorded by the end")
+	assert.EqualValues(t, run.Summary.OutputTokens, p.WindowTokens)
+	assert.Greater(t, p.Tokens, p.WindowTokens, "the warm-up's tokens count in Tokens alone")
 
 	g = &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(30000)), Concurrency: 2,
 		WarmupUntil: func(loadgen.Progress) bool { return false }, WarmupTimeout: 300 * time.Millisecond, Duration: 200 * time.Millisecond}

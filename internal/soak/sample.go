@@ -105,7 +105,7 @@ func (sm *sampler) take(p loadgen.Progress) Sample {
 		InFlight:  p.InFlight,
 		WithToken: p.WithToken,
 		Launched:  p.Launched,
-		Finished:  p.Finished,
+		Finished:  p.Recorded,
 		Failed:    p.Failed,
 		Tokens:    p.Tokens,
 	}
