@@ -15,8 +15,8 @@
 //
 // A Client without an HTTPClient uses [NewTransport], net/http's transport
 // with a pool as large as the load. For thousands of streams,
-// [StreamTransport] takes less than half the memory: it runs no goroutine
-// of its own, where net/http runs two for every connection. On Linux it
+// [StreamTransport] takes much less memory: it runs no goroutine of its
+// own, where net/http runs two for every connection. On Linux it
 // also times chunks by the kernel's receive timestamps, so the client's own
 // scheduling delays stay out of TTFT and time between tokens.
 //
@@ -42,13 +42,11 @@
 // The client reads its own response (never through a reconnecting SSE
 // client, so a POST is never silently re-sent) and frames it as the HTML
 // standard's event-stream rules say, without copying an event's data; it is
-// fuzzed against go-sse's sse.Read, which it replaced when a benchmark
-// showed sse.Read alone cost 0.8 µs an event, two allocations and two
-// copies, more than the client's whole budget. One deliberate difference: a
-// last event whose last line is complete is dispatched even when the server
-// closes without the blank line. The chunk parser reads OpenAI chat and
-// completion chunks, TGI's native /generate_stream events and Anthropic's
-// Messages events; it accepts exactly the JSON that encoding/json accepts.
+// fuzzed against go-sse's sse.Read. One deliberate difference: a last event
+// whose last line is complete is dispatched even when the server closes
+// without the blank line. The chunk parser reads OpenAI chat and completion
+// chunks, TGI's native /generate_stream events and Anthropic's Messages
+// events; it accepts exactly the JSON that encoding/json accepts.
 //
 // # Failures
 //
