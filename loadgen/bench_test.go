@@ -13,12 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmload/llmload/internal/procstat"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
 )
 
-// cpuTime returns the process's user + system CPU time so far.
-var cpuTime = loadgen.ProcessCPUForTest
+// cpuTime returns the process's user + system CPU time so far, as the
+// generator's health monitor reads it.
+func cpuTime() time.Duration {
+	d, _ := procstat.CPU(0)
+	return d
+}
 
 // streamBody renders n one-token chunks in OpenAI's chat shape (with vLLM's
 // per-chunk usage when usage is set), a finish chunk and [DONE].

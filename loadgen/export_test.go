@@ -16,7 +16,3 @@ var NewHTTPClientForTest = newHTTPClient
 func NewArrivalsForTest(rate, shape float64, seed uint64) func() time.Duration {
 	return newArrivals(rate, shape, seed).next
 }
-
-// ProcessCPUForTest is the process's user + system CPU time so far, as the
-// generator's health monitor reads it.
-var ProcessCPUForTest = processCPU

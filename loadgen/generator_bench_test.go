@@ -13,11 +13,11 @@ import (
 	rtmetrics "runtime/metrics"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/llmload/llmload/internal/procstat"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/metrics"
@@ -115,28 +115,11 @@ func (w *addrWatcher) String() string {
 	return w.buf.String()
 }
 
-// userHZ is the unit of the CPU times in /proc/PID/stat on Linux.
-const userHZ = 100
-
 // cpu returns the simulator's user + system CPU time so far, from
 // /proc/PID/stat (10 ms resolution); ok is false without /proc.
 func (p *simProcess) cpu() (d time.Duration, ok bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
-	if err != nil {
-		return 0, false
-	}
-	// The fields after the command name, which is in parentheses: f[0] is
-	// field 3 (state), so utime (14) and stime (15) are f[11] and f[12].
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0, false
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return time.Duration(ut+st) * (time.Second / userHZ), true
+	d, err := procstat.CPU(p.pid)
+	return d, err == nil
 }
 
 // heapAllocs returns the number of heap allocations the process has made so

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmload/llmload/internal/procstat"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -99,4 +100,11 @@ func (m *healthMonitor) since() Health {
 func (m *healthMonitor) stop() {
 	close(m.done)
 	m.wg.Wait()
+}
+
+// processCPU returns this process's CPU time so far, or 0 where the
+// platform does not say.
+func processCPU() time.Duration {
+	d, _ := procstat.CPU(0)
+	return d
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/llmload/llmload/internal/procstat"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
 )
@@ -154,10 +155,10 @@ func readProc(pid int) Proc {
 		p.PID = ownPID
 	}
 	var err error
-	if p.RSS, p.RSSIsPeak, err = readRSS(pid); err != nil {
+	if p.RSS, p.RSSIsPeak, err = procstat.RSS(pid); err != nil {
 		p.Err = err.Error()
 	}
-	if p.cpuTime, err = readCPU(pid); err != nil && p.Err == "" {
+	if p.cpuTime, err = procstat.CPU(pid); err != nil && p.Err == "" {
 		p.Err = err.Error()
 	}
 	return p

@@ -4,9 +4,7 @@ package main
 
 import (
 	"fmt"
-	"runtime"
 	"syscall"
-	"time"
 )
 
 // raiseFileLimit raises the soft limit on open files to the hard limit and
@@ -26,25 +24,4 @@ func raiseFileLimit() (soft, hard uint64, err error) {
 		} // else (macOS refuses an unlimited hard limit) keep the soft one
 	}
 	return uint64(lim.Cur), uint64(lim.Max), nil
-}
-
-// maxRSS returns this process's peak resident set size from getrusage.
-func maxRSS() (int64, bool) {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0, false
-	}
-	if runtime.GOOS == "darwin" || runtime.GOOS == "ios" {
-		return int64(ru.Maxrss), true // bytes
-	}
-	return int64(ru.Maxrss) << 10, true // kilobytes
-}
-
-// selfCPU returns this process's user plus system CPU time from getrusage.
-func selfCPU() (time.Duration, bool) {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0, false
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
 }
