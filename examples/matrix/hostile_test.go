@@ -130,6 +130,20 @@ func TestSecretsStayWithTheirOrigin(t *testing.T) {
 		assert.NotContains(t, s, password, "output %d", i)
 	}
 
+	// A file saved before passwords were redacted renders without it.
+	old, err := matrix.LoadFile(results)
+	require.NoError(t, err)
+	old.Spec.URL = strings.Replace(old.Spec.URL, "xxxxx", password, 1)
+	old.Server.URL = old.Spec.URL
+	legacy := filepath.Join(dir, "legacy.json")
+	require.NoError(t, matrix.SaveFile(legacy, old))
+	for _, format := range []string{"table", "json", "html"} {
+		code, stdout, stderr := command(t, t.Context(), "-render", legacy, "-format", format)
+		require.Equal(t, 0, code, stderr)
+		assert.NotContains(t, stdout+stderr, password, format)
+		assert.Contains(t, stdout, "alice:xxxxx@", format)
+	}
+
 	// Resuming asks for the password again rather than sending "xxxxx".
 	code, _, stderr = command(t, t.Context(), "-resume", results)
 	assert.Equal(t, 2, code)

@@ -403,7 +403,7 @@ func (o *options) resumeSpec(r *matrix.Results) error {
 		return nil
 	}
 	if u, err := url.Parse(r.Spec.URL); err == nil {
-		if _, ok := u.User.Password(); ok {
+		if p, ok := u.User.Password(); ok && p == "xxxxx" {
 			return fmt.Errorf("the run's URL had a password, which was not saved: give it again with -url (%s)", r.Spec.URL)
 		}
 	}
@@ -432,6 +432,8 @@ func render(o *options, stdout, stderr io.Writer) int {
 		fail(stderr, err)
 		return 1
 	}
+	// A file written before passwords were redacted may hold one.
+	r.Spec.URL, r.Server.URL = loadgen.RedactURL(r.Spec.URL), loadgen.RedactURL(r.Server.URL)
 	if err := write(r, o, stdout); err != nil {
 		fail(stderr, err)
 		return 1
