@@ -34,6 +34,11 @@ const (
 	// their buffers each) and keeps its timing honest; beyond that, split
 	// the load over machines.
 	MaxConcurrency = 16384
+	// MaxContextTokens is the longest prompt a spec may ask for, 16M
+	// tokens: beyond the context of any model served today, and a prompt
+	// of that many tokens is already about 100 MB of text, built and kept
+	// in memory for its cell.
+	MaxContextTokens = 16 << 20
 )
 
 // Duration is a time.Duration that reads and writes as text ("30s"), so
@@ -196,6 +201,9 @@ func (s Spec) Validate() error {
 		if c < 0 {
 			bad("Contexts", "holds %d: a context is 0 tokens or more", c)
 		}
+		if c > MaxContextTokens {
+			bad("Contexts", "holds %d, above %d tokens, longer than any model's context", c, MaxContextTokens)
+		}
 	}
 	if s.Concurrency != nil && len(s.Concurrency) == 0 {
 		bad("Concurrency", "is empty: the decode grid would have no columns (nil means the defaults)")
@@ -211,6 +219,9 @@ func (s Spec) Validate() error {
 	for _, c := range s.Prefill {
 		if c < 1 {
 			bad("Prefill", "holds %d: a prefill context is 1 token or more", c)
+		}
+		if c > MaxContextTokens {
+			bad("Prefill", "holds %d, above %d tokens, longer than any model's context", c, MaxContextTokens)
 		}
 	}
 	if s.Duration < 0 {

@@ -298,6 +298,8 @@ func TestRefusesWhatCannotWork(t *testing.T) {
 		{[]string{"-url", "http://127.0.0.1:99999/v1"}, "port 99999"},
 		{[]string{"-concurrency", "1e9"}, "above 16384"},
 		{[]string{"-concurrency", "0"}, "below 1"},
+		{[]string{"-contexts", "0,100000K"}, "longer than any model's context"},
+		{[]string{"-prefill", "100000K"}, "longer than any model's context"},
 		{[]string{"-speed", "NaN"}, "-speed"},
 		{[]string{"-speed", "-1"}, "-speed"},
 		{[]string{"-duration", "0s"}, "-duration"},
