@@ -1,0 +1,108 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/llmload/llmload/loadgen"
+)
+
+// Feed hands the items of a [Reader] to a [loadgen.Generator] as
+// requests: [Feed.Source] is its Source, and for a workload with a
+// schedule (a trace), [Feed.Arrivals] its Arrivals. It reads one item at a
+// time, as requests need them, so a file is never held whole.
+//
+// When the Reader ends, or fails, the Feed stops the run: Source returns
+// nil (which ends a run) and Arrivals reports no more arrivals; [Feed.Err]
+// then says why, nil for a Reader that simply ended.
+type Feed struct {
+	r Reader
+	b *Builder
+
+	mu      sync.Mutex
+	pending map[int]Item // arrivals timed, their requests not yet made
+	read    int          // items read
+	err     error
+	ended   bool
+}
+
+// NewFeed returns a Feed of r's items, made into requests by b.
+func NewFeed(r Reader, b *Builder) *Feed {
+	return &Feed{r: r, b: b, pending: map[int]Item{}}
+}
+
+// next reads the next item; f.mu is held.
+func (f *Feed) next() (Item, bool) {
+	if f.ended {
+		return Item{}, false
+	}
+	it, err := f.r.Read()
+	if err != nil {
+		f.ended = true
+		if !errors.Is(err, io.EOF) {
+			f.err = err
+		}
+		return Item{}, false
+	}
+	f.read++
+	return it, true
+}
+
+// Source returns the request for arrival seq: the item [Feed.Arrivals]
+// timed for it or, without a schedule, the next item. It is a
+// [loadgen.Source], safe for concurrent use.
+func (f *Feed) Source(_, seq int) *loadgen.Request {
+	f.mu.Lock()
+	it, ok := f.pending[seq]
+	if ok {
+		delete(f.pending, seq)
+	} else {
+		it, ok = f.next()
+	}
+	f.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return f.b.Request(it)
+}
+
+// Arrivals returns when arrival seq is due, from the start of the run:
+// the At of the next item. It reports false when the items have ended.
+// Call it in order of seq, as a Generator does.
+func (f *Feed) Arrivals(seq int) (time.Duration, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	it, ok := f.next()
+	if !ok {
+		return 0, false
+	}
+	f.pending[seq] = it
+	return it.At, true
+}
+
+// Err returns why the items ended early: nil when the Reader simply ended
+// or has not ended.
+func (f *Feed) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return fmt.Errorf("workload: after %d items: %w", f.read, f.err)
+	}
+	return nil
+}
+
+// Count returns how many items were read.
+func (f *Feed) Count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.read
+}
+
+// Close closes the Reader if it holds a file.
+func (f *Feed) Close() error {
+	closeReader(f.r)
+	return nil
+}

@@ -1,0 +1,160 @@
+package workload
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/llmload/llmload/loadgen"
+)
+
+// An Item is one request of a workload, before it is a [loadgen.Request]:
+// its text, its lengths and, in a trace, when it arrives.
+type Item struct {
+	// At is when the item arrives, from the start of the workload: a
+	// trace's recorded time. It is zero in workloads without a schedule.
+	At time.Duration
+	// Messages is the conversation to send: a system prompt, user turns
+	// and the assistant's earlier replies. A completions request sends
+	// their contents joined by blank lines.
+	Messages []loadgen.Message
+	// InputTokens is the prompt's size as the server counts it, template
+	// included, under the workload's [Sizing]; 0 when the text is a
+	// dataset's own and its size unknown.
+	InputTokens int
+	// OutputTokens is the output's length: max_tokens, and with ignore_eos
+	// the exact length. 0 leaves it to the server.
+	OutputTokens int
+	// Line is where the item came from in its file, or 0.
+	Line int
+}
+
+// A Reader yields the items of a workload in order. Read returns io.EOF
+// after the last item; a Reader without end never does. A Reader is not
+// safe for concurrent use: [Feed] serializes its calls.
+type Reader interface {
+	Read() (Item, error)
+}
+
+// Builder makes the [loadgen.Request] of each item for one server: the
+// fields every request shares.
+type Builder struct {
+	API   loadgen.API
+	Model string
+	// IgnoreEOS asks the server to generate each item's OutputTokens in
+	// full (vLLM, SGLang): the workload's output lengths, whatever the
+	// model would say.
+	IgnoreEOS bool
+	// Usage selects the stream_options sent; the zero value asks for usage
+	// on every chunk.
+	Usage loadgen.Usage
+	// Temperature is sent when not nil.
+	Temperature *float64
+	// Extra and Header are shared by every request (see [loadgen.Request]).
+	Extra  map[string]any
+	Header http.Header
+}
+
+// Request returns a new request for it.
+func (b *Builder) Request(it Item) *loadgen.Request {
+	req := &loadgen.Request{
+		API: b.API, Model: b.Model, MaxTokens: it.OutputTokens, IgnoreEOS: b.IgnoreEOS && it.OutputTokens > 0,
+		Temperature: b.Temperature, Usage: b.Usage, Extra: b.Extra, Header: b.Header,
+	}
+	switch {
+	case b.API == loadgen.Completions:
+		req.Prompt = joinContents(it.Messages)
+	case len(it.Messages) == 1 && it.Messages[0].Role == "user":
+		req.Prompt = it.Messages[0].Content
+	default:
+		req.Messages = it.Messages
+	}
+	return req
+}
+
+// joinContents is the prompt of a completions request: the messages'
+// contents, separated by blank lines.
+func joinContents(msgs []loadgen.Message) string {
+	if len(msgs) == 1 {
+		return msgs[0].Content
+	}
+	parts := make([]string, len(msgs))
+	for i, m := range msgs {
+		parts[i] = m.Content
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// Take returns a Reader of the first n items of r.
+func Take(r Reader, n int) Reader { return &take{r: r, left: n} }
+
+type take struct {
+	r    Reader
+	left int
+}
+
+func (t *take) Read() (Item, error) {
+	if t.left <= 0 {
+		return Item{}, io.EOF
+	}
+	t.left--
+	return t.r.Read()
+}
+
+// Cycle returns a Reader that reads the Reader open returns to its end,
+// then opens it again, without end. A Reader that ends before its first
+// item is an error: [ErrEmpty].
+func Cycle(open func() (Reader, error)) Reader { return &cycle{open: open} }
+
+// ErrEmpty reports a workload with no item to send.
+var ErrEmpty = errors.New("workload: no item to send")
+
+type cycle struct {
+	open func() (Reader, error)
+	r    Reader
+	read bool // an item was read since the last open
+}
+
+func (c *cycle) Read() (Item, error) {
+	for range 2 {
+		if c.r == nil {
+			r, err := c.open()
+			if err != nil {
+				return Item{}, err
+			}
+			c.r, c.read = r, false
+		}
+		it, err := c.r.Read()
+		if err == nil {
+			c.read = true
+			return it, nil
+		}
+		closeReader(c.r)
+		c.r = nil
+		if !errors.Is(err, io.EOF) {
+			return Item{}, err
+		}
+		if !c.read {
+			return Item{}, ErrEmpty
+		}
+	}
+	return Item{}, ErrEmpty
+}
+
+// closeReader closes r if it holds a file.
+func closeReader(r Reader) {
+	if c, ok := r.(io.Closer); ok {
+		_ = c.Close()
+	}
+}
+
+// Close closes the Reader being read, if it holds a file.
+func (c *cycle) Close() error {
+	if c.r != nil {
+		closeReader(c.r)
+		c.r = nil
+	}
+	return nil
+}

@@ -1,0 +1,198 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+)
+
+// MaxLength bounds every length a [Length] draws and [ParseLength] accepts:
+// far beyond any model's context, far below int's limit.
+const MaxLength = 1 << 24
+
+// A Length is a distribution of token counts, such as the input or the
+// output lengths of synthetic requests. Draw returns a count in [Min, Max]
+// from rng; it is deterministic for a given rng state.
+type Length interface {
+	Draw(rng *rand.Rand) int
+	// Mean is the distribution's mean after rounding and clamping, where
+	// it has a closed form, else an estimate.
+	Mean() float64
+	// String is the distribution as [ParseLength] reads it.
+	String() string
+}
+
+// Fixed is a length that is always the same.
+type Fixed int
+
+// Draw returns f.
+func (f Fixed) Draw(*rand.Rand) int { return int(f) }
+
+// Mean returns f.
+func (f Fixed) Mean() float64 { return float64(f) }
+
+// String returns the length, such as "128".
+func (f Fixed) String() string { return strconv.Itoa(int(f)) }
+
+// Uniform draws a length uniformly from [Min, Max], both included.
+type Uniform struct{ Min, Max int }
+
+// Draw returns a length in [Min, Max].
+func (u Uniform) Draw(rng *rand.Rand) int { return u.Min + rng.IntN(u.Max-u.Min+1) }
+
+// Mean returns (Min + Max) / 2.
+func (u Uniform) Mean() float64 { return float64(u.Min+u.Max) / 2 }
+
+// String returns "uniform:MIN,MAX".
+func (u Uniform) String() string { return fmt.Sprintf("uniform:%d,%d", u.Min, u.Max) }
+
+// Normal draws a length from a normal distribution of Mean and StdDev,
+// rounded, and clamped to [Min, Max] (Min 0 means 1; Max 0 means
+// [MaxLength]).
+type Normal struct {
+	Mu, Sigma float64
+	Min, Max  int
+}
+
+// Draw returns a rounded, clamped normal draw.
+func (n Normal) Draw(rng *rand.Rand) int {
+	return clampLength(math.Round(n.Mu+n.Sigma*rng.NormFloat64()), n.Min, n.Max)
+}
+
+// Mean returns Mu: the clamping's bias is not counted.
+func (n Normal) Mean() float64 { return n.Mu }
+
+// String returns "normal:MEAN,STDDEV".
+func (n Normal) String() string { return "normal:" + bounds(n.Mu, n.Sigma, n.Min, n.Max) }
+
+// LogNormal draws a length whose logarithm is normal: the shape of real
+// prompt and output lengths, with a long tail. Mu and Sigma are the mean
+// and the standard deviation of the lengths themselves (not of their
+// logarithms), so "lognormal:512,256" has a mean of 512. The draw is
+// rounded and clamped to [Min, Max] (Min 0 means 1; Max 0 means
+// [MaxLength]).
+type LogNormal struct {
+	Mu, Sigma float64
+	Min, Max  int
+}
+
+// Draw returns a rounded, clamped log-normal draw.
+func (l LogNormal) Draw(rng *rand.Rand) int {
+	m, s := l.params()
+	return clampLength(math.Round(math.Exp(m+s*rng.NormFloat64())), l.Min, l.Max)
+}
+
+// params returns the mean and the standard deviation of the logarithm.
+func (l LogNormal) params() (float64, float64) {
+	v := math.Log1p(l.Sigma * l.Sigma / (l.Mu * l.Mu))
+	return math.Log(l.Mu) - v/2, math.Sqrt(v)
+}
+
+// Mean returns Mu: the clamping's bias is not counted.
+func (l LogNormal) Mean() float64 { return l.Mu }
+
+// String returns "lognormal:MEAN,STDDEV".
+func (l LogNormal) String() string { return "lognormal:" + bounds(l.Mu, l.Sigma, l.Min, l.Max) }
+
+func bounds(mu, sigma float64, lo, hi int) string {
+	s := strconv.FormatFloat(mu, 'g', -1, 64) + "," + strconv.FormatFloat(sigma, 'g', -1, 64)
+	if lo > 0 || hi > 0 {
+		s += "," + strconv.Itoa(lo)
+		if hi > 0 {
+			s += "," + strconv.Itoa(hi)
+		}
+	}
+	return s
+}
+
+func clampLength(v float64, lo, hi int) int {
+	lo = max(lo, 1)
+	if hi <= 0 {
+		hi = MaxLength
+	}
+	switch {
+	case math.IsNaN(v) || v < float64(lo):
+		return lo
+	case v > float64(hi):
+		return hi
+	}
+	return int(v)
+}
+
+// ErrLength reports text that is not a length distribution (see
+// [ParseLength]).
+var ErrLength = errors.New("not a length distribution")
+
+// ParseLength reads a length distribution as a command line gives it:
+//
+//	128                      always 128 tokens
+//	uniform:64,256           uniform from 64 to 256, both included
+//	normal:512,128           normal, mean 512, standard deviation 128
+//	normal:512,128,64,1024   the same, clamped to [64, 1024]
+//	lognormal:512,256        log-normal of mean 512 and standard deviation 256
+//
+// Lengths are at least 1 (a fixed length may be 0, for "leave it to the
+// server") and at most [MaxLength]. Anything else is an error wrapping
+// [ErrLength] that says what was wrong.
+func ParseLength(s string) (Length, error) {
+	bad := func(why string) (Length, error) {
+		return nil, fmt.Errorf("%q is %w: %s", s, ErrLength, why)
+	}
+	kind, args, found := strings.Cut(strings.TrimSpace(s), ":")
+	kind = strings.TrimSpace(kind)
+	if !found {
+		n, err := strconv.Atoi(kind)
+		if err != nil || n < 0 || n > MaxLength {
+			return bad(fmt.Sprintf("write a token count from 0 to %d, or uniform:MIN,MAX, normal:MEAN,STDDEV or lognormal:MEAN,STDDEV", MaxLength))
+		}
+		return Fixed(n), nil
+	}
+	var nums []float64
+	for f := range strings.SplitSeq(args, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return bad(fmt.Sprintf("%q is not a number", strings.TrimSpace(f)))
+		}
+		nums = append(nums, v)
+	}
+	whole := func(v float64) (int, bool) {
+		return int(v), v == math.Trunc(v) && v >= 0 && v <= MaxLength
+	}
+	switch strings.ToLower(kind) {
+	case "uniform":
+		if len(nums) != 2 {
+			return bad("uniform takes MIN,MAX")
+		}
+		lo, ok1 := whole(nums[0])
+		hi, ok2 := whole(nums[1])
+		if !ok1 || !ok2 || lo < 1 || hi < lo {
+			return bad(fmt.Sprintf("uniform needs whole lengths 1 ≤ MIN ≤ MAX ≤ %d", MaxLength))
+		}
+		return Uniform{Min: lo, Max: hi}, nil
+	case "normal", "lognormal":
+		if len(nums) != 2 && len(nums) != 4 {
+			return bad(kind + " takes MEAN,STDDEV or MEAN,STDDEV,MIN,MAX")
+		}
+		mu, sigma := nums[0], nums[1]
+		if !(mu >= 1 && mu <= MaxLength) || !(sigma >= 0 && sigma <= MaxLength) {
+			return bad(fmt.Sprintf("the mean must be from 1 to %d and the standard deviation from 0 to %d", MaxLength, MaxLength))
+		}
+		var lo, hi int
+		if len(nums) == 4 {
+			var ok1, ok2 bool
+			lo, ok1 = whole(nums[2])
+			hi, ok2 = whole(nums[3])
+			if !ok1 || !ok2 || lo < 1 || hi < lo {
+				return bad(fmt.Sprintf("the bounds need whole lengths 1 ≤ MIN ≤ MAX ≤ %d", MaxLength))
+			}
+		}
+		if strings.ToLower(kind) == "normal" {
+			return Normal{Mu: mu, Sigma: sigma, Min: lo, Max: hi}, nil
+		}
+		return LogNormal{Mu: mu, Sigma: sigma, Min: lo, Max: hi}, nil
+	}
+	return bad(fmt.Sprintf("unknown distribution %q (want uniform, normal or lognormal)", kind))
+}

@@ -1,0 +1,124 @@
+package workload
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+)
+
+// vocabulary holds the words prompts are made of: common English words,
+// each one token with its leading space in the usual BPE vocabularies, and
+// one token under the simulator's tokenizer (see
+// [github.com/llmload/llmload/loadgen/loadgentest.CountTokens]).
+var vocabulary = strings.Fields(`the of and to in is was for that on with as at by from his
+her they this are had not but have were which one you all she their there been has when who
+will more no if out so said what up its about into than them can only other new some time
+could these two may then first any like now my such over our even most made after also did
+many before must through back years where much your way well down should because each just
+those people how too little state good very make world still own see men work long here get
+both between life being under never day same another know while last might us great old year
+off come since against go came right used take three house water light river city garden
+morning evening window stone bridge forest mountain harbor letter story music paper market
+winter summer valley island station engine signal number table chair door road field`)
+
+// Sizing says how many tokens a server counts in the text this package
+// writes, so that a request's prompt is the size asked for. The zero
+// Sizing is the simulator's completions API: one token a word, nothing
+// added. [SimulatorSizing] gives the simulator's chat template;
+// [Calibrate] measures a real server.
+type Sizing struct {
+	// TokensPerWord is what one word of the vocabulary costs; 0 means 1.
+	TokensPerWord float64 `json:"tokens_per_word,omitempty"`
+	// MessageTokens is what a chat template adds around each message.
+	MessageTokens int `json:"message_tokens,omitempty"`
+	// ReplyTokens is what a request adds once: the chat template's opening
+	// of the reply, or a beginning-of-sequence token.
+	ReplyTokens int `json:"reply_tokens,omitempty"`
+}
+
+// SimulatorSizing returns the sizing of the simulator's tokenizer for a
+// chat API (chat true) or its completions API: one token a word, and the
+// chat template's [loadgentest.ChatMessageTokens] a message and
+// [loadgentest.ChatReplyTokens] a request.
+//
+// [loadgentest.ChatMessageTokens]: https://pkg.go.dev/github.com/llmload/llmload/loadgen/loadgentest#ChatMessageTokens
+// [loadgentest.ChatReplyTokens]: https://pkg.go.dev/github.com/llmload/llmload/loadgen/loadgentest#ChatReplyTokens
+func SimulatorSizing(chat bool) Sizing {
+	if !chat {
+		return Sizing{TokensPerWord: 1}
+	}
+	return Sizing{TokensPerWord: 1, MessageTokens: 5, ReplyTokens: 3}
+}
+
+func (s Sizing) perWord() float64 {
+	if s.TokensPerWord > 0 {
+		return s.TokensPerWord
+	}
+	return 1
+}
+
+// Overhead returns the tokens a request of messages messages adds to its
+// text.
+func (s Sizing) Overhead(messages int) int {
+	return s.MessageTokens*messages + s.ReplyTokens
+}
+
+// Words returns how many words make text of tokens tokens: at least 1 for
+// a positive count.
+func (s Sizing) Words(tokens int) int {
+	if tokens <= 0 {
+		return 0
+	}
+	return max(int(math.Round(float64(tokens)/s.perWord())), 1)
+}
+
+// Tokens returns the tokens of words words of the vocabulary.
+func (s Sizing) Tokens(words int) int {
+	return int(math.Round(float64(words) * s.perWord()))
+}
+
+// textTokensPerWord estimates the tokens of a word of natural text, for a
+// dataset's reply whose length gives a request's output length: about
+// four tokens for every three words of English in BPE vocabularies.
+const textTokensPerWord = 4.0 / 3
+
+// EstimateTokens estimates the tokens of natural text, such as a dataset's
+// reference reply, without the server's tokenizer: four for every three
+// words, at least one for text with a word.
+func EstimateTokens(text string) int {
+	n := 0
+	for range strings.FieldsSeq(text) {
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	return max(int(math.Round(float64(n)*textTokensPerWord)), 1)
+}
+
+// writeWords appends n words drawn from rng to b, each after a space but
+// the first when b is empty.
+func writeWords(b *strings.Builder, n int, rng *rand.Rand) {
+	for range n {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(vocabulary[rng.IntN(len(vocabulary))])
+	}
+}
+
+// newRand returns a generator seeded by two numbers.
+func newRand(a, b uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(a, b^0x9e3779b97f4a7c15))
+}
+
+// Text returns words words of the vocabulary drawn from seed: the same
+// seed gives the same text, and different seeds texts that share no
+// prefix a prefix cache would find (the chance that two begin with the
+// same 16 words is below 10⁻³⁹).
+func Text(words int, seed uint64) string {
+	var b strings.Builder
+	b.Grow(words * 7)
+	writeWords(&b, words, newRand(seed, 0x7e57))
+	return b.String()
+}

@@ -1,0 +1,400 @@
+package workload
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmload/llmload/loadgen"
+)
+
+// TraceFormat names the format of a trace file.
+type TraceFormat uint8
+
+// The trace formats [TraceReader] reads.
+const (
+	// FormatUnknown: no record read yet.
+	FormatUnknown TraceFormat = iota
+	// Mooncake is the JSONL trace of Mooncake (FAST '25), one request a
+	// line: {"timestamp": MS, "input_length": N, "output_length": N,
+	// "hash_ids": [ID, ...]}, timestamp in milliseconds and hash_ids
+	// optional: one ID for each block of [DefaultBlockTokens] prompt
+	// tokens, equal IDs for equal prefixes.
+	Mooncake
+	// Azure is the CSV of Azure's LLM inference traces (2023, 2024): a
+	// header naming TIMESTAMP, ContextTokens and GeneratedTokens (in any
+	// order, with any other columns), then one request a line, its
+	// TIMESTAMP as "2023-11-16 18:15:46.6805900".
+	Azure
+)
+
+var traceFormatNames = [...]string{"", "mooncake", "azure"}
+
+// String returns "mooncake" or "azure".
+func (f TraceFormat) String() string {
+	if int(f) < len(traceFormatNames) {
+		return traceFormatNames[f]
+	}
+	return fmt.Sprintf("TraceFormat(%d)", f)
+}
+
+// MarshalText implements [encoding.TextMarshaler].
+func (f TraceFormat) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
+
+// DefaultBlockTokens is the prompt tokens one Mooncake hash ID stands for.
+const DefaultBlockTokens = 512
+
+// A TraceEntry is one request of a trace.
+type TraceEntry struct {
+	// Line is where it is in its file.
+	Line int
+	// At is when it arrived, from the trace's first request.
+	At time.Duration
+	// InputTokens and OutputTokens are its prompt's and its output's
+	// lengths.
+	InputTokens, OutputTokens int
+	// HashIDs name its prompt's blocks (Mooncake): requests that share a
+	// leading run of IDs share that prefix.
+	HashIDs []int64
+}
+
+// TraceReader reads the requests of a trace, one at a time, from a
+// stream: memory does not grow with the file. It recognises the format
+// ([Mooncake] or [Azure]) by the first line that is not blank. Times must
+// not go backwards; lengths are whole numbers, at least 1 and at most
+// [MaxLength]. Anything else is a [*ParseError] naming its line.
+type TraceReader struct {
+	name   string
+	s      *recordScanner
+	format TraceFormat
+	cols   [3]int // Azure: the columns of TIMESTAMP, ContextTokens, GeneratedTokens
+	ncols  int
+	first  time.Time // Azure: the first request's time
+	start  float64   // Mooncake: the first request's timestamp, in ms
+	last   time.Duration
+	seen   bool
+	done   bool
+}
+
+// NewTraceReader returns a reader of the trace in r; name, if not empty,
+// names it in errors.
+func NewTraceReader(r io.Reader, name string) *TraceReader {
+	s := newRecordScanner(r)
+	s.mode = modeLines
+	return &TraceReader{name: name, s: s}
+}
+
+// Format returns the trace's format, known once a record was read.
+func (t *TraceReader) Format() TraceFormat { return t.format }
+
+// Next returns the next request, or io.EOF after the last. A malformed
+// record is a [*ParseError]; reading may go on after it, unless it was the
+// header of a CSV file.
+func (t *TraceReader) Next() (TraceEntry, error) {
+	for {
+		if t.done {
+			return TraceEntry{}, io.EOF
+		}
+		raw, line, err := t.s.next()
+		if errors.Is(err, io.EOF) {
+			t.done = true
+			return TraceEntry{}, io.EOF
+		}
+		fail := func(err error) (TraceEntry, error) {
+			return TraceEntry{}, &ParseError{Name: t.name, Line: line, Err: err}
+		}
+		if err != nil {
+			return fail(err)
+		}
+		raw = bytes.TrimSpace(raw)
+		if t.format == FormatUnknown {
+			if raw[0] == '{' {
+				t.format = Mooncake
+			} else {
+				t.format = Azure
+				if err := t.header(raw); err != nil {
+					t.done = true
+					return fail(err)
+				}
+				continue
+			}
+		}
+		var e TraceEntry
+		if t.format == Mooncake {
+			e, err = t.mooncake(raw)
+		} else {
+			e, err = t.azure(raw)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if t.seen && e.At < t.last {
+			return fail(fmt.Errorf("the request at %v comes before the previous one's %v: a trace must be in time order", e.At, t.last))
+		}
+		t.seen, t.last = true, e.At
+		e.Line = line
+		return e, nil
+	}
+}
+
+type mooncakeRecord struct {
+	Timestamp    *float64 `json:"timestamp"`
+	InputLength  *float64 `json:"input_length"`
+	OutputLength *float64 `json:"output_length"`
+	HashIDs      []int64  `json:"hash_ids"`
+}
+
+func (t *TraceReader) mooncake(raw []byte) (TraceEntry, error) {
+	var r mooncakeRecord
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return TraceEntry{}, describeJSON(err)
+	}
+
+	switch {
+	case r.Timestamp == nil:
+		return TraceEntry{}, errors.New(`no "timestamp" (milliseconds)`)
+	case r.InputLength == nil:
+		return TraceEntry{}, errors.New(`no "input_length"`)
+	case r.OutputLength == nil:
+		return TraceEntry{}, errors.New(`no "output_length"`)
+	case !(*r.Timestamp >= 0 && *r.Timestamp < 1e15):
+		return TraceEntry{}, fmt.Errorf("timestamp %v is not a time in milliseconds from 0 to 10^15", *r.Timestamp)
+	}
+	in, err := length("input_length", *r.InputLength)
+	if err != nil {
+		return TraceEntry{}, err
+	}
+	out, err := length("output_length", *r.OutputLength)
+	if err != nil {
+		return TraceEntry{}, err
+	}
+	for i, h := range r.HashIDs {
+		if h < 0 {
+			return TraceEntry{}, fmt.Errorf("hash_ids[%d] is %d: IDs are 0 or more", i, h)
+		}
+	}
+	if !t.seen {
+		t.start = *r.Timestamp
+	}
+	at := time.Duration(math.Round((*r.Timestamp - t.start) * float64(time.Millisecond)))
+	return TraceEntry{At: at, InputTokens: in, OutputTokens: out, HashIDs: slices.Clip(r.HashIDs)}, nil
+}
+
+// length checks a length read as a number.
+func length(field string, v float64) (int, error) {
+	if v != math.Trunc(v) || v < 1 || v > MaxLength {
+		return 0, fmt.Errorf("%s %v is not a whole number from 1 to %d", field, v, MaxLength)
+	}
+	return int(v), nil
+}
+
+// azureColumns are the columns an Azure trace needs.
+var azureColumns = [3]string{"TIMESTAMP", "ContextTokens", "GeneratedTokens"}
+
+// header finds the columns of an Azure trace.
+func (t *TraceReader) header(raw []byte) error {
+	fields, err := csvFields(raw)
+	if err != nil {
+		return err
+	}
+	t.ncols = len(fields)
+	for i, want := range azureColumns {
+		t.cols[i] = slices.IndexFunc(fields, func(f string) bool { return strings.EqualFold(strings.TrimSpace(f), want) })
+		if t.cols[i] < 0 {
+			return fmt.Errorf("the first line is neither a Mooncake JSON record nor a CSV header with %s (it has no %s)", strings.Join(azureColumns[:], ", "), want)
+		}
+	}
+	return nil
+}
+
+func csvFields(raw []byte) ([]string, error) {
+	r := csv.NewReader(bytes.NewReader(raw))
+	r.FieldsPerRecord = -1
+	fields, err := r.Read()
+	if err != nil {
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("not a CSV line: %w", err)
+	}
+	return fields, nil
+}
+
+// azureTime is the layout of an Azure trace's TIMESTAMP; the fraction of a
+// second, of any length, is read too.
+const azureTime = "2006-01-02 15:04:05"
+
+func (t *TraceReader) azure(raw []byte) (TraceEntry, error) {
+	fields, err := csvFields(raw)
+	if err != nil {
+		return TraceEntry{}, err
+	}
+	if len(fields) != t.ncols {
+		return TraceEntry{}, fmt.Errorf("%d fields, but the header has %d", len(fields), t.ncols)
+	}
+	ts := strings.TrimSpace(fields[t.cols[0]])
+	at, err := time.Parse(azureTime, ts)
+	if err != nil {
+		return TraceEntry{}, fmt.Errorf("TIMESTAMP %q is not a time like 2023-11-16 18:15:46.6805900", ts)
+	}
+	var n [2]int
+	for i, col := range t.cols[1:] {
+		v, err := strconv.Atoi(strings.TrimSpace(fields[col]))
+		if err != nil || v < 1 || v > MaxLength {
+			return TraceEntry{}, fmt.Errorf("%s %q is not a whole number from 1 to %d", azureColumns[i+1], fields[col], MaxLength)
+		}
+		n[i] = v
+	}
+	if !t.seen {
+		t.first = at
+	}
+	return TraceEntry{At: at.Sub(t.first), InputTokens: n[0], OutputTokens: n[1]}, nil
+}
+
+// Trace is a trace file read through once: it is well formed, and holds
+// Requests requests over Span, from its first request to its last.
+type Trace struct {
+	Path     string
+	Format   TraceFormat
+	Requests int
+	Span     time.Duration
+}
+
+// OpenTrace reads the trace at path through (see [TraceReader]) and
+// returns it when every record is well formed and there is at least one.
+// Otherwise the error is a [*FileError] listing the malformed records by
+// line, or [ErrEmpty].
+func OpenTrace(path string) (*Trace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("workload: %w", err)
+	}
+	defer f.Close()
+	name := filepath.Base(path)
+	r := NewTraceReader(f, name)
+	tr := &Trace{Path: path}
+	fe := &FileError{Name: name}
+	for {
+		e, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err == nil {
+			tr.Requests++
+			tr.Span = e.At
+			continue
+		}
+		var pe *ParseError
+		if !errors.As(err, &pe) {
+			return nil, fmt.Errorf("workload: read %s: %w", name, err)
+		}
+		fe.add(pe)
+	}
+	tr.Format = r.Format()
+	if fe.Count > 0 {
+		return nil, fe
+	}
+	if tr.Requests == 0 {
+		return nil, fmt.Errorf("%w: %s has no request", ErrEmpty, name)
+	}
+	return tr, nil
+}
+
+// Replay says how a trace's requests are made.
+type Replay struct {
+	// TimeScale multiplies the trace's times: 0.5 replays it twice as
+	// fast, 2 at half speed. 0 means 1.
+	TimeScale float64 `json:"time_scale,omitempty"`
+	// BlockTokens is the prompt tokens a hash ID stands for; 0 means
+	// DefaultBlockTokens.
+	BlockTokens int `json:"block_tokens,omitempty"`
+	// Sizing converts lengths to words.
+	Sizing Sizing `json:"sizing"`
+	// Seed makes the text: replays with different seeds share no prefix,
+	// so one replay does not find another's in the server's cache.
+	Seed uint64 `json:"seed,omitempty"`
+}
+
+// Item returns the request of a trace entry: a prompt of its
+// InputTokens, as the server counts them, whose leading blocks are the
+// text of its hash IDs, so requests that share IDs share that prefix, and
+// the rest text of its own; OutputTokens as its output length; and its
+// time, scaled.
+func (rp *Replay) Item(e TraceEntry) Item {
+	scale := rp.TimeScale
+	if scale <= 0 {
+		scale = 1
+	}
+	block := rp.BlockTokens
+	if block <= 0 {
+		block = DefaultBlockTokens
+	}
+	sz := rp.Sizing
+	left := sz.Words(max(e.InputTokens-sz.Overhead(1), 1))
+	words := left
+	var b strings.Builder
+	b.Grow(left * 7)
+	blockWords := sz.Words(block)
+	for _, h := range e.HashIDs {
+		if left == 0 {
+			break
+		}
+		n := min(blockWords, left)
+		writeWords(&b, n, newRand(rp.Seed^0xb10c, uint64(h)))
+		left -= n
+	}
+	writeWords(&b, left, newRand(rp.Seed^0x1ea5, uint64(e.Line)<<32^uint64(e.At)))
+	return Item{
+		At:           time.Duration(float64(e.At) * scale),
+		Messages:     []loadgen.Message{{Role: "user", Content: b.String()}},
+		InputTokens:  sz.Overhead(1) + sz.Tokens(words),
+		OutputTokens: e.OutputTokens,
+		Line:         e.Line,
+	}
+}
+
+// Items returns a Reader of the trace's items, in order, ending with its
+// last request. Close it to close the file.
+func (t *Trace) Items(rp Replay) Reader {
+	return &traceItems{path: t.Path, rp: rp}
+}
+
+type traceItems struct {
+	path string
+	rp   Replay
+	f    *os.File
+	r    *TraceReader
+}
+
+func (t *traceItems) Read() (Item, error) {
+	if t.r == nil {
+		f, err := os.Open(t.path)
+		if err != nil {
+			return Item{}, fmt.Errorf("workload: %w", err)
+		}
+		t.f, t.r = f, NewTraceReader(f, filepath.Base(t.path))
+	}
+	e, err := t.r.Next()
+	if err != nil {
+		return Item{}, err
+	}
+	return t.rp.Item(e), nil
+}
+
+func (t *traceItems) Close() error {
+	if t.f == nil {
+		return nil
+	}
+	return t.f.Close()
+}
