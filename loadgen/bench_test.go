@@ -1,18 +1,21 @@
 package loadgen_test
 
 import (
+	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/llmload/llmload/internal/childserver"
 	"github.com/llmload/llmload/internal/procstat"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
@@ -136,8 +139,10 @@ func blastHandler() http.Handler {
 }
 
 // serveBlast serves blastHandler on a free loopback port, says where on
-// stderr, and returns when its standard input closes (its parent is gone).
+// stderr, and returns on SIGTERM or SIGINT.
 func serveBlast() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -145,7 +150,7 @@ func serveBlast() int {
 	}
 	fmt.Fprintf(os.Stderr, "blast server on http://%s\n", ln.Addr())
 	go http.Serve(ln, blastHandler())
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	<-ctx.Done()
 	return 0
 }
 
@@ -155,29 +160,16 @@ func startBlastProcess(b *testing.B) string {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), blastServerEnv+"=1")
-	stdin, err := cmd.StdinPipe()
+	srv, err := childserver.Start(b.Context(), cmd, servingOn)
 	if err != nil {
-		b.Fatal(err)
-	}
-	log := &addrWatcher{found: make(chan string, 1)}
-	cmd.Stderr = log
-	if err := cmd.Start(); err != nil {
 		b.Skipf("cannot start the server process: %v", err)
 	}
 	b.Cleanup(func() {
-		stdin.Close()
-		if err := cmd.Wait(); err != nil {
-			b.Logf("server process: %v\n%s", err, log)
+		if err := srv.Stop(); err != nil {
+			b.Logf("the server process: %v\n%s", err, srv.Output())
 		}
 	})
-	select {
-	case addr := <-log.found:
-		return "http://" + addr
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		b.Fatalf("the server process did not start within 30 s\n%s", log)
-	}
-	return ""
+	return "http://" + srv.Addr
 }
 
 // BenchmarkParseChunk decodes one chunk, without the network.

@@ -1,11 +1,9 @@
 package loadgen_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -17,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmload/llmload/internal/childserver"
 	"github.com/llmload/llmload/internal/procstat"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
@@ -59,61 +58,21 @@ func startSimProcess(b *testing.B, speed float64) *simProcess {
 	}
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-profile", "fast",
 		"-speed", strconv.FormatFloat(speed, 'g', -1, 64))
-	log := &addrWatcher{found: make(chan string, 1)}
-	cmd.Stderr = log
-	if err := cmd.Start(); err != nil {
+	srv, err := childserver.Start(b.Context(), cmd, servingOn)
+	if err != nil {
 		b.Skipf("cannot start the simulator: %v", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stop := func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
+	b.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			b.Logf("the simulator: %v", err)
 		}
-	}
-	select {
-	case addr := <-log.found:
-		b.Cleanup(stop)
-		return &simProcess{URL: "http://" + addr, pid: cmd.Process.Pid}
-	case err := <-exited:
-		b.Skipf("the simulator exited as it started: %v\n%s", err, log)
-	case <-time.After(30 * time.Second):
-		stop()
-		b.Skipf("the simulator did not start within 30 s\n%s", log)
-	}
-	return nil
+	})
+	return &simProcess{URL: "http://" + srv.Addr, pid: srv.PID}
 }
 
-// addrWatcher takes the simulator's log and finds the address it serves on.
-type addrWatcher struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	found chan string
-	sent  bool
-}
-
+// servingOn finds the address in the log of simserver and of the blast
+// server.
 var servingOn = regexp.MustCompile(`on http://(\S+)`)
-
-func (w *addrWatcher) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf.Write(p)
-	if m := servingOn.FindSubmatch(w.buf.Bytes()); m != nil && !w.sent {
-		w.sent = true
-		w.found <- string(m[1])
-	}
-	return len(p), nil
-}
-
-func (w *addrWatcher) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
-}
 
 // cpu returns the simulator's user + system CPU time so far, from
 // /proc/PID/stat (10 ms resolution); ok is false without /proc.

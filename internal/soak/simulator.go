@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,12 +10,12 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
+	"github.com/llmload/llmload/internal/childserver"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 )
 
@@ -75,17 +73,12 @@ func serveSimulator(ctx context.Context, addr string, speed float64, stdout, std
 
 // simulator is the simulator child process, seen from soak.
 type simulator struct {
+	srv *childserver.Server
 	pid int
 	url string // the API's base URL
-	// exited is done once the child has exited; then waitErr is set.
-	exited  context.Context
-	waitErr error
-
-	cmd      *exec.Cmd
-	cancel   context.CancelFunc // stops the child: SIGTERM, then SIGKILL after WaitDelay
-	stopOnce sync.Once
-	stopErr  error
-	hc       *http.Client // for /debug/soak
+	// exited is done once the child has exited.
+	exited context.Context
+	hc     *http.Client // for /debug/soak
 }
 
 // startSimulator starts soak's own binary as the simulator and waits for its
@@ -95,87 +88,42 @@ func startSimulator(ctx context.Context, speed float64, stderr io.Writer) (*simu
 	if err != nil {
 		return nil, fmt.Errorf("soak: cannot find its own binary to start the simulator: %w", err)
 	}
-	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	cmd := exec.CommandContext(cctx, exe, "-serve", "127.0.0.1:0", "-speed", strconv.FormatFloat(speed, 'g', -1, 64))
+	cmd := exec.Command(exe, "-serve", "127.0.0.1:0", "-speed", strconv.FormatFloat(speed, 'g', -1, 64))
 	cmd.Stderr = stderr
-	cmd.SysProcAttr = childProcAttr()
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	out, err := cmd.StdoutPipe()
+	srv, err := childserver.Start(ctx, cmd, listening)
 	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("soak: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		cancel()
-		return nil, fmt.Errorf("soak: start the simulator: %w", err)
-	}
-
-	lines := make(chan string, 1)
-	go func() { // ends with the line, or at EOF when the child exits
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		lines <- strings.TrimSpace(line)
-	}()
-	var addr string
-	timeout := time.NewTimer(30 * time.Second)
-	defer timeout.Stop()
-	select {
-	case addr = <-lines:
-	case <-timeout.C:
-	case <-ctx.Done():
-	}
-	if addr == "" {
-		_ = cmd.Process.Kill()
-		<-lines // the pipe must be read to its end before Wait
-		werr := cmd.Wait()
-		cancel()
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("soak: interrupted while starting the simulator: %w", err)
-		}
-		return nil, fmt.Errorf("soak: the simulator did not start: %v", werr)
-	}
-
-	s := &simulator{
-		pid:    cmd.Process.Pid,
-		url:    "http://" + addr + "/v1",
-		cmd:    cmd,
-		cancel: cancel,
-		hc:     &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second},
+		return nil, fmt.Errorf("soak: the simulator did not start: %w", err)
 	}
 	exited, markExited := context.WithCancel(context.Background())
-	s.exited = exited
 	go func() {
-		s.waitErr = cmd.Wait()
+		<-srv.Done()
 		markExited()
 	}()
-	return s, nil
+	return &simulator{
+		srv:    srv,
+		pid:    srv.PID,
+		url:    "http://" + srv.Addr + "/v1",
+		exited: exited,
+		hc:     &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second},
+	}, nil
 }
+
+// listening is the line the simulator prints first on its standard
+// output: the address it listens on, alone.
+var listening = regexp.MustCompile(`(?m)^(\S+:\d+)$`)
 
 // exitError is the cause given to the load when the child exits before soak
 // stops it.
 func (s *simulator) exitError() error {
-	return fmt.Errorf("soak: the simulator (pid %d) exited during the run: %v", s.pid, s.waitErr)
+	return fmt.Errorf("soak: the simulator (pid %d) exited during the run: %v", s.pid, s.srv.Err())
 }
 
 // stop stops the child, waits for it to exit, and returns an error unless
 // it exited cleanly. It may be called more than once.
 func (s *simulator) stop() error {
-	s.stopOnce.Do(func() {
-		running := s.exited.Err() == nil
-		s.cancel()
-		<-s.exited.Done()
-		s.hc.CloseIdleConnections()
-		switch err := s.waitErr; {
-		case !running:
-			s.stopErr = fmt.Errorf("exited before it was stopped: %v", err)
-		case err == nil, errors.Is(err, context.Canceled):
-			// Exited with status 0 after SIGTERM (exec reports the
-			// cancellation as the error).
-		default:
-			s.stopErr = fmt.Errorf("did not exit cleanly: %v", err)
-		}
-	})
-	return s.stopErr
+	err := s.srv.Stop()
+	s.hc.CloseIdleConnections()
+	return err
 }
 
 // base is the simulator's root URL.
