@@ -208,8 +208,54 @@ type Run struct {
 	Lateness metrics.Distribution
 	// Health is the client's own view of whether it kept up.
 	Health Health
-	// Stopped says why the run ended: "window", "requests", or the error.
-	Stopped string
+	// Stopped says why the run ended; Err is the error Run returned, the
+	// cause of a run Stopped by StopCanceled or StopFailed, nil otherwise.
+	Stopped StopReason
+	Err     error
+}
+
+// StopReason says why a run ended. Its zero value means it is not set.
+type StopReason uint8
+
+// The reasons a run ends.
+const (
+	// StopUnknown is the zero StopReason: not set.
+	StopUnknown StopReason = iota
+	// StopWindow: the window's Duration passed.
+	StopWindow
+	// StopRequests: the run's Requests were sent and every one has ended.
+	StopRequests
+	// StopCanceled: the caller's context ended; Run.Err is its cause.
+	StopCanceled
+	// StopFailed: the run could not go on, or could not start: a setting
+	// that cannot work (a [*ConfigError]) or an unreachable server
+	// ([ErrUnreachable]); Run.Err says which.
+	StopFailed
+)
+
+var stopNames = [...]string{"", "window", "requests", "canceled", "failed"}
+
+// String returns the reason's name: "window", "requests", "canceled" or
+// "failed"; [StopUnknown] is "".
+func (s StopReason) String() string {
+	if int(s) < len(stopNames) {
+		return stopNames[s]
+	}
+	return fmt.Sprintf("StopReason(%d)", s)
+}
+
+// MarshalText implements [encoding.TextMarshaler].
+func (s StopReason) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText implements [encoding.TextUnmarshaler].
+func (s *StopReason) UnmarshalText(b []byte) error {
+	for i, n := range stopNames {
+		if string(b) == n {
+			*s = StopReason(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("loadgen: unknown stop reason %q", b)
 }
 
 // runState is what a run shares between its goroutines.
@@ -260,13 +306,12 @@ func (st *runState) Observe(tl *metrics.Timeline, t time.Time, tokens int) {
 // when the run could not go on: a setting that cannot work (a
 // [*ConfigError], before anything is sent, or from the Source), ctx ended
 // (its cause is returned), or the server was unreachable from the start.
-// The Run is never nil: it holds everything measured so far, and Stopped
-// says why it ended. Request failures are not errors of Run: they are
-// counted in the summary by kind.
+// The Run is never nil: it holds everything measured so far, Stopped says
+// why it ended and Err repeats the error. Request failures are not errors
+// of Run: they are counted in the summary by kind.
 func (g *Generator) Run(ctx context.Context) (*Run, error) {
 	if g == nil {
-		err := &ConfigError{Field: "Generator", Reason: "is nil"}
-		return refused(err)
+		return refused(&ConfigError{Field: "Generator", Reason: "is nil"})
 	}
 	if !g.running.CompareAndSwap(false, true) {
 		return refused(&ConfigError{Field: "Generator", Reason: "is already running: a Generator runs once at a time; use one Generator per concurrent run"})
@@ -275,127 +320,208 @@ func (g *Generator) Run(ctx context.Context) (*Run, error) {
 	if err := g.Validate(); err != nil {
 		return refused(err)
 	}
-	client := g.Client
-	n := max(g.Concurrency, 1)
-	if g.Rate > 0 {
-		n = g.maxInFlight()
+	r := g.start(ctx)
+	defer r.close()
+	if g.Warmup > 0 || g.WarmupUntil != nil {
+		r.warmUp()
 	}
-	if client.HTTPClient == nil && n > DefaultMaxConns {
-		client = client.withTransport(n)
-		defer client.CloseIdleConnections()
+	r.stop(r.measure())
+	return r.finish()
+}
+
+// refused is the Run of a run that could not start: nothing was sent, and
+// Err says why.
+func refused(err error) (*Run, error) {
+	return &Run{Recorder: &metrics.Recorder{}, Stopped: StopFailed, Err: err}, err
+}
+
+// A runner is one run in progress. Its methods are the phases of
+// [Generator.Run], called in turn by the goroutine that called it: start,
+// warmUp, measure, stop, finish.
+type runner struct {
+	g      *Generator
+	ctx    context.Context // the caller's
+	client *Client
+	slots  int // closed-loop workers, or the open loop's MaxInFlight
+	st     *runState
+	run    *Run
+	health healthMonitor
+	budget atomic.Int64 // closed-loop requests left to send when Requests is set
+
+	// workers runs the closed loop's workers, or the open loop's launcher
+	// and its requests. They return only errors that end the run (from the
+	// Source, or an unreachable server); a request's failure is recorded.
+	workers *errgroup.Group
+	// launch ends when no more requests may start: at the end of the
+	// window, on a fatal error, when ctx ends, or once every worker has
+	// returned.
+	launch     context.Context
+	stopLaunch context.CancelCauseFunc
+	// requests is the requests' context. It outlives launch, so a drain
+	// can let them finish; it ends with ctx, on a fatal error, or when the
+	// run stops.
+	requests       context.Context
+	cancelRequests context.CancelCauseFunc
+	stopAfter      func() bool
+	// done is closed when every worker and request has returned; fatal is
+	// then the first error that ended the run.
+	done  chan struct{}
+	fatal error
+
+	windowTimer *time.Timer
+	windowEnd   <-chan time.Time // nil until a window of Duration opens
+	ownClient   bool             // client's transport is the run's own
+}
+
+// start sets the run up, opens the window at once when there is no
+// warm-up, and launches the workers.
+func (g *Generator) start(ctx context.Context) *runner {
+	r := &runner{g: g, ctx: ctx, client: g.Client, slots: max(g.Concurrency, 1), done: make(chan struct{})}
+	if g.Rate > 0 {
+		r.slots = g.maxInFlight()
+	}
+	if r.client.HTTPClient == nil && r.slots > DefaultMaxConns {
+		r.client, r.ownClient = r.client.withTransport(r.slots), true
 	}
 	rec := g.Recorder
 	if rec == nil {
 		rec = &metrics.Recorder{}
 	}
-	st := &runState{start: time.Now(), rec: rec}
-	st.phase.Store(uint32(PhaseWarmup))
-	g.state.Store(st)
+	r.run = &Run{Recorder: rec}
+	r.st = &runState{start: time.Now(), rec: rec}
+	r.st.phase.Store(uint32(PhaseWarmup))
+	g.state.Store(r.st)
+	r.budget.Store(int64(g.Requests))
 
-	// stopLaunch ends the launching of new requests; cancelRequests (with a
-	// cause) ends those in flight.
-	launchCtx, stopLaunch := context.WithCancelCause(ctx)
-	defer stopLaunch(nil)
-	reqCtx, cancelRequests := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer cancelRequests(nil)
-	// A cancelled run cancels its requests too.
-	stopAfter := context.AfterFunc(ctx, func() { cancelRequests(context.Cause(ctx)) })
-	defer stopAfter()
+	var workersCtx context.Context
+	r.workers, workersCtx = errgroup.WithContext(ctx)
+	r.launch, r.stopLaunch = context.WithCancelCause(workersCtx)
+	r.requests, r.cancelRequests = context.WithCancelCause(context.WithoutCancel(ctx))
+	// A fatal error, or the caller's cancellation, ends the requests too,
+	// with its cause.
+	r.stopAfter = context.AfterFunc(workersCtx, func() { r.cancelRequests(context.Cause(workersCtx)) })
 
-	var health healthMonitor
-	health.start()
-	defer health.stop()
-
-	run := &Run{Recorder: rec}
-	var fatal atomic.Pointer[error]
-	fail := func(err error) {
-		if fatal.CompareAndSwap(nil, &err) {
-			stopLaunch(err)
-			cancelRequests(err)
+	r.health.start()
+	if g.Warmup <= 0 && g.WarmupUntil == nil {
+		// No warm-up: the window opens before the first request is sent.
+		r.openWindow()
+	}
+	if g.Rate > 0 {
+		r.workers.Go(r.openLoop)
+	} else {
+		for w := range r.slots {
+			r.workers.Go(func() error { return r.worker(w) })
 		}
 	}
-
-	// The window opens after the warm-up, or, when there is none, before
-	// the first request is sent.
-	var windowEnd <-chan time.Time
-	var windowTimer *time.Timer
-	defer func() {
-		if windowTimer != nil {
-			windowTimer.Stop()
-		}
+	go func() {
+		r.fatal = r.workers.Wait()
+		close(r.done)
 	}()
-	openWindow := func() {
-		d := g.Duration
-		if d <= 0 {
-			d = forever // until the requests are done
-		}
-		health.mark()
-		w := rec.OpenWindow(time.Now, d)
-		st.phase.Store(uint32(PhaseWindow))
-		if g.OnWindow != nil {
-			g.OnWindow(w)
-		}
-		if g.Duration > 0 {
-			windowTimer = time.NewTimer(time.Until(w.End))
-			windowEnd = windowTimer.C
-		}
-	}
-	warm := g.Warmup > 0 || g.WarmupUntil != nil
-	if !warm {
-		openWindow()
-	}
+	return r
+}
 
-	var wg errgroup.Group
-	allLaunched := make(chan struct{})
-	finished := make(chan struct{})
-	wg.Go(func() error {
-		defer close(allLaunched)
-		if g.Rate > 0 {
-			g.openLoop(launchCtx, reqCtx, client, st, fail)
-		} else {
-			g.closedLoop(launchCtx, reqCtx, client, st, n, fail)
-		}
-		return nil
-	})
-	go func() { _ = wg.Wait(); close(finished) }()
-
-	if warm {
-		run.Warmup, run.WarmupTimedOut = g.warmup(launchCtx, st, finished)
-		if launchCtx.Err() == nil {
-			openWindow()
-		}
+// close releases what the run holds once it has ended, or if a callback
+// panicked.
+func (r *runner) close() {
+	r.stopLaunch(nil)
+	r.cancelRequests(nil)
+	r.stopAfter()
+	if r.windowTimer != nil {
+		r.windowTimer.Stop()
 	}
+	r.health.stop()
+	if r.ownClient {
+		r.client.CloseIdleConnections()
+	}
+}
 
+// warmUp waits until the window may open and opens it, unless the run
+// ended first.
+func (r *runner) warmUp() {
+	r.run.Warmup, r.run.WarmupTimedOut = r.g.warmup(r.launch, r.st)
+	if r.launch.Err() == nil {
+		r.openWindow()
+	}
+}
+
+// openWindow opens the measurement window now, for Duration or, without
+// one, until the requests are done.
+func (r *runner) openWindow() {
+	d := r.g.Duration
+	if d <= 0 {
+		d = forever
+	}
+	r.health.mark()
+	w := r.st.rec.OpenWindow(time.Now, d)
+	r.st.phase.Store(uint32(PhaseWindow))
+	if r.g.OnWindow != nil {
+		r.g.OnWindow(w)
+	}
+	if r.g.Duration > 0 {
+		r.windowTimer = time.NewTimer(time.Until(w.End))
+		r.windowEnd = r.windowTimer.C
+	}
+}
+
+// measure waits for the run to end: the window's end, its last request's,
+// or a fatal error or the caller's cancellation (StopUnknown: finish tells
+// them apart).
+func (r *runner) measure() StopReason {
 	select {
-	case <-windowEnd:
-		run.Stopped = "window"
-	case <-allLaunched:
-		// A fixed number of requests: wait for the last ones.
-		<-finished
-		run.Stopped = "requests"
-		if w := rec.Window(); g.Duration <= 0 && !w.IsZero() {
-			rec.SetWindow(metrics.Window{Start: w.Start, End: time.Now()})
-		}
-	case <-launchCtx.Done():
+	case <-r.windowEnd:
+		return StopWindow
+	case <-r.done:
+		return StopRequests
+	case <-r.launch.Done():
+		return StopUnknown
 	}
-	run.Health = health.since()
-	stopLaunch(ErrWindowEnded)
-	if g.Drain && run.Stopped == "window" {
-		st.phase.Store(uint32(PhaseDraining))
-		dt := g.DrainTimeout
-		if dt <= 0 {
-			dt = DefaultDrainTimeout
-		}
-		select {
-		case <-finished:
-		case <-time.After(dt):
-		case <-ctx.Done():
-		}
-	}
-	cancelRequests(ErrWindowEnded)
-	<-finished
-	st.phase.Store(uint32(PhaseDone))
+}
 
+// stop ends the run: no more requests start, a window without a Duration
+// ends now, the requests in flight drain if the window ended and Drain is
+// set, and the rest are cancelled. It returns once every request has been
+// recorded.
+func (r *runner) stop(reason StopReason) {
+	r.run.Health = r.health.since()
+	// Requests cut by a fatal error or the caller's cancellation keep that
+	// cause; the others, the window's end.
+	cause := ErrWindowEnded
+	if reason == StopUnknown {
+		cause = context.Cause(r.launch)
+	}
+	r.stopLaunch(cause)
+	rec := r.st.rec
+	if w := rec.Window(); r.g.Duration <= 0 && !w.IsZero() {
+		rec.SetWindow(metrics.Window{Start: w.Start, End: time.Now()})
+	}
+	if r.g.Drain && reason == StopWindow {
+		r.st.phase.Store(uint32(PhaseDraining))
+		r.drain()
+	}
+	r.cancelRequests(cause)
+	<-r.done
+	r.st.phase.Store(uint32(PhaseDone))
+	r.run.Stopped = reason
+}
+
+// drain waits, within DrainTimeout, for the requests in flight to finish.
+func (r *runner) drain() {
+	timeout := r.g.DrainTimeout
+	if timeout <= 0 {
+		timeout = DefaultDrainTimeout
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, timeout)
+	defer cancel()
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+	}
+}
+
+// finish summarises the run and says why it ended. It is the run's one
+// error path: a fatal error first, then the caller's cancellation.
+func (r *runner) finish() (*Run, error) {
+	run, rec, st := r.run, r.st.rec, r.st
 	if rec.Window().IsZero() {
 		// The window never opened: everything was warm-up, and the window
 		// is empty, at the end.
@@ -411,21 +537,16 @@ func (g *Generator) Run(ctx context.Context) (*Run, error) {
 	run.Lateness = st.lateness.Summary()
 	st.lateMu.Unlock()
 
-	if p := fatal.Load(); p != nil {
-		run.Stopped = (*p).Error()
-		return run, *p
+	switch cause := context.Cause(r.ctx); {
+	case r.fatal != nil:
+		run.Stopped, run.Err = StopFailed, r.fatal
+	case cause != nil:
+		run.Stopped, run.Err = StopCanceled, cause
+	case run.Stopped == StopUnknown:
+		// Launching ended without an error: the workers were done.
+		run.Stopped = StopRequests
 	}
-	if err := context.Cause(ctx); err != nil {
-		run.Stopped = err.Error()
-		return run, err
-	}
-	return run, nil
-}
-
-// refused is the Run of a run that could not start: nothing was sent, and
-// Stopped says why.
-func refused(err error) (*Run, error) {
-	return &Run{Recorder: &metrics.Recorder{}, Stopped: err.Error()}, err
+	return run, run.Err
 }
 
 func (g *Generator) maxInFlight() int {
@@ -435,85 +556,66 @@ func (g *Generator) maxInFlight() int {
 	return 1024
 }
 
-// warmup waits for the window to be allowed to open. It returns how long it
-// waited and whether it gave up at WarmupTimeout.
-func (g *Generator) warmup(ctx context.Context, st *runState, finished <-chan struct{}) (time.Duration, bool) {
-	wait := func(d time.Duration) bool {
-		if d <= 0 {
-			return true
-		}
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return true
-		case <-ctx.Done():
-		case <-finished:
-		}
-		return false
-	}
-	if !wait(g.Warmup) || g.WarmupUntil == nil {
+// warmup waits for the window to be allowed to open, or for ctx to end. It
+// returns how long it waited and whether it gave up at WarmupTimeout.
+func (g *Generator) warmup(ctx context.Context, st *runState) (time.Duration, bool) {
+	if !sleep(ctx, g.Warmup) || g.WarmupUntil == nil {
 		return time.Since(st.start), false
 	}
 	for !g.WarmupUntil(g.Progress()) {
 		if g.WarmupTimeout > 0 && time.Since(st.start) >= g.WarmupTimeout {
 			return time.Since(st.start), true
 		}
-		if !wait(DefaultWarmupPoll) {
+		if !sleep(ctx, DefaultWarmupPoll) {
 			break
 		}
 	}
 	return time.Since(st.start), false
 }
 
-// closedLoop runs n workers until launching stops.
-func (g *Generator) closedLoop(launchCtx, reqCtx context.Context, c *Client, st *runState, n int, fail func(error)) {
-	var budget atomic.Int64 // requests left when Requests is set
-	budget.Store(int64(g.Requests))
-	var wg sync.WaitGroup
-	for w := range n {
-		wg.Go(func() {
-			if g.Ramp > 0 && n > 1 {
-				if !sleep(launchCtx, g.Ramp*time.Duration(w)/time.Duration(n)) {
-					return
-				}
-			}
-			for seq := 0; launchCtx.Err() == nil; seq++ {
-				if g.Requests > 0 && budget.Add(-1) < 0 {
-					return
-				}
-				tl := g.send(reqCtx, c, st, w, seq, time.Time{}, fail)
-				if tl == nil {
-					return // the Source failed, and the run ends
-				}
-				if tl.Kind != metrics.KindNone && launchCtx.Err() == nil {
-					sleep(launchCtx, g.pauseAfter(tl))
-				}
-			}
-		})
+// worker is closed-loop worker w: it sends one request after another until
+// launching stops or the run's Requests are spent. It returns only an error
+// that ends the run.
+func (r *runner) worker(w int) error {
+	g := r.g
+	if g.Ramp > 0 && r.slots > 1 && !sleep(r.launch, g.Ramp*time.Duration(w)/time.Duration(r.slots)) {
+		return nil
 	}
-	wg.Wait()
+	for seq := 0; r.launch.Err() == nil; seq++ {
+		if g.Requests > 0 && r.budget.Add(-1) < 0 {
+			return nil
+		}
+		tl, err := r.send(w, seq, time.Time{})
+		if err != nil {
+			return err
+		}
+		if tl.Kind != metrics.KindNone && r.launch.Err() == nil {
+			sleep(r.launch, g.pauseAfter(tl))
+		}
+	}
+	return nil
 }
 
-// openLoop launches arrivals at Rate until launching stops.
-func (g *Generator) openLoop(launchCtx, reqCtx context.Context, c *Client, st *runState, fail func(error)) {
+// openLoop launches arrivals at Rate, each request in a goroutine of its
+// own holding one of MaxInFlight slots, until launching stops or the run's
+// Requests have arrived.
+func (r *runner) openLoop() error {
+	g := r.g
 	seed := g.Seed
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
 	arrivals := newArrivals(g.Rate, g.Burstiness, seed)
-	slots := make(chan int, g.maxInFlight())
+	slots := make(chan int, r.slots)
 	for i := range cap(slots) {
 		slots <- i
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	next := time.Now()
 	for seq := 0; g.Requests <= 0 || seq < g.Requests; seq++ {
 		next = next.Add(arrivals.next())
 		due := next
-		if !sleep(launchCtx, time.Until(due)) {
-			return
+		if !sleep(r.launch, time.Until(due)) {
+			return nil
 		}
 		var slot int
 		select {
@@ -521,37 +623,39 @@ func (g *Generator) openLoop(launchCtx, reqCtx context.Context, c *Client, st *r
 		default: // every slot is taken: wait for one, and the arrival is late
 			select {
 			case slot = <-slots:
-			case <-launchCtx.Done():
-				return
+			case <-r.launch.Done():
+				return nil
 			}
 			if time.Since(due) > time.Millisecond {
-				st.late.Add(1)
+				r.st.late.Add(1)
 			}
 		}
-		wg.Go(func() {
+		r.workers.Go(func() error {
 			defer func() { slots <- slot }()
-			g.send(reqCtx, c, st, slot, seq, due, fail)
+			_, err := r.send(slot, seq, due)
+			return err
 		})
 	}
+	return nil
 }
 
-// send sends one request of the run, with its retries, and records every
-// attempt. It returns the last attempt's timeline, or nil when the Source
-// gave no request that can be sent: then the run fails.
-func (g *Generator) send(ctx context.Context, c *Client, st *runState, worker, seq int, due time.Time, fail func(error)) *metrics.Timeline {
+// send sends request seq of worker (or slot), with its retries, and records
+// every attempt; it returns the last attempt's timeline. Its error is one
+// that ends the run: the Source gave no request that can be sent, or the
+// server is unreachable.
+func (r *runner) send(worker, seq int, due time.Time) (*metrics.Timeline, error) {
+	g, st := r.g, r.st
 	req := g.Source(worker, seq)
 	if req == nil {
-		fail(&ConfigError{Field: "Generator.Source", Reason: fmt.Sprintf("returned nil for worker %d, request %d: a Source must return a *Request", worker, seq)})
-		return nil
+		return nil, &ConfigError{Field: "Generator.Source", Reason: fmt.Sprintf("returned nil for worker %d, request %d: a Source must return a *Request", worker, seq)}
 	}
-	if _, err := c.check(req); err != nil {
-		fail(err)
-		return nil
+	if _, err := r.client.check(req); err != nil {
+		return nil, err
 	}
 	var tl *metrics.Timeline
 	for attempt := 0; attempt <= g.Retries; attempt++ {
 		if attempt > 0 {
-			if ctx.Err() != nil || !retryable(tl.Kind) {
+			if r.requests.Err() != nil || !retryable(tl.Kind) {
 				break
 			}
 			st.retried.Add(1)
@@ -567,24 +671,24 @@ func (g *Generator) send(ctx context.Context, c *Client, st *runState, worker, s
 			st.lateness.Record(tl.Start.Sub(tl.Due))
 			st.lateMu.Unlock()
 		}
-		_ = c.Measure(ctx, req, tl, st)
+		_ = r.client.Measure(r.requests, req, tl, st)
 		st.inFlight.Add(-1)
 		if tl.Chunks > 0 {
 			st.token.Add(-1)
 		}
+		st.rec.Record(tl)
 		if !tl.Headers.IsZero() {
 			st.everUp.Store(true)
 		} else if tl.Kind == metrics.KindConnect && seq == 0 && attempt == 0 && g.Rate == 0 {
-			if st.connFail.Add(1) >= int64(max(g.Concurrency, 1)) && !st.everUp.Load() {
-				fail(ErrUnreachable)
+			if st.connFail.Add(1) >= int64(r.slots) && !st.everUp.Load() {
+				return tl, ErrUnreachable
 			}
 		}
-		st.rec.Record(tl)
 		if tl.Kind == metrics.KindNone {
 			break
 		}
 	}
-	return tl
+	return tl, nil
 }
 
 // retryable reports whether a failure may succeed if sent again.

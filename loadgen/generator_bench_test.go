@@ -2,6 +2,7 @@ package loadgen_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -241,19 +242,24 @@ func benchTokensPerCPU(b *testing.B, baseURL string, tr http.RoundTripper, serve
 // a closed loop of N streams each sends one long request, and once every
 // stream has its first token and has streamed for another second, the
 // process's heap and stacks in use (HeapInuse + StackInuse, after GCs) are
-// compared with a baseline taken before the run and divided by N: B/stream.
-// heap-B/stream and stack-B/stream are its two parts; live-B/stream is the
-// heap the live objects take (the heap in use also holds the free space of
-// partly used spans), the steadiest of the figures; goroutines/stream is 3 with
+// compared with a baseline and divided by N: B/stream. heap-B/stream and
+// stack-B/stream are its two parts; live-B/stream is the heap the live
+// objects take (the heap in use also holds the free space of partly used
+// spans), the steadiest of the figures; goroutines/stream is 3 with
 // net/http: the worker, and the readLoop and writeLoop of its connection.
 //
-// The run's recorder is filled by a short run of 8 requests before the
-// baseline, so its fixed histograms (13 of about 188 KB) are not charged to
-// the streams; the new run's own fixed cost (the health monitor's histogram,
-// about 188 KB) is, which is 0.2 KiB a stream at N = 1,000 and 1.9 KiB at
-// N = 100. transport= compares NewTransport (net/http, http-1k) with
-// net/http's default 4 KiB buffers (http-4k) and StreamTransport (stream),
-// which runs no goroutines of its own: goroutines/stream is then 1.
+// The heap's baseline is taken once the run has ended, its connections are
+// closed and their goroutines gone: it still holds the run's recorder, so
+// the recorder's fixed histograms (13 of about 188 KB) are not charged to
+// the streams. For all of them to exist while the streams are measured, the
+// first request of worker 0 is a short one; its second is the stream. The
+// stacks' and goroutines' baseline is taken before the run (the runtime
+// keeps the stacks of ended goroutines for reuse). The run's other fixed
+// cost, the health monitor's histogram of about 188 KB, is charged: 0.2 KiB
+// a stream at N = 1,000, 1.9 KiB at N = 100. transport= compares
+// NewTransport (net/http, http-1k) with net/http's default 4 KiB buffers
+// (http-4k) and StreamTransport (stream), which runs no goroutines of its
+// own: goroutines/stream is then 1.
 //
 //	go test -run '^$' -bench 'GeneratorMemoryPerStream' -benchtime 1x -count 3 ./loadgen
 func BenchmarkGeneratorMemoryPerStream(b *testing.B) {
@@ -307,44 +313,61 @@ func readMemInUse() memInUse {
 }
 
 func benchMemoryPerStream(b *testing.B, baseURL string, n int, newTransport func(conns int) http.RoundTripper) {
-	req := completion(benchMaxTokens)
+	long, short := completion(benchMaxTokens), completion(20) // 19 gaps: more than a timeline buffers
+	source := func(worker, seq int) *loadgen.Request {
+		if worker == 0 && seq == 0 {
+			return short
+		}
+		return long
+	}
 	var heap, live, stack, goroutines float64
 	for b.Loop() {
-		rec := fillRecorder(b, baseURL)
+		before := readMemInUse()
 		hc := &http.Client{Transport: newTransport(n)}
 		c := &loadgen.Client{BaseURL: baseURL, HTTPClient: hc}
-		g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(req), Concurrency: n, Duration: time.Hour, Recorder: rec}
+		g := &loadgen.Generator{Client: c, Source: source, Concurrency: n, Duration: time.Hour}
 
-		before := readMemInUse()
 		ctx, cancel := context.WithCancel(b.Context())
-		done := make(chan struct{})
+		type result struct {
+			run *loadgen.Run
+			err error
+		}
+		done := make(chan result, 1)
 		go func() {
-			defer close(done)
-			_, _ = g.Run(ctx) // cancelled below, once measured
+			run, err := g.Run(ctx) // cancelled below, once measured
+			done <- result{run, err}
 		}()
 		deadline := time.Now().Add(time.Minute)
-		for g.Progress().WithToken < n {
+		for p := g.Progress(); p.WithToken < n || p.Recorded < 1; p = g.Progress() {
+			select {
+			case res := <-done:
+				cancel()
+				b.Fatalf("the run ended before every stream had its first token: %v", res.err)
+			default:
+			}
 			if time.Now().After(deadline) {
 				cancel()
 				<-done
-				b.Fatalf("after a minute only %d of %d streams have their first token", g.Progress().WithToken, n)
+				b.Fatalf("after a minute only %d of %d streams have their first token", p.WithToken, n)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 		time.Sleep(time.Second) // about 100 chunks a stream: buffers and stacks at their working size
-		after := readMemInUse()
+		during := readMemInUse()
 		p := g.Progress()
 		cancel()
-		<-done
+		res := <-done
 		hc.CloseIdleConnections()
-		waitGoroutines(before.goroutines) // the next baseline must not hold these connections
-		if p.WithToken != n || p.Failed > 0 {
-			b.Fatalf("%d of %d streams active, %d failed; want all active, none failed", p.WithToken, n, p.Failed)
+		waitGoroutines(before.goroutines) // the baseline must not hold these connections
+		after := readMemInUse()
+		runtime.KeepAlive(res.run.Recorder)
+		if p.WithToken != n || p.Failed > 0 || !errors.Is(res.err, context.Canceled) {
+			b.Fatalf("%d of %d streams active, %d failed, run ended by %v; want all active, none failed, ended by the cancellation", p.WithToken, n, p.Failed, res.err)
 		}
-		heap += float64(after.heap) - float64(before.heap)
-		live += float64(after.live) - float64(before.live)
-		stack += float64(after.stack) - float64(before.stack)
-		goroutines += float64(after.goroutines - before.goroutines)
+		heap += float64(during.heap) - float64(after.heap)
+		live += float64(during.live) - float64(after.live)
+		stack += float64(during.stack) - float64(before.stack)
+		goroutines += float64(during.goroutines - before.goroutines)
 	}
 	per := float64(b.N) * float64(n)
 	b.ReportMetric((heap+stack)/per, "B/stream")
@@ -352,28 +375,6 @@ func benchMemoryPerStream(b *testing.B, baseURL string, n int, newTransport func
 	b.ReportMetric(live/per, "live-B/stream")
 	b.ReportMetric(stack/per, "stack-B/stream")
 	b.ReportMetric(goroutines/per, "goroutines/stream")
-}
-
-// fillRecorder returns a recorder whose histograms already exist: a run of 8
-// short requests has recorded into each of them. It waits until the run's
-// connections are closed and their goroutines gone.
-func fillRecorder(b *testing.B, baseURL string) *metrics.Recorder {
-	b.Helper()
-	g0 := runtime.NumGoroutine()
-	hc := &http.Client{Transport: loadgen.NewTransport(8)}
-	rec := &metrics.Recorder{}
-	g := &loadgen.Generator{
-		Client:      &loadgen.Client{BaseURL: baseURL, HTTPClient: hc},
-		Source:      loadgen.Repeat(completion(20)), // 19 gaps: more than a timeline buffers
-		Concurrency: 8, Requests: 8, Recorder: rec,
-	}
-	run, err := g.Run(b.Context())
-	if err != nil || run.Summary.Completed != 8 {
-		b.Fatalf("filling the recorder: %v, %d of 8 requests completed", err, run.Summary.Completed)
-	}
-	hc.CloseIdleConnections()
-	waitGoroutines(g0)
-	return rec
 }
 
 // waitGoroutines waits, for at most 5 s, until no more than n goroutines

@@ -109,7 +109,8 @@ func TestGeneratorFixedRequests(t *testing.T) {
 	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(10)), Concurrency: 4, Requests: 20}
 	run, err := g.Run(t.Context())
 	require.NoError(t, err)
-	assert.Equal(t, "requests", run.Stopped)
+	assert.Equal(t, loadgen.StopRequests, run.Stopped)
+	assert.NoError(t, run.Err)
 	assert.Equal(t, 20, run.Launched)
 	assert.Equal(t, 20, run.Summary.Completed)
 	assert.Equal(t, 200, run.Summary.OutputTokens)
@@ -211,6 +212,8 @@ func TestGeneratorUnreachable(t *testing.T) {
 	assert.Less(t, time.Since(start), 10*time.Second)
 	require.NotNil(t, run)
 	assert.Equal(t, 2, run.Summary.Errors[metrics.KindConnect])
+	assert.Equal(t, loadgen.StopFailed, run.Stopped)
+	assert.ErrorIs(t, run.Err, loadgen.ErrUnreachable)
 }
 
 func TestGeneratorCancelKeepsTheMeasurement(t *testing.T) {
@@ -225,6 +228,42 @@ func TestGeneratorCancelKeepsTheMeasurement(t *testing.T) {
 	assert.Less(t, time.Since(start), 5*time.Second)
 	assert.Positive(t, run.Summary.OutputTokens, "tokens up to the cancellation are kept")
 	assert.Equal(t, 4, run.Summary.Canceled)
+	assert.Equal(t, loadgen.StopCanceled, run.Stopped)
+	assert.ErrorIs(t, run.Err, stop)
+}
+
+// TestGeneratorCancelEndsAnOpenWindow: a window that lasts until the
+// requests are done ends when the run is cancelled, not a century later.
+func TestGeneratorCancelEndsAnOpenWindow(t *testing.T) {
+	_, c := simulated(t, 5*time.Millisecond, 2)
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(30000)), Concurrency: 2, Requests: 100}
+	run, err := g.Run(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, loadgen.StopCanceled, run.Stopped)
+	w := run.Summary.Window
+	assert.False(t, w.End.After(time.Now()), "the window ended by the time Run returned: %v", w)
+	assert.Less(t, w.End.Sub(w.Start), 10*time.Second)
+	assert.Positive(t, run.Summary.OutputTokens)
+	assert.InDelta(t, float64(run.Summary.OutputTokens)/w.End.Sub(w.Start).Seconds(), run.Summary.TotalTokensPerSec, run.Summary.TotalTokensPerSec*0.25,
+		"the rate is over the window that ran")
+}
+
+func TestStopReasonText(t *testing.T) {
+	for _, r := range []loadgen.StopReason{loadgen.StopUnknown, loadgen.StopWindow, loadgen.StopRequests, loadgen.StopCanceled, loadgen.StopFailed} {
+		b, err := r.MarshalText()
+		require.NoError(t, err)
+		assert.Equal(t, r.String(), string(b))
+		var back loadgen.StopReason
+		require.NoError(t, back.UnmarshalText(b))
+		assert.Equal(t, r, back)
+	}
+	assert.Equal(t, "window", loadgen.StopWindow.String())
+	assert.Equal(t, "failed", loadgen.StopFailed.String())
+	assert.Empty(t, loadgen.StopUnknown.String(), "the zero value is not set")
+	var r loadgen.StopReason
+	assert.Error(t, r.UnmarshalText([]byte("timeout")))
 }
 
 func TestGeneratorWarmupUntilAndProgress(t *testing.T) {
@@ -268,6 +307,8 @@ func TestGeneratorDrain(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, run.Summary.Canceled, "in-flight requests finished")
 	assert.Equal(t, run.Launched, run.Summary.Requests)
+	assert.Equal(t, loadgen.StopWindow, run.Stopped)
+	assert.NoError(t, run.Err)
 }
 
 func TestGeneratorHealth(t *testing.T) {
