@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -93,9 +94,9 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	c.Errors += s.Failed
 	for k, v := range s.Errors {
 		if c.ErrorKinds == nil {
-			c.ErrorKinds = map[string]int{}
+			c.ErrorKinds = map[metrics.ErrorKind]int{}
 		}
-		c.ErrorKinds[k.String()] += v
+		c.ErrorKinds[k] += v
 	}
 	m.WarmupEnded = warm.reason
 	if run.WarmupTimedOut {
@@ -301,7 +302,7 @@ func classify(c *Cell, run *loadgen.Run, samples *Samples, streams *Streams, thr
 		return OverCapacity, "starved: no output token in the window"
 	}
 	if attempted := s.Requests - s.Canceled; attempted > 0 && float64(s.Failed) > threshold*float64(attempted) {
-		return Failed, fmt.Sprintf("%d of %d requests failed (%s)", s.Failed, attempted, kinds(kindNames(s.Errors)))
+		return Failed, fmt.Sprintf("%d of %d requests failed (%s)", s.Failed, attempted, kinds(s.Errors))
 	}
 	if why := queued(n, samples, streams); why != "" {
 		return RequestsQueued, why
@@ -384,21 +385,16 @@ func explain(c *Cell, m *Measurement, coldTTFT time.Duration) []string {
 	return notes
 }
 
-func kinds(k map[string]int) string {
+func kinds(k map[metrics.ErrorKind]int) string {
 	var parts []string
-	for _, name := range slices.Sorted(maps.Keys(k)) {
-		parts = append(parts, fmt.Sprintf("%s %d", name, k[name]))
+	for _, kind := range slices.SortedFunc(maps.Keys(k), byName) {
+		parts = append(parts, fmt.Sprintf("%s %d", kind, k[kind]))
 	}
 	return strings.Join(parts, ", ")
 }
 
-func kindNames(k map[metrics.ErrorKind]int) map[string]int {
-	out := make(map[string]int, len(k))
-	for kind, n := range k {
-		out[kind.String()] = n
-	}
-	return out
-}
+// byName orders error kinds by their names.
+func byName(a, b metrics.ErrorKind) int { return cmp.Compare(a.String(), b.String()) }
 
 // classifyScout decides a cell or prefill row whose scout failed after
 // its retries.

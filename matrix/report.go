@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/metrics"
 )
 
 // What the reports say about the statuses and the numbers, in the seed
@@ -521,17 +522,17 @@ func reasonSuffix(reason string) string {
 }
 
 // errorKinds lists error counts by kind, most frequent first:
-// "http_500 ×5, stall ×3".
-func errorKinds(kinds map[string]int) string {
-	keys := slices.SortedFunc(maps.Keys(kinds), func(a, b string) int {
+// "server_status ×5, stall ×3".
+func errorKinds(kinds map[metrics.ErrorKind]int) string {
+	keys := slices.SortedFunc(maps.Keys(kinds), func(a, b metrics.ErrorKind) int {
 		if c := cmp.Compare(kinds[b], kinds[a]); c != 0 {
 			return c
 		}
-		return cmp.Compare(a, b)
+		return byName(a, b)
 	})
 	s := make([]string, len(keys))
 	for i, k := range keys {
-		s[i] = cleanText(k) + " ×" + fmtInt(kinds[k])
+		s[i] = k.String() + " ×" + fmtInt(kinds[k])
 	}
 	return strings.Join(s, ", ")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/metrics"
 )
 
 // seedCSV is the seed's measurements.csv, copied from the seed page.
@@ -172,9 +173,9 @@ func simulatedResults() *Results {
 		},
 		Cells: []Cell{
 			{ContextTokens: 0, Concurrency: 1, Status: Valid, Requests: 1, Measurement: meas(81.2, 81.6, 80.6, 12.25, 1, 2_436)},
-			{ContextTokens: 0, Concurrency: 4, Status: Valid, Requests: 4, Errors: 1, ErrorKinds: map[string]int{"stall": 1}, Measurement: limited},
+			{ContextTokens: 0, Concurrency: 4, Status: Valid, Requests: 4, Errors: 1, ErrorKinds: map[metrics.ErrorKind]int{metrics.KindStall: 1}, Measurement: limited},
 			{ContextTokens: 0, Concurrency: 16, Status: Failed, Reason: "more than half of the requests failed | <script>alert(1)</script>",
-				Requests: 20, Errors: 12, ErrorKinds: map[string]int{"http_500": 9, "truncated": 3}, Measurement: failed},
+				Requests: 20, Errors: 12, ErrorKinds: map[metrics.ErrorKind]int{metrics.KindServerStatus: 9, metrics.KindTruncated: 3}, Measurement: failed},
 			{ContextTokens: 16 * K, Concurrency: 1, Status: Valid, PromptTokens: 16_800, Requests: 1, Measurement: partial},
 			{ContextTokens: 16 * K, Concurrency: 4, Status: RequestsQueued, Reason: "a waiting request was sampled", PromptTokens: 16_800, Requests: 3, Measurement: queued},
 			{ContextTokens: 16 * K, Concurrency: 16, Status: OverCapacity,

@@ -19,7 +19,7 @@ func FuzzReports(f *testing.F) {
 	}
 	f.Add([]byte(`{"schema":"llmload.matrix/v1","spec":{"contexts":[0],"concurrency":[0,1]},"cells":[` +
 		`{"context_tokens":0,"concurrency":0,"status":"valid","total_tok_s":1e308,"per_request_tok_s":-5,"ttft_ms":{"p50":1e-300}},` +
-		`{"context_tokens":-1,"concurrency":1,"status":"failed","error_kinds":{"\u001b[31m<b>":3},"errors":3}]}`))
+		`{"context_tokens":-1,"concurrency":1,"status":"failed","error_kinds":{"stall":2,"server_status":1},"errors":3}]}`))
 	f.Add([]byte(`{"schema":"llmload.matrix/v1","cells":[` +
 		`{"context_tokens":0,"concurrency":1,"status":"valid","total_tok_s":1.7e308,"per_request_tok_s":1e-320},` +
 		`{"context_tokens":0,"concurrency":2,"status":"valid","total_tok_s":4.9e-324,"per_request_tok_s":1.7e308}]}`))

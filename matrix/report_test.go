@@ -117,7 +117,7 @@ func TestWriteTableSimulated(t *testing.T) {
 	assert.Contains(t, out, "Not run")
 	assert.Contains(t, out, "66.3*")
 	assert.Contains(t, out, "275.5†")
-	assert.Contains(t, out, "12 of 20 requests failed (http_500 ×9, truncated ×3)")
+	assert.Contains(t, out, "12 of 20 requests failed (server_status ×9, truncated ×3)")
 	assert.NotContains(t, out, "\x1b", "control characters from the server are removed")
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/metrics"
 )
 
 // Schema names the version of the results document. Readers refuse a
@@ -72,9 +73,9 @@ type Prefill struct {
 	PromptTokS float64 `json:"prompt_tok_s"`
 	// Requests counts the requests sent for the row (retries included);
 	// Errors those that failed, ErrorKinds by kind.
-	Requests   int            `json:"requests,omitempty"`
-	Errors     int            `json:"errors,omitempty"`
-	ErrorKinds map[string]int `json:"error_kinds,omitempty"`
+	Requests   int                       `json:"requests,omitempty"`
+	Errors     int                       `json:"errors,omitempty"`
+	ErrorKinds map[metrics.ErrorKind]int `json:"error_kinds,omitempty"`
 	// Error says why there is no measurement, if there is none.
 	Error string `json:"error,omitempty"`
 }
@@ -103,9 +104,9 @@ type Cell struct {
 	// Requests counts requests sent in the cell: the scout (with its
 	// retries), the warm-up and the window. Errors counts those that
 	// failed, ErrorKinds by kind, the scout's too.
-	Requests   int            `json:"requests"`
-	Errors     int            `json:"errors"`
-	ErrorKinds map[string]int `json:"error_kinds,omitempty"`
+	Requests   int                       `json:"requests"`
+	Errors     int                       `json:"errors"`
+	ErrorKinds map[metrics.ErrorKind]int `json:"error_kinds,omitempty"`
 
 	// Measurement is nil for a cell that was not measured.
 	*Measurement

@@ -355,7 +355,7 @@ type cellRun struct {
 // tally counts requests and their failures by kind.
 type tally struct {
 	requests, errors int
-	kinds            map[string]int
+	kinds            map[metrics.ErrorKind]int
 }
 
 func (t *tally) add(tl *metrics.Timeline) {
@@ -365,9 +365,9 @@ func (t *tally) add(tl *metrics.Timeline) {
 	}
 	t.errors++
 	if t.kinds == nil {
-		t.kinds = map[string]int{}
+		t.kinds = map[metrics.ErrorKind]int{}
 	}
-	t.kinds[tl.Kind.String()]++
+	t.kinds[tl.Kind]++
 }
 
 func (t *tally) merge(o tally) {
@@ -375,7 +375,7 @@ func (t *tally) merge(o tally) {
 	t.errors += o.errors
 	for k, n := range o.kinds {
 		if t.kinds == nil {
-			t.kinds = map[string]int{}
+			t.kinds = map[metrics.ErrorKind]int{}
 		}
 		t.kinds[k] += n
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/metrics"
 )
 
 // ollamaLike serves the simulator the way Ollama serves a model: no
@@ -298,7 +299,7 @@ func TestEveryThirdRequestFails(t *testing.T) {
 		assert.Positive(t, c.TotalTokS)
 		share := float64(c.Errors) / float64(c.Requests)
 		assert.InDelta(t, 1.0/3, share, 0.1, "%d of %d failed", c.Errors, c.Requests)
-		assert.Equal(t, c.Errors, c.ErrorKinds["server_status"], "every failure counted by kind")
+		assert.Equal(t, c.Errors, c.ErrorKinds[metrics.KindServerStatus], "every failure counted by kind")
 	}
 	require.Len(t, res.Prefill, 1)
 	assert.Equal(t, matrix.Valid, res.Prefill[0].Status, res.Prefill[0].Reason)
