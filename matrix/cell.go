@@ -41,7 +41,7 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	w := *spec.Warmup
 	var rec metrics.Recorder
 	if spec.SLO != nil {
-		rec.SLO = metrics.SLO{TTFT: cr.r.wall(time.Duration(spec.SLO.TTFT)), TPOT: cr.r.wall(time.Duration(spec.SLO.TPOT)), Latency: cr.r.wall(time.Duration(spec.SLO.Latency))}
+		rec.SLO = metrics.SLO{TTFT: cr.r.wall(spec.SLO.TTFT), TPOT: cr.r.wall(spec.SLO.TPOT), Latency: cr.r.wall(spec.SLO.Latency)}
 	}
 	streams := newStreamTracker(n)
 	warm := &warmup{

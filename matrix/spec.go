@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/metrics"
 )
 
 // K is the unit of context lengths in the matrix: 16K is 16,384 tokens.
@@ -102,8 +103,9 @@ type Spec struct {
 	MaxTokens int     `json:"max_tokens"`
 	Warmup    *Warmup `json:"warmup,omitempty"`
 
-	// SLO, if set, adds goodput to every cell.
-	SLO *SLO `json:"slo,omitempty"`
+	// SLO, if set, adds goodput to every cell; its objectives are in the
+	// server's own time (see Runner.Speed).
+	SLO *metrics.SLO `json:"slo,omitempty"`
 	// ErrorThreshold is the share of failed requests above which a cell is
 	// Failed; 0 means DefaultErrorThreshold.
 	ErrorThreshold float64 `json:"error_threshold,omitempty"`
@@ -115,14 +117,6 @@ type Spec struct {
 	// requests than the server runs at once): they are Requests queued by
 	// prediction. By default they are measured.
 	SkipQueued bool `json:"skip_queued,omitempty"`
-}
-
-// SLO holds optional objectives; a request meets them when it completed
-// within each one set.
-type SLO struct {
-	TTFT    Duration `json:"ttft,omitempty"`
-	TPOT    Duration `json:"tpot,omitempty"`
-	Latency Duration `json:"latency,omitempty"`
 }
 
 // WithDefaults returns a copy of s with every zero field set to its

@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/metrics"
 )
 
 // TestSpecMistakes: a spec that cannot work is refused by Run before any
@@ -46,7 +47,7 @@ func TestSpecMistakes(t *testing.T) {
 		{"negative max tokens", func(s *matrix.Spec) { s.MaxTokens = -1 }, "MaxTokens"},
 		{"a threshold that is not a share", func(s *matrix.Spec) { s.ErrorThreshold = math.NaN() }, "ErrorThreshold"},
 		{"a negative warm-up", func(s *matrix.Spec) { s.Warmup = &matrix.Warmup{Flow: -1} }, "Warmup.Flow"},
-		{"a negative objective", func(s *matrix.Spec) { s.SLO = &matrix.SLO{TTFT: -1} }, "SLO"},
+		{"a negative objective", func(s *matrix.Spec) { s.SLO = &metrics.SLO{TTFT: -1} }, "SLO"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := ok()

@@ -7,27 +7,6 @@ import (
 	"time"
 )
 
-// SLO holds optional service-level objectives. A zero field is not checked.
-// A request meets the SLO when it completed and every set objective holds.
-type SLO struct {
-	TTFT    time.Duration `json:"ttft,omitempty"`
-	TPOT    time.Duration `json:"tpot,omitempty"`
-	Latency time.Duration `json:"latency,omitempty"`
-}
-
-// IsZero reports whether no objective is set.
-func (s SLO) IsZero() bool { return s == SLO{} }
-
-// Met reports whether tl completed within every set objective.
-func (s SLO) Met(tl *Timeline) bool {
-	if !tl.OK() {
-		return false
-	}
-	return (s.TTFT == 0 || tl.TTFT() <= s.TTFT) &&
-		(s.TPOT == 0 || tl.TPOT() <= s.TPOT) &&
-		(s.Latency == 0 || tl.Latency() <= s.Latency)
-}
-
 // numShards is how many histograms share the per-token gaps. Each request's
 // gaps go to one shard, buffered in its Timeline, so a lock is taken once per
 // gapBufLen chunks, on one of several locks.

@@ -58,6 +58,7 @@ import (
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/metrics"
 )
 
 // DefaultSpeed is the simulator's speed factor when none is given: fast
@@ -149,7 +150,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	o.spec.Warmup = &matrix.Warmup{Min: matrix.Duration(*warmMin), Flow: matrix.Duration(*warmFlow),
 		Timeout: matrix.Duration(*warmTimeout), PerContextK: matrix.Duration(*warmPerK)}
 	if *sloTTFT > 0 || *sloTPOT > 0 || *sloLatency > 0 {
-		o.spec.SLO = &matrix.SLO{TTFT: matrix.Duration(*sloTTFT), TPOT: matrix.Duration(*sloTPOT), Latency: matrix.Duration(*sloLatency)}
+		o.spec.SLO = &metrics.SLO{TTFT: *sloTTFT, TPOT: *sloTPOT, Latency: *sloLatency}
 	}
 	if *kv > 0 || *maxSeqs > 0 || *maxLen > 0 {
 		o.spec.Limits = &capacity.Limits{KVTokens: *kv, MaxRunning: *maxSeqs, MaxModelLen: *maxLen, Source: "flags"}

@@ -1,0 +1,67 @@
+package metrics
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// SLO holds optional service-level objectives. A zero field is not checked.
+// A request meets the SLO when it completed and every set objective holds.
+//
+// As JSON, each objective set is a duration string as [time.Duration.String]
+// writes it and [time.ParseDuration] reads it: {"ttft":"250ms"}.
+type SLO struct {
+	TTFT    time.Duration
+	TPOT    time.Duration
+	Latency time.Duration
+}
+
+// IsZero reports whether no objective is set.
+func (s SLO) IsZero() bool { return s == SLO{} }
+
+// Met reports whether tl completed within every set objective.
+func (s SLO) Met(tl *Timeline) bool {
+	if !tl.OK() {
+		return false
+	}
+	return (s.TTFT == 0 || tl.TTFT() <= s.TTFT) &&
+		(s.TPOT == 0 || tl.TPOT() <= s.TPOT) &&
+		(s.Latency == 0 || tl.Latency() <= s.Latency)
+}
+
+// sloJSON is an SLO as JSON.
+type sloJSON struct {
+	TTFT    durationText `json:"ttft,omitempty"`
+	TPOT    durationText `json:"tpot,omitempty"`
+	Latency durationText `json:"latency,omitempty"`
+}
+
+// MarshalJSON writes the objectives set, each as a duration string.
+func (s SLO) MarshalJSON() ([]byte, error) {
+	return json.Marshal(sloJSON{durationText(s.TTFT), durationText(s.TPOT), durationText(s.Latency)})
+}
+
+// UnmarshalJSON reads objectives written by MarshalJSON.
+func (s *SLO) UnmarshalJSON(b []byte) error {
+	var j sloJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*s = SLO{TTFT: time.Duration(j.TTFT), TPOT: time.Duration(j.TPOT), Latency: time.Duration(j.Latency)}
+	return nil
+}
+
+// durationText is a duration written as a string: "1.5s".
+type durationText time.Duration
+
+func (d durationText) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+func (d *durationText) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("metrics: SLO: %w", err)
+	}
+	*d = durationText(v)
+	return nil
+}
