@@ -327,7 +327,7 @@ func (s *soak) final(samples []Sample, r *loadgen.Run, rec *metrics.Recorder) Fi
 		f.Health = &r.Health
 	}
 	f.Requests, f.Failed, f.Canceled = sum.Requests, sum.Failed, sum.Canceled
-	f.Errors = errorCounts(sum.Errors)
+	f.Errors = sum.Errors
 	last := samples[len(samples)-1]
 	f.Elapsed = last.Elapsed
 	f.Tokens = last.Tokens
@@ -342,17 +342,6 @@ func (s *soak) final(samples []Sample, r *loadgen.Run, rec *metrics.Recorder) Fi
 	return f
 }
 
-func errorCounts(m map[metrics.ErrorKind]int) map[string]int {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]int, len(m))
-	for k, n := range m {
-		out[k.String()] = n
-	}
-	return out
-}
-
 // writeProfiles writes the heap profiles asked for by -memprofile.
 func (s *soak) writeProfiles() error {
 	if err := writeHeapProfile(s.memProfile); err != nil {
@@ -365,13 +354,13 @@ func (s *soak) writeProfiles() error {
 }
 
 // fmtErrors formats failed requests by kind, "none" if there are none.
-func fmtErrors(m map[string]int) string {
+func fmtErrors(m map[metrics.ErrorKind]int) string {
 	if len(m) == 0 {
 		return "none"
 	}
 	var b strings.Builder
 	for _, k := range metrics.Kinds() {
-		if n := m[k.String()]; n > 0 {
+		if n := m[k]; n > 0 {
 			if b.Len() > 0 {
 				b.WriteByte(' ')
 			}

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/metrics"
 )
 
 func TestMain(m *testing.M) {
@@ -240,3 +241,17 @@ func TestJudgeFlat(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestErrorsByKindName: failures are counted by metrics.ErrorKind and
+// written by the kinds' names, in the JSON report and in the text.
+func TestErrorsByKindName(t *testing.T) {
+	f := Final{Errors: map[metrics.ErrorKind]int{metrics.KindStall: 2, metrics.KindConnect: 1}}
+	b, err := json.Marshal(f)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"errors":{"connect":1,"stall":2}`)
+	var back Final
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, f.Errors, back.Errors)
+	assert.Equal(t, "connect=1 stall=2", fmtErrors(f.Errors))
+	assert.Equal(t, "none", fmtErrors(nil))
+}

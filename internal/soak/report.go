@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/metrics"
 )
 
 // Whether RSS stayed flat.
@@ -86,11 +87,11 @@ type Final struct {
 	Samples int    `json:"samples"`
 	// Launched counts requests sent; Requests those that ended, of which
 	// Failed failed (by kind in Errors) and Canceled were cut at the end.
-	Launched int            `json:"launched"`
-	Requests int            `json:"requests"`
-	Failed   int            `json:"failed"`
-	Canceled int            `json:"canceled"`
-	Errors   map[string]int `json:"errors,omitempty"`
+	Launched int                       `json:"launched"`
+	Requests int                       `json:"requests"`
+	Failed   int                       `json:"failed"`
+	Canceled int                       `json:"canceled"`
+	Errors   map[metrics.ErrorKind]int `json:"errors,omitempty"`
 	// Tokens counts the tokens received, TokensPerSec per second of the
 	// run, ramp included; NominalTokensPerSec is what the simulator's fast
 	// profile would produce for every stream at once (0 with -url).

@@ -82,7 +82,7 @@ type Sample struct {
 	TokensPerSec    float64 `json:"tok_s"`
 	CumTokensPerSec float64 `json:"cum_tok_s"`
 	// Errors counts failed requests by kind since the start.
-	Errors map[string]int `json:"errors,omitempty"`
+	Errors map[metrics.ErrorKind]int `json:"errors,omitempty"`
 }
 
 // sampler takes the samples of a run.
@@ -112,7 +112,7 @@ func (sm *sampler) take(p loadgen.Progress) Sample {
 	}
 	s.Client.runtimeStats = readRuntime()
 	if p.Failed > 0 {
-		s.Errors = errorCounts(sm.rec.Summary().Errors)
+		s.Errors = sm.rec.Summary().Errors
 	}
 	if sm.sim != nil {
 		sp := readProc(sm.sim.pid)
