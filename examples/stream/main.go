@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/metrics"
 )
 
 func main() {
@@ -38,23 +39,23 @@ func main() {
 
 // result is the -json output.
 type result struct {
-	TTFTms           float64   `json:"ttft_ms"`
-	HeadersMs        float64   `json:"headers_ms"`
-	LatencyMs        float64   `json:"latency_ms"`
-	OutputTokens     int       `json:"output_tokens"`
-	ContentChunks    int       `json:"content_chunks"`
-	ExtraTokens      int       `json:"extra_tokens"`
-	TokenSource      string    `json:"token_source"`
-	PromptTokens     int       `json:"prompt_tokens"`
-	CompletionTokens int       `json:"completion_tokens"`
-	CachedTokens     int       `json:"cached_tokens"`
-	FinishReason     string    `json:"finish_reason"`
-	Done             bool      `json:"done"`
-	ErrorKind        string    `json:"error_kind"`
-	Error            string    `json:"error"`
-	Text             string    `json:"text"`
-	Reasoning        string    `json:"reasoning,omitempty"`
-	ChunkTimesMs     []float64 `json:"chunk_times_ms"`
+	TTFTms           float64             `json:"ttft_ms"`
+	HeadersMs        float64             `json:"headers_ms"`
+	LatencyMs        float64             `json:"latency_ms"`
+	OutputTokens     int                 `json:"output_tokens"`
+	ContentChunks    int                 `json:"content_chunks"`
+	ExtraTokens      int                 `json:"extra_tokens"`
+	TokenSource      metrics.TokenSource `json:"token_source"`
+	PromptTokens     int                 `json:"prompt_tokens"`
+	CompletionTokens int                 `json:"completion_tokens"`
+	CachedTokens     int                 `json:"cached_tokens"`
+	FinishReason     string              `json:"finish_reason"`
+	Done             bool                `json:"done"`
+	ErrorKind        metrics.ErrorKind   `json:"error_kind"`
+	Error            string              `json:"error"`
+	Text             string              `json:"text"`
+	Reasoning        string              `json:"reasoning,omitempty"`
+	ChunkTimesMs     []float64           `json:"chunk_times_ms"`
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -103,9 +104,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	r := result{
 		OutputTokens: resp.OutputTokens(), ContentChunks: resp.Chunks, ExtraTokens: resp.ExtraTokens,
-		TokenSource: resp.Source.String(), PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens,
+		TokenSource: resp.Source, PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens,
 		CachedTokens: resp.CachedTokens, FinishReason: resp.FinishReason, Done: resp.Done,
-		ErrorKind: resp.Kind.String(), Text: resp.Text, Reasoning: resp.Reasoning,
+		ErrorKind: resp.Kind, Text: resp.Text, Reasoning: resp.Reasoning,
 		TTFTms: ms(resp.TTFT()), LatencyMs: ms(resp.Latency()), ChunkTimesMs: []float64{},
 	}
 	if err != nil {

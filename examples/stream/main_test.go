@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/metrics"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -39,7 +40,8 @@ func testStreamJSON(t *testing.T, transport string) {
 	assert.Equal(t, 12, r.CompletionTokens)
 	assert.Equal(t, 3+loadgentest.ChatMessageTokens+loadgentest.ChatReplyTokens, r.PromptTokens)
 	assert.Equal(t, "length", r.FinishReason)
-	assert.Equal(t, "usage_deltas", r.TokenSource)
+	assert.Equal(t, metrics.SourceUsageDeltas, r.TokenSource)
+	assert.Contains(t, out.String(), `"token_source": "usage_deltas"`)
 	assert.Empty(t, r.ErrorKind)
 	assert.Len(t, r.ChunkTimesMs, r.ContentChunks)
 	assert.Positive(t, r.TTFTms)
@@ -55,7 +57,8 @@ func TestStreamFailureExitsOne(t *testing.T) {
 	assert.Equal(t, 1, code)
 	var r result
 	require.NoError(t, json.Unmarshal(out.Bytes(), &r), "the JSON is printed on failure too")
-	assert.Equal(t, "truncated", r.ErrorKind)
+	assert.Equal(t, metrics.KindTruncated, r.ErrorKind)
+	assert.Contains(t, out.String(), `"error_kind": "truncated"`)
 	assert.Equal(t, 3, r.OutputTokens)
 	assert.NotEmpty(t, r.Error)
 
