@@ -61,7 +61,7 @@ type typeError struct {
 
 func (e *typeError) Error() string { return e.field + " is not " + e.want }
 
-// fail records a syntax error at the current offset, unless an error came
+// fail records a syntax error at the current offset, unless one came
 // first.
 func (s *scanner) fail(msg string) {
 	if s.err == nil {
@@ -82,7 +82,8 @@ func (s *scanner) refuse(field, want string) {
 // A name with escapes is decoded (it allocates); others are slices of the
 // payload. A null is an object with no members; any other value is read
 // and refused (field is not an object). The walk ends at the closing brace
-// or at the first syntax error.
+// or at the first syntax error; a loop over it must not break, or the rest
+// of the object is left unread.
 func (s *scanner) object(field string) iter.Seq[[]byte] {
 	return func(yield func([]byte) bool) {
 		if !s.open('{', field, "an object") {
