@@ -52,7 +52,8 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 		// after another, waits for a place, not for prefill. (A server with
 		// a prefix cache per slot, as llama.cpp's and Ollama's, prefills the
 		// prompt again in every slot the scout did not warm.)
-		queueAfter: cr.r.wall(time.Duration(w.Flow)) + 2*time.Duration(n)*max(p.coldTTFT, sc.ttft),
+		queueAfter: cr.r.wall(time.Duration(w.Flow)) + time.Duration(n)*max(p.coldTTFT, sc.ttft),
+		knownCap:   cr.queueCap,
 	}
 	g := &loadgen.Generator{
 		Client: cr.client, Concurrency: n, Recorder: &rec,
@@ -103,6 +104,9 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 		m.WarmupEnded = warm.timedOut(run.Warmup)
 	}
 	c.Status, c.Reason = classify(c, run, samples, m.Streams, spec.ErrorThreshold)
+	if c.Status == RequestsQueued {
+		cr.learnCap(c.Concurrency, samples, m.Streams)
+	}
 	m.Notes = explain(c, m, time.Duration(float64(p.coldTTFT)*cr.r.speed()))
 	stuck := runErr != nil && context.Cause(cellCtx) == errStuck && ctx.Err() == nil
 	if stuck {
@@ -128,9 +132,11 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 // server reports requests waiting throughout Flow, or (where it publishes
 // no waiting count) the streams decoding at once stayed below the
 // concurrency, with others waiting for a first token, for longer than
-// prefilling every stream's prompt in turn would take.
+// prefilling every stream's prompt in turn would take, or for Flow at the
+// number an earlier cell found the server runs at once.
 type warmup struct {
 	n          int
+	knownCap   int // the most requests the server ran at once in an earlier queued cell; 0 unknown
 	streams    *streamTracker
 	sampler    *Sampler
 	speed      float64
@@ -163,6 +169,11 @@ func (w *warmup) until(loadgen.Progress) bool {
 	if !w.waitingSince.IsZero() && w.lastSample.Sub(w.waitingSince) >= w.flow {
 		w.reason = fmt.Sprintf("the server kept at least %.0f of %d requests waiting for %.1f s: it runs fewer at once and queues the rest",
 			w.waiting, w.n, w.lastSample.Sub(w.waitingSince).Seconds()*w.speed)
+		return true
+	}
+	if d, at := w.streams.capped(now); w.knownCap > 0 && at == w.knownCap && d >= w.flow {
+		w.reason = fmt.Sprintf("at most %d of %d streams decoded at once for %.1f s while the others waited for a first token, as many as the server ran at once in an earlier cell: it queues the rest",
+			at, w.n, d.Seconds()*w.speed)
 		return true
 	}
 	if d, at := w.streams.capped(now); d >= w.queueAfter {
@@ -243,6 +254,22 @@ func (cr *cellRun) watch(ctx context.Context, g *loadgen.Generator, streams *str
 			fmt.Fprintf(cr.r.Progress, "\rcell %d/%d  %s × %d  %-8s %s  %.1f tok/s  %d/%d streams decoding   ",
 				index, total, FormatTokens(c.ContextTokens), c.Concurrency, p.Phase, left, lastRate.rate, p.WithToken, c.Concurrency)
 		}
+	}
+}
+
+// learnCap keeps the most requests the server ran at once in a queued
+// cell of n streams, from its running count or the client's timeline, for
+// later cells' warm-ups.
+func (cr *cellRun) learnCap(n int, samples *Samples, streams *Streams) {
+	cap := 0
+	switch {
+	case samples != nil && samples.PeakRunning > 0:
+		cap = int(samples.PeakRunning)
+	case streams != nil:
+		cap = streams.PeakDecoding
+	}
+	if cap > 0 && cap < n {
+		cr.queueCap = cap
 	}
 }
 

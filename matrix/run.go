@@ -350,6 +350,9 @@ type cellRun struct {
 	// sizing tallies the failures of calibration requests, for the first
 	// row or cell that needed the calibration.
 	sizing tally
+	// queueCap is the most requests the server ran at once in the last
+	// cell found queued; 0 until one is.
+	queueCap int
 }
 
 // tally counts requests and their failures by kind.

@@ -255,14 +255,15 @@ func TestShortRequestsOnAPacedServer(t *testing.T) {
 // once, queues the rest and publishes no metrics: cells up to two streams
 // are Valid, beyond it Requests queued, judged from the client's own view
 // (streams decoding at once held at two while others waited), and the
-// warm-up ends without waiting for its timeout.
+// warm-up ends without waiting for its timeout; once a cell has found the
+// cap, a later one's warm-up ends as soon as it is held there.
 func TestQueuedFromTheClientsTimeline(t *testing.T) {
 	p := loadgentest.FastProfile()
 	p.Speed = 5
 	p.MaxNumSeqs = 2
 	srv := newOllamaLike(t, p, &ollamaLike{})
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
-		Contexts: []int{0}, Concurrency: []int{1, 2, 4}, Prefill: []int{},
+		Contexts: []int{0}, Concurrency: []int{1, 2, 4, 8}, Prefill: []int{},
 		Duration: matrix.Duration(3 * time.Second), MaxTokens: 100, Warmup: quickWarmup}
 	res, log := runMatrix(t, spec, srv)
 	for _, c := range res.Cells {
@@ -275,8 +276,11 @@ func TestQueuedFromTheClientsTimeline(t *testing.T) {
 			continue
 		}
 		assert.Equal(t, matrix.RequestsQueued, c.Status, "×%d: %s\n%s", c.Concurrency, c.Reason, log)
-		assert.Contains(t, c.Reason, "at most 2 of 4 streams decoded at once")
+		assert.Contains(t, c.Reason, fmt.Sprintf("at most 2 of %d streams decoded at once", c.Concurrency))
 		assert.Equal(t, 2, c.Streams.PeakDecoding)
+		if c.Concurrency == 8 {
+			assert.Contains(t, c.WarmupEnded, "as many as the server ran at once in an earlier cell", "the ×4 cell found the cap")
+		}
 		require.NotEmpty(t, c.Notes, "a total below per request × streams is explained")
 		assert.Contains(t, c.Notes[0], "the streams decoded")
 	}
