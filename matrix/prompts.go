@@ -72,6 +72,7 @@ type PromptSizer struct {
 	Method string
 
 	calibrated bool
+	calibErr   error   // why the calibration failed, once it has
 	perWord    float64 // tokens per filler word, when calibrated
 	base       float64 // tokens of a request with no filler words, when calibrated
 }
@@ -116,8 +117,14 @@ func (p *PromptSizer) Build(ctx context.Context, target int, head string, seed u
 		}
 	}
 	p.Method = SizedByUsage
+	if p.calibErr != nil {
+		return "", 0, p.calibErr
+	}
 	if !p.calibrated {
 		if err := p.calibrate(ctx, head, seed); err != nil {
+			if ctx.Err() == nil {
+				p.calibErr = err // a server that cannot be calibrated is not asked again
+			}
 			return "", 0, err
 		}
 	}
@@ -256,10 +263,10 @@ func (p *PromptSizer) count(ctx context.Context, text string) (int, error) {
 }
 
 // Calibration sizes: a small request, then one of about calibrateTokens
-// tokens (at most a quarter of max_model_len), then one of half its words
-// to check that the server counted the larger one in full.
+// tokens (at most half of max_model_len), then one of half its words to
+// check that the server counted the larger one in full.
 const (
-	calibrateSmallWords = 32
+	calibrateSmallWords = 16
 	calibrateTokens     = 1024
 	// linearTolerance is how much lower the tokens per word of the larger
 	// request's second half may be than its first half's: random words
@@ -296,12 +303,12 @@ func (p *PromptSizer) calibrate(ctx context.Context, head string, seed uint64) e
 	}
 	budget := calibrateTokens
 	if p.MaxModelLen > 0 {
-		budget = min(budget, p.MaxModelLen/4)
+		budget = min(budget, p.MaxModelLen/2)
 	}
 	large := max(small*budget/max(a, 1), 2*small)
 	for range 4 {
-		if large < 4*small {
-			break
+		if large < 3*small {
+			return fmt.Errorf("%w: no calibration request of %d words or more fit whole in the server's context (%d words counted %d tokens)", ErrUnsizable, 3*small, small, a)
 		}
 		b, err := usage(large)
 		if err != nil {
