@@ -240,7 +240,9 @@ func discover(ctx context.Context, url string, timeout time.Duration) (*capacity
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	sec := loadgen.NewRedactor(url)
-	d, err := capacity.Discover(ctx, &http.Client{}, url)
+	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	defer hc.CloseIdleConnections()
+	d, err := capacity.Discover(ctx, hc, url)
 	if err != nil {
 		return nil, sec.Error(err)
 	}
