@@ -25,8 +25,8 @@ import (
 // the server's API base URL (such as http://127.0.0.1:11434/v1), with
 // LLMLOAD_REAL_MODEL its model and LLMLOAD_REAL_SLOTS the number of
 // requests it runs at once (Ollama's OLLAMA_NUM_PARALLEL, llama.cpp's
-// --parallel), which engines do not all publish. The repository's
-// ../shared/realserver/setup.sh starts one: Ollama serving a tiny model.
+// --parallel), which engines do not all publish: for example Ollama with
+// OLLAMA_NUM_PARALLEL=4 serving a small model.
 //
 // With short requests (128 tokens) and both APIs: every cell and prefill
 // row that fits reports the prompt size the server counted within 5% of its

@@ -13,8 +13,7 @@ import (
 
 // realServer returns the URL and model of a real server to test against,
 // from LLMLOAD_REAL_URL (an API base URL such as http://127.0.0.1:11434/v1)
-// and LLMLOAD_REAL_MODEL, or skips the test. The repository's
-// ../shared/realserver/setup.sh starts one (Ollama serving a tiny model).
+// and LLMLOAD_REAL_MODEL, or skips the test.
 func realServer(t *testing.T) (url, model string) {
 	t.Helper()
 	url = os.Getenv("LLMLOAD_REAL_URL")
