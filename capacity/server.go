@@ -45,8 +45,9 @@ func (e *statusError) Error() string {
 	return fmt.Sprintf("capacity: %s %s returned %d: %s", e.method, e.url, e.statusCode, strings.Join(strings.Fields(e.body), " "))
 }
 
-// errProbeTimeout is the cause of a probe that got no answer in time.
-var errProbeTimeout = errors.New("no answer in time")
+// ErrNoAnswer reports a request of Discover's that got no answer within
+// DefaultProbeTimeout: a server that accepts connections and says nothing.
+var ErrNoAnswer = errors.New("capacity: no answer in time")
 
 // Engine identifies an inference server.
 type Engine uint8
@@ -216,7 +217,7 @@ func (p *prober) do(method, path string, reqBody []byte) (body []byte, ok bool) 
 		}
 		p.probes = append(p.probes, pr)
 	}()
-	ctx, cancel := context.WithTimeoutCause(p.ctx, probeTimeout, errProbeTimeout)
+	ctx, cancel := context.WithTimeoutCause(p.ctx, probeTimeout, ErrNoAnswer)
 	defer cancel()
 	var rd io.Reader
 	if reqBody != nil {
@@ -236,9 +237,9 @@ func (p *prober) do(method, path string, reqBody []byte) (body []byte, ok bool) 
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
-		if context.Cause(ctx) == errProbeTimeout && p.ctx.Err() == nil {
+		if context.Cause(ctx) == ErrNoAnswer && p.ctx.Err() == nil {
 			p.silent = true
-			err = fmt.Errorf("%w (%v)", errProbeTimeout, probeTimeout)
+			err = fmt.Errorf("%w (%v)", ErrNoAnswer, probeTimeout)
 		}
 		pr.Err = fmt.Errorf("capacity: %s %s: %w", method, shown, err) // net/http's *url.Error redacts the password too
 		return nil, false
@@ -248,9 +249,9 @@ func (p *prober) do(method, path string, reqBody []byte) (body []byte, ok bool) 
 	pr.Status = resp.StatusCode
 	body, err = io.ReadAll(io.LimitReader(resp.Body, maxProbeBody))
 	if err != nil {
-		if context.Cause(ctx) == errProbeTimeout && p.ctx.Err() == nil {
+		if context.Cause(ctx) == ErrNoAnswer && p.ctx.Err() == nil {
 			p.silent = true
-			err = fmt.Errorf("%w (%v)", errProbeTimeout, probeTimeout)
+			err = fmt.Errorf("%w (%v)", ErrNoAnswer, probeTimeout)
 		}
 		pr.Err = fmt.Errorf("capacity: %s %s: %w", method, shown, err)
 		return nil, false

@@ -29,6 +29,8 @@ const (
 	// known, then ten times the time that rate gives.
 	DefaultScoutTimeout = 2 * time.Minute
 	ScoutTimePerToken   = 10 * time.Millisecond
+	// DefaultDiscoverTimeout bounds asking the server for its limits.
+	DefaultDiscoverTimeout = 30 * time.Second
 	// maxRetryAfter caps the wait a 429's Retry-After asks for.
 	maxRetryAfter = 30 * time.Second
 )
@@ -76,6 +78,11 @@ type Runner struct {
 	// ScoutRetries is how many times a scout that failed transiently is
 	// sent again; 0 means DefaultScoutRetries, negative none.
 	ScoutRetries int
+	// DiscoverTimeout bounds asking the server for its limits (each of its
+	// requests has capacity.DefaultProbeTimeout); 0 means
+	// DefaultDiscoverTimeout. A server that answers none of them in time
+	// ends the run before anything else is sent.
+	DiscoverTimeout time.Duration
 
 	// secrets removes the URL's password and the API key from what the run
 	// logs, saves and returns.
@@ -222,9 +229,24 @@ func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Result
 // publishes no context length: one short request loads it, and it is
 // asked again.
 func (r *Runner) discover(ctx context.Context, c *loadgen.Client, hc *http.Client, spec Spec, res *Results) (capacity.Limits, error) {
-	d, err := capacity.DiscoverModel(ctx, hc, spec.URL, spec.Model)
+	timeout := r.DiscoverTimeout
+	if timeout <= 0 {
+		timeout = DefaultDiscoverTimeout
+	}
+	dctx, cancel := context.WithTimeoutCause(ctx, timeout, capacity.ErrNoAnswer)
+	d, err := capacity.DiscoverModel(dctx, hc, spec.URL, spec.Model)
+	cancel()
 	if err != nil && ctx.Err() != nil {
 		return capacity.Limits{}, context.Cause(ctx)
+	}
+	if errors.Is(err, capacity.ErrNoAnswer) || (err != nil && dctx.Err() != nil && !answered(d)) {
+		// A server that takes a connection and says nothing would hold
+		// every request of the run as long as the client allows.
+		return capacity.Limits{}, fmt.Errorf("matrix: %s accepted a connection and answered nothing within %v: %w",
+			loadgen.RedactURL(spec.URL), min(timeout, capacity.DefaultProbeTimeout), capacity.ErrNoAnswer)
+	}
+	if dctx.Err() != nil {
+		r.logf("capacity: the server's limits took longer than %v to read; the rest are unknown", timeout)
 	}
 	if d != nil && d.Engine == capacity.EngineOllama && d.Limits.MaxModelLen == 0 {
 		r.logf("capacity: Ollama publishes its context length once the model is loaded: loading it")
@@ -268,6 +290,20 @@ func compatible(a, b Spec) error {
 			loadgen.RedactURL(a.URL), a.Model, a.API, a.MaxTokens, time.Duration(a.Duration))
 	}
 	return nil
+}
+
+// answered reports whether the server answered any of discovery's
+// requests.
+func answered(d *capacity.Discovery) bool {
+	if d == nil {
+		return false
+	}
+	for _, p := range d.Probes {
+		if p.Status != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // mergeCells keeps the decided cells of done (not partial) and plans the

@@ -66,12 +66,20 @@ func (t *streamTracker) everySlotFinished() bool {
 
 // observe records a reading at now: decoding streams have a first token,
 // waiting ones were sent and have none yet.
+//
+// The counts that decide a peak, a cap or every stream decoding at once
+// are held ones: the lesser of two readings in a row. A closed loop's
+// turnover can show one stream too many for a moment (the next request's
+// first token read before the last one's end), which a server that runs
+// only so many requests never does for long.
 func (t *streamTracker) observe(now time.Time, decoding, waiting int) {
 	decoding = min(max(decoding, 0), t.n)
 	waiting = max(waiting, 0)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.marked && !t.last.IsZero() && t.last.Before(t.end) {
+	first := t.last.IsZero()
+	held := min(decoding, t.lastDec) // held through the interval since the last reading
+	if t.marked && !first && t.last.Before(t.end) {
 		until := now
 		if until.After(t.end) {
 			until = t.end
@@ -80,21 +88,24 @@ func (t *streamTracker) observe(now time.Time, decoding, waiting int) {
 		t.total += dt
 		t.dec += float64(t.lastDec) * dt.Seconds()
 		t.wait += float64(t.lastWait) * dt.Seconds()
-		t.byDec[t.lastDec] += dt
+		t.byDec[held] += dt
 		if t.lastWait > 0 {
-			t.byDecW[t.lastDec] += dt
+			t.byDecW[held] += dt
 		}
 		t.samples++
 	}
 	t.last, t.lastDec, t.lastWait = now, decoding, waiting
-	if decoding >= t.n {
+	if first {
+		return
+	}
+	if held >= t.n {
 		t.sawAll = true
 	}
 	switch {
-	case decoding >= t.n || waiting == 0:
+	case held >= t.n || waiting == 0:
 		t.capSince, t.capAt = time.Time{}, 0
-	case t.capSince.IsZero() || decoding > t.capAt:
-		t.capSince, t.capAt = now, decoding // a new high: the server took another stream
+	case t.capSince.IsZero() || held > t.capAt:
+		t.capSince, t.capAt = now, held // a new high: the server took another stream
 	}
 }
 

@@ -48,14 +48,14 @@ func TestStreamTracker(t *testing.T) {
 			n:    16,
 			state: func(i int) (int, int) {
 				waiting := 1 + i%3 // 1, 2 or 3 in prefill
-				if i%50 == 0 {
-					waiting = 0
+				if i%50 < 3 {
+					waiting = 0 // for a few readings, none
 				}
 				return 16 - waiting, waiting
 			},
 			want: func(t *testing.T, s *Streams) {
 				assert.Equal(t, 16, s.PeakDecoding, "all decoded at once now and then")
-				assert.Less(t, s.AllShare, 0.05)
+				assert.Less(t, s.AllShare, 0.06)
 				assert.Zero(t, s.CappedShare, "not held below the concurrency")
 			},
 		},
@@ -72,7 +72,8 @@ func TestStreamTracker(t *testing.T) {
 			},
 			want: func(t *testing.T, s *Streams) {
 				assert.Equal(t, 4, s.PeakDecoding)
-				assert.InDelta(t, 0.95, s.CappedShare, 0.01)
+				// Held counts: a dip lasts until the next reading too.
+				assert.InDelta(t, 0.90, s.CappedShare, 0.01)
 				assert.InDelta(t, 3.95, s.AvgDecoding, 0.01)
 				assert.InDelta(t, 4.05, s.AvgWaiting, 0.01)
 			},
@@ -114,9 +115,31 @@ func TestStreamTrackerCapped(t *testing.T) {
 	assert.False(t, held.allDecoded())
 
 	held.observe(end, 8, 0)
+	assert.False(t, held.allDecoded(), "one reading is a turnover's moment, not every stream decoding")
+	held.observe(end.Add(streamTick), 8, 0)
 	d, _ = held.capped(end.Add(time.Second))
 	assert.Zero(t, d, "every stream decoding ends the cap")
 	assert.True(t, held.allDecoded())
+}
+
+// TestStreamTrackerTurnover: in a queue of 2 of 4, a turnover shows a
+// third stream decoding for one reading now and then (the next request's
+// first token read before the last one's end); the peak is still 2.
+func TestStreamTrackerTurnover(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tr := newStreamTracker(4)
+	tr.mark(t0, t0.Add(10*time.Second))
+	feed(tr, t0, 1000, func(i int) (int, int) {
+		if i%30 == 0 {
+			return 3, 1
+		}
+		return 2, 2
+	})
+	s := tr.summary()
+	require.NotNil(t, s)
+	assert.Equal(t, 2, s.PeakDecoding)
+	assert.Greater(t, s.CappedShare, 0.9)
+	assert.Equal(t, "at most 2 of 4 streams decoded at once; the others waited for a first token in 100% of the window", queued(4, nil, s))
 }
 
 func TestStreamTrackerSlots(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/hostileserver"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
@@ -310,4 +312,22 @@ func TestEveryThirdRequestFails(t *testing.T) {
 	var table bytes.Buffer
 	require.NoError(t, res.WriteTable(&table))
 	assert.Contains(t, table.String(), "requests failed (server_status")
+}
+
+// TestSilentServer: a server that accepts connections and never answers
+// ends the run within the discovery's deadline, with an error that says
+// so, before anything else is sent.
+func TestSilentServer(t *testing.T) {
+	srv := hostileserver.New(hostileserver.Silent)
+	defer srv.Close()
+	spec := matrix.Spec{URL: srv.BaseURL(hostileserver.Silent), Model: "bench", Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{1024},
+		Duration: matrix.Duration(time.Second), MaxTokens: 8, Warmup: quickWarmup}
+	start := time.Now()
+	res, err := (&matrix.Runner{Spec: spec, DiscoverTimeout: 500 * time.Millisecond}).Run(t.Context())
+	assert.Less(t, time.Since(start), 5*time.Second)
+	require.ErrorIs(t, err, capacity.ErrNoAnswer)
+	assert.Contains(t, err.Error(), "answered nothing within 500ms")
+	if res != nil {
+		assert.False(t, res.Complete)
+	}
 }
