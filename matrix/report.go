@@ -19,7 +19,7 @@ import (
 const (
 	noteQueued = "Requests queued: the server could not run all requests at once, so some waited in a queue."
 	noteOver   = "Over capacity: not run because this many requests at this context would exceed the server's " +
-		"KV cache or limits, or run and starved (no output, or rejected for length or memory)."
+		"KV cache or limits, or sent and cut or refused for length, or starved (no output)."
 	noteFailed  = "Failed: more requests failed than the cell can absorb."
 	noteNotRun  = "Not run: the run ended before this cell was decided."
 	notePartial = "*: interrupted before its window ended; the numbers cover the part that ran."

@@ -68,7 +68,7 @@ func ExampleResults_WriteTable() {
 	//            1,272 ms TTFT
 	//
 	// Requests queued: the server could not run all requests at once, so some waited in a queue.
-	// Over capacity: not run because this many requests at this context would exceed the server's KV cache or limits, or run and starved (no output, or rejected for length or memory).
+	// Over capacity: not run because this many requests at this context would exceed the server's KV cache or limits, or sent and cut or refused for length, or starved (no output).
 	// TTFT is measured after the benchmark warms the server's prompt cache, so it mostly excludes prefill.
 	//
 	// Notes
