@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -204,4 +205,19 @@ func TestExplain(t *testing.T) {
 	notes = explain(&Cell{Concurrency: 1, Status: Valid}, slow, 0)
 	require.Len(t, notes, 1)
 	assert.Contains(t, notes[0], "a decoding stream made 20.0 tok/s in the window, below the median request's 250.0")
+}
+
+// TestReadOldPrefillRows: a results file written before prefill rows had a
+// status reads with the status its figures imply.
+func TestReadOldPrefillRows(t *testing.T) {
+	doc := `{"schema":"` + Schema + `","spec":{"url":"http://x/v1","api":"chat","contexts":[0],"concurrency":[1],"prefill":[8192,16384],"duration":"30s","max_tokens":8192},
+"server":{"url":"http://x/v1","limits":{"kv_tokens":0,"max_running":0,"max_model_len":0}},"started":"2026-01-01T00:00:00Z","complete":false,
+"prefill":[{"context_tokens":8192,"prompt_tokens":8200,"ttft_ms":3500,"prompt_tok_s":2342.9},{"context_tokens":16384,"prompt_tokens":0,"ttft_ms":0,"prompt_tok_s":0,"error":"scout: 500"}],
+"cells":[]}`
+	r, err := ReadResults(strings.NewReader(doc))
+	require.NoError(t, err)
+	require.Len(t, r.Prefill, 2)
+	assert.Equal(t, Valid, r.Prefill[0].Status)
+	assert.Equal(t, Failed, r.Prefill[1].Status)
+	assert.Equal(t, "scout: 500", r.Prefill[1].Reason)
 }
