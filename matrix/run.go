@@ -235,17 +235,18 @@ func (r *Runner) discover(ctx context.Context, c *loadgen.Client, hc *http.Clien
 	}
 	dctx, cancel := context.WithTimeoutCause(ctx, timeout, capacity.ErrNoAnswer)
 	d, err := capacity.DiscoverModel(dctx, hc, spec.URL, spec.Model)
+	timedOut := dctx.Err() != nil && ctx.Err() == nil
 	cancel()
 	if err != nil && ctx.Err() != nil {
 		return capacity.Limits{}, context.Cause(ctx)
 	}
-	if errors.Is(err, capacity.ErrNoAnswer) || (err != nil && dctx.Err() != nil && !answered(d)) {
+	if errors.Is(err, capacity.ErrNoAnswer) || (err != nil && timedOut && !answered(d)) {
 		// A server that takes a connection and says nothing would hold
 		// every request of the run as long as the client allows.
 		return capacity.Limits{}, fmt.Errorf("matrix: %s accepted a connection and answered nothing within %v: %w",
 			loadgen.RedactURL(spec.URL), min(timeout, capacity.DefaultProbeTimeout), capacity.ErrNoAnswer)
 	}
-	if dctx.Err() != nil {
+	if timedOut {
 		r.logf("capacity: the server's limits took longer than %v to read; the rest are unknown", timeout)
 	}
 	if d != nil && d.Engine == capacity.EngineOllama && d.Limits.MaxModelLen == 0 {
