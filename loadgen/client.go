@@ -370,7 +370,9 @@ type requestState struct {
 	id   *string // where to put X-Request-Id, if wanted
 	rule StallRule
 
-	sent atomic.Int64 // UnixNano of the request being written; set by httptrace
+	// When the request was written, and when its headers were, as
+	// httptrace reports them: nanoseconds since epoch, 0 until then.
+	sent, wroteHeaders atomic.Int64
 
 	count     tokenCount
 	lastTime  time.Time
@@ -394,9 +396,11 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 	defer wd.stop()
 
 	trace := &httptrace.ClientTrace{
+		WroteHeaders: func() {
+			rs.wroteHeaders.CompareAndSwap(0, time.Since(epoch).Nanoseconds())
+		},
 		WroteRequest: func(httptrace.WroteRequestInfo) {
-			t := time.Now()
-			if rs.sent.CompareAndSwap(0, t.Sub(epoch).Nanoseconds()) {
+			if rs.sent.CompareAndSwap(0, time.Since(epoch).Nanoseconds()) {
 				wd.enter(phaseHeaders)
 			}
 		},
@@ -423,8 +427,10 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 	}
 
 	resp, err := c.hc.Do(hreq)
-	rs.setSent()
 	if err != nil {
+		if ns := rs.sent.Load(); ns != 0 {
+			rs.tl.Sent = epoch.Add(time.Duration(ns))
+		}
 		if e := AsNotHTTP("POST "+c.urlOf(req), err); e != nil && context.Cause(ctx) == nil {
 			return e
 		}
@@ -433,6 +439,7 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 	defer resp.Body.Close()
 	arrivals, _ := resp.Body.(arrivalBody)
 	rs.tl.Headers = arrivalTime(arrivals, time.Now())
+	rs.tl.Sent = rs.sentBefore(rs.tl.Headers)
 	if rs.id != nil {
 		*rs.id = resp.Header.Get("X-Request-Id")
 	}
@@ -478,10 +485,23 @@ func arrivalTime(body arrivalBody, now time.Time) time.Time {
 // epoch anchors the monotonic nanosecond stamps kept in atomics.
 var epoch = time.Now()
 
-func (rs *requestState) setSent() {
-	if ns := rs.sent.Load(); ns != 0 {
-		rs.tl.Sent = epoch.Add(time.Duration(ns))
+// sentBefore returns when the request was written, given that its response
+// headers arrived at headers. It is when net/http, or StreamTransport, said
+// it wrote the request; but net/http says so from its writing goroutine
+// once the body is out, and the response can overtake that report: a busy
+// machine keeps the goroutine waiting for a CPU, or the server answers
+// before it has read the whole body. A report that is missing or later
+// than the headers is late; then the time the request's headers were
+// written, just before its body, is the best known; failing that, the
+// response's arrival. Sent is never after Headers, so time to first token
+// is never cut to nothing by a late report.
+func (rs *requestState) sentBefore(headers time.Time) time.Time {
+	for _, ns := range [...]int64{rs.sent.Load(), rs.wroteHeaders.Load()} {
+		if t := epoch.Add(time.Duration(ns)); ns != 0 && !t.After(headers) {
+			return t
+		}
 	}
+	return headers
 }
 
 // netHTTPHeadersTooLarge starts net/http's error for response headers

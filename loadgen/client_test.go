@@ -384,3 +384,57 @@ func TestCachedPromptTokens(t *testing.T) {
 	assert.Equal(t, 0, cold.CachedTokens)
 	assert.Equal(t, 999/p.BlockSize*p.BlockSize, warm.CachedTokens, "every full block but the last token's")
 }
+
+// smallReadBuffers is a listener whose connections take little before the
+// server reads: a large request then stays unwritten until it does.
+type smallReadBuffers struct{ net.Listener }
+
+func (l smallReadBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(64 << 10)
+	}
+	return c, err
+}
+
+// TestSentWhenTheResponseComesFirst: a response that comes before the
+// transport has said the request is written (net/http says it from its
+// writing goroutine, which a busy machine may hold up; here the server
+// answers before it reads the body) still has its request's Sent, no
+// later than its headers, so its time to first token is the wait for the
+// token and not zero.
+func TestSentWhenTheResponseComesFirst(t *testing.T) {
+	const delay = 100 * time.Millisecond
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		require.NoError(t, http.NewResponseController(w).EnableFullDuplex())
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		time.Sleep(delay)
+		fmt.Fprint(w, tokenChunk("hi")+finishChunk)
+		w.(http.Flusher).Flush()
+		_, _ = io.Copy(io.Discard, r.Body) // only now is the request written
+	}))
+	srv.Listener = smallReadBuffers{srv.Listener}
+	srv.Start()
+	defer srv.Close()
+	// Far more than the socket buffers hold, so the body is still being
+	// written when the answer comes.
+	req := &loadgen.Request{Model: "m", Prompt: strings.Repeat("word ", 4<<20), MaxTokens: 1}
+	forEachTransport(t, func(t *testing.T, tr func(conns int) http.RoundTripper) {
+		c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: &http.Client{Transport: tr(1)}}
+		defer c.CloseIdleConnections()
+		resp, err := c.Do(t.Context(), req)
+		require.NoError(t, err)
+		require.False(t, resp.Sent.IsZero(), "Sent is set")
+		assert.False(t, resp.Sent.After(resp.Headers), "sent %v after the headers came", resp.Sent.Sub(resp.Headers))
+		assert.Equal(t, 1, resp.OutputTokens())
+		if _, ok := c.HTTPClient.Transport.(*http.Transport); ok {
+			// StreamTransport writes the whole request before it reads
+			// anything, and says so at once: it is written when the
+			// server has read it, after the token, and the headers and
+			// the token may come in one read.
+			assert.GreaterOrEqual(t, resp.TTFT(), delay-5*time.Millisecond, "the time to first token is the wait for the token")
+		}
+	})
+}

@@ -475,11 +475,6 @@ func (cr *cellRun) send(ctx context.Context, req *loadgen.Request, timeout time.
 		tl = &metrics.Timeline{}
 		rctx, cancel := context.WithTimeoutCause(ctx, cr.r.wall(timeout), fmt.Errorf("matrix: no answer within %v", timeout))
 		err = cr.client.Measure(rctx, req, tl, nil)
-		if tl.Sent.IsZero() && !tl.Headers.IsZero() {
-			// net/http can hand back the response before it reports the
-			// request written; nothing waited on the client in between.
-			tl.Sent = tl.Start
-		}
 		if err != nil && ctx.Err() == nil && rctx.Err() != nil {
 			err = context.Cause(rctx)
 			tl.Kind, tl.Err = metrics.KindHeaderTimeout, err
