@@ -319,3 +319,29 @@ func TestGeneratorHealth(t *testing.T) {
 	assert.Positive(t, run.Health.Lag.Count, "the lag timer ran in the window")
 	assert.Equal(t, run.Health.Limited, run.Health.Reason != "")
 }
+
+// TestWindowOpensBeforeTheFirstRequest: without a warm-up, the window is
+// open before any request is made, so a first token can never arrive
+// before it (StreamTransport stamps tokens with their arrival at the
+// socket, which may precede the moment the client reads them).
+func TestWindowOpensBeforeTheFirstRequest(t *testing.T) {
+	_, c := simulated(t, time.Millisecond, 4)
+	var opened atomic.Bool
+	var early atomic.Int64
+	g := &loadgen.Generator{Client: c, Concurrency: 4, Requests: 8,
+		OnWindow: func(metrics.Window) {
+			time.Sleep(50 * time.Millisecond) // time for any request made meanwhile
+			opened.Store(true)
+		},
+		Source: func(int, int) *loadgen.Request {
+			if !opened.Load() {
+				early.Add(1)
+			}
+			return completion(5)
+		}}
+	run, err := g.Run(t.Context())
+	require.NoError(t, err)
+	assert.Zero(t, early.Load(), "requests made before the window opened")
+	assert.Zero(t, run.Summary.Warmup)
+	assert.Equal(t, 8*5, run.Summary.OutputTokens, "every token inside the window")
+}
