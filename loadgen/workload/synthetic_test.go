@@ -73,3 +73,17 @@ func TestSyntheticValidate(t *testing.T) {
 		})
 	}
 }
+
+// Calibrate finds the simulator's sizing from the usage it reports.
+func TestCalibrate(t *testing.T) {
+	_, c := simulator(t)
+	for _, chat := range []bool{true, false} {
+		api := loadgen.Completions
+		if chat {
+			api = loadgen.Chat
+		}
+		s, err := workload.Calibrate(t.Context(), c, api, loadgentest.DefaultModel)
+		require.NoError(t, err)
+		assert.Equal(t, workload.SimulatorSizing(chat), s, "%v", api)
+	}
+}
