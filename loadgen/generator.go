@@ -28,6 +28,10 @@ const (
 	DefaultFailurePause = 10 * time.Millisecond
 )
 
+// LateTolerance is how long after it was due an open-loop arrival may
+// start before it is counted late (see [Run].Late).
+const LateTolerance = 2 * time.Millisecond
+
 // forever is the length of a window that ends when its requests do.
 const forever = 100 * 365 * 24 * time.Hour
 
@@ -59,8 +63,12 @@ func Repeat(req *Request) Source {
 // In a closed loop (Rate 0) Concurrency workers each keep one streaming
 // request in flight: a finished request is replaced at once. In an open
 // loop (Rate > 0) requests arrive at Rate per second, as a Poisson process
-// or, with Burstiness, a gamma process, with at most MaxInFlight in flight;
-// an arrival that finds no free slot waits for one and is counted late.
+// or, with Burstiness, a gamma process, or (with Arrivals) on a schedule
+// such as a trace's, with at most MaxInFlight in flight. An arrival that
+// finds no free slot waits for one; one that starts more than
+// LateTolerance after it was due, for want of a slot or because the client
+// fell behind, is counted late. Arrivals are never moved: the next one is
+// due when it was, however late the last one started.
 //
 // A run warms up, then measures one window of Duration, then cancels the
 // requests still in flight (or drains them) and returns. With Requests set
@@ -88,6 +96,13 @@ type Generator struct {
 
 	// Rate, in requests per second, selects an open loop.
 	Rate float64
+	// Arrivals, if set, selects an open loop whose requests arrive on a
+	// schedule, such as a trace's or evenly spaced ones. It is called in
+	// order of seq, from one goroutine, before arrival seq, and returns
+	// when that arrival is due, from the start of the run, or false when
+	// there are no more: the run then ends once the requests in flight
+	// have. It is refused with a Rate.
+	Arrivals func(seq int) (time.Duration, bool)
 	// Burstiness is the shape of the gamma distribution of inter-arrival
 	// times: 1 (or 0) is a Poisson process, below 1 burstier, above 1
 	// more regular. Open loop only.
@@ -131,6 +146,11 @@ type Generator struct {
 	// FailurePause is how long a closed-loop worker waits after a failed
 	// request; 0 means DefaultFailurePause, negative no pause.
 	FailurePause time.Duration
+	// Pause, if set, is how long closed-loop worker waits before sending
+	// its request seq: a user's think time between the turns of a
+	// conversation. It is called from the worker's goroutine. Closed loop
+	// only.
+	Pause func(worker, seq int) time.Duration
 
 	// Recorder receives every request; nil means a new one. It must be
 	// new: one that holds another recording is refused.
@@ -201,11 +221,14 @@ type Run struct {
 	WarmupTimedOut bool
 	// Launched counts requests started, Retried the re-sends among them.
 	Launched, Retried int
-	// Late counts open-loop arrivals that found no free slot and started
-	// more than a millisecond after they were due; Lateness is the
-	// distribution of start − due over all arrivals.
+	// Late counts open-loop arrivals that started more than LateTolerance
+	// after they were due, for want of a free slot or because the client
+	// fell behind; Lateness is the distribution of start − due over all
+	// arrivals. Queued counts the arrivals that found all MaxInFlight
+	// slots taken and waited for one.
 	Late     int
 	Lateness metrics.Distribution
+	Queued   int
 	// Health is the client's own view of whether it kept up.
 	Health Health
 	// Stopped says why the run ended; Err is the error Run returned, the
@@ -267,6 +290,7 @@ type runState struct {
 	token    atomic.Int64 // in-flight requests with a first token
 	retried  atomic.Int64
 	late     atomic.Int64
+	queued   atomic.Int64 // open-loop arrivals that waited for a slot
 	everUp   atomic.Bool  // some request got response headers
 	connFail atomic.Int64 // first requests that failed to connect
 	rec      *metrics.Recorder
@@ -377,7 +401,7 @@ type runner struct {
 // warm-up, and launches the workers.
 func (g *Generator) start(ctx context.Context) *runner {
 	r := &runner{g: g, ctx: ctx, client: g.Client, slots: max(g.Concurrency, 1), done: make(chan struct{})}
-	if g.Rate > 0 {
+	if g.open() {
 		r.slots = g.maxInFlight()
 	}
 	if r.client.HTTPClient == nil && r.slots > DefaultMaxConns {
@@ -406,7 +430,7 @@ func (g *Generator) start(ctx context.Context) *runner {
 		// No warm-up: the window opens before the first request is sent.
 		r.openWindow()
 	}
-	if g.Rate > 0 {
+	if g.open() {
 		r.workers.Go(r.openLoop)
 	} else {
 		for w := range r.slots {
@@ -533,6 +557,7 @@ func (r *runner) finish() (*Run, error) {
 	run.Launched = int(st.launched.Load())
 	run.Retried = int(st.retried.Load())
 	run.Late = int(st.late.Load())
+	run.Queued = int(st.queued.Load())
 	st.lateMu.Lock()
 	run.Lateness = st.lateness.Summary()
 	st.lateMu.Unlock()
@@ -548,6 +573,9 @@ func (r *runner) finish() (*Run, error) {
 	}
 	return run, run.Err
 }
+
+// open reports whether g runs an open loop.
+func (g *Generator) open() bool { return g.Rate > 0 || g.Arrivals != nil }
 
 func (g *Generator) maxInFlight() int {
 	if g.MaxInFlight > 0 {
@@ -585,6 +613,9 @@ func (r *runner) worker(w int) error {
 		if g.Requests > 0 && r.budget.Add(-1) < 0 {
 			return nil
 		}
+		if g.Pause != nil && !sleep(r.launch, g.Pause(w, seq)) {
+			return nil
+		}
 		tl, err := r.send(w, seq, time.Time{})
 		if err != nil {
 			return err
@@ -596,47 +627,65 @@ func (r *runner) worker(w int) error {
 	return nil
 }
 
-// openLoop launches arrivals at Rate, each request in a goroutine of its
-// own holding one of MaxInFlight slots, until launching stops or the run's
-// Requests have arrived.
+// openLoop launches arrivals at Rate or on the Arrivals schedule, each
+// request in a goroutine of its own holding one of MaxInFlight slots, until
+// launching stops, the schedule ends or the run's Requests have arrived.
 func (r *runner) openLoop() error {
 	g := r.g
-	seed := g.Seed
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	arrivals := newArrivals(g.Rate, g.Burstiness, seed)
 	slots := make(chan int, r.slots)
 	for i := range cap(slots) {
 		slots <- i
 	}
-	next := time.Now()
+	due := r.schedule()
 	for seq := 0; g.Requests <= 0 || seq < g.Requests; seq++ {
-		next = next.Add(arrivals.next())
-		due := next
-		if !sleep(r.launch, time.Until(due)) {
+		at, ok := due(seq)
+		if !ok {
+			return nil
+		}
+		if !sleep(r.launch, time.Until(at)) {
 			return nil
 		}
 		var slot int
 		select {
 		case slot = <-slots:
-		default: // every slot is taken: wait for one, and the arrival is late
+		default: // every slot is taken: wait for one
+			r.st.queued.Add(1)
 			select {
 			case slot = <-slots:
 			case <-r.launch.Done():
 				return nil
 			}
-			if time.Since(due) > time.Millisecond {
-				r.st.late.Add(1)
-			}
 		}
 		r.workers.Go(func() error {
 			defer func() { slots <- slot }()
-			_, err := r.send(slot, seq, due)
+			_, err := r.send(slot, seq, at)
 			return err
 		})
 	}
 	return nil
+}
+
+// schedule returns when each arrival of the open loop is due: on the
+// Arrivals schedule from the run's start, or at Rate from now.
+func (r *runner) schedule() func(seq int) (time.Time, bool) {
+	g := r.g
+	if g.Arrivals != nil {
+		start := r.st.start
+		return func(seq int) (time.Time, bool) {
+			d, ok := g.Arrivals(seq)
+			return start.Add(d), ok
+		}
+	}
+	seed := g.Seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	arrivals := newArrivals(g.Rate, g.Burstiness, seed)
+	next := time.Now()
+	return func(int) (time.Time, bool) {
+		next = next.Add(arrivals.next())
+		return next, true
+	}
 }
 
 // send sends request seq of worker (or slot), with its retries, and records
@@ -664,11 +713,16 @@ func (r *runner) send(worker, seq int, due time.Time) (*metrics.Timeline, error)
 		st.launched.Add(1)
 		st.inFlight.Add(1)
 		tl.Start = time.Now()
-		if tl.Due.IsZero() {
+		switch {
+		case tl.Due.IsZero():
 			tl.Due = tl.Start
-		} else {
+		case attempt == 0: // an arrival; a retry is not
+			late := tl.Start.Sub(tl.Due)
+			if late > LateTolerance {
+				st.late.Add(1)
+			}
 			st.lateMu.Lock()
-			st.lateness.Record(tl.Start.Sub(tl.Due))
+			st.lateness.Record(late)
 			st.lateMu.Unlock()
 		}
 		_ = r.client.Measure(r.requests, req, tl, st)
@@ -679,7 +733,7 @@ func (r *runner) send(worker, seq int, due time.Time) (*metrics.Timeline, error)
 		st.rec.Record(tl)
 		if !tl.Headers.IsZero() {
 			st.everUp.Store(true)
-		} else if tl.Kind == metrics.KindConnect && seq == 0 && attempt == 0 && g.Rate == 0 {
+		} else if tl.Kind == metrics.KindConnect && seq == 0 && attempt == 0 && !g.open() {
 			if st.connFail.Add(1) >= int64(r.slots) && !st.everUp.Load() {
 				return tl, ErrUnreachable
 			}
