@@ -4,7 +4,8 @@
 // A [Reader] yields [Item]s — a request's messages, its prompt and output
 // lengths and, in a trace, its arrival time — and a [Builder] makes each
 // into a [github.com/llmload/llmload/loadgen.Request]; a [Feed] hands them
-// to a [github.com/llmload/llmload/loadgen.Generator] as its Source. The Readers:
+// to a [github.com/llmload/llmload/loadgen.Generator] as its Source and,
+// for a trace, its Arrivals. The Readers:
 //
 //   - [Synthetic]: random text whose input and output lengths are drawn
 //     from a [Length] ([Fixed], [Uniform], [Normal], [LogNormal]; see
@@ -16,8 +17,13 @@
 //     recorded times ([Replay]), each request with its input length, its
 //     output length as max_tokens, and the prefixes its hash IDs share.
 //
+// [Sessions] are multi-turn conversations for a closed loop, whose history
+// grows turn by turn, with a think time between turns (the Generator's
+// Pause).
+//
 // Prompt sizes are exact under the simulator's tokenizer
-// ([SimulatorSizing]); a [Sizing] gives another server's.
+// ([SimulatorSizing]); [Calibrate] measures a real server's [Sizing] from
+// the prompt usage it reports.
 //
 // Files are read through before a run ([OpenDataset], [OpenTrace]): a
 // malformed record is a [*ParseError] naming its line, and the run should

@@ -23,15 +23,15 @@ type Feed struct {
 	b *Builder
 
 	mu      sync.Mutex
-	pending map[int]Item // arrivals timed, their requests not yet made
-	read    int          // items read
+	pending map[int]*loadgen.Request // arrivals timed, not yet sent
+	read    int                      // items read
 	err     error
 	ended   bool
 }
 
 // NewFeed returns a Feed of r's items, made into requests by b.
 func NewFeed(r Reader, b *Builder) *Feed {
-	return &Feed{r: r, b: b, pending: map[int]Item{}}
+	return &Feed{r: r, b: b, pending: map[int]*loadgen.Request{}}
 }
 
 // next reads the next item; f.mu is held.
@@ -56,12 +56,13 @@ func (f *Feed) next() (Item, bool) {
 // [loadgen.Source], safe for concurrent use.
 func (f *Feed) Source(_, seq int) *loadgen.Request {
 	f.mu.Lock()
-	it, ok := f.pending[seq]
+	req, ok := f.pending[seq]
 	if ok {
 		delete(f.pending, seq)
-	} else {
-		it, ok = f.next()
+		f.mu.Unlock()
+		return req
 	}
+	it, ok := f.next()
 	f.mu.Unlock()
 	if !ok {
 		return nil
@@ -71,15 +72,21 @@ func (f *Feed) Source(_, seq int) *loadgen.Request {
 
 // Arrivals returns when arrival seq is due, from the start of the run:
 // the At of the next item. It reports false when the items have ended.
-// Call it in order of seq, as a Generator does.
+// Call it in order of seq, as a Generator does. The request is made, and
+// its body encoded, now, before it is due, so that sending it costs
+// nothing but the sending.
 func (f *Feed) Arrivals(seq int) (time.Duration, bool) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	it, ok := f.next()
+	f.mu.Unlock()
 	if !ok {
 		return 0, false
 	}
-	f.pending[seq] = it
+	req := f.b.Request(it)
+	_, _ = req.Body() // a request that cannot work is refused when it is sent
+	f.mu.Lock()
+	f.pending[seq] = req
+	f.mu.Unlock()
 	return it.At, true
 }
 

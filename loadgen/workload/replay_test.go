@@ -1,0 +1,165 @@
+package workload_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/loadgen/workload"
+)
+
+// arrival is a request as the server received it.
+type arrival struct {
+	at        time.Time
+	maxTokens int
+	prompt    string
+}
+
+// recorder is a simulated server that records when each request arrived,
+// as its handler is called, and what it asked for.
+type recorder struct {
+	next http.Handler
+	mu   sync.Mutex
+	got  []arrival
+}
+
+func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	at := time.Now()
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var req struct {
+		MaxTokens int `json:"max_tokens"`
+		Messages  []struct {
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	_ = json.Unmarshal(body, &req)
+	a := arrival{at: at, maxTokens: req.MaxTokens}
+	if len(req.Messages) > 0 {
+		a.prompt = req.Messages[0].Content
+	}
+	rc.mu.Lock()
+	rc.got = append(rc.got, a)
+	rc.mu.Unlock()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	rc.next.ServeHTTP(w, r)
+}
+
+// writeMooncake writes a Mooncake trace of n requests over span: bursts
+// and gaps, prompts of 100 to 2,000 tokens sharing prefixes, outputs of 4
+// to 40 tokens.
+func writeMooncake(t *testing.T, n int, span time.Duration) string {
+	t.Helper()
+	var b bytes.Buffer
+	for i := range n {
+		// Quadratic spacing: arrivals crowd toward the start.
+		ms := math.Round(float64(span.Milliseconds()) * math.Pow(float64(i)/float64(n), 1.5))
+		in := 100 + (i*397)%1900
+		ids := make([]int, 0, in/512+1)
+		for k := range in/512 + 1 {
+			ids = append(ids, (i%3)*100+k) // three families of prefixes
+		}
+		hash, _ := json.Marshal(ids)
+		fmt.Fprintf(&b, `{"timestamp": %v, "input_length": %d, "output_length": %d, "hash_ids": %s}`+"\n", ms, in, 4+(i*7)%37, hash)
+	}
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	require.NoError(t, os.WriteFile(path, b.Bytes(), 0o600))
+	return path
+}
+
+// Replaying a trace sends each request when the trace says, as the server
+// sees it: within 5 ms of its time from the first (99th percentile), each
+// with the trace's output length as max_tokens and its input length as
+// the prompt, and the run counts every request.
+func TestReplayOnTime(t *testing.T) {
+	const n = 60
+	path := writeMooncake(t, n, 6*time.Second)
+	tr, err := workload.OpenTrace(path)
+	require.NoError(t, err)
+	require.Equal(t, n, tr.Requests)
+
+	p := loadgentest.FastProfile()
+	p.Speed = 10
+	h := loadgentest.NewHandler(p)
+	defer h.Close()
+	rc := &recorder{next: h}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: &http.Client{Transport: loadgen.NewStreamTransport(64)}}
+	defer c.CloseIdleConnections()
+
+	items := tr.Items(workload.Replay{Sizing: workload.SimulatorSizing(true), Seed: 1})
+	feed := workload.NewFeed(items, &workload.Builder{Model: loadgentest.DefaultModel, IgnoreEOS: true})
+	defer feed.Close()
+	g := &loadgen.Generator{Client: c, Source: feed.Source, Arrivals: feed.Arrivals}
+	run, err := g.Run(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, feed.Err())
+	assert.Equal(t, loadgen.StopRequests, run.Stopped, "the run ends with the trace")
+	assert.Equal(t, n, run.Summary.Completed, "every request of the trace, completed")
+	assert.Equal(t, n, run.Summary.Requests)
+	assert.Equal(t, n, run.Launched)
+
+	// The trace again, to compare what the server got with it.
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	entries, errs := readTrace(t, workload.NewTraceReader(f, ""))
+	require.Empty(t, errs)
+
+	rc.mu.Lock()
+	got := slices.Clone(rc.got)
+	rc.mu.Unlock()
+	require.Len(t, got, n)
+	slices.SortFunc(got, func(a, b arrival) int { return a.at.Compare(b.at) })
+	// Requests arrive in the trace's order but for ties; match them by
+	// prompt.
+	byPrompt := map[string]arrival{}
+	for _, a := range got {
+		byPrompt[a.prompt] = a
+	}
+	var devs []time.Duration
+	first := got[0].at
+	for i, e := range entries {
+		it := (&workload.Replay{Sizing: workload.SimulatorSizing(true), Seed: 1}).Item(e)
+		a, ok := byPrompt[it.Messages[0].Content]
+		require.True(t, ok, "request %d reached the server", i)
+		assert.Equal(t, e.OutputTokens, a.maxTokens, "request %d: max_tokens is the trace's output length", i)
+		assert.Equal(t, e.InputTokens, loadgentest.CountTokens(a.prompt)+8, "request %d: the prompt is the trace's input length, template included", i)
+		if i > 0 {
+			dev := a.at.Sub(first) - (e.At - entries[0].At)
+			devs = append(devs, max(dev, -dev))
+		}
+	}
+	slices.Sort(devs)
+	p99 := devs[int(math.Ceil(0.99*float64(len(devs))))-1]
+	t.Logf("arrival at the server vs the trace, after the first: median %v, p99 %v, max %v; the client's lateness p99 %v, late %d",
+		devs[len(devs)/2], p99, devs[len(devs)-1], run.Lateness.P99, run.Late)
+	within := 5 * time.Millisecond
+	if raceEnabled {
+		// The race detector slows the path from an arrival's timer to its
+		// request on the wire several times over; CI checks the 5 ms
+		// without it (.ci/run).
+		within = 10 * time.Millisecond
+	}
+	assert.LessOrEqual(t, p99, within, "each request reaches the server within %v of its time (p99)", within)
+	assert.Equal(t, int64(n), run.Lateness.Count, "every arrival's lateness is recorded")
+}
