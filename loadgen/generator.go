@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -661,6 +662,9 @@ func (r *runner) openLoop() error {
 			_, err := r.send(slot, seq, at)
 			return err
 		})
+		// Let the request start before the next arrival is prepared
+		// (Arrivals may build its request): it is due now.
+		runtime.Gosched()
 	}
 	return nil
 }
