@@ -89,13 +89,70 @@ func writeMooncake(t *testing.T, n int, span time.Duration) string {
 // sees it: within 5 ms of its time from the first (99th percentile), each
 // with the trace's output length as max_tokens and its input length as
 // the prompt, and the run counts every request.
+//
+// A replay during which the machine stopped the client's process for
+// longer than the tolerance (a 10 ms timer of its Health fired more than
+// that late) proves nothing about the client's timing — a request due then
+// could not be sent by anyone — and is made again, up to three times.
 func TestReplayOnTime(t *testing.T) {
 	const n = 60
 	path := writeMooncake(t, n, 6*time.Second)
 	tr, err := workload.OpenTrace(path)
 	require.NoError(t, err)
 	require.Equal(t, n, tr.Requests)
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	entries, errs := readTrace(t, workload.NewTraceReader(f, ""))
+	require.Empty(t, errs)
 
+	const within = 5 * time.Millisecond
+	for attempt := 1; attempt <= 3; attempt++ {
+		run, got := replay(t, tr)
+		assert.Equal(t, loadgen.StopRequests, run.Stopped, "the run ends with the trace")
+		assert.Equal(t, n, run.Summary.Completed, "every request of the trace, completed")
+		assert.Equal(t, n, run.Summary.Requests)
+		assert.Equal(t, n, run.Launched)
+		assert.Equal(t, int64(n), run.Lateness.Count, "every arrival's lateness is recorded")
+		require.Len(t, got, n)
+
+		// Requests arrive in the trace's order but for ties; match them by
+		// prompt.
+		byPrompt := map[string]arrival{}
+		for _, a := range got {
+			byPrompt[a.prompt] = a
+		}
+		var devs []time.Duration
+		first := got[0].at
+		for i, e := range entries {
+			it := (&workload.Replay{Sizing: workload.SimulatorSizing(true), Seed: 1}).Item(e)
+			a, ok := byPrompt[it.Messages[0].Content]
+			require.True(t, ok, "request %d reached the server", i)
+			assert.Equal(t, e.OutputTokens, a.maxTokens, "request %d: max_tokens is the trace's output length", i)
+			assert.Equal(t, e.InputTokens, loadgentest.CountTokens(a.prompt)+8, "request %d: the prompt is the trace's input length, template included", i)
+			if i > 0 {
+				dev := a.at.Sub(first) - (e.At - entries[0].At)
+				devs = append(devs, max(dev, -dev))
+			}
+		}
+		slices.Sort(devs)
+		p99 := devs[int(math.Ceil(0.99*float64(len(devs))))-1]
+		t.Logf("attempt %d: arrival at the server vs the trace, after the first: median %v, p99 %v, max %v; the client's lateness p99 %v, late %d; the client's timer lag max %v",
+			attempt, devs[len(devs)/2], p99, devs[len(devs)-1], run.Lateness.P99, run.Late, run.Health.Lag.Max)
+		if run.Health.Lag.Max > within {
+			t.Logf("attempt %d: the machine stopped the client for %v: its timing proves nothing", attempt, run.Health.Lag.Max)
+			continue
+		}
+		assert.LessOrEqual(t, p99, within, "each request reaches the server within %v of its time (p99)", within)
+		return
+	}
+	t.Fatal("the machine starved the client in every attempt: rerun the test alone")
+}
+
+// replay replays the trace against a simulated server that records what
+// it received, sorted by arrival.
+func replay(t *testing.T, tr *workload.Trace) (*loadgen.Run, []arrival) {
+	t.Helper()
 	p := loadgentest.FastProfile()
 	p.Speed = 10
 	h := loadgentest.NewHandler(p)
@@ -113,53 +170,10 @@ func TestReplayOnTime(t *testing.T) {
 	run, err := g.Run(t.Context())
 	require.NoError(t, err)
 	require.NoError(t, feed.Err())
-	assert.Equal(t, loadgen.StopRequests, run.Stopped, "the run ends with the trace")
-	assert.Equal(t, n, run.Summary.Completed, "every request of the trace, completed")
-	assert.Equal(t, n, run.Summary.Requests)
-	assert.Equal(t, n, run.Launched)
-
-	// The trace again, to compare what the server got with it.
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	entries, errs := readTrace(t, workload.NewTraceReader(f, ""))
-	require.Empty(t, errs)
 
 	rc.mu.Lock()
 	got := slices.Clone(rc.got)
 	rc.mu.Unlock()
-	require.Len(t, got, n)
 	slices.SortFunc(got, func(a, b arrival) int { return a.at.Compare(b.at) })
-	// Requests arrive in the trace's order but for ties; match them by
-	// prompt.
-	byPrompt := map[string]arrival{}
-	for _, a := range got {
-		byPrompt[a.prompt] = a
-	}
-	var devs []time.Duration
-	first := got[0].at
-	for i, e := range entries {
-		it := (&workload.Replay{Sizing: workload.SimulatorSizing(true), Seed: 1}).Item(e)
-		a, ok := byPrompt[it.Messages[0].Content]
-		require.True(t, ok, "request %d reached the server", i)
-		assert.Equal(t, e.OutputTokens, a.maxTokens, "request %d: max_tokens is the trace's output length", i)
-		assert.Equal(t, e.InputTokens, loadgentest.CountTokens(a.prompt)+8, "request %d: the prompt is the trace's input length, template included", i)
-		if i > 0 {
-			dev := a.at.Sub(first) - (e.At - entries[0].At)
-			devs = append(devs, max(dev, -dev))
-		}
-	}
-	slices.Sort(devs)
-	p99 := devs[int(math.Ceil(0.99*float64(len(devs))))-1]
-	t.Logf("arrival at the server vs the trace, after the first: median %v, p99 %v, max %v; the client's lateness p99 %v, late %d",
-		devs[len(devs)/2], p99, devs[len(devs)-1], run.Lateness.P99, run.Late)
-	within := 5 * time.Millisecond
-	if raceEnabled {
-		// The race detector slows the path from an arrival's timer to its
-		// request on the wire several times over; CI checks the 5 ms
-		// without it (.ci/run).
-		within = 10 * time.Millisecond
-	}
-	assert.LessOrEqual(t, p99, within, "each request reaches the server within %v of its time (p99)", within)
-	assert.Equal(t, int64(n), run.Lateness.Count, "every arrival's lateness is recorded")
+	return run, got
 }

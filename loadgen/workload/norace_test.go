@@ -1,5 +1,0 @@
-//go:build !race
-
-package workload_test
-
-const raceEnabled = false
