@@ -131,6 +131,16 @@ func checkReal(t *testing.T, res *matrix.Results, ctxLen, slots int) {
 		assert.Equal(t, matrix.Valid, p.Status, "prefill %d: %s", p.ContextTokens, p.Reason)
 		assert.InEpsilon(t, p.ContextTokens, p.PromptTokens, 0.05, "prefill %s", near(p.ContextTokens, p.PromptTokens))
 	}
+	for _, p := range res.Prefill {
+		t.Logf("prefill %-5s %-15s prompt_tokens %5d", matrix.FormatTokens(p.ContextTokens), p.Status, p.PromptTokens)
+	}
+	for _, c := range res.Cells {
+		warm := 0.0
+		if c.Measurement != nil {
+			warm = c.WarmupS
+		}
+		t.Logf("cell %-5s × %-3d %-15s prompt_tokens %5d  warm-up %4.1f s  %s", matrix.FormatTokens(c.ContextTokens), c.Concurrency, c.Status, c.PromptTokens, warm, c.Reason)
+	}
 	for _, c := range res.Cells {
 		label := fmt.Sprintf("%s × %d", matrix.FormatTokens(c.ContextTokens), c.Concurrency)
 		if !fits(c.ContextTokens) {
