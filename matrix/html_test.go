@@ -193,3 +193,18 @@ func TestWriteHTMLInChromium(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteHTMLShowsCountedSizes: a row whose prompt the server counted
+// more than 1% off its label shows the counted size, as every report does.
+func TestWriteHTMLShowsCountedSizes(t *testing.T) {
+	out := string(render(t, simulatedResults().WriteHTML))
+	assert.Contains(t, out, "16K (16,800 counted)")
+	assert.Contains(t, out, "the server counted N prompt tokens for this context")
+	md := string(render(t, simulatedResults().WriteMarkdown))
+	assert.Contains(t, md, "16K (16,800 counted)")
+	csv := string(render(t, simulatedResults().WriteCSV))
+	assert.Contains(t, csv, ",measured_s,prompt_tokens\n")
+	assert.Contains(t, csv, "decode,16384,4,requests_queued,150.8,44.7,3310,22.4,3.10,1,4524,30.0,16800\n")
+	seedCSV := string(render(t, seedResults(t).WriteCSV))
+	assert.NotContains(t, seedCSV, "prompt_tokens", "sizes as labelled: the seed's columns")
+}
