@@ -265,8 +265,8 @@ func TestQueuedFromTheClientsTimeline(t *testing.T) {
 	p.MaxNumSeqs = 2
 	srv := newOllamaLike(t, p, &ollamaLike{})
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
-		Contexts: []int{0}, Concurrency: []int{1, 2, 4, 8}, Prefill: []int{},
-		Duration: matrix.Duration(3 * time.Second), MaxTokens: 100, Warmup: quickWarmup}
+		Contexts: []int{0}, Concurrency: []int{2, 4, 8}, Prefill: []int{},
+		Duration: matrix.Duration(2 * time.Second), MaxTokens: 100, Warmup: quickWarmup}
 	res, log := runMatrix(t, spec, srv)
 	for _, c := range res.Cells {
 		require.NotNil(t, c.Measurement)
@@ -296,7 +296,7 @@ func TestEveryThirdRequestFails(t *testing.T) {
 	p.Speed = 5
 	srv := newOllamaLike(t, p, &ollamaLike{failEvery: 3})
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
-		Contexts: []int{0, 512}, Concurrency: []int{4}, Prefill: []int{1024},
+		Contexts: []int{512}, Concurrency: []int{4}, Prefill: []int{1024},
 		Duration: matrix.Duration(3 * time.Second), MaxTokens: 30, Warmup: quickWarmup}
 	res, log := runMatrix(t, spec, srv)
 	for _, c := range res.Cells {
