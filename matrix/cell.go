@@ -266,7 +266,7 @@ func (cr *cellRun) learnCap(n int, samples *Samples, streams *Streams) {
 	case samples != nil && samples.PeakRunning > 0:
 		cap = int(samples.PeakRunning)
 	case streams != nil:
-		cap = streams.PeakDecoding
+		cap = streams.Ceiling
 	}
 	if cap > 0 && cap < n {
 		cr.queueCap = cap
@@ -355,9 +355,9 @@ func queued(n int, samples *Samples, streams *Streams) string {
 		}
 		return strings.Join(why, "; ")
 	}
-	if streams != nil && streams.PeakDecoding < n && streams.CappedShare >= 0.5 {
-		return fmt.Sprintf("at most %d of %d streams decoded at once; the others waited for a first token in %.0f%% of the window",
-			streams.PeakDecoding, n, 100*streams.CappedShare)
+	if streams != nil && streams.Ceiling < n && streams.CeilingShare >= 0.5 && streams.WaitingShare >= 0.5 {
+		return fmt.Sprintf("at most %d of %d streams decoded at once (%d for %.0f%% of the window); the others waited for a first token in %.0f%% of it",
+			streams.Ceiling, n, streams.Ceiling, 100*streams.CeilingShare, 100*streams.WaitingShare)
 	}
 	return ""
 }

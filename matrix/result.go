@@ -190,15 +190,21 @@ type Streams struct {
 	// AvgDecoding and AvgWaiting are time-averages over the window.
 	AvgDecoding float64 `json:"avg_decoding"`
 	AvgWaiting  float64 `json:"avg_waiting"`
-	// PeakDecoding is the most streams seen decoding at once.
+	// PeakDecoding is the most streams seen decoding at once (for two
+	// readings in a row, 10 ms apart).
 	PeakDecoding int `json:"peak_decoding"`
-	// AllShare is the share of the window with every stream decoding.
-	AllShare float64 `json:"all_share"`
-	// CappedShare is the share of the window with PeakDecoding streams
-	// decoding while others waited for a first token: a server that runs
-	// only so many requests at once and queues the rest spends the whole
-	// window so.
-	CappedShare float64 `json:"capped_share"`
+	// Ceiling is the most streams decoding at once for all but a tenth of
+	// the window (a turnover can show one more for a moment), CeilingShare the
+	// share of the window at exactly that many. A server that runs only so
+	// many requests at once and queues the rest holds the count at its
+	// ceiling; one still prefilling some stream, or between requests, lets
+	// it move.
+	Ceiling      int     `json:"ceiling"`
+	CeilingShare float64 `json:"ceiling_share"`
+	// AllShare is the share of the window with every stream decoding;
+	// WaitingShare the share with a stream waiting for its first token.
+	AllShare     float64 `json:"all_share"`
+	WaitingShare float64 `json:"waiting_share"`
 }
 
 // Cell returns the cell at context × concurrency, or nil.

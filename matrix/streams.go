@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,13 @@ const streamTick = 10 * time.Millisecond
 // slot has finished a request, and for how long the decoding count has
 // been stuck below the concurrency while others waited.
 //
+// A closed loop's turnover can show a stream too many for a moment: the
+// next request's first token read before the last one's end, longer when
+// the client is short of CPU. So the window's ceiling is the count the
+// decoding streams stayed at or below for all but a tenth of the window,
+// and the warm-up's cap moves only on a count held for capHold
+// readings in a row.
+//
 // Every method is safe for concurrent use.
 type streamTracker struct {
 	n    int
@@ -26,10 +34,11 @@ type streamTracker struct {
 
 	mu       sync.Mutex
 	last     time.Time
-	lastDec  int
+	recent   [capHold]int // the last readings' decoding counts, newest first
+	readings int
 	lastWait int
-	sawAll   bool      // every stream decoded at once at some reading
-	capSince time.Time // since when no reading has had more than capAt < n decoding, and every one some stream waiting; zero when not
+	sawAll   bool      // every stream decoded at once, held for capHold readings
+	capSince time.Time // since when no held count has been above capAt < n, and every reading had a stream waiting; zero when not
 	capAt    int
 
 	marked  bool
@@ -38,12 +47,20 @@ type streamTracker struct {
 	total   time.Duration
 	dec     float64 // ∫ decoding dt, in seconds
 	wait    float64 // ∫ waiting dt, in seconds
-	byDec   []time.Duration
-	byDecW  []time.Duration // with at least one stream waiting
+	waited  time.Duration
+	byDec   []time.Duration // time at each decoding count, held through the interval
 }
 
+// capHold is how many readings in a row a decoding count must show to
+// count as held in the warm-up; ceilingLeak the share of the window the
+// decoding streams may spend above the window's ceiling.
+const (
+	capHold     = 3
+	ceilingLeak = 0.1
+)
+
 func newStreamTracker(n int) *streamTracker {
-	return &streamTracker{n: n, slot: make([]atomic.Int64, n), byDec: make([]time.Duration, n+1), byDecW: make([]time.Duration, n+1)}
+	return &streamTracker{n: n, slot: make([]atomic.Int64, n), byDec: make([]time.Duration, n+1)}
 }
 
 // begin records that slot began its seq-th request (counted from 0).
@@ -66,19 +83,12 @@ func (t *streamTracker) everySlotFinished() bool {
 
 // observe records a reading at now: decoding streams have a first token,
 // waiting ones were sent and have none yet.
-//
-// The counts that decide a peak, a cap or every stream decoding at once
-// are held ones: the lesser of two readings in a row. A closed loop's
-// turnover can show one stream too many for a moment (the next request's
-// first token read before the last one's end), which a server that runs
-// only so many requests never does for long.
 func (t *streamTracker) observe(now time.Time, decoding, waiting int) {
 	decoding = min(max(decoding, 0), t.n)
 	waiting = max(waiting, 0)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	first := t.last.IsZero()
-	held := min(decoding, t.lastDec) // held through the interval since the last reading
+	first := t.readings == 0
 	if t.marked && !first && t.last.Before(t.end) {
 		until := now
 		if until.After(t.end) {
@@ -86,18 +96,22 @@ func (t *streamTracker) observe(now time.Time, decoding, waiting int) {
 		}
 		dt := until.Sub(t.last)
 		t.total += dt
-		t.dec += float64(t.lastDec) * dt.Seconds()
+		t.dec += float64(t.recent[0]) * dt.Seconds()
 		t.wait += float64(t.lastWait) * dt.Seconds()
-		t.byDec[held] += dt
+		t.byDec[min(t.recent[0], decoding)] += dt // held through the interval
 		if t.lastWait > 0 {
-			t.byDecW[held] += dt
+			t.waited += dt
 		}
 		t.samples++
 	}
-	t.last, t.lastDec, t.lastWait = now, decoding, waiting
-	if first {
+	copy(t.recent[1:], t.recent[:capHold-1])
+	t.recent[0] = decoding
+	t.readings++
+	t.last, t.lastWait = now, waiting
+	if t.readings < capHold {
 		return
 	}
+	held := slices.Min(t.recent[:])
 	if held >= t.n {
 		t.sawAll = true
 	}
@@ -116,8 +130,8 @@ func (t *streamTracker) allDecoded() bool {
 	return t.sawAll
 }
 
-// capped returns how long, up to now, the decoding count has stayed at or
-// below a number short of the concurrency while streams waited at every
+// capped returns how long, up to now, the held decoding count has stayed at
+// or below a number short of the concurrency while streams waited at every
 // reading, and that number: a server that runs only so many requests at
 // once holds the count there for good, a server still prefilling raises it
 // from time to time.
@@ -135,7 +149,7 @@ func (t *streamTracker) mark(start, end time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.marked, t.end = true, end
-	if !t.last.IsZero() {
+	if t.readings > 0 {
 		t.last = start // the reading before the window holds from its start
 	}
 }
@@ -151,15 +165,20 @@ func (t *streamTracker) summary() *Streams {
 	secs := t.total.Seconds()
 	s.AvgDecoding = t.dec / secs
 	s.AvgWaiting = t.wait / secs
+	s.WaitingShare = t.waited.Seconds() / secs
+	above := 0.0
+	s.Ceiling = -1
 	for k := t.n; k >= 0; k-- {
-		if t.byDec[k] > 0 {
+		share := t.byDec[k].Seconds() / secs
+		if share > 0 && s.PeakDecoding == 0 {
 			s.PeakDecoding = k
-			break
 		}
+		if s.Ceiling < 0 && above+share > ceilingLeak {
+			s.Ceiling, s.CeilingShare = k, share
+		}
+		above += share
 	}
+	s.Ceiling = max(s.Ceiling, 0)
 	s.AllShare = t.byDec[t.n].Seconds() / secs
-	if s.PeakDecoding < t.n {
-		s.CappedShare = t.byDecW[s.PeakDecoding].Seconds() / secs
-	}
 	return s
 }

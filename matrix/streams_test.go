@@ -38,7 +38,8 @@ func TestStreamTracker(t *testing.T) {
 				assert.InDelta(t, 4, s.AvgDecoding, 1e-9)
 				assert.Equal(t, 4, s.PeakDecoding)
 				assert.InDelta(t, 1, s.AllShare, 1e-9)
-				assert.Zero(t, s.CappedShare)
+				assert.Equal(t, 4, s.Ceiling)
+				assert.Zero(t, s.WaitingShare)
 			},
 		},
 		{
@@ -57,7 +58,8 @@ func TestStreamTracker(t *testing.T) {
 			want: func(t *testing.T, s *Streams) {
 				assert.Equal(t, 16, s.PeakDecoding, "all decoded at once now and then")
 				assert.Less(t, s.AllShare, 0.06)
-				assert.Zero(t, s.CappedShare, "not held below the concurrency")
+				assert.Less(t, s.CeilingShare, 0.5, "not held at a ceiling")
+				assert.Empty(t, queued(16, nil, s))
 			},
 		},
 		{
@@ -73,8 +75,10 @@ func TestStreamTracker(t *testing.T) {
 			},
 			want: func(t *testing.T, s *Streams) {
 				assert.Equal(t, 4, s.PeakDecoding)
+				assert.Equal(t, 4, s.Ceiling)
 				// Held counts: a dip lasts until the next reading too.
-				assert.InDelta(t, 0.90, s.CappedShare, 0.01)
+				assert.InDelta(t, 0.90, s.CeilingShare, 0.01)
+				assert.InDelta(t, 1, s.WaitingShare, 1e-9)
 				assert.InDelta(t, 3.95, s.AvgDecoding, 0.01)
 				assert.InDelta(t, 4.05, s.AvgWaiting, 0.01)
 			},
@@ -116,8 +120,9 @@ func TestStreamTrackerCapped(t *testing.T) {
 	assert.False(t, held.allDecoded())
 
 	held.observe(end, 8, 0)
-	assert.False(t, held.allDecoded(), "one reading is a turnover's moment, not every stream decoding")
 	held.observe(end.Add(streamTick), 8, 0)
+	assert.False(t, held.allDecoded(), "two readings are a turnover's moment, not every stream decoding")
+	held.observe(end.Add(2*streamTick), 8, 0)
 	d, _ = held.capped(end.Add(time.Second))
 	assert.Zero(t, d, "every stream decoding ends the cap")
 	assert.True(t, held.allDecoded())
@@ -139,8 +144,24 @@ func TestStreamTrackerTurnover(t *testing.T) {
 	s := tr.summary()
 	require.NotNil(t, s)
 	assert.Equal(t, 2, s.PeakDecoding)
-	assert.Greater(t, s.CappedShare, 0.9)
-	assert.Equal(t, "at most 2 of 4 streams decoded at once; the others waited for a first token in 100% of the window", queued(4, nil, s))
+	assert.Equal(t, 2, s.Ceiling)
+	assert.Greater(t, s.CeilingShare, 0.9)
+	assert.Equal(t, "at most 2 of 4 streams decoded at once (2 for 100% of the window); the others waited for a first token in 100% of it", queued(4, nil, s))
+
+	// A client short of CPU sees the overlap for longer: three readings in
+	// every thirty, a tenth of the window above the ceiling at most.
+	slow := newStreamTracker(4)
+	slow.mark(t0, t0.Add(10*time.Second))
+	feed(slow, t0, 1000, func(i int) (int, int) {
+		if i%30 < 3 {
+			return 3, 1
+		}
+		return 2, 2
+	})
+	s = slow.summary()
+	assert.Equal(t, 3, s.PeakDecoding)
+	assert.Equal(t, 2, s.Ceiling)
+	assert.Contains(t, queued(4, nil, s), "at most 2 of 4 streams decoded at once")
 }
 
 func TestStreamTrackerSlots(t *testing.T) {
@@ -170,10 +191,10 @@ func TestQueued(t *testing.T) {
 		{"waiting in most samples", 8, &Samples{Count: 30, AvgRunning: 8, PeakRunning: 8, WaitingShare: 0.9, MaxWaiting: 2}, nil, "waiting in 90%"},
 		{"a request waiting now and then is turnover", 16, &Samples{Count: 30, AvgRunning: 15.6, PeakRunning: 16, WaitingShare: 0.2, MaxWaiting: 1}, nil, ""},
 		{"never all running", 8, &Samples{Count: 30, AvgRunning: 4, PeakRunning: 4, NoWaiting: true}, nil, "at most 4 of 8"},
-		{"the server's view wins", 8, &Samples{Count: 30, AvgRunning: 8, PeakRunning: 8}, &Streams{PeakDecoding: 4, CappedShare: 1}, ""},
-		{"client: held at a cap", 8, nil, &Streams{PeakDecoding: 4, CappedShare: 0.9}, "at most 4 of 8 streams decoded at once"},
-		{"client: prefill, not a cap", 16, nil, &Streams{PeakDecoding: 15, CappedShare: 0.1}, ""},
-		{"client: all decoded at once", 16, nil, &Streams{PeakDecoding: 16, AllShare: 0.01}, ""},
+		{"the server's view wins", 8, &Samples{Count: 30, AvgRunning: 8, PeakRunning: 8}, &Streams{PeakDecoding: 4, Ceiling: 4, CeilingShare: 1, WaitingShare: 1}, ""},
+		{"client: held at a ceiling", 8, nil, &Streams{PeakDecoding: 5, Ceiling: 4, CeilingShare: 0.9, WaitingShare: 0.95}, "at most 4 of 8 streams decoded at once"},
+		{"client: prefill, not a ceiling", 16, nil, &Streams{PeakDecoding: 16, Ceiling: 15, CeilingShare: 0.1, WaitingShare: 0.9}, ""},
+		{"client: all decoded at once", 16, nil, &Streams{PeakDecoding: 16, Ceiling: 16, AllShare: 0.2}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -279,7 +279,7 @@ func TestQueuedFromTheClientsTimeline(t *testing.T) {
 		}
 		assert.Equal(t, matrix.RequestsQueued, c.Status, "×%d: %s\n%s", c.Concurrency, c.Reason, log)
 		assert.Contains(t, c.Reason, fmt.Sprintf("at most 2 of %d streams decoded at once", c.Concurrency))
-		assert.Equal(t, 2, c.Streams.PeakDecoding)
+		assert.Equal(t, 2, c.Streams.Ceiling)
 		if c.Concurrency == 8 {
 			assert.Contains(t, c.WarmupEnded, "as many as the server ran at once in an earlier cell", "the ×4 cell found the cap")
 		}
