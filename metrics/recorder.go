@@ -66,6 +66,8 @@ type Recorder struct {
 // recording.
 type part struct {
 	requests, completed, outside, failed, canceled, good int
+	completedTokens                                      int // the output tokens of the completed requests
+	missed                                               int // canceled requests that had missed the SLO
 	errors                                               [numKinds]int
 	sources                                              [4]int
 	ttft, tbt, tpot, latency, wait                       Histogram
@@ -221,6 +223,9 @@ func (r *Recorder) Record(tl *Timeline) {
 	switch {
 	case tl.Kind == KindCanceled:
 		p.canceled++
+		if !r.SLO.IsZero() && r.SLO.Missed(tl) {
+			p.missed++
+		}
 	case tl.Kind != KindNone || tl.Err != nil:
 		p.failed++
 		k := tl.Kind
@@ -230,10 +235,14 @@ func (r *Recorder) Record(tl *Timeline) {
 		p.errors[k]++
 	case !tl.OK():
 		p.canceled++ // ended early without an error: a reader that stopped
+		if !r.SLO.IsZero() && r.SLO.Missed(tl) {
+			p.missed++
+		}
 	case w == nil || w.Contains(tl.End):
 		// Inside the window; without a window, every completed request is
 		// (the window is then the recording's span).
 		p.completed++
+		p.completedTokens += tl.OutputTokens()
 		if !r.SLO.IsZero() && r.SLO.Met(tl) {
 			p.good++
 		}

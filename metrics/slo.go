@@ -30,6 +30,27 @@ func (s SLO) Met(tl *Timeline) bool {
 		(s.Latency == 0 || tl.Latency() <= s.Latency)
 }
 
+// Missed reports whether tl, which ended without completing (cut short by
+// cancellation, such as the end of a window), had already missed an
+// objective when it ended: no first token within TTFT of being written,
+// or a first token later than that, or no end within Latency. TPOT, an
+// average over the whole output, is not judged before the end.
+func (s SLO) Missed(tl *Timeline) bool {
+	if tl.Sent.IsZero() || tl.End.IsZero() {
+		return false
+	}
+	waited := tl.End.Sub(tl.Sent)
+	switch {
+	case s.TTFT > 0 && tl.First.IsZero() && waited > s.TTFT:
+		return true
+	case s.TTFT > 0 && !tl.First.IsZero() && tl.TTFT() > s.TTFT:
+		return true
+	case s.Latency > 0 && waited > s.Latency:
+		return true
+	}
+	return false
+}
+
 // sloJSON is an SLO as JSON.
 type sloJSON struct {
 	TTFT    durationText `json:"ttft,omitempty"`

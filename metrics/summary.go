@@ -28,11 +28,18 @@ type Summary struct {
 	// whole recording, before it opened.
 	Completed        int `json:"completed"`
 	CompletedOutside int `json:"completed_outside,omitempty"`
+	// CompletedTokens is the output tokens of the Completed requests, the
+	// whole of each, inside the window or not: CompletedTokens ÷ Completed
+	// is a completed request's mean output.
+	CompletedTokens int `json:"completed_tokens,omitempty"`
 	// Failed is how many ended with an error; Canceled how many were cut
 	// short without one: by cancellation, such as the end of the window, or
 	// by a reader that stopped.
 	Failed   int `json:"failed"`
 	Canceled int `json:"canceled"`
+	// Missed is how many of the Canceled had already missed the SLO when
+	// they were cut (see [SLO.Missed]); zero without an SLO.
+	Missed int `json:"missed,omitempty"`
 	// Errors counts failed requests by kind.
 	Errors map[ErrorKind]int `json:"errors,omitempty"`
 	// Sources counts requests by how their tokens were counted.
@@ -127,11 +134,13 @@ func (r *Recorder) SummaryOf(scope Scope) Summary {
 		s.Requests += p.requests
 		s.Failed += p.failed
 		s.Canceled += p.canceled
+		s.Missed += p.missed
 		if i == partWarmup && !windowless {
 			// Completed before the window opened: outside it.
 			s.CompletedOutside += p.completed + p.outside
 		} else {
 			s.Completed += p.completed
+			s.CompletedTokens += p.completedTokens
 			s.CompletedOutside += p.outside
 			s.Good += p.good
 		}
