@@ -1,0 +1,43 @@
+package sweep_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/loadgen/sweep"
+	"github.com/llmload/llmload/loadgen/workload"
+)
+
+// A sweep of a simulated server: one request at a time, then as many as
+// it takes, then two rates between.
+func ExampleSweep() {
+	srv := loadgentest.NewServer(loadgentest.FastProfile())
+	defer srv.Close()
+	client := &loadgen.Client{BaseURL: srv.URL + "/v1"}
+
+	// Each run gets its own requests: 8 synthetic prompts of 100 to 400
+	// tokens, with 8-token outputs.
+	target := func(sweep.Load) (*loadgen.Generator, error) {
+		syn := &workload.Synthetic{Input: workload.Uniform{Min: 100, Max: 400}, Output: workload.Fixed(8), Sizing: workload.SimulatorSizing(true)}
+		feed := workload.NewFeed(syn.Reader(), &workload.Builder{Model: loadgentest.DefaultModel, IgnoreEOS: true})
+		return &loadgen.Generator{Client: client, Source: feed.Source, Requests: 8}, nil
+	}
+	sw := &sweep.Sweep{Target: target, Rates: 2, Throughput: 8}
+	runs, err := sw.Run(context.Background())
+	if err != nil {
+		fmt.Println("failed:", err)
+		return
+	}
+	for _, r := range runs {
+		fmt.Printf("%-12v completed %d\n", r.Load.Kind, r.Summary.Completed)
+	}
+	fmt.Println("rates between the two:", runs[0].Capacity < runs[2].Load.Rate && runs[3].Load.Rate < runs[1].Capacity)
+	// Output:
+	// concurrency  completed 8
+	// concurrency  completed 8
+	// constant     completed 8
+	// constant     completed 8
+	// rates between the two: true
+}

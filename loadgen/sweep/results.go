@@ -1,0 +1,89 @@
+package sweep
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/llmload/llmload/loadgen"
+)
+
+// Schema names the version of the results document. Readers refuse a
+// document of another major version.
+const Schema = "llmload.bench/v1"
+
+// Results are a benchmark's runs against one server: a single load, a
+// sweep, or a search. It is one Go value, and as JSON (see
+// [Results.WriteJSON]) a versioned document, with every run's histograms,
+// that other tools read.
+type Results struct {
+	Schema string `json:"schema"`
+	Server Server `json:"server"`
+	// Workload says what was sent: the dataset, the lengths or the trace.
+	Workload string `json:"workload"`
+	// Profile names how the loads were chosen: a load's kind
+	// ("concurrency", "constant", "poisson", "gamma"), "trace", "sweep"
+	// or "slo".
+	Profile string `json:"profile"`
+	// Objective is what each run was checked against, if anything.
+	Objective *Objective `json:"objective,omitempty"`
+	Started   time.Time  `json:"started"`
+	Finished  time.Time  `json:"finished,omitzero"`
+	Runs      []Result   `json:"runs"`
+	// Search is a search's answer.
+	Search *Found `json:"search,omitempty"`
+	// Notes say what to keep in mind when reading the results.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Server describes what was measured.
+type Server struct {
+	URL   string      `json:"url"`
+	Model string      `json:"model,omitempty"`
+	API   loadgen.API `json:"api"`
+	// Simulated marks llmload's simulator, Speed its speed factor and
+	// Profile its profile: results are in wall-clock time, of a server
+	// Speed times faster than the profile's.
+	Simulated bool    `json:"simulated,omitempty"`
+	Speed     float64 `json:"speed,omitempty"`
+	Profile   string  `json:"profile,omitempty"`
+}
+
+// WriteJSON writes the results as an indented JSON document.
+func (r *Results) WriteJSON(w io.Writer) error {
+	c := *r
+	if c.Schema == "" {
+		c.Schema = Schema
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(&c); err != nil {
+		return fmt.Errorf("sweep: write results: %w", err)
+	}
+	return nil
+}
+
+// ReadResults reads a document written by [Results.WriteJSON]. A
+// document of another major version, or none, is refused.
+func ReadResults(rd io.Reader) (*Results, error) {
+	var r Results
+	if err := json.NewDecoder(rd).Decode(&r); err != nil {
+		return nil, fmt.Errorf("sweep: read results: %w", err)
+	}
+	if major(r.Schema) != major(Schema) {
+		return nil, fmt.Errorf("sweep: the document's schema is %q, not %s: it is not a benchmark's results, or another version's", r.Schema, Schema)
+	}
+	return &r, nil
+}
+
+// major returns a schema's name and major version: "llmload.bench/v1".
+func major(s string) string {
+	name, v, ok := strings.Cut(s, "/v")
+	if !ok {
+		return ""
+	}
+	v, _, _ = strings.Cut(v, ".")
+	return name + "/v" + v
+}

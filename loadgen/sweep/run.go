@@ -1,0 +1,165 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/metrics"
+)
+
+// A Target makes the Generator of one run: the client, the requests (a
+// new Source), how long the run lasts (Duration or Requests) and its
+// warm-up. [Run] sets the load itself (see [Load.Apply]) and, for an
+// [Objective], the Recorder's SLO. It is called once a run and must
+// return a Generator no other run uses.
+type Target func(load Load) (*loadgen.Generator, error)
+
+// DefaultQuantile is an [Objective]'s share of requests when it sets
+// none.
+const DefaultQuantile = 0.9
+
+// Objective is what a rate must give its requests to count as sustained:
+// at least Quantile of the requests the run judged must complete within
+// every objective of SLO — their goodput, at least Quantile of their
+// throughput. With Quantile 0.99 and an SLO of TTFT 500 ms and TPOT 50 ms,
+// 99% of the requests must complete, each within both. A run judges the
+// requests that completed or failed in its window, and those cut at its
+// end that had already missed the SLO (see
+// [github.com/llmload/llmload/metrics.SLO.Missed]); a request cut before
+// it could miss it counts neither way. A TPOT objective alone does not
+// see requests wait in a server's queue; a TTFT or latency objective
+// does.
+type Objective struct {
+	SLO metrics.SLO `json:"slo"`
+	// Quantile is the share of requests that must meet the SLO; 0 means
+	// DefaultQuantile.
+	Quantile float64 `json:"quantile,omitempty"`
+}
+
+// IsZero reports whether the objective sets nothing.
+func (o Objective) IsZero() bool { return o.SLO.IsZero() }
+
+func (o Objective) quantile() float64 {
+	if o.Quantile > 0 {
+		return o.Quantile
+	}
+	return DefaultQuantile
+}
+
+// Validate reports an objective that cannot be met or checked.
+func (o Objective) Validate() error {
+	switch {
+	case o.SLO.IsZero():
+		return errors.New("sweep: the objective sets no TTFT, TPOT or latency: give at least one")
+	case o.SLO.TTFT < 0 || o.SLO.TPOT < 0 || o.SLO.Latency < 0:
+		return fmt.Errorf("sweep: the objective %+v has a negative time", o.SLO)
+	case !(o.Quantile >= 0 && o.Quantile <= 1):
+		return fmt.Errorf("sweep: the objective's quantile %v is not a share from 0 to 1", o.Quantile)
+	}
+	return nil
+}
+
+// String describes the objective: "90% of requests within TTFT 500ms,
+// TPOT 50ms".
+func (o Objective) String() string {
+	s := fmt.Sprintf("%g%% of requests within", o.quantile()*100)
+	sep := " "
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"TTFT", o.SLO.TTFT}, {"TPOT", o.SLO.TPOT}, {"latency", o.SLO.Latency}} {
+		if f.d > 0 {
+			s += sep + f.name + " " + f.d.String()
+			sep = ", "
+		}
+	}
+	return s
+}
+
+// Result is one run of a load: the run's summary of its window, with its
+// distributions, and the figures a serving benchmark reports.
+type Result struct {
+	// Label names the run in reports: "synchronous", "throughput",
+	// "constant 3.2 req/s".
+	Label string `json:"label"`
+	Load  Load   `json:"load"`
+	// Requests counts the requests of the window: completed, failed and
+	// cut at its end (the warm-up's are in Summary.Warmup alone).
+	Requests int `json:"requests"`
+	// RequestRate is the requests completed a second of window; for an
+	// open loop that kept up, the rate it was given.
+	RequestRate float64 `json:"request_rate"`
+	// Capacity is the requests a second the run's output rate stands for:
+	// OutputTokensPerSec ÷ a completed request's mean output. Unlike
+	// RequestRate, it does not depend on how many requests happen to end
+	// inside a window not much longer than they are; a sweep and a search
+	// take the throughput run's as the highest rate the server completes.
+	Capacity float64 `json:"capacity"`
+	// OutputTokensPerSec is the window's output tokens a second.
+	OutputTokensPerSec float64 `json:"output_tok_s"`
+	// Summary holds every column of the window; Histograms its full
+	// distributions (HdrHistogram's V2 encoding), for merging and
+	// re-rendering without the run.
+	Summary    metrics.Summary    `json:"summary"`
+	Histograms metrics.Histograms `json:"histograms"`
+	// Late counts the open loop's arrivals that could not start on time;
+	// Lateness is how late every arrival started.
+	Late     int                  `json:"late,omitempty"`
+	Lateness metrics.Distribution `json:"lateness,omitzero"`
+	// Stopped says why the run ended.
+	Stopped loadgen.StopReason `json:"stopped"`
+	// GoodShare is the share of the requests the run judged (see
+	// [Objective]) that met the objective, and Met whether it was at least
+	// the objective's quantile; both are zero without an objective.
+	GoodShare float64 `json:"good_share,omitempty"`
+	Met       bool    `json:"met,omitempty"`
+}
+
+// Run runs one load against the generator target makes, checks it
+// against obj (if it sets anything) and returns its result. The error is
+// the generator's: the result then holds what was measured before it.
+func Run(ctx context.Context, target Target, load Load, label string, obj Objective) (Result, error) {
+	if err := load.Validate(); err != nil {
+		return Result{Label: label, Load: load}, err
+	}
+	g, err := target(load)
+	if err != nil {
+		return Result{Label: label, Load: load}, err
+	}
+	load.Apply(g)
+	if !obj.IsZero() {
+		if g.Recorder == nil {
+			g.Recorder = &metrics.Recorder{}
+		}
+		g.Recorder.SLO = obj.SLO
+	}
+	run, err := g.Run(ctx)
+	res := resultOf(run, load, label, obj)
+	return res, err
+}
+
+// resultOf reduces a run to its result.
+func resultOf(run *loadgen.Run, load Load, label string, obj Objective) Result {
+	s := run.Summary
+	r := Result{
+		Label: label, Load: load, Summary: s, Histograms: run.Recorder.Histograms(),
+		Requests:           s.Requests - s.Warmup,
+		OutputTokensPerSec: s.TotalTokensPerSec,
+		Late:               run.Late, Lateness: run.Lateness, Stopped: run.Stopped,
+	}
+	if d := s.Window.Duration(); d > 0 {
+		r.RequestRate = float64(s.Completed) / d.Seconds()
+	}
+	r.Capacity = r.RequestRate
+	if s.CompletedTokens > 0 {
+		r.Capacity = r.OutputTokensPerSec / (float64(s.CompletedTokens) / float64(s.Completed))
+	}
+	if judged := s.Completed + s.Failed + s.Missed; !obj.IsZero() && judged > 0 {
+		r.GoodShare = float64(s.Good) / float64(judged)
+		r.Met = r.GoodShare >= obj.quantile()
+	}
+	return r
+}

@@ -1,0 +1,210 @@
+package sweep_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/loadgen/sweep"
+	"github.com/llmload/llmload/loadgen/workload"
+	"github.com/llmload/llmload/metrics"
+)
+
+// fastTarget runs n requests of 8 output tokens a run against a simulator
+// whose decode step takes 2 ms.
+func fastTarget(t *testing.T, n int) sweep.Target {
+	p := loadgentest.FastProfile()
+	p.DecodeBase = []loadgentest.BatchCost{{Batch: 1, Seconds: 0.002}}
+	p.MaxNumSeqs = 4
+	srv := loadgentest.NewServer(p)
+	t.Cleanup(srv.Close)
+	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()}
+	return func(sweep.Load) (*loadgen.Generator, error) {
+		syn := &workload.Synthetic{Input: workload.Fixed(16), Output: workload.Fixed(8)}
+		feed := workload.NewFeed(syn.Reader(), &workload.Builder{API: loadgen.Completions, Model: loadgentest.DefaultModel, IgnoreEOS: true})
+		return &loadgen.Generator{Client: c, Source: feed.Source, Requests: n}, nil
+	}
+}
+
+func TestSweepRuns(t *testing.T) {
+	var seen []string
+	sw := &sweep.Sweep{Target: fastTarget(t, 24), Rates: 2, Throughput: 8, Arrival: sweep.Poisson,
+		Objective: sweep.Objective{SLO: metrics.SLO{Latency: time.Hour}}, OnResult: func(r sweep.Result) { seen = append(seen, r.Label) }}
+	runs, err := sw.Run(t.Context())
+	require.NoError(t, err)
+	require.Len(t, runs, 4)
+	assert.Equal(t, []string{"synchronous", "throughput", runs[2].Load.String(), runs[3].Load.String()}, seen)
+	assert.Equal(t, sweep.Load{Kind: sweep.Concurrency, Concurrency: 1}, runs[0].Load)
+	assert.Equal(t, sweep.Load{Kind: sweep.Concurrency, Concurrency: 8}, runs[1].Load)
+	lo, hi := runs[0].Capacity, runs[1].Capacity
+	require.Greater(t, hi, lo, "4 requests at once complete more a second than 1")
+	for i, r := range runs[2:] {
+		assert.Equal(t, sweep.Poisson, r.Load.Kind)
+		assert.InEpsilon(t, lo+(hi-lo)*float64(i+1)/3, r.Load.Rate, 1e-9)
+	}
+	for _, r := range runs {
+		assert.Equal(t, 24, r.Requests, r.Label)
+		assert.Equal(t, 24, r.Summary.Completed, r.Label)
+		assert.EqualValues(t, 24, r.Histograms.Latency.Count(), r.Label)
+		assert.True(t, r.Met, "%s: every request completed within an hour", r.Label)
+		assert.Equal(t, 1.0, r.GoodShare)
+		assert.Equal(t, loadgen.StopRequests, r.Stopped)
+	}
+	assert.Zero(t, runs[0].Lateness.Count, "a closed loop has no arrivals to be late")
+	assert.EqualValues(t, 24, runs[2].Lateness.Count)
+}
+
+// A search whose objective every rate meets answers the highest rate the
+// server completed; one no rate meets answers none; both say so.
+func TestSearchEnds(t *testing.T) {
+	t.Run("always met", func(t *testing.T) {
+		s := &sweep.Search{Target: fastTarget(t, 16), Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Hour}}, Throughput: 8}
+		found, runs, err := s.Run(t.Context())
+		require.NoError(t, err)
+		require.Len(t, runs, 2, "the throughput run, then its rate")
+		assert.Equal(t, runs[0].Capacity, found.Rate)
+		assert.Equal(t, 1, found.Below)
+		assert.Equal(t, -1, found.Above)
+		assert.Contains(t, found.Reason, "its capacity, not the objective, bounds the rate")
+	})
+	t.Run("never met", func(t *testing.T) {
+		s := &sweep.Search{Target: fastTarget(t, 8), Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Microsecond}},
+			Low: 0, High: 400, Step: 150, Arrival: sweep.Constant}
+		found, runs, err := s.Run(t.Context())
+		require.NoError(t, err)
+		assert.Zero(t, found.Rate)
+		assert.Equal(t, -1, found.Below)
+		assert.Equal(t, len(runs)-1, found.Above)
+		assert.Equal(t, []float64{400, 200, 100}, []float64{runs[0].Load.Rate, runs[1].Load.Rate, runs[2].Load.Rate})
+		assert.Contains(t, found.Reason, "not met at any rate tried: the lowest, 100 req/s")
+	})
+}
+
+func TestSearchRefuses(t *testing.T) {
+	target := func(sweep.Load) (*loadgen.Generator, error) { return nil, nil }
+	for name, s := range map[string]*sweep.Search{
+		"no target":      {Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Second}}},
+		"no objective":   {Target: target},
+		"empty range":    {Target: target, Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Second}}, Low: 5, High: 5},
+		"bad quantile":   {Target: target, Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Second}, Quantile: 2}},
+		"gamma of shape": {Target: target, Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Second}}, Arrival: sweep.Poisson, Burstiness: 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, runs, err := s.Run(t.Context())
+			require.Error(t, err)
+			assert.Empty(t, runs, "refused before any run")
+		})
+	}
+}
+
+func TestLoad(t *testing.T) {
+	for _, tc := range []struct {
+		load sweep.Load
+		str  string
+	}{
+		{sweep.Load{Kind: sweep.Concurrency, Concurrency: 8}, "concurrency 8"},
+		{sweep.Load{Kind: sweep.Constant, Rate: 3.25}, "constant 3.25 req/s"},
+		{sweep.Load{Kind: sweep.Poisson, Rate: 0.05}, "poisson 0.05 req/s"},
+		{sweep.Load{Kind: sweep.Gamma, Rate: 12.3456, Burstiness: 0.5}, "gamma 0.5, 12.35 req/s"},
+		{sweep.Load{Kind: sweep.Schedule}, "scheduled arrivals"},
+	} {
+		assert.Equal(t, tc.str, tc.load.String())
+		assert.NoError(t, tc.load.Validate())
+		b, err := json.Marshal(tc.load)
+		require.NoError(t, err)
+		var back sweep.Load
+		require.NoError(t, json.Unmarshal(b, &back))
+		assert.Equal(t, tc.load, back)
+	}
+	for _, bad := range []sweep.Load{{}, {Kind: sweep.Concurrency}, {Kind: sweep.Poisson}, {Kind: sweep.Gamma, Rate: 1}, {Kind: sweep.Constant, Rate: 2e6}} {
+		assert.Error(t, bad.Validate(), "%+v", bad)
+	}
+	var k sweep.Kind
+	require.NoError(t, k.UnmarshalText([]byte("rate")))
+	assert.Equal(t, sweep.Constant, k)
+
+	// Apply sets the load and clears the rest.
+	g := &loadgen.Generator{Concurrency: 3, Rate: 2, Burstiness: 4}
+	sweep.Load{Kind: sweep.Constant, Rate: 4}.Apply(g)
+	assert.Zero(t, g.Concurrency)
+	assert.Zero(t, g.Rate)
+	require.NotNil(t, g.Arrivals)
+	at, ok := g.Arrivals(3)
+	assert.True(t, ok)
+	assert.Equal(t, 750*time.Millisecond, at, "evenly spaced: arrival 3 at 3 ÷ 4 s")
+	sweep.Load{Kind: sweep.Gamma, Rate: 4, Burstiness: 0.5}.Apply(g)
+	assert.Nil(t, g.Arrivals)
+	assert.Equal(t, 4.0, g.Rate)
+	assert.Equal(t, 0.5, g.Burstiness)
+}
+
+// The results are a versioned document that reads back, histograms
+// included, and render as a table and as a page with curves.
+func TestResultsDocument(t *testing.T) {
+	sw := &sweep.Sweep{Target: fastTarget(t, 12), Rates: 1, Throughput: 4}
+	runs, err := sw.Run(t.Context())
+	require.NoError(t, err)
+	res := &sweep.Results{Server: sweep.Server{URL: "simulator", Simulated: true, Speed: 1, Profile: "fast"}, Workload: "synthetic prompts",
+		Profile: "sweep", Runs: runs, Search: &sweep.Found{Rate: runs[2].Load.Rate, Low: 1, High: 2, Below: 2, Above: -1, Reason: "a test"},
+		Objective: &sweep.Objective{SLO: metrics.SLO{TTFT: time.Second}}, Notes: []string{"a note \x1b[31mred\x1b[0m"}}
+
+	var doc bytes.Buffer
+	require.NoError(t, res.WriteJSON(&doc))
+	var raw map[string]any
+	require.NoError(t, json.Unmarshal(doc.Bytes(), &raw))
+	assert.Equal(t, sweep.Schema, raw["schema"])
+	run0 := raw["runs"].([]any)[0].(map[string]any)
+	assert.True(t, strings.HasPrefix(run0["histograms"].(map[string]any)["ttft"].(string), "HISTF"), "HdrHistogram's V2 encoding")
+	for _, k := range []string{"request_rate", "output_tok_s", "requests"} {
+		assert.IsType(t, float64(0), run0[k], k)
+	}
+	back, err := sweep.ReadResults(bytes.NewReader(doc.Bytes()))
+	require.NoError(t, err)
+	require.Len(t, back.Runs, 3)
+	assert.Equal(t, runs[1].Summary.TTFT.Count, back.Runs[1].Histograms.TTFT.Count())
+	assert.Equal(t, runs[1].Summary.TTFT, back.Runs[1].Summary.TTFT)
+	assert.Equal(t, runs[1].Summary.Completed, back.Runs[1].Summary.Completed)
+	assert.True(t, runs[1].Summary.Window.Start.Equal(back.Runs[1].Summary.Window.Start))
+	assert.Equal(t, *res.Search, *back.Search)
+
+	_, err = sweep.ReadResults(strings.NewReader(`{"schema": "llmload.matrix/v1"}`))
+	assert.ErrorContains(t, err, "not llmload.bench/v1")
+	_, err = sweep.ReadResults(strings.NewReader(`{"schema": "llmload.bench/v1.3", "runs": []}`))
+	assert.NoError(t, err, "a minor version reads")
+
+	var table bytes.Buffer
+	require.NoError(t, res.WriteTable(&table))
+	out := table.String()
+	for _, want := range []string{"Sweep of synthetic prompts against llmload's simulated server", "TTFT ms mean", "E2E ms mean", "goodput",
+		"synchronous", "throughput", "Highest rate meeting the objective", "Note: a note red"} {
+		assert.Contains(t, out, want)
+	}
+	assert.NotContains(t, out, "\x1b")
+
+	var page bytes.Buffer
+	require.NoError(t, res.WriteHTML(&page))
+	html := page.String()
+	assert.Equal(t, 3, strings.Count(html, "<svg class=\"plot\""), "TTFT, TPOT and latency curves")
+	assert.Contains(t, html, "requests a second")
+	assert.Contains(t, html, `class="mark"`, "the search's answer is marked")
+	assert.NotContains(t, html, "\x1b")
+
+	// One run reads as vLLM's benchmark prints it.
+	one := &sweep.Results{Profile: "concurrency", Runs: runs[:1], Server: res.Server}
+	table.Reset()
+	require.NoError(t, one.WriteTable(&table))
+	for _, want := range []string{"Serving Benchmark Result", "Successful requests:", "Request throughput (req/s):", "Output token throughput (tok/s):",
+		"Mean TTFT (ms):", "Median TPOT (ms):", "P99 ITL (ms):", "P90 E2E (ms):"} {
+		assert.Contains(t, table.String(), want)
+	}
+	page.Reset()
+	require.NoError(t, one.WriteHTML(&page))
+	assert.NotContains(t, page.String(), "<svg class=\"plot\"", "no curve of one point")
+}

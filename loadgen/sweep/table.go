@@ -1,0 +1,179 @@
+package sweep
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/metrics"
+)
+
+// WriteTable writes the results for a terminal: a single run as vLLM's
+// benchmark prints one (request and token throughput, goodput, then TTFT,
+// TPOT, ITL and end-to-end latency by mean, median, p90 and p99), several
+// as one row each, then a search's answer and the notes.
+func (r *Results) WriteTable(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "%s against %s\n", r.what(), r.Server.describe())
+	if r.Objective != nil {
+		fmt.Fprintf(bw, "Objective: %v\n", r.Objective)
+	}
+	if len(r.Runs) == 1 {
+		writeBlock(bw, &r.Runs[0], r.Objective != nil)
+	} else {
+		writeRows(bw, r.Runs, r.Objective != nil)
+	}
+	if f := r.Search; f != nil {
+		if f.Rate > 0 {
+			fmt.Fprintf(bw, "\nHighest rate meeting the objective: %.4g req/s — %s.\n", f.Rate, f.Reason)
+		} else {
+			fmt.Fprintf(bw, "\nNo rate met the objective — %s.\n", f.Reason)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(bw, "Note: %s\n", loadgen.CleanLine(n))
+	}
+	return bw.Flush()
+}
+
+// what names the benchmark: "Sweep of synthetic prompts, ...".
+func (r *Results) what() string {
+	var p string
+	switch r.Profile {
+	case "sweep":
+		p = "Sweep"
+	case "slo":
+		p = "SLO search"
+	case "trace":
+		p = "Replay"
+	default:
+		p = "Benchmark"
+	}
+	if r.Workload == "" {
+		return p
+	}
+	return p + " of " + loadgen.CleanLine(r.Workload)
+}
+
+func (s Server) describe() string {
+	if s.Simulated {
+		speed := s.Speed
+		if speed == 0 {
+			speed = 1
+		}
+		return fmt.Sprintf("llmload's simulated server (profile %q, %g× speed)", s.Profile, speed)
+	}
+	if s.Model != "" {
+		return loadgen.CleanLine(s.URL) + " (" + loadgen.CleanLine(s.Model) + ")"
+	}
+	return loadgen.CleanLine(s.URL)
+}
+
+// ms formats a duration in milliseconds.
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond))
+}
+
+// writeBlock writes one run as vLLM's benchmark does.
+func writeBlock(w io.Writer, run *Result, objective bool) {
+	s := &run.Summary
+	line := func(label, value string) { fmt.Fprintf(w, "%-40s %s\n", label+":", value) }
+	head := func(title string) {
+		pad := 50 - len(title)
+		fmt.Fprintf(w, "%s%s%s\n", strings.Repeat("-", pad/2), title, strings.Repeat("-", pad-pad/2))
+	}
+	fmt.Fprintln(w, "============ Serving Benchmark Result ============")
+	line("Load", run.Load.String())
+	line("Successful requests", fmt.Sprint(s.Completed))
+	line("Failed requests", fmt.Sprint(s.Failed)+errorKinds(s.Errors))
+	if s.Canceled > 0 {
+		line("Cut at the end of the window", fmt.Sprint(s.Canceled))
+	}
+	if s.Warmup > 0 {
+		line("Warm-up requests (not counted)", fmt.Sprint(s.Warmup))
+	}
+	line("Benchmark duration (s)", fmt.Sprintf("%.2f", s.Window.Duration().Seconds()))
+	line("Total generated tokens", fmt.Sprint(s.OutputTokens))
+	line("Request throughput (req/s)", fmt.Sprintf("%.2f", run.RequestRate))
+	line("Output token throughput (tok/s)", fmt.Sprintf("%.2f", run.OutputTokensPerSec))
+	if objective {
+		line("Request goodput (req/s)", fmt.Sprintf("%.2f", s.Goodput))
+		line("Met the objective", fmt.Sprintf("%v (%.1f%% of requests)", yesNo(run.Met), run.GoodShare*100))
+	}
+	if run.Load.Kind != Concurrency && run.Load.Kind != KindUnknown || run.Lateness.Count > 0 {
+		line("Late arrivals", fmt.Sprintf("%d (start after due: p99 %s ms, max %s ms)", run.Late, ms(run.Lateness.P99), ms(run.Lateness.Max)))
+	}
+	for _, d := range []struct {
+		title, name string
+		d           metrics.Distribution
+	}{
+		{"Time to First Token", "TTFT", s.TTFT},
+		{"Time per Output Token (excl. 1st token)", "TPOT", s.TPOT},
+		{"Inter-token Latency", "ITL", s.ITL},
+		{"End-to-end Latency", "E2E", s.Latency},
+	} {
+		head(d.title)
+		line("Mean "+d.name+" (ms)", ms(d.d.Mean))
+		line("Median "+d.name+" (ms)", ms(d.d.P50))
+		line("P90 "+d.name+" (ms)", ms(d.d.P90))
+		line("P99 "+d.name+" (ms)", ms(d.d.P99))
+	}
+	fmt.Fprintln(w, "==================================================")
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// errorKinds lists failures by kind: " (stall 2, server_status 1)".
+func errorKinds(m map[metrics.ErrorKind]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range metrics.Kinds() {
+		if n := m[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// name is the run's label, with its load when the label does not say
+// it: "throughput (concurrency 512)".
+func (r *Result) name() string {
+	label := loadgen.CleanLine(r.Label)
+	if load := r.Load.String(); label != load && r.Load.Kind != KindUnknown {
+		return label + " (" + load + ")"
+	}
+	return label
+}
+
+// writeRows writes one row a run.
+func writeRows(w io.Writer, runs []Result, objective bool) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "run\trequests\tfailed\treq/s\tout tok/s\tTTFT ms mean\tp50\tp99\tTPOT ms mean\tp50\tp99\tITL ms mean\tp50\tp99\tE2E ms mean\tp50\tp99\t"
+	if objective {
+		head += "goodput\tmet\t"
+	}
+	fmt.Fprintln(tw, head)
+	for _, r := range runs {
+		s := &r.Summary
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.1f\t", r.name(), r.Requests, s.Failed, r.RequestRate, r.OutputTokensPerSec)
+		for _, d := range []metrics.Distribution{s.TTFT, s.TPOT, s.ITL, s.Latency} {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t", ms(d.Mean), ms(d.P50), ms(d.P99))
+		}
+		if objective {
+			fmt.Fprintf(tw, "%.2f\t%s %.0f%%\t", s.Goodput, yesNo(r.Met), r.GoodShare*100)
+		}
+		fmt.Fprintln(tw)
+	}
+	_ = tw.Flush()
+}
