@@ -9,7 +9,11 @@
 // [github.com/llmload/llmload/metrics.Recorder], without allocating per
 // chunk. See [github.com/llmload/llmload/loadgen/loadgentest] for a
 // simulated server to point it at. A [Generator] keeps N requests in
-// flight (closed loop) or sends them at a rate (open loop).
+// flight (closed loop) or sends them at a rate or on a schedule, such as a
+// trace's (open loop); [github.com/llmload/llmload/loadgen/workload]
+// decides what it sends (datasets, synthetic lengths, traces, sessions)
+// and [github.com/llmload/llmload/loadgen/sweep] runs it in sweeps and SLO
+// searches.
 //
 // # Connections
 //

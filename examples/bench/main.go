@@ -1,0 +1,560 @@
+// Command bench measures a server under a real request mix: a dataset,
+// synthetic lengths or a replayed trace, at one load, in a sweep from idle
+// to saturated, or in a search for the highest rate that meets an SLO. It
+// prints the figures vLLM's benchmark prints (request and token
+// throughput, goodput, TTFT, TPOT, ITL and end-to-end latency by mean,
+// median and percentiles), and saves them as versioned JSON with their
+// histograms, or as an HTML page with latency–throughput curves.
+//
+// With no flags it runs 8 streams of synthetic requests for 10 seconds
+// against llmload's simulated server (no GPU, no server to start):
+//
+//	go run ./examples/bench
+//	go run ./examples/bench -profile sweep -format html -o sweep.html
+//	go run ./examples/bench -profile slo -slo-ttft 500ms -slo-tpot 40ms
+//	go run ./examples/bench -trace mooncake.jsonl -trace-scale 0.5
+//
+// Against a real server:
+//
+//	go run ./examples/bench -url http://127.0.0.1:8000/v1 -model my-model -dataset ShareGPT_V3_unfiltered_cleaned_split.json -profile poisson -rate 4 -requests 500
+//
+// What is sent: -dataset FILE (ShareGPT, JSON or JSONL, or JSONL prompts
+// {"prompt": ..., "output_tokens": N}), else synthetic prompts of
+// -input-len and -output-len tokens (a fixed count or a distribution:
+// uniform:MIN,MAX, normal:MEAN,SD, lognormal:MEAN,SD), with -prefix-groups
+// system prompts of -prefix-len tokens shared among them, or -turns
+// multi-turn sessions with -think between turns; or -trace FILE (Mooncake
+// JSONL or Azure CSV), replayed at its recorded times scaled by
+// -trace-scale, each request with the trace's input length and its output
+// length as max_tokens. A file is read through before anything is sent: a
+// malformed record stops the command with its line, and nothing is run.
+//
+// How it is sent: -profile concurrency (-concurrency streams), rate
+// (-rate requests a second, evenly spaced), poisson, gamma (-burstiness),
+// sweep (one synchronous run, one throughput run of -throughput streams,
+// then -rates rates between) or slo (the highest rate at which
+// -slo-quantile of the requests meet -slo-ttft, -slo-tpot and
+// -slo-latency, to within -slo-step). Each run lasts -duration after
+// -warmup, or -requests requests.
+//
+// The exit status is 0 when every run completed requests, 1 when a run
+// failed or completed none, and 2 for flags or files that cannot work.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"time"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/loadgen/sweep"
+	"github.com/llmload/llmload/loadgen/workload"
+)
+
+// DefaultSpeed is the simulator's speed factor when none is given.
+const DefaultSpeed = 10
+
+func main() {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt)
+	go func() {
+		<-sig
+		fmt.Fprintln(os.Stderr, "\ninterrupted: reporting the runs so far (Ctrl-C again to quit at once)")
+		cancel(errors.New("interrupted"))
+		<-sig
+		os.Exit(130)
+	}()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// options are the command's flags.
+type options struct {
+	url, model, keyEnv, transport string
+	api                           loadgen.API
+
+	dataset                     string
+	input, output               workload.Length
+	prefix                      workload.SharedPrefix
+	turns                       workload.Length
+	think                       time.Duration
+	trace                       string
+	traceScale                  float64
+	traceBlock                  int
+	seed                        uint64
+	ignoreEOS                   bool
+	profile                     string
+	load                        sweep.Load
+	duration, warmup            time.Duration
+	requests, maxInFlight       int
+	rates, throughput           int
+	arrival                     sweep.Kind
+	objective                   sweep.Objective
+	sloLow, sloHigh, sloStep    float64
+	sloMaxRuns                  int
+	format, out, simProfile     string
+	speed                       float64
+	quiet                       bool
+	set                         map[string]bool
+	inputFlag, outputFlag, turn string
+}
+
+func parse(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.url, "url", "", "base URL of the server's API, e.g. http://127.0.0.1:8000/v1 (empty: the built-in simulator)")
+	fs.StringVar(&o.model, "model", "", "served model name")
+	api := fs.String("api", "chat", "chat or completions")
+	fs.StringVar(&o.keyEnv, "api-key-env", "", "name of the environment variable holding the API key")
+	fs.StringVar(&o.transport, "transport", "stream", "the client's HTTP transport: stream (loadgen.StreamTransport) or http (net/http's: honours HTTP_PROXY)")
+
+	fs.StringVar(&o.dataset, "dataset", "", "a ShareGPT file (JSON or JSONL) or a JSONL file of {\"prompt\": ..., \"output_tokens\": N}")
+	fs.StringVar(&o.inputFlag, "input-len", "uniform:256,1024", "synthetic prompts' length in tokens, template included: N, uniform:MIN,MAX, normal:MEAN,SD or lognormal:MEAN,SD")
+	fs.StringVar(&o.outputFlag, "output-len", "128", "output length in tokens, as -input-len (with -dataset, replaces the records' own; 0 leaves it to the server)")
+	fs.IntVar(&o.prefix.Groups, "prefix-groups", 0, "synthetic prompts share this many system prompts")
+	fs.IntVar(&o.prefix.Tokens, "prefix-len", 0, "tokens of each shared system prompt")
+	fs.StringVar(&o.turn, "turns", "", "multi-turn sessions of this many turns (a length, as -input-len); each turn adds -input-len tokens of text and its reply")
+	fs.DurationVar(&o.think, "think", 0, "pause between a session's turns")
+	fs.StringVar(&o.trace, "trace", "", "replay a Mooncake JSONL or Azure CSV trace at its recorded times")
+	fs.Float64Var(&o.traceScale, "trace-scale", 1, "multiplies the trace's times: 0.5 replays it twice as fast")
+	fs.IntVar(&o.traceBlock, "trace-block", workload.DefaultBlockTokens, "prompt tokens a Mooncake hash ID stands for")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed of the synthetic text, the lengths and the arrivals (0: a new one each run)")
+	fs.BoolVar(&o.ignoreEOS, "ignore-eos", true, "ask the server to generate every output in full (vLLM, SGLang)")
+
+	fs.StringVar(&o.profile, "profile", "concurrency", "concurrency, rate, poisson, gamma, sweep or slo")
+	fs.IntVar(&o.load.Concurrency, "concurrency", 8, "streams of -profile concurrency")
+	fs.Float64Var(&o.load.Rate, "rate", 0, "requests a second of -profile rate, poisson or gamma")
+	fs.Float64Var(&o.load.Burstiness, "burstiness", 0, "shape of -profile gamma's arrivals: below 1 burstier than Poisson")
+	fs.IntVar(&o.maxInFlight, "max-in-flight", 0, "cap on an open loop's requests in flight (0: 1024)")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measurement window of each run")
+	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "warm-up before each run's window; its requests are reported apart")
+	fs.IntVar(&o.requests, "requests", 0, "send this many requests a run and wait for them all, instead of a -duration window")
+	fs.IntVar(&o.rates, "rates", sweep.DefaultRates, "rates a sweep runs between its synchronous and throughput runs")
+	fs.IntVar(&o.throughput, "throughput", sweep.DefaultThroughput, "streams of a sweep's or a search's throughput run")
+	arrival := fs.String("arrival", "constant", "arrivals of a sweep's and a search's rate runs: constant, poisson or gamma (with -burstiness)")
+
+	fs.DurationVar(&o.objective.SLO.TTFT, "slo-ttft", 0, "objective on time to first token, for goodput and -profile slo")
+	fs.DurationVar(&o.objective.SLO.TPOT, "slo-tpot", 0, "objective on time per output token")
+	fs.DurationVar(&o.objective.SLO.Latency, "slo-latency", 0, "objective on end-to-end latency")
+	fs.Float64Var(&o.objective.Quantile, "slo-quantile", sweep.DefaultQuantile, "share of requests that must meet the objectives")
+	fs.Float64Var(&o.sloLow, "slo-low", 0, "lowest rate -profile slo searches")
+	fs.Float64Var(&o.sloHigh, "slo-high", 0, "highest rate -profile slo searches (0: a throughput run measures it)")
+	fs.Float64Var(&o.sloStep, "slo-step", 0, "resolution of -profile slo, in requests a second (0: a twentieth of its range)")
+	fs.IntVar(&o.sloMaxRuns, "slo-max-runs", sweep.DefaultMaxRuns, "most runs of -profile slo")
+
+	fs.StringVar(&o.format, "format", "table", "report format: table, json or html")
+	fs.StringVar(&o.out, "o", "", "write the report to this file instead of standard output")
+	fs.StringVar(&o.simProfile, "sim-profile", "seed", "the simulator's profile, seed or fast (only without -url)")
+	fs.Float64Var(&o.speed, "speed", DefaultSpeed, "the simulator's speed factor (only without -url)")
+	fs.BoolVar(&o.quiet, "quiet", false, "print only the report")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q: every setting is a flag", fs.Args())
+	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	var err error
+	if err = o.api.UnmarshalText([]byte(*api)); err != nil {
+		return nil, fmt.Errorf("-api: %w", err)
+	}
+	if o.input, err = workload.ParseLength(o.inputFlag); err != nil {
+		return nil, fmt.Errorf("-input-len: %w", err)
+	}
+	if o.output, err = workload.ParseLength(o.outputFlag); err != nil {
+		return nil, fmt.Errorf("-output-len: %w", err)
+	}
+	if o.turn != "" {
+		if o.turns, err = workload.ParseLength(o.turn); err != nil {
+			return nil, fmt.Errorf("-turns: %w", err)
+		}
+	}
+	if err = o.arrival.UnmarshalText([]byte(*arrival)); err != nil || o.arrival == sweep.Concurrency || o.arrival == sweep.Schedule {
+		return nil, fmt.Errorf("-arrival %q: want constant, poisson or gamma", *arrival)
+	}
+	return o, o.check()
+}
+
+// check refuses flags that cannot work together, before anything runs.
+func (o *options) check() error {
+	sources := 0
+	for _, f := range []string{"dataset", "trace", "turns"} {
+		if o.set[f] {
+			sources++
+		}
+	}
+	if sources > 1 {
+		return errors.New("-dataset, -trace and -turns each choose what is sent: give one")
+	}
+	switch o.profile {
+	case "concurrency":
+		o.load = sweep.Load{Kind: sweep.Concurrency, Concurrency: o.load.Concurrency}
+	case "rate", "constant":
+		o.load = sweep.Load{Kind: sweep.Constant, Rate: o.load.Rate}
+	case "poisson":
+		o.load = sweep.Load{Kind: sweep.Poisson, Rate: o.load.Rate}
+	case "gamma":
+		o.load.Kind = sweep.Gamma
+	case "sweep", "slo":
+	default:
+		return fmt.Errorf("-profile %q: want concurrency, rate, poisson, gamma, sweep or slo", o.profile)
+	}
+	if o.profile == "rate" || o.profile == "constant" || o.profile == "poisson" || o.profile == "gamma" {
+		if err := o.load.Validate(); err != nil {
+			return fmt.Errorf("-profile %s: %w (set -rate)", o.profile, err)
+		}
+	}
+	if o.profile == "concurrency" {
+		if err := o.load.Validate(); err != nil {
+			return fmt.Errorf("-concurrency: %w", err)
+		}
+	}
+	if o.trace != "" {
+		if o.set["profile"] {
+			return errors.New("-trace replays the trace's own arrivals: drop -profile")
+		}
+		if !(o.traceScale > 0 && o.traceScale <= 1e6) {
+			return fmt.Errorf("-trace-scale %g: give a factor above 0", o.traceScale)
+		}
+		if o.traceBlock < 1 {
+			return fmt.Errorf("-trace-block %d: give 1 token or more", o.traceBlock)
+		}
+		o.profile = "trace"
+		o.load = sweep.Load{Kind: sweep.Schedule}
+	}
+	if o.turns != nil && o.load.Kind != sweep.Concurrency {
+		return errors.New("-turns sessions run in a closed loop: use -profile concurrency")
+	}
+	if o.think < 0 {
+		return fmt.Errorf("-think %v cannot be negative", o.think)
+	}
+	if o.requests < 0 {
+		return fmt.Errorf("-requests %d cannot be negative", o.requests)
+	}
+	if o.duration <= 0 && o.requests == 0 && o.trace == "" {
+		return errors.New("-duration must be above 0, or give -requests")
+	}
+	if o.warmup < 0 {
+		return fmt.Errorf("-warmup %v cannot be negative", o.warmup)
+	}
+	if o.profile == "slo" {
+		if err := o.objective.Validate(); err != nil {
+			return fmt.Errorf("-profile slo: %w (set -slo-ttft, -slo-tpot or -slo-latency)", err)
+		}
+	} else if !(o.objective.Quantile >= 0 && o.objective.Quantile <= 1) {
+		return fmt.Errorf("-slo-quantile %g: give a share from 0 to 1", o.objective.Quantile)
+	}
+	if o.prefix.Groups < 0 || o.prefix.Tokens < 0 || (o.prefix.Groups > 0) != (o.prefix.Tokens > 0) {
+		return errors.New("-prefix-groups and -prefix-len go together, each above 0")
+	}
+	switch o.format {
+	case "table", "json", "html":
+	default:
+		return fmt.Errorf("unknown -format %q (want table, json or html)", o.format)
+	}
+	if o.transport != "stream" && o.transport != "http" {
+		return fmt.Errorf("unknown -transport %q (want stream or http)", o.transport)
+	}
+	if !(o.speed > 0 && o.speed <= 1000) {
+		return fmt.Errorf("-speed %g: the simulator's speed factor must be above 0 and at most 1000", o.speed)
+	}
+	return nil
+}
+
+// fail prints err on stderr as one line, without control characters.
+func fail(stderr io.Writer, err error) {
+	fmt.Fprintln(stderr, "bench:", loadgen.CleanLine(err.Error()))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parse(args, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fail(stderr, err)
+		}
+		return 2
+	}
+	// Files first: a malformed record stops everything before a server
+	// is started or a request sent.
+	var ds *workload.Dataset
+	var tr *workload.Trace
+	if o.dataset != "" {
+		if ds, err = workload.OpenDataset(o.dataset); err != nil {
+			fail(stderr, err)
+			return 2
+		}
+	}
+	if o.trace != "" {
+		if tr, err = workload.OpenTrace(o.trace); err != nil {
+			fail(stderr, err)
+			return 2
+		}
+	}
+
+	res := &sweep.Results{Schema: sweep.Schema, Profile: o.profile, Started: time.Now()}
+	if !o.objective.IsZero() {
+		obj := o.objective
+		res.Objective = &obj
+	}
+	client := &loadgen.Client{BaseURL: o.url, HTTPClient: o.httpClient()}
+	var sizing workload.Sizing
+	if o.url == "" {
+		p, err := loadgentest.ProfileByName(o.simProfile)
+		if err != nil {
+			fail(stderr, err)
+			return 2
+		}
+		p.Speed, p.TruthBytes = o.speed, -1
+		srv := loadgentest.NewServer(p)
+		defer srv.Close()
+		client.BaseURL = srv.URL + "/v1"
+		o.model = srv.Handler.Profile().Model
+		sizing = workload.SimulatorSizing(o.api == loadgen.Chat)
+		res.Server = sweep.Server{URL: "simulator", Model: o.model, API: o.api, Simulated: true, Speed: o.speed, Profile: o.simProfile}
+		res.Notes = append(res.Notes, fmt.Sprintf("llmload's simulated server, profile %q, at %g× speed: figures are in wall-clock time, of a server %g times faster than the profile's", o.simProfile, o.speed, o.speed))
+	} else {
+		if o.keyEnv != "" {
+			if client.APIKey = os.Getenv(o.keyEnv); client.APIKey == "" {
+				fail(stderr, fmt.Errorf("environment variable %s is empty", o.keyEnv))
+				return 2
+			}
+		}
+		if err := client.Validate(); err != nil {
+			fail(stderr, err)
+			return 2
+		}
+		res.Server = sweep.Server{URL: loadgen.RedactURL(o.url), Model: o.model, API: o.api}
+		if ds == nil {
+			// Synthetic text and traces are sized in the server's tokens.
+			if sizing, err = workload.Calibrate(ctx, client, o.api, o.model); err != nil {
+				fail(stderr, err)
+				return 1
+			}
+			res.Notes = append(res.Notes, fmt.Sprintf("prompt sizes calibrated from the server's usage: %.3g tokens a word, %d a message, %d a request", sizing.TokensPerWord, sizing.MessageTokens, sizing.ReplyTokens))
+		}
+	}
+	defer client.CloseIdleConnections()
+
+	b := &workload.Builder{API: o.api, Model: o.model, IgnoreEOS: o.ignoreEOS}
+	src := &sources{o: o, b: b, sizing: sizing, ds: ds, tr: tr}
+	res.Workload = src.describe()
+	defer src.close()
+	target := func(load sweep.Load) (*loadgen.Generator, error) {
+		g := &loadgen.Generator{Client: client, Duration: o.duration, Warmup: o.warmup, Requests: o.requests,
+			Seed: o.seed, MaxInFlight: o.maxInFlight}
+		if o.requests > 0 {
+			g.Duration = 0
+		}
+		if err := src.next(g); err != nil {
+			return nil, err
+		}
+		if tr != nil {
+			g.Duration, g.Warmup, g.Requests = 0, 0, 0
+		}
+		if load.Kind == sweep.Concurrency {
+			g.MaxInFlight = 0
+		}
+		return g, nil
+	}
+	onResult := func(r sweep.Result) {
+		if !o.quiet {
+			fmt.Fprintf(stderr, "%-28s %6.2f req/s  %8.1f out tok/s  TTFT p50 %s ms  TPOT p50 %s ms  %d completed, %d failed\n",
+				r.Label, r.RequestRate, r.OutputTokensPerSec, fmtMS(r.Summary.TTFT.P50), fmtMS(r.Summary.TPOT.P50), r.Summary.Completed, r.Summary.Failed)
+		}
+	}
+	if !o.quiet {
+		fmt.Fprintf(stderr, "Benchmarking %s against %s\n", res.Workload, serverName(res.Server))
+	}
+
+	var runErr error
+	switch o.profile {
+	case "sweep":
+		sw := &sweep.Sweep{Target: target, Rates: o.rates, Throughput: o.throughput, Arrival: o.arrival,
+			Burstiness: o.burstiness(), Objective: o.objective, OnResult: onResult}
+		res.Runs, runErr = sw.Run(ctx)
+	case "slo":
+		s := &sweep.Search{Target: target, Objective: o.objective, Low: o.sloLow, High: o.sloHigh, Step: o.sloStep,
+			MaxRuns: o.sloMaxRuns, Throughput: o.throughput, Arrival: o.arrival, Burstiness: o.burstiness(), OnResult: onResult}
+		res.Search, res.Runs, runErr = s.Run(ctx)
+	default:
+		label := o.load.String()
+		if tr != nil {
+			label = "trace replay"
+		}
+		var r sweep.Result
+		r, runErr = sweep.Run(ctx, target, o.load, label, o.objective)
+		res.Runs = []sweep.Result{r}
+		onResult(r)
+	}
+	if err := src.err(); err != nil && runErr == nil {
+		runErr = err
+	}
+	res.Finished = time.Now()
+	if werr := write(res, o, stdout); werr != nil {
+		fail(stderr, werr)
+		return 1
+	}
+	if runErr != nil {
+		fail(stderr, runErr)
+		return 1
+	}
+	for _, r := range res.Runs {
+		if r.Summary.Completed == 0 {
+			fail(stderr, fmt.Errorf("the run %q completed no request", r.Label))
+			return 1
+		}
+	}
+	return 0
+}
+
+func (o *options) burstiness() float64 {
+	if o.arrival == sweep.Gamma {
+		return o.load.Burstiness
+	}
+	return 0
+}
+
+func fmtMS(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
+
+func serverName(s sweep.Server) string {
+	if s.Simulated {
+		return fmt.Sprintf("llmload's simulated server (profile %q, %g× speed)", s.Profile, s.Speed)
+	}
+	return s.URL
+}
+
+// httpClient returns a client on the transport -transport names.
+func (o *options) httpClient() *http.Client {
+	conns := max(o.load.Concurrency, o.throughput, o.maxInFlight, 1024) + 4
+	if o.transport == "http" {
+		return &http.Client{Transport: loadgen.NewTransport(conns)}
+	}
+	return &http.Client{Transport: loadgen.NewStreamTransport(conns)}
+}
+
+// sources makes each run's requests afresh: a new Feed (a file read from
+// its start) or new Sessions.
+type sources struct {
+	o      *options
+	b      *workload.Builder
+	sizing workload.Sizing
+	ds     *workload.Dataset
+	tr     *workload.Trace
+	runs   int
+	feeds  []*workload.Feed
+}
+
+// next sets g's Source (and, for a trace, its Arrivals; for sessions, its
+// Pause) for a new run.
+func (s *sources) next(g *loadgen.Generator) error {
+	o := s.o
+	s.runs++
+	seed := o.seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	seed += uint64(s.runs) // each run its own text: no run finds another's in the prefix cache
+	var r workload.Reader
+	switch {
+	case s.tr != nil:
+		r = s.tr.Items(workload.Replay{TimeScale: o.traceScale, BlockTokens: o.traceBlock, Sizing: s.sizing, Seed: seed})
+	case s.ds != nil:
+		var out workload.Length
+		if o.set["output-len"] {
+			out = o.output
+		}
+		r = s.ds.Items(out, seed)
+	case o.turns != nil:
+		ss := &workload.Sessions{Turns: o.turns, Input: o.input, Output: o.output, Think: o.think, Sizing: s.sizing, Seed: seed, Builder: *s.b}
+		if err := ss.Validate(); err != nil {
+			return err
+		}
+		g.Source, g.Pause = ss.Source, ss.Pause
+		return nil
+	default:
+		syn := &workload.Synthetic{Input: o.input, Output: o.output, Prefix: o.prefix, Sizing: s.sizing, Seed: seed}
+		if err := syn.Validate(); err != nil {
+			return err
+		}
+		r = syn.Reader()
+	}
+	f := workload.NewFeed(r, s.b)
+	s.feeds = append(s.feeds, f)
+	g.Source = f.Source
+	if s.tr != nil {
+		g.Arrivals = f.Arrivals
+	}
+	return nil
+}
+
+// err returns the first error a file gave during the runs.
+func (s *sources) err() error {
+	for _, f := range s.feeds {
+		if err := f.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *sources) close() {
+	for _, f := range s.feeds {
+		_ = f.Close()
+	}
+}
+
+// describe says what is sent.
+func (s *sources) describe() string {
+	o := s.o
+	switch {
+	case s.tr != nil:
+		return fmt.Sprintf("trace %s (%s, %d requests over %v) at %g× its times", filepath.Base(s.tr.Path), s.tr.Format, s.tr.Requests, s.tr.Span.Round(time.Millisecond), o.traceScale)
+	case s.ds != nil:
+		d := fmt.Sprintf("dataset %s (%d records", filepath.Base(s.ds.Path), s.ds.Records)
+		if s.ds.Skipped > 0 {
+			d += fmt.Sprintf(", %d without a user turn skipped", s.ds.Skipped)
+		}
+		d += ")"
+		if o.set["output-len"] {
+			d += ", output " + o.output.String() + " tokens"
+		}
+		return d
+	case o.turns != nil:
+		return fmt.Sprintf("sessions of %v turns, %v tokens in and %v out a turn, %v think time", o.turns, o.input, o.output, o.think)
+	}
+	d := fmt.Sprintf("synthetic prompts, %v tokens in, %v out", o.input, o.output)
+	if o.prefix.Groups > 0 {
+		d += fmt.Sprintf(", %d shared prefixes of %d tokens", o.prefix.Groups, o.prefix.Tokens)
+	}
+	return d
+}
+
+// write writes the report in -format, to -o or stdout.
+func write(r *sweep.Results, o *options, stdout io.Writer) error {
+	w := stdout
+	if o.out != "" {
+		f, err := os.Create(o.out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	switch o.format {
+	case "json":
+		return r.WriteJSON(w)
+	case "html":
+		return r.WriteHTML(w)
+	}
+	return r.WriteTable(w)
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/loadgen/sweep"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// bench runs the command and returns its exit status, stdout and stderr.
+func bench(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// quick are flags for a short run against the simulator.
+var quick = []string{"-sim-profile", "fast", "-speed", "20", "-input-len", "uniform:32,128", "-output-len", "16"}
+
+func TestDefaultReport(t *testing.T) {
+	code, out, errOut := bench(t, append(quick, "-concurrency", "4", "-duration", "1s", "-warmup", "300ms")...)
+	require.Equal(t, 0, code, errOut)
+	for _, want := range []string{"Benchmark of synthetic prompts, uniform:32,128 tokens in, 16 out against llmload's simulated server",
+		"Serving Benchmark Result", "Load:                                    concurrency 4", "Successful requests:",
+		"Request throughput (req/s):", "Output token throughput (tok/s):", "Median TTFT (ms):", "P99 TPOT (ms):", "Mean ITL (ms):", "P90 E2E (ms):"} {
+		assert.Contains(t, out, want)
+	}
+	assert.Contains(t, errOut, "Benchmarking synthetic prompts", "progress on stderr")
+}
+
+func TestJSONContract(t *testing.T) {
+	code, out, errOut := bench(t, append(quick, "-profile", "poisson", "-rate", "40", "-requests", "30", "-warmup", "0", "-slo-ttft", "1s", "-format", "json", "-quiet")...)
+	require.Equal(t, 0, code, errOut)
+	assert.Empty(t, errOut, "-quiet")
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Equal(t, sweep.Schema, doc["schema"])
+	assert.Equal(t, "poisson", doc["profile"])
+	runs := doc["runs"].([]any)
+	require.Len(t, runs, 1)
+	r := runs[0].(map[string]any)
+	assert.Equal(t, map[string]any{"kind": "poisson", "rate": 40.0}, r["load"])
+	assert.Equal(t, 30.0, r["requests"])
+	s := r["summary"].(map[string]any)
+	assert.Equal(t, 30.0, s["completed"])
+	assert.Equal(t, 30.0, s["good"], "every request within a second of TTFT")
+	for _, k := range []string{"ttft", "tpot", "itl", "latency"} {
+		assert.IsType(t, "", r["histograms"].(map[string]any)[k], k)
+		assert.Contains(t, s[k], "p99", k)
+	}
+	assert.Equal(t, 30.0, r["lateness"].(map[string]any)["count"], "every arrival's lateness")
+	srv := doc["server"].(map[string]any)
+	assert.Equal(t, "simulator", srv["url"])
+	assert.Equal(t, true, srv["simulated"])
+
+	res, err := sweep.ReadResults(strings.NewReader(out))
+	require.NoError(t, err)
+	assert.Equal(t, sweep.Poisson, res.Runs[0].Load.Kind)
+}
+
+// A dataset with a malformed line stops the command before anything is
+// sent, naming the line.
+func TestMalformedDatasetRefused(t *testing.T) {
+	code, out, errOut := bench(t, "-dataset", "testdata/malformed.jsonl")
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "bench: workload: malformed.jsonl has a malformed record: line 2: not valid JSON: unexpected end of JSON input\n", errOut)
+}
+
+func TestDataset(t *testing.T) {
+	code, out, errOut := bench(t, "-sim-profile", "fast", "-speed", "20", "-dataset", "../../loadgen/workload/testdata/sharegpt.json",
+		"-profile", "rate", "-rate", "20", "-requests", "6", "-warmup", "0", "-format", "json", "-quiet")
+	require.Equal(t, 0, code, errOut)
+	res, err := sweep.ReadResults(strings.NewReader(out))
+	require.NoError(t, err)
+	assert.Equal(t, "dataset sharegpt.json (2 records, 1 without a user turn skipped)", res.Workload)
+	assert.Equal(t, 6, res.Runs[0].Summary.Completed, "the file's 2 records, three times over")
+	assert.Equal(t, sweep.Load{Kind: sweep.Constant, Rate: 20}, res.Runs[0].Load)
+}
+
+// A trace is replayed whole, at its times scaled, each request with its
+// output length.
+func TestTrace(t *testing.T) {
+	code, out, errOut := bench(t, "-sim-profile", "fast", "-speed", "20", "-trace", "testdata/mooncake.jsonl", "-trace-scale", "0.5", "-trace-block", "16", "-format", "json")
+	require.Equal(t, 0, code, errOut)
+	res, err := sweep.ReadResults(strings.NewReader(out))
+	require.NoError(t, err)
+	assert.Equal(t, "trace", res.Profile)
+	assert.Equal(t, "trace mooncake.jsonl (mooncake, 3 requests over 250ms) at 0.5× its times", res.Workload)
+	r := res.Runs[0]
+	assert.Equal(t, "trace replay", r.Label)
+	assert.Equal(t, sweep.Schedule, r.Load.Kind)
+	assert.Equal(t, 3, r.Summary.Completed)
+	assert.Equal(t, 5+3+8, r.Summary.CompletedTokens, "each request's output is the trace's")
+	assert.EqualValues(t, 3, r.Lateness.Count)
+	assert.Contains(t, errOut, "trace replay")
+}
+
+func TestSweepPage(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "sweep.html")
+	code, _, errOut := bench(t, append(quick, "-profile", "sweep", "-rates", "2", "-throughput", "16", "-requests", "16", "-warmup", "0",
+		"-format", "html", "-o", page)...)
+	require.Equal(t, 0, code, errOut)
+	b, err := os.ReadFile(page)
+	require.NoError(t, err)
+	html := string(b)
+	assert.Contains(t, html, "<title>Sweep of synthetic prompts")
+	assert.Equal(t, 3, strings.Count(html, `<svg class="plot"`))
+	for _, label := range []string{"synchronous (concurrency 1)", "throughput (concurrency 16)", "constant "} {
+		assert.Contains(t, html, label)
+	}
+	assert.Equal(t, 4, strings.Count(errOut, " completed, "), "a progress line a run")
+}
+
+func TestSLOSearch(t *testing.T) {
+	code, out, errOut := bench(t, append(quick, "-profile", "slo", "-slo-latency", "1h", "-throughput", "16", "-requests", "16", "-warmup", "0", "-quiet")...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "Objective: 90% of requests within latency 1h0m0s")
+	assert.Contains(t, out, "Highest rate meeting the objective:")
+	assert.Contains(t, out, "its capacity, not the objective, bounds the rate")
+}
+
+// Against a server given by URL, prompts are sized by the server's own
+// counts.
+func TestURL(t *testing.T) {
+	srv := loadgentest.NewServer(loadgentest.FastProfile())
+	defer srv.Close()
+	code, out, errOut := bench(t, "-url", srv.URL+"/v1", "-model", loadgentest.DefaultModel, "-input-len", "100", "-output-len", "4",
+		"-profile", "rate", "-rate", "50", "-requests", "5", "-warmup", "0", "-format", "json", "-quiet")
+	require.Equal(t, 0, code, errOut)
+	res, err := sweep.ReadResults(strings.NewReader(out))
+	require.NoError(t, err)
+	assert.Equal(t, srv.URL+"/v1", res.Server.URL)
+	assert.False(t, res.Server.Simulated)
+	assert.Contains(t, res.Notes, "prompt sizes calibrated from the server's usage: 1 tokens a word, 5 a message, 3 a request")
+	assert.Equal(t, 5, res.Runs[0].Summary.Completed)
+}
+
+func TestFlagsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"-profile", "slo"}, "-profile slo: sweep: the objective sets no TTFT, TPOT or latency"},
+		{[]string{"-profile", "poisson"}, "-profile poisson: sweep: poisson 0 req/s: the rate must be above 0"},
+		{[]string{"-trace", "t.jsonl", "-profile", "sweep"}, "-trace replays the trace's own arrivals: drop -profile"},
+		{[]string{"-trace", "t.jsonl", "-dataset", "d.json"}, "-dataset, -trace and -turns each choose what is sent: give one"},
+		{[]string{"-input-len", "normal:5"}, `-input-len: "normal:5" is not a length distribution`},
+		{[]string{"-turns", "3", "-profile", "rate", "-rate", "2"}, "-turns sessions run in a closed loop"},
+		{[]string{"-format", "pdf"}, `unknown -format "pdf"`},
+		{[]string{"-trace", "testdata/nothing.jsonl"}, "no such file"},
+		{[]string{"extra"}, "unexpected arguments"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errOut := bench(t, tc.args...)
+			assert.Equal(t, 2, code)
+			assert.Empty(t, out)
+			assert.Contains(t, errOut, tc.msg)
+		})
+	}
+}
+
+// Sessions grow turn by turn, with a think time between turns.
+func TestSessions(t *testing.T) {
+	code, out, errOut := bench(t, "-sim-profile", "fast", "-speed", "20", "-turns", "3", "-think", "50ms", "-input-len", "20", "-output-len", "8",
+		"-concurrency", "2", "-requests", "6", "-warmup", "0", "-format", "json", "-quiet")
+	require.Equal(t, 0, code, errOut)
+	res, err := sweep.ReadResults(strings.NewReader(out))
+	require.NoError(t, err)
+	assert.Equal(t, "sessions of 3 turns, 20 tokens in and 8 out a turn, 50ms think time", res.Workload)
+	assert.Equal(t, 6, res.Runs[0].Summary.Completed)
+}
