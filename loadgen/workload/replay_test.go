@@ -90,10 +90,11 @@ func writeMooncake(t *testing.T, n int, span time.Duration) string {
 // with the trace's output length as max_tokens and its input length as
 // the prompt, and the run counts every request.
 //
-// A replay during which the machine stopped the client's process for
-// longer than the tolerance (a 10 ms timer of its Health fired more than
-// that late) proves nothing about the client's timing — a request due then
-// could not be sent by anyone — and is made again, up to three times.
+// A replay that misses the tolerance while the machine stopped the
+// client's process for longer than it (a 10 ms timer of its Health fired
+// more than that late) proves nothing about the client's timing — a
+// request due then could not be sent by anyone — and is made again, up to
+// five times.
 func TestReplayOnTime(t *testing.T) {
 	const n = 60
 	path := writeMooncake(t, n, 6*time.Second)
@@ -107,7 +108,7 @@ func TestReplayOnTime(t *testing.T) {
 	require.Empty(t, errs)
 
 	const within = 5 * time.Millisecond
-	for attempt := 1; attempt <= 3; attempt++ {
+	for attempt := 1; attempt <= 5; attempt++ {
 		run, got := replay(t, tr)
 		assert.Equal(t, loadgen.StopRequests, run.Stopped, "the run ends with the trace")
 		assert.Equal(t, n, run.Summary.Completed, "every request of the trace, completed")
@@ -139,14 +140,14 @@ func TestReplayOnTime(t *testing.T) {
 		p99 := devs[int(math.Ceil(0.99*float64(len(devs))))-1]
 		t.Logf("attempt %d: arrival at the server vs the trace, after the first: median %v, p99 %v, max %v; the client's lateness p99 %v, late %d; the client's timer lag max %v",
 			attempt, devs[len(devs)/2], p99, devs[len(devs)-1], run.Lateness.P99, run.Late, run.Health.Lag.Max)
-		if run.Health.Lag.Max > within {
+		if p99 > within && run.Health.Lag.Max > within {
 			t.Logf("attempt %d: the machine stopped the client for %v: its timing proves nothing", attempt, run.Health.Lag.Max)
 			continue
 		}
 		assert.LessOrEqual(t, p99, within, "each request reaches the server within %v of its time (p99)", within)
 		return
 	}
-	t.Fatal("the machine starved the client in every attempt: rerun the test alone")
+	t.Fatal("the machine stopped the client in every attempt: rerun the test alone")
 }
 
 // replay replays the trace against a simulated server that records what
