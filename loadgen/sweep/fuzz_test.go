@@ -1,0 +1,36 @@
+package sweep_test
+
+import (
+	"bytes"
+	"os"
+	"testing"
+
+	"github.com/llmload/llmload/loadgen/sweep"
+)
+
+// FuzzReadResults reads any bytes as a results document: it never
+// panics, and what it accepts writes back as a document that reads again.
+func FuzzReadResults(f *testing.F) {
+	b, err := os.ReadFile("testdata/results.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte(`{"schema": "llmload.bench/v1", "runs": [{"label": "x", "load": {"kind": "gamma", "rate": 2, "burstiness": 0.5}, "stopped": "window"}]}`))
+	f.Add([]byte(`{"schema": "llmload.bench/v2"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := sweep.ReadResults(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		var out bytes.Buffer
+		if err := r.WriteJSON(&out); err != nil {
+			return // a value JSON cannot hold, such as a histogram it cannot encode
+		}
+		if _, err := sweep.ReadResults(&out); err != nil {
+			t.Fatalf("a document written back does not read: %v", err)
+		}
+		_ = r.WriteTable(&bytes.Buffer{})
+		_ = r.WriteHTML(&bytes.Buffer{})
+	})
+}
