@@ -121,8 +121,8 @@ func testFaultMatrix(t *testing.T, tr func(conns int) http.RoundTripper) {
 			assert.Positive(t, faulty)
 			assert.Equal(t, 12-faulty, s.Completed, "the healthy requests all completed")
 			// Exact against what the server says it wrote. A fault "after
-			// K chunks" carries K tokens, or more when a lagging handler
-			// merged tokens into one chunk.
+			// K chunks" comes after K tokens: the simulator merges a
+			// lagging handler's tokens into one chunk only after it.
 			written := 0
 			for _, r := range srv.Truth().Requests() {
 				written += r.OutputTokens
@@ -135,6 +135,7 @@ func testFaultMatrix(t *testing.T, tr func(conns int) http.RoundTripper) {
 				assert.GreaterOrEqual(t, s.OutputTokens, (12-faulty)*faultTokens)
 			} else {
 				assert.Equal(t, written, s.OutputTokens, "tokens exact, partial ones included")
+				assert.Equal(t, (12-faulty)*faultTokens+faulty*perFaulty, s.OutputTokens, "%d tokens from each faulty request", perFaulty)
 			}
 			assert.GreaterOrEqual(t, s.OutputTokens, (12-faulty)*faultTokens+faulty*perFaulty)
 		})

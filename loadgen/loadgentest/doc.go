@@ -34,7 +34,10 @@
 // [FaultModelSuffix] in its model name, as a comma-separated list, e.g.
 // "X-Llmload-Fault: chunk-tokens=4,crlf" or "model": "bench+fault=stall".
 // A chunk below is an event that carries output tokens; faults due after K
-// chunks happen only if the stream gets that far.
+// chunks happen only if the stream gets that far. Until such a fault has
+// come, every chunk carries chunk-tokens tokens (1 by default), even when
+// the handler lags the engine and would otherwise merge tokens into one
+// chunk: reset-after=3 cuts a stream after exactly 3 tokens.
 //
 //	status=CODE          answer HTTP CODE with a vLLM error body, no stream
 //	rate-limit=S         answer 429 with "Retry-After: S"

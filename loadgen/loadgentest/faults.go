@@ -35,6 +35,12 @@ type faults struct {
 	crlf        bool          // CRLF line endings
 }
 
+// pending reports whether a fault that counts chunks is still to come
+// after chunks chunks.
+func (f *faults) pending(chunks int) bool {
+	return max(f.stallAfter, f.resetAfter, f.errorAfter, f.malformed, f.eofAfter) > chunks
+}
+
 func noFaults() faults {
 	return faults{stallAfter: -1, resetAfter: -1, errorAfter: -1, malformed: -1, eofAfter: -1, chunkTokens: 1}
 }

@@ -232,3 +232,33 @@ func TestOversize(t *testing.T) {
 	assert.Equal(t, size, lines[0], "before the first chunk")
 	assert.Equal(t, "data: [DONE]\n", string(lastLine), "and the stream goes on to its end")
 }
+
+// TestFaultsAfterKChunksOfOneToken: a handler that lags the engine merges
+// tokens into one chunk, but not before a fault that counts chunks: it
+// comes after K chunks of one token each (of chunk-tokens each, if set),
+// however fast the engine. Here the engine makes all ten tokens before the
+// handler writes the first.
+func TestFaultsAfterKChunksOfOneToken(t *testing.T) {
+	p := quick()
+	p.Speed = 1e5
+	srv := NewServer(p)
+	defer srv.Close()
+	for _, tc := range []struct {
+		fault  string
+		tokens []int
+	}{
+		{"eof-after=2", []int{1, 1}},
+		{"error-after=3", []int{1, 1, 1}},
+		{"eof-after=2,chunk-tokens=3", []int{3, 3}},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			resp, err := post(t.Context(), srv, "/v1/chat/completions", chat("hello", 10, true), http.Header{FaultHeader: {tc.fault}})
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			events, err := readEvents(resp.Body)
+			require.NoError(t, err)
+			tokens, _ := contentEvents(t, events)
+			assert.Equal(t, tc.tokens, tokens)
+		})
+	}
+}

@@ -214,7 +214,9 @@ func (s *sseWriter) flush() error {
 // stream answers a streaming request: headers at once, as vLLM's server
 // does, then the chunks as the engine produces tokens. When the writer falls
 // behind the engine, the tokens produced meanwhile go out in one chunk, as
-// vLLM merges the outputs of a lagging request.
+// vLLM merges the outputs of a lagging request; but not before a fault that
+// counts chunks has come, so that it comes after as many tokens whatever
+// the machine's load.
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, g *generation) string {
 	f := &g.faults
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -237,7 +239,9 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, g *generation) 
 				return outcome
 			}
 			k := n - sent
-			if f.chunkTokens > 1 {
+			if f.chunkTokens > 1 || f.pending(chunks) {
+				// A fault due after so many chunks finds them all, each
+				// of chunk-tokens tokens, however far the writer lags.
 				k = min(k, f.chunkTokens)
 			}
 			if role {
