@@ -349,6 +349,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	src := &sources{o: o, b: b, sizing: sizing, ds: ds, tr: tr}
 	res.Workload = src.describe()
 	defer src.close()
+	if err := src.validate(); err != nil {
+		fail(stderr, err)
+		return 2
+	}
 	target := func(load sweep.Load) (*loadgen.Generator, error) {
 		g := &loadgen.Generator{Client: client, Duration: o.duration, Warmup: o.warmup, Requests: o.requests,
 			Seed: o.seed, MaxInFlight: o.maxInFlight}
@@ -495,6 +499,19 @@ func (s *sources) next(g *loadgen.Generator) error {
 		g.Arrivals = f.Arrivals
 	}
 	return nil
+}
+
+// validate refuses synthetic prompts or sessions that cannot be made as
+// asked, before anything is sent.
+func (s *sources) validate() error {
+	o := s.o
+	switch {
+	case s.tr != nil, s.ds != nil:
+		return nil
+	case o.turns != nil:
+		return (&workload.Sessions{Turns: o.turns, Input: o.input, Output: o.output, Think: o.think, Sizing: s.sizing}).Validate()
+	}
+	return (&workload.Synthetic{Input: o.input, Output: o.output, Prefix: o.prefix, Sizing: s.sizing}).Validate()
 }
 
 // err returns the first error a file gave during the runs.

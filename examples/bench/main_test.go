@@ -184,3 +184,13 @@ func TestSessions(t *testing.T) {
 	assert.Equal(t, "sessions of 3 turns, 20 tokens in and 8 out a turn, 50ms think time", res.Workload)
 	assert.Equal(t, 6, res.Runs[0].Summary.Completed)
 }
+
+// Synthetic prompts that cannot be made as asked are refused before
+// anything runs.
+func TestWorkloadRefused(t *testing.T) {
+	code, out, errOut := bench(t, "-input-len", "100", "-prefix-groups", "2", "-prefix-len", "200")
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "bench: workload: Synthetic.Input 100 is shorter than the shared prefix's 200 tokens")
+	assert.NotContains(t, errOut, "Benchmarking", "nothing ran")
+}

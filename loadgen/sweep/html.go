@@ -31,6 +31,11 @@ func (r *Results) WriteHTML(w io.Writer) error {
 	for _, n := range r.Notes {
 		page.Notes = append(page.Notes, loadgen.CleanLine(n))
 	}
+	for i := range r.Runs {
+		if why := r.Runs[i].ClientLimited; why != "" {
+			page.Notes = append(page.Notes, fmt.Sprintf("%s: the client may have limited this run (%s): its figures may be the client's, not the server's.", r.Runs[i].name(), loadgen.CleanLine(why)))
+		}
+	}
 	if r.Objective != nil {
 		page.Objective = r.Objective.String()
 	}

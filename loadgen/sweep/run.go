@@ -111,6 +111,10 @@ type Result struct {
 	Lateness metrics.Distribution `json:"lateness,omitzero"`
 	// Stopped says why the run ended.
 	Stopped loadgen.StopReason `json:"stopped"`
+	// ClientLimited, when not empty, says why the client itself may have
+	// limited the run (see [loadgen.Health]): its figures may be the
+	// client's, not the server's.
+	ClientLimited string `json:"client_limited,omitempty"`
 	// GoodShare is the share of the requests the run judged (see
 	// [Objective]) that met the objective, and Met whether it was at least
 	// the objective's quantile; both are zero without an objective.
@@ -149,6 +153,9 @@ func resultOf(run *loadgen.Run, load Load, label string, obj Objective) Result {
 		Requests:           s.Requests - s.Warmup,
 		OutputTokensPerSec: s.TotalTokensPerSec,
 		Late:               run.Late, Lateness: run.Lateness, Stopped: run.Stopped,
+	}
+	if run.Health.Limited {
+		r.ClientLimited = run.Health.Reason
 	}
 	if d := s.Window.Duration(); d > 0 {
 		r.RequestRate = float64(s.Completed) / d.Seconds()

@@ -180,8 +180,11 @@ func TestResultsDocument(t *testing.T) {
 	assert.NoError(t, err, "a minor version reads")
 
 	var table bytes.Buffer
+	res.Runs[1].ClientLimited = "the client's timers fired up to 9ms late (p99), above 5ms"
 	require.NoError(t, res.WriteTable(&table))
 	out := table.String()
+	assert.Contains(t, out, "throughput (concurrency 4) †")
+	assert.Contains(t, out, "† throughput (concurrency 4): the client may have limited this run (the client's timers fired up to 9ms late (p99), above 5ms)")
 	for _, want := range []string{"Sweep of synthetic prompts against llmload's simulated server", "TTFT ms mean", "E2E ms mean", "goodput",
 		"synchronous", "throughput", "Highest rate meeting the objective", "Note: a note red"} {
 		assert.Contains(t, out, want)

@@ -27,6 +27,11 @@ func (r *Results) WriteTable(w io.Writer) error {
 	} else {
 		writeRows(bw, r.Runs, r.Objective != nil)
 	}
+	for i := range r.Runs {
+		if why := r.Runs[i].ClientLimited; why != "" {
+			fmt.Fprintf(bw, "† %s: the client may have limited this run (%s): its figures may be the client's, not the server's.\n", strings.TrimSuffix(r.Runs[i].name(), " †"), loadgen.CleanLine(why))
+		}
+	}
 	if f := r.Search; f != nil {
 		if f.Rate > 0 {
 			fmt.Fprintf(bw, "\nHighest rate meeting the objective: %.4g req/s — %s.\n", f.Rate, f.Reason)
@@ -151,7 +156,10 @@ func errorKinds(m map[metrics.ErrorKind]int) string {
 func (r *Result) name() string {
 	label := loadgen.CleanLine(r.Label)
 	if load := r.Load.String(); label != load && r.Load.Kind != KindUnknown {
-		return label + " (" + load + ")"
+		label += " (" + load + ")"
+	}
+	if r.ClientLimited != "" {
+		label += " †"
 	}
 	return label
 }

@@ -54,6 +54,9 @@ func (s *Synthetic) Validate() error {
 	if s.Prefix.Groups > 0 && s.Prefix.Tokens <= s.Sizing.MessageTokens {
 		errs = append(errs, fmt.Sprintf("Prefix.Tokens %d leaves no text beside the template's %d tokens a message", s.Prefix.Tokens, s.Sizing.MessageTokens))
 	}
+	if need := s.Prefix.Tokens + s.Sizing.Overhead(1) + 1; s.Prefix.Groups > 0 && s.Input != nil && s.Input.Mean() < float64(need) {
+		errs = append(errs, fmt.Sprintf("Input %v is shorter than the shared prefix's %d tokens and a question: prompts would be longer than asked; give Input a mean of %d or more", s.Input, s.Prefix.Tokens, need))
+	}
 	if !(s.Sizing.TokensPerWord >= 0) || s.Sizing.MessageTokens < 0 || s.Sizing.ReplyTokens < 0 {
 		errs = append(errs, fmt.Sprintf("Sizing %+v cannot be negative", s.Sizing))
 	}

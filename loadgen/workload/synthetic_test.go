@@ -60,11 +60,12 @@ func TestSyntheticSizesAsTheServerCounts(t *testing.T) {
 
 func TestSyntheticValidate(t *testing.T) {
 	for name, s := range map[string]*workload.Synthetic{
-		"no input":     {},
-		"empty input":  {Input: workload.Fixed(0)},
-		"tiny prefix":  {Input: workload.Fixed(10), Prefix: workload.SharedPrefix{Groups: 2, Tokens: 5}, Sizing: workload.SimulatorSizing(true)},
-		"bad sizing":   {Input: workload.Fixed(10), Sizing: workload.Sizing{MessageTokens: -1}},
-		"bad prefixes": {Input: workload.Fixed(10), Prefix: workload.SharedPrefix{Groups: -1}},
+		"no input":               {},
+		"empty input":            {Input: workload.Fixed(0)},
+		"tiny prefix":            {Input: workload.Fixed(10), Prefix: workload.SharedPrefix{Groups: 2, Tokens: 5}, Sizing: workload.SimulatorSizing(true)},
+		"bad sizing":             {Input: workload.Fixed(10), Sizing: workload.Sizing{MessageTokens: -1}},
+		"bad prefixes":           {Input: workload.Fixed(10), Prefix: workload.SharedPrefix{Groups: -1}},
+		"input below the prefix": {Input: workload.Fixed(100), Prefix: workload.SharedPrefix{Groups: 2, Tokens: 100}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := s.Validate()
