@@ -11,6 +11,15 @@
 // returns the columns as a [Summary]. A [Histogram] keeps count, minimum,
 // maximum and mean exactly; its quantiles are within 0.1%.
 //
+// Recordings merge exactly. [Histogram.Merge] adds buckets, so the merge of
+// several histograms is the histogram of all their values, and a
+// histogram's JSON holds its buckets (HdrHistogram's V2 encoding) with its
+// exact figures, so the merge stays exact across machines and files.
+// [MergeRecordings] merges whole recordings — the summaries and histograms
+// of recorders that shared one window, such as load generators on several
+// machines — into the recording one recorder of all their requests would
+// have made.
+//
 // # Definitions
 //
 // These are the speed-test matrix's definitions.

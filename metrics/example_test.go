@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -82,4 +83,47 @@ func ExampleRecorder_SummaryOf() {
 	// window requests 3 (warm-up 1, completed 2, outside 0), TTFT max 50ms
 	// warmup requests 1 (warm-up 0, completed 0, outside 1), TTFT max 900ms
 	// all    requests 3 (warm-up 0, completed 2, outside 1), TTFT max 900ms
+}
+
+// Two load generators measured one window, each with its own streams; the
+// leader merges what they sent (as JSON) into the measurement of both.
+func ExampleMergeRecordings() {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	window := metrics.Window{Start: t0, End: t0.Add(10 * time.Second)}
+	shard := func(step time.Duration, streams int) []byte {
+		var rec metrics.Recorder
+		rec.SetWindow(window)
+		for range streams {
+			tl := &metrics.Timeline{Sent: t0}
+			for t := t0.Add(100 * time.Millisecond); t.Before(t0.Add(5 * time.Second)); t = t.Add(step) {
+				rec.Observe(tl, t, 1)
+			}
+			tl.End, tl.FinishReason = tl.Last, "length"
+			rec.Record(tl)
+		}
+		b, _ := json.Marshal(rec.Recording(metrics.ScopeWindow)) // sent to the leader
+		return b
+	}
+	var recs []metrics.Recording
+	for _, b := range [][]byte{shard(10*time.Millisecond, 3), shard(20*time.Millisecond, 2)} {
+		var r metrics.Recording
+		if err := json.Unmarshal(b, &r); err != nil {
+			fmt.Println(err)
+			return
+		}
+		recs = append(recs, r)
+	}
+	all, err := metrics.MergeRecordings(recs...)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	s := all.Summary
+	fmt.Println("requests:", s.Requests, "tokens:", s.OutputTokens)
+	fmt.Println("TBT p50:", s.TBT.P50.Round(time.Millisecond), "p99:", s.TBT.P99.Round(time.Millisecond))
+	fmt.Println("TBT values:", all.Histograms.TBT.Count())
+	// Output:
+	// requests: 5 tokens: 1960
+	// TBT p50: 10ms p99: 20ms
+	// TBT values: 5
 }

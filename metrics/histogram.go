@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"math/bits"
 	"time"
 
@@ -310,23 +311,103 @@ func (h *Histogram) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// MarshalJSON encodes the histogram as a JSON string holding its V2
-// compressed encoding.
+// histogramJSON is a histogram's JSON form: its buckets in HdrHistogram's
+// V2 encoding, and beside them the figures the encoding does not hold.
+type histogramJSON struct {
+	V2      string `json:"v2"`
+	Min     *int64 `json:"min_ns,omitempty"`
+	Max     *int64 `json:"max_ns,omitempty"`
+	Sum     string `json:"sum_ns,omitempty"` // decimal: it may need 128 bits
+	Clamped int64  `json:"clamped,omitempty"`
+}
+
+// MarshalJSON encodes the histogram as a JSON object: "v2" holds its
+// buckets in HdrHistogram's V2 compressed encoding (see
+// [Histogram.MarshalText]), and "min_ns", "max_ns" and "sum_ns" its exact
+// minimum, maximum and sum, in nanoseconds, so that a histogram read back,
+// or merged from several read back, has the exact figures of the values
+// recorded. A histogram that has only its buckets' estimates (one decoded
+// from the bare V2 text, or merged with one) writes "v2" alone. "clamped"
+// counts the values recorded at the ends of the range.
 func (h *Histogram) MarshalJSON() ([]byte, error) {
 	b, err := h.MarshalText()
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(string(b))
+	j := histogramJSON{V2: string(b), Clamped: h.Clamped()}
+	if h.Count() > 0 && !h.estimated {
+		lo, hi := int64(h.min), int64(h.max)
+		j.Min, j.Max = &lo, &hi
+		sum := new(big.Int).Lsh(new(big.Int).SetUint64(h.sumHi), 64)
+		j.Sum = sum.Or(sum, new(big.Int).SetUint64(h.sumLo)).String()
+	}
+	return json.Marshal(j)
 }
 
-// UnmarshalJSON decodes a JSON string written by [Histogram.MarshalJSON].
+// UnmarshalJSON decodes what [Histogram.MarshalJSON] writes, and a bare
+// JSON string of the V2 encoding, as files written before the exact
+// figures were kept hold (their Min, Max and Mean are then the buckets'
+// estimates). Exact figures that contradict the buckets, or one another,
+// are an error.
 func (h *Histogram) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("metrics: histogram JSON must be a string: %w", err)
+	var j histogramJSON
+	if len(b) > 0 && b[0] == '"' {
+		if err := json.Unmarshal(b, &j.V2); err != nil {
+			return fmt.Errorf("metrics: histogram JSON: %w", err)
+		}
+	} else if err := json.Unmarshal(b, &j); err != nil {
+		return fmt.Errorf("metrics: histogram JSON must be an object with \"v2\", or a string: %w", err)
 	}
-	return h.UnmarshalText([]byte(s))
+	var d Histogram
+	if err := d.UnmarshalText([]byte(j.V2)); err != nil {
+		return err
+	}
+	if j.Clamped < 0 || j.Clamped > d.Count() {
+		return fmt.Errorf("metrics: histogram JSON: %d clamped values of %d", j.Clamped, d.Count())
+	}
+	d.clamped = j.Clamped
+	if j.Min != nil || j.Max != nil || j.Sum != "" {
+		if err := d.setExact(j); err != nil {
+			return err
+		}
+	}
+	*h = d
+	return nil
+}
+
+// setExact restores the exact figures of a histogram decoded from its
+// buckets, checking them against the buckets.
+func (h *Histogram) setExact(j histogramJSON) error {
+	n := h.Count()
+	bad := func(why string) error { return fmt.Errorf("metrics: histogram JSON: %s", why) }
+	if j.Min == nil || j.Max == nil || j.Sum == "" {
+		return bad("min_ns, max_ns and sum_ns go together")
+	}
+	if n == 0 {
+		return bad("exact figures of an empty histogram")
+	}
+	lo, hi := time.Duration(*j.Min), time.Duration(*j.Max)
+	if lo < 0 || hi > HistogramHighest || lo > hi {
+		return bad(fmt.Sprintf("min %v and max %v are not an interval of 0–1h", lo, hi))
+	}
+	// The exact extremes fall in the buckets of the recorded ones.
+	if !h.h.ValuesAreEquivalent(int64(lo/time.Microsecond), h.h.ValueAtPercentile(0)) ||
+		!h.h.ValuesAreEquivalent(int64(hi/time.Microsecond), h.h.ValueAtPercentile(100)) {
+		return bad(fmt.Sprintf("min %v or max %v is not in the buckets' range", lo, hi))
+	}
+	sum, ok := new(big.Int).SetString(j.Sum, 10)
+	if !ok || sum.Sign() < 0 || sum.BitLen() > 128 {
+		return bad(fmt.Sprintf("sum_ns %q is not a count of nanoseconds", j.Sum))
+	}
+	count := big.NewInt(n)
+	if sum.Cmp(new(big.Int).Mul(count, big.NewInt(int64(lo)))) < 0 || sum.Cmp(new(big.Int).Mul(count, big.NewInt(int64(hi)))) > 0 {
+		return bad(fmt.Sprintf("sum_ns %s is not between %d × min and %d × max", j.Sum, n, n))
+	}
+	mask := new(big.Int).SetUint64(math.MaxUint64)
+	h.sumLo = new(big.Int).And(sum, mask).Uint64()
+	h.sumHi = new(big.Int).Rsh(sum, 64).Uint64()
+	h.min, h.max, h.estimated = lo, hi, false
+	return nil
 }
 
 // Distribution is a histogram reduced to the figures reports show. Count,

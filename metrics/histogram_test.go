@@ -67,6 +67,13 @@ func TestHistogramMergeAndEncoding(t *testing.T) {
 	require.NoError(t, err)
 	var decoded struct{ H *metrics.Histogram }
 	require.NoError(t, json.Unmarshal(js, &decoded))
+	assert.Equal(t, a.Summary(), decoded.H.Summary(), "JSON keeps the exact figures beside the buckets")
+
+	// A bare V2 string, as files held before the exact figures were kept,
+	// reads as the buckets alone.
+	bare, err := json.Marshal(string(text))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal([]byte(`{"H": `+string(bare)+`}`), &decoded))
 	assert.Equal(t, back.Summary(), decoded.H.Summary())
 
 	assert.Error(t, back.UnmarshalText([]byte("HISTFAAAnotbase64!")))

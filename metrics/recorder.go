@@ -333,7 +333,8 @@ func (r *Recorder) Snapshot() Snapshot {
 }
 
 // Histograms are full copies of a recording's distributions, for export and
-// for merging runs (their JSON form is HdrHistogram's V2 encoding). The zero
+// for merging runs (their JSON form is HdrHistogram's V2 encoding with the
+// exact figures beside it: see [Histogram.MarshalJSON]). The zero
 // Histograms is empty and ready to merge into.
 type Histograms struct {
 	TTFT       *Histogram `json:"ttft"`

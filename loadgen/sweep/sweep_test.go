@@ -161,7 +161,9 @@ func TestResultsDocument(t *testing.T) {
 	require.NoError(t, json.Unmarshal(doc.Bytes(), &raw))
 	assert.Equal(t, sweep.Schema, raw["schema"])
 	run0 := raw["runs"].([]any)[0].(map[string]any)
-	assert.True(t, strings.HasPrefix(run0["histograms"].(map[string]any)["ttft"].(string), "HISTF"), "HdrHistogram's V2 encoding")
+	ttft := run0["histograms"].(map[string]any)["ttft"].(map[string]any)
+	assert.True(t, strings.HasPrefix(ttft["v2"].(string), "HISTF"), "HdrHistogram's V2 encoding")
+	assert.Contains(t, ttft, "sum_ns", "with the exact figures beside it")
 	for _, k := range []string{"request_rate", "output_tok_s", "requests"} {
 		assert.IsType(t, float64(0), run0[k], k)
 	}
@@ -169,6 +171,7 @@ func TestResultsDocument(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, back.Runs, 3)
 	assert.Equal(t, runs[1].Summary.TTFT.Count, back.Runs[1].Histograms.TTFT.Count())
+	assert.Equal(t, runs[1].Histograms.TTFT.Summary(), back.Runs[1].Histograms.TTFT.Summary(), "exact, as recorded")
 	assert.Equal(t, runs[1].Summary.TTFT, back.Runs[1].Summary.TTFT)
 	assert.Equal(t, runs[1].Summary.Completed, back.Runs[1].Summary.Completed)
 	assert.True(t, runs[1].Summary.Window.Start.Equal(back.Runs[1].Summary.Window.Start))
