@@ -59,7 +59,8 @@ func TestJSONContract(t *testing.T) {
 	assert.Equal(t, 30.0, s["completed"])
 	assert.Equal(t, 30.0, s["good"], "every request within a second of TTFT")
 	for _, k := range []string{"ttft", "tpot", "itl", "latency"} {
-		assert.IsType(t, "", r["histograms"].(map[string]any)[k], k)
+		h := r["histograms"].(map[string]any)[k].(map[string]any)
+		assert.IsType(t, "", h["v2"], k)
 		assert.Contains(t, s[k], "p99", k)
 	}
 	assert.Equal(t, 30.0, r["lateness"].(map[string]any)["count"], "every arrival's lateness")
