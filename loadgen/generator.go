@@ -125,7 +125,16 @@ type Generator struct {
 	WarmupUntil   func(Progress) bool
 	WarmupTimeout time.Duration
 
-	// OnWindow, if set, is called as the window opens.
+	// OpenAt, if set, is called as the warm-up ends and returns when the
+	// window starts. A time still to come, on time.Now's clock, opens a
+	// window that starts then: chunks that arrive before it are the
+	// warm-up's, exactly, so generators in several processes or on several
+	// machines, their clocks set to one, measure one window. The zero time,
+	// or one already past, opens the window at once.
+	OpenAt func() time.Time
+
+	// OnWindow, if set, is called as the window opens, with the window; its
+	// start may be still to come (see OpenAt).
 	OnWindow func(metrics.Window)
 
 	// Duration is the length of the measurement window.
@@ -477,7 +486,13 @@ func (r *runner) openWindow() {
 		d = forever
 	}
 	r.health.mark()
-	w := r.st.rec.OpenWindow(time.Now, d)
+	now := time.Now
+	if r.g.OpenAt != nil {
+		if at := r.g.OpenAt(); at.After(time.Now()) {
+			now = func() time.Time { return at }
+		}
+	}
+	w := r.st.rec.OpenWindow(now, d)
 	r.st.phase.Store(uint32(PhaseWindow))
 	if r.g.OnWindow != nil {
 		r.g.OnWindow(w)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -388,4 +389,38 @@ func TestWindowOpensBeforeTheFirstRequest(t *testing.T) {
 	assert.Zero(t, early.Load(), "requests made before the window opened")
 	assert.Zero(t, run.Summary.Warmup)
 	assert.Equal(t, 8*5, run.Summary.OutputTokens, "every token inside the window")
+}
+
+// TestOpenAtSharesOneWindow: two generators told to open their windows at
+// one time to come measure exactly that window: chunks before it are the
+// warm-up's, and each counts the tokens of its own streams inside it.
+func TestOpenAtSharesOneWindow(t *testing.T) {
+	_, c := simulated(t, 10*time.Millisecond, 8)
+	at := time.Now().Add(600 * time.Millisecond).Round(0)
+	const d = 500 * time.Millisecond
+	runs := make([]*loadgen.Run, 2)
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Go(func() {
+			g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(1000)), Concurrency: 4,
+				Warmup: 100 * time.Millisecond, WarmupUntil: func(loadgen.Progress) bool { return true },
+				OpenAt: func() time.Time { return at }, Duration: d}
+			run, err := g.Run(t.Context())
+			assert.NoError(t, err)
+			runs[i] = run
+		})
+	}
+	wg.Wait()
+	for _, run := range runs {
+		require.NotNil(t, run)
+		s := run.Summary
+		assert.True(t, s.Window.Start.Equal(at), "the window starts when OpenAt said, not when the warm-up ended: %v", s.Window.Start.Sub(at))
+		assert.True(t, s.Window.End.Equal(at.Add(d)))
+		assert.Less(t, run.Warmup, 400*time.Millisecond, "the warm-up ended before the window's start")
+		// Four streams, a token every 10 ms each, for 500 ms: about 200
+		// tokens in the window, and the 500 ms before it in the warm-up.
+		assert.InDelta(t, 200, s.OutputTokens, 40)
+		warm := run.Recorder.HistogramsOf(metrics.ScopeWarmup).ITL.Count()
+		assert.Greater(t, warm, int64(100), "the gaps before the window are the warm-up's")
+	}
 }
