@@ -59,7 +59,7 @@ func TestStreamTracker(t *testing.T) {
 				assert.Equal(t, 16, s.PeakDecoding, "all decoded at once now and then")
 				assert.Less(t, s.AllShare, 0.06)
 				assert.Less(t, s.CeilingShare, 0.5, "not held at a ceiling")
-				assert.Empty(t, queued(16, nil, s))
+				assert.Empty(t, queued(16, nil, s, waitFigures{}))
 			},
 		},
 		{
@@ -146,7 +146,8 @@ func TestStreamTrackerTurnover(t *testing.T) {
 	assert.Equal(t, 2, s.PeakDecoding)
 	assert.Equal(t, 2, s.Ceiling)
 	assert.Greater(t, s.CeilingShare, 0.9)
-	assert.Equal(t, "at most 2 of 4 streams decoded at once (2 for 100% of the window); the others waited for a first token in 100% of it", queued(4, nil, s))
+	long := waitFigures{ttft: 200 * time.Millisecond, tbt: time.Millisecond, prefill: time.Millisecond, maxTokens: 100}
+	assert.Equal(t, "at most 2 of 4 streams decoded at once (2 for 100% of the window); the others waited for a first token, 200 ms each (the prompt's prefill takes 1 ms, a request's decoding 99 ms)", queued(4, nil, s, long))
 
 	// A client short of CPU sees the overlap for longer: three readings in
 	// every thirty, a tenth of the window above the ceiling at most.
@@ -161,7 +162,7 @@ func TestStreamTrackerTurnover(t *testing.T) {
 	s = slow.summary()
 	assert.Equal(t, 3, s.PeakDecoding)
 	assert.Equal(t, 2, s.Ceiling)
-	assert.Contains(t, queued(4, nil, s), "at most 2 of 4 streams decoded at once")
+	assert.Contains(t, queued(4, nil, s, long), "at most 2 of 4 streams decoded at once")
 }
 
 func TestStreamTrackerSlots(t *testing.T) {
@@ -185,20 +186,33 @@ func TestQueued(t *testing.T) {
 		n       int
 		samples *Samples
 		streams *Streams
+		waits   waitFigures
 		want    string // a part of the reason, "" for not queued
 	}{
-		{"one stream waits for nobody", 1, &Samples{Count: 30, WaitingShare: 1, MaxWaiting: 3}, nil, ""},
-		{"waiting in most samples", 8, &Samples{Count: 30, AvgRunning: 8, PeakRunning: 8, WaitingShare: 0.9, MaxWaiting: 2}, nil, "waiting in 90%"},
-		{"a request waiting now and then is turnover", 16, &Samples{Count: 30, AvgRunning: 15.6, PeakRunning: 16, WaitingShare: 0.2, MaxWaiting: 1}, nil, ""},
-		{"never all running", 8, &Samples{Count: 30, AvgRunning: 4, PeakRunning: 4, NoWaiting: true}, nil, "at most 4 of 8"},
-		{"the server's view wins", 8, &Samples{Count: 30, AvgRunning: 8, PeakRunning: 8}, &Streams{PeakDecoding: 4, Ceiling: 4, CeilingShare: 1, WaitingShare: 1}, ""},
-		{"client: held at a ceiling", 8, nil, &Streams{PeakDecoding: 5, Ceiling: 4, CeilingShare: 0.9, WaitingShare: 0.95}, "at most 4 of 8 streams decoded at once"},
-		{"client: prefill, not a ceiling", 16, nil, &Streams{PeakDecoding: 16, Ceiling: 15, CeilingShare: 0.1, WaitingShare: 0.9}, ""},
-		{"client: all decoded at once", 16, nil, &Streams{PeakDecoding: 16, Ceiling: 16, AllShare: 0.2}, ""},
+		{"one stream waits for nobody", 1, &Samples{Count: 30, WaitingShare: 1, MaxWaiting: 3}, nil, waitFigures{}, ""},
+		{"waiting in most samples", 8, &Samples{Count: 30, AvgRunning: 8, PeakRunning: 8, WaitingShare: 0.9, MaxWaiting: 2}, nil, waitFigures{}, "waiting in 90%"},
+		{"a request waiting now and then is turnover", 16, &Samples{Count: 30, AvgRunning: 15.6, PeakRunning: 16, WaitingShare: 0.2, MaxWaiting: 1}, nil, waitFigures{}, ""},
+		{"never all running", 8, &Samples{Count: 30, AvgRunning: 4, PeakRunning: 4, NoWaiting: true}, nil, waitFigures{}, "at most 4 of 8"},
+		{"the server's view wins", 8, &Samples{Count: 30, AvgRunning: 8, PeakRunning: 8}, &Streams{PeakDecoding: 4, Ceiling: 4, CeilingShare: 1, WaitingShare: 1}, waitFigures{ttft: 700 * time.Millisecond, tbt: 5 * time.Millisecond, prefill: 10 * time.Millisecond, maxTokens: 128}, ""},
+		{"client: held at a ceiling, long waits", 8, nil, &Streams{PeakDecoding: 5, Ceiling: 4, CeilingShare: 0.9, WaitingShare: 0.95}, waitFigures{ttft: 700 * time.Millisecond, tbt: 5 * time.Millisecond, prefill: 10 * time.Millisecond, maxTokens: 128}, "at most 4 of 8 streams decoded at once (4 for 90% of the window); the others waited for a first token, 700 ms each (the prompt's prefill takes 10 ms, a request's decoding 635 ms)"},
+		// A server short of CPU: one slot of eight always turning over,
+		// its stream waiting a tenth of a request for its first token.
+		{"client: held below N, short waits", 8, nil, &Streams{PeakDecoding: 8, Ceiling: 7, CeilingShare: 0.92, WaitingShare: 1},
+			waitFigures{ttft: 336 * time.Millisecond, tbt: 23600 * time.Microsecond, prefill: 10 * time.Millisecond, maxTokens: 128}, ""},
+		{"client: prefill, not a ceiling", 16, nil, &Streams{PeakDecoding: 16, Ceiling: 15, CeilingShare: 0.1, WaitingShare: 0.9}, waitFigures{}, ""},
+		{"client: all decoded at once", 16, nil, &Streams{PeakDecoding: 16, Ceiling: 16, AllShare: 0.2}, waitFigures{}, ""},
+		// Short requests on a server that runs 2 of 4: turnovers keep the
+		// count off its ceiling, but the streams wait far longer than
+		// their prompt's prefill.
+		{"client: waits longer than prefill", 4, nil, &Streams{PeakDecoding: 2, Ceiling: 2, CeilingShare: 0.3, WaitingShare: 1},
+			waitFigures{ttft: 200 * time.Millisecond, tbt: 1500 * time.Microsecond, prefill: 5 * time.Millisecond, maxTokens: 128}, "200 ms each (the prompt's prefill takes 5 ms, a request's decoding 190 ms)"},
+		{"client: no figures, no verdict", 4, nil, &Streams{PeakDecoding: 2, Ceiling: 2, CeilingShare: 1, WaitingShare: 1}, waitFigures{}, ""},
+		{"client: waits as long as prefill", 16, nil, &Streams{PeakDecoding: 16, Ceiling: 15, CeilingShare: 0.2, WaitingShare: 0.95},
+			waitFigures{ttft: 60 * time.Millisecond, tbt: 10 * time.Millisecond, prefill: 25 * time.Millisecond, maxTokens: 30}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := queued(tc.n, tc.samples, tc.streams)
+			got := queued(tc.n, tc.samples, tc.streams, tc.waits)
 			if tc.want == "" {
 				assert.Empty(t, got)
 				return
