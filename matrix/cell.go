@@ -39,44 +39,55 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 
 	n := c.Concurrency
 	w := *spec.Warmup
+	// A stream that waits for its first token longer than the server would
+	// take to prefill every stream's prompt from scratch, one after
+	// another, waits for a place, not for prefill. (A server with a prefix
+	// cache per slot, as llama.cpp's and Ollama's, prefills the prompt
+	// again in every slot the scout did not warm.)
+	queueAfter := cr.r.wall(time.Duration(w.Flow)) + time.Duration(n)*max(p.coldTTFT, sc.ttft)
+	warmupTimeout := cr.r.wall(time.Duration(w.Timeout) + time.Duration(w.PerContextK)*time.Duration(c.ContextTokens/K))
+	cellCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	// With a fleet, this process runs its share of the streams, the
+	// followers theirs.
+	fleet, local, err := cr.startFleet(cellCtx, c, req, warmupTimeout, queueAfter)
+	if err != nil {
+		c.Status, c.Reason = Failed, err.Error()
+		return nil
+	}
 	var rec metrics.Recorder
 	if spec.SLO != nil {
 		rec.SLO = metrics.SLO{TTFT: cr.r.wall(spec.SLO.TTFT), TPOT: cr.r.wall(spec.SLO.TPOT), Latency: cr.r.wall(spec.SLO.Latency)}
 	}
-	streams := newStreamTracker(n)
+	streams := newStreamTracker(local)
 	warm := &warmup{
-		n: n, streams: streams, sampler: cr.sampler, speed: cr.r.speed(),
-		flow: cr.r.wall(time.Duration(w.Flow)),
-		// A stream that waits for its first token longer than the server
-		// would take to prefill every stream's prompt from scratch, one
-		// after another, waits for a place, not for prefill. (A server with
-		// a prefix cache per slot, as llama.cpp's and Ollama's, prefills the
-		// prompt again in every slot the scout did not warm.)
-		queueAfter: cr.r.wall(time.Duration(w.Flow)) + time.Duration(n)*max(p.coldTTFT, sc.ttft),
-		knownCap:   cr.queueCap,
+		n: local, cellN: n, streams: streams, sampler: cr.sampler, speed: cr.r.speed(),
+		flow: cr.r.wall(time.Duration(w.Flow)), queueAfter: queueAfter, knownCap: cr.queueCap,
 	}
 	g := &loadgen.Generator{
-		Client: cr.client, Concurrency: n, Recorder: &rec,
+		Client: cr.client, Concurrency: local, Recorder: &rec,
 		Source: func(slot, seq int) *loadgen.Request {
 			streams.begin(slot, seq)
 			return req
 		},
 		Warmup:        cr.r.wall(time.Duration(w.Min)),
 		WarmupUntil:   warm.until,
-		WarmupTimeout: cr.r.wall(time.Duration(w.Timeout) + time.Duration(w.PerContextK)*time.Duration(c.ContextTokens/K)),
+		WarmupTimeout: warmupTimeout,
 		Duration:      cr.r.wall(time.Duration(spec.Duration)),
 		OnWindow: func(w metrics.Window) {
-			cr.sampler.Mark(w.End)
+			cr.sampler.MarkWindow(w)
 			streams.mark(w.Start, w.End)
 		},
 	}
+	fleet.configure(g, warm)
 
-	cellCtx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
 	var wg sync.WaitGroup
 	watch := make(chan struct{})
 	wg.Go(func() { cr.watch(cellCtx, g, streams, stop, watch, index, total, c) })
-	run, runErr := g.Run(cellCtx)
+	run, runErr := &loadgen.Run{Recorder: &rec}, fleet.launch(cellCtx)
+	if runErr == nil {
+		run, runErr = g.Run(cellCtx)
+	}
 	close(watch)
 	wg.Wait()
 	samples := cr.sampler.Summary()
@@ -86,9 +97,16 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	// The seed's meaning: TTFT and the other per-request figures are over
 	// every request the cell launched, warm-up included; throughput is the
 	// window's.
-	run.Summary = rec.SummaryOf(metrics.ScopeAll)
+	recording := rec.Recording(metrics.ScopeAll)
+	run.Summary = recording.Summary
+	st := streams.summary()
+	if err := fleet.merge(ctx, run, &recording, &st, warm); err != nil {
+		c.Status, c.Reason = Failed, "the shards' parts do not merge: "+err.Error()
+		return nil
+	}
 
-	m := cr.measurement(run, samples, streams.summary())
+	m := cr.measurement(run, samples, st)
+	m.Recording = &recording
 	c.Measurement = m
 	s := run.Summary
 	c.Requests += s.Requests
@@ -104,11 +122,12 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 		m.WarmupEnded = warm.timedOut(run.Warmup)
 	}
 	waits := waitFigures{ttft: run.Summary.TTFT.P50, tbt: run.Summary.TBT.P50, prefill: sc.ttft, maxTokens: spec.MaxTokens, speed: cr.r.speed()}
-	c.Status, c.Reason = classify(c, run, samples, m.Streams, waits, spec.ErrorThreshold)
+	c.Status, c.Reason = classify(fleet.measured(c), run, samples, m.Streams, waits, spec.ErrorThreshold)
 	if c.Status == RequestsQueued {
 		cr.learnCap(c.Concurrency, samples, m.Streams)
 	}
 	m.Notes = explain(c, m, time.Duration(float64(p.coldTTFT)*cr.r.speed()))
+	fleet.finish(m)
 	stuck := runErr != nil && context.Cause(cellCtx) == errStuck && ctx.Err() == nil
 	if stuck {
 		c.Status = OverCapacity
@@ -137,6 +156,7 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 // number an earlier cell found the server runs at once.
 type warmup struct {
 	n          int
+	cellN      int // the cell's streams over every shard, when n is one shard's; 0 when they are the same
 	knownCap   int // the most requests the server ran at once in an earlier queued cell; 0 unknown
 	streams    *streamTracker
 	sampler    *Sampler
@@ -149,6 +169,7 @@ type warmup struct {
 	waitingSince time.Time
 	waiting      float64
 	reason       string
+	queued       bool // the warm-up ended because the server queued the streams
 }
 
 func (w *warmup) until(loadgen.Progress) bool {
@@ -156,7 +177,7 @@ func (w *warmup) until(loadgen.Progress) bool {
 	if w.steadySince.IsZero() && (w.streams.allDecoded() || w.streams.everySlotFinished()) {
 		w.steadySince = now
 	}
-	if g, ok := w.sampler.Latest(); ok && g.Waiting >= 0 && g.Time.After(w.lastSample) {
+	if g, ok := w.latest(); ok && g.Waiting >= 0 && g.Time.After(w.lastSample) {
 		w.lastSample = g.Time
 		switch {
 		case g.Waiting < 1:
@@ -169,17 +190,20 @@ func (w *warmup) until(loadgen.Progress) bool {
 	}
 	if !w.waitingSince.IsZero() && w.lastSample.Sub(w.waitingSince) >= w.flow {
 		w.reason = fmt.Sprintf("the server kept at least %.0f of %d requests waiting for %.1f s: it runs fewer at once and queues the rest",
-			w.waiting, w.n, w.lastSample.Sub(w.waitingSince).Seconds()*w.speed)
+			w.waiting, max(w.n, w.cellN), w.lastSample.Sub(w.waitingSince).Seconds()*w.speed)
+		w.queued = true
 		return true
 	}
 	if d, at := w.streams.capped(now); w.knownCap > 0 && at == w.knownCap && d >= w.flow {
 		w.reason = fmt.Sprintf("at most %d of %d streams decoded at once for %.1f s while the others waited for a first token, as many as the server ran at once in an earlier cell: it queues the rest",
 			at, w.n, d.Seconds()*w.speed)
+		w.queued = true
 		return true
 	}
 	if d, at := w.streams.capped(now); d >= w.queueAfter {
 		w.reason = fmt.Sprintf("at most %d of %d streams decoded at once for %.1f s while the others waited for a first token: the server queues them",
 			at, w.n, d.Seconds()*w.speed)
+		w.queued = true
 		return true
 	}
 	if !w.steadySince.IsZero() && now.Sub(w.steadySince) >= w.flow {
@@ -187,6 +211,15 @@ func (w *warmup) until(loadgen.Progress) bool {
 		return true
 	}
 	return false
+}
+
+// latest returns the server's latest reading, if the warm-up has a
+// sampler (a follower's share has none: the leader reads the server).
+func (w *warmup) latest() (Gauges, bool) {
+	if w.sampler == nil {
+		return Gauges{}, false
+	}
+	return w.sampler.Latest()
 }
 
 // timedOut says why a warm-up that ran to its timeout did not end sooner.

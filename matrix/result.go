@@ -153,9 +153,18 @@ type Measurement struct {
 	// a cell whose numbers the client may have limited.
 	Client        loadgen.Health `json:"client"`
 	ClientLimited bool           `json:"client_limited,omitempty"`
-	// Partial marks a cell interrupted before its window ended: its numbers
-	// cover the part that ran.
+	// Partial marks a cell interrupted before its window ended, or, in a
+	// sharded run, one that lost a shard: its numbers cover the part that
+	// ran.
 	Partial bool `json:"partial,omitempty"`
+	// Shards, in a sharded run, are the processes that ran the cell's
+	// streams: their shares, clock offsets, and the ones lost, with why.
+	Shards []Shard `json:"shards,omitempty"`
+	// Recording holds the cell's summary and its full distributions in
+	// HdrHistogram's V2 encoding with their exact figures, over every
+	// request the cell launched (metrics.ScopeAll), in wall time: what
+	// merging, re-rendering and comparing need, without the run.
+	Recording *metrics.Recording `json:"recording,omitempty"`
 }
 
 // Samples summarise the server's /metrics, sampled about once a second in a

@@ -84,6 +84,10 @@ type Runner struct {
 	// ends the run before anything else is sent.
 	DiscoverTimeout time.Duration
 
+	// Fleet, if set, runs each cell's streams on several processes (see
+	// [Fleet]); nil runs them all in this one.
+	Fleet Fleet
+
 	// secrets removes the URL's password and the API key from what the run
 	// logs, saves and returns.
 	secrets *loadgen.Redactor
@@ -390,6 +394,8 @@ type cellRun struct {
 	// queueCap is the most requests the server ran at once in the last
 	// cell found queued; 0 until one is.
 	queueCap int
+	// seq numbers the cells sent to a fleet.
+	seq int
 }
 
 // tally counts requests and their failures by kind.
@@ -729,6 +735,9 @@ func describe(c *Cell) string {
 	}
 	for _, n := range c.Notes {
 		s += "; " + n
+	}
+	if len(c.Shards) > 0 {
+		s += "; shards " + shardList(c.Shards)
 	}
 	return s
 }

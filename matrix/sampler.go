@@ -12,6 +12,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/llmload/llmload/metrics"
 )
 
 // Gauges is one reading of a server's /metrics: the figures a cell needs.
@@ -88,7 +90,8 @@ type Sampler struct {
 	ok       bool  // the server has answered with metrics
 	err      error // the last failure
 	marking  bool
-	until    time.Time // the end of the marked span
+	from     time.Time // the start of the marked span
+	until    time.Time // its end
 	count    int
 	sumRun   float64
 	peakRun  float64
@@ -181,7 +184,7 @@ func (s *Sampler) sample(ctx context.Context) {
 		return
 	}
 	s.last, s.ok, s.err = g, true, nil
-	if !s.marking || !g.Time.Before(s.until) {
+	if !s.marking || !g.Time.Before(s.until) || g.Time.Before(s.from) {
 		return
 	}
 	s.count++
@@ -223,9 +226,15 @@ func (s *Sampler) Failing() bool {
 // Mark starts a summary afresh (at a window's start) of the samples taken
 // before until (the window's end).
 func (s *Sampler) Mark(until time.Time) {
+	s.MarkWindow(metrics.Window{Start: time.Now(), End: until})
+}
+
+// MarkWindow starts a summary afresh of the samples taken in w, whose
+// start may be still to come.
+func (s *Sampler) MarkWindow(w metrics.Window) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.marking, s.until = true, until
+	s.marking, s.from, s.until = true, w.Start, w.End
 	s.count, s.sumRun, s.peakRun, s.maxWait, s.preFirst, s.preLast, s.maxKV = 0, 0, 0, 0, 0, 0, 0
 	s.sumWait, s.waited, s.noWait = 0, 0, false
 }

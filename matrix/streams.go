@@ -42,6 +42,7 @@ type streamTracker struct {
 	capAt    int
 
 	marked  bool
+	start   time.Time // the window's start: readings before it are not counted
 	end     time.Time // the window's end: readings after it are not counted
 	samples int
 	total   time.Duration
@@ -89,12 +90,16 @@ func (t *streamTracker) observe(now time.Time, decoding, waiting int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	first := t.readings == 0
-	if t.marked && !first && t.last.Before(t.end) {
+	if t.marked && !first && t.last.Before(t.end) && now.After(t.start) {
 		until := now
 		if until.After(t.end) {
 			until = t.end
 		}
-		dt := until.Sub(t.last)
+		from := t.last
+		if from.Before(t.start) {
+			from = t.start // the reading before the window holds from its start
+		}
+		dt := until.Sub(from)
 		t.total += dt
 		t.dec += float64(t.recent[0]) * dt.Seconds()
 		t.wait += float64(t.lastWait) * dt.Seconds()
@@ -144,14 +149,12 @@ func (t *streamTracker) capped(now time.Time) (time.Duration, int) {
 	return now.Sub(t.capSince), t.capAt
 }
 
-// mark starts the window's summary at start; it ends at end.
+// mark starts the window's summary at start, which may be still to come;
+// it ends at end.
 func (t *streamTracker) mark(start, end time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.marked, t.end = true, end
-	if t.readings > 0 {
-		t.last = start // the reading before the window holds from its start
-	}
+	t.marked, t.start, t.end = true, start, end
 }
 
 // summary returns the window's summary, or nil when it has no reading.

@@ -256,3 +256,26 @@ func TestReadOldPrefillRows(t *testing.T) {
 	assert.Equal(t, Failed, r.Prefill[1].Status)
 	assert.Equal(t, "scout: 500", r.Prefill[1].Reason)
 }
+
+// TestStreamTrackerWindowToCome: a window marked before it starts, as a
+// sharded cell's is, counts only the readings from its start: the warm-up
+// before it, with every stream waiting, is not in the summary.
+func TestStreamTrackerWindowToCome(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tr := newStreamTracker(4)
+	tr.observe(t0, 0, 4)
+	start := t0.Add(time.Second)
+	tr.mark(start, start.Add(10*time.Second))
+	feed(tr, t0.Add(streamTick), 1100, func(i int) (int, int) {
+		if i < 99 {
+			return 0, 4 // before the window: every stream waits
+		}
+		return 4, 0
+	})
+	s := tr.summary()
+	require.NotNil(t, s)
+	assert.InDelta(t, 4, s.AvgDecoding, 1e-9, "the waiting before the window is not in it")
+	assert.Zero(t, s.WaitingShare)
+	assert.InDelta(t, 1, s.AllShare, 1e-9)
+	assert.Equal(t, 1000, s.Samples)
+}

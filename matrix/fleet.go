@@ -1,0 +1,345 @@
+package matrix
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/metrics"
+)
+
+// A Fleet runs the cells of a sharded matrix on several processes: the
+// Runner's own, the leader, and followers that joined it, each keeping its
+// share of a cell's streams in flight against the server. The leader does
+// everything else (discovery, prompts, the prefill table, scouts, the
+// server's /metrics) and merges the shards' parts of each cell exactly
+// ([metrics.MergeRecordings]) into one cell of the same schema as a single
+// process's, with the shards, their shares and clock offsets in
+// [Measurement].Shards. Package
+// [github.com/llmload/llmload/matrix/shard] implements it over HTTP.
+type Fleet interface {
+	// StartCell splits sh.Concurrency among the leader and the followers
+	// that can take part, gives each follower its share, and returns the
+	// cell in progress. The shares' times are on the leader's clock. When
+	// ctx ends, the cell ends on every shard.
+	StartCell(ctx context.Context, sh Share) (FleetCell, error)
+}
+
+// A FleetCell is a cell in progress on a [Fleet].
+type FleetCell interface {
+	// Own returns the leader's share: its streams and launch time.
+	Own() Share
+	// ShareControl is the leader's share's: the window opens once every
+	// shard's warm-up is done.
+	ShareControl
+	// Collect waits for the followers' parts of the cell and returns them
+	// in shard order, each with the shard's place in the cell; a shard
+	// that died, fell silent or failed has no part and says why. Every
+	// wait has a deadline. It is called once, after the leader's own share
+	// has ended.
+	Collect(ctx context.Context) []ShardPart
+}
+
+// ShardPart is a follower's part of a cell as the leader received it.
+type ShardPart struct {
+	Shard Shard
+	// Part is nil when the shard was lost (Shard.Lost says why).
+	Part *SharePart
+}
+
+// Shard is one process's part in a cell of a sharded run.
+type Shard struct {
+	// Index numbers the shards: 0 is the leader, followers from 1 in the
+	// order they joined.
+	Index int `json:"index"`
+	// Name is the shard's host name (a pod's, on Kubernetes).
+	Name string `json:"name,omitempty"`
+	// Streams is the shard's share of the cell's concurrency.
+	Streams int `json:"streams"`
+	// ClockOffsetMs is the shard's clock minus the leader's, measured
+	// before the cell by an NTP-style exchange, and ClockErrorMs its bound
+	// (half the exchange's round trip); the leader's are 0. The shard's
+	// window was set on its own clock by the offset.
+	ClockOffsetMs float64 `json:"clock_offset_ms"`
+	ClockErrorMs  float64 `json:"clock_error_ms"`
+	// OutputTokens is what the shard counted in the window.
+	OutputTokens int `json:"output_tokens"`
+	// ClientLimited reports that the shard's client may have limited it.
+	ClientLimited bool `json:"client_limited,omitempty"`
+	// Lost says why the shard's part is not in the cell: it died, fell
+	// silent or failed mid-cell. Empty when it took part.
+	Lost string `json:"lost,omitempty"`
+}
+
+// Offset returns the shard's clock offset as a duration.
+func (s Shard) Offset() time.Duration {
+	return time.Duration(math.Round(s.ClockOffsetMs * float64(time.Millisecond)))
+}
+
+// SplitConcurrency splits n streams among shards as evenly as possible, the
+// first shards taking one more when n does not divide: 10 over 3 is 4, 3,
+// 3. Shards beyond n get none.
+func SplitConcurrency(n, shards int) []int {
+	if shards < 1 {
+		shards = 1
+	}
+	out := make([]int, shards)
+	for i := range out {
+		out[i] = n / shards
+		if i < n%shards {
+			out[i]++
+		}
+	}
+	return out
+}
+
+// clockNoteShare is the share of the window beyond which a shard's clock
+// offset, or its uncertainty, is noted in the cell.
+const clockNoteShare = 0.01
+
+// fleetCell is a sharded cell on the leader's side. A nil *fleetCell is a
+// cell that one process runs alone.
+type fleetCell struct {
+	fc   FleetCell
+	own  Share
+	gate *shareGate
+
+	// Set by merge.
+	shards  []Shard
+	notes   []string
+	lost    int // streams of the shards lost
+	partial bool
+}
+
+// startFleet starts a cell on the Runner's fleet, if it has one, and
+// returns it with the streams of the leader's own share; without a fleet
+// it returns nil and every stream.
+func (cr *cellRun) startFleet(ctx context.Context, c *Cell, req *loadgen.Request, warmupTimeout, queueAfter time.Duration) (*fleetCell, int, error) {
+	if cr.r.Fleet == nil {
+		return nil, c.Concurrency, nil
+	}
+	cr.seq++
+	w := *cr.spec.Warmup
+	sh := Share{
+		Seq: cr.seq, ContextTokens: c.ContextTokens, Concurrency: c.Concurrency,
+		API: req.API, Model: req.Model, Prompt: req.Prompt, MaxTokens: req.MaxTokens,
+		WarmupMin:     Duration(cr.r.wall(time.Duration(w.Min))),
+		Flow:          Duration(cr.r.wall(time.Duration(w.Flow))),
+		QueueAfter:    Duration(queueAfter),
+		WarmupTimeout: Duration(warmupTimeout),
+		Duration:      Duration(cr.r.wall(time.Duration(cr.spec.Duration))),
+		Speed:         cr.r.speed(),
+	}
+	if s := cr.spec.SLO; s != nil {
+		sh.SLO = &metrics.SLO{TTFT: cr.r.wall(s.TTFT), TPOT: cr.r.wall(s.TPOT), Latency: cr.r.wall(s.Latency)}
+	}
+	fc, err := cr.r.Fleet.StartCell(ctx, sh)
+	if err != nil {
+		return nil, 0, err
+	}
+	f := &fleetCell{fc: fc, own: fc.Own()}
+	return f, f.own.Streams, nil
+}
+
+// configure makes the leader's generator a share of the fleet's cell: its
+// window opens when the fleet's does, once every shard has warmed up; the
+// fleet bounds the warm-up.
+func (f *fleetCell) configure(g *loadgen.Generator, warm *warmup) {
+	if f == nil {
+		return
+	}
+	warm.knownCap = 0 // a cap the server ran is over every shard's streams, not the leader's
+	f.gate = &shareGate{warm: warm, ctl: f.fc, timeout: g.WarmupTimeout, start: time.Now()}
+	g.WarmupUntil, g.OpenAt, g.WarmupTimeout = f.gate.until, f.gate.openAt, 0
+}
+
+// launch waits for the leader's share's launch.
+func (f *fleetCell) launch(ctx context.Context) error {
+	if f == nil {
+		return nil
+	}
+	f.gate.start = f.own.Launch
+	return sleepUntil(ctx, f.own.Launch)
+}
+
+// merge collects the followers' parts and merges them with the leader's
+// into the cell's: run's summary and figures become the whole cell's,
+// recording and streams too. It returns an error only when the parts do
+// not merge.
+func (f *fleetCell) merge(ctx context.Context, run *loadgen.Run, recording *metrics.Recording, streams **Streams, warm *warmup) error {
+	if f == nil {
+		return nil
+	}
+	run.Warmup = warmedUp(run, recording.Summary.Window, f.own.Launch)
+	own := SharePart{Recording: *recording, Streams: *streams, Health: run.Health, Warmup: Duration(run.Warmup),
+		WarmupEnded: warm.reason, Queued: f.gate.queued, WarmupTimedOut: f.gate.timedOut}
+	parts := append([]ShardPart{{Shard: Shard{Index: 0, Name: hostname(), Streams: f.own.Streams}, Part: &own}},
+		f.fc.Collect(context.WithoutCancel(ctx))...)
+	window := time.Duration(f.own.Duration)
+
+	var recs []metrics.Recording
+	var ss []*Streams
+	health := loadgen.Health{}
+	run.WarmupTimedOut = false
+	for _, sp := range parts {
+		sh := sp.Shard
+		if sp.Part == nil {
+			f.lost += sh.Streams
+			f.partial = true
+			f.notes = append(f.notes, fmt.Sprintf("shard %d%s was lost: %s; the cell holds the other shards' %d of %d streams",
+				sh.Index, nameOf(sh.Name), sh.Lost, f.own.Concurrency-f.lost, f.own.Concurrency))
+			f.shards = append(f.shards, sh)
+			continue
+		}
+		p := sp.Part
+		// The shard's window and times onto the leader's clock.
+		r := p.Recording
+		off := sh.Offset()
+		r.Summary.Window = metrics.Window{Start: r.Summary.Window.Start.Add(-off), End: r.Summary.Window.End.Add(-off)}
+		recs = append(recs, r)
+		ss = append(ss, p.Streams)
+		sh.OutputTokens, sh.ClientLimited = r.Summary.OutputTokens, p.Health.Limited
+		f.shards = append(f.shards, sh)
+
+		if p.Error != "" && sh.Index > 0 {
+			f.partial = true
+			f.notes = append(f.notes, fmt.Sprintf("shard %d%s stopped early: %s", sh.Index, nameOf(sh.Name), p.Error))
+		}
+		if abs64(off) > time.Duration(clockNoteShare*float64(window)) || sh.ClockErrorMs > clockNoteShare*window.Seconds()*1000 {
+			f.notes = append(f.notes, fmt.Sprintf("shard %d%s's clock was %s the leader's (±%.2f ms), more than %.0f%% of the window; its window was set by that offset",
+				sh.Index, nameOf(sh.Name), offsetWords(sh.ClockOffsetMs), sh.ClockErrorMs, 100*clockNoteShare))
+		}
+		health = worseHealth(health, p.Health, sh.Index)
+		run.Warmup = max(run.Warmup, time.Duration(p.Warmup))
+		run.WarmupTimedOut = run.WarmupTimedOut || p.WarmupTimedOut
+		if p.Queued && !warm.queued {
+			warm.reason, warm.queued = p.WarmupEnded, true
+			if sh.Index > 0 {
+				warm.reason = fmt.Sprintf("shard %d: %s", sh.Index, p.WarmupEnded)
+			}
+		}
+	}
+	merged, err := metrics.MergeRecordings(recs...)
+	if err != nil {
+		return err
+	}
+	*recording = merged
+	run.Summary = merged.Summary
+	run.Health = health
+	*streams = mergeStreams(ss)
+	return nil
+}
+
+// measured returns the cell as its measured streams make it: without the
+// streams of the shards lost, which the server never ran at the end.
+func (f *fleetCell) measured(c *Cell) *Cell {
+	if f == nil || f.lost == 0 {
+		return c
+	}
+	m := *c
+	m.Concurrency = max(c.Concurrency-f.lost, 1)
+	return &m
+}
+
+// finish writes the shards and their notes into the cell's measurement.
+func (f *fleetCell) finish(m *Measurement) {
+	if f == nil {
+		return
+	}
+	m.Shards = f.shards
+	m.Notes = append(m.Notes, f.notes...)
+	m.Partial = m.Partial || f.partial
+}
+
+func nameOf(name string) string {
+	if name == "" {
+		return ""
+	}
+	return " (" + loadgen.CleanLine(name) + ")"
+}
+
+func offsetWords(ms float64) string {
+	switch {
+	case ms > 0:
+		return fmt.Sprintf("%.1f ms ahead of", ms)
+	case ms < 0:
+		return fmt.Sprintf("%.1f ms behind", -ms)
+	}
+	return "level with"
+}
+
+func abs64(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// worseHealth returns the health of the shards so far and one more: limited
+// if any is, with the worse timer lag and CPU share.
+func worseHealth(h, o loadgen.Health, index int) loadgen.Health {
+	if o.Lag.P99 > h.Lag.P99 {
+		h.Lag = o.Lag
+	}
+	h.CPU = max(h.CPU, o.CPU)
+	if o.Limited && !h.Limited {
+		h.Limited = true
+		h.Reason = o.Reason
+		if index > 0 {
+			h.Reason = fmt.Sprintf("shard %d: %s", index, o.Reason)
+		}
+	}
+	return h
+}
+
+// mergeStreams sums the shards' views of their own streams: the averages
+// add up exactly (the window is one); the peaks and ceilings add up to a
+// bound (the shards' peaks need not come at once), and the shares are the
+// bounds every shard's allow: all decoding, or at the ceiling, no more of
+// the window than the least of the shards', a stream waiting no less than
+// the most.
+func mergeStreams(ss []*Streams) *Streams {
+	var out *Streams
+	for _, s := range ss {
+		if s == nil {
+			continue
+		}
+		if out == nil {
+			c := *s
+			out = &c
+			continue
+		}
+		out.Samples += s.Samples
+		out.AvgDecoding += s.AvgDecoding
+		out.AvgWaiting += s.AvgWaiting
+		out.PeakDecoding += s.PeakDecoding
+		out.Ceiling += s.Ceiling
+		out.CeilingShare = min(out.CeilingShare, s.CeilingShare)
+		out.AllShare = min(out.AllShare, s.AllShare)
+		out.WaitingShare = max(out.WaitingShare, s.WaitingShare)
+	}
+	return out
+}
+
+// shardList says which shards took part, for the log.
+func shardList(shards []Shard) string {
+	var parts []string
+	for _, s := range shards {
+		if s.Lost != "" {
+			parts = append(parts, fmt.Sprintf("%d lost", s.Index))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%d: %d streams, %d tokens", s.Index, s.Streams, s.OutputTokens))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// hostname returns this machine's name, or "" when it has none.
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}

@@ -1,0 +1,401 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/matrix"
+)
+
+// Follower is a shard that joins a leader and runs the shares of cells it
+// is given, until the leader's run is over. Set the fields, then call Run
+// once.
+type Follower struct {
+	// Leader is the leader's base URL, such as
+	// "http://llmload-0.llmload:7070" (a Kubernetes headless Service's
+	// name for pod 0); required.
+	Leader string
+	// Name names the follower in the leader's results; "" means the host's
+	// name.
+	Name string
+	// Client returns the client that sends the streams to the server, for
+	// the spec the leader sent. Nil means a client for spec.URL on
+	// loadgen.StreamTransport. The spec's URL has no password: a follower
+	// of a server that needs one builds its own client.
+	Client func(spec matrix.Spec) (*loadgen.Client, error)
+	// HTTPClient talks to the leader; nil means a client of its own.
+	HTTPClient *http.Client
+	// JoinTimeout bounds the attempts to reach the leader at first (it may
+	// not be up yet); 0 means DefaultJoinTimeout.
+	JoinTimeout time.Duration
+	// Silence is how long the follower goes on without reaching the leader
+	// before it stops; 0 means the leader's.
+	Silence time.Duration
+	// Log receives a line at each step; nil is silent.
+	Log io.Writer
+
+	// now is the follower's clock; nil means time.Now.
+	now func() time.Time
+
+	hc      *http.Client
+	client  *loadgen.Client
+	index   int
+	spec    matrix.Spec
+	silence time.Duration
+	lastOK  time.Time
+
+	mu    sync.Mutex
+	clock clock   // the latest measure of the clock
+	share *active // the share in progress or last run
+	wake  chan struct{}
+}
+
+// active is a share the follower runs or ran.
+type active struct {
+	seq    int
+	share  matrix.Share // on the follower's clock
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+
+	// Guarded by the follower's mu.
+	ready    *ready
+	window   time.Time // on the follower's clock
+	stopped  bool
+	reported bool
+}
+
+func (f *Follower) logf(format string, args ...any) {
+	if f.Log != nil {
+		fmt.Fprintln(f.Log, loadgen.CleanLine(fmt.Sprintf(format, args...)))
+	}
+}
+
+func (f *Follower) clockNow() time.Time {
+	if f.now != nil {
+		return f.now()
+	}
+	return time.Now()
+}
+
+// Run joins the leader and runs the shares it gives until the leader's run
+// is over, when it returns nil. It returns [ErrLeaderGone] when the leader
+// cannot be reached for Silence, [ErrRunOver] when the run was over before
+// it joined, and ctx's cause when ctx ends; the share in progress is
+// stopped first.
+func (f *Follower) Run(ctx context.Context) error {
+	if f.Leader == "" {
+		return errors.New("shard: Follower.Leader is empty: give the leader's URL")
+	}
+	f.Leader = strings.TrimRight(f.Leader, "/")
+	f.hc = f.HTTPClient
+	if f.hc == nil {
+		f.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+		defer f.hc.CloseIdleConnections()
+	}
+	if f.Name == "" {
+		f.Name, _ = os.Hostname()
+	}
+	f.wake = make(chan struct{}, 1)
+	if err := f.join(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		if f.client != nil {
+			f.client.CloseIdleConnections()
+		}
+	}()
+	err := f.loop(ctx)
+	f.stopShare(err)
+	return err
+}
+
+// join joins the leader, trying again until JoinTimeout, and measures the
+// clock.
+func (f *Follower) join(ctx context.Context) error {
+	timeout := f.JoinTimeout
+	if timeout <= 0 {
+		timeout = DefaultJoinTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	for attempt := 0; ; attempt++ {
+		var resp joinResponse
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := post(rctx, f.hc, f.Leader, pathJoin, joinRequest{Version: Version, Name: f.Name}, &resp)
+		cancel()
+		if err == nil {
+			f.index, f.spec = resp.Index, resp.Spec
+			f.silence = f.Silence
+			if f.silence <= 0 {
+				f.silence = max(time.Duration(resp.Silence), time.Second)
+			}
+			break
+		}
+		var se *StatusError
+		if errors.As(err, &se) && se.StatusCode == http.StatusGone {
+			return ErrRunOver
+		}
+		if errors.As(err, &se) || ctx.Err() != nil {
+			return err // the leader refused: trying again changes nothing
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("shard: could not join the leader at %s within %v: %w", f.Leader, timeout, err)
+		}
+		if attempt == 0 {
+			f.logf("waiting for the leader at %s (%v)", f.Leader, err)
+		}
+		if !sleep(ctx, 500*time.Millisecond) {
+			return context.Cause(ctx)
+		}
+	}
+	f.lastOK = time.Now()
+	f.measureClock(ctx)
+	f.logf("joined %s as shard %d; clock %s", f.Leader, f.index, f.clockText())
+	if f.client == nil {
+		c, err := f.newClient()
+		if err != nil {
+			return err
+		}
+		f.client = c
+	}
+	return nil
+}
+
+func (f *Follower) newClient() (*loadgen.Client, error) {
+	if f.Client != nil {
+		c, err := f.Client(f.spec)
+		if err != nil {
+			return nil, fmt.Errorf("shard: the client for the leader's server: %w", err)
+		}
+		return c, nil
+	}
+	conns := slices.Max(append([]int{1}, f.spec.Concurrency...)) + 4
+	c := &loadgen.Client{BaseURL: f.spec.URL, HTTPClient: &http.Client{Transport: loadgen.NewStreamTransport(conns)}}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("shard: the leader's server %s: %w", f.spec.URL, err)
+	}
+	return c, nil
+}
+
+func (f *Follower) measureClock(ctx context.Context) {
+	o, err := measureClock(ctx, f.hc, f.Leader, f.clockNow)
+	if err != nil {
+		f.logf("could not measure the clock (%v); keeping the last measure", err)
+		return
+	}
+	f.mu.Lock()
+	f.clock = clock(o)
+	f.mu.Unlock()
+}
+
+func (f *Follower) clockText() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return fmt.Sprintf("%v from the leader's (±%v)", f.clock.Offset, f.clock.Error)
+}
+
+// loop polls the leader and acts on what it says until the run is over.
+func (f *Follower) loop(ctx context.Context) error {
+	for {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		in := f.pollRequest()
+		var resp pollResponse
+		pctx, cancel := context.WithTimeout(ctx, PollWait+f.silence)
+		stopWake := f.wakeOn(cancel)
+		err := post(pctx, f.hc, f.Leader, pathPoll, in, &resp)
+		woken := stopWake()
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			if woken {
+				continue // news to tell: poll again at once
+			}
+			if time.Since(f.lastOK) > f.silence {
+				f.logf("the leader has not answered for %v (%v): stopping", time.Since(f.lastOK).Round(time.Millisecond), err)
+				return fmt.Errorf("%w: no answer from %s for %v: %v", ErrLeaderGone, f.Leader, time.Since(f.lastOK).Round(time.Millisecond), err)
+			}
+			sleep(ctx, 200*time.Millisecond)
+			continue
+		}
+		f.lastOK = time.Now()
+		switch {
+		case resp.Done:
+			f.logf("the leader's run is over")
+			return nil
+		case resp.Rejoin != "":
+			f.logf("the leader dropped this shard (%s): joining again", resp.Rejoin)
+			f.stopShare(errors.New("the leader dropped this shard"))
+			if err := f.join(ctx); err != nil {
+				return err
+			}
+		case resp.Share != nil:
+			f.start(ctx, *resp.Share)
+		default:
+			f.hear(resp)
+		}
+	}
+}
+
+// wakeOn cancels the poll in flight when the follower has news for the
+// leader; the function it returns stops that and says whether it woke.
+func (f *Follower) wakeOn(cancel context.CancelFunc) func() bool {
+	stop := make(chan struct{})
+	woke := make(chan bool, 1)
+	go func() {
+		select {
+		case <-f.wake:
+			cancel()
+			woke <- true
+		case <-stop:
+			woke <- false
+		}
+	}()
+	return func() bool {
+		close(stop)
+		return <-woke
+	}
+}
+
+func (f *Follower) pollRequest() pollRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	in := pollRequest{Index: f.index, Clock: f.clock}
+	if a := f.share; a != nil {
+		in.Seq, in.Window, in.Stopped, in.Ready = a.seq, !a.window.IsZero(), a.stopped, a.ready
+	}
+	return in
+}
+
+// start runs a new share: it measures the clock, moves the share's times
+// onto the follower's clock, and runs it until it ends, then reports it.
+func (f *Follower) start(ctx context.Context, sh matrix.Share) {
+	f.stopShare(errors.New("a new cell began"))
+	f.measureClock(ctx)
+	f.mu.Lock()
+	off := f.clock.Offset
+	f.mu.Unlock()
+	local := sh
+	local.Launch = sh.Launch.Add(off)
+	sctx, cancel := context.WithCancelCause(ctx)
+	a := &active{seq: sh.Seq, share: local, cancel: cancel, done: make(chan struct{})}
+	f.mu.Lock()
+	f.share = a
+	f.mu.Unlock()
+	f.logf("cell %d: context %s × %d, %d streams here, launch in %v", sh.Seq, matrix.FormatTokens(sh.ContextTokens), sh.Concurrency, sh.Streams,
+		time.Until(local.Launch).Round(time.Millisecond))
+	go func() {
+		defer close(a.done)
+		part := matrix.RunShare(sctx, f.client, local, &control{f: f, a: a})
+		cancel(nil)
+		f.report(ctx, a, part)
+	}()
+}
+
+// hear takes the leader's news of the share in progress.
+func (f *Follower) hear(resp pollResponse) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a := f.share
+	if a == nil || resp.Seq != a.seq {
+		return
+	}
+	if !resp.Window.IsZero() && a.window.IsZero() {
+		a.window = resp.Window.Add(f.clock.Offset)
+	}
+	if resp.Stop != "" && !a.stopped {
+		a.stopped = true
+		a.cancel(errors.New(resp.Stop))
+	}
+}
+
+// report sends a share's part to the leader, trying again until it is
+// taken or the leader is silent too long.
+func (f *Follower) report(ctx context.Context, a *active, part *matrix.SharePart) {
+	f.mu.Lock()
+	in := reportRequest{Index: f.index, Seq: a.seq, Clock: f.clock, Part: part}
+	f.mu.Unlock()
+	start := time.Now()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, f.silence)
+		err := post(rctx, f.hc, f.Leader, pathReport, in, nil)
+		cancel()
+		if err == nil {
+			f.mu.Lock()
+			a.reported = true
+			f.mu.Unlock()
+			f.logf("cell %d: reported %d tokens in %v", a.seq, part.Recording.Summary.OutputTokens, time.Since(start).Round(time.Millisecond))
+			return
+		}
+		if ctx.Err() != nil || time.Since(start) > f.silence {
+			f.logf("cell %d: could not report (%v)", a.seq, err)
+			return
+		}
+		if !sleep(ctx, 200*time.Millisecond) {
+			return
+		}
+	}
+}
+
+// stopShare stops the share in progress, if any, and waits for it to end.
+func (f *Follower) stopShare(why error) {
+	f.mu.Lock()
+	a := f.share
+	f.mu.Unlock()
+	if a == nil {
+		return
+	}
+	if why == nil {
+		why = errors.New("the run is over")
+	}
+	a.cancel(why)
+	<-a.done
+}
+
+// control connects a running share to the leader.
+type control struct {
+	f *Follower
+	a *active
+}
+
+// Ready implements [matrix.ShareControl]: it is sent with the next poll,
+// at once.
+func (c *control) Ready(reason string, queued, timedOut bool) {
+	c.f.mu.Lock()
+	c.a.ready = &ready{Reason: reason, Queued: queued, TimedOut: timedOut}
+	c.f.mu.Unlock()
+	select {
+	case c.f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// WindowStart implements [matrix.ShareControl].
+func (c *control) WindowStart() (time.Time, bool) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	return c.a.window, !c.a.window.IsZero()
+}
+
+// sleep waits d, or until ctx ends, and reports whether it waited.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

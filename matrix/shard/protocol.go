@@ -1,0 +1,176 @@
+package shard
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/llmload/llmload/matrix"
+)
+
+// Version is the protocol's version. A follower of another version is
+// refused at join.
+const Version = "llmload.shard/v1"
+
+// Timing of the protocol.
+const (
+	// PollWait is the longest a poll is held when the leader has nothing
+	// to say.
+	PollWait = time.Second
+	// DefaultSilence is how long a shard may go without a word from the
+	// other side before it is taken for gone.
+	DefaultSilence = 5 * time.Second
+	// DefaultJoinTimeout bounds the leader's wait for its followers before
+	// the first cell, and a follower's attempts to reach its leader.
+	DefaultJoinTimeout = 2 * time.Minute
+	// LaunchDelay is how far ahead of a cell's start its launch is set:
+	// time for every follower to hear of it and measure its clock.
+	LaunchDelay = time.Second
+	// WindowDelay is how far ahead the window's start is set once every
+	// shard's warm-up is done: time for every follower to hear of it.
+	WindowDelay = 500 * time.Millisecond
+	// DefaultReportTimeout bounds the wait for a live follower's part after
+	// the window's end.
+	DefaultReportTimeout = 30 * time.Second
+	// StopTimeout bounds the wait for the parts of a cell that was stopped
+	// (the run interrupted, or the cell ended early), and, at the end of a
+	// run, for the followers to hear that it is over.
+	StopTimeout = 5 * time.Second
+	// maxMessage bounds a message's size (a part holds a cell's
+	// histograms; a share, a prompt of up to matrix.MaxContextTokens).
+	maxMessage = 256 << 20
+)
+
+// ErrLeaderGone is returned by [Follower.Run] when the leader could not
+// be reached for longer than the follower's Silence.
+var ErrLeaderGone = errors.New("shard: the leader is gone")
+
+// ErrRunOver is returned by [Follower.Run] when the leader's run was over
+// before the follower could join it.
+var ErrRunOver = errors.New("shard: the leader's run is over")
+
+type joinRequest struct {
+	Version string `json:"version"`
+	Name    string `json:"name"`
+}
+
+type joinResponse struct {
+	Index int         `json:"index"`
+	Spec  matrix.Spec `json:"spec"`
+	// Silence is the leader's: a follower silent this long is lost.
+	Silence matrix.Duration `json:"silence"`
+}
+
+type clockRequest struct {
+	Sent time.Time `json:"t1"`
+}
+
+type clockResponse struct {
+	Sent     time.Time `json:"t1"`
+	Received time.Time `json:"t2"`
+	Replied  time.Time `json:"t3"`
+}
+
+type pollRequest struct {
+	Index int `json:"index"`
+	// Seq is the cell the follower works on or last worked on; Window
+	// that it knows the cell's window, Stopped that it knows it stopped.
+	Seq     int  `json:"seq"`
+	Window  bool `json:"window,omitempty"`
+	Stopped bool `json:"stopped,omitempty"`
+	// Ready, once the share's warm-up is done.
+	Ready *ready `json:"ready,omitempty"`
+	// Clock is the follower's latest measure of its clock.
+	Clock clock `json:"clock"`
+}
+
+type ready struct {
+	Reason   string `json:"reason"`
+	Queued   bool   `json:"queued,omitempty"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+}
+
+type clock struct {
+	Offset time.Duration `json:"offset_ns"`
+	Error  time.Duration `json:"error_ns"`
+}
+
+type pollResponse struct {
+	// Share is a new cell's share for the follower, times on the leader's
+	// clock.
+	Share *matrix.Share `json:"share,omitempty"`
+	// Seq is the cell the rest is about.
+	Seq int `json:"seq,omitempty"`
+	// Window is the cell's window's start on the leader's clock, once set.
+	Window time.Time `json:"window,omitzero"`
+	// Stop says why the cell was stopped, if it was.
+	Stop string `json:"stop,omitempty"`
+	// Done says the run is over: the follower stops and exits.
+	Done bool `json:"done,omitempty"`
+	// Rejoin says the leader does not know the follower (it was lost):
+	// it joins again.
+	Rejoin string `json:"rejoin,omitempty"`
+}
+
+type reportRequest struct {
+	Index int               `json:"index"`
+	Seq   int               `json:"seq"`
+	Clock clock             `json:"clock"`
+	Part  *matrix.SharePart `json:"part"`
+}
+
+// Paths of the leader's endpoints.
+const (
+	pathJoin   = "/shard/join"
+	pathClock  = "/shard/clock"
+	pathPoll   = "/shard/poll"
+	pathReport = "/shard/report"
+)
+
+// StatusError is a leader's answer other than 200.
+type StatusError struct {
+	Path       string
+	StatusCode int
+	Body       string
+}
+
+// Error says which request got which answer.
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("shard: %s: the leader answered %d: %s", e.Path, e.StatusCode, e.Body)
+}
+
+// post sends in as JSON to base+path and decodes the answer into out.
+func post(ctx context.Context, hc *http.Client, base, path string, in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("shard: %s: %w", path, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("shard: %s: %w", path, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("shard: %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	body := io.LimitReader(resp.Body, maxMessage)
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(body, 1<<10))
+		return &StatusError{Path: path, StatusCode: resp.StatusCode, Body: string(bytes.TrimSpace(msg))}
+	}
+	if out == nil {
+		_, _ = io.Copy(io.Discard, body)
+		return nil
+	}
+	if err := json.NewDecoder(body).Decode(out); err != nil {
+		return fmt.Errorf("shard: %s: the leader's answer: %w", path, err)
+	}
+	return nil
+}
