@@ -126,7 +126,7 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	if c.Status == RequestsQueued {
 		cr.learnCap(c.Concurrency, samples, m.Streams)
 	}
-	m.Notes = explain(c, m, time.Duration(float64(p.coldTTFT)*cr.r.speed()))
+	m.Notes = explain(fleet.measured(c), m, time.Duration(float64(p.coldTTFT)*cr.r.speed()))
 	fleet.finish(m)
 	stuck := runErr != nil && context.Cause(cellCtx) == errStuck && ctx.Err() == nil
 	if stuck {
