@@ -175,7 +175,9 @@ func TestFleetLosesASilentFollower(t *testing.T) {
 	assert.Contains(t, lost.Lost, "no word from it", f.log.String())
 	assert.Contains(t, strings.Join(first.Notes, "\n"), fmt.Sprintf("shard %d (follower-b) was lost: no word from it", lost.Index))
 	assert.Equal(t, first.Concurrency-lost.Streams, first.Shards[0].Streams+first.Shards[3-lost.Index].Streams)
-	assert.InEpsilon(t, 100*float64(first.Concurrency-lost.Streams), first.TotalTokS, 0.05, "the shards left")
+	// The shards left, within 10%: the server and every shard share this
+	// process, and the test runs beside others.
+	assert.InEpsilon(t, 100*float64(first.Concurrency-lost.Streams), first.TotalTokS, 0.1, "the shards left: %.1f tok/s; %s", first.TotalTokS, f.log.String())
 
 	second := res.Cells[1]
 	require.NotNil(t, second.Measurement, f.log.String())
