@@ -107,6 +107,12 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 
 	m := cr.measurement(run, samples, st)
 	m.Recording = &recording
+	if st := m.Streams; st != nil {
+		st.MeanWaitMs *= cr.r.speed()
+		if m.TotalTokS > 0 && st.AvgDecoding > 0 {
+			st.DecodeMs = 1000 * float64(spec.MaxTokens) * st.AvgDecoding / m.TotalTokS
+		}
+	}
 	c.Measurement = m
 	s := run.Summary
 	c.Requests += s.Requests
@@ -121,8 +127,7 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	if run.WarmupTimedOut {
 		m.WarmupEnded = warm.timedOut(run.Warmup)
 	}
-	waits := waitFigures{ttft: run.Summary.TTFT.P50, tbt: run.Summary.TBT.P50, prefill: sc.ttft, maxTokens: spec.MaxTokens, speed: cr.r.speed()}
-	c.Status, c.Reason = classify(fleet.measured(c), run, samples, m.Streams, waits, spec.ErrorThreshold)
+	c.Status, c.Reason = classify(fleet.measured(c), run, samples, m.Streams, time.Duration(float64(sc.ttft)*cr.r.speed()), spec.ErrorThreshold)
 	if c.Status == RequestsQueued {
 		cr.learnCap(c.Concurrency, samples, m.Streams)
 	}
@@ -264,7 +269,7 @@ func (cr *cellRun) watch(ctx context.Context, g *loadgen.Generator, streams *str
 			return
 		case now := <-t.C:
 			p := g.Progress()
-			streams.observe(now, p.WithToken, p.InFlight-p.WithToken)
+			streams.observe(now, p.WithToken, p.InFlight-p.WithToken, p.Launched)
 			if p.Tokens != lastTokens {
 				lastTokens, lastChange = p.Tokens, now
 			}
@@ -348,7 +353,7 @@ func ms(d time.Duration, speed float64) float64 { return d.Seconds() * 1000 * sp
 // for a first token, for most of the window). A stream between two
 // requests of its closed loop, or waiting for its prompt's prefill, is not
 // queued.
-func classify(c *Cell, run *loadgen.Run, samples *Samples, streams *Streams, waits waitFigures, threshold float64) (Status, string) {
+func classify(c *Cell, run *loadgen.Run, samples *Samples, streams *Streams, prefill time.Duration, threshold float64) (Status, string) {
 	s := run.Summary
 	n := c.Concurrency
 	tooLong := s.Errors[metrics.KindTooLong]
@@ -365,7 +370,7 @@ func classify(c *Cell, run *loadgen.Run, samples *Samples, streams *Streams, wai
 	if attempted := s.Requests - s.Canceled; attempted > 0 && float64(s.Failed) > threshold*float64(attempted) {
 		return Failed, fmt.Sprintf("%d of %d requests failed (%s)", s.Failed, attempted, kinds(s.Errors))
 	}
-	if why := queued(n, samples, streams, waits); why != "" {
+	if why := queued(n, samples, streams, prefill); why != "" {
 		return RequestsQueued, why
 	}
 	// Failures the cell absorbed and a client that may have limited it are
@@ -374,31 +379,22 @@ func classify(c *Cell, run *loadgen.Run, samples *Samples, streams *Streams, wai
 	return Valid, ""
 }
 
-// waitFigures are the times a cell's requests waited for their first
-// token and then took, in wall time: the medians over the cell's requests
-// of their time to first token and between tokens, the time the idle
-// server took to answer the cell's prompt (its scout, with the prompt in
-// its prefix cache), and the tokens each request asks for.
-type waitFigures struct {
-	ttft, tbt, prefill time.Duration
-	maxTokens          int
-	speed              float64 // the simulator's speed factor, for the server's own time in words; 0 means 1
-}
-
 // queued says why a cell's requests waited in the server's queue, or "".
+// prefill is how long the idle server took to answer the cell's prompt
+// (its scout, with the prompt in its prefix cache), in the server's time.
 //
 // From the client's timeline alone a queue shows as a ceiling (the
 // streams decoding at once stay at or below some count short of N while
 // others wait for a first token) and as long waits: a stream queued
-// behind N − ceiling others waits for requests to finish, at least half a
-// request's decoding when N is twice the ceiling, while a stream that
-// waits only for its prompt's prefill (or for a slot's turnover on a
-// server short of CPU) waits far less. So the client calls a cell queued
-// only when the streams' median time to first token passes twice the
-// prompt's prefill on an idle server plus half a request's decoding. A
-// server that runs one request fewer than the cell sends is then seldom
-// caught; its running count (or the limit the user gives) says so.
-func queued(n int, samples *Samples, streams *Streams, waits waitFigures) string {
+// behind others waits for requests to finish, at least half a request's
+// decoding when N is twice the ceiling, while a stream that waits only for
+// its prompt's prefill (or for a slot's turnover on a server short of
+// CPU) waits far less. So the client calls a cell queued only when its
+// requests' mean wait in the window passes twice the prompt's prefill plus
+// half a request's decoding. A server that runs one request fewer than the
+// cell sends is then seldom caught; its running count (or the limit the
+// user gives) says so.
+func queued(n int, samples *Samples, streams *Streams, prefill time.Duration) string {
 	if n <= 1 {
 		return "" // one stream waits for nobody
 	}
@@ -412,27 +408,23 @@ func queued(n int, samples *Samples, streams *Streams, waits waitFigures) string
 		}
 		return strings.Join(why, "; ")
 	}
-	if streams == nil || streams.Ceiling >= n || streams.WaitingShare < 0.5 {
+	if streams == nil || streams.Ceiling >= n || streams.WaitingShare < 0.5 || streams.DecodeMs <= 0 {
 		return ""
 	}
-	decoding := time.Duration(max(waits.maxTokens-1, 0)) * waits.tbt
-	if waits.ttft <= 0 || decoding <= 0 || waits.ttft <= 2*waits.prefill+decoding/2 {
+	prefillMs := prefill.Seconds() * 1000
+	if streams.MeanWaitMs <= 2*prefillMs+streams.DecodeMs/2 {
 		return ""
 	}
-	return fmt.Sprintf("at most %d of %d streams decoded at once (%d for %.0f%% of the window); the others waited for a first token, %s each (the prompt's prefill takes %s, a request's decoding %s)",
-		streams.Ceiling, n, streams.Ceiling, 100*streams.CeilingShare, waits.say(waits.ttft), waits.say(waits.prefill), waits.say(decoding))
+	return fmt.Sprintf("at most %d of %d streams decoded at once (%d for %.0f%% of the window); the others waited for a first token, %s each on average (the prompt's prefill takes %s, a request's decoding %s)",
+		streams.Ceiling, n, streams.Ceiling, 100*streams.CeilingShare, fmtMs(streams.MeanWaitMs), fmtMs(prefillMs), fmtMs(streams.DecodeMs))
 }
 
-// say is a wall-clock duration in the server's own time, as the notes say
-// it: "250 ms", "1.2 s".
-func (w waitFigures) say(d time.Duration) string {
-	if w.speed > 0 {
-		d = time.Duration(float64(d) * w.speed)
+// fmtMs is a time in milliseconds as the notes say it: "250 ms", "1.2 s".
+func fmtMs(ms float64) string {
+	if ms < 1000 {
+		return fmt.Sprintf("%.0f ms", ms)
 	}
-	if d < time.Second {
-		return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
-	}
-	return fmt.Sprintf("%.1f s", d.Seconds())
+	return fmt.Sprintf("%.1f s", ms/1000)
 }
 
 // explain returns notes on a measured cell whose figures would otherwise

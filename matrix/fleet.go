@@ -321,6 +321,13 @@ func mergeStreams(ss []*Streams) *Streams {
 		out.CeilingShare = min(out.CeilingShare, s.CeilingShare)
 		out.AllShare = min(out.AllShare, s.AllShare)
 		out.WaitingShare = max(out.WaitingShare, s.WaitingShare)
+		// Little's law over every shard: the waits weighted by the
+		// requests each shard began.
+		waited := out.MeanWaitMs*float64(out.Launched) + s.MeanWaitMs*float64(s.Launched)
+		out.Launched += s.Launched
+		if out.Launched > 0 {
+			out.MeanWaitMs = waited / float64(out.Launched)
+		}
 	}
 	return out
 }

@@ -214,6 +214,15 @@ type Streams struct {
 	// WaitingShare the share with a stream waiting for its first token.
 	AllShare     float64 `json:"all_share"`
 	WaitingShare float64 `json:"waiting_share"`
+	// Launched counts the requests begun in the window; MeanWaitMs is how
+	// long each waited for its first token, on average (Little's law: the
+	// streams waiting on average over the rate requests began), and
+	// DecodeMs how long a stream took to decode one request's max tokens
+	// at the rate streams decoded in the window. Both in the server's own
+	// time.
+	Launched   int     `json:"launched"`
+	MeanWaitMs float64 `json:"mean_wait_ms"`
+	DecodeMs   float64 `json:"decode_ms,omitempty"`
 }
 
 // Cell returns the cell at context × concurrency, or nil.

@@ -161,7 +161,7 @@ func observeStreams(g *loadgen.Generator, streams *streamTracker, done <-chan st
 			return
 		case now := <-t.C:
 			p := g.Progress()
-			streams.observe(now, p.WithToken, p.InFlight-p.WithToken)
+			streams.observe(now, p.WithToken, p.InFlight-p.WithToken, p.Launched)
 		}
 	}
 }

@@ -41,15 +41,18 @@ type streamTracker struct {
 	capSince time.Time // since when no held count has been above capAt < n, and every reading had a stream waiting; zero when not
 	capAt    int
 
-	marked  bool
-	start   time.Time // the window's start: readings before it are not counted
-	end     time.Time // the window's end: readings after it are not counted
-	samples int
-	total   time.Duration
-	dec     float64 // ∫ decoding dt, in seconds
-	wait    float64 // ∫ waiting dt, in seconds
-	waited  time.Duration
-	byDec   []time.Duration // time at each decoding count, held through the interval
+	marked bool
+	start  time.Time // the window's start: readings before it are not counted
+	end    time.Time // the window's end: readings after it are not counted
+	// launchedBefore counts the requests begun before the window,
+	// launchedIn those begun in it (as far as the readings show).
+	launchedBefore, launchedIn int64
+	samples                    int
+	total                      time.Duration
+	dec                        float64 // ∫ decoding dt, in seconds
+	wait                       float64 // ∫ waiting dt, in seconds
+	waited                     time.Duration
+	byDec                      []time.Duration // time at each decoding count, held through the interval
 }
 
 // capHold is how many readings in a row a decoding count must show to
@@ -83,12 +86,19 @@ func (t *streamTracker) everySlotFinished() bool {
 }
 
 // observe records a reading at now: decoding streams have a first token,
-// waiting ones were sent and have none yet.
-func (t *streamTracker) observe(now time.Time, decoding, waiting int) {
+// waiting ones were sent and have none yet; launched counts the requests
+// begun so far.
+func (t *streamTracker) observe(now time.Time, decoding, waiting int, launched int64) {
 	decoding = min(max(decoding, 0), t.n)
 	waiting = max(waiting, 0)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	switch {
+	case !t.marked || now.Before(t.start):
+		t.launchedBefore = launched
+	case !now.After(t.end):
+		t.launchedIn = launched - t.launchedBefore
+	}
 	first := t.readings == 0
 	if t.marked && !first && t.last.Before(t.end) && now.After(t.start) {
 		until := now
@@ -164,8 +174,13 @@ func (t *streamTracker) summary() *Streams {
 	if t.total <= 0 {
 		return nil
 	}
-	s := &Streams{Samples: t.samples}
+	s := &Streams{Samples: t.samples, Launched: int(t.launchedIn)}
 	secs := t.total.Seconds()
+	if t.launchedIn > 0 {
+		// Little's law: the streams waiting on average, over the rate
+		// requests began, is how long each waited.
+		s.MeanWaitMs = 1000 * t.wait / float64(t.launchedIn)
+	}
 	s.AvgDecoding = t.dec / secs
 	s.AvgWaiting = t.wait / secs
 	s.WaitingShare = t.waited.Seconds() / secs

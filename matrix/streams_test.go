@@ -15,7 +15,7 @@ func feed(t *streamTracker, start time.Time, readings int, state func(i int) (de
 	now := start
 	for i := range readings {
 		d, w := state(i)
-		t.observe(now, d, w)
+		t.observe(now, d, w, int64(i))
 		now = now.Add(streamTick)
 	}
 	return now
@@ -59,7 +59,7 @@ func TestStreamTracker(t *testing.T) {
 				assert.Equal(t, 16, s.PeakDecoding, "all decoded at once now and then")
 				assert.Less(t, s.AllShare, 0.06)
 				assert.Less(t, s.CeilingShare, 0.5, "not held at a ceiling")
-				assert.Empty(t, queued(16, nil, s, waitFigures{}))
+				assert.Empty(t, queued(16, nil, s, 0))
 			},
 		},
 		{
@@ -119,10 +119,10 @@ func TestStreamTrackerCapped(t *testing.T) {
 	assert.InDelta(t, 5*time.Second, d, float64(50*time.Millisecond))
 	assert.False(t, held.allDecoded())
 
-	held.observe(end, 8, 0)
-	held.observe(end.Add(streamTick), 8, 0)
+	held.observe(end, 8, 0, 0)
+	held.observe(end.Add(streamTick), 8, 0, 0)
 	assert.False(t, held.allDecoded(), "two readings are a turnover's moment, not every stream decoding")
-	held.observe(end.Add(2*streamTick), 8, 0)
+	held.observe(end.Add(2*streamTick), 8, 0, 0)
 	d, _ = held.capped(end.Add(time.Second))
 	assert.Zero(t, d, "every stream decoding ends the cap")
 	assert.True(t, held.allDecoded())
@@ -146,8 +146,12 @@ func TestStreamTrackerTurnover(t *testing.T) {
 	assert.Equal(t, 2, s.PeakDecoding)
 	assert.Equal(t, 2, s.Ceiling)
 	assert.Greater(t, s.CeilingShare, 0.9)
-	long := waitFigures{ttft: 200 * time.Millisecond, tbt: time.Millisecond, prefill: time.Millisecond, maxTokens: 100}
-	assert.Equal(t, "at most 2 of 4 streams decoded at once (2 for 100% of the window); the others waited for a first token, 200 ms each (the prompt's prefill takes 1 ms, a request's decoding 99 ms)", queued(4, nil, s, long))
+	// Little's law: about 2 streams waiting while 100 requests begin a
+	// second (one a reading) is 20 ms of waiting each.
+	assert.InDelta(t, 1000, s.Launched, 1)
+	assert.InDelta(t, 20, s.MeanWaitMs, 0.5)
+	assert.Equal(t, "at most 2 of 4 streams decoded at once (2 for 100% of the window); the others waited for a first token, 20 ms each on average (the prompt's prefill takes 1 ms, a request's decoding 10 ms)",
+		queued(4, nil, &Streams{Ceiling: s.Ceiling, CeilingShare: s.CeilingShare, WaitingShare: s.WaitingShare, MeanWaitMs: 20, DecodeMs: 10}, time.Millisecond))
 
 	// A client short of CPU sees the overlap for longer: three readings in
 	// every thirty, a tenth of the window above the ceiling at most.
@@ -162,7 +166,8 @@ func TestStreamTrackerTurnover(t *testing.T) {
 	s = slow.summary()
 	assert.Equal(t, 3, s.PeakDecoding)
 	assert.Equal(t, 2, s.Ceiling)
-	assert.Contains(t, queued(4, nil, s, long), "at most 2 of 4 streams decoded at once")
+	s.MeanWaitMs, s.DecodeMs = 200, 100
+	assert.Contains(t, queued(4, nil, s, time.Millisecond), "at most 2 of 4 streams decoded at once")
 }
 
 func TestStreamTrackerSlots(t *testing.T) {
@@ -186,33 +191,36 @@ func TestQueued(t *testing.T) {
 		n       int
 		samples *Samples
 		streams *Streams
-		waits   waitFigures
+		prefill time.Duration
 		want    string // a part of the reason, "" for not queued
 	}{
-		{"one stream waits for nobody", 1, &Samples{Count: 30, WaitingShare: 1, MaxWaiting: 3}, nil, waitFigures{}, ""},
-		{"waiting in most samples", 8, &Samples{Count: 30, AvgRunning: 8, PeakRunning: 8, WaitingShare: 0.9, MaxWaiting: 2}, nil, waitFigures{}, "waiting in 90%"},
-		{"a request waiting now and then is turnover", 16, &Samples{Count: 30, AvgRunning: 15.6, PeakRunning: 16, WaitingShare: 0.2, MaxWaiting: 1}, nil, waitFigures{}, ""},
-		{"never all running", 8, &Samples{Count: 30, AvgRunning: 4, PeakRunning: 4, NoWaiting: true}, nil, waitFigures{}, "at most 4 of 8"},
-		{"the server's view wins", 8, &Samples{Count: 30, AvgRunning: 8, PeakRunning: 8}, &Streams{PeakDecoding: 4, Ceiling: 4, CeilingShare: 1, WaitingShare: 1}, waitFigures{ttft: 700 * time.Millisecond, tbt: 5 * time.Millisecond, prefill: 10 * time.Millisecond, maxTokens: 128}, ""},
-		{"client: held at a ceiling, long waits", 8, nil, &Streams{PeakDecoding: 5, Ceiling: 4, CeilingShare: 0.9, WaitingShare: 0.95}, waitFigures{ttft: 700 * time.Millisecond, tbt: 5 * time.Millisecond, prefill: 10 * time.Millisecond, maxTokens: 128}, "at most 4 of 8 streams decoded at once (4 for 90% of the window); the others waited for a first token, 700 ms each (the prompt's prefill takes 10 ms, a request's decoding 635 ms)"},
+		{"one stream waits for nobody", 1, &Samples{Count: 30, WaitingShare: 1, MaxWaiting: 3}, nil, 0, ""},
+		{"waiting in most samples", 8, &Samples{Count: 30, AvgRunning: 8, PeakRunning: 8, WaitingShare: 0.9, MaxWaiting: 2}, nil, 0, "waiting in 90%"},
+		{"a request waiting now and then is turnover", 16, &Samples{Count: 30, AvgRunning: 15.6, PeakRunning: 16, WaitingShare: 0.2, MaxWaiting: 1}, nil, 0, ""},
+		{"never all running", 8, &Samples{Count: 30, AvgRunning: 4, PeakRunning: 4, NoWaiting: true}, nil, 0, "at most 4 of 8"},
+		{"the server's view wins", 8, &Samples{Count: 30, AvgRunning: 8, PeakRunning: 8},
+			&Streams{PeakDecoding: 4, Ceiling: 4, CeilingShare: 1, WaitingShare: 1, MeanWaitMs: 700, DecodeMs: 640}, 10 * time.Millisecond, ""},
+		{"client: held at a ceiling, long waits", 8, nil,
+			&Streams{PeakDecoding: 5, Ceiling: 4, CeilingShare: 0.9, WaitingShare: 0.95, MeanWaitMs: 700, DecodeMs: 640}, 10 * time.Millisecond,
+			"at most 4 of 8 streams decoded at once (4 for 90% of the window); the others waited for a first token, 700 ms each on average (the prompt's prefill takes 10 ms, a request's decoding 640 ms)"},
 		// A server short of CPU: one slot of eight always turning over,
 		// its stream waiting a tenth of a request for its first token.
-		{"client: held below N, short waits", 8, nil, &Streams{PeakDecoding: 8, Ceiling: 7, CeilingShare: 0.92, WaitingShare: 1},
-			waitFigures{ttft: 336 * time.Millisecond, tbt: 23600 * time.Microsecond, prefill: 10 * time.Millisecond, maxTokens: 128}, ""},
-		{"client: prefill, not a ceiling", 16, nil, &Streams{PeakDecoding: 16, Ceiling: 15, CeilingShare: 0.1, WaitingShare: 0.9}, waitFigures{}, ""},
-		{"client: all decoded at once", 16, nil, &Streams{PeakDecoding: 16, Ceiling: 16, AllShare: 0.2}, waitFigures{}, ""},
+		{"client: held below N, short waits", 8, nil,
+			&Streams{PeakDecoding: 8, Ceiling: 7, CeilingShare: 0.92, WaitingShare: 1, MeanWaitMs: 340, DecodeMs: 3000}, 10 * time.Millisecond, ""},
 		// Short requests on a server that runs 2 of 4: turnovers keep the
 		// count off its ceiling, but the streams wait far longer than
 		// their prompt's prefill.
-		{"client: waits longer than prefill", 4, nil, &Streams{PeakDecoding: 2, Ceiling: 2, CeilingShare: 0.3, WaitingShare: 1},
-			waitFigures{ttft: 200 * time.Millisecond, tbt: 1500 * time.Microsecond, prefill: 5 * time.Millisecond, maxTokens: 128}, "200 ms each (the prompt's prefill takes 5 ms, a request's decoding 190 ms)"},
-		{"client: no figures, no verdict", 4, nil, &Streams{PeakDecoding: 2, Ceiling: 2, CeilingShare: 1, WaitingShare: 1}, waitFigures{}, ""},
-		{"client: waits as long as prefill", 16, nil, &Streams{PeakDecoding: 16, Ceiling: 15, CeilingShare: 0.2, WaitingShare: 0.95},
-			waitFigures{ttft: 60 * time.Millisecond, tbt: 10 * time.Millisecond, prefill: 25 * time.Millisecond, maxTokens: 30}, ""},
+		{"client: off its ceiling, long waits", 4, nil,
+			&Streams{PeakDecoding: 2, Ceiling: 2, CeilingShare: 0.3, WaitingShare: 1, MeanWaitMs: 200, DecodeMs: 190}, 5 * time.Millisecond,
+			"200 ms each on average (the prompt's prefill takes 5 ms, a request's decoding 190 ms)"},
+		{"client: waits as long as prefill", 16, nil,
+			&Streams{PeakDecoding: 16, Ceiling: 15, CeilingShare: 0.2, WaitingShare: 0.95, MeanWaitMs: 60, DecodeMs: 290}, 25 * time.Millisecond, ""},
+		{"client: no decoding time, no verdict", 4, nil, &Streams{PeakDecoding: 2, Ceiling: 2, CeilingShare: 1, WaitingShare: 1, MeanWaitMs: 500}, 0, ""},
+		{"client: all decoded at once", 16, nil, &Streams{PeakDecoding: 16, Ceiling: 16, AllShare: 0.2, MeanWaitMs: 500, DecodeMs: 100}, 0, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := queued(tc.n, tc.samples, tc.streams, tc.waits)
+			got := queued(tc.n, tc.samples, tc.streams, tc.prefill)
 			if tc.want == "" {
 				assert.Empty(t, got)
 				return
@@ -263,7 +271,7 @@ func TestReadOldPrefillRows(t *testing.T) {
 func TestStreamTrackerWindowToCome(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	tr := newStreamTracker(4)
-	tr.observe(t0, 0, 4)
+	tr.observe(t0, 0, 4, 0)
 	start := t0.Add(time.Second)
 	tr.mark(start, start.Add(10*time.Second))
 	feed(tr, t0.Add(streamTick), 1100, func(i int) (int, int) {
