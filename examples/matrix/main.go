@@ -89,6 +89,7 @@ type options struct {
 	speed                   float64
 	compare                 bool
 	quiet                   bool
+	shards                  shardFlags
 	// set holds the names of the flags given on the command line.
 	set map[string]bool
 }
@@ -128,6 +129,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	fs.StringVar(&o.render, "render", "", "render this results file in -format (to -o), changing nothing in it, and exit")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the report")
 	fs.StringVar(&o.transport, "transport", "stream", "the client's HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux) or http (net/http's: honours HTTP_PROXY)")
+	o.shards.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
 	}
@@ -190,6 +192,9 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	if o.render != "" && o.compare {
 		return nil, nil, errors.New("-render and -compare do not go together")
 	}
+	if err := o.shards.check(o); err != nil {
+		return nil, nil, err
+	}
 	return o, fs.Args(), nil
 }
 
@@ -225,6 +230,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if o.render != "" {
 		return render(o, stdout, stderr)
+	}
+	if o.shards.follows() {
+		return follow(ctx, o, stderr)
 	}
 
 	var resume *matrix.Results
@@ -306,7 +314,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
+	endFleet := func() {}
+	if o.shards.leads() {
+		if endFleet, err = lead(o, runner, stderr); err != nil {
+			fail(stderr, err)
+			return 2
+		}
+	}
 	res, err := runner.Run(ctx)
+	endFleet()
 	if res != nil && runner.Server.Simulated {
 		res = withPublicURL(res)
 	}

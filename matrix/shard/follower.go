@@ -113,7 +113,9 @@ func (f *Follower) Run(ctx context.Context) error {
 			f.client.CloseIdleConnections()
 		}
 	}()
+	ctx, cancel := context.WithCancelCause(ctx)
 	err := f.loop(ctx)
+	cancel(err) // and a report in flight: there is no one to take it
 	f.stopShare(err)
 	return err
 }

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/shard"
+)
+
+// shardFlags are the flags of a sharded run: one matrix driven from
+// several processes, a leader and followers (see matrix/shard).
+type shardFlags struct {
+	shards      int
+	listen      string
+	join        string
+	index       int
+	name        string
+	joinTimeout time.Duration
+}
+
+func (s *shardFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&s.shards, "shards", 0, "lead a sharded run of this many processes, this one and the followers that -join it (with -listen)")
+	fs.StringVar(&s.listen, "listen", "", "the address the leader of a sharded run serves its followers on, e.g. :7070")
+	fs.StringVar(&s.join, "join", "", "follow the leader at this URL (e.g. http://llmload-0.llmload:7070): run the shares of its cells, with its spec")
+	fs.IntVar(&s.index, "shard-index", -1, "with -shards, -listen and -join: lead as shard 0, follow as any other (a Kubernetes Indexed Job's JOB_COMPLETION_INDEX)")
+	fs.StringVar(&s.name, "name", "", "this shard's name in the results (default: the host's name)")
+	fs.DurationVar(&s.joinTimeout, "join-timeout", shard.DefaultJoinTimeout, "how long the leader waits for its followers, and a follower for its leader")
+}
+
+// leads reports whether this process leads a sharded run.
+func (s *shardFlags) leads() bool {
+	return s.shards > 1 && (s.index <= 0 || s.join == "")
+}
+
+// follows reports whether this process follows a leader.
+func (s *shardFlags) follows() bool {
+	return s.join != "" && (s.index > 0 || s.shards == 0)
+}
+
+func (s *shardFlags) check(o *options) error {
+	switch {
+	case s.shards < 0 || s.shards == 1:
+		return fmt.Errorf("-shards %d: a sharded run has at least 2 shards (the leader and a follower)", s.shards)
+	case s.index >= 0 && (s.shards == 0 || s.join == "" || s.listen == ""):
+		return errors.New("-shard-index picks the role from -shards, -listen and -join: give all three")
+	case s.index >= s.shards && s.shards > 0:
+		return fmt.Errorf("-shard-index %d of -shards %d: indexes run from 0", s.index, s.shards)
+	case s.shards > 1 && s.listen == "":
+		return errors.New("-shards needs -listen, the address the followers join (e.g. :7070)")
+	case s.join != "" && s.shards > 1 && s.index < 0:
+		return errors.New("-join and -shards are a follower's and a leader's: give one, or both with -shard-index")
+	case s.join != "" && (o.compare || o.render != "" || o.resume != ""):
+		return errors.New("a follower (-join) runs the leader's cells; -compare, -render and -resume are the leader's")
+	}
+	if s.join != "" {
+		u, err := url.Parse(s.join)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("-join %q: give the leader's URL, such as http://llmload-0.llmload:7070", s.join)
+		}
+	}
+	return nil
+}
+
+// lead serves the followers of a sharded run and makes them the runner's
+// fleet. The function it returns tells the followers the run is over and
+// stops serving them.
+func lead(o *options, runner *matrix.Runner, stderr io.Writer) (func(), error) {
+	ln, err := net.Listen("tcp", o.shards.listen)
+	if err != nil {
+		return nil, fmt.Errorf("-listen %s: %w", o.shards.listen, err)
+	}
+	leader := &shard.Leader{Spec: runner.Spec.WithDefaults(), Followers: o.shards.shards - 1, JoinTimeout: o.shards.joinTimeout}
+	if !o.quiet {
+		leader.Log = stderr
+		fmt.Fprintf(stderr, "leading %d shards: followers join http://%s\n", o.shards.shards, ln.Addr())
+	}
+	srv := &http.Server{Handler: leader, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	runner.Fleet = leader
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), shard.StopTimeout+time.Second)
+		defer cancel()
+		leader.Close(ctx)
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
+
+// follow joins the leader at -join and runs the shares of its cells until
+// its run is over.
+func follow(ctx context.Context, o *options, stderr io.Writer) int {
+	f := &shard.Follower{Leader: o.shards.join, Name: o.shards.name, JoinTimeout: o.shards.joinTimeout}
+	if !o.quiet {
+		f.Log = stderr
+	}
+	var client *loadgen.Client
+	f.Client = func(spec matrix.Spec) (*loadgen.Client, error) {
+		u := spec.URL
+		if o.spec.URL != "" {
+			if loadgen.RedactURL(o.spec.URL) != spec.URL && o.spec.URL != spec.URL {
+				return nil, fmt.Errorf("-url %s is not the leader's server (%s)", loadgen.RedactURL(o.spec.URL), spec.URL)
+			}
+			u = o.spec.URL
+		} else if pu, err := url.Parse(u); err == nil {
+			if p, ok := pu.User.Password(); ok && p == "xxxxx" {
+				return nil, fmt.Errorf("the leader's server URL has a password, which the leader does not send: give it with -url (%s)", u)
+			}
+		}
+		o.spec.Concurrency = spec.Concurrency // sizes the transport
+		client = &loadgen.Client{BaseURL: u, HTTPClient: o.httpClient()}
+		if o.keyEnv != "" {
+			if client.APIKey = os.Getenv(o.keyEnv); client.APIKey == "" {
+				return nil, fmt.Errorf("environment variable %s is empty", o.keyEnv)
+			}
+		}
+		return client, client.Validate()
+	}
+	err := f.Run(ctx)
+	if client != nil {
+		client.CloseIdleConnections()
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, shard.ErrRunOver):
+		fmt.Fprintln(stderr, "matrix: the leader's run was over before this shard joined")
+		return 0
+	}
+	fail(stderr, errors.New(strings.TrimPrefix(loadgen.NewRedactor(o.spec.URL).Redact(err.Error()), "shard: ")))
+	return 1
+}

@@ -1,0 +1,355 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/matrix"
+)
+
+// pacedServer is a simulated server that sends every stream a token every
+// 10 ms, however many streams it holds (100 tok/s a stream), and notes the
+// client process behind each request: the process that holds the other
+// end of its connection.
+type pacedServer struct {
+	*httptest.Server
+	handler *loadgentest.Handler
+
+	mu     sync.Mutex
+	pids   []int       // the processes that may be clients
+	ports  map[int]int // a client port, its process (0 when not found)
+	owners map[int]int // a process, its streams
+}
+
+func newPacedServer(t *testing.T) *pacedServer {
+	t.Helper()
+	s := &pacedServer{handler: loadgentest.NewHandler(loadgentest.FastProfile()), ports: map[int]int{}, owners: map[int]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/completions") {
+			s.note(r.RemoteAddr)
+		}
+		s.handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		s.handler.Close()
+		s.Server.Close()
+	})
+	return s
+}
+
+// watch makes the processes candidates for clients.
+func (s *pacedServer) watch(pids ...int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pids = append(s.pids, pids...)
+}
+
+// note finds the process at the other end of a request's connection, once
+// per connection.
+func (s *pacedServer) note(remote string) {
+	_, p, err := net.SplitHostPort(remote)
+	if err != nil {
+		return
+	}
+	port, _ := strconv.Atoi(p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, seen := s.ports[port]; seen {
+		return
+	}
+	pid := socketOwner(port, s.pids)
+	s.ports[port] = pid
+	s.owners[pid]++
+}
+
+// clients returns the processes that sent requests, by their streams'
+// connections.
+func (s *pacedServer) clients() map[int]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[int]int{}
+	for pid, n := range s.owners {
+		out[pid] = n
+	}
+	return out
+}
+
+// socketOwner returns which of pids holds the TCP socket whose local port
+// is port, from /proc (Linux), or 0.
+func socketOwner(port int, pids []int) int {
+	inode := ""
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 10 {
+				continue
+			}
+			local := f[1]
+			if i := strings.LastIndexByte(local, ':'); i >= 0 {
+				if p, err := strconv.ParseInt(local[i+1:], 16, 32); err == nil && int(p) == port {
+					inode = f[9]
+				}
+			}
+		}
+	}
+	if inode == "" {
+		return 0
+	}
+	want := "socket:[" + inode + "]"
+	for _, pid := range pids {
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		for _, fd := range fds {
+			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && l == want {
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// shardProc is one process of a sharded run.
+type shardProc struct {
+	cmd  *exec.Cmd
+	log  *lockedBuffer
+	done chan error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startShard starts the command with args; its stderr is kept.
+func startShard(t *testing.T, bin string, args ...string) *shardProc {
+	t.Helper()
+	p := &shardProc{cmd: exec.Command(bin, args...), log: &lockedBuffer{}, done: make(chan error, 1)}
+	p.cmd.Stderr = p.log
+	p.cmd.Stdout = io.Discard
+	require.NoError(t, p.cmd.Start())
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+		p.done <- nil
+	})
+	return p
+}
+
+// wait waits for the process to exit, at most d, and returns its exit
+// status (-1 when it did not exit).
+func (p *shardProc) wait(t *testing.T, d time.Duration) int {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err
+		if err == nil {
+			return 0
+		}
+		if e, ok := err.(*exec.ExitError); ok {
+			return e.ExitCode()
+		}
+		t.Errorf("%v", err)
+		return -1
+	case <-time.After(d):
+		return -1
+	}
+}
+
+// until waits until the process's log matches re, at most d.
+func (p *shardProc) until(t *testing.T, d time.Duration, re string) []string {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if m := rx.FindStringSubmatch(p.log.String()); m != nil {
+			return m
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no %q in %v of its log:\n%s", re, d, p.log.String())
+	return nil
+}
+
+// leaderArgs runs a short matrix of context 0 at the given concurrency
+// against url, leading a run of n shards.
+func leaderArgs(url, results string, n int, concurrency string, window time.Duration) []string {
+	return []string{"-url", url, "-api", "completions", "-contexts", "0", "-concurrency", concurrency, "-prefill", "",
+		"-duration", window.String(), "-max-tokens", "30000", "-warmup-min", "300ms", "-warmup-flow", "700ms",
+		"-results", results, "-format", "json", "-shards", strconv.Itoa(n), "-listen", "127.0.0.1:0"}
+}
+
+// joinURL reads the leader's address from its log.
+func joinURL(t *testing.T, leader *shardProc) string {
+	return leader.until(t, 20*time.Second, `followers join (http://\S+)`)[1]
+}
+
+// TestShardedRunAcrossProcesses: three processes, a leader and two
+// followers, measure cells of 3 and 30 streams against a server that sends
+// a token every 10 ms to each: the merged total is 100 tok/s a stream
+// within 3%, the median time between tokens 10 ms within 0.3 ms, the
+// server saw streams from all three processes, and every shard's share is
+// in the cell.
+func TestShardedRunAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the command in three processes")
+	}
+	bin := buildMatrix(t)
+	srv := newPacedServer(t)
+	results := filepath.Join(t.TempDir(), "r.json")
+	leader := startShard(t, bin, leaderArgs(srv.URL+"/v1", results, 3, "3,30", 4*time.Second)...)
+	srv.watch(leader.cmd.Process.Pid)
+	url := joinURL(t, leader)
+	f1 := startShard(t, bin, "-join", url, "-name", "f1")
+	srv.watch(f1.cmd.Process.Pid)
+	f2 := startShard(t, bin, "-join", url, "-name", "f2")
+	srv.watch(f2.cmd.Process.Pid)
+
+	require.Equal(t, 0, leader.wait(t, 90*time.Second), leader.log.String())
+	assert.Equal(t, 0, f1.wait(t, 10*time.Second), "a follower exits when the run is over: %s", f1.log.String())
+	assert.Equal(t, 0, f2.wait(t, 10*time.Second), f2.log.String())
+	assert.Contains(t, f1.log.String(), "the leader's run is over")
+
+	res, err := matrix.LoadFile(results)
+	require.NoError(t, err)
+	require.True(t, res.Complete)
+	for _, c := range res.Cells {
+		require.NotNil(t, c.Measurement, "%d: %s %s", c.Concurrency, c.Status, c.Reason)
+		assert.Equal(t, matrix.Valid, c.Status, c.Reason)
+		assert.InEpsilon(t, 100*float64(c.Concurrency), c.TotalTokS, 0.03, "%d streams over 3 processes", c.Concurrency)
+		assert.InDelta(t, 10, c.TBTms.P50, 0.3, "%d streams", c.Concurrency)
+		require.Len(t, c.Shards, 3)
+		tokens := 0
+		names := []string{}
+		for i, s := range c.Shards {
+			assert.Equal(t, matrix.SplitConcurrency(c.Concurrency, 3)[i], s.Streams)
+			assert.Empty(t, s.Lost)
+			tokens += s.OutputTokens
+			names = append(names, s.Name)
+		}
+		assert.ElementsMatch(t, []string{c.Shards[0].Name, "f1", "f2"}, names)
+		assert.Equal(t, c.OutputTokens, tokens)
+		require.NotNil(t, c.Recording, "the cell carries its histograms")
+		assert.EqualValues(t, c.Recording.Summary.TBT.Count, c.Recording.Histograms.TBT.Count())
+	}
+	clients := srv.clients()
+	assert.Zero(t, clients[0], "every stream's connection was traced to a process: %v", clients)
+	for _, p := range []*shardProc{leader, f1, f2} {
+		assert.Positive(t, clients[p.cmd.Process.Pid], "the server saw streams from process %d: %v", p.cmd.Process.Pid, clients)
+	}
+}
+
+// TestShardedRunFaults: a follower killed in the middle of a cell is
+// dropped from it, and the cell says which shard it lost; the next cell
+// runs on the shards left; Ctrl-C on the leader stops every shard and keeps
+// the finished cells.
+func TestShardedRunFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the command in three processes")
+	}
+	bin := buildMatrix(t)
+	srv := newPacedServer(t)
+	results := filepath.Join(t.TempDir(), "r.json")
+	leader := startShard(t, bin, leaderArgs(srv.URL+"/v1", results, 3, "4,6,8", 3*time.Second)...)
+	url := joinURL(t, leader)
+	f1 := startShard(t, bin, "-join", url, "-name", "f1")
+	f2 := startShard(t, bin, "-join", url, "-name", "f2")
+
+	// Into the first cell's window, then kill f2.
+	f2.until(t, 30*time.Second, `cell 1: `)
+	leader.until(t, 30*time.Second, `cell 1 of 3`)
+	time.Sleep(LaunchAndWarmup + time.Second)
+	require.NoError(t, f2.cmd.Process.Kill())
+	// Into the third cell, then interrupt the leader.
+	leader.until(t, 60*time.Second, `cell 3 of 3`)
+	f1.until(t, 10*time.Second, `cell 3: `)
+	time.Sleep(LaunchAndWarmup)
+	require.NoError(t, leader.cmd.Process.Signal(syscall.SIGINT))
+
+	assert.Equal(t, 1, leader.wait(t, 20*time.Second), "an interrupted run exits 1: %s", leader.log.String())
+	assert.Equal(t, 0, f1.wait(t, 10*time.Second), "the follower stops when the leader does: %s", f1.log.String())
+
+	res, err := matrix.LoadFile(results)
+	require.NoError(t, err)
+	assert.False(t, res.Complete)
+	first := res.Cell(0, 4)
+	require.NotNil(t, first.Measurement, leader.log.String())
+	assert.True(t, first.Partial, "the cell that lost a shard is partial")
+	require.Len(t, first.Shards, 3)
+	var lost matrix.Shard
+	for _, s := range first.Shards {
+		if s.Name == "f2" {
+			lost = s
+		}
+	}
+	assert.Contains(t, lost.Lost, "no word from it", leader.log.String())
+	assert.Contains(t, strings.Join(first.Notes, "\n"), fmt.Sprintf("shard %d (f2) was lost", lost.Index))
+
+	second := res.Cell(0, 6)
+	require.NotNil(t, second.Measurement, leader.log.String())
+	assert.False(t, second.Partial)
+	require.Len(t, second.Shards, 2, "the next cell runs on the shards left")
+	assert.InEpsilon(t, 600, second.TotalTokS, 0.03)
+
+	third := res.Cell(0, 8)
+	require.NotNil(t, third.Measurement, "the interrupted cell keeps what it measured: %s", leader.log.String())
+	assert.True(t, third.Partial)
+}
+
+// LaunchAndWarmup is how long a cell of leaderArgs takes from its start
+// to well inside its window: the launch a second ahead, the warm-up, the
+// window's start half a second after it.
+const LaunchAndWarmup = 3 * time.Second
+
+// TestFollowerStopsWhenTheLeaderDies: a follower whose leader is killed
+// stops its streams and exits with an error, without hanging.
+func TestFollowerStopsWhenTheLeaderDies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the command in two processes")
+	}
+	bin := buildMatrix(t)
+	srv := newPacedServer(t)
+	leader := startShard(t, bin, leaderArgs(srv.URL+"/v1", filepath.Join(t.TempDir(), "r.json"), 2, "4", 30*time.Second)...)
+	url := joinURL(t, leader)
+	f := startShard(t, bin, "-join", url, "-name", "f1")
+	f.until(t, 30*time.Second, `cell 1: `)
+	time.Sleep(LaunchAndWarmup)
+	require.NoError(t, leader.cmd.Process.Kill())
+	killed := time.Now()
+	assert.Equal(t, 1, f.wait(t, 20*time.Second), f.log.String())
+	assert.Less(t, time.Since(killed), 10*time.Second, "the follower gives up after its silence (5 s)")
+	assert.Contains(t, f.log.String(), "the leader is gone")
+}
