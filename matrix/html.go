@@ -320,7 +320,8 @@ func cellTooltip(c *Cell) string {
 				numGroup(s.Preemptions, 0), numGroup(100*s.MaxKVUsage, 0)))
 		}
 		if m.Partial {
-			lines = append(lines, "Interrupted before its window ended")
+			w := partialWords(m)
+			lines = append(lines, strings.ToUpper(w[:1])+w[1:])
 		}
 		if m.ClientLimited {
 			lines = append(lines, "The client may have limited it: "+cleanText(m.Client.Reason))

@@ -23,6 +23,9 @@ const (
 	noteFailed  = "Failed: more requests failed than the cell can absorb."
 	noteNotRun  = "Not run: the run ended before this cell was decided."
 	notePartial = "*: interrupted before its window ended; the numbers cover the part that ran."
+	// notePartialShard replaces notePartial when a partial cell lost a
+	// shard of a sharded run.
+	notePartialShard = "*: interrupted before its window ended, or a shard of the run was lost; the numbers cover the part that ran."
 	noteClient  = "†: the client, not the server, may have limited this cell's numbers."
 	noteTTFT    = "TTFT is measured after the benchmark warms the server's prompt cache, so it mostly excludes prefill."
 	noteCounted = "(N counted): the server counted N prompt tokens for this context, more than 1% off its label."
@@ -404,14 +407,18 @@ func (r *Results) legend() []string {
 	if counts[StatusUnknown] > 0 {
 		out = append(out, noteNotRun)
 	}
-	var partial, client bool
+	var partial, lostShard, client bool
 	for _, c := range r.Cells {
 		if c.Measurement != nil {
 			partial = partial || c.Partial
+			lostShard = lostShard || (c.Partial && c.lostShards() > 0)
 			client = client || c.ClientLimited
 		}
 	}
-	if partial {
+	switch {
+	case lostShard:
+		out = append(out, notePartialShard)
+	case partial:
 		out = append(out, notePartial)
 	}
 	if client {
@@ -487,7 +494,7 @@ func cellNote(c *Cell) string {
 		parts = append(parts, s)
 	}
 	if m.Partial {
-		parts = append(parts, "interrupted before its window ended")
+		parts = append(parts, partialWords(m))
 	}
 	if m.ClientLimited {
 		s := "the client may have limited it"
@@ -535,4 +542,23 @@ func errorKinds(kinds map[metrics.ErrorKind]int) string {
 		s[i] = k.String() + " ×" + fmtInt(kinds[k])
 	}
 	return strings.Join(s, ", ")
+}
+
+// lostShards counts the shards a cell of a sharded run lost.
+func (m *Measurement) lostShards() int {
+	n := 0
+	for _, s := range m.Shards {
+		if s.Lost != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// partialWords says why a partial cell is partial.
+func partialWords(m *Measurement) string {
+	if n := m.lostShards(); n > 0 {
+		return fmt.Sprintf("partial: %s lost", plural(n, "shard", "shards"))
+	}
+	return "interrupted before its window ended"
 }

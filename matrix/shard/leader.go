@@ -319,7 +319,7 @@ func (l *Leader) lose(f *follower, why string) {
 func (l *Leader) sweep(now time.Time) {
 	for _, f := range l.followers {
 		if f.lost == "" && now.Sub(f.lastSeen) > l.silence() {
-			l.lose(f, fmt.Sprintf("no word from it for %v (since %s)", now.Sub(f.lastSeen).Round(time.Millisecond), f.lastSeen.UTC().Format("15:04:05.000")))
+			l.lose(f, fmt.Sprintf("no word from it for %v (since %s)", now.Sub(f.lastSeen).Round(100*time.Millisecond), f.lastSeen.UTC().Format("15:04:05.000")))
 		}
 	}
 }
