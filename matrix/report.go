@@ -26,11 +26,11 @@ const (
 	// notePartialShard replaces notePartial when a partial cell lost a
 	// shard of a sharded run.
 	notePartialShard = "*: interrupted before its window ended, or a shard of the run was lost; the numbers cover the part that ran."
-	noteClient  = "†: the client, not the server, may have limited this cell's numbers."
-	noteTTFT    = "TTFT is measured after the benchmark warms the server's prompt cache, so it mostly excludes prefill."
-	noteCounted = "(N counted): the server counted N prompt tokens for this context, more than 1% off its label."
-	noteMedians = "Latencies are medians. Total tok/s is output across all simultaneous requests."
-	notRunWords = "Not run"
+	noteClient       = "†: the client, not the server, may have limited this cell's numbers."
+	noteTTFT         = "TTFT is measured after the benchmark warms the server's prompt cache, so it mostly excludes prefill."
+	noteCounted      = "(N counted): the server counted N prompt tokens for this context, more than 1% off its label."
+	noteMedians      = "Latencies are medians. Total tok/s is output across all simultaneous requests."
+	notRunWords      = "Not run"
 )
 
 // reportGrid is the decode grid in display order: contexts ascending down,
