@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmload/llmload/metrics"
 )
 
 //go:embed report.html.tmpl
@@ -306,7 +308,7 @@ func cellTooltip(c *Cell) string {
 			"Measured for "+numGroup(m.MeasuredS, 1)+" s · warm-up "+numGroup(m.WarmupS, 1)+" s")
 		if c.Requests > 0 || c.Errors > 0 {
 			s := "Requests " + fmtInt(c.Requests) + " · errors " + fmtInt(c.Errors)
-			if k := errorKinds(c.ErrorKinds); k != "" {
+			if k := metrics.FormatErrorKinds(c.ErrorKinds); k != "" {
 				s += " (" + k + ")"
 			}
 			lines = append(lines, s)

@@ -454,7 +454,7 @@ func (r *Results) cellNotes() []string {
 		if p.Status != Valid && why != "" {
 			s := fmt.Sprintf("Prefill %s: %s — %s", sizeLabel(p.ContextTokens, p.PromptTokens), prefillStatusWords(p), cleanText(why))
 			if p.Errors > 0 {
-				s += fmt.Sprintf("; %s of %s requests failed (%s)", fmtInt(p.Errors), fmtInt(max(p.Requests, p.Errors)), errorKinds(p.ErrorKinds))
+				s += fmt.Sprintf("; %s of %s requests failed (%s)", fmtInt(p.Errors), fmtInt(max(p.Requests, p.Errors)), metrics.FormatErrorKinds(p.ErrorKinds))
 			}
 			out = append(out, s)
 		}
@@ -476,7 +476,7 @@ func cellNote(c *Cell) string {
 		if c.Status == Failed || (c.Status != OverCapacity && c.Reason != "") || (c.Status == OverCapacity && c.PromptTokens > 0) {
 			s := cellLabel(c) + ": " + statusWords(c) + reasonSuffix(c.Reason)
 			if c.Errors > 0 {
-				s += fmt.Sprintf("; %s of %s requests failed (%s)", fmtInt(c.Errors), fmtInt(max(c.Requests, c.Errors)), errorKinds(c.ErrorKinds))
+				s += fmt.Sprintf("; %s of %s requests failed (%s)", fmtInt(c.Errors), fmtInt(max(c.Requests, c.Errors)), metrics.FormatErrorKinds(c.ErrorKinds))
 			}
 			return s
 		}
@@ -488,7 +488,7 @@ func cellNote(c *Cell) string {
 	var parts []string
 	if c.Errors > 0 {
 		s := fmt.Sprintf("%s of %s requests failed", fmtInt(c.Errors), fmtInt(max(c.Requests, c.Errors)))
-		if k := errorKinds(c.ErrorKinds); k != "" {
+		if k := metrics.FormatErrorKinds(c.ErrorKinds); k != "" {
 			s += " (" + k + ")"
 		}
 		parts = append(parts, s)
@@ -526,22 +526,6 @@ func reasonSuffix(reason string) string {
 		return " — " + reason
 	}
 	return ""
-}
-
-// errorKinds lists error counts by kind, most frequent first:
-// "server_status ×5, stall ×3".
-func errorKinds(kinds map[metrics.ErrorKind]int) string {
-	keys := slices.SortedFunc(maps.Keys(kinds), func(a, b metrics.ErrorKind) int {
-		if c := cmp.Compare(kinds[b], kinds[a]); c != 0 {
-			return c
-		}
-		return byName(a, b)
-	})
-	s := make([]string, len(keys))
-	for i, k := range keys {
-		s[i] = k.String() + " ×" + fmtInt(kinds[k])
-	}
-	return strings.Join(s, ", ")
 }
 
 // lostShards counts the shards a cell of a sharded run lost.

@@ -50,6 +50,6 @@ func TestFailuresCountAgainstTheObjective(t *testing.T) {
 
 	var table bytes.Buffer
 	require.NoError(t, (&sweep.Results{Runs: []sweep.Result{r}, Objective: &obj}).WriteTable(&table))
-	assert.Contains(t, table.String(), "Failed requests:                         8 (stall 4, server_status 4)")
+	assert.Contains(t, table.String(), "Failed requests:                         8 (server_status ×4, stall ×4)")
 	assert.Contains(t, table.String(), "Met the objective:                       no (33.3% of requests)")
 }

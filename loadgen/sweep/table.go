@@ -137,18 +137,12 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// errorKinds lists failures by kind: " (stall 2, server_status 1)".
+// errorKinds lists failures by kind: " (stall ×2, server_status ×1)".
 func errorKinds(m map[metrics.ErrorKind]int) string {
-	if len(m) == 0 {
-		return ""
+	if s := metrics.FormatErrorKinds(m); s != "" {
+		return " (" + s + ")"
 	}
-	var parts []string
-	for _, k := range metrics.Kinds() {
-		if n := m[k]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", k, n))
-		}
-	}
-	return " (" + strings.Join(parts, ", ") + ")"
+	return ""
 }
 
 // name is the run's label, with its load when the label does not say
