@@ -183,7 +183,8 @@ func logTicks(lo, hi float64) []float64 {
 
 // charts are the results page's charts: total tok/s and per-request tok/s
 // against concurrency, a line per context.
-func (r *Results) charts(g reportGrid) []svgChart {
+func (rp *report) charts() []svgChart {
+	g := rp.grid
 	if len(g.concurrency) == 0 {
 		return nil
 	}

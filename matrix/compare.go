@@ -665,13 +665,6 @@ func presence(inBase, inNext bool) Presence {
 	return PresenceUnknown
 }
 
-// unionSorted is the sorted union of two sorted lists.
-func unionSorted(a, b []int) []int {
-	out := slices.Concat(a, b)
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
 // Cell returns the comparison of the cell at context × concurrency, or
 // nil. It looks through every cell: to look up many, index them once.
 func (c *Comparison) Cell(context, concurrency int) *CellChange {

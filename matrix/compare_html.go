@@ -17,7 +17,7 @@ import (
 // chart of the total tok/s ratio against concurrency, the prefill table
 // and a table of every cell.
 func (c *Comparison) WriteHTML(w io.Writer) error {
-	if err := htmlTemplates.ExecuteTemplate(w, "comparison", c.htmlPage()); err != nil {
+	if err := htmlTemplates.ExecuteTemplate(w, "comparison", c.report().htmlPage()); err != nil {
 		return fmt.Errorf("matrix: write comparison HTML: %w", err)
 	}
 	return nil
@@ -48,91 +48,122 @@ var diverging = [][3]float64{
 	{0xa6, 0xdb, 0xa0}, {0x5a, 0xae, 0x61}, {0x1b, 0x78, 0x37},
 }
 
-// htmlPage gathers what the comparison page shows.
-func (c *Comparison) htmlPage() htmlComparePage {
+// htmlPage lays out the comparison page.
+func (cr *comparisonReport) htmlPage() htmlComparePage {
+	c, g := cr.c, cr.grid
 	p := htmlComparePage{Title: "Speed test matrix comparison", Base: c.Base.describe(), Next: c.Next.describe(),
-		Legend: compareLegend, ScaleCSS: rampGradient(diverging)}
-	g := c.grid()
-	ctxs, ns := g.contexts, g.concurrency
+		Legend: compareLegend, ScaleCSS: rampGradient(diverging), Counts: cr.htmlCounts(),
+		Highlights: cr.htmlHighlights(), Prefill: cr.prefill, LongHead: longCompareHead, LongRows: cr.long}
 	if !g.drawn() {
 		// Too sparse for a heat map and its charts: the table of every
 		// cell says it all.
-		if len(ctxs) > 0 {
-			p.GridNote = sparseNote(len(c.Cells), len(ctxs), len(ns))
+		if len(g.contexts) > 0 {
+			p.GridNote = g.sparseNote()
 		}
-		ctxs, ns = nil, nil
+		return p
 	}
-	p.Concurrency = ns
+	p.Concurrency = g.concurrency
+	for i, ctx := range g.contexts {
+		row := htmlRow{Context: cr.rows[i].label}
+		for _, n := range g.concurrency {
+			row.Cells = append(row.Cells, htmlCompareCell(g.at(ctx, n)))
+		}
+		p.Rows = append(p.Rows, row)
+	}
+	p.Charts = cr.charts()
+	return p
+}
 
-	var better, worse, same, noise, other, changed int
-	var ratios []float64
-	for _, x := range c.Cells {
+// changeCounts counts the cells by the change in their total tok/s, and
+// those whose status changed.
+type changeCounts struct{ better, worse, same, noise, other, changed int }
+
+// changes counts the comparison's cells by change.
+func (cr *comparisonReport) changes() changeCounts {
+	var n changeCounts
+	for _, x := range cr.c.Cells {
 		switch {
 		case !x.TotalTokS.Compared():
-			other++
+			n.other++
 		case x.TotalTokS.Change == ChangeBetter:
-			better++
+			n.better++
 		case x.TotalTokS.Change == ChangeWorse:
-			worse++
+			n.worse++
 		case x.TotalTokS.Change == ChangeNoise:
-			noise++
+			n.noise++
 		default:
-			same++
-		}
-		if x.TotalTokS.Compared() {
-			ratios = append(ratios, x.TotalTokS.Ratio)
+			n.same++
 		}
 		if x.StatusChanged {
-			changed++
+			n.changed++
 		}
 	}
-	for _, k := range []htmlStatusCount{{"better", "Faster ▲", better}, {"worse", "Slower ▼", worse},
-		{"same", "Within 5%", same}, {"noise", "Within noise", noise}, {"notrun", "Not compared", other}} {
+	return n
+}
+
+// htmlCounts count the cells by change, for the heat map's legend.
+func (cr *comparisonReport) htmlCounts() []htmlStatusCount {
+	n := cr.changes()
+	var out []htmlStatusCount
+	for _, k := range []htmlStatusCount{{"better", "Faster ▲", n.better}, {"worse", "Slower ▼", n.worse},
+		{"same", "Within 5%", n.same}, {"noise", "Within noise", n.noise}, {"notrun", "Not compared", n.other}} {
 		if k.N > 0 {
-			p.Counts = append(p.Counts, k)
+			out = append(out, k)
 		}
 	}
-	if len(ratios) > 0 {
-		p.Highlights = append(p.Highlights, htmlFact{Label: "Total tok/s, geometric mean",
+	return out
+}
+
+// ratios are the total tok/s ratios of the cells measured in both runs.
+func (cr *comparisonReport) ratios() []float64 {
+	var out []float64
+	for _, x := range cr.c.Cells {
+		if x.TotalTokS.Compared() {
+			out = append(out, x.TotalTokS.Ratio)
+		}
+	}
+	return out
+}
+
+// htmlHighlights are the figures at the top of the page: the geometric
+// mean of the total tok/s ratios, and the cells that changed.
+func (cr *comparisonReport) htmlHighlights() []htmlFact {
+	n := cr.changes()
+	var out []htmlFact
+	if ratios := cr.ratios(); len(ratios) > 0 {
+		out = append(out, htmlFact{Label: "Total tok/s, geometric mean",
 			Value: numGroup(geomean(ratios), 2) + "×", Detail: "over " + plural(len(ratios), "cell", "cells") + " measured in both"})
 	}
-	p.Highlights = append(p.Highlights,
-		htmlFact{Label: "Faster cells", Value: strconv.Itoa(better), Detail: "total tok/s up by more than 5% and beyond the runs' noise"},
-		htmlFact{Label: "Slower cells", Value: strconv.Itoa(worse), Detail: "total tok/s down by more than 5% and beyond the runs' noise"},
-		htmlFact{Label: "Status changes", Value: strconv.Itoa(changed), Detail: "cells whose status differs"})
+	return append(out,
+		htmlFact{Label: "Faster cells", Value: strconv.Itoa(n.better), Detail: "total tok/s up by more than 5% and beyond the runs' noise"},
+		htmlFact{Label: "Slower cells", Value: strconv.Itoa(n.worse), Detail: "total tok/s down by more than 5% and beyond the runs' noise"},
+		htmlFact{Label: "Status changes", Value: strconv.Itoa(n.changed), Detail: "cells whose status differs"})
+}
 
+// charts is the comparison page's chart: the total tok/s ratio against
+// concurrency, a line per context; none when no cell was measured in both
+// runs.
+func (cr *comparisonReport) charts() []svgChart {
+	g := cr.grid
+	if len(g.concurrency) == 0 || len(cr.ratios()) == 0 {
+		return nil
+	}
 	var names []string
 	var series [][]chartPoint
-	for _, ctx := range ctxs {
-		row := htmlRow{Context: FormatTokens(ctx)}
+	for _, ctx := range g.contexts {
 		var pts []chartPoint
-		for _, n := range ns {
-			x := g.at(ctx, n)
-			row.Cells = append(row.Cells, htmlCompareCell(x))
-			if x != nil && x.TotalTokS.Compared() {
+		for _, n := range g.concurrency {
+			if x := g.at(ctx, n); x != nil && x.TotalTokS.Compared() {
 				pts = append(pts, chartPoint{n: n, v: x.TotalTokS.Ratio, hollow: x.StatusChanged,
-					title: fmt.Sprintf("%s × %d: %s → %s tok/s, %s", FormatTokens(ctx), n,
+					title: fmt.Sprintf("%s: %s → %s tok/s, %s", placeLabel(ctx, n),
 						fmtRate(x.TotalTokS.Base), fmtRate(x.TotalTokS.Next), fmtRatio(x.TotalTokS))})
 			}
 		}
-		p.Rows = append(p.Rows, row)
 		names = append(names, "context "+FormatTokens(ctx))
 		series = append(series, pts)
 	}
-	if len(ns) > 0 && len(ratios) > 0 {
-		ch := newConcurrencyChart("Total tok/s, next ÷ base", "dashed line: no change; hollow points changed status",
-			"ratio", ns, names, series, func(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) + "×" }, true)
-		p.Charts = append(p.Charts, ch)
-	}
-	for _, pc := range c.Prefill {
-		p.Prefill = append(p.Prefill, prefillCompareRow(pc))
-	}
-	p.LongHead = []string{"Context", "Requests at once", "Status", "Total tok/s", "Per request tok/s",
-		"TTFT", "Time between tokens", "Note"}
-	for _, x := range c.Cells {
-		p.LongRows = append(p.LongRows, compareLongRow(x))
-	}
-	return p
+	return []svgChart{newConcurrencyChart("Total tok/s, next ÷ base", "dashed line: no change; hollow points changed status",
+		"ratio", g.concurrency, names, series, func(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) + "×" }, true)}
 }
 
 // htmlCompareCell is the comparison heat-map cell of x (nil when in
@@ -141,8 +172,7 @@ func htmlCompareCell(x *CellChange) htmlCell {
 	if x == nil {
 		return htmlCell{Class: "notrun nonum", Main: "—", Title: "in neither run"}
 	}
-	label := FormatTokens(x.ContextTokens) + " × " + strconv.Itoa(x.Concurrency)
-	title := []string{label + " — " + cmpStatusWords(x.BaseStatus) + " → " + cmpStatusWords(x.NextStatus)}
+	title := []string{placeLabel(x.ContextTokens, x.Concurrency) + " — " + cmpStatusWords(x.BaseStatus) + " → " + cmpStatusWords(x.NextStatus)}
 	for _, f := range []struct {
 		name   string
 		r      *Ratio

@@ -77,40 +77,43 @@ func (i RunInfo) describe() string {
 	return s
 }
 
-// compareGrid is the comparison's decode grid: its axes and its cells
-// by place.
-type compareGrid struct {
-	contexts, concurrency []int
-	cells                 map[[2]int]*CellChange
+// comparisonReport is what every report of a comparison shows, gathered
+// once: the renderers only lay it out.
+type comparisonReport struct {
+	c       *Comparison
+	grid    grid[CellChange]
+	rows    []gridRow  // the decode grid's rows, when it is drawn
+	prefill [][]string // the prefill table: context, base, next, ratio
+	long    [][]string // the table of every cell
 }
 
-// grid lays out the comparison's cells.
-func (c *Comparison) grid() compareGrid {
-	g := compareGrid{cells: make(map[[2]int]*CellChange, len(c.Cells))}
-	for i := range c.Cells {
-		x := &c.Cells[i]
-		g.cells[[2]int{x.ContextTokens, x.Concurrency}] = x
-		g.contexts = append(g.contexts, x.ContextTokens)
-		g.concurrency = append(g.concurrency, x.Concurrency)
+// longCompareHead is the head of a comparison's table of every cell.
+var longCompareHead = []string{"Context", "Requests at once", "Status", "Total tok/s", "Per request tok/s",
+	"TTFT", "Time between tokens", "Note"}
+
+// report gathers what the reports of c show.
+func (c *Comparison) report() *comparisonReport {
+	cr := &comparisonReport{c: c, grid: newGrid(c.Cells, (*CellChange).place, nil, nil)}
+	if g := cr.grid; len(g.contexts) > 0 && g.drawn() {
+		for _, ctx := range g.contexts {
+			row := gridRow{label: FormatTokens(ctx)}
+			for _, n := range g.concurrency {
+				row.cells = append(row.cells, compareLines(g.at(ctx, n)))
+			}
+			cr.rows = append(cr.rows, row)
+		}
 	}
-	g.contexts, g.concurrency = unionSorted(g.contexts, nil), unionSorted(g.concurrency, nil)
-	return g
+	for _, p := range c.Prefill {
+		cr.prefill = append(cr.prefill, prefillCompareRow(p))
+	}
+	for _, x := range c.Cells {
+		cr.long = append(cr.long, compareLongRow(x))
+	}
+	return cr
 }
 
-// at returns the cell at context × concurrency, or nil.
-func (g compareGrid) at(ctx, n int) *CellChange { return g.cells[[2]int{ctx, n}] }
-
-// drawn reports whether the grid is drawn (see gridFits).
-func (g compareGrid) drawn() bool {
-	return gridFits(len(g.contexts), len(g.concurrency), len(g.cells))
-}
-
-// sparseNote says why a grid is not drawn.
-func sparseNote(cells, contexts, concurrency int) string {
-	return fmt.Sprintf("The %s span %s × %s: too sparse for a grid, so every cell is listed instead.",
-		plural(cells, "cell", "cells"), plural(contexts, "context", "contexts"),
-		plural(concurrency, "concurrency level", "concurrency levels"))
-}
+// place is where c goes in the grid.
+func (c *CellChange) place() [2]int { return [2]int{c.ContextTokens, c.Concurrency} }
 
 // compareLines is what a comparison grid cell shows, a line each: the
 // total tok/s ratio, the TTFT ratio and a status change; or what is
@@ -135,15 +138,17 @@ func compareLines(c *CellChange) []string {
 	return lines
 }
 
-// prefillStatus is "Valid", "Failed" or "—" for one side of a prefill row.
-func prefillStatus(present, measured bool) string {
+// sideStatus is the status of one run's prefill row in a comparison:
+// Valid when measured, Failed when not, StatusUnknown when the run lacks
+// the row.
+func sideStatus(present, measured bool) Status {
 	switch {
 	case !present:
-		return "—"
+		return StatusUnknown
 	case measured:
-		return "Valid"
+		return Valid
 	}
-	return "Failed"
+	return Failed
 }
 
 // WriteTable writes the comparison as a plain-text table for a terminal:
@@ -152,46 +157,24 @@ func prefillStatus(present, measured bool) string {
 // ratio under it and any status change. Changes beyond
 // [CompareThreshold] are marked ▲ (better) or ▼ (worse).
 func (c *Comparison) WriteTable(w io.Writer) error {
+	cr := c.report()
 	bw := bufio.NewWriter(w)
 	bw.WriteString("Speed test matrix comparison — next ÷ base\n")
 	fmt.Fprintf(bw, "Base: %s\nNext: %s\n%s\n", c.Base.describe(), c.Next.describe(), compareLegend)
 
-	if len(c.Prefill) > 0 {
+	if len(cr.prefill) > 0 {
 		bw.WriteString("\nPrefill · prompt tok/s\n\n")
-		var rows [][]string
-		for _, p := range c.Prefill {
-			rows = append(rows, prefillCompareRow(p))
-		}
-		writeAligned(bw, []string{"Context", "Base", "Next", "Ratio"}, rows, false)
+		writeAligned(bw, []string{"Context", "Base", "Next", "Ratio"}, cr.prefill, false)
 	}
 
-	g := c.grid()
-	ctxs, ns := g.contexts, g.concurrency
-	switch {
-	case len(ctxs) > 0 && g.drawn():
+	switch g := cr.grid; {
+	case len(g.contexts) > 0 && g.drawn():
 		bw.WriteString("\nSustained decode · total tok/s ratio with the TTFT ratio under it · " +
 			"rows are context length, columns are simultaneous requests\n\n")
-		head := []string{"Context"}
-		for _, n := range ns {
-			head = append(head, strconv.Itoa(n))
-		}
-		var rows [][]string
-		for _, ctx := range ctxs {
-			row := []string{FormatTokens(ctx)}
-			for _, n := range ns {
-				row = append(row, strings.Join(compareLines(g.at(ctx, n)), "\n"))
-			}
-			rows = append(rows, row)
-		}
-		writeAligned(bw, head, rows, true)
-	case len(ctxs) > 0:
-		bw.WriteString("\nSustained decode · base → next · ratio\n" + sparseNote(len(c.Cells), len(ctxs), len(ns)) + "\n\n")
-		rows := make([][]string, 0, len(c.Cells))
-		for _, x := range c.Cells {
-			rows = append(rows, compareLongRow(x))
-		}
-		writeAligned(bw, []string{"Context", "Requests at once", "Status", "Total tok/s", "Per request tok/s",
-			"TTFT", "Time between tokens", "Note"}, rows, false)
+		writeGrid(bw, g.concurrency, cr.rows)
+	case len(g.contexts) > 0:
+		bw.WriteString("\nSustained decode · base → next · ratio\n" + g.sparseNote() + "\n\n")
+		writeAligned(bw, longCompareHead, cr.long, false)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("matrix: write comparison table: %w", err)
@@ -202,8 +185,8 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 // prefillCompareRow is a prefill row of the comparison's tables.
 func prefillCompareRow(p PrefillChange) []string {
 	row := []string{FormatTokens(p.ContextTokens),
-		prefillStatus(p.Presence != OnlyInNext, p.BaseMeasured),
-		prefillStatus(p.Presence != OnlyInBase, p.NextMeasured), "—"}
+		cmpStatusWords(sideStatus(p.Presence != OnlyInNext, p.BaseMeasured)),
+		cmpStatusWords(sideStatus(p.Presence != OnlyInBase, p.NextMeasured)), "—"}
 	if r := p.PromptTokS; r != nil {
 		if r.Base > 0 {
 			row[1] = fmtPrefillRate(r.Base)
@@ -220,56 +203,35 @@ func prefillCompareRow(p PrefillChange) []string {
 // table, the decode grid of ratios as [Comparison.WriteTable] shows it,
 // and a table of every cell with both runs' figures and their ratios.
 func (c *Comparison) WriteMarkdown(w io.Writer) error {
+	cr := c.report()
 	bw := bufio.NewWriter(w)
 	bw.WriteString("# Speed test matrix comparison\n\n")
 	fmt.Fprintf(bw, "**Base:** %s<br>\n**Next:** %s\n\n%s\n\n",
 		mdEscape(c.Base.describe()), mdEscape(c.Next.describe()), mdEscape(compareLegend))
 
-	if len(c.Prefill) > 0 {
+	if len(cr.prefill) > 0 {
 		bw.WriteString("## Prefill\n\nPrompt tok/s by context length.\n\n")
 		bw.WriteString("| Context | Base | Next | Ratio |\n|:--|--:|--:|--:|\n")
-		for _, p := range c.Prefill {
-			mdRow(bw, prefillCompareRow(p)...)
+		for _, row := range cr.prefill {
+			mdRow(bw, row...)
 		}
 		bw.WriteString("\n")
 	}
 
-	g := c.grid()
-	ctxs, ns := g.contexts, g.concurrency
-	if len(ctxs) > 0 && !g.drawn() {
-		bw.WriteString("## Sustained decode\n\n" + sparseNote(len(c.Cells), len(ctxs), len(ns)) + "\n\n")
-	}
-	if len(ctxs) > 0 && g.drawn() {
+	switch g := cr.grid; {
+	case len(g.contexts) > 0 && !g.drawn():
+		bw.WriteString("## Sustained decode\n\n" + g.sparseNote() + "\n\n")
+	case len(g.contexts) > 0:
 		bw.WriteString("## Sustained decode\n\nTotal tok/s ratio, with the TTFT ratio under it. " +
 			"Rows are context length, columns are simultaneous requests.\n\n")
-		head := []string{"Context"}
-		align := "|:--|"
-		for _, n := range ns {
-			head = append(head, strconv.Itoa(n))
-			align += "--:|"
-		}
-		mdRow(bw, head...)
-		bw.WriteString(align + "\n")
-		for _, ctx := range ctxs {
-			row := []string{FormatTokens(ctx)}
-			for _, n := range ns {
-				lines := compareLines(g.at(ctx, n))
-				for i, s := range lines {
-					lines[i] = mdEscape(s)
-				}
-				row = append(row, strings.Join(lines, "<br>"))
-			}
-			bw.WriteString("| " + strings.Join(row, " | ") + " |\n")
-		}
-		bw.WriteString("\n")
+		mdGrid(bw, g.concurrency, cr.rows)
 	}
-	if len(ctxs) > 0 {
+	if len(cr.grid.contexts) > 0 {
 		bw.WriteString("## All cells\n\nBase → next · ratio. Latencies are medians.\n\n")
-		mdRow(bw, "Context", "Requests at once", "Status", "Total tok/s", "Per request tok/s",
-			"TTFT", "Time between tokens", "Note")
+		mdRow(bw, longCompareHead...)
 		bw.WriteString("|:--|--:|:--|--:|--:|--:|--:|:--|\n")
-		for _, x := range c.Cells {
-			mdRow(bw, compareLongRow(x)...)
+		for _, row := range cr.long {
+			mdRow(bw, row...)
 		}
 		bw.WriteString("\n")
 	}
@@ -329,8 +291,8 @@ func (c *Comparison) WriteCSV(w io.Writer) error {
 		rec := make([]string, len(ComparisonCSVHeader))
 		presence, _ := p.Presence.MarshalText()
 		rec[0], rec[1], rec[2], rec[3] = "prefill", strconv.Itoa(p.ContextTokens), "1", string(presence)
-		rec[4] = prefillToken(p.Presence != OnlyInNext, p.BaseMeasured)
-		rec[5] = prefillToken(p.Presence != OnlyInBase, p.NextMeasured)
+		rec[4] = sideStatus(p.Presence != OnlyInNext, p.BaseMeasured).token()
+		rec[5] = sideStatus(p.Presence != OnlyInBase, p.NextMeasured).token()
 		ratio(rec, 6, p.PromptTokS, 1)
 		ratio(rec, 12, p.TTFTms, 0)
 		cw.Write(rec)
@@ -338,10 +300,8 @@ func (c *Comparison) WriteCSV(w io.Writer) error {
 	for _, x := range c.Cells {
 		rec := make([]string, len(ComparisonCSVHeader))
 		presence, _ := x.Presence.MarshalText()
-		bs, _ := x.BaseStatus.MarshalText()
-		ns, _ := x.NextStatus.MarshalText()
 		rec[0], rec[1], rec[2], rec[3] = "decode", strconv.Itoa(x.ContextTokens), strconv.Itoa(x.Concurrency), string(presence)
-		rec[4], rec[5] = string(bs), string(ns)
+		rec[4], rec[5] = x.BaseStatus.token(), x.NextStatus.token()
 		ratio(rec, 6, x.TotalTokS, 1)
 		ratio(rec, 9, x.PerRequestTokS, 1)
 		ratio(rec, 12, x.TTFTp50, 0)
@@ -353,16 +313,4 @@ func (c *Comparison) WriteCSV(w io.Writer) error {
 		return fmt.Errorf("matrix: write comparison CSV: %w", err)
 	}
 	return nil
-}
-
-// prefillToken is a prefill row's status token for one run of a
-// comparison: "valid", "failed", or "" when the run lacks the row.
-func prefillToken(present, measured bool) string {
-	switch {
-	case !present:
-		return ""
-	case measured:
-		return "valid"
-	}
-	return "failed"
 }

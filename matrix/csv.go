@@ -34,40 +34,28 @@ const CSVPromptTokens = "prompt_tokens"
 // between tokens and measured seconds, whole milliseconds for TTFT, two
 // decimals for average active requests.
 func (r *Results) WriteCSV(w io.Writer) error {
+	rp := r.report()
 	cw := csv.NewWriter(w)
-	counted := false
-	for _, p := range r.Prefill {
-		counted = counted || offLabel(p.ContextTokens, p.PromptTokens)
-	}
-	for _, c := range r.Cells {
-		counted = counted || offLabel(c.ContextTokens, c.PromptTokens)
-	}
 	head := CSVHeader
-	if counted {
+	if rp.counted {
 		head = append(slices.Clone(CSVHeader), CSVPromptTokens)
 	}
 	cw.Write(head)
-	for _, p := range sortedPrefill(r.Prefill) {
+	for _, p := range rp.prefill {
 		rec := make([]string, len(head))
-		rec[0], rec[1], rec[2] = "prefill", strconv.Itoa(p.ContextTokens), "1"
-		status, _ := p.Status.MarshalText()
-		rec[3] = string(status)
-		if p.Status == StatusUnknown && p.Error != "" {
-			rec[3] = "failed"
-		}
-		if prefillMeasured(p) {
-			rec[3] = "valid"
+		rec[0], rec[1], rec[2], rec[3] = "prefill", strconv.Itoa(p.ContextTokens), "1", p.status.token()
+		if p.measured {
 			rec[4] = csvFloat(p.PromptTokS, 1)
 			rec[6] = csvFloat(p.TTFTms, 0)
 		}
-		if counted {
+		if rp.counted {
 			rec[len(CSVHeader)] = csvCount(p.PromptTokens)
 		}
 		cw.Write(rec)
 	}
-	for _, c := range newReportGrid(r).ordered() {
+	for _, c := range rp.cells {
 		rec := csvCell(c)
-		if counted {
+		if rp.counted {
 			rec = append(rec, csvCount(c.PromptTokens))
 		}
 		cw.Write(rec)
@@ -82,18 +70,16 @@ func (r *Results) WriteCSV(w io.Writer) error {
 // csvCell is one decode cell's CSV record.
 func csvCell(c *Cell) []string {
 	rec := make([]string, len(CSVHeader))
-	status, _ := c.Status.MarshalText()
-	rec[0], rec[1], rec[2], rec[3] = "decode", strconv.Itoa(c.ContextTokens), strconv.Itoa(c.Concurrency), string(status)
+	rec[0], rec[1], rec[2], rec[3] = "decode", strconv.Itoa(c.ContextTokens), strconv.Itoa(c.Concurrency), c.Status.token()
 	m := c.Measurement
 	if m == nil {
 		return rec
 	}
-	rec[4] = csvPositive(m.TotalTokS, 1)
-	rec[5] = csvPositive(m.PerRequestTokS, 1)
-	rec[6] = csvPositive(m.TTFTms.P50, 0)
-	rec[7] = csvPositive(m.TBTms.P50, 1)
-	if !hasRates(c) {
-		rec[4], rec[5], rec[6], rec[7] = "", "", "", ""
+	if hasRates(c) {
+		rec[4] = csvPositive(m.TotalTokS, 1)
+		rec[5] = csvPositive(m.PerRequestTokS, 1)
+		rec[6] = csvPositive(m.TTFTms.P50, 0)
+		rec[7] = csvPositive(m.TBTms.P50, 1)
 	}
 	rec[8] = csvFloat(m.AvgActive, 2)
 	rec[9] = strconv.Itoa(m.Completed)

@@ -28,7 +28,7 @@ var htmlTemplates = template.Must(template.New("report").Parse(htmlSource))
 // per-request tok/s against concurrency, the prefill table and the "All
 // measurements" table. It reads well in light and dark mode.
 func (r *Results) WriteHTML(w io.Writer) error {
-	if err := htmlTemplates.ExecuteTemplate(w, "results", r.htmlPage()); err != nil {
+	if err := htmlTemplates.ExecuteTemplate(w, "results", r.report().htmlPage()); err != nil {
 		return fmt.Errorf("matrix: write HTML: %w", err)
 	}
 	return nil
@@ -39,7 +39,7 @@ type htmlFact struct{ Label, Value, Detail string }
 
 // htmlCell is one heat-map cell.
 type htmlCell struct {
-	Class  string       // valid, queued, over, failed, notrun
+	Class  string       // the status's class (valid, queued, over, failed, notrun), or the change's
 	Status string       // the status token, for data-status
 	Style  template.CSS // background and text color of a cell with numbers
 	Main   string       // total tok/s, or the status words
@@ -89,165 +89,173 @@ type htmlResultsPage struct {
 	LongRows    [][]string
 }
 
-// htmlPage gathers what the results page shows.
-func (r *Results) htmlPage() htmlResultsPage {
-	h := r.header()
-	g := newReportGrid(r)
-	p := htmlResultsPage{Title: h.Title + " — " + h.Model, H: h, Concurrency: g.concurrency}
+// htmlPage lays out the results page.
+func (rp *report) htmlPage() htmlResultsPage {
+	h, g := rp.header, rp.grid
+	p := htmlResultsPage{Title: h.Title + " — " + h.Model, H: h, Concurrency: g.concurrency,
+		Facts: rp.htmlFacts(), ScaleCSS: rampGradient(viridis), Counts: rp.htmlCounts(),
+		Legend: rp.legend, Notes: rp.notes, LongHead: longHead, LongRows: rp.long}
+	scale, ok := rp.heatScale()
+	if ok {
+		p.ScaleMin, p.ScaleMax = fmtRate(scale.lo), fmtRate(scale.hi)
+	}
+	switch {
+	case g.drawn():
+		for i, ctx := range g.contexts {
+			row := htmlRow{Context: rp.rows[i].label}
+			for _, n := range g.concurrency {
+				row.Cells = append(row.Cells, htmlGridCell(g.at(ctx, n), ctx, n, scale))
+			}
+			p.Rows = append(p.Rows, row)
+		}
+		p.Charts = rp.charts()
+	case len(g.contexts) > 0:
+		p.GridNote = g.sparseNote()
+	}
+	p.Highlights = rp.htmlHighlights()
+	p.Prefill = rp.htmlPrefill()
+	return p
+}
 
+// htmlFacts are the run's facts under the page's title.
+func (rp *report) htmlFacts() []htmlFact {
+	r, h := rp.r, rp.header
+	var facts []htmlFact
+	add := func(label, value string) { facts = append(facts, htmlFact{Label: label, Value: value}) }
 	if h.Server != "" {
-		p.Facts = append(p.Facts, htmlFact{Label: "Server", Value: h.Server})
+		add("Server", h.Server)
 	}
 	if h.Shape != "" {
-		p.Facts = append(p.Facts, htmlFact{Label: "Matrix", Value: h.Shape})
+		add("Matrix", h.Shape)
 	}
 	if r.Spec.Duration > 0 {
-		p.Facts = append(p.Facts, htmlFact{Label: "Time per measurement", Value: fmtSeconds(time.Duration(r.Spec.Duration))})
+		add("Time per measurement", fmtSeconds(time.Duration(r.Spec.Duration)))
 	}
 	if r.Spec.MaxTokens > 0 {
-		p.Facts = append(p.Facts, htmlFact{Label: "Max output", Value: fmtInt(r.Spec.MaxTokens) + " tokens"})
+		add("Max output", fmtInt(r.Spec.MaxTokens)+" tokens")
 	}
-	if l := r.Server.Limits; l.Known() {
-		p.Facts = append(p.Facts, htmlFact{Label: "Capacity", Value: strings.TrimPrefix(h.Limits, "capacity: ")})
+	if h.Limits != "" {
+		add("Capacity", h.Limits)
 	}
 	if !r.Started.IsZero() {
 		v := r.Started.UTC().Format("2006-01-02 15:04 UTC")
 		if !r.Finished.IsZero() {
 			v += " · took " + r.Finished.Sub(r.Started).Round(time.Second).String()
 		}
-		p.Facts = append(p.Facts, htmlFact{Label: "Started", Value: v})
+		add("Started", v)
 	}
 	if h.Progress != "" {
-		p.Facts = append(p.Facts, htmlFact{Label: "Run", Value: h.Progress})
+		add("Run", h.Progress)
 	}
+	return facts
+}
 
-	// The color scale spans the measured total tok/s, on a log scale so
-	// that long contexts are not all one color.
-	lo, hi := math.Inf(1), math.Inf(-1)
+// heatScale is the heat map's color scale: it spans the measured total
+// tok/s, on a log scale so that long contexts are not all one color. ok
+// is false when no cell has numbers to color.
+func (rp *report) heatScale() (s heatScale, ok bool) {
+	s = heatScale{lo: math.Inf(1), hi: math.Inf(-1)}
+	for _, c := range rp.cells {
+		if hasRates(c) && c.Status != Failed {
+			s.lo, s.hi = min(s.lo, c.TotalTokS), max(s.hi, c.TotalTokS)
+		}
+	}
+	return s, !math.IsInf(s.lo, 0)
+}
+
+// htmlCounts count the grid's cells by status, for the heat map's legend.
+func (rp *report) htmlCounts() []htmlStatusCount {
+	counts := rp.statusCounts()
+	var out []htmlStatusCount
+	for _, s := range reportOrder {
+		if counts[s] > 0 {
+			out = append(out, htmlStatusCount{Class: s.class(), Label: s.shown(), N: counts[s]})
+		}
+	}
+	return out
+}
+
+// htmlHighlights are the figures at the top of the page: the peak
+// throughput, one request's, the fastest prefill, and the cells by
+// status.
+func (rp *report) htmlHighlights() []htmlFact {
 	var peak, single *Cell
-	for _, c := range g.ordered() {
-		if !hasRates(c) || c.Status == Failed {
+	for _, c := range rp.cells {
+		if !hasRates(c) || c.Status != Valid {
 			continue
 		}
-		lo, hi = min(lo, c.TotalTokS), max(hi, c.TotalTokS)
-		if c.Status == Valid && (peak == nil || c.TotalTokS > peak.TotalTokS) {
+		if peak == nil || c.TotalTokS > peak.TotalTokS {
 			peak = c
 		}
-		if c.Status == Valid && c.Concurrency == 1 && (single == nil || c.TotalTokS > single.TotalTokS) {
+		if c.Concurrency == 1 && (single == nil || c.TotalTokS > single.TotalTokS) {
 			single = c
 		}
 	}
-	scale := heatScale{lo: lo, hi: hi}
-	p.ScaleCSS = rampGradient(viridis)
-	if !math.IsInf(lo, 0) {
-		p.ScaleMin, p.ScaleMax = fmtRate(lo), fmtRate(hi)
-	}
-
-	drawn := g.drawn()
-	if !drawn && len(g.contexts) > 0 {
-		p.GridNote = sparseNote(len(g.cells), len(g.contexts), len(g.concurrency))
-	}
-	for _, ctx := range g.contexts {
-		if !drawn {
-			break
-		}
-		row := htmlRow{Context: g.rowLabel(ctx)}
-		for _, n := range g.concurrency {
-			row.Cells = append(row.Cells, htmlGridCell(g.at(ctx, n), ctx, n, scale))
-		}
-		p.Rows = append(p.Rows, row)
-	}
-	counts := g.statusCounts()
-	for _, s := range []struct {
-		st    Status
-		class string
-	}{{Valid, "valid"}, {RequestsQueued, "queued"}, {OverCapacity, "over"}, {Failed, "failed"}, {StatusUnknown, "notrun"}} {
-		if counts[s.st] > 0 {
-			label := s.st.String()
-			if s.st == StatusUnknown {
-				label = notRunWords
-			}
-			p.Counts = append(p.Counts, htmlStatusCount{Class: s.class, Label: label, N: counts[s.st]})
-		}
-	}
-
+	var out []htmlFact
 	if peak != nil {
-		p.Highlights = append(p.Highlights, htmlFact{Label: "Peak throughput", Value: fmtRate(peak.TotalTokS) + " tok/s",
+		out = append(out, htmlFact{Label: "Peak throughput", Value: fmtRate(peak.TotalTokS) + " tok/s",
 			Detail: fmt.Sprintf("%d requests at context %s", peak.Concurrency, FormatTokens(peak.ContextTokens))})
 	}
 	if single != nil {
-		p.Highlights = append(p.Highlights, htmlFact{Label: "One request", Value: fmtRate(single.TotalTokS) + " tok/s",
+		out = append(out, htmlFact{Label: "One request", Value: fmtRate(single.TotalTokS) + " tok/s",
 			Detail: "at context " + FormatTokens(single.ContextTokens) + ", " + fmtTTFT(single.TTFTms.P50) + " TTFT"})
 	}
-	var bestPrefill *Prefill
-	maxPrefill := 0.0
-	for i, pf := range r.Prefill {
-		if prefillMeasured(pf) && pf.PromptTokS > maxPrefill {
-			bestPrefill, maxPrefill = &r.Prefill[i], pf.PromptTokS
-		}
+	if best := rp.fastestPrefill(); best != nil {
+		out = append(out, htmlFact{Label: "Fastest prefill", Value: fmtPrefillRate(best.PromptTokS) + " tok/s",
+			Detail: "at context " + FormatTokens(best.ContextTokens)})
 	}
-	if bestPrefill != nil {
-		p.Highlights = append(p.Highlights, htmlFact{Label: "Fastest prefill", Value: fmtPrefillRate(bestPrefill.PromptTokS) + " tok/s",
-			Detail: "at context " + FormatTokens(bestPrefill.ContextTokens)})
-	}
-	if len(g.contexts) > 0 {
+	if len(rp.grid.contexts) > 0 {
 		var parts []string
-		for _, c := range p.Counts {
-			label := strings.ToLower(c.Label)
-			if c.Class == "queued" {
-				label = "queued"
+		counts := rp.statusCounts()
+		for _, s := range reportOrder {
+			if counts[s] > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", counts[s], statusText[s].counts))
 			}
-			parts = append(parts, fmt.Sprintf("%d %s", c.N, label))
 		}
-		p.Highlights = append(p.Highlights, htmlFact{Label: "Cells",
-			Value: strconv.Itoa(g.size()), Detail: strings.Join(parts, " · ")})
+		out = append(out, htmlFact{Label: "Cells", Value: strconv.Itoa(rp.grid.size()), Detail: strings.Join(parts, " · ")})
 	}
+	return out
+}
 
-	for _, pf := range sortedPrefill(r.Prefill) {
-		why := pf.Reason
-		if why == "" {
-			why = pf.Error
+// fastestPrefill is the measured prefill row with the highest prompt
+// tok/s (the first of the results' rows on a tie), or nil.
+func (rp *report) fastestPrefill() *Prefill {
+	var best *Prefill
+	for i, p := range rp.r.Prefill {
+		if prefillMeasured(p) && (best == nil || p.PromptTokS > best.PromptTokS) {
+			best = &rp.r.Prefill[i]
 		}
-		b := htmlBar{Label: sizeLabel(pf.ContextTokens, pf.PromptTokens), Value: prefillStatusWords(pf), Detail: "—", Failed: true,
-			Width: "width:0%", Title: cleanText(why)}
-		if prefillMeasured(pf) {
-			b.Value, b.Detail, b.Failed = fmtPrefillRate(pf.PromptTokS), fmtTTFT(pf.TTFTms), false
-			b.Width = template.CSS(fmt.Sprintf("width:%.1f%%", 100*pf.PromptTokS/maxPrefill))
+	}
+	return best
+}
+
+// htmlPrefill is the prefill table, each row's bar as long as its share
+// of the fastest row's prompt tok/s.
+func (rp *report) htmlPrefill() []htmlBar {
+	fastest := 0.0
+	if best := rp.fastestPrefill(); best != nil {
+		fastest = best.PromptTokS
+	}
+	var out []htmlBar
+	for _, p := range rp.prefill {
+		b := htmlBar{Label: p.label, Failed: !p.measured, Width: "width:0%", Title: cleanText(p.why())}
+		b.Value, b.Detail = p.figures()
+		if p.measured {
+			b.Width = template.CSS(fmt.Sprintf("width:%.1f%%", 100*p.PromptTokS/fastest))
 			b.Title = fmt.Sprintf("%s prompt tokens in %s: %s tok/s",
-				fmtInt(pf.PromptTokens), fmtTTFT(pf.TTFTms), fmtRate(pf.PromptTokS))
+				fmtInt(p.PromptTokens), fmtTTFT(p.TTFTms), fmtRate(p.PromptTokS))
 		}
-		p.Prefill = append(p.Prefill, b)
+		out = append(out, b)
 	}
-
-	if drawn {
-		p.Charts = r.charts(g)
-	}
-	p.Legend = r.legend()
-	p.Notes = append(h.Notes, r.cellNotes()...)
-	p.LongHead = []string{"Phase", "Context", "Requests at once", "Status", "Total tok/s", "Per request tok/s",
-		"TTFT", "Time between tokens", "Average active requests", "Completed requests", "Output tokens", "Measured for"}
-	p.LongRows = r.longRows()
-	return p
+	return out
 }
 
 // htmlGridCell is the heat-map cell of c (nil when not in the results).
 func htmlGridCell(c *Cell, ctx, n int, scale heatScale) htmlCell {
-	label := FormatTokens(ctx) + " × " + strconv.Itoa(n)
 	if c == nil || c.Status == StatusUnknown {
-		return htmlCell{Class: "notrun nonum", Main: notRunWords, Title: label + " — not run"}
+		return htmlCell{Class: StatusUnknown.class() + " nonum", Main: StatusUnknown.shown(), Title: placeLabel(ctx, n) + " — not run"}
 	}
-	status, _ := c.Status.MarshalText()
-	hc := htmlCell{Status: string(status), Title: cellTooltip(c)}
-	switch c.Status {
-	case Valid:
-		hc.Class = "valid"
-	case RequestsQueued:
-		hc.Class = "queued"
-	case OverCapacity:
-		hc.Class = "over"
-	case Failed:
-		hc.Class = "failed"
-	}
+	hc := htmlCell{Class: c.Status.class(), Status: c.Status.token(), Title: cellTooltip(c)}
 	if !hasRates(c) {
 		hc.Class += " nonum"
 		hc.Main = c.Status.String()

@@ -117,7 +117,7 @@ var domCell = regexp.MustCompile(`<td class="cell ([a-z ]+)"(?: data-status="([a
 func TestWriteHTMLInChromium(t *testing.T) {
 	browser := findBrowser(t)
 	seed := seedResults(t)
-	g := newReportGrid(seed)
+	g := seed.report().grid
 
 	t.Run("seed DOM", func(t *testing.T) {
 		path := writeHTMLFile(t, seed.WriteHTML)

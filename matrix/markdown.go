@@ -14,9 +14,9 @@ import (
 // page's columns, "—" where a column does not apply. Strings from the
 // server or the user are escaped.
 func (r *Results) WriteMarkdown(w io.Writer) error {
+	rp := r.report()
 	bw := bufio.NewWriter(w)
-	h := r.header()
-	g := newReportGrid(r)
+	h := rp.header
 
 	fmt.Fprintf(bw, "# %s\n\n**%s**", h.Title, mdEscape(h.Model))
 	if h.Server != "" {
@@ -26,79 +26,49 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 	if h.Simulated != "" {
 		fmt.Fprintf(bw, "_%s_\n\n", mdEscape(h.Simulated))
 	}
-	var facts []string
-	for _, s := range []string{h.Shape, h.Run, h.Limits, h.Progress} {
-		if s != "" {
-			facts = append(facts, mdEscape(s))
+	if facts := h.facts(); len(facts) > 0 {
+		for i, s := range facts {
+			facts[i] = mdEscape(s)
 		}
-	}
-	if len(facts) > 0 {
 		bw.WriteString(strings.Join(facts, "<br>\n") + "\n\n")
 	}
 
-	if len(r.Prefill) > 0 {
+	if len(rp.prefill) > 0 {
 		bw.WriteString("## Prefill\n\nPrompt tok/s by context length.\n\n")
 		bw.WriteString("| Context | Prompt tok/s | TTFT |\n|:--|--:|--:|\n")
-		for _, p := range sortedPrefill(r.Prefill) {
-			rate, ttft := prefillStatusWords(p), "—"
-			if prefillMeasured(p) {
-				rate, ttft = fmtPrefillRate(p.PromptTokS), fmtTTFT(p.TTFTms)
-			}
-			mdRow(bw, sizeLabel(p.ContextTokens, p.PromptTokens), rate, ttft)
+		for _, p := range rp.prefill {
+			rate, ttft := p.figures()
+			mdRow(bw, p.label, rate, ttft)
 		}
 		bw.WriteString("\n")
 	}
 
-	if len(g.contexts) > 0 && !g.drawn() {
-		bw.WriteString("## Sustained decode\n\n" + sparseNote(len(g.cells), len(g.contexts), len(g.concurrency)) + "\n\n")
-	}
-	if len(g.contexts) > 0 && g.drawn() {
+	switch g := rp.grid; {
+	case len(g.contexts) > 0 && !g.drawn():
+		bw.WriteString("## Sustained decode\n\n" + g.sparseNote() + "\n\n")
+	case len(g.contexts) > 0:
 		bw.WriteString("## Sustained decode\n\nTotal tok/s, with the TTFT under it. " +
 			"Rows are context length, columns are simultaneous requests.\n\n")
-		head := []string{"Context"}
-		align := "|:--|"
-		for _, n := range g.concurrency {
-			head = append(head, strconv.Itoa(n))
-			align += "--:|"
-		}
-		mdRow(bw, head...)
-		bw.WriteString(align + "\n")
-		for _, ctx := range g.contexts {
-			row := []string{mdEscape(g.rowLabel(ctx))}
-			for _, n := range g.concurrency {
-				lines := gridLines(g.at(ctx, n))
-				for i, s := range lines {
-					lines[i] = mdEscape(s)
-				}
-				row = append(row, strings.Join(lines, "<br>"))
-			}
-			bw.WriteString("| " + strings.Join(row, " | ") + " |\n")
-		}
-		bw.WriteString("\n")
+		mdGrid(bw, g.concurrency, rp.rows)
 	}
 
-	if legend := r.legend(); len(legend) > 0 {
-		for _, s := range legend {
-			bw.WriteString(mdEscape(s) + "\n\n")
-		}
+	for _, s := range rp.legend {
+		bw.WriteString(mdEscape(s) + "\n\n")
 	}
 
-	if len(r.Prefill) > 0 || len(r.Cells) > 0 {
+	if len(rp.long) > 0 {
 		bw.WriteString("## All measurements\n\n" + noteMedians + "\n\n")
-		mdRow(bw, "Phase", "Context", "Requests at once", "Status", "Total tok/s", "Per request tok/s",
-			"TTFT", "Time between tokens", "Average active requests", "Completed requests",
-			"Output tokens", "Measured for")
+		mdRow(bw, longHead...)
 		bw.WriteString("|:--|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-		for _, row := range r.longRows() {
+		for _, row := range rp.long {
 			mdRow(bw, row...)
 		}
 		bw.WriteString("\n")
 	}
 
-	notes := append(h.Notes, r.cellNotes()...)
-	if len(notes) > 0 {
+	if len(rp.notes) > 0 {
 		bw.WriteString("## Notes\n\n")
-		for _, s := range notes {
+		for _, s := range rp.notes {
 			bw.WriteString("- " + mdEscape(s) + "\n")
 		}
 		bw.WriteString("\n")
@@ -109,58 +79,39 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 	return nil
 }
 
-// longRows is the "All measurements" table as the seed page shows it, one
-// row a measurement, "—" where a column does not apply.
-func (r *Results) longRows() [][]string {
-	var rows [][]string
-	for _, p := range sortedPrefill(r.Prefill) {
-		row := []string{"Prefill", sizeLabel(p.ContextTokens, p.PromptTokens), "1", prefillStatusWords(p), "—", "—", "—", "—", "—", "—", "—", "—"}
-		if prefillMeasured(p) {
-			row[4], row[6], row[9] = fmtRate(p.PromptTokS), fmtTTFT(p.TTFTms), "1"
+// mdGrid writes a drawn decode grid, of a run or of a comparison, as a
+// Markdown table: a column for each concurrency level, and each cell's
+// lines one under the other.
+func mdGrid(w *bufio.Writer, concurrency []int, rows []gridRow) {
+	head := []string{"Context"}
+	align := "|:--|"
+	for _, n := range concurrency {
+		head = append(head, strconv.Itoa(n))
+		align += "--:|"
+	}
+	mdRow(w, head...)
+	w.WriteString(align + "\n")
+	for _, row := range rows {
+		cells := []string{mdEscape(row.label)}
+		for _, lines := range row.cells {
+			escaped := make([]string, len(lines))
+			for i, s := range lines {
+				escaped[i] = mdEscape(s)
+			}
+			cells = append(cells, strings.Join(escaped, "<br>"))
 		}
-		rows = append(rows, row)
+		w.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
-	for _, c := range newReportGrid(r).ordered() {
-		rows = append(rows, longCellRow(c))
-	}
-	return rows
-}
-
-// longCellRow is one decode cell's row of the "All measurements" table.
-func longCellRow(c *Cell) []string {
-	row := []string{"Sustained decode", sizeLabel(c.ContextTokens, c.PromptTokens), strconv.Itoa(c.Concurrency),
-		statusWords(c), "—", "—", "—", "—", "—", "—", "—", "—"}
-	m := c.Measurement
-	if m == nil {
-		return row
-	}
-	if hasRates(c) {
-		row[4] = fmtRate(m.TotalTokS) + marks(c)
-		row[5] = dashUnlessPositive(m.PerRequestTokS, fmtRate)
-		row[6] = dashUnlessPositive(m.TTFTms.P50, fmtTTFT)
-		row[7] = dashUnlessPositive(m.TBTms.P50, fmtTBT)
-	}
-	row[8] = numGroup(m.AvgActive, 2)
-	row[9] = fmtInt(m.Completed)
-	row[10] = fmtInt(m.OutputTokens)
-	row[11] = numGroup(m.MeasuredS, 1) + " s"
-	return row
-}
-
-// dashUnlessPositive formats v, or "—" when it is not positive.
-func dashUnlessPositive(v float64, f func(float64) string) string {
-	if v > 0 {
-		return f(v)
-	}
-	return "—"
+	w.WriteString("\n")
 }
 
 // mdRow writes one Markdown table row; cells are escaped.
 func mdRow(w *bufio.Writer, cells ...string) {
+	escaped := make([]string, len(cells))
 	for i, s := range cells {
-		cells[i] = mdEscape(s)
+		escaped[i] = mdEscape(s)
 	}
-	w.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+	w.WriteString("| " + strings.Join(escaped, " | ") + " |\n")
 }
 
 // mdReplacer escapes the characters that Markdown (and the HTML inside it)

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,14 +13,9 @@ import (
 	"github.com/llmload/llmload/metrics"
 )
 
-// What the reports say about the statuses and the numbers, in the seed
-// page's words where it has them.
+// What the reports say about the marks and the numbers, in the seed page's
+// words where it has them; the statuses' notes are in statusText.
 const (
-	noteQueued = "Requests queued: the server could not run all requests at once, so some waited in a queue."
-	noteOver   = "Over capacity: not run because this many requests at this context would exceed the server's " +
-		"KV cache or limits, or sent and cut or refused for length, or starved (no output)."
-	noteFailed  = "Failed: more requests failed than the cell can absorb."
-	noteNotRun  = "Not run: the run ended before this cell was decided."
 	notePartial = "*: interrupted before its window ended; the numbers cover the part that ran."
 	// notePartialShard replaces notePartial when a partial cell lost a
 	// shard of a sharded run.
@@ -30,45 +24,200 @@ const (
 	noteTTFT         = "TTFT is measured after the benchmark warms the server's prompt cache, so it mostly excludes prefill."
 	noteCounted      = "(N counted): the server counted N prompt tokens for this context, more than 1% off its label."
 	noteMedians      = "Latencies are medians. Total tok/s is output across all simultaneous requests."
-	notRunWords      = "Not run"
 )
 
-// reportGrid is the decode grid in display order: contexts ascending down,
-// concurrency ascending across.
-type reportGrid struct {
-	contexts    []int
-	concurrency []int
-	cells       map[[2]int]*Cell
+// longHead is the head of the "All measurements" table, the seed page's
+// columns.
+var longHead = []string{"Phase", "Context", "Requests at once", "Status", "Total tok/s", "Per request tok/s",
+	"TTFT", "Time between tokens", "Average active requests", "Completed requests", "Output tokens", "Measured for"}
+
+// report is what every report of a run shows, gathered once from its
+// [Results]. The renderers ([Results.WriteTable], [Results.WriteMarkdown],
+// [Results.WriteCSV] and [Results.WriteHTML]) only lay it out.
+type report struct {
+	r       *Results
+	header  reportHeader
+	grid    grid[Cell]
+	cells   []*Cell      // the grid's cells in grid order
+	prefill []prefillRow // by context
+	rows    []gridRow    // the decode grid's rows, when it is drawn
+	legend  []string     // the footnotes under the grid
+	notes   []string     // the server's notes, then a line for each cell worth one
+	long    [][]string   // the "All measurements" table: the prefill rows, then the cells
+	counted bool         // a prompt was counted more than 1% off its label
 }
 
-// newReportGrid lays out r's cells. The axes are the union of the spec's
-// lists and the cells' own values, so a partial run still shows the whole
-// planned grid.
-func newReportGrid(r *Results) reportGrid {
-	g := reportGrid{cells: make(map[[2]int]*Cell, len(r.Cells))}
-	ctxs := slices.Clone(r.Spec.Contexts)
-	ns := slices.Clone(r.Spec.Concurrency)
-	for i := range r.Cells {
-		c := &r.Cells[i]
-		g.cells[[2]int{c.ContextTokens, c.Concurrency}] = c
-		ctxs = append(ctxs, c.ContextTokens)
-		ns = append(ns, c.Concurrency)
+// prefillRow is a row of the prefill table as the reports show it.
+type prefillRow struct {
+	Prefill
+	label    string // "16K", or "16K (17,010 counted)"
+	status   Status // Valid when measured; see prefillStatus
+	measured bool
+}
+
+// figures are the row's prompt tok/s and TTFT, or its status and "—".
+func (p prefillRow) figures() (rate, ttft string) {
+	if p.measured {
+		return fmtPrefillRate(p.PromptTokS), fmtTTFT(p.TTFTms)
+	}
+	return p.status.shown(), "—"
+}
+
+// why is the reason the row has no measurement, as the server or the run
+// gave it.
+func (p prefillRow) why() string {
+	if p.Reason != "" {
+		return p.Reason
+	}
+	return p.Error
+}
+
+// gridRow is one context's row of a drawn grid: its label and each
+// cell's lines.
+type gridRow struct {
+	label string
+	cells [][]string
+}
+
+// report gathers what the reports of r show.
+func (r *Results) report() *report {
+	rp := &report{r: r, grid: newGrid(r.Cells, (*Cell).place, r.Spec.Contexts, r.Spec.Concurrency)}
+	rp.cells = rp.grid.ordered()
+	for _, p := range sortedPrefill(r.Prefill) {
+		rp.prefill = append(rp.prefill, prefillRow{Prefill: p, label: sizeLabel(p.ContextTokens, p.PromptTokens),
+			status: prefillStatus(p), measured: prefillMeasured(p)})
+	}
+	for _, p := range r.Prefill {
+		rp.counted = rp.counted || offLabel(p.ContextTokens, p.PromptTokens)
+	}
+	for _, c := range r.Cells {
+		rp.counted = rp.counted || offLabel(c.ContextTokens, c.PromptTokens)
+	}
+	rp.header = rp.newHeader()
+	if len(rp.grid.contexts) > 0 && rp.grid.drawn() {
+		for _, ctx := range rp.grid.contexts {
+			row := gridRow{label: sizeLabel(ctx, rp.promptTokens(ctx))}
+			for _, n := range rp.grid.concurrency {
+				row.cells = append(row.cells, gridLines(rp.grid.at(ctx, n)))
+			}
+			rp.rows = append(rp.rows, row)
+		}
+	}
+	rp.legend = rp.newLegend()
+	rp.notes = append(slices.Clone(rp.header.Notes), rp.cellNotes()...)
+	for _, p := range rp.prefill {
+		row := []string{"Prefill", p.label, "1", p.status.shown(), "—", "—", "—", "—", "—", "—", "—", "—"}
+		if p.measured {
+			row[4], row[6], row[9] = fmtRate(p.PromptTokS), fmtTTFT(p.TTFTms), "1"
+		}
+		rp.long = append(rp.long, row)
+	}
+	for _, c := range rp.cells {
+		rp.long = append(rp.long, longCellRow(c))
+	}
+	return rp
+}
+
+// grid is a decode grid in display order, contexts ascending down and
+// concurrency ascending across, with its cells (of a run, or of a
+// comparison) by place.
+type grid[C any] struct {
+	contexts    []int
+	concurrency []int
+	cells       map[[2]int]*C
+}
+
+// newGrid lays out cells, placed by place. The axes are the union of
+// contexts and concurrency and the cells' own places, so a partial run
+// still shows the whole planned grid; a later cell at the same place wins.
+func newGrid[C any](cells []C, place func(*C) [2]int, contexts, concurrency []int) grid[C] {
+	g := grid[C]{cells: make(map[[2]int]*C, len(cells))}
+	ctxs, ns := slices.Clone(contexts), slices.Clone(concurrency)
+	for i := range cells {
+		at := place(&cells[i])
+		g.cells[at] = &cells[i]
+		ctxs, ns = append(ctxs, at[0]), append(ns, at[1])
 	}
 	slices.Sort(ctxs)
 	slices.Sort(ns)
-	g.contexts = slices.Compact(ctxs)
-	g.concurrency = slices.Compact(ns)
+	g.contexts, g.concurrency = slices.Compact(ctxs), slices.Compact(ns)
 	if len(g.contexts) == 0 || len(g.concurrency) == 0 {
 		g.contexts, g.concurrency = nil, nil // no grid without both axes
 	}
 	return g
 }
 
+// place is where c goes in the grid.
+func (c *Cell) place() [2]int { return [2]int{c.ContextTokens, c.Concurrency} }
+
+// at returns the cell at context × concurrency, or nil.
+func (g grid[C]) at(ctx, n int) *C { return g.cells[[2]int{ctx, n}] }
+
+// size is the number of places in the grid.
+func (g grid[C]) size() int { return len(g.contexts) * len(g.concurrency) }
+
+// drawn reports whether the grid is drawn (see gridFits).
+func (g grid[C]) drawn() bool { return gridFits(len(g.contexts), len(g.concurrency), len(g.cells)) }
+
+// sparseNote says why the grid is not drawn.
+func (g grid[C]) sparseNote() string {
+	return fmt.Sprintf("The %s span %s × %s: too sparse for a grid, so every cell is listed instead.",
+		plural(len(g.cells), "cell", "cells"), plural(len(g.contexts), "context", "contexts"),
+		plural(len(g.concurrency), "concurrency level", "concurrency levels"))
+}
+
+// ordered returns the cells in grid order: by context, then concurrency.
+func (g grid[C]) ordered() []*C {
+	keys := slices.SortedFunc(maps.Keys(g.cells), func(a, b [2]int) int {
+		if c := cmp.Compare(a[0], b[0]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a[1], b[1])
+	})
+	out := make([]*C, len(keys))
+	for i, k := range keys {
+		out[i] = g.cells[k]
+	}
+	return out
+}
+
+// maxSparseGrid is the most places a grid may have beyond four for every
+// cell it holds.
+const maxSparseGrid = 1024
+
+// gridFits reports whether a grid of contexts × concurrency is worth
+// drawing for cells cells: not when it would be mostly empty, as with
+// cells that share no context or concurrency level, whose grid grows as
+// the square of their number. Reports then list the cells instead, so
+// their work stays linear in the cells that exist.
+func gridFits(contexts, concurrency, cells int) bool {
+	if contexts == 0 || concurrency == 0 {
+		return true
+	}
+	if contexts > (maxSparseGrid+4*cells)/concurrency {
+		return false
+	}
+	return contexts*concurrency <= maxSparseGrid+4*cells
+}
+
+// statusCounts counts the grid's cells by status; places in the grid
+// without a cell in the results count as StatusUnknown.
+func (rp *report) statusCounts() map[Status]int {
+	m := map[Status]int{}
+	for _, c := range rp.grid.cells {
+		m[c.Status]++
+	}
+	if missing := rp.grid.size() - len(rp.grid.cells); missing > 0 {
+		m[StatusUnknown] += missing
+	}
+	return m
+}
+
 // promptTokens returns the prompt size the server counted for a context
 // row, or 0: every cell of a row sends the same prompt.
-func (g reportGrid) promptTokens(ctx int) int {
-	for _, n := range g.concurrency {
-		if c := g.at(ctx, n); c != nil && c.PromptTokens > 0 {
+func (rp *report) promptTokens(ctx int) int {
+	for _, n := range rp.grid.concurrency {
+		if c := rp.grid.at(ctx, n); c != nil && c.PromptTokens > 0 {
 			return c.PromptTokens
 		}
 	}
@@ -91,62 +240,6 @@ func sizeLabel(label, counted int) string {
 	return FormatTokens(label)
 }
 
-// rowLabel is sizeLabel for a row of the decode grid.
-func (g reportGrid) rowLabel(ctx int) string { return sizeLabel(ctx, g.promptTokens(ctx)) }
-
-// at returns the cell at context × concurrency, or nil.
-func (g reportGrid) at(ctx, n int) *Cell { return g.cells[[2]int{ctx, n}] }
-
-// ordered returns the cells in grid order: by context, then concurrency.
-func (g reportGrid) ordered() []*Cell {
-	out := slices.Collect(maps.Values(g.cells))
-	slices.SortFunc(out, func(a, b *Cell) int {
-		if c := cmp.Compare(a.ContextTokens, b.ContextTokens); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Concurrency, b.Concurrency)
-	})
-	return out
-}
-
-// statusCounts counts the grid's cells by status; places in the grid
-// without a cell in the results count as StatusUnknown.
-func (g reportGrid) statusCounts() map[Status]int {
-	m := map[Status]int{}
-	for _, c := range g.cells {
-		m[c.Status]++
-	}
-	if missing := g.size() - len(g.cells); missing > 0 {
-		m[StatusUnknown] += missing
-	}
-	return m
-}
-
-// size is the number of places in the grid.
-func (g reportGrid) size() int { return len(g.contexts) * len(g.concurrency) }
-
-// drawn reports whether the grid is drawn (see gridFits).
-func (g reportGrid) drawn() bool { return gridFits(len(g.contexts), len(g.concurrency), len(g.cells)) }
-
-// maxSparseGrid is the most places a grid may have beyond four for every
-// cell it holds.
-const maxSparseGrid = 1024
-
-// gridFits reports whether a grid of contexts × concurrency is worth
-// drawing for cells cells: not when it would be mostly empty, as with
-// cells that share no context or concurrency level, whose grid grows as
-// the square of their number. Reports then list the cells instead, so
-// their work stays linear in the cells that exist.
-func gridFits(contexts, concurrency, cells int) bool {
-	if contexts == 0 || concurrency == 0 {
-		return true
-	}
-	if contexts > (maxSparseGrid+4*cells)/concurrency {
-		return false
-	}
-	return contexts*concurrency <= maxSparseGrid+4*cells
-}
-
 // sortedPrefill returns the prefill rows by context.
 func sortedPrefill(p []Prefill) []Prefill {
 	out := slices.Clone(p)
@@ -159,25 +252,25 @@ func prefillMeasured(p Prefill) bool {
 	return p.Error == "" && p.PromptTokS > 0 && (p.Status == Valid || p.Status == StatusUnknown)
 }
 
-// prefillStatusWords is a prefill row's status as the reports show it.
-func prefillStatusWords(p Prefill) string {
+// prefillStatus is a prefill row's status as the reports show it: Valid
+// when it has a measurement, Failed for a row with an error and no status
+// of its own, else its status.
+func prefillStatus(p Prefill) Status {
 	switch {
 	case prefillMeasured(p):
-		return Valid.String()
-	case p.Status == StatusUnknown && p.Error == "":
-		return notRunWords
-	case p.Status == StatusUnknown:
-		return Failed.String()
+		return Valid
+	case p.Status == StatusUnknown && p.Error != "":
+		return Failed
 	}
-	return p.Status.String()
+	return p.Status
 }
 
 // statusWords is a cell's status as the grid shows it.
 func statusWords(c *Cell) string {
-	if c == nil || c.Status == StatusUnknown {
-		return notRunWords
+	if c == nil {
+		return StatusUnknown.shown()
 	}
-	return c.Status.String()
+	return c.Status.shown()
 }
 
 // hasRates reports whether a cell produced output, so that its rates and
@@ -200,87 +293,52 @@ func marks(c *Cell) string {
 	return s
 }
 
-// numGroup formats v with dec decimals and thousands separators:
-// 1054.66 → "1,054.7". NaN and infinities are "—".
-func numGroup(v float64, dec int) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "—"
+// gridLines is what a decode grid cell shows, a line each, as on the seed
+// page: the total tok/s (with its footnote marks), the status words when
+// the cell is not Valid, and the TTFT; or only the status words for a cell
+// without output.
+func gridLines(c *Cell) []string {
+	if !hasRates(c) {
+		return []string{statusWords(c)}
 	}
-	s := strconv.FormatFloat(v, 'f', dec, 64)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-		if strings.Trim(s, "0.") == "" {
-			neg = false // no "-0.0"
-		}
+	lines := []string{fmtRate(c.TotalTokS) + marks(c)}
+	if c.Status != Valid {
+		lines = append(lines, statusWords(c))
 	}
-	whole, frac, hasFrac := strings.Cut(s, ".")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
+	if c.TTFTms.P50 > 0 {
+		lines = append(lines, fmtTTFT(c.TTFTms.P50)+" TTFT")
 	}
-	for i, d := range whole {
-		if i > 0 && (len(whole)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(d)
-	}
-	if hasFrac {
-		b.WriteByte('.')
-		b.WriteString(frac)
-	}
-	return b.String()
+	return lines
 }
 
-// fmtRate is a tok/s figure: "1,054.7".
-func fmtRate(v float64) string { return numGroup(v, 1) }
-
-// fmtPrefillRate is a prompt tok/s figure as the seed's prefill table shows
-// it: whole numbers from 1,000 up ("2,343"), one decimal below ("990.0").
-func fmtPrefillRate(v float64) string {
-	if v >= 999.95 {
-		return numGroup(v, 0)
+// longCellRow is one decode cell's row of the "All measurements" table.
+func longCellRow(c *Cell) []string {
+	row := []string{"Sustained decode", sizeLabel(c.ContextTokens, c.PromptTokens), strconv.Itoa(c.Concurrency),
+		statusWords(c), "—", "—", "—", "—", "—", "—", "—", "—"}
+	m := c.Measurement
+	if m == nil {
+		return row
 	}
-	return numGroup(v, 1)
-}
-
-// fmtTTFT is a time to first token: "12,178 ms".
-func fmtTTFT(ms float64) string { return numGroup(ms, 0) + " ms" }
-
-// fmtTBT is a time between tokens: "12.2 ms".
-func fmtTBT(ms float64) string { return numGroup(ms, 1) + " ms" }
-
-// fmtInt is a count: "15,112".
-func fmtInt(n int) string { return numGroup(float64(n), 0) }
-
-// fmtSpeed is a speed factor: 20 → "20", 12.5 → "12.5".
-func fmtSpeed(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-
-// fmtSeconds is a duration in seconds: "30 s", "1.5 s".
-func fmtSeconds(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
-}
-
-// tokenList is a list of token counts: "8K, 16K, 32K".
-func tokenList(v []int) string {
-	s := make([]string, len(v))
-	for i, n := range v {
-		s[i] = FormatTokens(n)
+	if hasRates(c) {
+		row[4] = fmtRate(m.TotalTokS) + marks(c)
+		row[5] = dashUnlessPositive(m.PerRequestTokS, fmtRate)
+		row[6] = dashUnlessPositive(m.TTFTms.P50, fmtTTFT)
+		row[7] = dashUnlessPositive(m.TBTms.P50, fmtTBT)
 	}
-	return strings.Join(s, ", ")
+	row[8] = numGroup(m.AvgActive, 2)
+	row[9] = fmtInt(m.Completed)
+	row[10] = fmtInt(m.OutputTokens)
+	row[11] = numGroup(m.MeasuredS, 1) + " s"
+	return row
 }
 
-// plural is "1 context", "6 contexts".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
+// dashUnlessPositive formats v, or "—" when it is not positive.
+func dashUnlessPositive(v float64, f func(float64) string) string {
+	if v > 0 {
+		return f(v)
 	}
-	return strconv.Itoa(n) + " " + many
+	return "—"
 }
-
-// cleanText makes a string from the server or the user safe to print on a
-// terminal or in a one-line cell: see [loadgen.CleanLine].
-func cleanText(s string) string { return loadgen.CleanLine(s) }
 
 // reportHeader holds the facts every report opens with.
 type reportHeader struct {
@@ -290,13 +348,34 @@ type reportHeader struct {
 	Simulated string   // the simulator's note, or ""
 	Shape     string   // "6 contexts (0–248K) × 8 concurrency levels (1–128) · prefill at 8K, …"
 	Run       string   // "30 s per cell · max output 8,192 tokens · started …"
-	Limits    string   // "capacity: 1,234 KV tokens · …", or ""
+	Limits    string   // "1,234 KV tokens · …", or ""
 	Progress  string   // "incomplete: 12 of 48 cells decided", or ""
 	Notes     []string // the server's notes
 }
 
-// header gathers the facts of r for a report.
-func (r *Results) header() reportHeader {
+// facts are the header's lines under the title: the matrix's shape, the
+// run, the server's limits and the run's progress, where known.
+func (h reportHeader) facts() []string {
+	var out []string
+	for _, s := range []string{h.Shape, h.Run, h.limits(), h.Progress} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// limits is the server's limits as a line of the header, or "".
+func (h reportHeader) limits() string {
+	if h.Limits == "" {
+		return ""
+	}
+	return "capacity: " + h.Limits
+}
+
+// newHeader gathers the facts of the run for a report.
+func (rp *report) newHeader() reportHeader {
+	r, g := rp.r, rp.grid
 	h := reportHeader{Title: "Speed test matrix", Model: cleanText(r.Server.Model)}
 	if h.Model == "" {
 		h.Model = cleanText(r.Spec.Model)
@@ -320,7 +399,6 @@ func (r *Results) header() reportHeader {
 		h.Simulated = simulatedNote(r.Server.Speed)
 	}
 
-	g := newReportGrid(r)
 	var shape []string
 	if len(g.contexts) > 0 {
 		shape = append(shape, fmt.Sprintf("%s (%s–%s) × %s (%d–%d)",
@@ -363,15 +441,14 @@ func (r *Results) header() reportHeader {
 		if l.MaxModelLen > 0 {
 			lim = append(lim, "max_model_len "+fmtInt(l.MaxModelLen))
 		}
-		h.Limits = "capacity: " + strings.Join(lim, " · ")
+		h.Limits = strings.Join(lim, " · ")
 		if s := cleanText(l.Source); s != "" {
 			h.Limits += " (from " + s + ")"
 		}
 	}
 	if !r.Complete {
-		counts := g.statusCounts()
 		total := g.size()
-		h.Progress = fmt.Sprintf("incomplete: %d of %d cells decided", total-counts[StatusUnknown], total)
+		h.Progress = fmt.Sprintf("incomplete: %d of %d cells decided", total-rp.statusCounts()[StatusUnknown], total)
 	}
 	for _, n := range r.Server.Notes {
 		if n = cleanText(n); n != "" {
@@ -389,23 +466,16 @@ func simulatedNote(speed float64) string {
 	return "simulated by llmload"
 }
 
-// legend returns the footnotes that explain the statuses and marks present
-// in the grid, then the TTFT note.
-func (r *Results) legend() []string {
-	g := newReportGrid(r)
-	counts := g.statusCounts()
+// newLegend returns the footnotes that explain the statuses and marks
+// present in the grid, then the TTFT note.
+func (rp *report) newLegend() []string {
+	r := rp.r
+	counts := rp.statusCounts()
 	var out []string
-	if counts[RequestsQueued] > 0 {
-		out = append(out, noteQueued)
-	}
-	if counts[OverCapacity] > 0 {
-		out = append(out, noteOver)
-	}
-	if counts[Failed] > 0 {
-		out = append(out, noteFailed)
-	}
-	if counts[StatusUnknown] > 0 {
-		out = append(out, noteNotRun)
+	for _, s := range reportOrder {
+		if n := statusText[s].legend; n != "" && counts[s] > 0 {
+			out = append(out, n)
+		}
 	}
 	var partial, lostShard, client bool
 	for _, c := range r.Cells {
@@ -427,14 +497,7 @@ func (r *Results) legend() []string {
 	if len(r.Cells) > 0 {
 		out = append(out, noteTTFT)
 	}
-	counted := false
-	for _, p := range r.Prefill {
-		counted = counted || offLabel(p.ContextTokens, p.PromptTokens)
-	}
-	for _, c := range r.Cells {
-		counted = counted || offLabel(c.ContextTokens, c.PromptTokens)
-	}
-	if counted {
+	if rp.counted {
 		out = append(out, noteCounted)
 	}
 	return out
@@ -444,27 +507,28 @@ func (r *Results) legend() []string {
 // that are not Valid, had errors, were interrupted or limited by the
 // client, and failed prefill measurements. Cells predicted over capacity
 // and never sent are explained by the legend.
-func (r *Results) cellNotes() []string {
+func (rp *report) cellNotes() []string {
 	var out []string
-	for _, p := range sortedPrefill(r.Prefill) {
-		why := p.Reason
-		if why == "" {
-			why = p.Error
-		}
-		if p.Status != Valid && why != "" {
-			s := fmt.Sprintf("Prefill %s: %s — %s", sizeLabel(p.ContextTokens, p.PromptTokens), prefillStatusWords(p), cleanText(why))
+	for _, p := range rp.prefill {
+		if why := p.why(); p.Status != Valid && why != "" {
+			s := fmt.Sprintf("Prefill %s: %s — %s", p.label, p.status.shown(), cleanText(why))
 			if p.Errors > 0 {
-				s += fmt.Sprintf("; %s of %s requests failed (%s)", fmtInt(p.Errors), fmtInt(max(p.Requests, p.Errors)), metrics.FormatErrorKinds(p.ErrorKinds))
+				s += "; " + failedOf(p.Errors, p.Requests) + " (" + metrics.FormatErrorKinds(p.ErrorKinds) + ")"
 			}
 			out = append(out, s)
 		}
 	}
-	for _, c := range newReportGrid(r).ordered() {
+	for _, c := range rp.cells {
 		if n := cellNote(c); n != "" {
 			out = append(out, n)
 		}
 	}
 	return out
+}
+
+// failedOf is "3 of 20 requests failed".
+func failedOf(errors, requests int) string {
+	return fmtInt(errors) + " of " + fmtInt(max(requests, errors)) + " requests failed"
 }
 
 // cellNote is the remark on one cell, or "".
@@ -476,7 +540,7 @@ func cellNote(c *Cell) string {
 		if c.Status == Failed || (c.Status != OverCapacity && c.Reason != "") || (c.Status == OverCapacity && c.PromptTokens > 0) {
 			s := cellLabel(c) + ": " + statusWords(c) + reasonSuffix(c.Reason)
 			if c.Errors > 0 {
-				s += fmt.Sprintf("; %s of %s requests failed (%s)", fmtInt(c.Errors), fmtInt(max(c.Requests, c.Errors)), metrics.FormatErrorKinds(c.ErrorKinds))
+				s += "; " + failedOf(c.Errors, c.Requests) + " (" + metrics.FormatErrorKinds(c.ErrorKinds) + ")"
 			}
 			return s
 		}
@@ -487,7 +551,7 @@ func cellNote(c *Cell) string {
 	}
 	var parts []string
 	if c.Errors > 0 {
-		s := fmt.Sprintf("%s of %s requests failed", fmtInt(c.Errors), fmtInt(max(c.Requests, c.Errors)))
+		s := failedOf(c.Errors, c.Requests)
 		if k := metrics.FormatErrorKinds(c.ErrorKinds); k != "" {
 			s += " (" + k + ")"
 		}
@@ -516,9 +580,10 @@ func cellNote(c *Cell) string {
 }
 
 // cellLabel names a cell: "128K × 2".
-func cellLabel(c *Cell) string {
-	return FormatTokens(c.ContextTokens) + " × " + strconv.Itoa(c.Concurrency)
-}
+func cellLabel(c *Cell) string { return placeLabel(c.ContextTokens, c.Concurrency) }
+
+// placeLabel names a place in the grid: "128K × 2".
+func placeLabel(ctx, n int) string { return FormatTokens(ctx) + " × " + strconv.Itoa(n) }
 
 // reasonSuffix is " — reason", or "".
 func reasonSuffix(reason string) string {

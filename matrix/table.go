@@ -15,71 +15,55 @@ import (
 // cell's status) and the footnotes. It writes no color codes, and strings
 // from the server are stripped of control characters.
 func (r *Results) WriteTable(w io.Writer) error {
+	rp := r.report()
 	bw := bufio.NewWriter(w)
-	h := r.header()
-	g := newReportGrid(r)
+	h := rp.header
 
 	fmt.Fprintf(bw, "%s — %s", h.Title, h.Model)
 	if h.Server != "" {
 		fmt.Fprintf(bw, " on %s", h.Server)
 	}
 	bw.WriteString("\n")
-	for _, s := range []string{h.Simulated, h.Shape, h.Run, h.Limits, h.Progress} {
-		if s != "" {
-			bw.WriteString(s + "\n")
-		}
+	if h.Simulated != "" {
+		bw.WriteString(h.Simulated + "\n")
+	}
+	for _, s := range h.facts() {
+		bw.WriteString(s + "\n")
 	}
 
-	if len(r.Prefill) > 0 {
+	if len(rp.prefill) > 0 {
 		bw.WriteString("\nPrefill · prompt tok/s by context length\n\n")
-		rows := make([][]string, 0, len(r.Prefill))
-		for _, p := range sortedPrefill(r.Prefill) {
-			rate, ttft := prefillStatusWords(p), "—"
-			if prefillMeasured(p) {
-				rate, ttft = fmtPrefillRate(p.PromptTokS), fmtTTFT(p.TTFTms)
-			}
-			rows = append(rows, []string{sizeLabel(p.ContextTokens, p.PromptTokens), rate, ttft})
+		rows := make([][]string, 0, len(rp.prefill))
+		for _, p := range rp.prefill {
+			rate, ttft := p.figures()
+			rows = append(rows, []string{p.label, rate, ttft})
 		}
 		writeAligned(bw, []string{"Context", "Prompt tok/s", "TTFT"}, rows, false)
 	}
 
-	if len(g.contexts) > 0 && !g.drawn() {
-		bw.WriteString("\nSustained decode\n" + sparseNote(len(g.cells), len(g.contexts), len(g.concurrency)) + "\n\n")
-		rows := r.longRows()[len(r.Prefill):]
-		head := []string{"Context", "Requests at once", "Status", "Total tok/s", "Per request tok/s", "TTFT",
-			"Time between tokens", "Average active requests", "Completed requests", "Output tokens", "Measured for"}
-		for i, row := range rows {
-			rows[i] = row[1:] // without the phase
+	switch g := rp.grid; {
+	case len(g.contexts) > 0 && !g.drawn():
+		bw.WriteString("\nSustained decode\n" + g.sparseNote() + "\n\n")
+		var rows [][]string
+		for _, row := range rp.long[len(rp.prefill):] {
+			rows = append(rows, row[1:]) // without the phase
 		}
-		writeAligned(bw, head, rows, false)
-	}
-	if len(g.contexts) > 0 && g.drawn() {
+		writeAligned(bw, longHead[1:], rows, false)
+	case len(g.contexts) > 0:
 		bw.WriteString("\nSustained decode · total tok/s with the TTFT under it · " +
 			"rows are context length, columns are simultaneous requests\n\n")
-		head := []string{"Context"}
-		for _, n := range g.concurrency {
-			head = append(head, strconv.Itoa(n))
-		}
-		rows := make([][]string, 0, len(g.contexts))
-		for _, ctx := range g.contexts {
-			row := []string{g.rowLabel(ctx)}
-			for _, n := range g.concurrency {
-				row = append(row, strings.Join(gridLines(g.at(ctx, n)), "\n"))
-			}
-			rows = append(rows, row)
-		}
-		writeAligned(bw, head, rows, true)
+		writeGrid(bw, g.concurrency, rp.rows)
 	}
 
-	if legend := r.legend(); len(legend) > 0 {
+	if len(rp.legend) > 0 {
 		bw.WriteString("\n")
-		for _, s := range legend {
+		for _, s := range rp.legend {
 			bw.WriteString(s + "\n")
 		}
 	}
-	if len(h.Notes) > 0 || len(r.cellNotes()) > 0 {
+	if len(rp.notes) > 0 {
 		bw.WriteString("\nNotes\n")
-		for _, s := range append(h.Notes, r.cellNotes()...) {
+		for _, s := range rp.notes {
 			bw.WriteString("  " + s + "\n")
 		}
 	}
@@ -89,22 +73,23 @@ func (r *Results) WriteTable(w io.Writer) error {
 	return nil
 }
 
-// gridLines is what a decode grid cell shows, a line each, as on the seed
-// page: the total tok/s (with its footnote marks), the status words when
-// the cell is not Valid, and the TTFT; or only the status words for a cell
-// without output.
-func gridLines(c *Cell) []string {
-	if !hasRates(c) {
-		return []string{statusWords(c)}
+// writeGrid writes a drawn decode grid, of a run or of a comparison: a
+// column for each concurrency level, and each cell's lines one under the
+// other.
+func writeGrid(w *bufio.Writer, concurrency []int, rows []gridRow) {
+	head := []string{"Context"}
+	for _, n := range concurrency {
+		head = append(head, strconv.Itoa(n))
 	}
-	lines := []string{fmtRate(c.TotalTokS) + marks(c)}
-	if c.Status != Valid {
-		lines = append(lines, statusWords(c))
+	cells := make([][]string, 0, len(rows))
+	for _, row := range rows {
+		line := []string{row.label}
+		for _, c := range row.cells {
+			line = append(line, strings.Join(c, "\n"))
+		}
+		cells = append(cells, line)
 	}
-	if c.TTFTms.P50 > 0 {
-		lines = append(lines, fmtTTFT(c.TTFTms.P50)+" TTFT")
-	}
-	return lines
+	writeAligned(w, head, cells, true)
 }
 
 // writeAligned writes a table with a header, a rule under it, and rows
