@@ -1,92 +1,83 @@
 package matrix
 
 import (
-	"math"
-	"strconv"
-	"strings"
-	"time"
-
-	"github.com/llmload/llmload/loadgen"
+	"fmt"
+	"io"
 )
 
-// numGroup formats v with dec decimals and thousands separators:
-// 1054.66 → "1,054.7". NaN and infinities are "—".
-func numGroup(v float64, dec int) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "—"
+// A Report renders in every format: [*Results] and [*Comparison] are
+// Reports.
+type Report interface {
+	WriteTable(w io.Writer) error
+	WriteMarkdown(w io.Writer) error
+	WriteCSV(w io.Writer) error
+	WriteJSON(w io.Writer) error
+	WriteHTML(w io.Writer) error
+}
+
+// Format names a report format, as a command line takes it. Its zero value
+// means "not set".
+type Format uint8
+
+// The report formats.
+const (
+	FormatUnknown Format = iota
+	// FormatTable: a plain-text table for a terminal (WriteTable).
+	FormatTable
+	// FormatMarkdown: GitHub-flavored Markdown (WriteMarkdown).
+	FormatMarkdown
+	// FormatCSV: the "All measurements" table as CSV (WriteCSV).
+	FormatCSV
+	// FormatJSON: the versioned JSON document (WriteJSON).
+	FormatJSON
+	// FormatHTML: a self-contained HTML page (WriteHTML).
+	FormatHTML
+)
+
+var formatNames = [...]string{"", "table", "markdown", "csv", "json", "html"}
+
+// String returns the format's name: "table", "markdown", "csv", "json" or
+// "html".
+func (f Format) String() string {
+	if int(f) < len(formatNames) {
+		return formatNames[f]
 	}
-	s := strconv.FormatFloat(v, 'f', dec, 64)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-		if strings.Trim(s, "0.") == "" {
-			neg = false // no "-0.0"
+	return fmt.Sprintf("Format(%d)", f)
+}
+
+// MarshalText returns the format's name.
+func (f Format) MarshalText() ([]byte, error) {
+	if int(f) < len(formatNames) {
+		return []byte(formatNames[f]), nil
+	}
+	return nil, fmt.Errorf("matrix: invalid format %d", f)
+}
+
+// UnmarshalText reads a format's name, so that a Format can be a flag
+// (flag.TextVar).
+func (f *Format) UnmarshalText(b []byte) error {
+	for i, name := range formatNames {
+		if i > 0 && name == string(b) {
+			*f = Format(i)
+			return nil
 		}
 	}
-	whole, frac, hasFrac := strings.Cut(s, ".")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, d := range whole {
-		if i > 0 && (len(whole)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(d)
-	}
-	if hasFrac {
-		b.WriteByte('.')
-		b.WriteString(frac)
-	}
-	return b.String()
+	return fmt.Errorf("matrix: unknown format %q (want table, markdown, csv, json or html)", b)
 }
 
-// fmtRate is a tok/s figure: "1,054.7".
-func fmtRate(v float64) string { return numGroup(v, 1) }
-
-// fmtPrefillRate is a prompt tok/s figure as the seed's prefill table shows
-// it: whole numbers from 1,000 up ("2,343"), one decimal below ("990.0").
-func fmtPrefillRate(v float64) string {
-	if v >= 999.95 {
-		return numGroup(v, 0)
+// Write writes rep to w in the format f.
+func (f Format) Write(w io.Writer, rep Report) error {
+	switch f {
+	case FormatTable:
+		return rep.WriteTable(w)
+	case FormatMarkdown:
+		return rep.WriteMarkdown(w)
+	case FormatCSV:
+		return rep.WriteCSV(w)
+	case FormatJSON:
+		return rep.WriteJSON(w)
+	case FormatHTML:
+		return rep.WriteHTML(w)
 	}
-	return numGroup(v, 1)
+	return fmt.Errorf("matrix: cannot write a report in format %v: set table, markdown, csv, json or html", f)
 }
-
-// fmtTTFT is a time to first token: "12,178 ms".
-func fmtTTFT(ms float64) string { return numGroup(ms, 0) + " ms" }
-
-// fmtTBT is a time between tokens: "12.2 ms".
-func fmtTBT(ms float64) string { return numGroup(ms, 1) + " ms" }
-
-// fmtInt is a count: "15,112".
-func fmtInt(n int) string { return numGroup(float64(n), 0) }
-
-// fmtSpeed is a speed factor: 20 → "20", 12.5 → "12.5".
-func fmtSpeed(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-
-// fmtSeconds is a duration in seconds: "30 s", "1.5 s".
-func fmtSeconds(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
-}
-
-// tokenList is a list of token counts: "8K, 16K, 32K".
-func tokenList(v []int) string {
-	s := make([]string, len(v))
-	for i, n := range v {
-		s[i] = FormatTokens(n)
-	}
-	return strings.Join(s, ", ")
-}
-
-// plural is "1 context", "6 contexts".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}
-
-// cleanText makes a string from the server or the user safe to print on a
-// terminal or in a one-line cell: see [loadgen.CleanLine].
-func cleanText(s string) string { return loadgen.CleanLine(s) }

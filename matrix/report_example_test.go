@@ -1,6 +1,7 @@
 package matrix_test
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -139,4 +140,29 @@ func ExampleCompareRuns() {
 	// Output:
 	// 86.0 → 91.0 tok/s: 1.06× noise
 	// 86.0 → 120.0 tok/s: 1.40× better
+}
+
+// Write a report in a format named on a command line: a Format is a flag
+// (flag.TextVar), and writes results and comparisons alike.
+func ExampleFormat() {
+	format := matrix.FormatTable
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.TextVar(&format, "format", matrix.FormatTable, "report format: table, markdown, csv, json or html")
+	if err := fs.Parse([]string{"-format", "csv"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := format.Write(os.Stdout, tinyResults()); err != nil {
+		fmt.Println(err)
+	}
+	var f matrix.Format
+	fmt.Println(f.UnmarshalText([]byte("pdf")))
+	// Output:
+	// phase,context_tokens,concurrency,status,total_tok_s,per_request_tok_s,ttft_ms,tbt_ms,avg_active,completed,output_tokens,measured_s
+	// prefill,8192,1,valid,2356.0,,3477,,,,,
+	// decode,0,1,valid,81.5,81.8,81,12.2,1.00,0,2444,30.0
+	// decode,0,4,valid,288.8,72.7,227,13.7,4.00,0,8660,30.0
+	// decode,16384,1,requests_queued,69.0,69.2,1272,14.4,0.90,0,2072,30.0
+	// decode,16384,4,over_capacity,,,,,,,,
+	// matrix: unknown format "pdf" (want table, markdown, csv, json or html)
 }

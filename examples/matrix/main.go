@@ -82,14 +82,15 @@ func main() {
 
 // options are the command's flags.
 type options struct {
-	spec                    matrix.Spec
-	keyEnv, profile, out    string
-	format, results, resume string
-	transport, render       string
-	speed                   float64
-	compare                 bool
-	quiet                   bool
-	shards                  shardFlags
+	spec                 matrix.Spec
+	keyEnv, profile, out string
+	results, resume      string
+	transport, render    string
+	format               matrix.Format
+	speed                float64
+	compare              bool
+	quiet                bool
+	shards               shardFlags
 	// set holds the names of the flags given on the command line.
 	set map[string]bool
 }
@@ -122,7 +123,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	fs.Float64Var(&o.speed, "speed", DefaultSpeed, "the simulator's speed factor (only without -url)")
 	fs.StringVar(&o.profile, "profile", "seed", "the simulator's profile (only without -url)")
 	fs.StringVar(&o.out, "o", "", "write the report to this file instead of standard output")
-	fs.StringVar(&o.format, "format", "table", "report format: table, markdown, csv, json or html")
+	format := fs.String("format", matrix.FormatTable.String(), "report format: table, markdown, csv, json or html")
 	fs.StringVar(&o.results, "results", "", "save the results as JSON here after every cell (default matrix-results-TIME.json)")
 	fs.StringVar(&o.resume, "resume", "", "continue the interrupted run saved in this file")
 	fs.BoolVar(&o.compare, "compare", false, "compare two result files given as arguments, -compare A.json B.json, or repeated runs of each, -compare A1.json,A2.json B1.json,B2.json")
@@ -137,6 +138,9 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	var err error
 	if err = o.spec.API.UnmarshalText([]byte(*api)); err != nil {
+		return nil, nil, err
+	}
+	if err = o.format.UnmarshalText([]byte(*format)); err != nil {
 		return nil, nil, err
 	}
 	if o.spec.Contexts, err = capacity.ParseTokenList(*contexts); err != nil {
@@ -156,11 +160,6 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	}
 	if *kv > 0 || *maxSeqs > 0 || *maxLen > 0 {
 		o.spec.Limits = &capacity.Limits{KVTokens: *kv, MaxRunning: *maxSeqs, MaxModelLen: *maxLen, Source: "flags"}
-	}
-	switch o.format {
-	case "table", "markdown", "csv", "json", "html":
-	default:
-		return nil, nil, fmt.Errorf("unknown -format %q (want table, markdown, csv, json or html)", o.format)
 	}
 	if o.transport != "stream" && o.transport != "http" {
 		return nil, nil, fmt.Errorf("unknown -transport %q (want stream or http)", o.transport)
@@ -252,7 +251,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.results == "" {
 		o.results = "matrix-results-" + time.Now().Format("20060102-150405") + ".json"
 	}
-	if o.out != "" && o.format != "json" && sameFile(o.out, o.results) {
+	if o.out != "" && o.format != matrix.FormatJSON && sameFile(o.out, o.results) {
 		fail(stderr, fmt.Errorf("-o %s is the results file; write the %s report elsewhere", o.out, o.format))
 		return 2
 	}
@@ -522,27 +521,20 @@ func withPublicURL(r *matrix.Results) *matrix.Results {
 	return &c
 }
 
-func write(r *matrix.Results, o *options, stdout io.Writer) error {
-	w := stdout
-	if o.out != "" {
-		f, err := os.Create(o.out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
+// write writes a report in -format to -o, or to stdout.
+func write(rep matrix.Report, o *options, stdout io.Writer) error {
+	if o.out == "" {
+		return o.format.Write(stdout, rep)
 	}
-	switch o.format {
-	case "markdown":
-		return r.WriteMarkdown(w)
-	case "csv":
-		return r.WriteCSV(w)
-	case "json":
-		return r.WriteJSON(w)
-	case "html":
-		return r.WriteHTML(w)
+	f, err := os.Create(o.out)
+	if err != nil {
+		return err
 	}
-	return r.WriteTable(w)
+	err = o.format.Write(f, rep)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func compare(files []string, o *options, stdout, stderr io.Writer) int {
@@ -564,31 +556,7 @@ func compare(files []string, o *options, stdout, stderr io.Writer) int {
 			sides[i] = append(sides[i], r)
 		}
 	}
-	cmp := matrix.CompareRuns(sides[0], sides[1])
-	w := stdout
-	if o.out != "" {
-		f, err := os.Create(o.out)
-		if err != nil {
-			fail(stderr, err)
-			return 1
-		}
-		defer f.Close()
-		w = f
-	}
-	var err error
-	switch o.format {
-	case "markdown":
-		err = cmp.WriteMarkdown(w)
-	case "csv":
-		err = cmp.WriteCSV(w)
-	case "json":
-		err = cmp.WriteJSON(w)
-	case "html":
-		err = cmp.WriteHTML(w)
-	default:
-		err = cmp.WriteTable(w)
-	}
-	if err != nil {
+	if err := write(matrix.CompareRuns(sides[0], sides[1]), o, stdout); err != nil {
 		fail(stderr, err)
 		return 1
 	}

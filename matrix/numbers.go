@@ -1,0 +1,92 @@
+package matrix
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmload/llmload/loadgen"
+)
+
+// numGroup formats v with dec decimals and thousands separators:
+// 1054.66 → "1,054.7". NaN and infinities are "—".
+func numGroup(v float64, dec int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	s := strconv.FormatFloat(v, 'f', dec, 64)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+		if strings.Trim(s, "0.") == "" {
+			neg = false // no "-0.0"
+		}
+	}
+	whole, frac, hasFrac := strings.Cut(s, ".")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, d := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	if hasFrac {
+		b.WriteByte('.')
+		b.WriteString(frac)
+	}
+	return b.String()
+}
+
+// fmtRate is a tok/s figure: "1,054.7".
+func fmtRate(v float64) string { return numGroup(v, 1) }
+
+// fmtPrefillRate is a prompt tok/s figure as the seed's prefill table shows
+// it: whole numbers from 1,000 up ("2,343"), one decimal below ("990.0").
+func fmtPrefillRate(v float64) string {
+	if v >= 999.95 {
+		return numGroup(v, 0)
+	}
+	return numGroup(v, 1)
+}
+
+// fmtTTFT is a time to first token: "12,178 ms".
+func fmtTTFT(ms float64) string { return numGroup(ms, 0) + " ms" }
+
+// fmtTBT is a time between tokens: "12.2 ms".
+func fmtTBT(ms float64) string { return numGroup(ms, 1) + " ms" }
+
+// fmtInt is a count: "15,112".
+func fmtInt(n int) string { return numGroup(float64(n), 0) }
+
+// fmtSpeed is a speed factor: 20 → "20", 12.5 → "12.5".
+func fmtSpeed(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// fmtSeconds is a duration in seconds: "30 s", "1.5 s".
+func fmtSeconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
+}
+
+// tokenList is a list of token counts: "8K, 16K, 32K".
+func tokenList(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = FormatTokens(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+// plural is "1 context", "6 contexts".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// cleanText makes a string from the server or the user safe to print on a
+// terminal or in a one-line cell: see [loadgen.CleanLine].
+func cleanText(s string) string { return loadgen.CleanLine(s) }
