@@ -261,8 +261,8 @@ func cmpStatusWords(s Status) string {
 	return s.String()
 }
 
-// ComparisonCSVHeader is the header of [Comparison.WriteCSV]'s table.
-var ComparisonCSVHeader = []string{
+// comparisonCSVHeader is the header of [Comparison.WriteCSV]'s table.
+var comparisonCSVHeader = []string{
 	"phase", "context_tokens", "concurrency", "presence", "base_status", "next_status",
 	"base_total_tok_s", "next_total_tok_s", "total_tok_s_ratio",
 	"base_per_request_tok_s", "next_per_request_tok_s", "per_request_tok_s_ratio",
@@ -270,14 +270,16 @@ var ComparisonCSVHeader = []string{
 	"base_tbt_ms", "next_tbt_ms", "tbt_ms_ratio",
 }
 
-// WriteCSV writes the comparison as CSV with [ComparisonCSVHeader]'s
-// columns: the prefill rows first (the prompt tok/s in the total_tok_s
-// columns, the cold TTFT in the ttft columns), then the decode cells in
-// grid order. Ratios have three decimals; fields that do not apply are
+// WriteCSV writes the comparison as CSV with the columns phase,
+// context_tokens, concurrency, presence, base_status and next_status, then
+// base_, next_ and a ratio for each of total_tok_s, per_request_tok_s,
+// ttft_ms and tbt_ms (such as base_ttft_ms, next_ttft_ms, ttft_ms_ratio):
+// the prefill rows first (the prompt tok/s in the total_tok_s columns, the
+// cold TTFT in the ttft columns), then the decode cells in grid order. Ratios have three decimals; fields that do not apply are
 // empty.
 func (c *Comparison) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	cw.Write(ComparisonCSVHeader)
+	cw.Write(comparisonCSVHeader)
 	ratio := func(rec []string, at int, r *Ratio, dec int) {
 		if r == nil {
 			return
@@ -288,7 +290,7 @@ func (c *Comparison) WriteCSV(w io.Writer) error {
 		}
 	}
 	for _, p := range c.Prefill {
-		rec := make([]string, len(ComparisonCSVHeader))
+		rec := make([]string, len(comparisonCSVHeader))
 		presence, _ := p.Presence.MarshalText()
 		rec[0], rec[1], rec[2], rec[3] = "prefill", strconv.Itoa(p.ContextTokens), "1", string(presence)
 		rec[4] = sideStatus(p.Presence != OnlyInNext, p.BaseMeasured).token()
@@ -298,7 +300,7 @@ func (c *Comparison) WriteCSV(w io.Writer) error {
 		cw.Write(rec)
 	}
 	for _, x := range c.Cells {
-		rec := make([]string, len(ComparisonCSVHeader))
+		rec := make([]string, len(comparisonCSVHeader))
 		presence, _ := x.Presence.MarshalText()
 		rec[0], rec[1], rec[2], rec[3] = "decode", strconv.Itoa(x.ContextTokens), strconv.Itoa(x.Concurrency), string(presence)
 		rec[4], rec[5] = x.BaseStatus.token(), x.NextStatus.token()

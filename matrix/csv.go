@@ -10,25 +10,28 @@ import (
 	"strings"
 )
 
-// CSVHeader is the header of [Results.WriteCSV]'s table, the seed's
+// csvHeader is the header of [Results.WriteCSV]'s table, the seed's
 // measurements.csv columns in their order.
-var CSVHeader = []string{
+var csvHeader = []string{
 	"phase", "context_tokens", "concurrency", "status",
 	"total_tok_s", "per_request_tok_s", "ttft_ms", "tbt_ms",
 	"avg_active", "completed", "output_tokens", "measured_s",
 }
 
-// CSVPromptTokens is the column [Results.WriteCSV] adds after CSVHeader's
+// csvPromptTokens is the column [Results.WriteCSV] adds after csvHeader's
 // when a prompt's size, as the server counted it, is more than 1% off its
 // context's label.
-const CSVPromptTokens = "prompt_tokens"
+const csvPromptTokens = "prompt_tokens"
 
-// WriteCSV writes the "All measurements" table as CSV with [CSVHeader]'s
-// columns: the prefill rows first (phase "prefill", total_tok_s the prompt
-// tok/s), then the decode cells in grid order (phase "decode"). Latencies
-// are medians. When the server counted a prompt more than 1% off its
-// context's label, a last column, prompt_tokens, gives every row's size as
-// counted (context_tokens stays the label). Fields that do not apply are empty: rates and latencies of a
+// WriteCSV writes the "All measurements" table as CSV with the seed's
+// measurements.csv columns: phase, context_tokens, concurrency, status,
+// total_tok_s, per_request_tok_s, ttft_ms, tbt_ms, avg_active, completed,
+// output_tokens and measured_s. The prefill rows come first (phase
+// "prefill", total_tok_s the prompt tok/s), then the decode cells in grid
+// order (phase "decode"). Latencies are medians. When the server counted a
+// prompt more than 1% off its context's label, a last column,
+// prompt_tokens, gives every row's size as counted (context_tokens stays
+// the label). Fields that do not apply are empty: rates and latencies of a
 // cell without output, everything of a cell that was not measured. Numbers
 // are written as the seed file writes them: one decimal for tok/s, time
 // between tokens and measured seconds, whole milliseconds for TTFT, two
@@ -36,9 +39,9 @@ const CSVPromptTokens = "prompt_tokens"
 func (r *Results) WriteCSV(w io.Writer) error {
 	rp := r.report()
 	cw := csv.NewWriter(w)
-	head := CSVHeader
+	head := csvHeader
 	if rp.counted {
-		head = append(slices.Clone(CSVHeader), CSVPromptTokens)
+		head = append(slices.Clone(csvHeader), csvPromptTokens)
 	}
 	cw.Write(head)
 	for _, p := range rp.prefill {
@@ -49,7 +52,7 @@ func (r *Results) WriteCSV(w io.Writer) error {
 			rec[6] = csvFloat(p.TTFTms, 0)
 		}
 		if rp.counted {
-			rec[len(CSVHeader)] = csvCount(p.PromptTokens)
+			rec[len(csvHeader)] = csvCount(p.PromptTokens)
 		}
 		cw.Write(rec)
 	}
@@ -69,7 +72,7 @@ func (r *Results) WriteCSV(w io.Writer) error {
 
 // csvCell is one decode cell's CSV record.
 func csvCell(c *Cell) []string {
-	rec := make([]string, len(CSVHeader))
+	rec := make([]string, len(csvHeader))
 	rec[0], rec[1], rec[2], rec[3] = "decode", strconv.Itoa(c.ContextTokens), strconv.Itoa(c.Concurrency), c.Status.token()
 	m := c.Measurement
 	if m == nil {

@@ -30,7 +30,7 @@ func readMeasurementsCSV(t testing.TB, path string) *Results {
 	recs, err := csv.NewReader(f).ReadAll()
 	require.NoError(t, err)
 	require.NotEmpty(t, recs)
-	require.Equal(t, CSVHeader, recs[0])
+	require.Equal(t, csvHeader, recs[0])
 
 	r := &Results{Schema: Schema, Complete: true, Spec: Spec{Prefill: []int{}}}
 	num := func(s string) float64 {
