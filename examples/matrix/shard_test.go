@@ -37,6 +37,7 @@ type pacedServer struct {
 	pids   []int       // the processes that may be clients
 	ports  map[int]int // a client port, its process (0 when not found)
 	owners map[int]int // a process, its streams
+	closed int         // connections closed before they could be traced
 }
 
 func newPacedServer(t *testing.T) *pacedServer {
@@ -44,7 +45,11 @@ func newPacedServer(t *testing.T) *pacedServer {
 	s := &pacedServer{handler: loadgentest.NewHandler(loadgentest.FastProfile()), ports: map[int]int{}, owners: map[int]int{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/completions") {
-			s.note(r.RemoteAddr)
+			// The body read whole, the server watches the connection:
+			// the request's context ends when its client closes it.
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			s.note(r)
 		}
 		s.handler.ServeHTTP(w, r)
 	}))
@@ -63,9 +68,11 @@ func (s *pacedServer) watch(pids ...int) {
 }
 
 // note finds the process at the other end of a request's connection, once
-// per connection.
-func (s *pacedServer) note(remote string) {
-	_, p, err := net.SplitHostPort(remote)
+// per connection. A connection its client closed before it could be traced
+// (a request cancelled at the end of a window) is not counted: a closed
+// socket has no owner to find.
+func (s *pacedServer) note(r *http.Request) {
+	_, p, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return
 	}
@@ -75,8 +82,18 @@ func (s *pacedServer) note(remote string) {
 	if _, seen := s.ports[port]; seen {
 		return
 	}
-	pid := socketOwner(port, s.pids)
+	pid := 0
+	for try := 0; try < 5; try++ {
+		if pid = socketOwner(port, s.pids); pid != 0 || r.Context().Err() != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	s.ports[port] = pid
+	if pid == 0 && r.Context().Err() != nil {
+		s.closed++
+		return
+	}
 	s.owners[pid]++
 }
 
