@@ -80,22 +80,24 @@ type Client struct {
 	MaxEventSize int
 
 	// The state below is made on first use and never copied (a Client
-	// holds a sync.Once): withTransport copies the settings above, field
-	// by field, and its test fails when one is missed.
+	// holds a sync.Once): Clone copies the settings above, field by
+	// field, and its test fails when one is missed.
 	once  sync.Once
 	hc    *http.Client
 	err   error  // what Validate found
 	shown string // BaseURL without user information, for messages
 }
 
-// withTransport returns a Client with c's settings on a transport for n
-// connections.
-func (c *Client) withTransport(n int) *Client {
+// Clone returns a Client with c's settings, not yet used, for the caller
+// to change before its first request, as [crypto/tls.Config.Clone] does: a
+// Client that has sent a request cannot be copied by value. Its Header is
+// a copy of c's; its HTTPClient is c's.
+func (c *Client) Clone() *Client {
 	return &Client{
 		BaseURL:           c.BaseURL,
 		APIKey:            c.APIKey,
-		Header:            c.Header,
-		HTTPClient:        newHTTPClient(n),
+		Header:            c.Header.Clone(),
+		HTTPClient:        c.HTTPClient,
 		ConnectTimeout:    c.ConnectTimeout,
 		HeaderTimeout:     c.HeaderTimeout,
 		FirstTokenTimeout: c.FirstTokenTimeout,
@@ -103,6 +105,14 @@ func (c *Client) withTransport(n int) *Client {
 		StallRule:         c.StallRule,
 		MaxEventSize:      c.MaxEventSize,
 	}
+}
+
+// withTransport returns a Client with c's settings on a transport for n
+// connections.
+func (c *Client) withTransport(n int) *Client {
+	cc := c.Clone()
+	cc.HTTPClient = newHTTPClient(n)
+	return cc
 }
 
 // setup checks the client and picks its HTTP client, once. It returns what

@@ -9,12 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestWithTransportKeepsEverySetting: the copy of a Client that a Generator
-// makes for a larger connection pool keeps every exported setting, those
-// added later included, and differs only in its HTTPClient. Every exported
-// field is set to a value unlike its zero value, by reflection, so a field
-// the copy drops fails the test.
-func TestWithTransportKeepsEverySetting(t *testing.T) {
+// TestCloneKeepsEverySetting: Clone, and the copy of a Client that a
+// Generator makes for a larger connection pool, keep every exported
+// setting, those added later included; the pool's copy differs only in its
+// HTTPClient. Every exported field is set to a value unlike its zero
+// value, by reflection, so a field a copy drops fails the test.
+func TestCloneKeepsEverySetting(t *testing.T) {
 	c := &Client{}
 	v := reflect.ValueOf(c).Elem()
 	for i := range v.NumField() {
@@ -42,6 +42,16 @@ func TestWithTransportKeepsEverySetting(t *testing.T) {
 		}
 		require.False(t, f.IsZero(), "Client.%s", field.Name)
 	}
+
+	clone := c.Clone()
+	v1 := reflect.ValueOf(clone).Elem()
+	for i := range v.NumField() {
+		if field := v.Type().Field(i); field.IsExported() {
+			assert.Equal(t, v.Field(i).Interface(), v1.Field(i).Interface(), "Clone drops Client.%s", field.Name)
+		}
+	}
+	clone.Header.Set("X-Clone", "1")
+	assert.Empty(t, c.Header.Get("X-Clone"), "the clone's Header is its own")
 
 	c2 := c.withTransport(DefaultMaxConns + 1)
 	defer c2.CloseIdleConnections()
