@@ -26,8 +26,8 @@ func Example() {
 			Contexts: []int{0, 248 * matrix.K}, Concurrency: []int{1, 2}, Prefill: []int{},
 			Duration: matrix.Duration(5 * time.Second), MaxTokens: 8192,
 		},
-		Speed:  p.Speed,
-		Client: &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()},
+		Server: matrix.Server{Speed: p.Speed},
+		Client: &loadgen.Client{HTTPClient: srv.Client()},
 	}
 	res, err := r.Run(context.Background())
 	if err != nil {
@@ -37,7 +37,7 @@ func Example() {
 	for _, c := range res.Cells {
 		fmt.Printf("%s × %d: %s", matrix.FormatTokens(c.ContextTokens), c.Concurrency, c.Status)
 		if c.Measurement != nil {
-			fmt.Printf(", measured %.0f s of the server's time", c.MeasuredS)
+			fmt.Printf(", measured %.0f s of the server's time", c.Measurement.MeasuredS)
 		} else {
 			fmt.Printf(" (%s)", c.Predicted.Reason)
 		}

@@ -109,8 +109,8 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	m.Recording = &recording
 	if st := m.Streams; st != nil {
 		st.MeanWaitMs *= cr.r.speed()
-		if m.TotalTokS > 0 && st.AvgDecoding > 0 {
-			st.DecodeMs = 1000 * float64(spec.MaxTokens) * st.AvgDecoding / m.TotalTokS
+		if m.TotalTokensPerSec > 0 && st.AvgDecoding > 0 {
+			st.DecodeMs = 1000 * float64(spec.MaxTokens) * st.AvgDecoding / m.TotalTokensPerSec
 		}
 	}
 	c.Measurement = m
@@ -164,7 +164,7 @@ type warmup struct {
 	cellN      int // the cell's streams over every shard, when n is one shard's; 0 when they are the same
 	knownCap   int // the most requests the server ran at once in an earlier queued cell; 0 unknown
 	streams    *streamTracker
-	sampler    *Sampler
+	sampler    *sampler
 	speed      float64
 	flow       time.Duration
 	queueAfter time.Duration
@@ -220,9 +220,9 @@ func (w *warmup) until(loadgen.Progress) bool {
 
 // latest returns the server's latest reading, if the warm-up has a
 // sampler (a follower's share has none: the leader reads the server).
-func (w *warmup) latest() (Gauges, bool) {
+func (w *warmup) latest() (gauges, bool) {
 	if w.sampler == nil {
-		return Gauges{}, false
+		return gauges{}, false
 	}
 	return w.sampler.Latest()
 }
@@ -320,22 +320,22 @@ func (cr *cellRun) measurement(run *loadgen.Run, samples *Samples, streams *Stre
 		return Quantiles{P50: ms(d.P50, x), P90: ms(d.P90, x), P99: ms(d.P99, x)}
 	}
 	m := &Measurement{
-		TotalTokS:      s.TotalTokensPerSec / x,
-		PerRequestTokS: s.PerRequestTokensPerSec / x,
-		TTFTms:         q(s.TTFT),
-		TBTms:          q(s.TBT),
-		ITLms:          q(s.ITL),
-		AvgActive:      s.AvgActive,
-		Completed:      s.Completed,
-		OutputTokens:   s.OutputTokens,
-		MeasuredS:      s.MeasuredFor.Seconds() * x,
-		Goodput:        s.Goodput / x,
-		WarmupS:        run.Warmup.Seconds() * x,
-		WarmupTimedOut: run.WarmupTimedOut,
-		Server:         samples,
-		Streams:        streams,
-		Client:         run.Health,
-		ClientLimited:  run.Health.Limited,
+		TotalTokensPerSec:      s.TotalTokensPerSec / x,
+		PerRequestTokensPerSec: s.PerRequestTokensPerSec / x,
+		TTFT:                   q(s.TTFT),
+		TBT:                    q(s.TBT),
+		ITL:                    q(s.ITL),
+		AvgActive:              s.AvgActive,
+		Completed:              s.Completed,
+		OutputTokens:           s.OutputTokens,
+		MeasuredS:              s.MeasuredFor.Seconds() * x,
+		Goodput:                s.Goodput / x,
+		WarmupS:                run.Warmup.Seconds() * x,
+		WarmupTimedOut:         run.WarmupTimedOut,
+		Server:                 samples,
+		Streams:                streams,
+		Client:                 run.Health,
+		ClientLimited:          run.Health.Limited,
 	}
 	if samples != nil {
 		m.AvgActive = samples.AvgRunning
@@ -436,11 +436,11 @@ func fmtMs(ms float64) string {
 // the median request did over its whole life.
 func explain(c *Cell, m *Measurement, coldTTFT time.Duration) []string {
 	st := m.Streams
-	if st == nil || m.PerRequestTokS <= 0 || m.TotalTokS <= 0 {
+	if st == nil || m.PerRequestTokensPerSec <= 0 || m.TotalTokensPerSec <= 0 {
 		return nil
 	}
 	n := float64(c.Concurrency)
-	if m.TotalTokS >= 0.85*m.PerRequestTokS*n {
+	if m.TotalTokensPerSec >= 0.85*m.PerRequestTokensPerSec*n {
 		return nil
 	}
 	var why []string
@@ -460,19 +460,19 @@ func explain(c *Cell, m *Measurement, coldTTFT time.Duration) []string {
 		why = append(why, s)
 	}
 	if st.AvgDecoding > 0 {
-		if rate := m.TotalTokS / st.AvgDecoding; rate < 0.85*m.PerRequestTokS {
+		if rate := m.TotalTokensPerSec / st.AvgDecoding; rate < 0.85*m.PerRequestTokensPerSec {
 			why = append(why, fmt.Sprintf("a decoding stream made %.1f tok/s in the window, below the median request's %.1f (slower requests took more of the window)",
-				rate, m.PerRequestTokS))
+				rate, m.PerRequestTokensPerSec))
 		}
 	}
 	if len(why) == 0 {
 		return nil
 	}
 	notes := []string{fmt.Sprintf("%s tok/s total is below %s per request × %d streams: %s",
-		fmtRate(m.TotalTokS), fmtRate(m.PerRequestTokS), c.Concurrency, strings.Join(why, "; "))}
-	if c.Status != RequestsQueued && c.ContextTokens > 0 && coldTTFT >= 50*time.Millisecond && m.TTFTms.P50 >= 0.5*coldTTFT.Seconds()*1000 {
+		fmtRate(m.TotalTokensPerSec), fmtRate(m.PerRequestTokensPerSec), c.Concurrency, strings.Join(why, "; "))}
+	if c.Status != RequestsQueued && c.ContextTokens > 0 && coldTTFT >= 50*time.Millisecond && m.TTFT.P50 >= 0.5*coldTTFT.Seconds()*1000 {
 		notes = append(notes, fmt.Sprintf("the median TTFT (%s) is about the cold prefill of this prompt (%s): the server prefills it again on every request",
-			fmtTTFT(m.TTFTms.P50), fmtTTFT(coldTTFT.Seconds()*1000)))
+			fmtTTFT(m.TTFT.P50), fmtTTFT(coldTTFT.Seconds()*1000)))
 	}
 	return notes
 }

@@ -197,16 +197,16 @@ func (rp *report) charts() []svgChart {
 			if !hasRates(c) || (c.Status != Valid && c.Status != RequestsQueued) {
 				continue
 			}
-			hollow := c.Status != Valid || c.Partial
+			hollow := c.Status != Valid || c.Measurement.Partial
 			label := cellLabel(c)
 			if c.Status != Valid {
 				label += " (" + strings.ToLower(c.Status.String()) + ")"
 			}
-			t = append(t, chartPoint{n: n, v: c.TotalTokS, hollow: hollow,
-				title: label + ": " + fmtRate(c.TotalTokS) + " tok/s total"})
-			if c.PerRequestTokS > 0 {
-				p = append(p, chartPoint{n: n, v: c.PerRequestTokS, hollow: hollow,
-					title: label + ": " + fmtRate(c.PerRequestTokS) + " tok/s per request"})
+			t = append(t, chartPoint{n: n, v: c.Measurement.TotalTokensPerSec, hollow: hollow,
+				title: label + ": " + fmtRate(c.Measurement.TotalTokensPerSec) + " tok/s total"})
+			if c.Measurement.PerRequestTokensPerSec > 0 {
+				p = append(p, chartPoint{n: n, v: c.Measurement.PerRequestTokensPerSec, hollow: hollow,
+					title: label + ": " + fmtRate(c.Measurement.PerRequestTokensPerSec) + " tok/s per request"})
 			}
 		}
 		names = append(names, "context "+FormatTokens(ctx))

@@ -270,8 +270,8 @@ const ttftSteps = 2
 // client may have limited is never marked.
 func cellEstimates(c *Cell, speed float64) (total, perRequest, ttft, tbt estimate) {
 	m := c.Measurement
-	total, perRequest = estimate{v: m.TotalTokS}, estimate{v: m.PerRequestTokS}
-	ttft, tbt = estimate{v: m.TTFTms.P50, cmp: true}, estimate{v: m.TBTms.P50, cmp: true}
+	total, perRequest = estimate{v: m.TotalTokensPerSec}, estimate{v: m.PerRequestTokensPerSec}
+	ttft, tbt = estimate{v: m.TTFT.P50, cmp: true}, estimate{v: m.TBT.P50, cmp: true}
 	if c.Requests <= 0 {
 		return total, perRequest, ttft, tbt
 	}
@@ -284,30 +284,30 @@ func cellEstimates(c *Cell, speed float64) (total, perRequest, ttft, tbt estimat
 		return total, perRequest, ttft, tbt
 	}
 	n := c.Requests - c.Errors
-	ttft.in = medianInterval(m.TTFTms, n)
+	ttft.in = medianInterval(m.TTFT, n)
 	ttft.unknown = ttft.in == nil
 	if in := ttft.in; in != nil {
 		// The client's own timers fired up to Lag late: its clock, and an
 		// in-process server's, were that far off.
 		late := max(TimingResolution, m.Client.Lag.P99).Seconds() * 1000 * max(speed, 1)
-		floor := max(late, ttftSteps*m.TBTms.P50)
-		in.Low, in.High = max(min(in.Low, m.TTFTms.P50-floor), 0), max(in.High, m.TTFTms.P50+floor)
+		floor := max(late, ttftSteps*m.TBT.P50)
+		in.Low, in.High = max(min(in.Low, m.TTFT.P50-floor), 0), max(in.High, m.TTFT.P50+floor)
 	}
 	// The rates' noise: the spread of the requests' time between tokens,
 	// or of the gaps between tokens when there are too few requests.
-	gaps := medianInterval(m.TBTms, n)
-	of := m.TBTms.P50
+	gaps := medianInterval(m.TBT, n)
+	of := m.TBT.P50
 	if gaps == nil {
-		gaps, of = medianInterval(m.ITLms, m.OutputTokens), m.ITLms.P50
+		gaps, of = medianInterval(m.ITL, m.OutputTokens), m.ITL.P50
 	}
-	tbt.in = scaled(gaps, of, m.TBTms.P50, false)
-	perRequest.in = scaled(gaps, of, m.PerRequestTokS, true)
-	total.in = scaled(gaps, of, m.TotalTokS, true)
-	if in := total.in; in != nil && m.MeasuredS > 0 && m.TTFTms.P99 > 0 {
+	tbt.in = scaled(gaps, of, m.TBT.P50, false)
+	perRequest.in = scaled(gaps, of, m.PerRequestTokensPerSec, true)
+	total.in = scaled(gaps, of, m.TotalTokensPerSec, true)
+	if in := total.in; in != nil && m.MeasuredS > 0 && m.TTFT.P99 > 0 {
 		// Each end of the window may fall between two requests of every
 		// stream, where no token comes for up to a TTFT.
-		edge := m.TotalTokS * 2 * m.TTFTms.P99 / (m.MeasuredS * 1000)
-		in.Low, in.High = max(min(in.Low, m.TotalTokS-edge), 0), max(in.High, m.TotalTokS+edge)
+		edge := m.TotalTokensPerSec * 2 * m.TTFT.P99 / (m.MeasuredS * 1000)
+		in.Low, in.High = max(min(in.Low, m.TotalTokensPerSec-edge), 0), max(in.High, m.TotalTokensPerSec+edge)
 	}
 	tbt.unknown, perRequest.unknown, total.unknown = tbt.in == nil, perRequest.in == nil, total.in == nil
 	return total, perRequest, ttft, tbt
@@ -363,11 +363,11 @@ type PrefillChange struct {
 	// measurement for the context.
 	BaseMeasured bool `json:"base_measured"`
 	NextMeasured bool `json:"next_measured"`
-	// PromptTokS compares the prompt tok/s; nil when neither run
+	// PromptTokensPerSec compares the prompt tok/s; nil when neither run
 	// measured it.
-	PromptTokS *Ratio `json:"prompt_tok_s,omitempty"`
-	// TTFTms compares the cold time to first token.
-	TTFTms *Ratio `json:"ttft_ms,omitempty"`
+	PromptTokensPerSec *Ratio `json:"prompt_tok_s,omitempty"`
+	// TTFT compares the cold time to first token.
+	TTFT *Ratio `json:"ttft_ms,omitempty"`
 }
 
 // CellChange compares one context × concurrency cell.
@@ -386,10 +386,10 @@ type CellChange struct {
 	NextMeasured bool `json:"next_measured"`
 	// The ratios are nil when neither run has numbers; see [Ratio] for a
 	// cell with numbers in one run only.
-	TotalTokS      *Ratio `json:"total_tok_s,omitempty"`
-	PerRequestTokS *Ratio `json:"per_request_tok_s,omitempty"`
-	TTFTp50        *Ratio `json:"ttft_p50_ms,omitempty"`
-	TBTp50         *Ratio `json:"tbt_p50_ms,omitempty"`
+	TotalTokensPerSec      *Ratio `json:"total_tok_s,omitempty"`
+	PerRequestTokensPerSec *Ratio `json:"per_request_tok_s,omitempty"`
+	TTFTp50                *Ratio `json:"ttft_p50_ms,omitempty"`
+	TBTp50                 *Ratio `json:"tbt_p50_ms,omitempty"`
 }
 
 // Note says what is special about the cell, or "": "only in base", "not
@@ -441,17 +441,17 @@ func CompareRuns(base, next []*Results) *Comparison {
 		var brate, bttft, nrate, nttft []estimate
 		for _, p := range b {
 			if prefillMeasured(p) {
-				brate, bttft = append(brate, estimate{v: p.PromptTokS}), append(bttft, estimate{v: p.TTFTms, cmp: true})
+				brate, bttft = append(brate, estimate{v: p.PromptTokensPerSec}), append(bttft, estimate{v: p.TTFT, cmp: true})
 			}
 		}
 		for _, p := range n {
 			if prefillMeasured(p) {
-				nrate, nttft = append(nrate, estimate{v: p.PromptTokS}), append(nttft, estimate{v: p.TTFTms, cmp: true})
+				nrate, nttft = append(nrate, estimate{v: p.PromptTokensPerSec}), append(nttft, estimate{v: p.TTFT, cmp: true})
 			}
 		}
 		pc.BaseMeasured, pc.NextMeasured = len(brate) > 0, len(nrate) > 0
-		pc.PromptTokS = newRatio(combine(brate, false), combine(nrate, false))
-		pc.TTFTms = newRatio(combine(bttft, true), combine(nttft, true))
+		pc.PromptTokensPerSec = newRatio(combine(brate, false), combine(nrate, false))
+		pc.TTFT = newRatio(combine(bttft, true), combine(nttft, true))
 		out.Prefill = append(out.Prefill, pc)
 	}
 
@@ -481,8 +481,8 @@ func CompareRuns(base, next []*Results) *Comparison {
 		var bt, bp, bf, bb, xt, xp, xf, xb estimate
 		cc.BaseMeasured, bt, bp, bf, bb = b.estimates()
 		cc.NextMeasured, xt, xp, xf, xb = x.estimates()
-		cc.TotalTokS = newRatio(bt, xt)
-		cc.PerRequestTokS = newRatio(bp, xp)
+		cc.TotalTokensPerSec = newRatio(bt, xt)
+		cc.PerRequestTokensPerSec = newRatio(bp, xp)
 		cc.TTFTp50 = newRatio(bf, xf)
 		cc.TBTp50 = newRatio(bb, xb)
 		out.Cells = append(out.Cells, cc)

@@ -83,13 +83,13 @@ func (cr *comparisonReport) changes() changeCounts {
 	var n changeCounts
 	for _, x := range cr.c.Cells {
 		switch {
-		case !x.TotalTokS.Compared():
+		case !x.TotalTokensPerSec.Compared():
 			n.other++
-		case x.TotalTokS.Change == ChangeBetter:
+		case x.TotalTokensPerSec.Change == ChangeBetter:
 			n.better++
-		case x.TotalTokS.Change == ChangeWorse:
+		case x.TotalTokensPerSec.Change == ChangeWorse:
 			n.worse++
-		case x.TotalTokS.Change == ChangeNoise:
+		case x.TotalTokensPerSec.Change == ChangeNoise:
 			n.noise++
 		default:
 			n.same++
@@ -118,8 +118,8 @@ func (cr *comparisonReport) htmlCounts() []htmlStatusCount {
 func (cr *comparisonReport) ratios() []float64 {
 	var out []float64
 	for _, x := range cr.c.Cells {
-		if x.TotalTokS.Compared() {
-			out = append(out, x.TotalTokS.Ratio)
+		if x.TotalTokensPerSec.Compared() {
+			out = append(out, x.TotalTokensPerSec.Ratio)
 		}
 	}
 	return out
@@ -153,10 +153,10 @@ func (cr *comparisonReport) charts() []svgChart {
 	for _, ctx := range g.contexts {
 		var pts []chartPoint
 		for _, n := range g.concurrency {
-			if x := g.at(ctx, n); x != nil && x.TotalTokS.Compared() {
-				pts = append(pts, chartPoint{n: n, v: x.TotalTokS.Ratio, hollow: x.StatusChanged,
+			if x := g.at(ctx, n); x != nil && x.TotalTokensPerSec.Compared() {
+				pts = append(pts, chartPoint{n: n, v: x.TotalTokensPerSec.Ratio, hollow: x.StatusChanged,
 					title: fmt.Sprintf("%s: %s → %s tok/s, %s", placeLabel(ctx, n),
-						fmtRate(x.TotalTokS.Base), fmtRate(x.TotalTokS.Next), fmtRatio(x.TotalTokS))})
+						fmtRate(x.TotalTokensPerSec.Base), fmtRate(x.TotalTokensPerSec.Next), fmtRatio(x.TotalTokensPerSec))})
 			}
 		}
 		names = append(names, "context "+FormatTokens(ctx))
@@ -178,7 +178,7 @@ func htmlCompareCell(x *CellChange) htmlCell {
 		r      *Ratio
 		format func(float64) string
 	}{
-		{"Total tok/s", x.TotalTokS, fmtRate}, {"Per request tok/s", x.PerRequestTokS, fmtRate},
+		{"Total tok/s", x.TotalTokensPerSec, fmtRate}, {"Per request tok/s", x.PerRequestTokensPerSec, fmtRate},
 		{"TTFT", x.TTFTp50, fmtTTFT}, {"Time between tokens", x.TBTp50, fmtTBT},
 	} {
 		if f.r != nil {
@@ -192,22 +192,22 @@ func htmlCompareCell(x *CellChange) htmlCell {
 	if n := x.Note(); n != "" {
 		title = append(title, n)
 	}
-	hc := htmlCell{Title: strings.Join(title, "\n"), Status: x.TotalTokS.changeToken()}
+	hc := htmlCell{Title: strings.Join(title, "\n"), Status: x.TotalTokensPerSec.changeToken()}
 	lines := compareLines(x)
 	hc.Main = lines[0]
-	if !x.TotalTokS.Compared() {
+	if !x.TotalTokensPerSec.Compared() {
 		hc.Class = "notrun nonum"
 		if x.NextStatus == OverCapacity && x.BaseStatus == OverCapacity {
 			hc.Class = "over nonum"
 		}
 		return hc
 	}
-	switch x.TotalTokS.Change {
+	switch x.TotalTokensPerSec.Change {
 	case ChangeSame, ChangeNoise:
-		hc.Class = x.TotalTokS.Change.String()
+		hc.Class = x.TotalTokensPerSec.Change.String()
 	default:
-		hc.Class = x.TotalTokS.Change.String()
-		t := 0.5 + math.Max(-1, math.Min(1, math.Log2(x.TotalTokS.Ratio)))/2
+		hc.Class = x.TotalTokensPerSec.Change.String()
+		t := 0.5 + math.Max(-1, math.Min(1, math.Log2(x.TotalTokensPerSec.Ratio)))/2
 		col := rampColor(diverging, t)
 		hc.Style = template.CSS("background:" + hexColor(col) + ";color:" + textOn(col))
 	}

@@ -122,13 +122,13 @@ func compareLines(c *CellChange) []string {
 	if c == nil {
 		return []string{"—"}
 	}
-	if !c.TotalTokS.Compared() {
+	if !c.TotalTokensPerSec.Compared() {
 		if n := c.Note(); n != "" {
 			return []string{n}
 		}
 		return []string{c.NextStatus.String()}
 	}
-	lines := []string{fmtRatio(c.TotalTokS)}
+	lines := []string{fmtRatio(c.TotalTokensPerSec)}
 	if c.TTFTp50.Compared() {
 		lines = append(lines, "TTFT "+fmtRatio(c.TTFTp50))
 	}
@@ -187,7 +187,7 @@ func prefillCompareRow(p PrefillChange) []string {
 	row := []string{FormatTokens(p.ContextTokens),
 		cmpStatusWords(sideStatus(p.Presence != OnlyInNext, p.BaseMeasured)),
 		cmpStatusWords(sideStatus(p.Presence != OnlyInBase, p.NextMeasured)), "—"}
-	if r := p.PromptTokS; r != nil {
+	if r := p.PromptTokensPerSec; r != nil {
 		if r.Base > 0 {
 			row[1] = fmtPrefillRate(r.Base)
 		}
@@ -248,7 +248,7 @@ func compareLongRow(x CellChange) []string {
 		status = cmpStatusWords(x.BaseStatus) + " → " + cmpStatusWords(x.NextStatus)
 	}
 	return []string{FormatTokens(x.ContextTokens), strconv.Itoa(x.Concurrency), status,
-		fmtPair(x.TotalTokS, fmtRate), fmtPair(x.PerRequestTokS, fmtRate),
+		fmtPair(x.TotalTokensPerSec, fmtRate), fmtPair(x.PerRequestTokensPerSec, fmtRate),
 		fmtPair(x.TTFTp50, fmtTTFT), fmtPair(x.TBTp50, fmtTBT), x.Note()}
 }
 
@@ -295,8 +295,8 @@ func (c *Comparison) WriteCSV(w io.Writer) error {
 		rec[0], rec[1], rec[2], rec[3] = "prefill", strconv.Itoa(p.ContextTokens), "1", string(presence)
 		rec[4] = sideStatus(p.Presence != OnlyInNext, p.BaseMeasured).token()
 		rec[5] = sideStatus(p.Presence != OnlyInBase, p.NextMeasured).token()
-		ratio(rec, 6, p.PromptTokS, 1)
-		ratio(rec, 12, p.TTFTms, 0)
+		ratio(rec, 6, p.PromptTokensPerSec, 1)
+		ratio(rec, 12, p.TTFT, 0)
 		cw.Write(rec)
 	}
 	for _, x := range c.Cells {
@@ -304,8 +304,8 @@ func (c *Comparison) WriteCSV(w io.Writer) error {
 		presence, _ := x.Presence.MarshalText()
 		rec[0], rec[1], rec[2], rec[3] = "decode", strconv.Itoa(x.ContextTokens), strconv.Itoa(x.Concurrency), string(presence)
 		rec[4], rec[5] = x.BaseStatus.token(), x.NextStatus.token()
-		ratio(rec, 6, x.TotalTokS, 1)
-		ratio(rec, 9, x.PerRequestTokS, 1)
+		ratio(rec, 6, x.TotalTokensPerSec, 1)
+		ratio(rec, 9, x.PerRequestTokensPerSec, 1)
 		ratio(rec, 12, x.TTFTp50, 0)
 		ratio(rec, 15, x.TBTp50, 1)
 		cw.Write(rec)

@@ -26,8 +26,8 @@ func nextResults(t testing.TB) *Results {
 	r.Server.Engine = ""
 	r.Server.URL = "http://127.0.0.1:41234/v1"
 	r.Prefill = r.Prefill[:len(r.Prefill)-1]
-	r.Prefill[0].PromptTokS *= 1.2
-	r.Prefill[0].TTFTms /= 1.2
+	r.Prefill[0].PromptTokensPerSec *= 1.2
+	r.Prefill[0].TTFT /= 1.2
 	cells := r.Cells[:0]
 	for _, c := range r.Cells {
 		if c.ContextTokens == 248*K {
@@ -43,18 +43,18 @@ func nextResults(t testing.TB) *Results {
 			case 16 * K:
 				f, ttft = 0.87, 1.25
 			}
-			m.TotalTokS *= f
-			m.PerRequestTokS *= f
-			m.TBTms.P50 /= f
-			m.TTFTms.P50 *= ttft
+			m.TotalTokensPerSec *= f
+			m.PerRequestTokensPerSec *= f
+			m.TBT.P50 /= f
+			m.TTFT.P50 *= ttft
 		}
 		switch {
 		case c.ContextTokens == 128*K && c.Concurrency == 1:
 			c.Status, c.Reason = Valid, ""
 		case c.ContextTokens == 64*K && c.Concurrency == 16:
 			c.Status, c.Reason = Valid, ""
-			c.Measurement = &Measurement{TotalTokS: 131.3, PerRequestTokS: 8.1, TTFTms: Quantiles{P50: 8_820},
-				TBTms: Quantiles{P50: 121.9}, AvgActive: 16, OutputTokens: 3_939, MeasuredS: 30}
+			c.Measurement = &Measurement{TotalTokensPerSec: 131.3, PerRequestTokensPerSec: 8.1, TTFT: Quantiles{P50: 8_820},
+				TBT: Quantiles{P50: 121.9}, AvgActive: 16, OutputTokens: 3_939, MeasuredS: 30}
 		}
 		cells = append(cells, c)
 	}
@@ -93,13 +93,13 @@ func TestCompare(t *testing.T) {
 			assert.Equal(t, tc.nextMeasur, c.NextMeasured)
 			assert.Equal(t, tc.note, c.Note())
 			if tc.ratio == 0 {
-				assert.False(t, c.TotalTokS.Compared())
+				assert.False(t, c.TotalTokensPerSec.Compared())
 				return
 			}
-			require.True(t, c.TotalTokS.Compared())
-			assert.InDelta(t, tc.ratio, c.TotalTokS.Ratio, 1e-9)
-			assert.Equal(t, tc.total, c.TotalTokS.Change)
-			assert.Equal(t, tc.total, c.PerRequestTokS.Change, "per-request tok/s moves with the total")
+			require.True(t, c.TotalTokensPerSec.Compared())
+			assert.InDelta(t, tc.ratio, c.TotalTokensPerSec.Ratio, 1e-9)
+			assert.Equal(t, tc.total, c.TotalTokensPerSec.Change)
+			assert.Equal(t, tc.total, c.PerRequestTokensPerSec.Change, "per-request tok/s moves with the total")
 			assert.Equal(t, tc.ttft, c.TTFTp50.Change)
 			// Time between tokens fell as tok/s rose: lower is better.
 			assert.Equal(t, tc.total, c.TBTp50.Change)
@@ -107,20 +107,20 @@ func TestCompare(t *testing.T) {
 	}
 	t.Run("prefill", func(t *testing.T) {
 		require.Len(t, cmp.Prefill, 5)
-		assert.InDelta(t, 1.2, cmp.Prefill[0].PromptTokS.Ratio, 1e-9)
-		assert.Equal(t, ChangeBetter, cmp.Prefill[0].PromptTokS.Change)
-		assert.Equal(t, ChangeBetter, cmp.Prefill[0].TTFTms.Change, "a lower TTFT is better")
+		assert.InDelta(t, 1.2, cmp.Prefill[0].PromptTokensPerSec.Ratio, 1e-9)
+		assert.Equal(t, ChangeBetter, cmp.Prefill[0].PromptTokensPerSec.Change)
+		assert.Equal(t, ChangeBetter, cmp.Prefill[0].TTFT.Change, "a lower TTFT is better")
 		last := cmp.Prefill[4]
 		assert.Equal(t, OnlyInBase, last.Presence)
-		assert.False(t, last.PromptTokS.Compared())
-		assert.InDelta(t, 600.0, last.PromptTokS.Base, 1e-9)
+		assert.False(t, last.PromptTokensPerSec.Compared())
+		assert.InDelta(t, 600.0, last.PromptTokensPerSec.Base, 1e-9)
 	})
 	t.Run("with itself", func(t *testing.T) {
 		self := Compare(seedResults(t), seedResults(t))
 		for _, c := range self.Cells {
-			if c.TotalTokS.Compared() {
-				assert.Equal(t, ChangeSame, c.TotalTokS.Change)
-				assert.InDelta(t, 1.0, c.TotalTokS.Ratio, 1e-12)
+			if c.TotalTokensPerSec.Compared() {
+				assert.Equal(t, ChangeSame, c.TotalTokensPerSec.Change)
+				assert.InDelta(t, 1.0, c.TotalTokensPerSec.Ratio, 1e-12)
 			}
 			assert.False(t, c.StatusChanged)
 		}
@@ -202,9 +202,9 @@ func TestComparisonGolden(t *testing.T) {
 // and TTFT have a median and a 90th percentile spread apart by spread (a
 // share of the median), and whose figures are scaled by f.
 func noisyCell(ctx, conc, n int, spread, f float64) Cell {
-	m := &Measurement{TotalTokS: 400 * f, PerRequestTokS: 50 * f, Completed: n - conc,
-		TTFTms:       Quantiles{P50: 1000 / f, P90: 1000 / f * (1 + spread), P99: 1000 / f * (1 + 2*spread)},
-		TBTms:        Quantiles{P50: 20 / f, P90: 20 / f * (1 + spread), P99: 20 / f * (1 + 2*spread)},
+	m := &Measurement{TotalTokensPerSec: 400 * f, PerRequestTokensPerSec: 50 * f, Completed: n - conc,
+		TTFT:         Quantiles{P50: 1000 / f, P90: 1000 / f * (1 + spread), P99: 1000 / f * (1 + 2*spread)},
+		TBT:          Quantiles{P50: 20 / f, P90: 20 / f * (1 + spread), P99: 20 / f * (1 + 2*spread)},
 		OutputTokens: 12_000, MeasuredS: 30}
 	return Cell{ContextTokens: ctx, Concurrency: conc, Status: Valid, Requests: n, Measurement: m}
 }
@@ -238,16 +238,16 @@ func TestCompareSeparatesChangeFromNoise(t *testing.T) {
 			next := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 8, tc.n, tc.spread, tc.f)}}
 			c := Compare(base, next).Cell(0, 8)
 			require.NotNil(t, c)
-			assert.Equal(t, tc.want, c.TotalTokS.Change, "total %+v", c.TotalTokS)
-			assert.Equal(t, tc.want, c.PerRequestTokS.Change, "per request %+v", c.PerRequestTokS)
+			assert.Equal(t, tc.want, c.TotalTokensPerSec.Change, "total %+v", c.TotalTokensPerSec)
+			assert.Equal(t, tc.want, c.PerRequestTokensPerSec.Change, "per request %+v", c.PerRequestTokensPerSec)
 			assert.Equal(t, tc.wantTTFT, c.TTFTp50.Change, "TTFT %+v", c.TTFTp50)
 			if tc.n >= minIntervalRequests && tc.spread > 0 {
-				require.NotNil(t, c.TotalTokS.BaseInterval)
-				assert.Less(t, c.TotalTokS.BaseInterval.Low, 400.0)
-				assert.Greater(t, c.TotalTokS.BaseInterval.High, 400.0)
+				require.NotNil(t, c.TotalTokensPerSec.BaseInterval)
+				assert.Less(t, c.TotalTokensPerSec.BaseInterval.Low, 400.0)
+				assert.Greater(t, c.TotalTokensPerSec.BaseInterval.High, 400.0)
 				assert.Less(t, c.TTFTp50.NextInterval.Low, c.TTFTp50.Next)
 			} else {
-				assert.Nil(t, c.TotalTokS.BaseInterval)
+				assert.Nil(t, c.TotalTokensPerSec.BaseInterval)
 			}
 		})
 	}
@@ -260,12 +260,12 @@ func TestCompareSeparatesChangeFromNoise(t *testing.T) {
 func TestCompareFewRequests(t *testing.T) {
 	one := func(f float64) *Results {
 		c := noisyCell(128*K, 1, 1, 0, f)
-		c.ITLms = Quantiles{P50: 20 / f, P90: 21 / f, P99: 25 / f}
-		c.OutputTokens = 1500
+		c.Measurement.ITL = Quantiles{P50: 20 / f, P90: 21 / f, P99: 25 / f}
+		c.Measurement.OutputTokens = 1500
 		return &Results{Schema: Schema, Cells: []Cell{c}}
 	}
 	c := Compare(one(1), one(1.3)).Cell(128*K, 1)
-	assert.Equal(t, ChangeBetter, c.TotalTokS.Change, "%+v", c.TotalTokS)
+	assert.Equal(t, ChangeBetter, c.TotalTokensPerSec.Change, "%+v", c.TotalTokensPerSec)
 	assert.Equal(t, ChangeBetter, c.TBTp50.Change, "%+v", c.TBTp50)
 	assert.Equal(t, ChangeNoise, c.TTFTp50.Change, "one request's TTFT: %+v", c.TTFTp50)
 
@@ -275,9 +275,9 @@ func TestCompareFewRequests(t *testing.T) {
 		return &Results{Schema: Schema, Cells: []Cell{c}}
 	}
 	c = Compare(elsewhere(1), elsewhere(1.3)).Cell(0, 4)
-	assert.Equal(t, ChangeBetter, c.TotalTokS.Change)
+	assert.Equal(t, ChangeBetter, c.TotalTokensPerSec.Change)
 	assert.Equal(t, ChangeBetter, c.TTFTp50.Change)
-	assert.Nil(t, c.TotalTokS.BaseInterval)
+	assert.Nil(t, c.TotalTokensPerSec.BaseInterval)
 }
 
 // TestCompareSameServerTwice compares two runs of the same simulated
@@ -297,7 +297,7 @@ func TestCompareSameServerTwice(t *testing.T) {
 		defer srv.Close()
 		spec := Spec{URL: srv.URL + "/v1", Model: p.Model, Contexts: []int{0, 4 * K}, Concurrency: []int{1, 4}, Prefill: []int{},
 			Duration: Duration(8 * time.Second), MaxTokens: 512}
-		r := &Runner{Spec: spec, Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()}, Speed: p.Speed}
+		r := &Runner{Spec: spec, Client: &loadgen.Client{HTTPClient: srv.Client()}, Server: Server{Speed: p.Speed}}
 		res, err := r.Run(t.Context())
 		require.NoError(t, err)
 		return res
@@ -306,13 +306,13 @@ func TestCompareSameServerTwice(t *testing.T) {
 	for _, r := range []*Results{a, b} {
 		for _, c := range r.Cells {
 			if m := c.Measurement; m != nil {
-				t.Logf("%s × %d: req %d done %d err %d total %.1f per %.1f active %.2f tokens %d in %.2f s warm %.1f ttft %+v tbt %+v lag %v cpu %.2f limited %v %s", FormatTokens(c.ContextTokens), c.Concurrency, c.Requests, m.Completed, c.Errors, m.TotalTokS, m.PerRequestTokS, m.AvgActive, m.OutputTokens, m.MeasuredS, m.WarmupS, m.TTFTms, m.TBTms, m.Client.Lag.P99, m.Client.CPU, m.ClientLimited, m.Client.Reason)
+				t.Logf("%s × %d: req %d done %d err %d total %.1f per %.1f active %.2f tokens %d in %.2f s warm %.1f ttft %+v tbt %+v lag %v cpu %.2f limited %v %s", FormatTokens(c.ContextTokens), c.Concurrency, c.Requests, m.Completed, c.Errors, m.TotalTokensPerSec, m.PerRequestTokensPerSec, m.AvgActive, m.OutputTokens, m.MeasuredS, m.WarmupS, m.TTFT, m.TBT, m.Client.Lag.P99, m.Client.CPU, m.ClientLimited, m.Client.Reason)
 			}
 		}
 	}
 	cmp := Compare(a, b)
 	for _, c := range cmp.Cells {
-		for name, r := range map[string]*Ratio{"total": c.TotalTokS, "per request": c.PerRequestTokS, "TTFT": c.TTFTp50, "TBT": c.TBTp50} {
+		for name, r := range map[string]*Ratio{"total": c.TotalTokensPerSec, "per request": c.PerRequestTokensPerSec, "TTFT": c.TTFTp50, "TBT": c.TBTp50} {
 			if r.Compared() {
 				assert.NotContains(t, []Change{ChangeBetter, ChangeWorse}, r.Change,
 					"%s × %d %s: %.1f → %.1f (%v, %v)", FormatTokens(c.ContextTokens), c.Concurrency, name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
@@ -373,12 +373,12 @@ func TestSparseCellsStayLinear(t *testing.T) {
 func TestCompareClientLimited(t *testing.T) {
 	base := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 8, 400, 0.2, 1)}}
 	next := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 8, 400, 0.2, 0.5)}}
-	next.Cells[0].ClientLimited = true
+	next.Cells[0].Measurement.ClientLimited = true
 	c := Compare(base, next).Cell(0, 8)
-	assert.Equal(t, ChangeNoise, c.TotalTokS.Change)
+	assert.Equal(t, ChangeNoise, c.TotalTokensPerSec.Change)
 	assert.Equal(t, ChangeNoise, c.TTFTp50.Change)
-	next.Cells[0].ClientLimited = false
-	assert.Equal(t, ChangeWorse, Compare(base, next).Cell(0, 8).TotalTokS.Change)
+	next.Cells[0].Measurement.ClientLimited = false
+	assert.Equal(t, ChangeWorse, Compare(base, next).Cell(0, 8).TotalTokensPerSec.Change)
 }
 
 // TestCompareRuns compares sides of repeated runs: a side's figure is the
@@ -392,23 +392,23 @@ func TestCompareRuns(t *testing.T) {
 
 	// One run against one: 1.2 is beyond the run's own tight interval.
 	c := Compare(base[0], run(1.2)).Cell(0, 8)
-	assert.Equal(t, ChangeBetter, c.TotalTokS.Change)
+	assert.Equal(t, ChangeBetter, c.TotalTokensPerSec.Change)
 
 	// Against the three: their spread (1 to 1.3) holds 1.2.
 	cmp := CompareRuns(base, []*Results{run(1.2), run(1.25)})
 	c = cmp.Cell(0, 8)
-	assert.Equal(t, ChangeNoise, c.TotalTokS.Change, "%+v", c.TotalTokS)
-	assert.InDelta(t, 440, c.TotalTokS.Base, 1e-9, "the median of 400, 520 and 440")
-	assert.InDelta(t, 490, c.TotalTokS.Next, 1e-9, "the median of 480 and 500")
-	require.NotNil(t, c.TotalTokS.BaseInterval)
-	assert.LessOrEqual(t, c.TotalTokS.BaseInterval.Low, 400.0)
-	assert.GreaterOrEqual(t, c.TotalTokS.BaseInterval.High, 520.0)
+	assert.Equal(t, ChangeNoise, c.TotalTokensPerSec.Change, "%+v", c.TotalTokensPerSec)
+	assert.InDelta(t, 440, c.TotalTokensPerSec.Base, 1e-9, "the median of 400, 520 and 440")
+	assert.InDelta(t, 490, c.TotalTokensPerSec.Next, 1e-9, "the median of 480 and 500")
+	require.NotNil(t, c.TotalTokensPerSec.BaseInterval)
+	assert.LessOrEqual(t, c.TotalTokensPerSec.BaseInterval.Low, 400.0)
+	assert.GreaterOrEqual(t, c.TotalTokensPerSec.BaseInterval.High, 520.0)
 	assert.Equal(t, 3, cmp.Base.Runs)
 	assert.Equal(t, 2, cmp.Next.Runs)
 
 	// Twice as fast stands out of any of it.
 	c = CompareRuns(base, []*Results{run(2), run(2.1)}).Cell(0, 8)
-	assert.Equal(t, ChangeBetter, c.TotalTokS.Change)
+	assert.Equal(t, ChangeBetter, c.TotalTokensPerSec.Change)
 	assert.Equal(t, ChangeBetter, c.TTFTp50.Change)
 
 	// Two runs of one request each: their spread tells the noise the

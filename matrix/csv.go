@@ -48,8 +48,8 @@ func (r *Results) WriteCSV(w io.Writer) error {
 		rec := make([]string, len(head))
 		rec[0], rec[1], rec[2], rec[3] = "prefill", strconv.Itoa(p.ContextTokens), "1", p.status.token()
 		if p.measured {
-			rec[4] = csvFloat(p.PromptTokS, 1)
-			rec[6] = csvFloat(p.TTFTms, 0)
+			rec[4] = csvFloat(p.PromptTokensPerSec, 1)
+			rec[6] = csvFloat(p.TTFT, 0)
 		}
 		if rp.counted {
 			rec[len(csvHeader)] = csvCount(p.PromptTokens)
@@ -79,10 +79,10 @@ func csvCell(c *Cell) []string {
 		return rec
 	}
 	if hasRates(c) {
-		rec[4] = csvPositive(m.TotalTokS, 1)
-		rec[5] = csvPositive(m.PerRequestTokS, 1)
-		rec[6] = csvPositive(m.TTFTms.P50, 0)
-		rec[7] = csvPositive(m.TBTms.P50, 1)
+		rec[4] = csvPositive(m.TotalTokensPerSec, 1)
+		rec[5] = csvPositive(m.PerRequestTokensPerSec, 1)
+		rec[6] = csvPositive(m.TTFT.P50, 0)
+		rec[7] = csvPositive(m.TBT.P50, 1)
 	}
 	rec[8] = csvFloat(m.AvgActive, 2)
 	rec[9] = strconv.Itoa(m.Completed)

@@ -88,7 +88,7 @@ func TestCellsUnderFaults(t *testing.T) {
 			spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench" + loadgentest.FaultModelSuffix + tc.fault, API: loadgen.Completions,
 				Contexts: []int{0}, Concurrency: []int{2}, Prefill: []int{}, Duration: matrix.Duration(500 * time.Millisecond), MaxTokens: 1000,
 				Warmup: &matrix.Warmup{Min: matrix.Duration(100 * time.Millisecond), Flow: matrix.Duration(100 * time.Millisecond), Timeout: matrix.Duration(time.Second)}}
-			res, err := (&matrix.Runner{Spec: spec, Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()}}).Run(t.Context())
+			res, err := (&matrix.Runner{Spec: spec, Client: &loadgen.Client{HTTPClient: srv.Client()}}).Run(t.Context())
 			require.NoError(t, err, "faults in requests do not end the run")
 			c := res.Cell(0, 2)
 			assert.Equal(t, tc.status, c.Status, c.Reason)

@@ -11,8 +11,8 @@ import (
 func FuzzParseGauges(f *testing.F) {
 	f.Add([]byte("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"bench\"} 3\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		g1, err1 := ParseGauges(bytes.NewReader(data))
-		g2, err2 := ParseGauges(bytes.NewReader(data))
+		g1, err1 := parseGauges(bytes.NewReader(data))
+		g2, err2 := parseGauges(bytes.NewReader(data))
 		if (err1 == nil) != (err2 == nil) || !reflect.DeepEqual(g1, g2) {
 			t.Fatalf("not deterministic: %v %v", err1, err2)
 		}

@@ -157,7 +157,7 @@ func (rp *report) heatScale() (s heatScale, ok bool) {
 	s = heatScale{lo: math.Inf(1), hi: math.Inf(-1)}
 	for _, c := range rp.cells {
 		if hasRates(c) && c.Status != Failed {
-			s.lo, s.hi = min(s.lo, c.TotalTokS), max(s.hi, c.TotalTokS)
+			s.lo, s.hi = min(s.lo, c.Measurement.TotalTokensPerSec), max(s.hi, c.Measurement.TotalTokensPerSec)
 		}
 	}
 	return s, !math.IsInf(s.lo, 0)
@@ -184,24 +184,24 @@ func (rp *report) htmlHighlights() []htmlFact {
 		if !hasRates(c) || c.Status != Valid {
 			continue
 		}
-		if peak == nil || c.TotalTokS > peak.TotalTokS {
+		if peak == nil || c.Measurement.TotalTokensPerSec > peak.Measurement.TotalTokensPerSec {
 			peak = c
 		}
-		if c.Concurrency == 1 && (single == nil || c.TotalTokS > single.TotalTokS) {
+		if c.Concurrency == 1 && (single == nil || c.Measurement.TotalTokensPerSec > single.Measurement.TotalTokensPerSec) {
 			single = c
 		}
 	}
 	var out []htmlFact
 	if peak != nil {
-		out = append(out, htmlFact{Label: "Peak throughput", Value: fmtRate(peak.TotalTokS) + " tok/s",
+		out = append(out, htmlFact{Label: "Peak throughput", Value: fmtRate(peak.Measurement.TotalTokensPerSec) + " tok/s",
 			Detail: fmt.Sprintf("%d requests at context %s", peak.Concurrency, FormatTokens(peak.ContextTokens))})
 	}
 	if single != nil {
-		out = append(out, htmlFact{Label: "One request", Value: fmtRate(single.TotalTokS) + " tok/s",
-			Detail: "at context " + FormatTokens(single.ContextTokens) + ", " + fmtTTFT(single.TTFTms.P50) + " TTFT"})
+		out = append(out, htmlFact{Label: "One request", Value: fmtRate(single.Measurement.TotalTokensPerSec) + " tok/s",
+			Detail: "at context " + FormatTokens(single.ContextTokens) + ", " + fmtTTFT(single.Measurement.TTFT.P50) + " TTFT"})
 	}
 	if best := rp.fastestPrefill(); best != nil {
-		out = append(out, htmlFact{Label: "Fastest prefill", Value: fmtPrefillRate(best.PromptTokS) + " tok/s",
+		out = append(out, htmlFact{Label: "Fastest prefill", Value: fmtPrefillRate(best.PromptTokensPerSec) + " tok/s",
 			Detail: "at context " + FormatTokens(best.ContextTokens)})
 	}
 	if len(rp.grid.contexts) > 0 {
@@ -222,7 +222,7 @@ func (rp *report) htmlHighlights() []htmlFact {
 func (rp *report) fastestPrefill() *Prefill {
 	var best *Prefill
 	for i, p := range rp.r.Prefill {
-		if prefillMeasured(p) && (best == nil || p.PromptTokS > best.PromptTokS) {
+		if prefillMeasured(p) && (best == nil || p.PromptTokensPerSec > best.PromptTokensPerSec) {
 			best = &rp.r.Prefill[i]
 		}
 	}
@@ -234,16 +234,16 @@ func (rp *report) fastestPrefill() *Prefill {
 func (rp *report) htmlPrefill() []htmlBar {
 	fastest := 0.0
 	if best := rp.fastestPrefill(); best != nil {
-		fastest = best.PromptTokS
+		fastest = best.PromptTokensPerSec
 	}
 	var out []htmlBar
 	for _, p := range rp.prefill {
 		b := htmlBar{Label: p.label, Failed: !p.measured, Width: "width:0%", Title: cleanText(p.why())}
 		b.Value, b.Detail = p.figures()
 		if p.measured {
-			b.Width = template.CSS(fmt.Sprintf("width:%.1f%%", 100*p.PromptTokS/fastest))
+			b.Width = template.CSS(fmt.Sprintf("width:%.1f%%", 100*p.PromptTokensPerSec/fastest))
 			b.Title = fmt.Sprintf("%s prompt tokens in %s: %s tok/s",
-				fmtInt(p.PromptTokens), fmtTTFT(p.TTFTms), fmtRate(p.PromptTokS))
+				fmtInt(p.PromptTokens), fmtTTFT(p.TTFT), fmtRate(p.PromptTokensPerSec))
 		}
 		out = append(out, b)
 	}
@@ -270,21 +270,21 @@ func htmlGridCell(c *Cell, ctx, n int, scale heatScale) htmlCell {
 	// A failed cell keeps its numbers but not the scale's color: they
 	// are not a measurement of the server's speed.
 	if c.Status != Failed {
-		bg, fg := scale.colors(c.TotalTokS)
+		bg, fg := scale.colors(c.Measurement.TotalTokensPerSec)
 		hc.Style = template.CSS("background:" + bg + ";color:" + fg)
 	}
-	hc.Main = fmtRate(c.TotalTokS)
-	if c.TTFTms.P50 > 0 {
-		hc.Sub = fmtTTFT(c.TTFTms.P50) + " TTFT"
+	hc.Main = fmtRate(c.Measurement.TotalTokensPerSec)
+	if c.Measurement.TTFT.P50 > 0 {
+		hc.Sub = fmtTTFT(c.Measurement.TTFT.P50) + " TTFT"
 	}
 	var badge []string
 	if c.Status != Valid {
 		badge = append(badge, c.Status.String())
 	}
-	if c.Partial {
+	if c.Measurement.Partial {
 		badge = append(badge, "partial")
 	}
-	if c.ClientLimited {
+	if c.Measurement.ClientLimited {
 		badge = append(badge, "client-limited")
 	}
 	if c.Errors > 0 {
@@ -303,11 +303,11 @@ func cellTooltip(c *Cell) string {
 	if m := c.Measurement; m != nil {
 		if hasRates(c) {
 			lines = append(lines,
-				"Total "+fmtRate(m.TotalTokS)+" tok/s · per request "+fmtRate(m.PerRequestTokS)+" tok/s",
-				"TTFT "+quantileText(m.TTFTms, 0),
-				"Time between tokens "+quantileText(m.TBTms, 1))
-			if m.ITLms.P50 > 0 {
-				lines = append(lines, "Inter-token gaps "+quantileText(m.ITLms, 1))
+				"Total "+fmtRate(m.TotalTokensPerSec)+" tok/s · per request "+fmtRate(m.PerRequestTokensPerSec)+" tok/s",
+				"TTFT "+quantileText(m.TTFT, 0),
+				"Time between tokens "+quantileText(m.TBT, 1))
+			if m.ITL.P50 > 0 {
+				lines = append(lines, "Inter-token gaps "+quantileText(m.ITL, 1))
 			}
 		}
 		lines = append(lines,

@@ -135,7 +135,7 @@ func TestWriteHTMLInChromium(t *testing.T) {
 				want := gridLines(c)
 				assert.Equal(t, want[0], got[3], "%s main text", cellLabel(c))
 				if hasRates(c) {
-					assert.Equal(t, fmtTTFT(c.TTFTms.P50)+" TTFT", got[4], "%s TTFT", cellLabel(c))
+					assert.Equal(t, fmtTTFT(c.Measurement.TTFT.P50)+" TTFT", got[4], "%s TTFT", cellLabel(c))
 				}
 			}
 		}

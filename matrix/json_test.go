@@ -3,6 +3,7 @@ package matrix_test
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -58,4 +59,64 @@ func TestSpecSLOInJSON(t *testing.T) {
 	b, err := json.Marshal(spec)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"slo":{"ttft":"2s","latency":"1m30s"}`)
+}
+
+// TestResultsV1File: a results file written before Cell.Measurement was a
+// named field (testdata/results-v1.json, written by the command at that
+// time) reads with each measured cell's figures in its Measurement and
+// nil for the cells never sent, and is written back byte for byte: the
+// document's shape did not change, so its schema did not either.
+func TestResultsV1File(t *testing.T) {
+	raw, err := os.ReadFile("testdata/results-v1.json")
+	require.NoError(t, err)
+	res, err := matrix.ReadResults(bytes.NewReader(raw))
+	require.NoError(t, err)
+	assert.Equal(t, "llmload.matrix/v1", matrix.Schema)
+
+	var doc struct {
+		Cells []map[string]any `json:"cells"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	require.Len(t, res.Cells, len(doc.Cells))
+	measured := 0
+	for i, c := range res.Cells {
+		total, has := doc.Cells[i]["total_tok_s"]
+		if c.Status == matrix.OverCapacity {
+			assert.Nil(t, c.Measurement, "%d × %d was never sent", c.ContextTokens, c.Concurrency)
+			assert.False(t, has)
+			continue
+		}
+		require.NotNil(t, c.Measurement, "%d × %d", c.ContextTokens, c.Concurrency)
+		require.True(t, has)
+		assert.Equal(t, total, c.Measurement.TotalTokensPerSec)
+		assert.Equal(t, doc.Cells[i]["ttft_ms"].(map[string]any)["p50"], c.Measurement.TTFT.P50)
+		assert.NotNil(t, c.Measurement.Recording, "the histograms come along")
+		measured++
+	}
+	assert.Equal(t, 4, measured)
+	assert.Equal(t, 2, len(res.Cells)-measured)
+
+	var back bytes.Buffer
+	require.NoError(t, res.WriteJSON(&back))
+	assert.Equal(t, string(raw), back.String())
+}
+
+// TestCellJSONFlat: a cell's measurement is written beside the cell's own
+// fields, and a cell without one writes none of its fields.
+func TestCellJSONFlat(t *testing.T) {
+	b, err := json.Marshal(matrix.Cell{ContextTokens: 1024, Concurrency: 2, Status: matrix.Valid,
+		Measurement: &matrix.Measurement{TotalTokensPerSec: 80, TTFT: matrix.Quantiles{P50: 12}}})
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"concurrency":2,`)
+	assert.Contains(t, string(b), `"total_tok_s":80,`)
+	assert.Contains(t, string(b), `"ttft_ms":{"p50":12,`)
+	assert.NotContains(t, string(b), "Measurement")
+
+	b, err = json.Marshal(matrix.Cell{ContextTokens: 1024, Concurrency: 2, Status: matrix.OverCapacity})
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "total_tok_s")
+	var c matrix.Cell
+	require.NoError(t, json.Unmarshal(b, &c))
+	assert.Nil(t, c.Measurement)
+	assert.Equal(t, matrix.OverCapacity, c.Status)
 }

@@ -140,7 +140,7 @@ func EstimateRun(res *Results) RunEstimate {
 	w := *spec.Warmup
 	var e RunEstimate
 	for _, c := range res.Cells {
-		if c.Status != StatusUnknown && (c.Measurement == nil || !c.Partial) {
+		if c.Status != StatusUnknown && (c.Measurement == nil || !c.Measurement.Partial) {
 			continue
 		}
 		e.Cells++

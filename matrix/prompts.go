@@ -17,9 +17,9 @@ import (
 	"github.com/llmload/llmload/metrics"
 )
 
-// ShortPrompt is the prompt of a context-0 cell: a short request to
+// shortPrompt is the prompt of a context-0 cell: a short request to
 // generate.
-const ShortPrompt = "Write a long story about a lighthouse keeper who finds a message in a bottle."
+const shortPrompt = "Write a long story about a lighthouse keeper who finds a message in a bottle."
 
 // fillerWords are common English words, each one token with its leading
 // space in the usual BPE vocabularies.
@@ -34,27 +34,31 @@ off come since against go came right used take three house water light river cit
 morning evening window stone bridge forest mountain harbor letter story music paper market
 winter summer valley island station engine signal number table chair door road field`)
 
-// Ways a [PromptSizer] sizes prompts.
+// sizingMethod is how a prompt sizer sizes prompts.
+type sizingMethod uint8
+
 const (
-	// SizedByTokenize: the server's /tokenize counted each prompt, with
+	// notSized: no prompt has been built yet.
+	notSized sizingMethod = iota
+	// sizedByTokenize: the server's /tokenize counted each prompt, with
 	// the chat template for the chat API.
-	SizedByTokenize = "tokenize"
-	// SizedByUsage: a tokens-per-word rate calibrated from the
+	sizedByTokenize
+	// sizedByUsage: a tokens-per-word rate calibrated from the
 	// usage.prompt_tokens of small requests, then checked against the
 	// usage of each prompt's first request.
-	SizedByUsage = "calibrated"
+	sizedByUsage
 )
 
-// DefaultSizingTimeout bounds each request a [PromptSizer] makes.
-const DefaultSizingTimeout = 2 * time.Minute
+// sizingTimeout bounds each request a prompt sizer makes.
+const sizingTimeout = 2 * time.Minute
 
-// PromptSizer builds prompts whose size, as the server counts a request's
+// promptSizer builds prompts whose size, as the server counts a request's
 // prompt tokens (chat template included), is a target. It asks the
 // server's /tokenize where it offers one; otherwise it calibrates a
 // tokens-per-word rate from the usage of small requests that fit well
 // within the server's context, never from a response the server may have
 // truncated.
-type PromptSizer struct {
+type promptSizer struct {
 	Client *loadgen.Client
 	API    loadgen.API
 	Model  string
@@ -65,11 +69,10 @@ type PromptSizer struct {
 	MaxModelLen int
 	// Send, if set, sends the calibration requests (for a caller that
 	// retries them or counts their failures); nil means Client.Measure
-	// with DefaultSizingTimeout.
+	// with sizingTimeout.
 	Send func(ctx context.Context, req *loadgen.Request) (*metrics.Timeline, error)
-	// Method says how prompts are sized, once the first is built:
-	// SizedByTokenize or SizedByUsage.
-	Method string
+	// method says how prompts are sized, once the first is built.
+	method sizingMethod
 
 	calibrated bool
 	calibErr   error   // why the calibration failed, once it has
@@ -95,28 +98,28 @@ func filler(head string, n int, seed uint64) string {
 
 // Build returns a prompt of target tokens as the server counts them,
 // beginning with head so that it is unique, and its expected size. Target
-// 0 returns ShortPrompt. With /tokenize the size is the server's own count;
+// 0 returns shortPrompt. With /tokenize the size is the server's own count;
 // calibrated, it is an estimate for the caller to check against the usage
-// of the prompt's first request (see [PromptSizer.Resize]).
-func (p *PromptSizer) Build(ctx context.Context, target int, head string, seed uint64) (string, int, error) {
+// of the prompt's first request (see Resize).
+func (p *promptSizer) Build(ctx context.Context, target int, head string, seed uint64) (string, int, error) {
 	if target <= 0 {
-		n, err := p.count(ctx, ShortPrompt)
+		n, err := p.count(ctx, shortPrompt)
 		if err != nil {
 			n = 0 // counted by the first request's usage instead
 		}
-		return ShortPrompt, n, nil
+		return shortPrompt, n, nil
 	}
-	if p.Method == "" || p.Method == SizedByTokenize {
+	if p.method == notSized || p.method == sizedByTokenize {
 		text, n, err := p.byTokenize(ctx, target, head, seed)
 		if err == nil {
-			p.Method = SizedByTokenize
+			p.method = sizedByTokenize
 			return text, n, nil
 		}
 		if !errors.Is(err, errNoTokenize) {
 			return "", 0, err
 		}
 	}
-	p.Method = SizedByUsage
+	p.method = sizedByUsage
 	if p.calibErr != nil {
 		return "", 0, p.calibErr
 	}
@@ -139,7 +142,7 @@ func (p *PromptSizer) Build(ctx context.Context, target int, head string, seed u
 // counted as prevCounted, by the rate between the two. head should differ
 // from the first prompt's so that the new one is not served from a prefix
 // cache. It returns the new prompt and its word count.
-func (p *PromptSizer) Resize(target, counted, words, prevWords, prevCounted int, head string, seed uint64) (string, int) {
+func (p *promptSizer) Resize(target, counted, words, prevWords, prevCounted int, head string, seed uint64) (string, int) {
 	rate := (float64(counted) - p.base) / float64(max(words, 1))
 	if prevWords > 0 && prevWords != words && prevCounted != counted {
 		rate = float64(counted-prevCounted) / float64(words-prevWords)
@@ -153,18 +156,18 @@ func (p *PromptSizer) Resize(target, counted, words, prevWords, prevCounted int,
 
 // wordsFor is the filler word count of a calibrated prompt of target
 // tokens.
-func (p *PromptSizer) wordsFor(target int) int {
+func (p *promptSizer) wordsFor(target int) int {
 	return max(int(math.Round((float64(target)-p.base)/p.perWord)), 1)
 }
 
 // expect is the calibrated size of a prompt of words filler words.
-func (p *PromptSizer) expect(words int) int {
+func (p *promptSizer) expect(words int) int {
 	return int(math.Round(p.base + p.perWord*float64(words)))
 }
 
 // WordsFor returns the filler word count of a calibrated prompt of target
 // tokens, and whether the sizer is calibrated.
-func (p *PromptSizer) WordsFor(target int) (int, bool) {
+func (p *promptSizer) WordsFor(target int) (int, bool) {
 	if !p.calibrated {
 		return 0, false
 	}
@@ -175,7 +178,7 @@ var errNoTokenize = errors.New("matrix: the server has no /tokenize")
 
 // byTokenize sizes a prompt with the server's /tokenize, adjusting the word
 // count until the token count is target or the rounds run out.
-func (p *PromptSizer) byTokenize(ctx context.Context, target int, head string, seed uint64) (string, int, error) {
+func (p *promptSizer) byTokenize(ctx context.Context, target int, head string, seed uint64) (string, int, error) {
 	words := target - len(strings.Fields(head))
 	best, bestN := "", -1
 	for range maxSizingRounds {
@@ -209,7 +212,7 @@ func abs(x int) int { return max(x, -x) }
 // count asks /tokenize for the number of prompt tokens a request with text
 // has: with the chat template (as one user message) for the chat API, with
 // the special tokens the server adds for completions.
-func (p *PromptSizer) count(ctx context.Context, text string) (int, error) {
+func (p *promptSizer) count(ctx context.Context, text string) (int, error) {
 	hc := p.HTTPClient
 	if hc == nil {
 		hc = p.Client.HTTPClient
@@ -224,7 +227,7 @@ func (p *PromptSizer) count(ctx context.Context, text string) (int, error) {
 	}
 	body, _ := json.Marshal(req)
 	root := strings.TrimSuffix(strings.TrimRight(p.Client.BaseURL, "/"), "/v1")
-	ctx, cancel := context.WithTimeout(ctx, DefaultSizingTimeout)
+	ctx, cancel := context.WithTimeout(ctx, sizingTimeout)
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, root+"/tokenize", bytes.NewReader(body))
 	if err != nil {
@@ -284,7 +287,7 @@ var ErrUnsizable = errors.New("matrix: prompts cannot be sized")
 // counts lie on a line: the larger request's second half must count about
 // as many tokens a word as its first half, which a server that truncated
 // it would break; then the requests shrink.
-func (p *PromptSizer) calibrate(ctx context.Context, head string, seed uint64) error {
+func (p *promptSizer) calibrate(ctx context.Context, head string, seed uint64) error {
 	usage := func(words int) (int, error) {
 		req := &loadgen.Request{API: p.API, Model: p.Model, Prompt: filler(head, words, seed^0xca11), MaxTokens: 1, Usage: loadgen.UsageFinal}
 		tl, err := p.send(ctx, req)
@@ -333,11 +336,11 @@ func (p *PromptSizer) calibrate(ctx context.Context, head string, seed uint64) e
 	return fmt.Errorf("%w: prompt usage did not grow with the prompt (%d tokens for %d words)", ErrUnsizable, a, small)
 }
 
-func (p *PromptSizer) send(ctx context.Context, req *loadgen.Request) (*metrics.Timeline, error) {
+func (p *promptSizer) send(ctx context.Context, req *loadgen.Request) (*metrics.Timeline, error) {
 	if p.Send != nil {
 		return p.Send(ctx, req)
 	}
-	ctx, cancel := context.WithTimeout(ctx, DefaultSizingTimeout)
+	ctx, cancel := context.WithTimeout(ctx, sizingTimeout)
 	defer cancel()
 	tl := &metrics.Timeline{}
 	err := p.Client.Measure(ctx, req, tl, nil)

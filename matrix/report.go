@@ -58,7 +58,7 @@ type prefillRow struct {
 // figures are the row's prompt tok/s and TTFT, or its status and "—".
 func (p prefillRow) figures() (rate, ttft string) {
 	if p.measured {
-		return fmtPrefillRate(p.PromptTokS), fmtTTFT(p.TTFTms)
+		return fmtPrefillRate(p.PromptTokensPerSec), fmtTTFT(p.TTFT)
 	}
 	return p.status.shown(), "—"
 }
@@ -108,7 +108,7 @@ func (r *Results) report() *report {
 	for _, p := range rp.prefill {
 		row := []string{"Prefill", p.label, "1", p.status.shown(), "—", "—", "—", "—", "—", "—", "—", "—"}
 		if p.measured {
-			row[4], row[6], row[9] = fmtRate(p.PromptTokS), fmtTTFT(p.TTFTms), "1"
+			row[4], row[6], row[9] = fmtRate(p.PromptTokensPerSec), fmtTTFT(p.TTFT), "1"
 		}
 		rp.long = append(rp.long, row)
 	}
@@ -249,7 +249,7 @@ func sortedPrefill(p []Prefill) []Prefill {
 
 // prefillMeasured reports whether a prefill row has a measurement.
 func prefillMeasured(p Prefill) bool {
-	return p.Error == "" && p.PromptTokS > 0 && (p.Status == Valid || p.Status == StatusUnknown)
+	return p.Error == "" && p.PromptTokensPerSec > 0 && (p.Status == Valid || p.Status == StatusUnknown)
 }
 
 // prefillStatus is a prefill row's status as the reports show it: Valid
@@ -276,18 +276,20 @@ func statusWords(c *Cell) string {
 // hasRates reports whether a cell produced output, so that its rates and
 // latencies mean something. A cell that ran and starved has a measurement
 // (its window, its average active requests) but no rates.
-func hasRates(c *Cell) bool { return c != nil && c.Measurement != nil && c.TotalTokS > 0 }
+func hasRates(c *Cell) bool {
+	return c != nil && c.Measurement != nil && c.Measurement.TotalTokensPerSec > 0
+}
 
 // marks returns the footnote marks of a cell's numbers.
 func marks(c *Cell) string {
 	if c == nil || c.Measurement == nil {
 		return ""
 	}
-	s := ""
-	if c.Partial {
+	m, s := c.Measurement, ""
+	if m.Partial {
 		s += "*"
 	}
-	if c.ClientLimited {
+	if m.ClientLimited {
 		s += "†"
 	}
 	return s
@@ -301,12 +303,12 @@ func gridLines(c *Cell) []string {
 	if !hasRates(c) {
 		return []string{statusWords(c)}
 	}
-	lines := []string{fmtRate(c.TotalTokS) + marks(c)}
+	lines := []string{fmtRate(c.Measurement.TotalTokensPerSec) + marks(c)}
 	if c.Status != Valid {
 		lines = append(lines, statusWords(c))
 	}
-	if c.TTFTms.P50 > 0 {
-		lines = append(lines, fmtTTFT(c.TTFTms.P50)+" TTFT")
+	if c.Measurement.TTFT.P50 > 0 {
+		lines = append(lines, fmtTTFT(c.Measurement.TTFT.P50)+" TTFT")
 	}
 	return lines
 }
@@ -320,10 +322,10 @@ func longCellRow(c *Cell) []string {
 		return row
 	}
 	if hasRates(c) {
-		row[4] = fmtRate(m.TotalTokS) + marks(c)
-		row[5] = dashUnlessPositive(m.PerRequestTokS, fmtRate)
-		row[6] = dashUnlessPositive(m.TTFTms.P50, fmtTTFT)
-		row[7] = dashUnlessPositive(m.TBTms.P50, fmtTBT)
+		row[4] = fmtRate(m.TotalTokensPerSec) + marks(c)
+		row[5] = dashUnlessPositive(m.PerRequestTokensPerSec, fmtRate)
+		row[6] = dashUnlessPositive(m.TTFT.P50, fmtTTFT)
+		row[7] = dashUnlessPositive(m.TBT.P50, fmtTBT)
 	}
 	row[8] = numGroup(m.AvgActive, 2)
 	row[9] = fmtInt(m.Completed)
@@ -479,10 +481,10 @@ func (rp *report) newLegend() []string {
 	}
 	var partial, lostShard, client bool
 	for _, c := range r.Cells {
-		if c.Measurement != nil {
-			partial = partial || c.Partial
-			lostShard = lostShard || (c.Partial && c.lostShards() > 0)
-			client = client || c.ClientLimited
+		if m := c.Measurement; m != nil {
+			partial = partial || m.Partial
+			lostShard = lostShard || (m.Partial && m.lostShards() > 0)
+			client = client || m.ClientLimited
 		}
 	}
 	switch {

@@ -55,7 +55,7 @@ func readMeasurementsCSV(t testing.TB, path string) *Results {
 		require.NoError(t, st.UnmarshalText([]byte(rec[3])))
 		switch rec[0] {
 		case "prefill":
-			p := Prefill{ContextTokens: ctx, Status: Valid, PromptTokens: ctx, TTFTms: num(rec[6]), PromptTokS: num(rec[4])}
+			p := Prefill{ContextTokens: ctx, Status: Valid, PromptTokens: ctx, TTFT: num(rec[6]), PromptTokensPerSec: num(rec[4])}
 			if st != Valid {
 				p.Status, p.Reason, p.Error = Failed, "not measured", "not measured"
 			}
@@ -67,14 +67,14 @@ func readMeasurementsCSV(t testing.TB, path string) *Results {
 			if slices.ContainsFunc(rec[4:], func(s string) bool { return s != "" }) {
 				c.PromptTokens = ctx
 				c.Measurement = &Measurement{
-					TotalTokS:      num(rec[4]),
-					PerRequestTokS: num(rec[5]),
-					TTFTms:         Quantiles{P50: num(rec[6])},
-					TBTms:          Quantiles{P50: num(rec[7])},
-					AvgActive:      num(rec[8]),
-					Completed:      integer(rec[9]),
-					OutputTokens:   integer(rec[10]),
-					MeasuredS:      num(rec[11]),
+					TotalTokensPerSec:      num(rec[4]),
+					PerRequestTokensPerSec: num(rec[5]),
+					TTFT:                   Quantiles{P50: num(rec[6])},
+					TBT:                    Quantiles{P50: num(rec[7])},
+					AvgActive:              num(rec[8]),
+					Completed:              integer(rec[9]),
+					OutputTokens:           integer(rec[10]),
+					MeasuredS:              num(rec[11]),
 				}
 			} else if st == OverCapacity {
 				c.Predicted = capacity.Verdict{Reason: capacity.OverKVTokens}
@@ -115,7 +115,7 @@ func seedResults(t testing.TB) *Results {
 		c := &r.Cells[i]
 		switch {
 		case c.Status == RequestsQueued:
-			c.Reason = "average running requests " + strconv.FormatFloat(c.AvgActive, 'f', 2, 64) +
+			c.Reason = "average running requests " + strconv.FormatFloat(c.Measurement.AvgActive, 'f', 2, 64) +
 				" below 0.95 × " + strconv.Itoa(c.Concurrency)
 		case c.Status == OverCapacity && c.Measurement != nil:
 			c.Reason = "no output in the window: requests waited for KV cache"
@@ -136,10 +136,10 @@ func seedResults(t testing.TB) *Results {
 func simulatedResults() *Results {
 	meas := func(total, perReq, ttft, tbt, active float64, out int) *Measurement {
 		return &Measurement{
-			TotalTokS: total, PerRequestTokS: perReq,
-			TTFTms:    Quantiles{P50: ttft, P90: ttft * 1.4, P99: ttft * 2},
-			TBTms:     Quantiles{P50: tbt, P90: tbt * 1.1, P99: tbt * 1.3},
-			ITLms:     Quantiles{P50: tbt, P90: tbt * 1.2, P99: tbt * 1.6},
+			TotalTokensPerSec: total, PerRequestTokensPerSec: perReq,
+			TTFT:      Quantiles{P50: ttft, P90: ttft * 1.4, P99: ttft * 2},
+			TBT:       Quantiles{P50: tbt, P90: tbt * 1.1, P99: tbt * 1.3},
+			ITL:       Quantiles{P50: tbt, P90: tbt * 1.2, P99: tbt * 1.6},
 			AvgActive: active, Completed: 1, OutputTokens: out, MeasuredS: 30,
 		}
 	}
@@ -167,7 +167,7 @@ func simulatedResults() *Results {
 		},
 		Started: started,
 		Prefill: []Prefill{
-			{ContextTokens: 8 * K, Status: Valid, PromptTokens: 8_192, TTFTms: 3_480.2, PromptTokS: 2_353.9},
+			{ContextTokens: 8 * K, Status: Valid, PromptTokens: 8_192, TTFT: 3_480.2, PromptTokensPerSec: 2_353.9},
 			{ContextTokens: 16 * K, Status: Failed, PromptTokens: 16_384, Reason: "scout: server returned 500: <html>upstream\x1b[31m error</html>",
 				Error: "scout: server returned 500: <html>upstream\x1b[31m error</html>"},
 		},

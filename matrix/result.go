@@ -67,10 +67,11 @@ type Prefill struct {
 	// ContextTokens and one output token.
 	Predicted capacity.Verdict `json:"predicted"`
 	// PromptTokens is the prompt's size as the server counted it.
-	PromptTokens int     `json:"prompt_tokens"`
-	TTFTms       float64 `json:"ttft_ms"`
-	// PromptTokS is PromptTokens ÷ TTFT.
-	PromptTokS float64 `json:"prompt_tok_s"`
+	PromptTokens int `json:"prompt_tokens"`
+	// TTFT is the row's time to first token, in milliseconds.
+	TTFT float64 `json:"ttft_ms"`
+	// PromptTokensPerSec is PromptTokens ÷ TTFT.
+	PromptTokensPerSec float64 `json:"prompt_tok_s"`
 	// Requests counts the requests sent for the row (retries included);
 	// Errors those that failed, ErrorKinds by kind.
 	Requests   int                       `json:"requests,omitempty"`
@@ -108,23 +109,54 @@ type Cell struct {
 	Errors     int                       `json:"errors"`
 	ErrorKinds map[metrics.ErrorKind]int `json:"error_kinds,omitempty"`
 
-	// Measurement is nil for a cell that was not measured.
-	*Measurement
+	// Measurement holds the measured columns; it is nil for a cell that
+	// was not measured. In JSON its fields sit beside the cell's own, as
+	// one object (see [Cell.MarshalJSON]).
+	Measurement *Measurement `json:"-"`
+}
+
+// cellFields is a Cell without its methods, for its JSON methods.
+type cellFields Cell
+
+// MarshalJSON writes the cell and its measurement as one flat object:
+// the results document has had that shape since its first version.
+func (c Cell) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		cellFields
+		*Measurement
+	}{cellFields(c), c.Measurement})
+}
+
+// UnmarshalJSON reads the flat object MarshalJSON writes; the cell has a
+// Measurement when the object holds any of its fields.
+func (c *Cell) UnmarshalJSON(b []byte) error {
+	flat := struct {
+		*cellFields
+		*Measurement
+	}{(*cellFields)(c), nil}
+	if err := json.Unmarshal(b, &flat); err != nil {
+		return err
+	}
+	c.Measurement = flat.Measurement
+	return nil
 }
 
 // Measurement holds a measured cell's columns. Rates and times are in the
 // server's own time (see Server.Speed).
 type Measurement struct {
-	// TotalTokS is output tokens ÷ measured seconds.
-	TotalTokS float64 `json:"total_tok_s"`
-	// PerRequestTokS is the median over requests of 1 ÷ their time
+	// TotalTokensPerSec is output tokens ÷ measured seconds (the
+	// metrics.Summary field of the same name, in the server's time).
+	TotalTokensPerSec float64 `json:"total_tok_s"`
+	// PerRequestTokensPerSec is the median over requests of 1 ÷ their time
 	// between tokens.
-	PerRequestTokS float64   `json:"per_request_tok_s"`
-	TTFTms         Quantiles `json:"ttft_ms"`
-	// TBTms is the distribution over requests of their mean time between
-	// tokens; ITLms the distribution of every gap between tokens.
-	TBTms Quantiles `json:"tbt_ms"`
-	ITLms Quantiles `json:"itl_ms"`
+	PerRequestTokensPerSec float64 `json:"per_request_tok_s"`
+	// TTFT is the distribution of the requests' time to first token, TBT
+	// of their mean time between tokens, ITL of every gap between tokens:
+	// the metrics.Summary fields of the same names, in milliseconds of
+	// the server's time.
+	TTFT Quantiles `json:"ttft_ms"`
+	TBT  Quantiles `json:"tbt_ms"`
+	ITL  Quantiles `json:"itl_ms"`
 	// AvgActive is the mean of the server's running requests sampled in
 	// the window, or the client's count where the server has no metrics.
 	AvgActive float64 `json:"avg_active"`
@@ -270,7 +302,7 @@ func (p *Prefill) settleStatus() {
 	switch {
 	case p.Error != "":
 		p.Status, p.Reason = Failed, p.Error
-	case p.PromptTokS > 0:
+	case p.PromptTokensPerSec > 0:
 		p.Status = Valid
 	}
 }

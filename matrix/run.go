@@ -43,14 +43,16 @@ const (
 type Runner struct {
 	// Spec says what to measure.
 	Spec Spec
-	// Client sends the requests. Nil means a client for Spec.URL.
+	// Client holds the settings of the requests' client (its HTTP client,
+	// API key, headers, deadlines); the runner sends through a clone of it
+	// (see [loadgen.Client.Clone]) to Spec.URL. Its BaseURL may be left
+	// empty; one other than Spec.URL is refused. Nil means the defaults.
 	Client *loadgen.Client
-	// Speed is the simulator's speed factor: the runner waits Speed times
-	// less than the spec says and reports times in the simulated server's
-	// own clock. 0 means 1 (a real server).
-	Speed float64
 	// Server describes the server for the report; the runner completes
-	// it (URL, model, engine, version, limits).
+	// it (URL, model, engine, version, limits). Its Speed, for a
+	// simulator, is the simulator's speed factor: the runner waits Speed
+	// times less than the spec says and reports times in the simulated
+	// server's own clock. 0 means 1 (a real server).
 	Server Server
 	// Resume continues earlier results of the same spec: finished cells and
 	// prefill rows are kept, the rest are run.
@@ -97,10 +99,10 @@ type Runner struct {
 var errStuck = errors.New("matrix: no token arrived while requests waited for capacity")
 
 func (r *Runner) speed() float64 {
-	if r.Speed <= 0 {
+	if !(r.Server.Speed > 0) {
 		return 1
 	}
-	return r.Speed
+	return r.Server.Speed
 }
 
 // wall converts a duration of the server's own time into wall time.
@@ -146,10 +148,16 @@ func (r *Runner) Run(ctx context.Context) (*Results, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, loadgen.NewRedactor(spec.URL).Error(err)
 	}
-	c := r.Client
-	if c == nil {
-		c = &loadgen.Client{BaseURL: spec.URL}
+	c := &loadgen.Client{}
+	if r.Client != nil {
+		if r.Client.BaseURL != "" && strings.TrimRight(r.Client.BaseURL, "/") != strings.TrimRight(spec.URL, "/") {
+			return nil, fmt.Errorf("matrix: Runner.Client: %w", &loadgen.ConfigError{Field: "Client.BaseURL",
+				Reason: fmt.Sprintf("is %s, not Spec.URL (%s): the runner sends to Spec.URL; leave it empty",
+					loadgen.RedactURL(r.Client.BaseURL), loadgen.RedactURL(spec.URL))})
+		}
+		c = r.Client.Clone()
 	}
+	c.BaseURL = spec.URL
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("matrix: Runner.Client: %w", err)
 	}
@@ -173,8 +181,8 @@ func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Result
 	res.Server = r.Server
 	res.Server.URL = spec.URL
 	res.Server.Model = spec.Model
-	if r.Speed > 0 && r.Speed != 1 {
-		res.Server.Speed = r.Speed
+	if res.Server.Speed = r.speed(); res.Server.Speed == 1 {
+		res.Server.Speed = 0 // a real server's time, or a simulator's at its own pace
 	}
 	res.Complete = false
 	save := func() error {
@@ -206,13 +214,13 @@ func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Result
 		return res, err
 	}
 
-	sampler := NewSampler(hc, spec.URL, max(r.wall(time.Second), 50*time.Millisecond))
+	sampler := newSampler(hc, spec.URL, max(r.wall(time.Second), 50*time.Millisecond))
 	sampler.Start(ctx)
 	defer sampler.Close()
 
 	run := &cellRun{r: r, spec: spec, client: c, sampler: sampler, res: res, save: save,
 		limits: limits, prompts: map[int]*prompt{}}
-	run.sizer = &PromptSizer{Client: c, API: spec.API, Model: spec.Model, HTTPClient: hc,
+	run.sizer = &promptSizer{Client: c, API: spec.API, Model: spec.Model, HTTPClient: hc,
 		MaxModelLen: limits.MaxModelLen, Send: run.sendSizing}
 	run.runID = newRunID()
 
@@ -257,7 +265,7 @@ func (r *Runner) discover(ctx context.Context, c *loadgen.Client, hc *http.Clien
 		r.logf("capacity: Ollama publishes its context length once the model is loaded: loading it")
 		lctx, cancel := context.WithTimeout(ctx, DefaultScoutTimeout)
 		var tl metrics.Timeline
-		_ = c.Measure(lctx, &loadgen.Request{API: spec.API, Model: spec.Model, Prompt: ShortPrompt, MaxTokens: 1}, &tl, nil)
+		_ = c.Measure(lctx, &loadgen.Request{API: spec.API, Model: spec.Model, Prompt: shortPrompt, MaxTokens: 1}, &tl, nil)
 		cancel()
 		if again, aerr := capacity.DiscoverModel(ctx, hc, spec.URL, spec.Model); aerr == nil {
 			d = again
@@ -316,7 +324,7 @@ func answered(d *capacity.Discovery) bool {
 func mergeCells(plan, done []Cell) []Cell {
 	for i, p := range plan {
 		for _, d := range done {
-			if d.ContextTokens == p.ContextTokens && d.Concurrency == p.Concurrency && d.Status != StatusUnknown && (d.Measurement == nil || !d.Partial) {
+			if d.ContextTokens == p.ContextTokens && d.Concurrency == p.Concurrency && d.Status != StatusUnknown && (d.Measurement == nil || !d.Measurement.Partial) {
 				plan[i] = d
 			}
 		}
@@ -378,8 +386,8 @@ type cellRun struct {
 	r       *Runner
 	spec    Spec
 	client  *loadgen.Client
-	sampler *Sampler
-	sizer   *PromptSizer
+	sampler *sampler
+	sizer   *promptSizer
 	res     *Results
 	save    func() error
 	limits  capacity.Limits
@@ -439,7 +447,7 @@ func (cr *cellRun) promptFor(ctx context.Context, tokens int) (*prompt, error) {
 		return nil, err
 	}
 	p := &prompt{text: text, tokens: n, cold: true}
-	if cr.sizer.Method == SizedByUsage {
+	if cr.sizer.method == sizedByUsage {
 		p.words, _ = cr.sizer.WordsFor(tokens)
 	} else {
 		p.checked = tokens == 0 || abs(n-tokens) <= tokens/100 // counted by /tokenize
@@ -465,7 +473,7 @@ func (cr *cellRun) seed(tokens int) uint64 {
 // scout does, and tallies its failures.
 func (cr *cellRun) sendSizing(ctx context.Context, req *loadgen.Request) (*metrics.Timeline, error) {
 	var t tally
-	tl, err := cr.send(ctx, req, DefaultSizingTimeout, &t)
+	tl, err := cr.send(ctx, req, sizingTimeout, &t)
 	cr.sizing.merge(t)
 	return tl, err
 }
@@ -544,7 +552,7 @@ func (cr *cellRun) prefill(ctx context.Context) error {
 		row.Predicted = cr.res.Prefill[i].Predicted
 		cr.res.Prefill[i] = row.Prefill
 		if row.Status == Valid {
-			cr.r.logf("prefill %s: %d prompt tokens, TTFT %.0f ms, %.1f tok/s", FormatTokens(tokens), row.PromptTokens, row.TTFTms, row.PromptTokS)
+			cr.r.logf("prefill %s: %d prompt tokens, TTFT %.0f ms, %.1f tok/s", FormatTokens(tokens), row.PromptTokens, row.TTFT, row.PromptTokensPerSec)
 		} else {
 			cr.r.logf("prefill %s: %s: %s", FormatTokens(tokens), row.Status, row.Reason)
 		}
@@ -630,10 +638,10 @@ func (cr *cellRun) scout(ctx context.Context, tokens int, what string) (row scou
 			p.coldTTFT = row.ttft
 		}
 		s := cr.r.speed()
-		row.TTFTms = row.ttft.Seconds() * 1000 * s
+		row.TTFT = row.ttft.Seconds() * 1000 * s
 		if row.ttft > 0 {
-			row.PromptTokS = float64(counted) / (row.ttft.Seconds() * s)
-			cr.prefillRate = max(cr.prefillRate, row.PromptTokS)
+			row.PromptTokensPerSec = float64(counted) / (row.ttft.Seconds() * s)
+			cr.prefillRate = max(cr.prefillRate, row.PromptTokensPerSec)
 		}
 		row.Status = Valid
 		if tokens > 0 && abs(counted-tokens) > tokens/100 {
@@ -700,14 +708,14 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 func (cr *cellRun) grid(ctx context.Context) error {
 	todo := 0
 	for _, c := range cr.res.Cells {
-		if c.Status == StatusUnknown || (c.Measurement != nil && c.Partial) {
+		if c.Status == StatusUnknown || (c.Measurement != nil && c.Measurement.Partial) {
 			todo++
 		}
 	}
 	done := 0
 	for i := range cr.res.Cells {
 		c := &cr.res.Cells[i]
-		if c.Status != StatusUnknown && (c.Measurement == nil || !c.Partial) {
+		if c.Status != StatusUnknown && (c.Measurement == nil || !c.Measurement.Partial) {
 			continue
 		}
 		done++
@@ -725,19 +733,20 @@ func (cr *cellRun) grid(ctx context.Context) error {
 }
 
 func describe(c *Cell) string {
-	if c.Measurement == nil {
+	m := c.Measurement
+	if m == nil {
 		return fmt.Sprintf("%s: %s", c.Status, c.Reason)
 	}
 	s := fmt.Sprintf("%s: %.1f tok/s total, %.1f per request, TTFT %.0f ms, TBT %.1f ms, %d tokens in %.1f s, warm-up %.1f s",
-		c.Status, c.TotalTokS, c.PerRequestTokS, c.TTFTms.P50, c.TBTms.P50, c.OutputTokens, c.MeasuredS, c.WarmupS)
+		c.Status, m.TotalTokensPerSec, m.PerRequestTokensPerSec, m.TTFT.P50, m.TBT.P50, m.OutputTokens, m.MeasuredS, m.WarmupS)
 	if c.Reason != "" {
 		s += " (" + c.Reason + ")"
 	}
-	for _, n := range c.Notes {
+	for _, n := range m.Notes {
 		s += "; " + n
 	}
-	if len(c.Shards) > 0 {
-		s += "; shards " + shardList(c.Shards)
+	if len(m.Shards) > 0 {
+		s += "; shards " + shardList(m.Shards)
 	}
 	return s
 }

@@ -42,7 +42,7 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 	}
 	var saved []*matrix.Results
 	var log bytes.Buffer
-	r := &matrix.Runner{Spec: spec, Speed: speed, Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()},
+	r := &matrix.Runner{Spec: spec, Server: matrix.Server{Speed: speed}, Client: &loadgen.Client{HTTPClient: srv.Client()},
 		Log: &log, Save: func(res *matrix.Results) error {
 			var b bytes.Buffer
 			require.NoError(t, res.WriteJSON(&b))
@@ -72,19 +72,19 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 			c := res.Cell(ctx, n)
 			require.NotNil(t, c)
 			require.NotNil(t, c.Measurement, "%d × %d measured", ctx, n)
-			if c.ClientLimited {
+			if c.Measurement.ClientLimited {
 				// The client says it could not keep up (a loaded machine):
 				// its timing is not the server's, so it is not held to 3%.
-				t.Logf("%d × %d not checked: %s", ctx, n, c.Client.Reason)
+				t.Logf("%d × %d not checked: %s", ctx, n, c.Measurement.Client.Reason)
 				continue
 			}
 			checked++
 			assert.Equal(t, matrix.Valid, c.Status, "%d × %d: %s", ctx, n, c.Reason)
 			step := p.DecodeStepTime(n, 0, 0) // context costs nothing here
-			assert.InEpsilon(t, float64(n)/step.Seconds(), c.TotalTokS, 0.03, "%d × %d total tok/s", ctx, n)
-			assert.InEpsilon(t, float64(step.Microseconds())/1000, c.TBTms.P50, 0.03, "%d × %d time between tokens", ctx, n)
-			assert.InDelta(t, 10, c.MeasuredS, 0.5, "reported in the server's own time")
-			assert.InDelta(t, float64(n), c.AvgActive, 0.05*float64(n))
+			assert.InEpsilon(t, float64(n)/step.Seconds(), c.Measurement.TotalTokensPerSec, 0.03, "%d × %d total tok/s", ctx, n)
+			assert.InEpsilon(t, float64(step.Microseconds())/1000, c.Measurement.TBT.P50, 0.03, "%d × %d time between tokens", ctx, n)
+			assert.InDelta(t, 10, c.Measurement.MeasuredS, 0.5, "reported in the server's own time")
+			assert.InDelta(t, float64(n), c.Measurement.AvgActive, 0.05*float64(n))
 			assert.Zero(t, c.Errors)
 		}
 		// 8 requests on a server that runs 4 at once.
@@ -106,7 +106,7 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 	// of wall time on a busy machine are tens of the server's. The
 	// simulator's own tests check prefill times within 3%.)
 	want := float64(p.PrefillTime(pf.PromptTokens).Microseconds()) / 1000
-	assert.GreaterOrEqual(t, pf.TTFTms, want, "cold prefill time in the server's own time")
+	assert.GreaterOrEqual(t, pf.TTFT, want, "cold prefill time in the server's own time")
 
 	// Saved after every prefill row and cell; the last save is the result.
 	require.NotEmpty(t, saved)

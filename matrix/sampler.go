@@ -16,9 +16,9 @@ import (
 	"github.com/llmload/llmload/metrics"
 )
 
-// Gauges is one reading of a server's /metrics: the figures a cell needs.
+// gauges is one reading of a server's /metrics: the figures a cell needs.
 // A field is negative when the server does not publish it.
-type Gauges struct {
+type gauges struct {
 	Time        time.Time
 	Running     float64
 	Waiting     float64
@@ -35,10 +35,10 @@ var (
 	preemptionsNames = []string{"vllm:num_preemptions_total", "vllm:num_preemptions"}
 )
 
-// ParseGauges reads a Prometheus text exposition. Metrics with several
+// parseGauges reads a Prometheus text exposition. Metrics with several
 // series (per model, per engine) are summed.
-func ParseGauges(r io.Reader) (Gauges, error) {
-	g := Gauges{Running: -1, Waiting: -1, KVUsage: -1, Preemptions: -1}
+func parseGauges(r io.Reader) (gauges, error) {
+	g := gauges{Running: -1, Waiting: -1, KVUsage: -1, Preemptions: -1}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(r)
 	if err != nil {
@@ -78,15 +78,15 @@ func sum(f *dto.MetricFamily) float64 {
 	return v
 }
 
-// Sampler reads a server's /metrics about once a second in the background
-// and keeps the latest reading and, between Mark and Stop, a summary.
-type Sampler struct {
+// sampler reads a server's /metrics about once a second in the background
+// and keeps the latest reading and, for a window MarkWindow gives, a summary.
+type sampler struct {
 	client *http.Client
 	url    string
 	every  time.Duration
 
 	mu       sync.Mutex
-	last     Gauges
+	last     gauges
 	ok       bool  // the server has answered with metrics
 	err      error // the last failure
 	marking  bool
@@ -107,18 +107,18 @@ type Sampler struct {
 	done chan struct{}
 }
 
-// NewSampler returns a sampler of baseURL's /metrics ("/v1" is dropped),
+// newSampler returns a sampler of baseURL's /metrics ("/v1" is dropped),
 // not yet started.
-func NewSampler(client *http.Client, baseURL string, every time.Duration) *Sampler {
+func newSampler(client *http.Client, baseURL string, every time.Duration) *sampler {
 	if client == nil {
 		client = http.DefaultClient
 	}
 	base := strings.TrimSuffix(strings.TrimRight(baseURL, "/"), "/v1")
-	return &Sampler{client: client, url: base + "/metrics", every: every}
+	return &sampler{client: client, url: base + "/metrics", every: every}
 }
 
 // Start begins sampling; Close ends it.
-func (s *Sampler) Start(ctx context.Context) {
+func (s *sampler) Start(ctx context.Context) {
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(s.done)
@@ -138,7 +138,7 @@ func (s *Sampler) Start(ctx context.Context) {
 }
 
 // Close stops sampling and waits for the sampler to end.
-func (s *Sampler) Close() {
+func (s *sampler) Close() {
 	if s.stop == nil {
 		return
 	}
@@ -147,32 +147,32 @@ func (s *Sampler) Close() {
 	s.stop = nil
 }
 
-// SampleTimeout bounds one reading of /metrics.
-const SampleTimeout = 5 * time.Second
+// sampleTimeout bounds one reading of /metrics.
+const sampleTimeout = 5 * time.Second
 
-// Sample reads /metrics once now, within SampleTimeout.
-func (s *Sampler) Sample(ctx context.Context) (Gauges, error) {
-	ctx, cancel := context.WithTimeout(ctx, SampleTimeout)
+// Sample reads /metrics once now, within sampleTimeout.
+func (s *sampler) Sample(ctx context.Context) (gauges, error) {
+	ctx, cancel := context.WithTimeout(ctx, sampleTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
 	if err != nil {
-		return Gauges{}, err
+		return gauges{}, err
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return Gauges{}, fmt.Errorf("matrix: GET %s: %w", s.url, err)
+		return gauges{}, fmt.Errorf("matrix: GET %s: %w", s.url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-		return Gauges{}, fmt.Errorf("matrix: GET %s: %s", s.url, resp.Status)
+		return gauges{}, fmt.Errorf("matrix: GET %s: %s", s.url, resp.Status)
 	}
-	g, err := ParseGauges(io.LimitReader(resp.Body, 16<<20))
+	g, err := parseGauges(io.LimitReader(resp.Body, 16<<20))
 	g.Time = time.Now()
 	return g, err
 }
 
-func (s *Sampler) sample(ctx context.Context) {
+func (s *sampler) sample(ctx context.Context) {
 	g, err := s.Sample(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -209,7 +209,7 @@ func (s *Sampler) sample(ctx context.Context) {
 }
 
 // Latest returns the latest reading and whether there is one.
-func (s *Sampler) Latest() (Gauges, bool) {
+func (s *sampler) Latest() (gauges, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.last, s.ok
@@ -217,21 +217,15 @@ func (s *Sampler) Latest() (Gauges, bool) {
 
 // Failing reports whether the latest reading failed: the server has no
 // /metrics, publishes no running count, or did not answer in time.
-func (s *Sampler) Failing() bool {
+func (s *sampler) Failing() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err != nil
 }
 
-// Mark starts a summary afresh (at a window's start) of the samples taken
-// before until (the window's end).
-func (s *Sampler) Mark(until time.Time) {
-	s.MarkWindow(metrics.Window{Start: time.Now(), End: until})
-}
-
 // MarkWindow starts a summary afresh of the samples taken in w, whose
 // start may be still to come.
-func (s *Sampler) MarkWindow(w metrics.Window) {
+func (s *sampler) MarkWindow(w metrics.Window) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.marking, s.from, s.until = true, w.Start, w.End
@@ -239,9 +233,9 @@ func (s *Sampler) MarkWindow(w metrics.Window) {
 	s.sumWait, s.waited, s.noWait = 0, 0, false
 }
 
-// Summary ends the summary begun by Mark and returns it, or nil when no
+// Summary ends the summary begun by MarkWindow and returns it, or nil when no
 // sample was taken.
-func (s *Sampler) Summary() *Samples {
+func (s *sampler) Summary() *Samples {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.marking = false

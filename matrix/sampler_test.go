@@ -23,7 +23,7 @@ func TestParseGaugesEngines(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := ParseGauges(strings.NewReader(tc.text))
+			g, err := parseGauges(strings.NewReader(tc.text))
 			require.NoError(t, err)
 			assert.Equal(t, tc.running, g.Running)
 			assert.Equal(t, tc.waiting, g.Waiting)

@@ -97,7 +97,7 @@ func scrub(r *Results, sec *loadgen.Redactor) {
 		c.Reason = sec.Redact(c.Reason)
 		c.Predicted.Detail = sec.Redact(c.Predicted.Detail)
 		if c.Measurement != nil {
-			c.Client.Reason = sec.Redact(c.Client.Reason)
+			c.Measurement.Client.Reason = sec.Redact(c.Measurement.Client.Reason)
 		}
 	}
 }

@@ -104,7 +104,7 @@ type Spec struct {
 	Warmup    *Warmup `json:"warmup,omitempty"`
 
 	// SLO, if set, adds goodput to every cell; its objectives are in the
-	// server's own time (see Runner.Speed).
+	// server's own time (see Server.Speed).
 	SLO *metrics.SLO `json:"slo,omitempty"`
 	// ErrorThreshold is the share of failed requests above which a cell is
 	// Failed; 0 means DefaultErrorThreshold.

@@ -232,10 +232,10 @@ func TestQueued(t *testing.T) {
 
 func TestExplain(t *testing.T) {
 	c := &Cell{ContextTokens: 1024, Concurrency: 8, Status: Valid}
-	agree := &Measurement{TotalTokS: 790, PerRequestTokS: 100, Streams: &Streams{AvgDecoding: 7.9}}
+	agree := &Measurement{TotalTokensPerSec: 790, PerRequestTokensPerSec: 100, Streams: &Streams{AvgDecoding: 7.9}}
 	assert.Empty(t, explain(c, agree, 0), "figures that agree need no note")
 
-	prefill := &Measurement{TotalTokS: 400, PerRequestTokS: 100, TTFTms: Quantiles{P50: 900},
+	prefill := &Measurement{TotalTokensPerSec: 400, PerRequestTokensPerSec: 100, TTFT: Quantiles{P50: 900},
 		Streams: &Streams{AvgDecoding: 4, AvgWaiting: 3.8}}
 	notes := explain(c, prefill, time.Second)
 	require.Len(t, notes, 2)
@@ -244,7 +244,7 @@ func TestExplain(t *testing.T) {
 	assert.Contains(t, notes[0], "48% they waited for a first token (prefill)")
 	assert.Contains(t, notes[1], "prefills it again on every request")
 
-	slow := &Measurement{TotalTokS: 20, PerRequestTokS: 250, Streams: &Streams{AvgDecoding: 1}}
+	slow := &Measurement{TotalTokensPerSec: 20, PerRequestTokensPerSec: 250, Streams: &Streams{AvgDecoding: 1}}
 	notes = explain(&Cell{Concurrency: 1, Status: Valid}, slow, 0)
 	require.Len(t, notes, 1)
 	assert.Contains(t, notes[0], "a decoding stream made 20.0 tok/s in the window, below the median request's 250.0")

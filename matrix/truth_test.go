@@ -115,7 +115,7 @@ var quickWarmup = &matrix.Warmup{Min: matrix.Duration(500 * time.Millisecond), F
 func runMatrix(t *testing.T, spec matrix.Spec, srv *httptest.Server) (*matrix.Results, string) {
 	t.Helper()
 	var log bytes.Buffer
-	r := &matrix.Runner{Spec: spec, Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()}, Log: &log, IdleTimeout: 100 * time.Millisecond}
+	r := &matrix.Runner{Spec: spec, Client: &loadgen.Client{HTTPClient: srv.Client()}, Log: &log, IdleTimeout: 100 * time.Millisecond}
 	res, err := r.Run(t.Context())
 	require.NoError(t, err, log.String())
 	require.True(t, res.Complete)
@@ -146,7 +146,7 @@ func TestPromptsOnATruncatingServer(t *testing.T) {
 			assert.Equal(t, matrix.OverCapacity, row.Status, "prefill %d: %s", row.ContextTokens, row.Reason)
 			assert.Contains(t, row.Reason, "truncate")
 			assert.Equal(t, 4096, row.PromptTokens, "the size the server counted, not the label")
-			assert.Zero(t, row.PromptTokS, "never measured as its label")
+			assert.Zero(t, row.PromptTokensPerSec, "never measured as its label")
 		}
 	}
 	for _, c := range res.Cells {
@@ -244,9 +244,9 @@ func TestShortRequestsOnAPacedServer(t *testing.T) {
 				for _, c := range res.Cells {
 					require.NotNil(t, c.Measurement, "%d", c.Concurrency)
 					assert.Equal(t, matrix.Valid, c.Status, "×%d: %s\n%s", c.Concurrency, c.Reason, log)
-					assert.Less(t, c.WarmupS, 10.0, "×%d warmed up for %.1f s: %s", c.Concurrency, c.WarmupS, c.WarmupEnded)
-					assert.False(t, c.WarmupTimedOut)
-					assert.Contains(t, c.WarmupEnded, "every stream produced")
+					assert.Less(t, c.Measurement.WarmupS, 10.0, "×%d warmed up for %.1f s: %s", c.Concurrency, c.Measurement.WarmupS, c.Measurement.WarmupEnded)
+					assert.False(t, c.Measurement.WarmupTimedOut)
+					assert.Contains(t, c.Measurement.WarmupEnded, "every stream produced")
 				}
 			})
 		}
@@ -270,21 +270,21 @@ func TestQueuedFromTheClientsTimeline(t *testing.T) {
 	res, log := runMatrix(t, spec, srv)
 	for _, c := range res.Cells {
 		require.NotNil(t, c.Measurement)
-		assert.Less(t, c.WarmupS, 15.0, "×%d: %s", c.Concurrency, c.WarmupEnded)
-		assert.Nil(t, c.Server, "no /metrics")
-		require.NotNil(t, c.Streams)
+		assert.Less(t, c.Measurement.WarmupS, 15.0, "×%d: %s", c.Concurrency, c.Measurement.WarmupEnded)
+		assert.Nil(t, c.Measurement.Server, "no /metrics")
+		require.NotNil(t, c.Measurement.Streams)
 		if c.Concurrency <= 2 {
 			assert.Equal(t, matrix.Valid, c.Status, "×%d: %s\n%s", c.Concurrency, c.Reason, log)
 			continue
 		}
 		assert.Equal(t, matrix.RequestsQueued, c.Status, "×%d: %s\n%s", c.Concurrency, c.Reason, log)
 		assert.Contains(t, c.Reason, fmt.Sprintf("at most 2 of %d streams decoded at once", c.Concurrency))
-		assert.Equal(t, 2, c.Streams.Ceiling)
+		assert.Equal(t, 2, c.Measurement.Streams.Ceiling)
 		if c.Concurrency == 8 {
-			assert.Contains(t, c.WarmupEnded, "as many as the server ran at once in an earlier cell", "the ×4 cell found the cap")
+			assert.Contains(t, c.Measurement.WarmupEnded, "as many as the server ran at once in an earlier cell", "the ×4 cell found the cap")
 		}
-		require.NotEmpty(t, c.Notes, "a total below per request × streams is explained")
-		assert.Contains(t, c.Notes[0], "the streams decoded")
+		require.NotEmpty(t, c.Measurement.Notes, "a total below per request × streams is explained")
+		assert.Contains(t, c.Measurement.Notes[0], "the streams decoded")
 	}
 }
 
@@ -302,7 +302,7 @@ func TestEveryThirdRequestFails(t *testing.T) {
 	for _, c := range res.Cells {
 		require.NotNil(t, c.Measurement, "%d: %s: %s\n%s", c.ContextTokens, c.Status, c.Reason, log)
 		assert.NotEqual(t, matrix.Failed, c.Status, c.Reason)
-		assert.Positive(t, c.TotalTokS)
+		assert.Positive(t, c.Measurement.TotalTokensPerSec)
 		share := float64(c.Errors) / float64(c.Requests)
 		assert.InDelta(t, 1.0/3, share, 0.1, "%d of %d failed", c.Errors, c.Requests)
 		assert.Equal(t, c.Errors, c.ErrorKinds[metrics.KindServerStatus], "every failure counted by kind")

@@ -72,4 +72,14 @@ func TestSpecMistakes(t *testing.T) {
 		assert.Equal(t, "Client.HTTPClient.Timeout", ce.Field)
 		assert.Zero(t, asked.Load(), "nothing was sent")
 	})
+	t.Run("a client for another URL", func(t *testing.T) {
+		r := &matrix.Runner{Spec: ok(), Client: &loadgen.Client{BaseURL: "http://127.0.0.1:1/v1"}}
+		res, err := r.Run(t.Context())
+		assert.Nil(t, res)
+		ce, isConfig := errors.AsType[*loadgen.ConfigError](err)
+		require.True(t, isConfig, "%v", err)
+		assert.Equal(t, "Client.BaseURL", ce.Field)
+		assert.Contains(t, err.Error(), "Spec.URL")
+		assert.Zero(t, asked.Load(), "nothing was sent")
+	})
 }

@@ -351,17 +351,17 @@ func TestShardsFromTheManifest(t *testing.T) {
 	for _, cell := range res.Cells {
 		require.NotNil(t, cell.Measurement, "%d: %s %s\n%s", cell.Concurrency, cell.Status, cell.Reason, logs[0].String())
 		assert.Equal(t, matrix.Valid, cell.Status, cell.Reason)
-		assert.InEpsilon(t, 100*float64(cell.Concurrency), cell.TotalTokS, 0.03, "%d streams over %d shards", cell.Concurrency, shards)
-		assert.InDelta(t, 10, cell.TBTms.P50, 0.3)
-		require.Len(t, cell.Shards, shards)
+		assert.InEpsilon(t, 100*float64(cell.Concurrency), cell.Measurement.TotalTokensPerSec, 0.03, "%d streams over %d shards", cell.Concurrency, shards)
+		assert.InDelta(t, 10, cell.Measurement.TBT.P50, 0.3)
+		require.Len(t, cell.Measurement.Shards, shards)
 		got := map[string]bool{}
 		tokens := 0
-		for _, s := range cell.Shards {
+		for _, s := range cell.Measurement.Shards {
 			assert.Empty(t, s.Lost)
 			got[s.Name] = true
 			tokens += s.OutputTokens
 		}
-		assert.Equal(t, cell.OutputTokens, tokens)
+		assert.Equal(t, cell.Measurement.OutputTokens, tokens)
 		for _, name := range names[1:] {
 			assert.True(t, got[name], "follower %s in the cell: %v", name, got)
 		}

@@ -366,10 +366,10 @@ func TestResumeKeepsTheSpeed(t *testing.T) {
 	assert.EqualValues(t, 10, r.Server.Speed)
 	after := r.Cells[1].Measurement
 	require.NotNil(t, after)
-	assert.InEpsilon(t, before.PerRequestTokS, after.PerRequestTokS, 0.25,
-		"per-request tok/s %.1f before, %.1f resumed", before.PerRequestTokS, after.PerRequestTokS)
-	assert.InEpsilon(t, before.TotalTokS, after.TotalTokS, 0.25,
-		"total tok/s %.1f before, %.1f resumed", before.TotalTokS, after.TotalTokS)
+	assert.InEpsilon(t, before.PerRequestTokensPerSec, after.PerRequestTokensPerSec, 0.25,
+		"per-request tok/s %.1f before, %.1f resumed", before.PerRequestTokensPerSec, after.PerRequestTokensPerSec)
+	assert.InEpsilon(t, before.TotalTokensPerSec, after.TotalTokensPerSec, 0.25,
+		"total tok/s %.1f before, %.1f resumed", before.TotalTokensPerSec, after.TotalTokensPerSec)
 }
 
 // TestRenderChangesNothing renders a finished results file in every format:

@@ -270,12 +270,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			// A resumed simulated run gets a new simulator; its URL differs.
 			resume.Spec.URL, resume.Spec.Model = runner.Spec.URL, runner.Spec.Model
 		}
-		runner.Speed = o.speed
-		runner.Client = &loadgen.Client{BaseURL: runner.Spec.URL, HTTPClient: o.httpClient()}
-		runner.Server = matrix.Server{Engine: "vllm", Simulated: true, Profile: o.profile,
+		runner.Client = &loadgen.Client{HTTPClient: o.httpClient()}
+		runner.Server = matrix.Server{Engine: "vllm", Simulated: true, Speed: o.speed, Profile: o.profile,
 			Notes: []string{fmt.Sprintf("llmload's simulated server, profile %q, at %g× speed; times are the simulated server's own", o.profile, o.speed)}}
 	} else {
-		c := &loadgen.Client{BaseURL: o.spec.URL, HTTPClient: o.httpClient()}
+		c := &loadgen.Client{HTTPClient: o.httpClient()}
 		if o.keyEnv != "" {
 			if c.APIKey = os.Getenv(o.keyEnv); c.APIKey == "" {
 				fmt.Fprintf(stderr, "matrix: environment variable %s is empty\n", o.keyEnv)
@@ -359,14 +358,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func unmeasured(r *matrix.Results) string {
 	counts := map[matrix.Status]int{}
 	for _, c := range r.Cells {
-		if c.Measurement != nil && c.TotalTokS > 0 && (c.Status == matrix.Valid || c.Status == matrix.RequestsQueued) {
+		if c.Measurement != nil && c.Measurement.TotalTokensPerSec > 0 && (c.Status == matrix.Valid || c.Status == matrix.RequestsQueued) {
 			return ""
 		}
 		counts[c.Status]++
 	}
 	if len(r.Cells) == 0 {
 		for _, p := range r.Prefill {
-			if p.Error == "" && p.PromptTokS > 0 {
+			if p.Error == "" && p.PromptTokensPerSec > 0 {
 				return ""
 			}
 		}

@@ -207,7 +207,7 @@ func TestInterruptAndResume(t *testing.T) {
 		}
 		n := 0
 		for _, c := range r.Cells {
-			if c.Status != matrix.StatusUnknown && (c.Measurement == nil || !c.Partial) {
+			if c.Status != matrix.StatusUnknown && (c.Measurement == nil || !c.Measurement.Partial) {
 				n++
 			}
 		}
@@ -232,9 +232,9 @@ func TestInterruptAndResume(t *testing.T) {
 	done, partial := 0, 0
 	for _, c := range r.Cells {
 		switch {
-		case c.Measurement != nil && c.Partial:
+		case c.Measurement != nil && c.Measurement.Partial:
 			partial++
-			assert.Positive(t, c.OutputTokens, "the partial cell keeps what it measured")
+			assert.Positive(t, c.Measurement.OutputTokens, "the partial cell keeps what it measured")
 		case c.Status != matrix.StatusUnknown:
 			done++
 		}
@@ -252,9 +252,9 @@ func TestInterruptAndResume(t *testing.T) {
 	assert.True(t, r.Complete)
 	for _, c := range r.Cells {
 		assert.Equal(t, matrix.Valid, c.Status, "%d × %d", c.ContextTokens, c.Concurrency)
-		assert.False(t, c.Partial)
+		assert.False(t, c.Measurement.Partial)
 	}
-	assert.Equal(t, first.OutputTokens, r.Cells[0].OutputTokens, "finished cells are not redone")
+	assert.Equal(t, first.OutputTokens, r.Cells[0].Measurement.OutputTokens, "finished cells are not redone")
 }
 
 func TestSecondInterruptExitsAtOnce(t *testing.T) {
@@ -330,8 +330,8 @@ func TestSeedMatrix(t *testing.T) {
 		if row[3] == "valid" && ctx <= 64*matrix.K {
 			seed, _ := strconv.ParseFloat(row[4], 64)
 			require.NotNil(t, c.Measurement)
-			assert.InEpsilon(t, seed, c.TotalTokS, 0.10, "%s × %d: %.1f tok/s, the seed %.1f (%s)",
-				matrix.FormatTokens(ctx), n, c.TotalTokS, seed, strings.TrimSpace(c.Reason))
+			assert.InEpsilon(t, seed, c.Measurement.TotalTokensPerSec, 0.10, "%s × %d: %.1f tok/s, the seed %.1f (%s)",
+				matrix.FormatTokens(ctx), n, c.Measurement.TotalTokensPerSec, seed, strings.TrimSpace(c.Reason))
 		}
 	}
 	assert.Equal(t, 48, cells)

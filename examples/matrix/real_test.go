@@ -137,7 +137,7 @@ func checkReal(t *testing.T, res *matrix.Results, ctxLen, slots int) {
 	for _, c := range res.Cells {
 		warm := 0.0
 		if c.Measurement != nil {
-			warm = c.WarmupS
+			warm = c.Measurement.WarmupS
 		}
 		t.Logf("cell %-5s × %-3d %-15s prompt_tokens %5d  warm-up %4.1f s  %s", matrix.FormatTokens(c.ContextTokens), c.Concurrency, c.Status, c.PromptTokens, warm, c.Reason)
 	}
@@ -151,7 +151,7 @@ func checkReal(t *testing.T, res *matrix.Results, ctxLen, slots int) {
 		if c.ContextTokens > 0 {
 			assert.InEpsilon(t, c.ContextTokens, c.PromptTokens, 0.05, "%s: %s", label, near(c.ContextTokens, c.PromptTokens))
 		}
-		assert.LessOrEqual(t, c.WarmupS, 20.0, "%s warmed up for %.1f s: %s", label, c.WarmupS, c.WarmupEnded)
+		assert.LessOrEqual(t, c.Measurement.WarmupS, 20.0, "%s warmed up for %.1f s: %s", label, c.Measurement.WarmupS, c.Measurement.WarmupEnded)
 		switch {
 		case slots == 0:
 		case c.Concurrency <= slots:

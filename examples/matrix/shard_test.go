@@ -266,21 +266,21 @@ func TestShardedRunAcrossProcesses(t *testing.T) {
 	for _, c := range res.Cells {
 		require.NotNil(t, c.Measurement, "%d: %s %s", c.Concurrency, c.Status, c.Reason)
 		assert.Equal(t, matrix.Valid, c.Status, c.Reason)
-		assert.InEpsilon(t, 100*float64(c.Concurrency), c.TotalTokS, 0.03, "%d streams over 3 processes", c.Concurrency)
-		assert.InDelta(t, 10, c.TBTms.P50, 0.3, "%d streams", c.Concurrency)
-		require.Len(t, c.Shards, 3)
+		assert.InEpsilon(t, 100*float64(c.Concurrency), c.Measurement.TotalTokensPerSec, 0.03, "%d streams over 3 processes", c.Concurrency)
+		assert.InDelta(t, 10, c.Measurement.TBT.P50, 0.3, "%d streams", c.Concurrency)
+		require.Len(t, c.Measurement.Shards, 3)
 		tokens := 0
 		names := []string{}
-		for i, s := range c.Shards {
+		for i, s := range c.Measurement.Shards {
 			assert.Equal(t, matrix.SplitConcurrency(c.Concurrency, 3)[i], s.Streams)
 			assert.Empty(t, s.Lost)
 			tokens += s.OutputTokens
 			names = append(names, s.Name)
 		}
-		assert.ElementsMatch(t, []string{c.Shards[0].Name, "f1", "f2"}, names)
-		assert.Equal(t, c.OutputTokens, tokens)
-		require.NotNil(t, c.Recording, "the cell carries its histograms")
-		assert.EqualValues(t, c.Recording.Summary.TBT.Count, c.Recording.Histograms.TBT.Count())
+		assert.ElementsMatch(t, []string{c.Measurement.Shards[0].Name, "f1", "f2"}, names)
+		assert.Equal(t, c.Measurement.OutputTokens, tokens)
+		require.NotNil(t, c.Measurement.Recording, "the cell carries its histograms")
+		assert.EqualValues(t, c.Measurement.Recording.Summary.TBT.Count, c.Measurement.Recording.Histograms.TBT.Count())
 	}
 	clients := srv.clients()
 	assert.Zero(t, clients[0], "every stream's connection was traced to a process: %v", clients)
@@ -324,26 +324,26 @@ func TestShardedRunFaults(t *testing.T) {
 	assert.False(t, res.Complete)
 	first := res.Cell(0, 4)
 	require.NotNil(t, first.Measurement, leader.log.String())
-	assert.True(t, first.Partial, "the cell that lost a shard is partial")
-	require.Len(t, first.Shards, 3)
+	assert.True(t, first.Measurement.Partial, "the cell that lost a shard is partial")
+	require.Len(t, first.Measurement.Shards, 3)
 	var lost matrix.Shard
-	for _, s := range first.Shards {
+	for _, s := range first.Measurement.Shards {
 		if s.Name == "f2" {
 			lost = s
 		}
 	}
 	assert.Contains(t, lost.Lost, "no word from it", leader.log.String())
-	assert.Contains(t, strings.Join(first.Notes, "\n"), fmt.Sprintf("shard %d (f2) was lost", lost.Index))
+	assert.Contains(t, strings.Join(first.Measurement.Notes, "\n"), fmt.Sprintf("shard %d (f2) was lost", lost.Index))
 
 	second := res.Cell(0, 6)
 	require.NotNil(t, second.Measurement, leader.log.String())
-	assert.False(t, second.Partial)
-	require.Len(t, second.Shards, 2, "the next cell runs on the shards left")
-	assert.InEpsilon(t, 600, second.TotalTokS, 0.03)
+	assert.False(t, second.Measurement.Partial)
+	require.Len(t, second.Measurement.Shards, 2, "the next cell runs on the shards left")
+	assert.InEpsilon(t, 600, second.Measurement.TotalTokensPerSec, 0.03)
 
 	third := res.Cell(0, 8)
 	require.NotNil(t, third.Measurement, "the interrupted cell keeps what it measured: %s", leader.log.String())
-	assert.True(t, third.Partial)
+	assert.True(t, third.Measurement.Partial)
 }
 
 // LaunchAndWarmup is how long a cell of leaderArgs takes from its start

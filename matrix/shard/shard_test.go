@@ -96,7 +96,7 @@ func TestFleetMergesShards(t *testing.T) {
 	spec := pacedSpec(srv.URL+"/v1", 3, 7)
 	f := startFleet(t, spec, 2, shard.DefaultSilence)
 	r := &matrix.Runner{Spec: spec, Fleet: f.leader, Log: f.log,
-		Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()}}
+		Client: &loadgen.Client{HTTPClient: srv.Client()}}
 	res, err := r.Run(t.Context())
 	require.NoError(t, err, f.log.String())
 	f.leader.Close(t.Context())
@@ -108,11 +108,11 @@ func TestFleetMergesShards(t *testing.T) {
 	for _, c := range res.Cells {
 		require.NotNil(t, c.Measurement, "%d: %s %s", c.Concurrency, c.Status, c.Reason)
 		assert.Equal(t, matrix.Valid, c.Status, "%d: %s", c.Concurrency, c.Reason)
-		assert.False(t, c.Partial)
-		require.Len(t, c.Shards, 3, f.log.String())
+		assert.False(t, c.Measurement.Partial)
+		require.Len(t, c.Measurement.Shards, 3, f.log.String())
 		shares := []int{}
 		tokens := 0
-		for i, s := range c.Shards {
+		for i, s := range c.Measurement.Shards {
 			assert.Equal(t, i, s.Index)
 			assert.Empty(t, s.Lost)
 			assert.Positive(t, s.OutputTokens)
@@ -121,11 +121,11 @@ func TestFleetMergesShards(t *testing.T) {
 			tokens += s.OutputTokens
 		}
 		assert.Equal(t, matrix.SplitConcurrency(c.Concurrency, 3), shares)
-		assert.Equal(t, tokens, c.OutputTokens, "the merged tokens are the shards' tokens")
-		assert.InEpsilon(t, 100*float64(c.Concurrency), c.TotalTokS, 0.05, "%d streams", c.Concurrency)
-		assert.InDelta(t, 10, c.TBTms.P50, 0.3)
-		require.NotNil(t, c.Recording)
-		assert.Equal(t, int64(c.Recording.Summary.Requests), c.Recording.Histograms.Latency.Count()+int64(c.Recording.Summary.Canceled+c.Recording.Summary.Failed),
+		assert.Equal(t, tokens, c.Measurement.OutputTokens, "the merged tokens are the shards' tokens")
+		assert.InEpsilon(t, 100*float64(c.Concurrency), c.Measurement.TotalTokensPerSec, 0.05, "%d streams", c.Concurrency)
+		assert.InDelta(t, 10, c.Measurement.TBT.P50, 0.3)
+		require.NotNil(t, c.Measurement.Recording)
+		assert.Equal(t, int64(c.Measurement.Recording.Summary.Requests), c.Measurement.Recording.Histograms.Latency.Count()+int64(c.Measurement.Recording.Summary.Canceled+c.Measurement.Recording.Summary.Failed),
 			"every request in the merged histograms")
 	}
 }
@@ -140,7 +140,7 @@ func TestFleetLosesASilentFollower(t *testing.T) {
 	spec := pacedSpec(srv.URL+"/v1", 4, 6)
 	f := startFleet(t, spec, 2, time.Second)
 	r := &matrix.Runner{Spec: spec, Fleet: f.leader, Log: f.log,
-		Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()}}
+		Client: &loadgen.Client{HTTPClient: srv.Client()}}
 	// Silence follower 2 once the first cell's window is open.
 	go func() {
 		deadline := time.After(30 * time.Second)
@@ -165,24 +165,24 @@ func TestFleetLosesASilentFollower(t *testing.T) {
 
 	first := res.Cells[0]
 	require.NotNil(t, first.Measurement, f.log.String())
-	assert.True(t, first.Partial, "a cell that lost a shard is partial")
-	require.Len(t, first.Shards, 3)
-	lost := first.Shards[1]
+	assert.True(t, first.Measurement.Partial, "a cell that lost a shard is partial")
+	require.Len(t, first.Measurement.Shards, 3)
+	lost := first.Measurement.Shards[1]
 	if lost.Name != "follower-b" {
-		lost = first.Shards[2]
+		lost = first.Measurement.Shards[2]
 	}
 	require.Equal(t, "follower-b", lost.Name)
 	assert.Contains(t, lost.Lost, "no word from it", f.log.String())
-	assert.Contains(t, strings.Join(first.Notes, "\n"), fmt.Sprintf("shard %d (follower-b) was lost: no word from it", lost.Index))
-	assert.Equal(t, first.Concurrency-lost.Streams, first.Shards[0].Streams+first.Shards[3-lost.Index].Streams)
+	assert.Contains(t, strings.Join(first.Measurement.Notes, "\n"), fmt.Sprintf("shard %d (follower-b) was lost: no word from it", lost.Index))
+	assert.Equal(t, first.Concurrency-lost.Streams, first.Measurement.Shards[0].Streams+first.Measurement.Shards[3-lost.Index].Streams)
 	// The shards left, within 10%: the server and every shard share this
 	// process, and the test runs beside others.
-	assert.InEpsilon(t, 100*float64(first.Concurrency-lost.Streams), first.TotalTokS, 0.1, "the shards left: %.1f tok/s; %s", first.TotalTokS, f.log.String())
+	assert.InEpsilon(t, 100*float64(first.Concurrency-lost.Streams), first.Measurement.TotalTokensPerSec, 0.1, "the shards left: %.1f tok/s; %s", first.Measurement.TotalTokensPerSec, f.log.String())
 
 	second := res.Cells[1]
 	require.NotNil(t, second.Measurement, f.log.String())
-	assert.False(t, second.Partial)
-	require.Len(t, second.Shards, 2, "the next cell runs on the shards left")
-	assert.Equal(t, []int{3, 3}, []int{second.Shards[0].Streams, second.Shards[1].Streams})
-	assert.InEpsilon(t, 600, second.TotalTokS, 0.05)
+	assert.False(t, second.Measurement.Partial)
+	require.Len(t, second.Measurement.Shards, 2, "the next cell runs on the shards left")
+	assert.Equal(t, []int{3, 3}, []int{second.Measurement.Shards[0].Streams, second.Measurement.Shards[1].Streams})
+	assert.InEpsilon(t, 600, second.Measurement.TotalTokensPerSec, 0.05)
 }
