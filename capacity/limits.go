@@ -216,3 +216,58 @@ func (l Limits) Check(context, concurrency, maxOutput int) Verdict {
 	return Verdict{Fits: true, AtRisk: atRisk, Reason: WithinLimits, Need: need, Have: l.KVTokens,
 		Detail: fmt.Sprintf("%d × (%d + %d) = %d ≤ %d KV tokens%s", concurrency, context, maxOutput, need, l.KVTokens, risk)}
 }
+
+// A LimitName names one of the limits of [Limits], as its JSON field does.
+type LimitName string
+
+// The limits a [Gap] names.
+const (
+	LimitKVTokens    LimitName = "kv_tokens"
+	LimitMaxRunning  LimitName = "max_running"
+	LimitMaxModelLen LimitName = "max_model_len"
+)
+
+// A Gap is a limit that neither the server published nor the caller
+// gave, and where to find it.
+type Gap struct {
+	Limit LimitName
+	// Where says where the engine sets or prints it, as a parenthetical
+	// ("vLLM's --max-num-seqs, 256 by default"); "" when unknown.
+	Where string
+	// FollowsFrom names the limit it follows from, if any: on an engine
+	// that holds a context per slot, the KV tokens follow from
+	// max_running (and max_model_len).
+	FollowsFrom LimitName
+}
+
+// Gaps lists the limits l lacks (max_running, kv_tokens, max_model_len, in
+// that order), with where engine e keeps each: what to ask the user for
+// before a plan can be exact.
+func (l Limits) Gaps(e Engine) []Gap {
+	var out []Gap
+	if l.MaxRunning <= 0 {
+		g := Gap{Limit: LimitMaxRunning}
+		switch e {
+		case EngineVLLM:
+			g.Where = "vLLM's --max-num-seqs, 256 by default"
+		case EngineOllama:
+			g.Where = "Ollama's OLLAMA_NUM_PARALLEL"
+		}
+		out = append(out, g)
+	}
+	if l.KVTokens <= 0 {
+		g := Gap{Limit: LimitKVTokens, Where: "from the server's start-up log"}
+		if e == EngineOllama || e == EngineLlamaCpp {
+			g.Where, g.FollowsFrom = e.String()+" holds a context per slot", LimitMaxRunning
+		}
+		out = append(out, g)
+	}
+	if l.MaxModelLen <= 0 {
+		g := Gap{Limit: LimitMaxModelLen}
+		if e == EngineOllama {
+			g.Where = "Ollama's OLLAMA_CONTEXT_LENGTH or the model's num_ctx, published once the model is loaded"
+		}
+		out = append(out, g)
+	}
+	return out
+}

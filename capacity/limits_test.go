@@ -105,3 +105,28 @@ func TestCheckRange(t *testing.T) {
 	assert.Equal(t, 900, merged.KVTokensLow)
 	assert.Equal(t, 1100, merged.KVTokensHigh)
 }
+
+// TestLimitsGaps: each limit missing is named with where its engine keeps
+// it; on engines that hold a context per slot the KV tokens follow from
+// max_running; a limit known is no gap.
+func TestLimitsGaps(t *testing.T) {
+	all := Limits{}.Gaps(EngineVLLM)
+	require.Len(t, all, 3)
+	assert.Equal(t, []LimitName{LimitMaxRunning, LimitKVTokens, LimitMaxModelLen}, []LimitName{all[0].Limit, all[1].Limit, all[2].Limit})
+	assert.Contains(t, all[0].Where, "--max-num-seqs")
+	assert.Contains(t, all[1].Where, "start-up log")
+	assert.Empty(t, all[1].FollowsFrom)
+
+	ollama := Limits{MaxModelLen: 4096}.Gaps(EngineOllama)
+	require.Len(t, ollama, 2)
+	assert.Equal(t, Gap{Limit: LimitMaxRunning, Where: "Ollama's OLLAMA_NUM_PARALLEL"}, ollama[0])
+	assert.Equal(t, LimitKVTokens, ollama[1].Limit)
+	assert.Equal(t, LimitMaxRunning, ollama[1].FollowsFrom)
+	assert.Contains(t, ollama[1].Where, "a context per slot")
+
+	assert.Empty(t, Limits{KVTokens: 1, MaxRunning: 1, MaxModelLen: 1}.Gaps(EngineUnknown))
+	unknown := Limits{KVTokens: 1}.Gaps(EngineUnknown)
+	require.Len(t, unknown, 2)
+	assert.Equal(t, Gap{Limit: LimitMaxRunning}, unknown[0])
+	assert.Equal(t, Gap{Limit: LimitMaxModelLen}, unknown[1])
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -306,4 +307,30 @@ func TestDiscoveryComplete(t *testing.T) {
 	v := &Discovery{Engine: EngineVLLM, Limits: Limits{MaxModelLen: 4096}}
 	assert.Zero(t, v.Complete(Limits{MaxRunning: 4}).KVTokens, "vLLM shares one pool: nothing follows")
 	assert.Equal(t, 9, d.Complete(Limits{KVTokens: 9, MaxRunning: 4}).KVTokens, "a given figure wins")
+}
+
+// TestDiscoveryWriteText: the text names the engine, the requests made
+// with their answers, each limit found with where it was read, and vLLM's
+// blocks; a server that publishes nothing is named unknown.
+func TestDiscoveryWriteText(t *testing.T) {
+	srv := serve(t, map[string]string{"/metrics": vllmMetrics, "/v1/models": vllmModels, "/version": `{"version":"0.20.1"}`})
+	d, err := Discover(t.Context(), srv.Client(), srv.URL+"/v1")
+	require.NoError(t, err)
+	var b strings.Builder
+	require.NoError(t, d.WriteText(&b))
+	text := b.String()
+	assert.Contains(t, text, "Server     vllm 0.20.1\n")
+	assert.Contains(t, text, "/metrics 200")
+	assert.Contains(t, text, "Found      kv_tokens 757,087 (from ")
+	assert.Contains(t, text, "Found      max_model_len 262,144 (from ")
+	assert.NotContains(t, text, "max_running", "vLLM does not publish it")
+	assert.Contains(t, text, "387 blocks of 2,048 tokens, max concurrency 2.89\n")
+
+	none := serve(t, nil)
+	d, err = Discover(t.Context(), none.Client(), none.URL)
+	require.NoError(t, err)
+	b.Reset()
+	require.NoError(t, d.WriteText(&b))
+	assert.Contains(t, b.String(), "Server     unknown engine")
+	assert.NotContains(t, b.String(), "Found")
 }

@@ -185,3 +185,48 @@ func (p *textWriter) f(format string, args ...any) {
 		_, p.err = fmt.Fprintf(p.w, format, args...)
 	}
 }
+
+// WriteText writes what the server told: its engine and version, the
+// model, the requests made and their answers, the limits found and where
+// from, vLLM's block figures, and the notes.
+func (d *Discovery) WriteText(w io.Writer) error {
+	p := &textWriter{w: w}
+	engine := d.Engine.String()
+	switch {
+	case d.Engine == EngineUnknown:
+		engine = "unknown engine (it publishes none of the limits llmload reads)"
+	case d.Version != "":
+		engine += " " + d.Version
+	}
+	p.f("Server     %s\n", engine)
+	if d.Model != "" {
+		p.f("           model %s\n", d.Model)
+	}
+	var asked []string
+	for _, pr := range d.Probes {
+		status := "no answer"
+		if pr.Status != 0 {
+			status = strconv.Itoa(pr.Status)
+		}
+		asked = append(asked, pr.Path+" "+status)
+	}
+	if len(asked) > 0 {
+		p.f("           asked %s\n", strings.Join(asked, ", "))
+	}
+	found := d.Limits
+	for _, f := range []struct {
+		name LimitName
+		n    int
+	}{{LimitKVTokens, found.KVTokens}, {LimitMaxRunning, found.MaxRunning}, {LimitMaxModelLen, found.MaxModelLen}} {
+		if f.n > 0 {
+			p.f("Found      %s %s (from %s)\n", f.name, commaInt(f.n), found.Source)
+		}
+	}
+	if d.NumGPUBlocks > 0 {
+		p.f("           %s blocks of %s tokens, max concurrency %.2f\n", commaInt(d.NumGPUBlocks), commaInt(d.BlockSize), d.MaxConcurrency)
+	}
+	for _, n := range d.Notes {
+		p.f("           note: %s\n", n)
+	}
+	return p.err
+}

@@ -28,7 +28,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"time"
 
@@ -302,90 +301,30 @@ func (o *options) estimate(m *capacity.Model) (*capacity.Estimate, error) {
 	return nil, fmt.Errorf("-engine %s: want vllm or sglang", o.engine)
 }
 
-// writeDiscovery says what the server told, from where, and which flags
-// supply what neither it nor a flag gave.
+// flags name the flag that gives each limit.
+var flags = map[capacity.LimitName]string{
+	capacity.LimitKVTokens:    "-kv-tokens",
+	capacity.LimitMaxRunning:  "-max-num-seqs",
+	capacity.LimitMaxModelLen: "-max-model-len",
+}
+
+// writeDiscovery says what the server told, and which flags supply what
+// neither it nor a flag gave.
 func writeDiscovery(w io.Writer, d *capacity.Discovery, limits capacity.Limits) error {
-	var b strings.Builder
-	engine := d.Engine.String()
-	switch {
-	case d.Engine == capacity.EngineUnknown:
-		engine = "unknown engine (it publishes none of the limits llmload reads)"
-	case d.Version != "":
-		engine += " " + d.Version
+	if err := d.WriteText(w); err != nil {
+		return err
 	}
-	fmt.Fprintf(&b, "Server     %s\n", engine)
-	if d.Model != "" {
-		fmt.Fprintf(&b, "           model %s\n", d.Model)
-	}
-	var asked []string
-	for _, pr := range d.Probes {
-		status := "no answer"
-		if pr.Status != 0 {
-			status = strconv.Itoa(pr.Status)
+	for _, g := range limits.Gaps(d.Engine) {
+		line := fmt.Sprintf("%s: pass %s N", g.Limit, flags[g.Limit])
+		switch {
+		case g.FollowsFrom != "":
+			line = fmt.Sprintf("%s: follows from %s (%s), or pass %s N", g.Limit, flags[g.FollowsFrom], g.Where, flags[g.Limit])
+		case g.Where != "":
+			line += " (" + g.Where + ")"
 		}
-		asked = append(asked, pr.Path+" "+status)
-	}
-	if len(asked) > 0 {
-		fmt.Fprintf(&b, "           asked %s\n", strings.Join(asked, ", "))
-	}
-	found := d.Limits
-	for _, f := range []struct {
-		name string
-		n    int
-	}{{"kv_tokens", found.KVTokens}, {"max_running", found.MaxRunning}, {"max_model_len", found.MaxModelLen}} {
-		if f.n > 0 {
-			fmt.Fprintf(&b, "Found      %s %s (from %s)\n", f.name, comma(f.n), found.Source)
+		if _, err := fmt.Fprintf(w, "Not found  %s\n", line); err != nil {
+			return err
 		}
 	}
-	if d.NumGPUBlocks > 0 {
-		fmt.Fprintf(&b, "           %s blocks of %s tokens, max concurrency %.2f\n", comma(d.NumGPUBlocks), comma(d.BlockSize), d.MaxConcurrency)
-	}
-	for _, n := range d.Notes {
-		fmt.Fprintf(&b, "           note: %s\n", n)
-	}
-	for _, m := range missing(d.Engine, limits) {
-		fmt.Fprintf(&b, "Not found  %s\n", m)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// missing says, for each limit neither the server nor a flag gave, which
-// flag gives it.
-func missing(engine capacity.Engine, limits capacity.Limits) []string {
-	var out []string
-	if limits.MaxRunning <= 0 {
-		s := "max_running: pass -max-num-seqs N"
-		switch engine {
-		case capacity.EngineVLLM:
-			s += " (vLLM's --max-num-seqs; 256 by default)"
-		case capacity.EngineOllama:
-			s += " (Ollama's OLLAMA_NUM_PARALLEL)"
-		}
-		out = append(out, s)
-	}
-	if limits.KVTokens <= 0 {
-		s := "kv_tokens: pass -kv-tokens N (from the server's start-up log)"
-		if engine == capacity.EngineOllama || engine == capacity.EngineLlamaCpp {
-			s = "kv_tokens: follows from -max-num-seqs (" + engine.String() + " holds a context per slot), or pass -kv-tokens N"
-		}
-		out = append(out, s)
-	}
-	if limits.MaxModelLen <= 0 {
-		s := "max_model_len: pass -max-model-len N"
-		if engine == capacity.EngineOllama {
-			s += " (Ollama's context length: OLLAMA_CONTEXT_LENGTH or the model's num_ctx; it is published once the model is loaded)"
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// comma formats n with thousands separators.
-func comma(n int) string {
-	s := strconv.Itoa(n)
-	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
+	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,4 +31,13 @@ func TestRealServerCapacity(t *testing.T) {
 	t.Log(text)
 	assert.Contains(t, text, "Server     "+r.Engine.String()+" "+r.Version)
 	assert.Contains(t, text, "Found      max_model_len "+comma(r.MaxModelLen)+" (from "+r.Source)
+}
+
+// comma formats n with thousands separators, as the command prints counts.
+func comma(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

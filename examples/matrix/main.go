@@ -456,44 +456,44 @@ func render(o *options, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// hints say, for each limit, the flag that gives it and what it means for
+// the plan.
+var hints = map[capacity.LimitName]struct{ flag, what, plan string }{
+	capacity.LimitMaxRunning:  {"-max-num-seqs", "the requests it runs at once", "beyond it cells are predicted to queue"},
+	capacity.LimitKVTokens:    {"-kv-tokens", "its KV cache", ""},
+	capacity.LimitMaxModelLen: {"-max-model-len", "its context length", "longer rows are predicted over capacity"},
+}
+
 // writeHints says, before a run, which flags would make its plan exact:
 // the limits the server did not publish and the user did not give.
 func writeHints(w io.Writer, r *matrix.Results) {
 	if r.Server.Simulated {
 		return // the simulator's limits are its profile's
 	}
-	l := r.Server.Limits
-	var flags []string
-	if l.MaxRunning <= 0 {
-		s := "-max-num-seqs N (the requests it runs at once"
-		switch r.Server.Engine {
-		case "vllm":
-			s += ": vLLM's --max-num-seqs, 256 by default"
-		case "ollama":
-			s += ": Ollama's OLLAMA_NUM_PARALLEL"
-		}
-		flags = append(flags, s+"; beyond it cells are predicted to queue)")
-	}
-	if l.KVTokens <= 0 {
-		s := "-kv-tokens N (its KV cache, from its start-up log"
-		if r.Server.Engine == "ollama" || r.Server.Engine == "llama.cpp" {
-			s = "-kv-tokens N (or -max-num-seqs: " + r.Server.Engine + " holds a context per slot"
-		}
-		flags = append(flags, s+")")
-	}
-	if l.MaxModelLen <= 0 {
-		flags = append(flags, "-max-model-len N (its context length; longer rows are predicted over capacity)")
-	}
-	if len(flags) == 0 {
+	var engine capacity.Engine
+	_ = engine.UnmarshalText([]byte(r.Server.Engine))
+	gaps := r.Server.Limits.Gaps(engine)
+	if len(gaps) == 0 {
 		return
 	}
-	engine := r.Server.Engine
-	if engine == "" {
-		engine = "the server"
+	name := r.Server.Engine
+	if name == "" {
+		name = "the server"
 	}
-	fmt.Fprintf(w, "%s did not publish every limit; to make the plan exact, pass:\n", engine)
-	for _, f := range flags {
-		fmt.Fprintf(w, "  %s\n", f)
+	fmt.Fprintf(w, "%s did not publish every limit; to make the plan exact, pass:\n", name)
+	for _, g := range gaps {
+		h := hints[g.Limit]
+		s := h.what
+		switch {
+		case g.FollowsFrom != "":
+			s = "or " + hints[g.FollowsFrom].flag + ": " + g.Where
+		case g.Where != "":
+			s += ", " + g.Where
+		}
+		if h.plan != "" {
+			s += "; " + h.plan
+		}
+		fmt.Fprintf(w, "  %s N (%s)\n", h.flag, s)
 	}
 }
 

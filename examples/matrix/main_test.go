@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
 )
@@ -335,4 +336,23 @@ func TestSeedMatrix(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 48, cells)
+}
+
+// TestWriteHints: before a run against a server that did not publish every
+// limit, the command names the flag for each, with where the engine keeps
+// it and what it means for the plan; a simulated run needs none.
+func TestWriteHints(t *testing.T) {
+	var b strings.Builder
+	writeHints(&b, &matrix.Results{Server: matrix.Server{Engine: "vllm", Limits: capacity.Limits{KVTokens: 1000, MaxModelLen: 4096}}})
+	assert.Equal(t, "vllm did not publish every limit; to make the plan exact, pass:\n"+
+		"  -max-num-seqs N (the requests it runs at once, vLLM's --max-num-seqs, 256 by default; beyond it cells are predicted to queue)\n", b.String())
+
+	b.Reset()
+	writeHints(&b, &matrix.Results{Server: matrix.Server{Engine: "ollama"}})
+	assert.Contains(t, b.String(), "  -kv-tokens N (or -max-num-seqs: ollama holds a context per slot)\n")
+	assert.Contains(t, b.String(), "  -max-model-len N (its context length, Ollama's OLLAMA_CONTEXT_LENGTH")
+
+	b.Reset()
+	writeHints(&b, &matrix.Results{Server: matrix.Server{Simulated: true}})
+	assert.Empty(t, b.String())
 }
