@@ -50,7 +50,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"time"
 
 	"github.com/llmload/llmload/loadgen"
@@ -345,11 +344,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer client.CloseIdleConnections()
 
-	b := &workload.Builder{API: o.api, Model: o.model, IgnoreEOS: o.ignoreEOS}
-	src := &sources{o: o, b: b, sizing: sizing, ds: ds, tr: tr}
-	res.Workload = src.describe()
-	defer src.close()
-	if err := src.validate(); err != nil {
+	mix := &workload.Mix{Trace: tr, Replay: workload.Replay{TimeScale: o.traceScale, BlockTokens: o.traceBlock},
+		Dataset: ds, Turns: o.turns, Think: o.think, Input: o.input, Output: o.output, Prefix: o.prefix,
+		Sizing: sizing, Seed: o.seed, Builder: workload.Builder{API: o.api, Model: o.model, IgnoreEOS: o.ignoreEOS}}
+	if ds != nil && !o.set["output-len"] {
+		mix.Output = nil // the records' own
+	}
+	res.Workload = mix.String()
+	defer mix.Close()
+	if err := mix.Validate(); err != nil {
 		fail(stderr, err)
 		return 2
 	}
@@ -359,11 +362,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if o.requests > 0 {
 			g.Duration = 0
 		}
-		if err := src.next(g); err != nil {
+		if err := mix.Setup(g); err != nil {
 			return nil, err
-		}
-		if tr != nil {
-			g.Duration, g.Warmup, g.Requests = 0, 0, 0
 		}
 		if load.Kind == sweep.Concurrency {
 			g.MaxInFlight = 0
@@ -400,7 +400,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		res.Runs = []sweep.Result{r}
 		onResult(r)
 	}
-	if err := src.err(); err != nil && runErr == nil {
+	if err := mix.Err(); err != nil && runErr == nil {
 		runErr = err
 	}
 	res.Finished = time.Now()
@@ -444,116 +444,6 @@ func (o *options) httpClient() *http.Client {
 		return &http.Client{Transport: loadgen.NewTransport(conns)}
 	}
 	return &http.Client{Transport: loadgen.NewStreamTransport(conns)}
-}
-
-// sources makes each run's requests afresh: a new Feed (a file read from
-// its start) or new Sessions.
-type sources struct {
-	o      *options
-	b      *workload.Builder
-	sizing workload.Sizing
-	ds     *workload.Dataset
-	tr     *workload.Trace
-	runs   int
-	feeds  []*workload.Feed
-}
-
-// next sets g's Source (and, for a trace, its Arrivals; for sessions, its
-// Pause) for a new run.
-func (s *sources) next(g *loadgen.Generator) error {
-	o := s.o
-	s.runs++
-	seed := o.seed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	seed += uint64(s.runs) // each run its own text: no run finds another's in the prefix cache
-	var r workload.Reader
-	switch {
-	case s.tr != nil:
-		r = s.tr.Items(workload.Replay{TimeScale: o.traceScale, BlockTokens: o.traceBlock, Sizing: s.sizing, Seed: seed})
-	case s.ds != nil:
-		var out workload.Length
-		if o.set["output-len"] {
-			out = o.output
-		}
-		r = s.ds.Items(out, seed)
-	case o.turns != nil:
-		ss := &workload.Sessions{Turns: o.turns, Input: o.input, Output: o.output, Think: o.think, Sizing: s.sizing, Seed: seed, Builder: *s.b}
-		if err := ss.Validate(); err != nil {
-			return err
-		}
-		g.Source, g.Pause = ss.Source, ss.Pause
-		return nil
-	default:
-		syn := &workload.Synthetic{Input: o.input, Output: o.output, Prefix: o.prefix, Sizing: s.sizing, Seed: seed}
-		if err := syn.Validate(); err != nil {
-			return err
-		}
-		r = syn.Reader()
-	}
-	f := workload.NewFeed(r, s.b)
-	s.feeds = append(s.feeds, f)
-	g.Source = f.Source
-	if s.tr != nil {
-		g.Arrivals = f.Arrivals
-	}
-	return nil
-}
-
-// validate refuses synthetic prompts or sessions that cannot be made as
-// asked, before anything is sent.
-func (s *sources) validate() error {
-	o := s.o
-	switch {
-	case s.tr != nil, s.ds != nil:
-		return nil
-	case o.turns != nil:
-		return (&workload.Sessions{Turns: o.turns, Input: o.input, Output: o.output, Think: o.think, Sizing: s.sizing}).Validate()
-	}
-	return (&workload.Synthetic{Input: o.input, Output: o.output, Prefix: o.prefix, Sizing: s.sizing}).Validate()
-}
-
-// err returns the first error a file gave during the runs.
-func (s *sources) err() error {
-	for _, f := range s.feeds {
-		if err := f.Err(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (s *sources) close() {
-	for _, f := range s.feeds {
-		_ = f.Close()
-	}
-}
-
-// describe says what is sent.
-func (s *sources) describe() string {
-	o := s.o
-	switch {
-	case s.tr != nil:
-		return fmt.Sprintf("trace %s (%s, %d requests over %v) at %g× its times", filepath.Base(s.tr.Path), s.tr.Format, s.tr.Requests, s.tr.Span.Round(time.Millisecond), o.traceScale)
-	case s.ds != nil:
-		d := fmt.Sprintf("dataset %s (%d records", filepath.Base(s.ds.Path), s.ds.Records)
-		if s.ds.Skipped > 0 {
-			d += fmt.Sprintf(", %d without a user turn skipped", s.ds.Skipped)
-		}
-		d += ")"
-		if o.set["output-len"] {
-			d += ", output " + o.output.String() + " tokens"
-		}
-		return d
-	case o.turns != nil:
-		return fmt.Sprintf("sessions of %v turns, %v tokens in and %v out a turn, %v think time", o.turns, o.input, o.output, o.think)
-	}
-	d := fmt.Sprintf("synthetic prompts, %v tokens in, %v out", o.input, o.output)
-	if o.prefix.Groups > 0 {
-		d += fmt.Sprintf(", %d shared prefixes of %d tokens", o.prefix.Groups, o.prefix.Tokens)
-	}
-	return d
 }
 
 // write writes the report in -format, to -o or stdout.

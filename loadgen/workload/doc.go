@@ -21,6 +21,10 @@
 // grows turn by turn, with a think time between turns (the Generator's
 // Pause).
 //
+// A [Mix] is one of these for a benchmark of several runs (a sweep, an SLO
+// search): it gives each run requests of its own, says what it sends, and
+// keeps the first error a file gave.
+//
 // Prompt sizes are exact under the simulator's tokenizer
 // ([SimulatorSizing]); [Calibrate] measures a real server's [Sizing] from
 // the prompt usage it reports.
