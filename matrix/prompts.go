@@ -139,16 +139,21 @@ func (p *promptSizer) Build(ctx context.Context, target int, head string, seed u
 // size the server counted as counted instead of target: the word count is
 // corrected by the prompt's own tokens per word (its count less the fixed
 // overhead, over its words) or, given an earlier attempt of prevWords
-// counted as prevCounted, by the rate between the two. head should differ
-// from the first prompt's so that the new one is not served from a prefix
-// cache. It returns the new prompt and its word count.
+// counted as prevCounted, by the rate between the two where that rate is
+// within a factor of two of the prompt's own (two prompts a few words
+// apart also differ in their heads and in the words drawn, and their
+// counts then say little of the rate). head should differ from the first
+// prompt's, in as few tokens as can be, so that the new one is not served
+// from a prefix cache. It returns the new prompt and its word count.
 func (p *promptSizer) Resize(target, counted, words, prevWords, prevCounted int, head string, seed uint64) (string, int) {
 	rate := (float64(counted) - p.base) / float64(max(words, 1))
-	if prevWords > 0 && prevWords != words && prevCounted != counted {
-		rate = float64(counted-prevCounted) / float64(words-prevWords)
-	}
 	if !(rate > 0) {
 		rate = max(p.perWord, 0.1)
+	}
+	if prevWords > 0 && prevWords != words && prevCounted != counted {
+		if between := float64(counted-prevCounted) / float64(words-prevWords); between >= rate/2 && between <= 2*rate {
+			rate = between
+		}
 	}
 	words = max(words+int(math.Round(float64(target-counted)/rate)), 1)
 	return filler(head, words, seed), words

@@ -459,9 +459,8 @@ func (cr *cellRun) promptFor(ctx context.Context, tokens int) (*prompt, error) {
 // head is the unique beginning of a context's prompt; a resized prompt gets
 // a new one, so that it is cold again.
 func (cr *cellRun) head(tokens, round int) string {
-	if round == 0 {
-		return fmt.Sprintf("[llmload run %s, context %d]", cr.runID, tokens)
-	}
+	// Every round's head has the same words and length, so that a resize
+	// is not thrown off by a head that grew.
 	return fmt.Sprintf("[llmload run %s, context %d, size %d]", cr.runID, tokens, round)
 }
 
