@@ -127,7 +127,13 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	if run.WarmupTimedOut {
 		m.WarmupEnded = warm.timedOut(run.Warmup)
 	}
-	c.Status, c.Reason = classify(fleet.measured(c), run, samples, m.Streams, time.Duration(float64(sc.ttft)*cr.r.speed()), spec.ErrorThreshold)
+	// The prompt's prefill, cached: the idle server's quickest answer to
+	// it, not this scout's if the server was still busy.
+	prefill := sc.ttft
+	if p.warmTTFT > 0 {
+		prefill = min(prefill, p.warmTTFT)
+	}
+	c.Status, c.Reason = classify(fleet.measured(c), run, samples, m.Streams, time.Duration(float64(prefill)*cr.r.speed()), spec.ErrorThreshold)
 	if c.Status == RequestsQueued {
 		cr.learnCap(c.Concurrency, samples, m.Streams)
 	}

@@ -373,8 +373,13 @@ type prompt struct {
 	// prevWords and prevCounted are the words and the server's count of
 	// the prompt before the last resize.
 	prevWords, prevCounted int
-	// coldTTFT is the time to first token of its first, cold request.
-	coldTTFT time.Duration
+	// coldTTFT is the time to first token of its first, cold request;
+	// warmTTFT the shortest of the later ones (0 before there is one),
+	// the idle server's answer to a prompt it has cached. A scout that
+	// finds the server still busy (with requests a cell's end cancelled,
+	// which a server without metrics cannot be seen finishing) answers
+	// later than that.
+	coldTTFT, warmTTFT time.Duration
 }
 
 // maxResizes bounds how often a calibrated prompt is resized after its
@@ -635,6 +640,8 @@ func (cr *cellRun) scout(ctx context.Context, tokens int, what string) (row scou
 		row.ttft = tl.TTFT()
 		if wasCold {
 			p.coldTTFT = row.ttft
+		} else if row.ttft > 0 && (p.warmTTFT == 0 || row.ttft < p.warmTTFT) {
+			p.warmTTFT = row.ttft
 		}
 		s := cr.r.speed()
 		row.TTFT = row.ttft.Seconds() * 1000 * s

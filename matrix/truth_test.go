@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,15 +31,36 @@ import (
 // counts what was kept. Optional misbehaviour: words beyond doubleAfter
 // count twice (a tokenizer whose rate changes with length), a word counts
 // a token for every charsPerToken characters (a small vocabulary, like a
-// tiny model's, which counts the run's name in a prompt's head too), and
-// every failEvery-th generation request answers 500.
+// tiny model's, which counts the run's name in a prompt's head too),
+// every failEvery-th generation request answers 500, and every request of
+// one token after the first two of its prompt (a cold one, a warm one)
+// waits lateScout first (a server still
+// finishing the requests a cell's end cancelled when the next cell's
+// scout arrives).
 type ollamaLike struct {
 	sim           http.Handler
 	context       int // tokens a request's prompt is cut to; 0 never
 	doubleAfter   int
 	charsPerToken int
 	failEvery     int64
+	lateScout     time.Duration
 	generations   atomic.Int64
+
+	mu     sync.Mutex
+	scouts map[string]int // requests of one token, by prompt
+}
+
+// scout counts a request of one token and returns how many of its prompt
+// there have been.
+func (o *ollamaLike) scout(body map[string]any) int {
+	key := fmt.Sprint(body["prompt"], body["messages"])
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.scouts == nil {
+		o.scouts = map[string]int{}
+	}
+	o.scouts[key]++
+	return o.scouts[key]
 }
 
 // chatOverhead is the simulator's chat template: 8 tokens around one user
@@ -75,6 +97,13 @@ func (o *ollamaLike) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
+	}
+	if n, ok := body["max_tokens"].(float64); ok && n == 1 && o.lateScout > 0 && o.scout(body) > 2 {
+		select {
+		case <-time.After(o.lateScout):
+		case <-r.Context().Done():
+			return
+		}
 	}
 	overhead := 0
 	if r.URL.Path == "/v1/chat/completions" {
@@ -321,6 +350,33 @@ func TestQueuedFromTheClientsTimeline(t *testing.T) {
 		}
 		require.NotEmpty(t, c.Measurement.Notes, "a total below per request × streams is explained")
 		assert.Contains(t, c.Measurement.Notes[0], "the streams decoded")
+	}
+}
+
+// TestQueuedAfterALateScout: on a server that runs two requests at once
+// and publishes no metrics, the scout of a later cell may find it still
+// busy with the requests the previous cell's end cancelled, and answer
+// late; the cell beyond the server's slots is still Requests queued,
+// judged against the prompt's quickest answer from the idle server.
+func TestQueuedAfterALateScout(t *testing.T) {
+	p := loadgentest.FastProfile()
+	p.Speed = 5
+	p.MaxNumSeqs = 2
+	srv := newOllamaLike(t, p, &ollamaLike{lateScout: 600 * time.Millisecond})
+	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
+		Contexts: []int{512}, Concurrency: []int{2, 4}, Prefill: []int{512},
+		Duration: matrix.Duration(2 * time.Second), MaxTokens: 100, Warmup: quickWarmup}
+	res, log := runMatrix(t, spec, srv)
+	for _, c := range res.Cells {
+		require.NotNil(t, c.Measurement, "×%d: %s %s", c.Concurrency, c.Status, c.Reason)
+		want := matrix.Valid
+		if c.Concurrency > 2 {
+			want = matrix.RequestsQueued
+		}
+		assert.Equal(t, want, c.Status, "×%d: %s\n%s", c.Concurrency, c.Reason, log)
+		for _, note := range c.Measurement.Notes {
+			assert.NotContains(t, note, "prefills it again", "×%d: the streams queue, the prompt is cached", c.Concurrency)
+		}
 	}
 }
 
