@@ -22,9 +22,14 @@ import (
 // [Measurement].Shards. Package
 // [github.com/llmload/llmload/matrix/shard] implements it over HTTP.
 type Fleet interface {
+	// Shards returns how many processes the fleet means to run each cell
+	// on, the leader's included. The Runner checks the spec's
+	// concurrency against MaxConcurrency a shard of that many.
+	Shards() int
 	// StartCell splits sh.Concurrency among the leader and the followers
 	// that can take part, gives each follower its share, and returns the
-	// cell in progress. The shares' times are on the leader's clock. When
+	// cell in progress; an error fails the cell (too few shards left to
+	// hold its streams, for one). The shares' times are on the leader's clock. When
 	// ctx ends, the cell ends on every shard.
 	StartCell(ctx context.Context, sh Share) (FleetCell, error)
 }

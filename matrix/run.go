@@ -145,7 +145,11 @@ func (r *Runner) scoutRetries() int {
 // password replaced (see [loadgen.RedactURL]).
 func (r *Runner) Run(ctx context.Context) (*Results, error) {
 	spec := r.Spec.WithDefaults()
-	if err := spec.Validate(); err != nil {
+	shards := 1
+	if r.Fleet != nil {
+		shards = r.Fleet.Shards()
+	}
+	if err := spec.ValidateSharded(shards); err != nil {
 		return nil, loadgen.NewRedactor(spec.URL).Error(err)
 	}
 	c := &loadgen.Client{}

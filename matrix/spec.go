@@ -30,10 +30,11 @@ const (
 	// DefaultErrorThreshold is the share of failed requests above which a
 	// cell is Failed.
 	DefaultErrorThreshold = 0.5
-	// MaxConcurrency is the most requests at once a spec may ask for: one
-	// process holds about 10^4 streams (a connection, a goroutine and
-	// their buffers each) and keeps its timing honest; beyond that, split
-	// the load over machines.
+	// MaxConcurrency is the most requests at once one process may keep in
+	// flight: one process holds about 10^4 streams (a connection, a
+	// goroutine and their buffers each) and keeps its timing honest; beyond
+	// that, split the load over machines. A sharded run (see [Fleet]) may
+	// ask for MaxConcurrency a shard.
 	MaxConcurrency = 16384
 	// MaxContextTokens is the longest prompt a spec may ask for, 16M
 	// tokens: beyond the context of any model served today, and a prompt
@@ -173,10 +174,16 @@ func (errs specErrors) Error() string {
 
 func (errs specErrors) Unwrap() []error { return errs }
 
-// Validate reports the fields of a spec that cannot work, as
-// [*SpecError]s. [Runner.Run] refuses such a spec before it sends
-// anything.
-func (s Spec) Validate() error {
+// Validate reports the fields of a spec that cannot work in one process,
+// as [*SpecError]s. [Runner.Run] refuses such a spec before it sends
+// anything. It is ValidateSharded(1).
+func (s Spec) Validate() error { return s.ValidateSharded(1) }
+
+// ValidateSharded is [Spec.Validate] for a run split over shards
+// processes (see [Fleet]): each concurrency level is checked against
+// [MaxConcurrency] a shard, its streams split as [SplitConcurrency] does.
+func (s Spec) ValidateSharded(shards int) error {
+	shards = max(shards, 1)
 	var errs specErrors
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, &SpecError{Field: field, Reason: fmt.Sprintf(format, args...)})
@@ -206,8 +213,12 @@ func (s Spec) Validate() error {
 		if n < 1 {
 			bad("Concurrency", "holds %d, below 1: a concurrency is 1 request or more", n)
 		}
-		if n > MaxConcurrency {
+		switch share := SplitConcurrency(n, shards)[0]; {
+		case share <= MaxConcurrency:
+		case shards == 1:
 			bad("Concurrency", "holds %d, above %d, the most one process runs with honest timing: split the load over machines", n, MaxConcurrency)
+		default:
+			bad("Concurrency", "holds %d, %d a shard over %d shards, above %d, the most one process runs with honest timing: add shards", n, share, shards, MaxConcurrency)
 		}
 	}
 	for _, c := range s.Prefill {

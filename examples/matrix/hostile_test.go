@@ -297,6 +297,7 @@ func TestRefusesWhatCannotWork(t *testing.T) {
 		{[]string{"-url", "http:///v1"}, "names no host"},
 		{[]string{"-url", "http://127.0.0.1:99999/v1"}, "port 99999"},
 		{[]string{"-concurrency", "1e9"}, "above 16384"},
+		{[]string{"-concurrency", "40000", "-shards", "2", "-listen", "127.0.0.1:0"}, "holds 40000, 20000 a shard over 2 shards, above 16384"},
 		{[]string{"-concurrency", "0"}, "below 1"},
 		{[]string{"-contexts", "0,100000K"}, "longer than any model's context"},
 		{[]string{"-prefill", "100000K"}, "longer than any model's context"},

@@ -324,6 +324,10 @@ func (l *Leader) sweep(now time.Time) {
 	}
 }
 
+// Shards implements [matrix.Fleet]: the leader and the Followers it waits
+// for.
+func (l *Leader) Shards() int { return 1 + max(l.Followers, 0) }
+
 // StartCell implements [matrix.Fleet]: it waits (before the first cell)
 // for the followers, splits the cell's streams among the leader and the
 // live followers, and sets the launch LaunchDelay ahead.
@@ -352,6 +356,10 @@ func (l *Leader) StartCell(ctx context.Context, sh matrix.Share) (matrix.FleetCe
 		}
 	}
 	split := matrix.SplitConcurrency(sh.Concurrency, 1+len(live))
+	if split[0] > matrix.MaxConcurrency {
+		return nil, fmt.Errorf("shard: %d streams over %s (of %d planned) are %d a shard, above %d, the most one process runs with honest timing",
+			sh.Concurrency, shardCount(1+len(live)), l.Shards(), split[0], matrix.MaxConcurrency)
+	}
 	sh.Launch = time.Now().Add(LaunchDelay).Round(0)
 	c := &cell{l: l, shares: map[int]matrix.Share{}, ready: map[int]bool{},
 		parts: map[int]*reportRequest{}, lost: map[int]string{}, ended: make(chan struct{})}
@@ -373,6 +381,13 @@ func (l *Leader) StartCell(ctx context.Context, sh matrix.Share) (matrix.FleetCe
 	l.broadcast()
 	go c.watch()
 	return c, nil
+}
+
+func shardCount(n int) string {
+	if n == 1 {
+		return "1 shard"
+	}
+	return fmt.Sprintf("%d shards", n)
 }
 
 // waitFollowers waits, before the first cell, until Followers have joined
