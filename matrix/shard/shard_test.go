@@ -186,3 +186,135 @@ func TestFleetLosesASilentFollower(t *testing.T) {
 	assert.Equal(t, []int{3, 3}, []int{second.Measurement.Shards[0].Streams, second.Measurement.Shards[1].Streams})
 	assert.InEpsilon(t, 600, second.Measurement.TotalTokensPerSec, 0.05)
 }
+
+// TestLeaderRefusesACellTooLargeForItsShards: a spec of more streams than
+// one process holds is a sharded run's to take, MaxConcurrency a shard;
+// when fewer followers join than it planned, a cell whose share would pass
+// that is failed with the reason, before any of its streams is sent.
+func TestLeaderRefusesACellTooLargeForItsShards(t *testing.T) {
+	srv := loadgentest.NewServer(loadgentest.FastProfile())
+	defer srv.Close()
+	spec := pacedSpec(srv.URL+"/v1", matrix.MaxConcurrency+1)
+	spec.MaxTokens = 100 // within the simulator's KV cache
+	_, err := (&matrix.Runner{Spec: spec, Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()}}).Run(t.Context())
+	require.Error(t, err, "one process is refused")
+
+	leader := &shard.Leader{Spec: spec, Followers: 1, JoinTimeout: 300 * time.Millisecond}
+	r := &matrix.Runner{Spec: spec, Fleet: leader, Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()}}
+	res, err := r.Run(t.Context())
+	leader.Close(t.Context())
+	require.NoError(t, err, "two shards planned hold 16,385 streams")
+	c := res.Cells[0]
+	assert.Equal(t, matrix.Failed, c.Status)
+	assert.Contains(t, c.Reason, "16385 streams over 1 shard (of 2 planned) are 16385 a shard, above 16384")
+	assert.Nil(t, c.Measurement, "nothing measured")
+	assert.Less(t, len(srv.Truth().Requests())+int(srv.Truth().Forgotten()), 10, "no stream of the cell was sent")
+}
+
+// TestFleetLateJoinWaitsForTheNextCell: a follower that joins while a cell
+// runs takes no part in it (the cell runs on the shards it began with, not
+// partial) and takes its share of the next one.
+func TestFleetLateJoinWaitsForTheNextCell(t *testing.T) {
+	srv := loadgentest.NewServer(loadgentest.FastProfile())
+	defer srv.Close()
+	spec := pacedSpec(srv.URL+"/v1", 4, 6)
+	f := startFleet(t, spec, 1, shard.DefaultSilence)
+	r := &matrix.Runner{Spec: spec, Fleet: f.leader, Log: f.log,
+		Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()}}
+	late := &syncBuffer{}
+	var lateErr error
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	wg.Go(func() {
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(f.log.String(), "cell 1: context 0 × 4") {
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(2 * time.Second) // into the cell's warm-up
+		fw := &shard.Follower{Leader: f.url, Name: "late", Log: late}
+		lateErr = fw.Run(ctx)
+	})
+	res, err := r.Run(t.Context())
+	require.NoError(t, err, f.log.String())
+	f.leader.Close(t.Context())
+	f.wg.Wait()
+	cancel()
+	wg.Wait()
+	assert.NoError(t, lateErr, "the late follower ends with the run: %s", late.String())
+	require.Contains(t, late.String(), "joined", "the late follower joined: %s", f.log.String())
+	log := f.log.String()
+	joined, cell1, cell2 := strings.Index(log, "(late) joined"), strings.Index(log, "cell 1 of 2"), strings.Index(log, "cell 2 of 2")
+	require.True(t, cell1 >= 0 && cell2 > cell1, log)
+	require.True(t, joined > cell1 && joined < cell2, "it joined while cell 1 ran: %s", log)
+
+	first := res.Cells[0]
+	require.NotNil(t, first.Measurement, f.log.String())
+	assert.False(t, first.Measurement.Partial, "a join is no loss")
+	require.Len(t, first.Measurement.Shards, 2, "the cell that was running when it joined is the leader's and the first follower's")
+	assert.Equal(t, []int{2, 2}, []int{first.Measurement.Shards[0].Streams, first.Measurement.Shards[1].Streams})
+	assert.InEpsilon(t, 400, first.Measurement.TotalTokensPerSec, 0.05)
+	assert.NotContains(t, late.String(), "cell 1:", "it ran no share of cell 1")
+
+	second := res.Cells[1]
+	require.NotNil(t, second.Measurement, f.log.String())
+	require.Len(t, second.Measurement.Shards, 3, "it takes part from the next cell")
+	assert.Equal(t, "late", second.Measurement.Shards[2].Name)
+	assert.Equal(t, 2, second.Measurement.Shards[2].Streams)
+	assert.Positive(t, second.Measurement.Shards[2].OutputTokens)
+	assert.InEpsilon(t, 600, second.Measurement.TotalTokensPerSec, 0.05)
+	assert.Contains(t, late.String(), "cell 2: context 0 × 6, 2 streams here")
+}
+
+// TestFleetReportsAClockOff: a follower whose clock is 150 ms ahead of
+// the leader's measures that offset, sets its launch and window by it, and
+// the cell, measured in full, gives the shard's offset and notes that it
+// exceeds 1% of the window.
+func TestFleetReportsAClockOff(t *testing.T) {
+	srv := loadgentest.NewServer(loadgentest.FastProfile())
+	defer srv.Close()
+	spec := pacedSpec(srv.URL+"/v1", 4)
+	log := &syncBuffer{}
+	leader := &shard.Leader{Spec: spec, Followers: 1, JoinTimeout: 20 * time.Second, Log: log}
+	hs := httptest.NewServer(leader)
+	defer hs.Close()
+	const ahead = 150 * time.Millisecond
+	fw := &shard.Follower{Leader: hs.URL, Name: "skewed", Log: log}
+	shard.SetClock(fw, func() time.Time { return time.Now().Add(ahead) })
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var ferr error
+	wg.Go(func() { ferr = fw.Run(ctx) })
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	r := &matrix.Runner{Spec: spec, Fleet: leader, Log: log,
+		Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()}}
+	res, err := r.Run(t.Context())
+	require.NoError(t, err, log.String())
+	leader.Close(t.Context())
+	wg.Wait()
+	assert.NoError(t, ferr)
+
+	c := res.Cells[0]
+	require.NotNil(t, c.Measurement, log.String())
+	assert.Equal(t, matrix.Valid, c.Status, c.Reason)
+	assert.False(t, c.Measurement.Partial)
+	require.Len(t, c.Measurement.Shards, 2)
+	s := c.Measurement.Shards[1]
+	assert.InDelta(t, 150, s.ClockOffsetMs, 5, "the offset measured")
+	assert.Less(t, s.ClockErrorMs, 5.0)
+	assert.Zero(t, c.Measurement.Shards[0].ClockOffsetMs, "the leader's clock is the run's")
+	assert.Contains(t, strings.Join(c.Measurement.Notes, "\n"), "shard 1 (skewed)'s clock was 150.", "the offset is noted")
+	assert.Contains(t, strings.Join(c.Measurement.Notes, "\n"), "ms ahead of the leader's")
+	assert.Contains(t, strings.Join(c.Measurement.Notes, "\n"), "more than 1% of the window")
+	assert.Positive(t, s.OutputTokens)
+	assert.InEpsilon(t, 400, c.Measurement.TotalTokensPerSec, 0.05, "both shards measured the window")
+}
