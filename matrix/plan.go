@@ -171,10 +171,13 @@ func EstimateRun(res *Results) RunEstimate {
 func (e RunEstimate) describe(speed float64) string {
 	wall := func(d time.Duration) string {
 		d = time.Duration(float64(d) / max(speed, 1e-9))
-		if d >= time.Hour {
+		switch {
+		case d >= time.Hour:
 			return fmt.Sprintf("%.1f h", d.Hours())
+		case d >= time.Minute:
+			return fmt.Sprintf("%.0f min", d.Minutes())
 		}
-		return fmt.Sprintf("%.0f min", max(d.Minutes(), 1))
+		return fmt.Sprintf("%.0f s", max(d.Seconds(), 1))
 	}
 	s := fmt.Sprintf("%s to measure, at least %s, at most %s if every warm-up runs to its timeout",
 		plural(e.Cells, "cell", "cells"), wall(e.Least), wall(e.Most))

@@ -93,3 +93,13 @@ func TestPlanQueuedAndPrefill(t *testing.T) {
 	assert.Equal(t, 6*35*time.Second, e.Least, "a cell's least: 2 s + 3 s of warm-up and a 30 s window")
 	assert.Contains(t, text, "expected: 6 cells to measure, at least 4 min")
 }
+
+// TestEstimateOfAShortRun: a run of a few seconds is said in seconds, not
+// rounded up to a minute at either end.
+func TestEstimateOfAShortRun(t *testing.T) {
+	e := RunEstimate{Cells: 2, Least: 7 * time.Second, Most: 45 * time.Second}
+	assert.Contains(t, e.describe(1), "2 cells to measure, at least 7 s, at most 45 s if")
+	assert.Contains(t, e.describe(5), "at least 1 s, at most 9 s if", "in wall time at 5× speed")
+	e.Least, e.Most = 90*time.Second, 3*time.Hour
+	assert.Contains(t, e.describe(1), "at least 2 min, at most 3.0 h if")
+}
