@@ -474,8 +474,8 @@ func explain(c *Cell, m *Measurement, coldTTFT time.Duration) []string {
 	if len(why) == 0 {
 		return nil
 	}
-	notes := []string{fmt.Sprintf("%s tok/s total is below %s per request × %d streams: %s",
-		fmtRate(m.TotalTokensPerSec), fmtRate(m.PerRequestTokensPerSec), c.Concurrency, strings.Join(why, "; "))}
+	notes := []string{fmt.Sprintf("%s tok/s total is below %s per request × %s: %s",
+		fmtRate(m.TotalTokensPerSec), fmtRate(m.PerRequestTokensPerSec), plural(c.Concurrency, "stream", "streams"), strings.Join(why, "; "))}
 	if c.Status != RequestsQueued && c.ContextTokens > 0 && coldTTFT >= 50*time.Millisecond && m.TTFT.P50 >= 0.5*coldTTFT.Seconds()*1000 {
 		notes = append(notes, fmt.Sprintf("the median TTFT (%s) is about the cold prefill of this prompt (%s): the server prefills it again on every request",
 			fmtTTFT(m.TTFT.P50), fmtTTFT(coldTTFT.Seconds()*1000)))

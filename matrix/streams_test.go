@@ -247,6 +247,7 @@ func TestExplain(t *testing.T) {
 	slow := &Measurement{TotalTokensPerSec: 20, PerRequestTokensPerSec: 250, Streams: &Streams{AvgDecoding: 1}}
 	notes = explain(&Cell{Concurrency: 1, Status: Valid}, slow, 0)
 	require.Len(t, notes, 1)
+	assert.Contains(t, notes[0], "20.0 tok/s total is below 250.0 per request × 1 stream:")
 	assert.Contains(t, notes[0], "a decoding stream made 20.0 tok/s in the window, below the median request's 250.0")
 }
 
