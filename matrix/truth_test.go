@@ -406,6 +406,41 @@ func TestEveryThirdRequestFails(t *testing.T) {
 	assert.Contains(t, table.String(), "requests failed (server_status")
 }
 
+// TestEveryThirdRequestFailsOnAPacedServer: in real time, with requests
+// of 0.3 s and 1 s, a server that runs every request at once and fails
+// every third with a 500 gives measured cells with their error share, up
+// to 16 streams: Valid, as the server queues nothing, each warmed up in
+// well under 20 s though every third request of each stream fails.
+func TestEveryThirdRequestFailsOnAPacedServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs in real time")
+	}
+	for _, maxTokens := range []int{30, 100} {
+		t.Run(fmt.Sprintf("max-tokens=%d", maxTokens), func(t *testing.T) {
+			t.Parallel() // in real time, but light: the server sleeps, the client waits
+			srv := newOllamaLike(t, pacedProfile(), &ollamaLike{failEvery: 3})
+			spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
+				Contexts: []int{0}, Concurrency: []int{1, 4, 16}, Prefill: []int{},
+				Duration: matrix.Duration(3 * time.Second), MaxTokens: maxTokens,
+				Warmup: &matrix.Warmup{Min: matrix.Duration(500 * time.Millisecond), Flow: matrix.Duration(2 * time.Second), Timeout: matrix.Duration(60 * time.Second)}}
+			res, log := runMatrix(t, spec, srv)
+			t.Log(log)
+			for _, c := range res.Cells {
+				require.NotNil(t, c.Measurement, "×%d: %s: %s\n%s", c.Concurrency, c.Status, c.Reason, log)
+				assert.Equal(t, matrix.Valid, c.Status, "×%d: %s", c.Concurrency, c.Reason)
+				assert.Positive(t, c.Measurement.TotalTokensPerSec)
+				share := float64(c.Errors) / float64(c.Requests)
+				assert.InDelta(t, 1.0/3, share, 0.1, "×%d: %d of %d failed", c.Concurrency, c.Errors, c.Requests)
+				assert.Equal(t, c.Errors, c.ErrorKinds[metrics.KindServerStatus], "every failure counted by kind")
+				assert.Less(t, c.Measurement.WarmupS, 10.0, "×%d warmed up for %.1f s: %s", c.Concurrency, c.Measurement.WarmupS, c.Measurement.WarmupEnded)
+				t.Logf("×%-2d %s: %.1f tok/s total, %.1f per request, TTFT p50 %.0f ms, TBT p50 %.1f ms, %d of %d requests failed (%.0f%%), warm-up %.1f s (%s)",
+					c.Concurrency, c.Status, c.Measurement.TotalTokensPerSec, c.Measurement.PerRequestTokensPerSec, c.Measurement.TTFT.P50, c.Measurement.TBT.P50,
+					c.Errors, c.Requests, 100*share, c.Measurement.WarmupS, c.Measurement.WarmupEnded)
+			}
+		})
+	}
+}
+
 // TestSilentServer: a server that accepts connections and never answers
 // ends the run within the discovery's deadline, with an error that says
 // so, before anything else is sent.
