@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 )
@@ -34,6 +36,36 @@ func RedactURL(rawURL string) string {
 	}
 	user, _, _ := strings.Cut(authority[:at], ":")
 	return scheme + "//" + user + ":" + redacted + authority[at:] + path
+}
+
+// Errors of [RestoreURL].
+var (
+	// ErrPasswordNeeded: the saved URL had a password, which RedactURL
+	// removed; it must be given again.
+	ErrPasswordNeeded = errors.New("loadgen: the URL had a password, which was not kept: give the URL again")
+	// ErrOtherURL: the URL given is not the saved one.
+	ErrOtherURL = errors.New("loadgen: the URL given is not the one saved")
+)
+
+// RestoreURL returns the URL to send to for one that [RedactURL] wrote
+// (saved, as in a results file) and one the user gives again (given, ""
+// when none): given when it is saved itself or saved with its password,
+// saved when nothing is given and saved had no password. Otherwise it
+// returns [ErrOtherURL] or [ErrPasswordNeeded], wrapped with the URLs,
+// redacted.
+func RestoreURL(saved, given string) (string, error) {
+	if given != "" {
+		if given != saved && RedactURL(given) != saved && RedactURL(given) != RedactURL(saved) {
+			return "", fmt.Errorf("%w: %s, not %s", ErrOtherURL, RedactURL(given), RedactURL(saved))
+		}
+		return given, nil
+	}
+	if u, err := url.Parse(saved); err == nil {
+		if p, ok := u.User.Password(); ok && p == redacted {
+			return "", fmt.Errorf("%w (%s)", ErrPasswordNeeded, saved)
+		}
+	}
+	return saved, nil
 }
 
 // minBarePassword is the shortest password replaced where it appears

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/llmload/llmload/loadgen"
 )
@@ -56,4 +57,36 @@ func TestRedactor(t *testing.T) {
 	assert.Nil(t, loadgen.NewRedactor("http://127.0.0.1/v1"), "nothing to redact")
 	short := loadgen.NewRedactor("http://bob:pw@host/v1")
 	assert.Equal(t, "http://bob:xxxxx@host/v1 pw stays in words", short.Redact("http://bob:pw@host/v1 pw stays in words"))
+}
+
+// TestRestoreURL: a URL saved redacted is used again with the password
+// the user gives, or as it is when it had none; another URL, or no URL
+// for one that had a password, is refused, never showing the password.
+func TestRestoreURL(t *testing.T) {
+	const withPass = "http://dave:s3cret@host:8000/v1"
+	saved := loadgen.RedactURL(withPass)
+	for _, tc := range []struct {
+		name, saved, given, want string
+		err                      error
+	}{
+		{"the password given again", saved, withPass, withPass, nil},
+		{"a URL without a password", "http://host:8000/v1", "", "http://host:8000/v1", nil},
+		{"the same URL given", "http://host:8000/v1", "http://host:8000/v1", "http://host:8000/v1", nil},
+		{"the redacted URL given as it was saved", saved, saved, saved, nil},
+		{"no URL for one with a password", saved, "", "", loadgen.ErrPasswordNeeded},
+		{"another host", saved, "http://dave:s3cret@other:8000/v1", "", loadgen.ErrOtherURL},
+		{"another user", saved, "http://eve:s3cret@host:8000/v1", "", loadgen.ErrOtherURL},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := loadgen.RestoreURL(tc.saved, tc.given)
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err)
+				assert.NotContains(t, err.Error(), "s3cret")
+				assert.Empty(t, got)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
 }

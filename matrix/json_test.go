@@ -120,3 +120,36 @@ func TestCellJSONFlat(t *testing.T) {
 	assert.Nil(t, c.Measurement)
 	assert.Equal(t, matrix.OverCapacity, c.Status)
 }
+
+// TestResultsMeasured: a run measured something when a Valid or Requests
+// queued cell has output, or, without a grid, a prefill row does; else
+// the error counts the cells by status.
+func TestResultsMeasured(t *testing.T) {
+	measured := &matrix.Measurement{TotalTokensPerSec: 80}
+	for _, tc := range []struct {
+		name string
+		res  matrix.Results
+		want string
+	}{
+		{"a valid cell", matrix.Results{Cells: []matrix.Cell{{Status: matrix.OverCapacity}, {Status: matrix.Valid, Measurement: measured}}}, ""},
+		{"a queued cell", matrix.Results{Cells: []matrix.Cell{{Status: matrix.RequestsQueued, Measurement: measured}}}, ""},
+		{"a failed cell keeps its numbers but measured nothing", matrix.Results{Cells: []matrix.Cell{
+			{Status: matrix.Failed, Measurement: measured}, {Status: matrix.OverCapacity}, {Status: matrix.OverCapacity}, {}}},
+			"matrix: no cell could be measured (2 Over capacity, 1 Failed, 1 not run)"},
+		{"a valid cell without output", matrix.Results{Cells: []matrix.Cell{{Status: matrix.Valid, Measurement: &matrix.Measurement{}}}},
+			"matrix: no cell could be measured (1 ran without output)"},
+		{"a prefill row, no grid", matrix.Results{Prefill: []matrix.Prefill{{Status: matrix.Valid, PromptTokensPerSec: 900}}}, ""},
+		{"no prefill row measured, no grid", matrix.Results{Prefill: []matrix.Prefill{{Status: matrix.Failed, Error: "x"}}}, "matrix: no prefill row could be measured"},
+		{"nothing planned", matrix.Results{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.res.Measured()
+			if tc.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, matrix.ErrNothingMeasured)
+			assert.EqualError(t, err, tc.want)
+		})
+	}
+}

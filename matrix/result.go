@@ -2,8 +2,10 @@ package matrix
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/llmload/llmload/capacity"
@@ -266,6 +268,58 @@ func (r *Results) Cell(context, concurrency int) *Cell {
 	}
 	return nil
 }
+
+// ErrNothingMeasured is the error of [Results.Measured] for a run that
+// measured nothing.
+var ErrNothingMeasured = errors.New("matrix: nothing could be measured")
+
+// Measured returns nil when the run measured something: a Valid or
+// Requests queued cell with output or, for a run without a grid, a
+// prefill row. Otherwise it returns an error that is ErrNothingMeasured
+// (see [errors.Is]) and counts the cells by status: "matrix: no cell could
+// be measured (2 Over capacity, 1 Failed)".
+func (r *Results) Measured() error {
+	counts := map[Status]int{}
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		if hasRates(c) && (c.Status == Valid || c.Status == RequestsQueued) {
+			return nil
+		}
+		counts[c.Status]++
+	}
+	if len(r.Cells) == 0 {
+		for _, p := range r.Prefill {
+			if p.Error == "" && p.PromptTokensPerSec > 0 {
+				return nil
+			}
+		}
+		if len(r.Prefill) == 0 {
+			return nil
+		}
+		return nothingMeasured("no prefill row could be measured")
+	}
+	var parts []string
+	for _, s := range []Status{OverCapacity, Failed, Valid, StatusUnknown} {
+		n, word := counts[s], s.String()
+		switch s {
+		case Valid:
+			n, word = n+counts[RequestsQueued], "ran without output"
+		case StatusUnknown:
+			word = "not run"
+		}
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, word))
+		}
+	}
+	return nothingMeasured(fmt.Sprintf("no cell could be measured (%s)", strings.Join(parts, ", ")))
+}
+
+// nothingMeasured is the error of Measured: it says why, and is
+// ErrNothingMeasured.
+type nothingMeasured string
+
+func (e nothingMeasured) Error() string        { return "matrix: " + string(e) }
+func (e nothingMeasured) Is(target error) bool { return target == ErrNothingMeasured }
 
 // WriteJSON writes the results as an indented JSON document.
 func (r *Results) WriteJSON(w io.Writer) error {

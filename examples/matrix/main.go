@@ -44,7 +44,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -346,45 +345,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
-	if why := unmeasured(res); why != "" {
-		fmt.Fprintln(stderr, "matrix: "+why)
+	if err := res.Measured(); err != nil {
+		fail(stderr, fmt.Errorf("%w: see the notes above", err))
 		return 1
 	}
 	return 0
-}
-
-// unmeasured says why a finished run measured nothing, or "" when it
-// measured a cell (or, without a grid, a prefill row).
-func unmeasured(r *matrix.Results) string {
-	counts := map[matrix.Status]int{}
-	for _, c := range r.Cells {
-		if c.Measurement != nil && c.Measurement.TotalTokensPerSec > 0 && (c.Status == matrix.Valid || c.Status == matrix.RequestsQueued) {
-			return ""
-		}
-		counts[c.Status]++
-	}
-	if len(r.Cells) == 0 {
-		for _, p := range r.Prefill {
-			if p.Error == "" && p.PromptTokensPerSec > 0 {
-				return ""
-			}
-		}
-		if len(r.Prefill) == 0 {
-			return ""
-		}
-		return "no prefill row could be measured: see the notes above"
-	}
-	var parts []string
-	for _, s := range []matrix.Status{matrix.OverCapacity, matrix.Failed, matrix.StatusUnknown} {
-		if n := counts[s]; n > 0 {
-			word := s.String()
-			if s == matrix.StatusUnknown {
-				word = "not run"
-			}
-			parts = append(parts, fmt.Sprintf("%d %s", n, word))
-		}
-	}
-	return fmt.Sprintf("no cell could be measured (%s): see the notes above", strings.Join(parts, ", "))
 }
 
 // resumeSpec takes the spec, and the simulator's speed and profile, of
@@ -410,18 +375,14 @@ func (o *options) resumeSpec(r *matrix.Results) error {
 		}
 		return nil
 	}
-	if given != "" {
-		if loadgen.RedactURL(given) != loadgen.RedactURL(r.Spec.URL) && loadgen.RedactURL(given) != r.Spec.URL {
-			return fmt.Errorf("-url %s is not the URL of the run being resumed (%s)", loadgen.RedactURL(given), r.Spec.URL)
-		}
-		o.spec.URL = given
-		return nil
+	u, err := loadgen.RestoreURL(r.Spec.URL, given)
+	switch {
+	case errors.Is(err, loadgen.ErrPasswordNeeded):
+		return fmt.Errorf("the run's URL had a password, which was not saved: give it again with -url (%s)", r.Spec.URL)
+	case err != nil:
+		return fmt.Errorf("-url %s is not the URL of the run being resumed (%s)", loadgen.RedactURL(given), r.Spec.URL)
 	}
-	if u, err := url.Parse(r.Spec.URL); err == nil {
-		if p, ok := u.User.Password(); ok && p == "xxxxx" {
-			return fmt.Errorf("the run's URL had a password, which was not saved: give it again with -url (%s)", r.Spec.URL)
-		}
-	}
+	o.spec.URL = u
 	return nil
 }
 

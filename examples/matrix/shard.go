@@ -105,16 +105,12 @@ func follow(ctx context.Context, o *options, stderr io.Writer) int {
 	}
 	var client *loadgen.Client
 	f.Client = func(spec matrix.Spec) (*loadgen.Client, error) {
-		u := spec.URL
-		if o.spec.URL != "" {
-			if loadgen.RedactURL(o.spec.URL) != spec.URL && o.spec.URL != spec.URL {
-				return nil, fmt.Errorf("-url %s is not the leader's server (%s)", loadgen.RedactURL(o.spec.URL), spec.URL)
-			}
-			u = o.spec.URL
-		} else if pu, err := url.Parse(u); err == nil {
-			if p, ok := pu.User.Password(); ok && p == "xxxxx" {
-				return nil, fmt.Errorf("the leader's server URL has a password, which the leader does not send: give it with -url (%s)", u)
-			}
+		u, err := loadgen.RestoreURL(spec.URL, o.spec.URL)
+		switch {
+		case errors.Is(err, loadgen.ErrPasswordNeeded):
+			return nil, fmt.Errorf("the leader's server URL has a password, which the leader does not send: give it with -url (%s)", spec.URL)
+		case err != nil:
+			return nil, fmt.Errorf("-url %s is not the leader's server (%s)", loadgen.RedactURL(o.spec.URL), spec.URL)
 		}
 		o.spec.Concurrency = spec.Concurrency // sizes the transport
 		client = &loadgen.Client{BaseURL: u, HTTPClient: o.httpClient()}
