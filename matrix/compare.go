@@ -363,6 +363,11 @@ type PrefillChange struct {
 	// measurement for the context.
 	BaseMeasured bool `json:"base_measured"`
 	NextMeasured bool `json:"next_measured"`
+	// BaseStatus and NextStatus are the row's status in each run (the
+	// most frequent of its runs); a row absent from a run has
+	// StatusUnknown there.
+	BaseStatus Status `json:"base_status,omitzero"`
+	NextStatus Status `json:"next_status,omitzero"`
 	// PromptTokensPerSec compares the prompt tok/s; nil when neither run
 	// measured it.
 	PromptTokensPerSec *Ratio `json:"prompt_tok_s,omitempty"`
@@ -450,6 +455,7 @@ func CompareRuns(base, next []*Results) *Comparison {
 			}
 		}
 		pc.BaseMeasured, pc.NextMeasured = len(brate) > 0, len(nrate) > 0
+		pc.BaseStatus, pc.NextStatus = mostPrefillStatus(b), mostPrefillStatus(n)
 		pc.PromptTokensPerSec = newRatio(combine(brate, false), combine(nrate, false))
 		pc.TTFT = newRatio(combine(bttft, true), combine(nttft, true))
 		out.Prefill = append(out.Prefill, pc)
@@ -603,6 +609,24 @@ func prefillRuns(runs []*Results) map[int][]Prefill {
 		}
 	}
 	return m
+}
+
+// mostPrefillStatus is the most frequent status of a context's prefill rows
+// (the first run's on a tie), StatusUnknown when there are none.
+func mostPrefillStatus(rows []Prefill) Status {
+	best, count := StatusUnknown, 0
+	for _, p := range rows {
+		n := 0
+		for _, o := range rows {
+			if o.Status == p.Status {
+				n++
+			}
+		}
+		if n > count {
+			best, count = p.Status, n
+		}
+	}
+	return best
 }
 
 // cellIndex indexes cells by context and concurrency; a later cell at the

@@ -138,10 +138,15 @@ func compareLines(c *CellChange) []string {
 	return lines
 }
 
-// sideStatus is the status of one run's prefill row in a comparison:
-// Valid when measured, Failed when not, StatusUnknown when the run lacks
-// the row.
-func sideStatus(present, measured bool) Status {
+// sideStatus is the status of one run's prefill row in a comparison: the
+// status the run recorded where the row was not measured (a row beyond
+// the server's context is Over capacity, not Failed), Valid when
+// measured, Failed when not measured and nothing was recorded,
+// StatusUnknown when the run lacks the row.
+func sideStatus(present, measured bool, recorded Status) Status {
+	if present && !measured && recorded != StatusUnknown && recorded != Valid {
+		return recorded
+	}
 	switch {
 	case !present:
 		return StatusUnknown
@@ -185,8 +190,8 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 // prefillCompareRow is a prefill row of the comparison's tables.
 func prefillCompareRow(p PrefillChange) []string {
 	row := []string{FormatTokens(p.ContextTokens),
-		cmpStatusWords(sideStatus(p.Presence != OnlyInNext, p.BaseMeasured)),
-		cmpStatusWords(sideStatus(p.Presence != OnlyInBase, p.NextMeasured)), "—"}
+		cmpStatusWords(sideStatus(p.Presence != OnlyInNext, p.BaseMeasured, p.BaseStatus)),
+		cmpStatusWords(sideStatus(p.Presence != OnlyInBase, p.NextMeasured, p.NextStatus)), "—"}
 	if r := p.PromptTokensPerSec; r != nil {
 		if r.Base > 0 {
 			row[1] = fmtPrefillRate(r.Base)
@@ -293,8 +298,8 @@ func (c *Comparison) WriteCSV(w io.Writer) error {
 		rec := make([]string, len(comparisonCSVHeader))
 		presence, _ := p.Presence.MarshalText()
 		rec[0], rec[1], rec[2], rec[3] = "prefill", strconv.Itoa(p.ContextTokens), "1", string(presence)
-		rec[4] = sideStatus(p.Presence != OnlyInNext, p.BaseMeasured).token()
-		rec[5] = sideStatus(p.Presence != OnlyInBase, p.NextMeasured).token()
+		rec[4] = sideStatus(p.Presence != OnlyInNext, p.BaseMeasured, p.BaseStatus).token()
+		rec[5] = sideStatus(p.Presence != OnlyInBase, p.NextMeasured, p.NextStatus).token()
 		ratio(rec, 6, p.PromptTokensPerSec, 1)
 		ratio(rec, 12, p.TTFT, 0)
 		cw.Write(rec)

@@ -435,3 +435,33 @@ func BenchmarkCompareSparse(b *testing.B) {
 	}
 	b.ReportMetric(float64(size), "html-bytes")
 }
+
+// TestComparePrefillOverCapacity: a prefill row beyond the server's
+// context, Over capacity in both runs, reads as Over capacity in the
+// comparison's reports, not Failed.
+func TestComparePrefillOverCapacity(t *testing.T) {
+	run := func() *Results {
+		return &Results{Spec: Spec{Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{K, 4 * K}},
+			Prefill: []Prefill{
+				{ContextTokens: K, Status: Valid, PromptTokens: 1030, PromptTokensPerSec: 3000, TTFT: 340},
+				{ContextTokens: 4 * K, Status: OverCapacity, Reason: "predicted: one request needs 4113 tokens > max_model_len 2048"},
+			},
+			Cells: []Cell{{ContextTokens: 0, Concurrency: 1, Status: Valid, Measurement: &Measurement{TotalTokensPerSec: 300, PerRequestTokensPerSec: 300}}}}
+	}
+	cmp := Compare(run(), run())
+	require.Len(t, cmp.Prefill, 2)
+	assert.Equal(t, OverCapacity, cmp.Prefill[1].BaseStatus)
+	assert.Equal(t, OverCapacity, cmp.Prefill[1].NextStatus)
+	assert.Equal(t, Valid, cmp.Prefill[0].NextStatus)
+
+	var table, md, csv bytes.Buffer
+	require.NoError(t, cmp.WriteTable(&table))
+	require.NoError(t, cmp.WriteMarkdown(&md))
+	require.NoError(t, cmp.WriteCSV(&csv))
+	assert.Regexp(t, `(?m)^4K\s+Over capacity\s+Over capacity\s+—$`, table.String())
+	assert.Contains(t, md.String(), "| 4K | Over capacity | Over capacity | — |")
+	assert.Contains(t, csv.String(), "prefill,4096,1,both,over_capacity,over_capacity")
+	for _, out := range []string{table.String(), md.String(), csv.String()} {
+		assert.NotContains(t, strings.ToLower(out), "failed")
+	}
+}
