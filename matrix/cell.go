@@ -101,6 +101,12 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	run.Summary = recording.Summary
 	st := streams.summary()
 	if err := fleet.merge(ctx, run, &recording, &st, warm); err != nil {
+		if ctx.Err() != nil {
+			// Interrupted before a window opened: nothing to keep, and
+			// the cell is left for -resume to run again.
+			c.Status, c.Reason = StatusUnknown, "interrupted before its window opened"
+			return context.Cause(ctx)
+		}
 		c.Status, c.Reason = Failed, "the shards' parts do not merge: "+err.Error()
 		return nil
 	}

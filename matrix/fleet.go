@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -190,8 +191,28 @@ func (f *fleetCell) merge(ctx context.Context, run *loadgen.Run, recording *metr
 	var ss []*Streams
 	health := loadgen.Health{}
 	run.WarmupTimedOut = false
+	// A share stopped before its window opened (the run interrupted in
+	// its launch or warm-up) measured no window: while another share
+	// did, it is left out of the merge like a lost one, since its tokens
+	// and its empty window are not the cell's.
+	windowed := 0
+	for _, sp := range parts {
+		if sp.Part != nil && sp.Part.Recording.Summary.Window.Duration() > 0 {
+			windowed++
+		}
+	}
+	if windowed == 0 {
+		return errNoWindow
+	}
 	for _, sp := range parts {
 		sh := sp.Shard
+		if sp.Part != nil && sp.Part.Recording.Summary.Window.Duration() <= 0 {
+			sh.Lost = "it stopped before its window opened"
+			if sp.Part.Error != "" {
+				sh.Lost += ": " + sp.Part.Error
+			}
+			sp.Part = nil
+		}
 		if sp.Part == nil {
 			f.lost += sh.Streams
 			f.partial = true
@@ -238,6 +259,9 @@ func (f *fleetCell) merge(ctx context.Context, run *loadgen.Run, recording *metr
 	*streams = mergeStreams(ss)
 	return nil
 }
+
+// errNoWindow is a fleet cell that ended before any shard's window opened.
+var errNoWindow = errors.New("no shard's window opened")
 
 // measured returns the cell as its measured streams make it: without the
 // streams of the shards lost, which the server never ran at the end.

@@ -306,14 +306,14 @@ func TestShardedRunFaults(t *testing.T) {
 	f2 := startShard(t, bin, "-join", url, "-name", "f2")
 
 	// Into the first cell's window, then kill f2.
-	f2.until(t, 30*time.Second, `cell 1: `)
 	leader.until(t, 30*time.Second, `cell 1 of 3`)
-	time.Sleep(LaunchAndWarmup + time.Second)
+	f2.until(t, 60*time.Second, `cell 1: the window opens`)
+	time.Sleep(time.Second)
 	require.NoError(t, f2.cmd.Process.Kill())
 	// Into the third cell, then interrupt the leader.
 	leader.until(t, 60*time.Second, `cell 3 of 3`)
-	f1.until(t, 10*time.Second, `cell 3: `)
-	time.Sleep(LaunchAndWarmup)
+	f1.until(t, 60*time.Second, `cell 3: the window opens`)
+	time.Sleep(time.Second)
 	require.NoError(t, leader.cmd.Process.Signal(syscall.SIGINT))
 
 	assert.Equal(t, 1, leader.wait(t, 20*time.Second), "an interrupted run exits 1: %s", leader.log.String())

@@ -315,6 +315,7 @@ func (f *Follower) hear(resp pollResponse) {
 	}
 	if !resp.Window.IsZero() && a.window.IsZero() {
 		a.window = resp.Window.Add(f.clock.Offset)
+		f.logf("cell %d: the window opens in %v", a.seq, max(time.Until(a.window), 0).Round(time.Millisecond))
 	}
 	if resp.Stop != "" && !a.stopped {
 		a.stopped = true

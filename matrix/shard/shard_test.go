@@ -318,3 +318,36 @@ func TestFleetReportsAClockOff(t *testing.T) {
 	assert.Positive(t, s.OutputTokens)
 	assert.InEpsilon(t, 400, c.Measurement.TotalTokensPerSec, 0.05, "both shards measured the window")
 }
+
+// TestFleetInterruptedBeforeTheWindow: a run interrupted after a cell has
+// started but before any shard's window opened keeps nothing of that cell
+// as a measurement: the cell is left unmeasured, with the reason, for
+// -resume to run again, and the run says it was interrupted.
+func TestFleetInterruptedBeforeTheWindow(t *testing.T) {
+	srv := loadgentest.NewServer(loadgentest.FastProfile())
+	defer srv.Close()
+	spec := pacedSpec(srv.URL+"/v1", 4)
+	f := startFleet(t, spec, 1, shard.DefaultSilence)
+	r := &matrix.Runner{Spec: spec, Fleet: f.leader, Log: f.log,
+		Client: &loadgen.Client{HTTPClient: srv.Client()}}
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	go func() {
+		// The cell's launch is shard.LaunchDelay after its start.
+		for !strings.Contains(f.log.String(), "cell 1 of 1") && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel(errors.New("interrupted"))
+	}()
+	res, err := r.Run(ctx)
+	require.Error(t, err, f.log.String())
+	f.leader.Close(t.Context())
+	f.wg.Wait()
+	require.NotNil(t, res)
+	require.Len(t, res.Cells, 1)
+	c := res.Cells[0]
+	assert.Nil(t, c.Measurement, "nothing of a window to keep: %s", f.log.String())
+	assert.Equal(t, matrix.StatusUnknown, c.Status, c.Reason)
+	assert.Contains(t, c.Reason, "before its window opened")
+	assert.False(t, res.Complete)
+}
