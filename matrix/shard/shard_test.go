@@ -333,8 +333,9 @@ func TestFleetInterruptedBeforeTheWindow(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(t.Context())
 	defer cancel(nil)
 	go func() {
-		// The cell's launch is shard.LaunchDelay after its start.
-		for !strings.Contains(f.log.String(), "cell 1 of 1") && ctx.Err() == nil {
+		// The follower has its share; the launch is shard.LaunchDelay
+		// after the leader dealt it.
+		for !strings.Contains(f.log.String(), "cell 1: context") && ctx.Err() == nil {
 			time.Sleep(10 * time.Millisecond)
 		}
 		cancel(errors.New("interrupted"))
