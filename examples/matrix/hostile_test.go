@@ -296,17 +296,19 @@ func TestRefusesWhatCannotWork(t *testing.T) {
 		{[]string{"-url", "http://u:pw-refused-77@[::1/v1"}, "u:xxxxx@"},
 		{[]string{"-url", "http:///v1"}, "names no host"},
 		{[]string{"-url", "http://127.0.0.1:99999/v1"}, "port 99999"},
-		{[]string{"-concurrency", "1e9"}, "above 16384"},
+		{[]string{"-concurrency", "1e9"}, "-concurrency holds 1000000000, above 16384"},
 		{[]string{"-concurrency", "40000", "-shards", "2", "-listen", "127.0.0.1:0"}, "holds 40000, 20000 a shard over 2 shards, above 16384"},
-		{[]string{"-concurrency", "0"}, "below 1"},
-		{[]string{"-contexts", "0,100000K"}, "longer than any model's context"},
-		{[]string{"-prefill", "100000K"}, "longer than any model's context"},
+		{[]string{"-concurrency", "0"}, "-concurrency holds 0, below 1"},
+		{[]string{"-contexts", "0,100000K"}, "-contexts holds 102400000, above"},
+		{[]string{"-prefill", "100000K"}, "-prefill holds 102400000, above"},
 		{[]string{"-speed", "NaN"}, "-speed"},
 		{[]string{"-speed", "-1"}, "-speed"},
 		{[]string{"-duration", "0s"}, "-duration"},
 		{[]string{"-max-tokens", "0"}, "-max-tokens"},
 		{[]string{"-kv-tokens", "-5"}, "negative"},
-		{[]string{"-warmup-timeout", "-1s"}, "negative warm-up"},
+		{[]string{"-warmup-timeout", "-1s"}, "-warmup-timeout is -1s: a negative warm-up"},
+		{[]string{"-warmup-min", "-1s", "-concurrency", "0"}, "-concurrency holds 0, below 1: a concurrency is 1 request or more; -warmup-min is -1s"},
+		{[]string{"-error-threshold", "2"}, "-error-threshold is 2: an error threshold is a share"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			results := filepath.Join(t.TempDir(), "r.json")
@@ -315,6 +317,7 @@ func TestRefusesWhatCannotWork(t *testing.T) {
 			assert.Equal(t, 2, code, stderr)
 			assert.Contains(t, stderr, tc.want)
 			assert.NotContains(t, stderr, "Plan")
+			assert.NotContains(t, stderr, "Spec.", "the user typed flags, not the library's fields")
 			assert.NotContains(t, stderr, "pw-refused-77")
 			assert.Empty(t, stdout)
 			assert.NoFileExists(t, results)

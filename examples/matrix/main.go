@@ -185,7 +185,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 		check.URL = "http://127.0.0.1/v1"
 	}
 	if err := check.WithDefaults().ValidateSharded(o.shards.shards); err != nil {
-		return nil, nil, err
+		return nil, nil, asFlags(err)
 	}
 	if o.render != "" && o.compare {
 		return nil, nil, errors.New("-render and -compare do not go together")
@@ -213,6 +213,33 @@ func (o *options) httpClient() *http.Client {
 // fail prints err on stderr as one line, without control characters.
 func fail(stderr io.Writer, err error) {
 	fmt.Fprintln(stderr, "matrix:", loadgen.CleanLine(strings.TrimPrefix(err.Error(), "matrix: ")))
+}
+
+// specFlags are the flags that set each field of matrix.Spec.
+var specFlags = map[string]string{
+	"URL": "-url", "Contexts": "-contexts", "Concurrency": "-concurrency", "Prefill": "-prefill",
+	"Duration": "-duration", "MaxTokens": "-max-tokens", "ErrorThreshold": "-error-threshold",
+	"Warmup.Min": "-warmup-min", "Warmup.Flow": "-warmup-flow", "Warmup.Timeout": "-warmup-timeout",
+	"Warmup.PerContextK": "-warmup-per-k", "SLO": "-slo-ttft, -slo-tpot or -slo-latency",
+}
+
+// asFlags words a spec's errors by the flags the user typed rather than
+// the library's field names; an error it cannot word so is returned as it
+// is.
+func asFlags(err error) error {
+	errs := []error{err}
+	if u, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = u.Unwrap()
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		se, ok := errors.AsType[*matrix.SpecError](e)
+		if !ok || specFlags[se.Field] == "" {
+			return err
+		}
+		msgs[i] = specFlags[se.Field] + " " + se.Reason
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
