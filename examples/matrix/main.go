@@ -71,7 +71,7 @@ func main() {
 	signal.Notify(sig, os.Interrupt)
 	go func() {
 		<-sig
-		fmt.Fprintln(os.Stderr, "\ninterrupted: saving the finished cells (Ctrl-C again to quit at once)")
+		fmt.Fprintln(os.Stderr, "\ninterrupted: stopping the run, keeping whatever it finished (Ctrl-C again to quit at once)")
 		cancel(errors.New("interrupted"))
 		<-sig
 		os.Exit(130)
