@@ -201,7 +201,9 @@ func TestPrefixCacheHit(t *testing.T) {
 		tr, ok := srv.Truth().Request(resp.Header.Get("X-Request-Id"))
 		require.True(t, ok)
 		require.Len(t, tr.Chunks, 1)
-		return tr.Chunks[0].Time.Sub(tr.Received), tr
+		// From the engine's receipt, as in prefillTime: parsing the body
+		// under the race detector is not prefill.
+		return tr.Chunks[0].Time.Sub(tr.Queued), tr
 	}
 	cold, tr := ttft()
 	assert.Equal(t, 0, tr.CachedTokens)
@@ -209,11 +211,17 @@ func TestPrefixCacheHit(t *testing.T) {
 	assert.Equal(t, 4096.0, m["vllm:prefix_cache_queries_total"])
 	assert.Equal(t, 0.0, m["vllm:prefix_cache_hits_total"])
 
+	stop := probeStarvation()
 	warm, tr := ttft()
+	late := stop()
 	assert.Equal(t, 4080, tr.CachedTokens, "every full block but the last token's")
 	m = metrics(t, srv)
 	assert.Equal(t, 8192.0, m["vllm:prefix_cache_queries_total"])
 	assert.Equal(t, 4080.0, m["vllm:prefix_cache_hits_total"])
+	if late > 20*time.Millisecond && warm >= cold/10 {
+		t.Logf("the process was starved (a wake-up %v late) during the cached request; measuring again", late)
+		warm, _ = ttft()
+	}
 	want := p.PrefillTime(4096).Seconds() / p.Speed
 	assert.InDelta(t, want, cold.Seconds(), want*0.1)
 	assert.Less(t, warm, cold/10, "a cached prompt skips its prefill: cold %v, warm %v", cold, warm)
