@@ -101,13 +101,16 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	run.Summary = recording.Summary
 	st := streams.summary()
 	if err := fleet.merge(ctx, run, &recording, &st, warm); err != nil {
-		if ctx.Err() != nil {
+		if errors.Is(err, errNoWindow) && ctx.Err() != nil {
 			// Interrupted before a window opened: nothing to keep, and
 			// the cell is left for -resume to run again.
 			c.Status, c.Reason = StatusUnknown, "interrupted before its window opened"
 			return context.Cause(ctx)
 		}
 		c.Status, c.Reason = Failed, "the shards' parts do not merge: "+err.Error()
+		if ctx.Err() != nil {
+			return context.Cause(ctx) // the run was interrupted all the same
+		}
 		return nil
 	}
 
