@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/llmload/llmload/internal/logbuffer"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
 )
@@ -221,23 +222,6 @@ func (s *pacedServer) clientHosts() map[string]int {
 	return out
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestShardsFromTheManifest starts one process a pod of the Job, each
 // with the environment and arguments the manifest gives that pod
 // (JOB_COMPLETION_INDEX and the pod's name as Kubernetes sets them, $(VAR)
@@ -284,7 +268,7 @@ func TestShardsFromTheManifest(t *testing.T) {
 	leaderURL.Host = net.JoinHostPort(nw.shardAddr(0), port)
 
 	procs := make([]*exec.Cmd, shards)
-	logs := make([]*syncBuffer, shards)
+	logs := make([]*logbuffer.Buffer, shards)
 	names := make([]string, shards)
 	var leaderOut bytes.Buffer
 	for i := range shards {
@@ -312,7 +296,7 @@ func TestShardsFromTheManifest(t *testing.T) {
 		for k, v := range env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
-		logs[i] = &syncBuffer{}
+		logs[i] = &logbuffer.Buffer{}
 		cmd.Stderr = logs[i]
 		if i == 0 {
 			cmd.Stdout = &leaderOut

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/logbuffer"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
 )
@@ -149,31 +150,14 @@ func socketOwner(port int, pids []int) int {
 // shardProc is one process of a sharded run.
 type shardProc struct {
 	cmd  *exec.Cmd
-	log  *lockedBuffer
+	log  *logbuffer.Buffer
 	done chan error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startShard starts the command with args; its stderr is kept.
 func startShard(t *testing.T, bin string, args ...string) *shardProc {
 	t.Helper()
-	p := &shardProc{cmd: exec.Command(bin, args...), log: &lockedBuffer{}, done: make(chan error, 1)}
+	p := &shardProc{cmd: exec.Command(bin, args...), log: &logbuffer.Buffer{}, done: make(chan error, 1)}
 	p.cmd.Stderr = p.log
 	p.cmd.Stdout = io.Discard
 	require.NoError(t, p.cmd.Start())

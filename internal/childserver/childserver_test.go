@@ -1,7 +1,6 @@
 package childserver_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"os/signal"
 	"regexp"
 	"runtime"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmload/llmload/internal/childserver"
+	"github.com/llmload/llmload/internal/logbuffer"
 )
 
 // modeEnv, set, makes the test binary a child server of that mode.
@@ -115,7 +114,7 @@ func TestStartAndStop(t *testing.T) {
 // TestOutputStillReachesTheCaller: what the child writes goes to the
 // writers the command had too.
 func TestOutputStillReachesTheCaller(t *testing.T) {
-	var out lockedBuffer
+	var out logbuffer.Buffer
 	cmd := child("serve")
 	cmd.Stdout = &out
 	s, err := childserver.Start(t.Context(), cmd, servingOn)
@@ -158,23 +157,4 @@ func TestStartFails(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(start), 10*time.Second)
 	assert.NotNil(t, cmd.ProcessState, "the child was waited for")
-}
-
-// lockedBuffer is a bytes.Buffer safe for the child's output copier and
-// the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/logbuffer"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
@@ -32,24 +33,6 @@ func pacedSpec(url string, concurrency ...int) matrix.Spec {
 	}
 }
 
-// syncBuffer is a log several goroutines write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // fleet is a leader served on loopback and followers in goroutines.
 type fleet struct {
 	leader    *shard.Leader
@@ -58,12 +41,12 @@ type fleet struct {
 	errs      []error
 	cancel    []context.CancelFunc
 	wg        sync.WaitGroup
-	log       *syncBuffer
+	log       *logbuffer.Buffer
 }
 
 func startFleet(t *testing.T, spec matrix.Spec, followers int, silence time.Duration) *fleet {
 	t.Helper()
-	f := &fleet{log: &syncBuffer{}}
+	f := &fleet{log: &logbuffer.Buffer{}}
 	f.leader = &shard.Leader{Spec: spec, Followers: followers, JoinTimeout: 20 * time.Second, Silence: silence, Log: f.log}
 	srv := httptest.NewServer(f.leader)
 	t.Cleanup(srv.Close)
@@ -221,7 +204,7 @@ func TestFleetLateJoinWaitsForTheNextCell(t *testing.T) {
 	f := startFleet(t, spec, 1, shard.DefaultSilence)
 	r := &matrix.Runner{Spec: spec, Fleet: f.leader, Log: f.log,
 		Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()}}
-	late := &syncBuffer{}
+	late := &logbuffer.Buffer{}
 	var lateErr error
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(context.Background())
@@ -280,7 +263,7 @@ func TestFleetReportsAClockOff(t *testing.T) {
 	srv := loadgentest.NewServer(loadgentest.FastProfile())
 	defer srv.Close()
 	spec := pacedSpec(srv.URL+"/v1", 4)
-	log := &syncBuffer{}
+	log := &logbuffer.Buffer{}
 	leader := &shard.Leader{Spec: spec, Followers: 1, JoinTimeout: 20 * time.Second, Log: log}
 	hs := httptest.NewServer(leader)
 	defer hs.Close()
