@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -420,7 +421,7 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
-			ue.URL = RedactURL(ue.URL) // url.Parse quotes the whole URL, password included
+			ue.URL = redact.URL(ue.URL) // url.Parse quotes the whole URL, password included
 		}
 		return &Error{Kind: metrics.KindOther, Err: err}
 	}

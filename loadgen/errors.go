@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -103,7 +104,7 @@ func (e *StatusError) Error() string {
 		msg += " to " + e.URL
 	}
 	if e.Message != "" {
-		msg += ": " + oneLine(e.Message)
+		msg += ": " + textsafe.Escape(e.Message)
 	}
 	if e.RetryAfter > 0 {
 		msg += fmt.Sprintf(" (retry after %v)", e.RetryAfter)
@@ -181,13 +182,13 @@ func (e *StreamError) Error() string {
 	var b strings.Builder
 	b.WriteString("server sent an error in the stream")
 	if e.Type != "" {
-		b.WriteString(" (" + oneLine(e.Type) + ")")
+		b.WriteString(" (" + textsafe.Escape(e.Type) + ")")
 	}
 	if e.Code != "" {
-		b.WriteString(" code " + oneLine(e.Code))
+		b.WriteString(" code " + textsafe.Escape(e.Code))
 	}
 	if e.Message != "" {
-		b.WriteString(": " + oneLine(e.Message))
+		b.WriteString(": " + textsafe.Escape(e.Message))
 	}
 	return b.String()
 }
@@ -237,7 +238,7 @@ const MaxRedirects = 10
 
 // Error says what the server asked for and why the client did not do it.
 func (e *RedirectError) Error() string {
-	return fmt.Sprintf("server answered %d to %s: %s", e.StatusCode, oneLine(e.Location), e.Reason)
+	return fmt.Sprintf("server answered %d to %s: %s", e.StatusCode, textsafe.Escape(e.Location), e.Reason)
 }
 
 // Unwrap returns [ErrRedirect].

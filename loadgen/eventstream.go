@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -205,26 +205,8 @@ func bodyStart(b []byte) string {
 	return sanitize(b) + "…"
 }
 
-// sanitize returns b as valid UTF-8 on one line: control characters and
-// runs of white space become one space, and an invalid byte U+FFFD.
-func sanitize(b []byte) string {
-	var s strings.Builder
-	space := false
-	for len(b) > 0 {
-		r, n := utf8.DecodeRune(b)
-		b = b[n:]
-		if unicode.IsSpace(r) || unicode.IsControl(r) || isBidiControl(r) {
-			space = true
-			continue
-		}
-		if space && s.Len() > 0 {
-			s.WriteByte(' ')
-		}
-		space = false
-		s.WriteRune(r)
-	}
-	return s.String()
-}
+// sanitize returns b as valid UTF-8 on one line (see [textsafe.Line]).
+func sanitize(b []byte) string { return textsafe.Line(string(b)) }
 
 // AsNotHTTP returns the failure of a request whose peer did not answer in
 // HTTP, as net/http's transport and [StreamTransport] report it (a
@@ -262,6 +244,6 @@ type causes struct {
 	rule, err error
 }
 
-func (c *causes) Error() string { return c.rule.Error() + ": " + oneLine(c.err.Error()) }
+func (c *causes) Error() string { return c.rule.Error() + ": " + textsafe.Escape(c.err.Error()) }
 
 func (c *causes) Unwrap() []error { return []error{c.rule, c.err} }

@@ -47,7 +47,9 @@ func FuzzCheckStart(f *testing.F) {
 			if len(notSSE) > sampleSize+1 || !bytes.HasPrefix(head, notSSE) {
 				t.Fatalf("%q: quoted %q", input, notSSE)
 			}
-			if s := bodyStart(notSSE); !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || isBidiControl(r) }) {
+			if s := bodyStart(notSSE); !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool {
+				return unicode.IsControl(r) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c
+			}) {
 				t.Fatalf("%q: quoted as %q", input, s)
 			}
 			var got []string

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/internal/redact"
 )
 
 // ComparisonSchema names the version of a comparison document.
@@ -662,7 +662,7 @@ func runInfo(r *Results) RunInfo {
 	if info.URL == "" {
 		info.URL = r.Spec.URL
 	}
-	info.URL = loadgen.RedactURL(info.URL)
+	info.URL = redact.URL(info.URL)
 	return info
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
 )
@@ -288,7 +289,7 @@ func nameOf(name string) string {
 	if name == "" {
 		return ""
 	}
-	return " (" + loadgen.CleanLine(name) + ")"
+	return " (" + textsafe.Line(name) + ")"
 }
 
 func offsetWords(ms float64) string {

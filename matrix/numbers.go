@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/internal/textsafe"
 )
 
 // numGroup formats v with dec decimals and thousands separators:
@@ -88,5 +88,5 @@ func plural(n int, one, many string) string {
 }
 
 // cleanText makes a string from the server or the user safe to print on a
-// terminal or in a one-line cell: see [loadgen.CleanLine].
-func cleanText(s string) string { return loadgen.CleanLine(s) }
+// terminal or in a one-line cell: see [textsafe.Line].
+func cleanText(s string) string { return textsafe.Line(s) }

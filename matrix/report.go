@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -389,9 +389,9 @@ func (rp *report) newHeader() reportHeader {
 	if e := cleanText(r.Server.Engine); e != "" {
 		srv = append(srv, e)
 	}
-	url := cleanText(loadgen.RedactURL(r.Server.URL))
+	url := cleanText(redact.URL(r.Server.URL))
 	if url == "" {
-		url = cleanText(loadgen.RedactURL(r.Spec.URL))
+		url = cleanText(redact.URL(r.Spec.URL))
 	}
 	if url != "" {
 		srv = append(srv, url)

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
 )
@@ -92,7 +94,7 @@ type Runner struct {
 
 	// secrets removes the URL's password and the API key from what the run
 	// logs, saves and returns.
-	secrets *loadgen.Redactor
+	secrets *redact.Redactor
 }
 
 // errStuck ends a cell whose requests are starved.
@@ -116,7 +118,7 @@ func (r *Runner) logf(format string, args ...any) {
 	if r.Log != nil {
 		var b strings.Builder
 		for line := range strings.Lines(r.secrets.Redact(fmt.Sprintf(format, args...))) {
-			b.WriteString(loadgen.CleanLine(line) + "\n")
+			b.WriteString(textsafe.Line(line) + "\n")
 		}
 		io.WriteString(r.Log, b.String())
 	}
@@ -142,7 +144,7 @@ func (r *Runner) scoutRetries() int {
 // The password of the spec's URL and the client's API key are used for
 // the requests (the key only for the URL's origin) and appear in nothing
 // the run returns, saves or logs: the results hold the URL with its
-// password replaced (see [loadgen.RedactURL]).
+// password replaced (see [redact.URL]).
 func (r *Runner) Run(ctx context.Context) (*Results, error) {
 	spec := r.Spec.WithDefaults()
 	shards := 1
@@ -150,14 +152,14 @@ func (r *Runner) Run(ctx context.Context) (*Results, error) {
 		shards = r.Fleet.Shards()
 	}
 	if err := spec.ValidateSharded(shards); err != nil {
-		return nil, loadgen.NewRedactor(spec.URL).Error(err)
+		return nil, redact.New(spec.URL).Error(err)
 	}
 	c := &loadgen.Client{}
 	if r.Client != nil {
 		if r.Client.BaseURL != "" && strings.TrimRight(r.Client.BaseURL, "/") != strings.TrimRight(spec.URL, "/") {
 			return nil, fmt.Errorf("matrix: Runner.Client: %w", &loadgen.ConfigError{Field: "Client.BaseURL",
 				Reason: fmt.Sprintf("is %s, not Spec.URL (%s): the runner sends to Spec.URL; leave it empty",
-					loadgen.RedactURL(r.Client.BaseURL), loadgen.RedactURL(spec.URL))})
+					redact.URL(r.Client.BaseURL), redact.URL(spec.URL))})
 		}
 		c = r.Client.Clone()
 	}
@@ -165,7 +167,7 @@ func (r *Runner) Run(ctx context.Context) (*Results, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("matrix: Runner.Client: %w", err)
 	}
-	r.secrets = loadgen.NewRedactor(spec.URL, c.APIKey)
+	r.secrets = redact.New(spec.URL, c.APIKey)
 	res, err := r.run(ctx, spec, c)
 	if res != nil {
 		scrub(res, r.secrets)
@@ -260,7 +262,7 @@ func (r *Runner) discover(ctx context.Context, c *loadgen.Client, hc *http.Clien
 		// A server that takes a connection and says nothing would hold
 		// every request of the run as long as the client allows.
 		return capacity.Limits{}, fmt.Errorf("matrix: %s accepted a connection and answered nothing within %v: %w",
-			loadgen.RedactURL(spec.URL), min(timeout, capacity.DefaultProbeTimeout), capacity.ErrNoAnswer)
+			redact.URL(spec.URL), min(timeout, capacity.DefaultProbeTimeout), capacity.ErrNoAnswer)
 	}
 	if timedOut {
 		r.logf("capacity: the server's limits took longer than %v to read; the rest are unknown", timeout)
@@ -302,9 +304,9 @@ func (r *Runner) discover(ctx context.Context, c *loadgen.Client, hc *http.Clien
 // compatible reports whether results of spec a can be resumed under spec b.
 func compatible(a, b Spec) error {
 	a, b = a.WithDefaults(), b.WithDefaults()
-	if loadgen.RedactURL(a.URL) != loadgen.RedactURL(b.URL) || a.Model != b.Model || a.API != b.API || a.MaxTokens != b.MaxTokens || a.Duration != b.Duration {
+	if redact.URL(a.URL) != redact.URL(b.URL) || a.Model != b.Model || a.API != b.API || a.MaxTokens != b.MaxTokens || a.Duration != b.Duration {
 		return fmt.Errorf("matrix: cannot resume: the results were made with another spec (url %s, model %q, api %s, max tokens %d, duration %v)",
-			loadgen.RedactURL(a.URL), a.Model, a.API, a.MaxTokens, time.Duration(a.Duration))
+			redact.URL(a.URL), a.Model, a.API, a.MaxTokens, time.Duration(a.Duration))
 	}
 	return nil
 }

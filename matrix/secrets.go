@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/internal/redact"
 )
 
 // bearer adds an API key to the requests sent to the origin it was given
@@ -79,12 +79,12 @@ func urlOrigin(u *url.URL) string {
 // scrub removes credentials from every string of r that may hold text
 // from an error or the server, so that nothing saved or rendered carries
 // them.
-func scrub(r *Results, sec *loadgen.Redactor) {
+func scrub(r *Results, sec *redact.Redactor) {
 	if sec == nil {
 		return
 	}
-	r.Spec.URL = loadgen.RedactURL(sec.Redact(r.Spec.URL))
-	r.Server.URL = loadgen.RedactURL(sec.Redact(r.Server.URL))
+	r.Spec.URL = redact.URL(sec.Redact(r.Spec.URL))
+	r.Server.URL = redact.URL(sec.Redact(r.Server.URL))
 	r.Server.Limits.Source = sec.Redact(r.Server.Limits.Source)
 	for i, n := range r.Server.Notes {
 		r.Server.Notes[i] = sec.Redact(n)

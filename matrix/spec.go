@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
 )
@@ -190,7 +191,7 @@ func (s Spec) ValidateSharded(shards int) error {
 	}
 	if s.URL == "" {
 		bad("URL", "is empty: set the server's API root, such as http://127.0.0.1:8000/v1")
-	} else if err := CheckURL(s.URL); err != nil {
+	} else if err := checkURL(s.URL); err != nil {
 		bad("URL", "%s", strings.TrimPrefix(err.Error(), "matrix: URL "))
 	} else if ce, ok := errors.AsType[*loadgen.ConfigError]((&loadgen.Client{BaseURL: s.URL}).Validate()); ok {
 		bad("URL", "%s", ce.Reason)
@@ -260,11 +261,11 @@ func (s Spec) ValidateSharded(shards int) error {
 	return errs
 }
 
-// CheckURL reports why a server's base URL cannot work, if it cannot:
+// checkURL reports why a server's base URL cannot work, if it cannot:
 // it must parse, be http or https, and name a host. The error shows the
 // URL without its password.
-func CheckURL(raw string) error {
-	shown := loadgen.RedactURL(raw)
+func checkURL(raw string) error {
+	shown := redact.URL(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
 		var ue *url.Error

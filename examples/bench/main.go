@@ -52,6 +52,8 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/loadgen/sweep"
@@ -272,7 +274,7 @@ func (o *options) check() error {
 
 // fail prints err on stderr as one line, without control characters.
 func fail(stderr io.Writer, err error) {
-	fmt.Fprintln(stderr, "bench:", loadgen.CleanLine(err.Error()))
+	fmt.Fprintln(stderr, "bench:", textsafe.Line(err.Error()))
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -332,7 +334,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fail(stderr, err)
 			return 2
 		}
-		res.Server = sweep.Server{URL: loadgen.RedactURL(o.url), Model: o.model, API: o.api}
+		res.Server = sweep.Server{URL: redact.URL(o.url), Model: o.model, API: o.api}
 		if ds == nil {
 			// Synthetic text and traces are sized in the server's tokens.
 			if sizing, err = workload.Calibrate(ctx, client, o.api, o.model); err != nil {

@@ -32,7 +32,8 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/capacity"
-	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/internal/textsafe"
 )
 
 func main() {
@@ -42,7 +43,7 @@ func main() {
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 	case err != nil:
-		msg := loadgen.CleanLine(err.Error())
+		msg := textsafe.Line(err.Error())
 		if !strings.HasPrefix(msg, "capacity: ") {
 			msg = "capacity: " + msg
 		}
@@ -238,14 +239,14 @@ func tokenList(name, s string) ([]int, error) {
 func discover(ctx context.Context, url string, timeout time.Duration) (*capacity.Discovery, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	sec := loadgen.NewRedactor(url)
+	sec := redact.New(url)
 	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	defer hc.CloseIdleConnections()
 	d, err := capacity.Discover(ctx, hc, url)
 	if err != nil {
 		return nil, sec.Error(err)
 	}
-	clean := func(s string) string { return loadgen.CleanLine(sec.Redact(s)) }
+	clean := func(s string) string { return textsafe.Line(sec.Redact(s)) }
 	for i := range d.Probes {
 		d.Probes[i].Error = clean(d.Probes[i].Error)
 		d.Probes[i].Err = sec.Error(d.Probes[i].Err)

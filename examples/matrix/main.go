@@ -54,6 +54,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
@@ -212,7 +214,7 @@ func (o *options) httpClient() *http.Client {
 
 // fail prints err on stderr as one line, without control characters.
 func fail(stderr io.Writer, err error) {
-	fmt.Fprintln(stderr, "matrix:", loadgen.CleanLine(strings.TrimPrefix(err.Error(), "matrix: ")))
+	fmt.Fprintln(stderr, "matrix:", textsafe.Line(strings.TrimPrefix(err.Error(), "matrix: ")))
 }
 
 // specFlags are the flags that set each field of matrix.Spec.
@@ -402,12 +404,12 @@ func (o *options) resumeSpec(r *matrix.Results) error {
 		}
 		return nil
 	}
-	u, err := loadgen.RestoreURL(r.Spec.URL, given)
+	u, err := redact.Restore(r.Spec.URL, given)
 	switch {
-	case errors.Is(err, loadgen.ErrPasswordNeeded):
+	case errors.Is(err, redact.ErrPasswordNeeded):
 		return fmt.Errorf("the run's URL had a password, which was not saved: give it again with -url (%s)", r.Spec.URL)
 	case err != nil:
-		return fmt.Errorf("-url %s is not the URL of the run being resumed (%s)", loadgen.RedactURL(given), r.Spec.URL)
+		return fmt.Errorf("-url %s is not the URL of the run being resumed (%s)", redact.URL(given), r.Spec.URL)
 	}
 	o.spec.URL = u
 	return nil
@@ -436,7 +438,7 @@ func render(o *options, stdout, stderr io.Writer) int {
 		return 1
 	}
 	// A file written before passwords were redacted may hold one.
-	r.Spec.URL, r.Server.URL = loadgen.RedactURL(r.Spec.URL), loadgen.RedactURL(r.Server.URL)
+	r.Spec.URL, r.Server.URL = redact.URL(r.Spec.URL), redact.URL(r.Server.URL)
 	if err := write(r, o, stdout); err != nil {
 		fail(stderr, err)
 		return 1

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix"
 	"github.com/llmload/llmload/matrix/shard"
@@ -105,12 +106,12 @@ func follow(ctx context.Context, o *options, stderr io.Writer) int {
 	}
 	var client *loadgen.Client
 	f.Client = func(spec matrix.Spec) (*loadgen.Client, error) {
-		u, err := loadgen.RestoreURL(spec.URL, o.spec.URL)
+		u, err := redact.Restore(spec.URL, o.spec.URL)
 		switch {
-		case errors.Is(err, loadgen.ErrPasswordNeeded):
+		case errors.Is(err, redact.ErrPasswordNeeded):
 			return nil, fmt.Errorf("the leader's server URL has a password, which the leader does not send: give it with -url (%s)", spec.URL)
 		case err != nil:
-			return nil, fmt.Errorf("-url %s is not the leader's server (%s)", loadgen.RedactURL(o.spec.URL), spec.URL)
+			return nil, fmt.Errorf("-url %s is not the leader's server (%s)", redact.URL(o.spec.URL), spec.URL)
 		}
 		o.spec.Concurrency = spec.Concurrency // sizes the transport
 		client = &loadgen.Client{BaseURL: u, HTTPClient: o.httpClient()}
@@ -132,6 +133,6 @@ func follow(ctx context.Context, o *options, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "matrix: the leader's run was over before this shard joined")
 		return 0
 	}
-	fail(stderr, errors.New(strings.TrimPrefix(loadgen.NewRedactor(o.spec.URL).Redact(err.Error()), "shard: ")))
+	fail(stderr, errors.New(strings.TrimPrefix(redact.New(o.spec.URL).Redact(err.Error()), "shard: ")))
 	return 1
 }

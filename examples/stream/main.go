@@ -26,6 +26,8 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
 )
@@ -110,7 +112,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		TTFTms: ms(resp.TTFT()), LatencyMs: ms(resp.Latency()), ChunkTimesMs: []float64{},
 	}
 	if err != nil {
-		r.Error = loadgen.NewRedactor(*url, c.APIKey).Redact(err.Error())
+		r.Error = redact.New(*url, c.APIKey).Redact(err.Error())
 	}
 	if !resp.Headers.IsZero() && !resp.Sent.IsZero() {
 		r.HeadersMs = ms(resp.Headers.Sub(resp.Sent))
@@ -133,7 +135,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if !*asJSON {
 			// The server's words, without its escape sequences or the
 			// credentials.
-			fmt.Fprintln(stderr, "stream:", loadgen.CleanLine(loadgen.NewRedactor(*url, c.APIKey).Redact(err.Error())))
+			fmt.Fprintln(stderr, "stream:", textsafe.Line(redact.New(*url, c.APIKey).Redact(err.Error())))
 		}
 		var se *loadgen.StatusError
 		if errors.As(err, &se) && se.RetryAfter > 0 && !*asJSON {
@@ -182,7 +184,7 @@ func printTimeline(w io.Writer, resp *loadgen.Response, r result) {
 	// The model's text is the server's: printed without control
 	// characters, as everything else from it.
 	if r.Reasoning != "" {
-		fmt.Fprintf(w, "\nreasoning: %s\n", loadgen.CleanText(r.Reasoning))
+		fmt.Fprintf(w, "\nreasoning: %s\n", textsafe.Text(r.Reasoning))
 	}
-	fmt.Fprintf(w, "\n%s\n", loadgen.CleanText(r.Text))
+	fmt.Fprintf(w, "\n%s\n", textsafe.Text(r.Text))
 }

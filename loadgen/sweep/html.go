@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -29,11 +29,11 @@ var htmlTemplate = template.Must(template.New("report").Parse(reportHTML))
 func (r *Results) WriteHTML(w io.Writer) error {
 	page := htmlPage{Title: r.what(), Server: r.Server.describe()}
 	for _, n := range r.Notes {
-		page.Notes = append(page.Notes, loadgen.CleanLine(n))
+		page.Notes = append(page.Notes, textsafe.Line(n))
 	}
 	for i := range r.Runs {
 		if why := r.Runs[i].ClientLimited; why != "" {
-			page.Notes = append(page.Notes, fmt.Sprintf("%s: the client may have limited this run (%s): its figures may be the client's, not the server's.", r.Runs[i].name(), loadgen.CleanLine(why)))
+			page.Notes = append(page.Notes, fmt.Sprintf("%s: the client may have limited this run (%s): its figures may be the client's, not the server's.", r.Runs[i].name(), textsafe.Line(why)))
 		}
 	}
 	if r.Objective != nil {
@@ -151,7 +151,7 @@ func (r *Results) curves() []chart {
 			for i, v := range []time.Duration{d.P50, d.P99} {
 				msv := float64(v) / float64(time.Millisecond)
 				vals[i] = append(vals[i], msv)
-				titles[i] = append(titles[i], fmt.Sprintf("%s: %.2f req/s, %s %.2f ms", loadgen.CleanLine(run.Label), run.Capacity, []string{"p50", "p99"}[i], msv))
+				titles[i] = append(titles[i], fmt.Sprintf("%s: %.2f req/s, %s %.2f ms", textsafe.Line(run.Label), run.Capacity, []string{"p50", "p99"}[i], msv))
 			}
 		}
 		charts = append(charts, newChart(c.title, c.caption, xs, []string{"median", "99th percentile"}, vals[:], titles[:], mark))

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -29,7 +29,7 @@ func (r *Results) WriteTable(w io.Writer) error {
 	}
 	for i := range r.Runs {
 		if why := r.Runs[i].ClientLimited; why != "" {
-			fmt.Fprintf(bw, "† %s: the client may have limited this run (%s): its figures may be the client's, not the server's.\n", strings.TrimSuffix(r.Runs[i].name(), " †"), loadgen.CleanLine(why))
+			fmt.Fprintf(bw, "† %s: the client may have limited this run (%s): its figures may be the client's, not the server's.\n", strings.TrimSuffix(r.Runs[i].name(), " †"), textsafe.Line(why))
 		}
 	}
 	if f := r.Search; f != nil {
@@ -40,7 +40,7 @@ func (r *Results) WriteTable(w io.Writer) error {
 		}
 	}
 	for _, n := range r.Notes {
-		fmt.Fprintf(bw, "Note: %s\n", loadgen.CleanLine(n))
+		fmt.Fprintf(bw, "Note: %s\n", textsafe.Line(n))
 	}
 	return bw.Flush()
 }
@@ -61,7 +61,7 @@ func (r *Results) what() string {
 	if r.Workload == "" {
 		return p
 	}
-	return p + " of " + loadgen.CleanLine(r.Workload)
+	return p + " of " + textsafe.Line(r.Workload)
 }
 
 func (s Server) describe() string {
@@ -73,9 +73,9 @@ func (s Server) describe() string {
 		return fmt.Sprintf("llmload's simulated server (profile %q, %g× speed)", s.Profile, speed)
 	}
 	if s.Model != "" {
-		return loadgen.CleanLine(s.URL) + " (" + loadgen.CleanLine(s.Model) + ")"
+		return textsafe.Line(s.URL) + " (" + textsafe.Line(s.Model) + ")"
 	}
-	return loadgen.CleanLine(s.URL)
+	return textsafe.Line(s.URL)
 }
 
 // ms formats a duration in milliseconds.
@@ -148,7 +148,7 @@ func errorKinds(m map[metrics.ErrorKind]int) string {
 // name is the run's label, with its load when the label does not say
 // it: "throughput (concurrency 512)".
 func (r *Result) name() string {
-	label := loadgen.CleanLine(r.Label)
+	label := textsafe.Line(r.Label)
 	if load := r.Load.String(); label != load && r.Load.Kind != KindUnknown {
 		label += " (" + load + ")"
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix"
 )
@@ -75,7 +76,7 @@ type active struct {
 
 func (f *Follower) logf(format string, args ...any) {
 	if f.Log != nil {
-		fmt.Fprintln(f.Log, loadgen.CleanLine(fmt.Sprintf(format, args...)))
+		fmt.Fprintln(f.Log, textsafe.Line(fmt.Sprintf(format, args...)))
 	}
 }
 

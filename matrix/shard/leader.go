@@ -12,7 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/matrix"
 )
 
@@ -101,7 +102,7 @@ func (l *Leader) silence() time.Duration {
 
 func (l *Leader) logf(format string, args ...any) {
 	if l.Log != nil {
-		fmt.Fprintln(l.Log, loadgen.CleanLine(fmt.Sprintf(format, args...)))
+		fmt.Fprintln(l.Log, textsafe.Line(fmt.Sprintf(format, args...)))
 	}
 }
 
@@ -177,7 +178,7 @@ func (l *Leader) join(in joinRequest) (*joinResponse, error) {
 	l.broadcast()
 	l.logf("shard %d (%s) joined", f.index, in.Name)
 	spec := l.Spec
-	spec.URL = loadgen.RedactURL(spec.URL)
+	spec.URL = redact.URL(spec.URL)
 	return &joinResponse{Index: f.index, Spec: spec, Silence: matrix.Duration(l.silence())}, nil
 }
 

@@ -1,4 +1,8 @@
-package loadgen
+// Package textsafe makes text from a server safe to print: an error
+// message, a model name or a header may carry terminal escape sequences,
+// which are removed or escaped before they reach a terminal, a log or a
+// report.
+package textsafe
 
 import (
 	"fmt"
@@ -10,23 +14,23 @@ import (
 // Text from a server — an error message, a model's output, a header — is
 // data: printed as it is, an escape sequence in it can clear the user's
 // terminal, retitle its window, write to its clipboard (OSC 52) or hide
-// lines of a log. The errors of this package write the server's text with
-// its control characters escaped (oneLine); CleanLine and CleanText strip
+// lines of a log. The errors of llmload write the server's text with
+// its control characters escaped ([Escape]); Line and Text strip
 // them from text about to be printed, rendered or logged.
 
-// CleanLine returns s made safe for one line of a terminal, a log or a
+// Line returns s made safe for one line of a terminal, a log or a
 // table cell: terminal escape sequences (CSI, OSC, DCS and the like, in
 // their 7-bit and 8-bit forms) are removed with their parameters, other
 // control characters, bidirectional overrides and invalid UTF-8 become
 // spaces, and runs of spaces collapse to one.
-func CleanLine(s string) string {
+func Line(s string) string {
 	return strings.Join(strings.Fields(clean(s, false)), " ")
 }
 
-// CleanText is CleanLine for text of several lines, such as a model's
+// Text is Line for text of several lines, such as a model's
 // output: it keeps newlines and tabs, drops carriage returns, and leaves
 // spaces as they are.
-func CleanText(s string) string { return clean(s, true) }
+func Text(s string) string { return clean(s, true) }
 
 // clean removes escape sequences and replaces the other control
 // characters; multiline keeps '\n' and '\t'.
@@ -128,13 +132,13 @@ func skipString(s string, i int) int {
 	return i
 }
 
-// oneLine returns s fit for one line of a terminal or a log: control
+// Escape returns s fit for one line of a terminal or a log: control
 // characters (line breaks, ESC and the rest of C0 and C1, DEL) and the
 // Unicode controls that reorder text are written as Go escapes (\x1b,
 // \n, \u202e), and invalid UTF-8 as U+FFFD. Printable text is unchanged,
 // so a message reads as the server wrote it, and a terminal that shows it
 // runs none of its escape sequences.
-func oneLine(s string) string {
+func Escape(s string) string {
 	clean := true
 	for i := 0; i < len(s); i++ {
 		if b := s[i]; b < 0x20 || b == 0x7f || b >= 0x80 {

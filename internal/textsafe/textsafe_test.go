@@ -1,4 +1,4 @@
-package loadgen_test
+package textsafe_test
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/internal/textsafe"
 )
 
 // hostileText is what a hostile server puts in an error message: clear the
@@ -17,7 +17,7 @@ import (
 const hostileText = "bad\x1b[2J\x1b[H request\x1b]0;pwned\x07 here\x1b]52;c;ZWNobyBwd25lZA==\x1b\\ now" +
 	"\u009b31m red\x1bP1$r q\x1b\\ \r\x1bcdone\u202e olleh\x00\xff"
 
-func TestCleanLine(t *testing.T) {
+func TestLine(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		{"plain", "server returned 500: boom", "server returned 500: boom"},
 		{"hostile", hostileText, "bad request here now red done olleh"},
@@ -28,15 +28,15 @@ func TestCleanLine(t *testing.T) {
 		{"unicode kept", "modèle 日本語 ▲", "modèle 日本語 ▲"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, loadgen.CleanLine(tc.in))
+			assert.Equal(t, tc.want, textsafe.Line(tc.in))
 		})
 	}
 }
 
-func TestCleanText(t *testing.T) {
-	got := loadgen.CleanText("line one\x1b[2J\r\n\tline two\x1b]52;c;eA==\x07\u009b1;1H end")
+func TestText(t *testing.T) {
+	got := textsafe.Text("line one\x1b[2J\r\n\tline two\x1b]52;c;eA==\x07\u009b1;1H end")
 	assert.Equal(t, "line one\n\tline two end", got)
-	assert.Equal(t, "already clean\n", loadgen.CleanText("already clean\n"))
+	assert.Equal(t, "already clean\n", textsafe.Text("already clean\n"))
 }
 
 // printable reports what in s a terminal could act on, or "".
@@ -55,21 +55,21 @@ func printable(s string, multiline bool) string {
 	return ""
 }
 
-// FuzzCleanLine checks that nothing a terminal acts on survives cleaning,
+// FuzzLine checks that nothing a terminal acts on survives cleaning,
 // and that cleaning twice changes nothing more.
-func FuzzCleanLine(f *testing.F) {
+func FuzzLine(f *testing.F) {
 	for _, s := range []string{hostileText, "plain", "\x1b[", "\x1b]", "\u009d0;x", "a\tb\nc\r"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		line := loadgen.CleanLine(s)
+		line := textsafe.Line(s)
 		if why := printable(line, false); why != "" {
 			t.Fatalf("CleanLine(%q) = %q: %s", s, line, why)
 		}
-		if again := loadgen.CleanLine(line); again != line {
+		if again := textsafe.Line(line); again != line {
 			t.Fatalf("CleanLine is not idempotent: %q then %q", line, again)
 		}
-		text := loadgen.CleanText(s)
+		text := textsafe.Text(s)
 		if why := printable(text, true); why != "" {
 			t.Fatalf("CleanText(%q) = %q: %s", s, text, why)
 		}

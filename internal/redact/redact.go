@@ -1,4 +1,6 @@
-package loadgen
+// Package redact keeps credentials out of what llmload prints, logs and
+// saves: the password of a URL and API keys.
+package redact
 
 import (
 	"errors"
@@ -10,12 +12,12 @@ import (
 // redacted replaces a password or an API key in text.
 const redacted = "xxxxx"
 
-// RedactURL returns rawURL with the password of its user information
+// URL returns rawURL with the password of its user information
 // replaced by "xxxxx", as [url.URL.Redacted] does:
 // "http://user:xxxxx@host/v1". A URL without a password is returned as it
 // is; one that does not parse has everything between "//" and the "@"
 // before its host replaced.
-func RedactURL(rawURL string) string {
+func URL(rawURL string) string {
 	if u, err := url.Parse(rawURL); err == nil {
 		if _, ok := u.User.Password(); !ok {
 			return rawURL
@@ -38,25 +40,25 @@ func RedactURL(rawURL string) string {
 	return scheme + "//" + user + ":" + redacted + authority[at:] + path
 }
 
-// Errors of [RestoreURL].
+// Errors of [Restore].
 var (
-	// ErrPasswordNeeded: the saved URL had a password, which RedactURL
+	// ErrPasswordNeeded: the saved URL had a password, which URL
 	// removed; it must be given again.
-	ErrPasswordNeeded = errors.New("loadgen: the URL had a password, which was not kept: give the URL again")
+	ErrPasswordNeeded = errors.New("the URL had a password, which was not kept: give the URL again")
 	// ErrOtherURL: the URL given is not the saved one.
-	ErrOtherURL = errors.New("loadgen: the URL given is not the one saved")
+	ErrOtherURL = errors.New("the URL given is not the one saved")
 )
 
-// RestoreURL returns the URL to send to for one that [RedactURL] wrote
+// Restore returns the URL to send to for one that [URL] wrote
 // (saved, as in a results file) and one the user gives again (given, ""
 // when none): given when it is saved itself or saved with its password,
 // saved when nothing is given and saved had no password. Otherwise it
 // returns [ErrOtherURL] or [ErrPasswordNeeded], wrapped with the URLs,
 // redacted.
-func RestoreURL(saved, given string) (string, error) {
+func Restore(saved, given string) (string, error) {
 	if given != "" {
-		if given != saved && RedactURL(given) != saved && RedactURL(given) != RedactURL(saved) {
-			return "", fmt.Errorf("%w: %s, not %s", ErrOtherURL, RedactURL(given), RedactURL(saved))
+		if given != saved && URL(given) != saved && URL(given) != URL(saved) {
+			return "", fmt.Errorf("%w: %s, not %s", ErrOtherURL, URL(given), URL(saved))
 		}
 		return given, nil
 	}
@@ -80,9 +82,9 @@ type Redactor struct {
 	r *strings.Replacer
 }
 
-// NewRedactor returns a Redactor for the password in rawURL, if it has
+// New returns a Redactor for the password in rawURL, if it has
 // one, and for keys. Empty keys are ignored.
-func NewRedactor(rawURL string, keys ...string) *Redactor {
+func New(rawURL string, keys ...string) *Redactor {
 	var pairs []string
 	add := func(secret, with string) {
 		if secret != "" {

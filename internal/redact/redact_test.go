@@ -1,4 +1,4 @@
-package loadgen_test
+package redact_test
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/internal/redact"
 )
 
 func TestRedactURL(t *testing.T) {
@@ -22,14 +22,14 @@ func TestRedactURL(t *testing.T) {
 		"http://alice:s3cr3t-pw@host:port:bad/v1/x": "http://alice:xxxxx@host:port:bad/v1/x",
 		"not a url": "not a url",
 	} {
-		assert.Equal(t, want, loadgen.RedactURL(in), in)
+		assert.Equal(t, want, redact.URL(in), in)
 	}
 }
 
 func TestRedactor(t *testing.T) {
 	// The password is "p@ss word"; url.URL writes it escaped.
 	raw := "http://alice:p%40ss%20word@127.0.0.1:8000/v1"
-	r := loadgen.NewRedactor(raw, "sk-test-0123456789")
+	r := redact.New(raw, "sk-test-0123456789")
 	u, err := url.Parse(raw)
 	assert.NoError(t, err)
 	for _, s := range []string{
@@ -52,10 +52,10 @@ func TestRedactor(t *testing.T) {
 	assert.ErrorIs(t, err, cause, "the chain is kept")
 	assert.NoError(t, r.Error(nil))
 
-	var none *loadgen.Redactor
+	var none *redact.Redactor
 	assert.Equal(t, "as is", none.Redact("as is"))
-	assert.Nil(t, loadgen.NewRedactor("http://127.0.0.1/v1"), "nothing to redact")
-	short := loadgen.NewRedactor("http://bob:pw@host/v1")
+	assert.Nil(t, redact.New("http://127.0.0.1/v1"), "nothing to redact")
+	short := redact.New("http://bob:pw@host/v1")
 	assert.Equal(t, "http://bob:xxxxx@host/v1 pw stays in words", short.Redact("http://bob:pw@host/v1 pw stays in words"))
 }
 
@@ -64,7 +64,7 @@ func TestRedactor(t *testing.T) {
 // for one that had a password, is refused, never showing the password.
 func TestRestoreURL(t *testing.T) {
 	const withPass = "http://dave:s3cret@host:8000/v1"
-	saved := loadgen.RedactURL(withPass)
+	saved := redact.URL(withPass)
 	for _, tc := range []struct {
 		name, saved, given, want string
 		err                      error
@@ -73,12 +73,12 @@ func TestRestoreURL(t *testing.T) {
 		{"a URL without a password", "http://host:8000/v1", "", "http://host:8000/v1", nil},
 		{"the same URL given", "http://host:8000/v1", "http://host:8000/v1", "http://host:8000/v1", nil},
 		{"the redacted URL given as it was saved", saved, saved, saved, nil},
-		{"no URL for one with a password", saved, "", "", loadgen.ErrPasswordNeeded},
-		{"another host", saved, "http://dave:s3cret@other:8000/v1", "", loadgen.ErrOtherURL},
-		{"another user", saved, "http://eve:s3cret@host:8000/v1", "", loadgen.ErrOtherURL},
+		{"no URL for one with a password", saved, "", "", redact.ErrPasswordNeeded},
+		{"another host", saved, "http://dave:s3cret@other:8000/v1", "", redact.ErrOtherURL},
+		{"another user", saved, "http://eve:s3cret@host:8000/v1", "", redact.ErrOtherURL},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := loadgen.RestoreURL(tc.saved, tc.given)
+			got, err := redact.Restore(tc.saved, tc.given)
 			if tc.err != nil {
 				require.ErrorIs(t, err, tc.err)
 				assert.NotContains(t, err.Error(), "s3cret")
