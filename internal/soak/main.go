@@ -49,25 +49,15 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/llmload/llmload/internal/cli"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
 )
 
-func main() { os.Exit(runMain()) }
-
-// runMain runs soak on the process's arguments, stopping it on SIGINT or
-// SIGTERM. A second signal ends the process at once.
-func runMain() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	context.AfterFunc(ctx, stop) // restore the default action for the next signal
-	return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-}
+func main() { cli.Main(run, "stopping the soak and reporting what it measured") }
 
 // Defaults of the flags.
 const (

@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 	// soak starts the simulator by running its own binary with -serve.
 	// Under go test its binary is this test binary, which then serves.
 	if len(os.Args) > 1 && os.Args[1] == "-serve" {
-		os.Exit(runMain())
+		main()
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -1,0 +1,143 @@
+// Package cli holds what llmload's commands share, so each command is its
+// flags and its work: the handling of Ctrl-C and SIGTERM, and the flags
+// that make a client (-url, -model, -api, -api-key-env, -transport).
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/loadgen"
+)
+
+// ErrInterrupted is the cause of a command's context after SIGINT
+// (Ctrl-C) or SIGTERM (what Kubernetes and most supervisors send).
+var ErrInterrupted = errors.New("interrupted")
+
+// A Command is a command's work: it reads its flags from args, writes to
+// stdout and stderr, and returns the process's exit status.
+type Command func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+
+// Main runs cmd on the process's arguments and exits with its status. The
+// first SIGINT or SIGTERM cancels cmd's context with [ErrInterrupted],
+// after saying so on standard error with interrupted (what the command
+// does on an interruption, such as "stopping the run, keeping whatever it
+// finished"); a second ends the process at once, with status 130 after
+// SIGINT and 143 after SIGTERM, as a shell reports them.
+func Main(cmd Command, interrupted string) {
+	ctx, stop := Interrupts(context.Background(), os.Stderr, interrupted)
+	code := cmd(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Interrupts returns a context that the first SIGINT or SIGTERM cancels
+// with [ErrInterrupted], as [Main] does, and a function that stops
+// watching for them.
+func Interrupts(parent context.Context, stderr io.Writer, interrupted string) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+		case <-done:
+			return
+		}
+		if interrupted != "" {
+			fmt.Fprintf(stderr, "\ninterrupted: %s (again to quit at once)\n", interrupted)
+		}
+		cancel(ErrInterrupted)
+		select {
+		case s := <-sig:
+			if s == syscall.SIGTERM {
+				os.Exit(143)
+			}
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sig)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// ClientFlags are the flags that say which server a command talks to and
+// how: -url, -model, -api, -api-key-env and -transport. Register them with
+// [ClientFlags.Register], then build the client with [ClientFlags.Client]
+// after the flags are parsed.
+type ClientFlags struct {
+	URL       string
+	Model     string
+	API       loadgen.API
+	KeyEnv    string
+	Transport string
+}
+
+// Register defines the flags on fs, with url as -url's default ("" where
+// the command's default is a simulator of its own).
+func (f *ClientFlags) Register(fs *flag.FlagSet, url string) {
+	fs.StringVar(&f.URL, "url", url, "base URL of the OpenAI-compatible API, such as http://127.0.0.1:8000/v1")
+	fs.StringVar(&f.Model, "model", "", "model name (empty: the server's only model, where it has one)")
+	fs.TextVar(&f.API, "api", loadgen.Chat, "the API to call: chat or completions")
+	fs.StringVar(&f.KeyEnv, "api-key-env", "", "name of the environment variable that holds the API key (sent to -url's origin only)")
+	fs.StringVar(&f.Transport, "transport", "stream", "HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux) or http (net/http's: honours HTTP_PROXY)")
+}
+
+// APIKey returns the key -api-key-env names, or "" when it names none. An
+// empty variable is an error: a run would be refused by the server for
+// want of it.
+func (f *ClientFlags) APIKey() (string, error) {
+	if f.KeyEnv == "" {
+		return "", nil
+	}
+	k := os.Getenv(f.KeyEnv)
+	if k == "" {
+		return "", fmt.Errorf("-api-key-env: the environment variable %s is empty", f.KeyEnv)
+	}
+	return k, nil
+}
+
+// RoundTripper returns the transport -transport names, sized for streams
+// connections at once.
+func (f *ClientFlags) RoundTripper(streams int) (http.RoundTripper, error) {
+	switch f.Transport {
+	case "stream", "":
+		return loadgen.NewStreamTransport(streams), nil
+	case "http":
+		return loadgen.NewTransport(streams), nil
+	}
+	return nil, fmt.Errorf("-transport %q: want stream or http", f.Transport)
+}
+
+// Client returns a client of the server the flags name, for streams
+// connections at once. Its errors name the flag at fault.
+func (f *ClientFlags) Client(streams int) (*loadgen.Client, error) {
+	key, err := f.APIKey()
+	if err != nil {
+		return nil, err
+	}
+	tr, err := f.RoundTripper(streams)
+	if err != nil {
+		return nil, err
+	}
+	return &loadgen.Client{BaseURL: f.URL, APIKey: key, HTTPClient: &http.Client{Transport: tr}}, nil
+}
+
+// Redactor returns what removes the password of -url and the API key from
+// text about to be printed or saved.
+func (f *ClientFlags) Redactor() *redact.Redactor {
+	key, _ := f.APIKey()
+	return redact.New(f.URL, key)
+}
