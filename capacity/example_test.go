@@ -205,10 +205,21 @@ func ExampleLimits_Grid() {
 	//            from estimate (vllm)
 	//
 	// Predicted grid: rows are context tokens, columns concurrent requests, 8,192 output tokens each
-	//   context    1     2    4      8
-	//         0   ok    ok   ok  queue
-	//       32K   ok    ok   ok  queue
-	//      128K   ok  risk   KV     KV
-	//      256K  len   len  len    len
-	// ok: fits; ok?: fits the known limits, others unknown; risk: fits only toward the optimistic end of the estimate's range; queue: fits, more requests than run at once wait in the server's queue; KV: over the KV tokens; len: over max_model_len
+	//   context    1     2    4      8  at once
+	//         0   ok    ok   ok  queue        4
+	//       32K   ok    ok   ok  queue        4
+	//      128K   ok  risk   KV     KV  2 (1–2)
+	//      256K  len   len  len    len        0
+	// at once: how many requests of the row's size run together with none queued, and the range the estimate gives; ok: fits; ok?: fits the known limits, others unknown; risk: fits only toward the optimistic end of the estimate's range; queue: fits, more requests than run at once wait in the server's queue; KV: over the KV tokens; len: over max_model_len
+}
+
+// How many requests of a 32K-token prompt and up to 8K output tokens run at
+// once on a server whose KV cache is estimated at 300,000 tokens (expected
+// 270,000–320,000).
+func ExampleLimits_MaxConcurrency() {
+	l := capacity.Limits{KVTokens: 300_000, KVTokensLow: 270_000, KVTokensHigh: 320_000, MaxRunning: 256, MaxModelLen: 262_144}
+	c := l.MaxConcurrency(32*1024, 8*1024)
+	fmt.Printf("%d at once (%d–%d), bound by %s\n", c.Requests, c.Low, c.High, c.Limit)
+	// Output:
+	// 7 at once (6–7), bound by kv_tokens
 }

@@ -271,3 +271,75 @@ func (l Limits) Gaps(e Engine) []Gap {
 	}
 	return out
 }
+
+// Concurrency is how many requests of one size a server holds at once: the
+// answer to "how many requests of this context and output can run
+// together?".
+type Concurrency struct {
+	// Requests is the most requests of this size that run at once without
+	// one waiting in the server's queue: 0 when one request is longer than
+	// max_model_len, -1 when no known limit bounds it.
+	Requests int `json:"requests"`
+	// Low and High are the range Requests is expected to fall in when the KV
+	// tokens are an estimate with a range ([Limits.KVTokensLow],
+	// [Limits.KVTokensHigh]); both equal Requests otherwise.
+	Low  int `json:"low"`
+	High int `json:"high"`
+	// Limit is the limit that bounds Requests: kv_tokens, max_running or
+	// max_model_len; "" when none is known.
+	Limit  LimitName `json:"limit,omitempty"`
+	Detail string    `json:"detail"` // the arithmetic, for reports
+}
+
+// MaxConcurrency returns how many requests of context prompt tokens and up
+// to maxOutput output tokens each l holds at once, with nothing waiting in
+// the server's queue. Each running request holds context + maxOutput KV
+// tokens, so it is ⌊KVTokens ÷ (context + maxOutput)⌋, at most MaxRunning,
+// and 0 for a request longer than max_model_len (with the template
+// overhead). Where the KV tokens are an estimate with a range, Low and High
+// take its ends: [Limits.Check] finds Low requests fitting, up to High
+// fitting at risk, and High + 1 over capacity.
+func (l Limits) MaxConcurrency(context, maxOutput int) Concurrency {
+	context, maxOutput = max(context, 0), max(maxOutput, 0)
+	perRequest := max(addSat(context, maxOutput), 1)
+	if l.MaxModelLen > 0 {
+		if need := addSat(perRequest, l.TemplateTokens()); need > l.MaxModelLen {
+			return Concurrency{Limit: LimitMaxModelLen,
+				Detail: fmt.Sprintf("none: one request needs %d + %d + %d template = %d tokens > max_model_len %d",
+					context, maxOutput, l.TemplateTokens(), need, l.MaxModelLen)}
+		}
+	}
+	fit := func(kv int) int { return kv / perRequest }
+	c := Concurrency{Requests: -1, Low: -1, High: -1}
+	if l.KVTokens > 0 {
+		c.Requests, c.Low, c.High = fit(l.KVTokens), fit(l.KVTokens), fit(l.KVTokens)
+		if l.KVTokensLow > 0 && l.KVTokensLow <= l.KVTokens && l.KVTokens <= l.KVTokensHigh {
+			c.Low, c.High = fit(l.KVTokensLow), fit(l.KVTokensHigh)
+		}
+		c.Limit = LimitKVTokens
+		c.Detail = fmt.Sprintf("⌊%d KV tokens ÷ (%d + %d)⌋ = %d", l.KVTokens, context, maxOutput, c.Requests)
+		if c.Low != c.High {
+			c.Detail += fmt.Sprintf(", %d–%d over the estimate's %d–%d", c.Low, c.High, l.KVTokensLow, l.KVTokensHigh)
+		}
+	}
+	if l.MaxRunning > 0 && (c.Requests < 0 || c.Requests >= l.MaxRunning) {
+		detail := fmt.Sprintf("%d: the server runs at most %d at once", l.MaxRunning, l.MaxRunning)
+		if c.Requests >= 0 {
+			detail = c.Detail + "; " + detail
+		}
+		c.Requests, c.Limit, c.Detail = l.MaxRunning, LimitMaxRunning, detail
+	}
+	if l.MaxRunning > 0 {
+		c.Low, c.High = min(c.Low, l.MaxRunning), min(c.High, l.MaxRunning)
+		if c.Low < 0 {
+			c.Low = l.MaxRunning
+		}
+		if c.High < 0 {
+			c.High = l.MaxRunning
+		}
+	}
+	if c.Limit == "" {
+		c.Detail = "unknown: neither the KV tokens nor the most requests the server runs at once are known"
+	}
+	return c
+}

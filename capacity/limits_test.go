@@ -130,3 +130,49 @@ func TestLimitsGaps(t *testing.T) {
 	assert.Equal(t, Gap{Limit: LimitMaxRunning}, unknown[0])
 	assert.Equal(t, Gap{Limit: LimitMaxModelLen}, unknown[1])
 }
+
+func TestLimitsMaxConcurrency(t *testing.T) {
+	tests := []struct {
+		name            string
+		limits          Limits
+		ctx, out        int
+		want, low, high int
+		limit           LimitName
+	}{
+		// 700,000 ÷ (32,768 + 8,192) = 17.09
+		{"kv tokens", Limits{KVTokens: 700_000, MaxRunning: 128, MaxModelLen: 262_144}, 32768, 8192, 17, 17, 17, LimitKVTokens},
+		// 700,000 ÷ 1,024 = 683.6, more than 128 run at once
+		{"max running", Limits{KVTokens: 700_000, MaxRunning: 128, MaxModelLen: 262_144}, 512, 512, 128, 128, 128, LimitMaxRunning},
+		// 253,952 + 8,192 + 16 > 262,144
+		{"longer than max_model_len", Limits{KVTokens: 700_000, MaxRunning: 128, MaxModelLen: 262_144}, 253_952, 8192, 0, 0, 0, LimitMaxModelLen},
+		// 712,092 ÷ 24,576 = 28.97; 651,447 ÷ 24,576 = 26.5; 753,174 ÷ 24,576 = 30.6
+		{"estimate's range", Limits{KVTokens: 712_092, KVTokensLow: 651_447, KVTokensHigh: 753_174, MaxRunning: 128}, 16384, 8192, 28, 26, 30, LimitKVTokens},
+		// the range's high end is capped by max running: 4,000 ÷ 100 = 40 > 30
+		{"range capped by max running", Limits{KVTokens: 2_900, KVTokensLow: 2_000, KVTokensHigh: 4_000, MaxRunning: 30}, 50, 50, 29, 20, 30, LimitKVTokens},
+		{"max running alone", Limits{MaxRunning: 4}, 1024, 128, 4, 4, 4, LimitMaxRunning},
+		{"nothing known", Limits{}, 1024, 128, -1, -1, -1, ""},
+		{"empty requests", Limits{KVTokens: 10}, 0, 0, 10, 10, 10, LimitKVTokens},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.limits.MaxConcurrency(tc.ctx, tc.out)
+			assert.Equal(t, tc.want, c.Requests, c.Detail)
+			assert.Equal(t, tc.low, c.Low, c.Detail)
+			assert.Equal(t, tc.high, c.High, c.Detail)
+			assert.Equal(t, tc.limit, c.Limit, c.Detail)
+			assert.NotEmpty(t, c.Detail)
+			if c.Requests <= 0 || tc.ctx+tc.out == 0 {
+				return // Check counts an empty request as holding nothing
+			}
+			// Check agrees: Low fits without risk or queue, High fits
+			// (perhaps at risk), one more than High is over capacity or
+			// queued.
+			v := tc.limits.Check(tc.ctx, c.Low, tc.out)
+			assert.True(t, v.Fits && !v.Queued && !v.AtRisk, "%d: %s", c.Low, v.Detail)
+			v = tc.limits.Check(tc.ctx, c.High, tc.out)
+			assert.True(t, v.Fits && !v.Queued, "%d: %s", c.High, v.Detail)
+			v = tc.limits.Check(tc.ctx, c.High+1, tc.out)
+			assert.True(t, !v.Fits || v.Queued, "%d: %s", c.High+1, v.Detail)
+		})
+	}
+}

@@ -113,3 +113,49 @@ func TestSeedZeroContextAt128(t *testing.T) {
 	assert.Equal(t, OverKVTokens, v.Reason)
 	assert.Equal(t, 128*8192, v.Need)
 }
+
+// TestSeedMaxConcurrency asks the seed's estimate how many requests of each
+// measured context (up to 8,192 output tokens) run at once, and holds the
+// answer and its range against the measured grid: every concurrency
+// measured fitting is at most the range's high end, every one measured over
+// capacity more than its low end, and the 248K row holds none.
+func TestSeedMaxConcurrency(t *testing.T) {
+	limits := seedEstimate(t).Limits()
+	f, err := os.Open("testdata/measurements.csv")
+	require.NoError(t, err)
+	defer f.Close()
+	records, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	fit, over := map[int]int{}, map[int]int{}
+	for _, rec := range records[1:] {
+		if rec[0] != "decode" {
+			continue
+		}
+		context, err := strconv.Atoi(rec[1])
+		require.NoError(t, err)
+		n, err := strconv.Atoi(rec[2])
+		require.NoError(t, err)
+		if rec[3] == "over_capacity" {
+			if o, ok := over[context]; !ok || n < o {
+				over[context] = n
+			}
+		} else {
+			fit[context] = max(fit[context], n)
+		}
+	}
+	require.Len(t, over, 6)
+	for context, firstOver := range over {
+		c := limits.MaxConcurrency(context, seedMaxOutput)
+		t.Logf("%d-token context: %d at once (%d–%d), measured: %d fit, %d over; %s", context, c.Requests, c.Low, c.High, fit[context], firstOver, c.Detail)
+		assert.LessOrEqual(t, fit[context], c.High, "measured fitting beyond the range")
+		assert.Less(t, c.Low, firstOver, "measured over capacity within the range")
+		assert.LessOrEqual(t, c.Low, c.Requests)
+		assert.LessOrEqual(t, c.Requests, c.High)
+		if context == 253952 {
+			assert.Equal(t, LimitMaxModelLen, c.Limit)
+			assert.Zero(t, c.High)
+		} else {
+			assert.Equal(t, (seedEstimate(t).KVTokens)/(context+seedMaxOutput), c.Requests, "⌊KV tokens ÷ (context + output)⌋")
+		}
+	}
+}

@@ -151,17 +151,18 @@ func (g *Grid) WriteText(w io.Writer) error {
 	for _, n := range g.Concurrency {
 		fmt.Fprintf(tw, "%d\t", n)
 	}
-	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "at once\t")
 	for i, c := range g.Contexts {
 		fmt.Fprintf(tw, "%s\t", FormatTokens(c))
 		for j := range g.Concurrency {
 			fmt.Fprintf(tw, "%s\t", g.Cells[i*len(g.Concurrency)+j].mark())
 		}
-		fmt.Fprintln(tw)
+		fmt.Fprintf(tw, "%s\t\n", g.Limits.MaxConcurrency(c, g.MaxOutput).text())
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	p.f("at once: how many requests of the row's size run together with none queued, and the range the estimate gives; ")
 	p.f("ok: fits; ok?: fits the known limits, others unknown; risk: fits only toward the optimistic end of the estimate's range; queue: fits, more requests than run at once wait in the server's queue; KV: over the KV tokens; len: over max_model_len\n")
 	return p.err
 }
@@ -229,4 +230,15 @@ func (d *Discovery) WriteText(w io.Writer) error {
 		p.f("           note: %s\n", n)
 	}
 	return p.err
+}
+
+// text is c as a grid prints it: "86", "86 (79–91)", or "?" when unknown.
+func (c Concurrency) text() string {
+	switch {
+	case c.Requests < 0:
+		return "?"
+	case c.Low != c.Requests || c.High != c.Requests:
+		return fmt.Sprintf("%d (%d–%d)", c.Requests, c.Low, c.High)
+	}
+	return strconv.Itoa(c.Requests)
 }

@@ -115,19 +115,19 @@ func TestGrid(t *testing.T) {
            from a test
 
 Predicted grid: rows are context tokens, columns concurrent requests, 8,192 output tokens each
-  context    1     4      8
-        0   ok    ok  queue
-      16K   ok  risk   risk
-      32K   ok    KV     KV
-      64K  len   len    len
-ok: fits; ok?: fits the known limits, others unknown; risk: fits only toward the optimistic end of the estimate's range; queue: fits, more requests than run at once wait in the server's queue; KV: over the KV tokens; len: over max_model_len
+  context    1     4      8  at once
+        0   ok    ok  queue        4
+      16K   ok  risk   risk  4 (3–4)
+      32K   ok    KV     KV        2
+      64K  len   len    len        0
+at once: how many requests of the row's size run together with none queued, and the range the estimate gives; ok: fits; ok?: fits the known limits, others unknown; risk: fits only toward the optimistic end of the estimate's range; queue: fits, more requests than run at once wait in the server's queue; KV: over the KV tokens; len: over max_model_len
 `, b.String())
 
 	var unknown Limits
 	b.Reset()
 	require.NoError(t, unknown.Grid([]int{1 << 20}, []int{1}, 0).WriteText(&b))
 	assert.Contains(t, b.String(), "kv_tokens unknown, max_running unknown, max_model_len unknown, template overhead 16\n")
-	assert.Contains(t, b.String(), "\n    1024K  ok?\n")
+	assert.Contains(t, b.String(), "\n    1024K  ok?        ?\n")
 
 	empty := limits.Grid(nil, nil, 8192)
 	assert.Empty(t, empty.Cells)

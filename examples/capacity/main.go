@@ -125,6 +125,13 @@ type report struct {
 	Estimate         *capacity.Estimate  `json:"estimate,omitempty"`
 	Discovery        *capacity.Discovery `json:"discovery,omitempty"`
 	Cells            []capacity.Cell     `json:"cells"`
+	AtOnce           []atOnce            `json:"at_once"` // per grid row: how many requests of its size run together
+}
+
+// atOnce is how many requests of one grid row's size run at once.
+type atOnce struct {
+	ContextTokens int `json:"context_tokens"`
+	capacity.Concurrency
 }
 
 // run is the command: it parses args, predicts, and writes to stdout.
@@ -199,6 +206,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	r.MaxModelLen, r.MaxRunning = limits.MaxModelLen, limits.MaxRunning
 	r.TemplateOverhead = limits.TemplateTokens()
 	r.Cells = grid.Cells
+	for _, c := range contexts {
+		r.AtOnce = append(r.AtOnce, atOnce{ContextTokens: c, Concurrency: limits.MaxConcurrency(c, o.maxTokens)})
+	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -93,6 +93,14 @@ func TestRunLive(t *testing.T) {
 	assert.True(t, cellAt(t, r, 32768, 16).Fits)
 	assert.Equal(t, capacity.OverKVTokens, cellAt(t, r, 16384, 32).Reason)
 	assert.Equal(t, capacity.OverKVTokens, cellAt(t, r, 0, 128).Reason)
+	// How many at once, per row: ⌊707,789 ÷ (context + 8,192)⌋, 0 where one
+	// request is longer than max_model_len.
+	require.Len(t, r.AtOnce, 6)
+	for i, want := range []int{707789 / 8192, 707789 / (16384 + 8192), 707789 / (32768 + 8192), 707789 / (65536 + 8192), 707789 / (131072 + 8192), 0} {
+		assert.Equal(t, want, r.AtOnce[i].Requests, r.AtOnce[i].Detail)
+		assert.Equal(t, want, r.AtOnce[i].High, "a server's figure has no range")
+	}
+	assert.Equal(t, capacity.LimitMaxModelLen, r.AtOnce[5].Limit)
 	long := cellAt(t, r, 253952, 1)
 	assert.Equal(t, capacity.OverMaxModelLen, long.Reason)
 	assert.Equal(t, 253952+8192+capacity.DefaultTemplateOverhead, long.Need)
@@ -106,8 +114,8 @@ func TestRunLiveText(t *testing.T) {
 	assert.Contains(t, text, "Server     vllm")
 	assert.Contains(t, text, "kv_tokens 707,789, max_running unknown, max_model_len 262,144")
 	assert.Contains(t, text, "vLLM does not publish max_num_seqs")
-	assert.Regexp(t, `(?m)^\s+0\s+ok\?\s+KV\s*$`, text)
-	assert.Regexp(t, `(?m)^\s+248K\s+len\s+len\s*$`, text)
+	assert.Regexp(t, `(?m)^\s+0\s+ok\?\s+KV\s+86\s*$`, text)
+	assert.Regexp(t, `(?m)^\s+248K\s+len\s+len\s+0\s*$`, text)
 }
 
 func TestRunEstimate(t *testing.T) {
@@ -170,8 +178,8 @@ func TestRunEstimateText(t *testing.T) {
 	} {
 		assert.Contains(t, text, want)
 	}
-	assert.Regexp(t, `(?m)^\s+16K(\s+ok){5}(\s+KV){3}\s*$`, text)
-	assert.Regexp(t, `(?m)^\s+32K(\s+ok){4}\s+risk(\s+KV){3}\s*$`, text)
+	assert.Regexp(t, `(?m)^\s+16K(\s+ok){5}(\s+KV){3}\s+\d+ \(\d+–\d+\)\s*$`, text)
+	assert.Regexp(t, `(?m)^\s+32K(\s+ok){4}\s+risk(\s+KV){3}\s+\d+ \(\d+–\d+\)\s*$`, text)
 	assert.Contains(t, text, "kv_tokens 7")
 	assert.Contains(t, text, "(expected ")
 }
@@ -274,7 +282,7 @@ func TestRunLiveOllamaText(t *testing.T) {
 	assert.Contains(t, text, "Found      max_model_len 4,096 (from ollama /api/ps context_length)")
 	assert.Contains(t, text, "Not found  max_running: pass -max-num-seqs N (Ollama's OLLAMA_NUM_PARALLEL)")
 	assert.Contains(t, text, "/api/version 200")
-	assert.Regexp(t, `(?m)^\s+4K\s+len\s+len\s*$`, text)
+	assert.Regexp(t, `(?m)^\s+4K\s+len\s+len\s+0\s*$`, text)
 
 	r := runJSON(t, "-url", srv.URL, "-contexts", "1K", "-concurrency", "1,4,8", "-max-tokens", "128", "-max-num-seqs", "4")
 	assert.Equal(t, capacity.EngineOllama, r.Engine)
