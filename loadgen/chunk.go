@@ -10,6 +10,9 @@ type chunk struct {
 	// completion text or a tool call: one token each by the one-per-delta
 	// rule.
 	tokens int
+	// reasoningTokens counts those of tokens whose delta carried reasoning
+	// and nothing else.
+	reasoningTokens int
 	// content and reasoning are choice 0's text deltas (raw JSON strings
 	// with their quotes, or nil).
 	content, reasoning []byte
@@ -19,6 +22,10 @@ type chunk struct {
 	// hasUsage reports a usage object with completion_tokens.
 	hasUsage                   bool
 	prompt, completion, cached int64
+	// hasReasoning reports the usage's reasoning_tokens
+	// (completion_tokens_details or output_tokens_details).
+	hasReasoning   bool
+	reasoningUsage int64
 
 	// isError marks an error object: {"error": ...} or {"object": "error"}.
 	isError                  bool
@@ -32,8 +39,15 @@ type chunk struct {
 
 	topMessage, topType []byte // top-level "message"/"type" (raw JSON)
 	objectIsError       bool
-	hasOutput           bool  // Anthropic's usage.output_tokens was present
-	output              int64 // and its value
+	hasOutput           bool   // usage.output_tokens (Anthropic, Responses) was present
+	output              int64  // and its value
+	topCode             []byte // top-level "code" (raw JSON)
+
+	// The Responses API's events: the string delta, and the response's
+	// status and incomplete_details.reason (raw JSON strings).
+	deltaText          []byte
+	status, incomplete []byte
+	responseFailed     bool
 }
 
 // parseChunk decodes one SSE data payload into c. It accepts exactly the
@@ -58,8 +72,8 @@ func parseChunk(data []byte, c *chunk) error {
 	if err := s.error(); err != nil {
 		return err
 	}
-	switch string(c.topType) { // Anthropic
-	case `"message_stop"`:
+	switch string(c.topType) {
+	case `"message_stop"`: // Anthropic
 		c.done = true
 	case `"message_delta"`, "":
 		// Output is counted in message_delta; message_start's figure is a
@@ -67,6 +81,8 @@ func parseChunk(data []byte, c *chunk) error {
 		if c.hasOutput {
 			c.hasUsage, c.completion = true, c.output
 		}
+	default:
+		c.settleResponses()
 	}
 	if c.objectIsError {
 		c.isError = true
@@ -77,7 +93,52 @@ func parseChunk(data []byte, c *chunk) error {
 			c.errType = c.topType
 		}
 	}
+	if c.isError && c.errCode == nil {
+		c.errCode = c.topCode
+	}
 	return nil
+}
+
+// settleResponses reads a Responses API event by its type, once the whole
+// event is read (its fields may come in any order).
+func (c *chunk) settleResponses() {
+	hasDelta := len(c.deltaText) > 2 // a raw string: "" is empty
+	switch string(c.topType) {
+	case `"response.output_text.delta"`, `"response.refusal.delta"`:
+		if hasDelta {
+			c.tokens++
+			c.content = c.deltaText
+		}
+	case `"response.reasoning_text.delta"`, `"response.reasoning_summary_text.delta"`:
+		if hasDelta {
+			c.tokens++
+			c.reasoningTokens++
+			c.reasoning = c.deltaText
+		}
+	case `"response.function_call_arguments.delta"`:
+		if hasDelta {
+			c.tokens++
+		}
+	case `"response.completed"`, `"response.incomplete"`:
+		c.end = true
+		if c.hasOutput {
+			c.hasUsage, c.completion = true, c.output
+		}
+		c.finish = c.status
+		if c.incomplete != nil {
+			c.finish = c.incomplete
+		}
+	case `"response.failed"`:
+		c.isError = true
+		if c.errMsg == nil {
+			c.errMsg = []byte(`"the response failed"`)
+		}
+	case `"error"`: // the Responses API's error event: code and message at the top
+		c.isError = true
+		if c.errMsg == nil {
+			c.errMsg = c.topMessage
+		}
+	}
 }
 
 // The read methods below follow the chunk's schema, one object each. A
@@ -108,7 +169,16 @@ func (c *chunk) readTop(s *scanner) {
 			}
 		case "type":
 			c.topType = s.raw()
-		case "delta": // Anthropic's content_block_delta and message_delta
+		case "code":
+			c.topCode = s.raw()
+		case "response": // the Responses API's response object
+			c.readResponse(s)
+		case "delta":
+			if s.peek() == '"' { // the Responses API's text deltas
+				c.deltaText = s.nullableString("delta")
+				continue
+			}
+			// Anthropic's content_block_delta and message_delta
 			var ch choice
 			ch.readDelta(s)
 			c.addChoice(&ch)
@@ -140,7 +210,19 @@ func (c *chunk) readUsage(s *scanner) {
 			s.nullableCount(&c.output, "usage.output_tokens")
 		case "cache_read_input_tokens":
 			s.nullableCount(&c.cached, "usage.cache_read_input_tokens")
-		case "prompt_tokens_details":
+		case "completion_tokens_details", "output_tokens_details":
+			for key := range s.object("usage.completion_tokens_details") {
+				switch string(key) {
+				case "reasoning_tokens":
+					if !s.null() {
+						c.hasReasoning = true
+						s.nullableCount(&c.reasoningUsage, "usage.completion_tokens_details.reasoning_tokens")
+					}
+				default:
+					s.skip()
+				}
+			}
+		case "prompt_tokens_details", "input_tokens_details":
 			for key := range s.object("usage.prompt_tokens_details") {
 				switch string(key) {
 				case "cached_tokens":
@@ -183,6 +265,32 @@ func (c *chunk) readMessage(s *scanner) {
 		switch string(key) {
 		case "usage":
 			c.readUsage(s)
+		default:
+			s.skip()
+		}
+	}
+}
+
+// readResponse reads the Responses API's response object for its usage,
+// status and error.
+func (c *chunk) readResponse(s *scanner) {
+	for key := range s.object("response") {
+		switch string(key) {
+		case "usage":
+			c.readUsage(s)
+		case "status":
+			c.status = s.nullableString("response.status")
+		case "incomplete_details":
+			for key := range s.object("response.incomplete_details") {
+				switch string(key) {
+				case "reason":
+					c.incomplete = s.nullableString("response.incomplete_details.reason")
+				default:
+					s.skip()
+				}
+			}
+		case "error":
+			c.readError(s)
 		default:
 			s.skip()
 		}
@@ -293,6 +401,9 @@ func (c *chunk) addChoice(ch *choice) {
 	hasContent, hasText := len(ch.content) > 2, len(ch.text) > 2
 	if hasContent || hasText || len(ch.reasoning) > 2 || ch.tool {
 		c.tokens++
+		if !hasContent && !hasText && !ch.tool {
+			c.reasoningTokens++
+		}
 	}
 	if ch.index != 0 {
 		c.multi = true

@@ -60,10 +60,14 @@ type chunkView struct {
 	content, reasoning, finish   string
 	prompt, completion, cached   int64
 	errMsg                       string
+	reasoningTokens              int
+	hasReasoning                 bool
+	reasoningUsage               int64
 
 	// Fields the reference cannot settle, because the JSON gives them twice
 	// under different names and only the order decides.
 	skipContent, skipReasoning, skipFinish, skipPrompt, skipCached bool
+	skipReasoningUsage, skipErrMsg                                 bool
 }
 
 func view(c *chunk) chunkView {
@@ -71,6 +75,7 @@ func view(c *chunk) chunkView {
 		done: c.done, hasUsage: c.hasUsage, isError: c.isError, end: c.end, tokens: c.tokens,
 		content: decodeString(c.content), reasoning: decodeString(c.reasoning), finish: decodeString(c.finish),
 		prompt: c.prompt, completion: c.completion, cached: c.cached, errMsg: decodeString(c.errMsg),
+		reasoningTokens: c.reasoningTokens, hasReasoning: c.hasReasoning, reasoningUsage: c.reasoningUsage,
 	}
 }
 
@@ -92,8 +97,11 @@ func (w chunkView) compare(t *testing.T, data []byte, got chunkView) {
 	check("finish", w.skipFinish, got.finish, w.finish)
 	check("prompt", w.skipPrompt, got.prompt, w.prompt)
 	check("cached", w.skipCached, got.cached, w.cached)
+	check("reasoningTokens", w.skipContent || w.skipReasoning, got.reasoningTokens, w.reasoningTokens)
+	check("hasReasoning", w.skipReasoningUsage, got.hasReasoning, w.hasReasoning)
+	check("reasoningUsage", w.skipReasoningUsage, got.reasoningUsage, w.reasoningUsage)
 	if w.isError {
-		check("errMsg", false, got.errMsg, w.errMsg)
+		check("errMsg", w.skipErrMsg, got.errMsg, w.errMsg)
 	}
 }
 
@@ -170,6 +178,9 @@ func referenceChunk(data []byte) (chunkView, error) {
 	addChoice := func(index int64, content, text, reasoning string, tool bool, finish string, hasFinish bool) {
 		if content != "" || text != "" || reasoning != "" || tool {
 			w.tokens++
+			if content == "" && text == "" && !tool {
+				w.reasoningTokens++
+			}
 		}
 		if index == 0 {
 			switch {
@@ -320,7 +331,10 @@ func referenceChunk(data []byte) (chunkView, error) {
 		addChoice(index, content, text, reasoning, tool, finish, hasFinish)
 	}
 
-	if dm, err := obj(top["delta"]); err != nil {
+	deltaText, hasDeltaText := top["delta"].(string)
+	if hasDeltaText {
+		// The Responses API's text delta: settled by the event's type below.
+	} else if dm, err := obj(top["delta"]); err != nil {
 		return w, err
 	} else if dm != nil {
 		content, text, reasoning, tool, finish, hasFinish, err := delta(dm)
@@ -342,6 +356,44 @@ func referenceChunk(data []byte) (chunkView, error) {
 			return w, err
 		}
 		usages = append(usages, mu)
+	}
+	// The Responses API's response object: usage, status, incomplete
+	// reason and error.
+	var status, incomplete string
+	var hasStatus, hasIncomplete, responseError bool
+	var responseErrMsg string
+	rv, err := obj(top["response"])
+	if err != nil {
+		return w, err
+	}
+	if rv != nil {
+		ru, err := obj(rv["usage"])
+		if err != nil {
+			return w, err
+		}
+		usages = append(usages, ru)
+		if status, hasStatus, err = str(rv["status"], true); err != nil {
+			return w, err
+		}
+		id, err := obj(rv["incomplete_details"])
+		if err != nil {
+			return w, err
+		}
+		if id != nil {
+			if incomplete, hasIncomplete, err = str(id["reason"], true); err != nil {
+				return w, err
+			}
+		}
+		if e, ok := rv["error"]; ok && e != nil {
+			responseError = true
+			if em, ok := e.(map[string]any); ok {
+				if m, ok := em["message"]; ok {
+					responseErrMsg = raw(m)
+				}
+			} else {
+				responseErrMsg = raw(e)
+			}
+		}
 	}
 	var output int64
 	hasOutput, prompts, cacheds := false, 0, 0
@@ -386,22 +438,49 @@ func referenceChunk(data []byte) (chunkView, error) {
 				w.cached = n
 			}
 		}
-		pd, err := obj(u["prompt_tokens_details"])
-		if err != nil {
-			return w, err
-		}
-		if pd != nil {
-			if _, ok := pd["cached_tokens"]; ok {
-				cacheds++
-				n, set, err := num(pd["cached_tokens"])
-				if err != nil {
-					return w, err
-				}
-				if set {
-					w.cached = n
+		for _, k := range []string{"prompt_tokens_details", "input_tokens_details"} {
+			pd, err := obj(u[k])
+			if err != nil {
+				return w, err
+			}
+			if pd != nil {
+				if _, ok := pd["cached_tokens"]; ok {
+					cacheds++
+					n, set, err := num(pd["cached_tokens"])
+					if err != nil {
+						return w, err
+					}
+					if set {
+						w.cached = n
+					}
 				}
 			}
 		}
+		details := 0
+		for _, k := range []string{"completion_tokens_details", "output_tokens_details"} {
+			cd, err := obj(u[k])
+			if err != nil {
+				return w, err
+			}
+			if cd != nil {
+				if _, ok := cd["reasoning_tokens"]; ok {
+					details++
+					n, set, err := num(cd["reasoning_tokens"])
+					if err != nil {
+						return w, err
+					}
+					if set {
+						w.hasReasoning, w.reasoningUsage = true, n
+					}
+				}
+			}
+		}
+		if details > 1 {
+			w.skipReasoningUsage = true
+		}
+	}
+	if len(usages) > 1 {
+		w.skipReasoningUsage = true
 	}
 	if prompts > 1 {
 		w.skipPrompt = true
@@ -447,7 +526,9 @@ func referenceChunk(data []byte) (chunkView, error) {
 	} else if isStr && o == "error" {
 		objectIsError = true
 	}
+	topErr := false
 	if e, ok := top["error"]; ok && e != nil {
+		topErr = true
 		w.isError = true
 		if em, ok := e.(map[string]any); ok {
 			if m, ok := em["message"]; ok {
@@ -465,6 +546,55 @@ func referenceChunk(data []byte) (chunkView, error) {
 	case typ == "message_delta" || !typePresent:
 		if hasOutput {
 			w.hasUsage, w.completion = true, output
+		}
+	case (typ == "response.output_text.delta" || typ == "response.refusal.delta") && deltaText != "":
+		w.tokens++
+		w.content = deltaText
+		if contentSources > 1 {
+			w.skipContent = true
+		}
+	case (typ == "response.reasoning_text.delta" || typ == "response.reasoning_summary_text.delta") && deltaText != "":
+		w.tokens++
+		w.reasoningTokens++
+		w.reasoning = deltaText
+	case typ == "response.function_call_arguments.delta" && deltaText != "":
+		w.tokens++
+	case typ == "response.completed" || typ == "response.incomplete":
+		w.end = true
+		if hasOutput {
+			w.hasUsage, w.completion = true, output
+		}
+		w.finish = ""
+		if hasStatus {
+			w.finish = status
+		}
+		if hasIncomplete {
+			w.finish = incomplete
+		}
+		w.skipFinish = false // the response's status settles it
+	case typ == "response.failed":
+		w.isError = true
+		if topErr || responseError {
+			w.skipErrMsg = true // set unless the error object had a message
+		} else {
+			w.errMsg = "the response failed"
+		}
+	case typ == "error":
+		w.isError = true
+		if topErr || responseError {
+			w.skipErrMsg = true
+		} else if m, ok := top["message"]; ok {
+			if _, isObj := m.(map[string]any); !isObj {
+				w.errMsg = raw(m)
+			}
+		}
+	}
+	if responseError {
+		w.isError = true
+		if topErr {
+			w.skipErrMsg = true
+		} else {
+			w.errMsg = responseErrMsg
 		}
 	}
 	if objectIsError {

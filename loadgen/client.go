@@ -386,6 +386,7 @@ type requestState struct {
 	sent, wroteHeaders atomic.Int64
 
 	count     tokenCount
+	kinds     reasoningSplit
 	lastTime  time.Time
 	done      bool
 	streamErr error
@@ -680,6 +681,11 @@ func (rs *requestState) onChunk(ch *chunk, t time.Time, wd *watchdog) (bool, err
 	if ch.finish != nil && rs.tl.FinishReason == "" {
 		rs.tl.FinishReason = decodeString(ch.finish)
 	}
+	r := rs.kinds.split(ch, k)
+	rs.tl.ReasoningTokens += r
+	if r < k && rs.tl.FirstAnswer.IsZero() {
+		rs.tl.FirstAnswer = t
+	}
 	if k > 0 {
 		if rs.tl.Chunks == 0 {
 			wd.enter(phaseStream)
@@ -718,6 +724,7 @@ func (rs *requestState) finish() {
 		rs.observe(rs.lastTime, pending) // no visible token ever came
 	}
 	tl.Source, tl.ExtraTokens = rs.count.source(tl.Chunks > 0)
+	tl.ReasoningTokens = rs.kinds.reasoningTokens(tl.ReasoningTokens, tl.OutputTokens())
 }
 
 // readStatusError reads an error response's body (at most 64 KiB) for the

@@ -113,6 +113,9 @@ func (tc *tokenCount) check(ch *chunk) error {
 	if ch.prompt < 0 || ch.prompt > MaxReportedTokens {
 		return bad("usage.prompt_tokens", ch.prompt, -1, MaxReportedTokens)
 	}
+	if ch.reasoningUsage < 0 || ch.reasoningUsage > MaxReportedTokens {
+		return bad("usage.completion_tokens_details.reasoning_tokens", ch.reasoningUsage, -1, MaxReportedTokens)
+	}
 	if ch.cached < 0 || ch.cached > MaxReportedTokens {
 		return bad("usage.cached_tokens", ch.cached, -1, MaxReportedTokens)
 	}

@@ -85,6 +85,8 @@ func MergeRecordings(recs ...Recording) (Recording, error) {
 		s.Completed += p.Completed
 		s.CompletedOutside += p.CompletedOutside
 		s.CompletedTokens += p.CompletedTokens
+		s.ReasoningTokens += p.ReasoningTokens
+		s.AnswerTokens += p.AnswerTokens
 		s.Failed += p.Failed
 		s.Canceled += p.Canceled
 		s.Missed += p.Missed
@@ -109,6 +111,7 @@ func MergeRecordings(recs ...Recording) (Recording, error) {
 	h := &out.Histograms
 	s.TTFT, s.TBT, s.ITL = h.TTFT.Summary(), h.TBT.Summary(), h.ITL.Summary()
 	s.TPOT, s.Latency, s.ClientWait = h.TPOT.Summary(), h.Latency.Summary(), h.ClientWait.Summary()
+	s.TTFO = h.TTFO.Summary()
 	s.PerRequestTokensPerSec = PerSecond(s.TBT.P50)
 	s.MeasuredFor = MeasuredFor(s.Window, last)
 	s.TotalTokensPerSec = TokensPerSecond(s.OutputTokens, s.MeasuredFor)
@@ -129,6 +132,7 @@ func (r Recording) check() error {
 	}{
 		{"ttft", h.TTFT, s.TTFT}, {"tbt", h.TBT, s.TBT}, {"itl", h.ITL, s.ITL},
 		{"tpot", h.TPOT, s.TPOT}, {"latency", h.Latency, s.Latency}, {"client_wait", h.ClientWait, s.ClientWait},
+		{"ttfo", h.TTFO, s.TTFO},
 	} {
 		if p.hist.Count() != p.sum.Count {
 			return fmt.Errorf("its %s histogram holds %d values and its summary counts %d", p.name, p.hist.Count(), p.sum.Count)

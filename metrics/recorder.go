@@ -67,10 +67,11 @@ type Recorder struct {
 type part struct {
 	requests, completed, outside, failed, canceled, good int
 	completedTokens                                      int // the output tokens of the completed requests
+	reasoningTokens, answerTokens                        int // and how many of them were reasoning and answer
 	missed                                               int // canceled requests that had missed the SLO
 	errors                                               [numKinds]int
 	sources                                              [4]int
-	ttft, tbt, tpot, latency, wait                       Histogram
+	ttft, tbt, tpot, latency, wait, ttfo                 Histogram
 }
 
 // tally holds the figures that are not per request but over time: the
@@ -243,6 +244,8 @@ func (r *Recorder) Record(tl *Timeline) {
 		// (the window is then the recording's span).
 		p.completed++
 		p.completedTokens += tl.OutputTokens()
+		p.reasoningTokens += min(tl.ReasoningTokens, tl.OutputTokens())
+		p.answerTokens += tl.AnswerTokens()
 		if !r.SLO.IsZero() && r.SLO.Met(tl) {
 			p.good++
 		}
@@ -254,6 +257,9 @@ func (r *Recorder) Record(tl *Timeline) {
 	}
 	if !tl.First.IsZero() {
 		p.ttft.Record(tl.TTFT())
+	}
+	if !tl.FirstAnswer.IsZero() {
+		p.ttfo.Record(tl.TTFO())
 	}
 	if !tl.Sent.IsZero() && !tl.Start.IsZero() {
 		p.wait.Record(tl.ClientWait())
@@ -343,6 +349,9 @@ type Histograms struct {
 	TPOT       *Histogram `json:"tpot"`
 	Latency    *Histogram `json:"latency"`
 	ClientWait *Histogram `json:"client_wait"`
+	// TTFO is time to first output token; absent from recordings made
+	// before it was measured.
+	TTFO *Histogram `json:"ttfo,omitempty"`
 }
 
 // Merge adds every distribution of o to hs, creating those hs lacks. It
@@ -356,6 +365,7 @@ func (hs *Histograms) Merge(o Histograms) error {
 	}{
 		{&hs.TTFT, o.TTFT}, {&hs.TBT, o.TBT}, {&hs.ITL, o.ITL},
 		{&hs.TPOT, o.TPOT}, {&hs.Latency, o.Latency}, {&hs.ClientWait, o.ClientWait},
+		{&hs.TTFO, o.TTFO},
 	} {
 		if *p.dst == nil {
 			*p.dst = &Histogram{}
@@ -381,7 +391,7 @@ func (r *Recorder) HistogramsOf(scope Scope) Histograms {
 	r.mu.Lock()
 	for _, i := range parts {
 		p := &r.parts[i]
-		_ = h.Merge(Histograms{TTFT: &p.ttft, TBT: &p.tbt, TPOT: &p.tpot, Latency: &p.latency, ClientWait: &p.wait})
+		_ = h.Merge(Histograms{TTFT: &p.ttft, TBT: &p.tbt, TPOT: &p.tpot, Latency: &p.latency, ClientWait: &p.wait, TTFO: &p.ttfo})
 	}
 	r.mu.Unlock()
 	h.ITL = r.itl(parts)

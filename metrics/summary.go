@@ -32,6 +32,10 @@ type Summary struct {
 	// whole of each, inside the window or not: CompletedTokens ÷ Completed
 	// is a completed request's mean output.
 	CompletedTokens int `json:"completed_tokens,omitempty"`
+	// ReasoningTokens and AnswerTokens split CompletedTokens: the tokens
+	// of reasoning (see [Timeline.ReasoningTokens]) and those after it.
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
+	AnswerTokens    int `json:"answer_tokens,omitempty"`
 	// Failed is how many ended with an error; Canceled how many were cut
 	// short without one: by cancellation, such as the end of the window, or
 	// by a reader that stopped.
@@ -61,6 +65,9 @@ type Summary struct {
 
 	// TTFT is time to first token over requests that got one.
 	TTFT Distribution `json:"ttft"`
+	// TTFO is time to first output token, the first answer token after any
+	// reasoning, over requests that got one (see [Timeline.TTFO]).
+	TTFO Distribution `json:"ttfo,omitzero"`
 	// TBT is each request's mean time between tokens, one value per request
 	// with at least two tokens.
 	TBT Distribution `json:"tbt"`
@@ -128,7 +135,7 @@ func (r *Recorder) SummaryOf(scope Scope) Summary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var s Summary
-	var ttft, tbt, tpot, latency, wait Histogram
+	var ttft, tbt, tpot, latency, wait, ttfo Histogram
 	for _, i := range parts {
 		p := &r.parts[i]
 		s.Requests += p.requests
@@ -141,6 +148,8 @@ func (r *Recorder) SummaryOf(scope Scope) Summary {
 		} else {
 			s.Completed += p.completed
 			s.CompletedTokens += p.completedTokens
+			s.ReasoningTokens += p.reasoningTokens
+			s.AnswerTokens += p.answerTokens
 			s.CompletedOutside += p.outside
 			s.Good += p.good
 		}
@@ -165,6 +174,7 @@ func (r *Recorder) SummaryOf(scope Scope) Summary {
 		_ = tpot.Merge(&p.tpot)
 		_ = latency.Merge(&p.latency)
 		_ = wait.Merge(&p.wait)
+		_ = ttfo.Merge(&p.ttfo)
 	}
 	if scope == ScopeWindow && !windowless {
 		s.Warmup = r.parts[partWarmup].requests
@@ -172,6 +182,7 @@ func (r *Recorder) SummaryOf(scope Scope) Summary {
 	}
 	s.TTFT, s.TBT, s.ITL = ttft.Summary(), tbt.Summary(), itl.Summary()
 	s.TPOT, s.Latency, s.ClientWait = tpot.Summary(), latency.Summary(), wait.Summary()
+	s.TTFO = ttfo.Summary()
 	s.PerRequestTokensPerSec = PerSecond(s.TBT.P50)
 	if scope == ScopeWarmup {
 		return s // the warm-up has no window, and no throughput

@@ -179,6 +179,9 @@ type Timeline struct {
 	// First and Last are the arrival times of the first and the last chunk
 	// that carried tokens.
 	First, Last time.Time
+	// FirstAnswer is the arrival of the first chunk that carried answer
+	// tokens, after any reasoning; zero when none came.
+	FirstAnswer time.Time
 	// End is when the response ended: [DONE], an error, or cancellation.
 	End time.Time
 
@@ -191,6 +194,11 @@ type Timeline struct {
 	// over the request's chunks.
 	ExtraTokens int
 	Source      TokenSource
+
+	// ReasoningTokens is how many of the output tokens were reasoning: the
+	// usage's reasoning_tokens where the server reported them, else those
+	// of reasoning deltas (and of <think>…</think> in the text).
+	ReasoningTokens int
 
 	// Usage as the server reported it; zero when it sent none.
 	PromptTokens     int
@@ -245,6 +253,19 @@ func (tl *Timeline) TTFT() time.Duration {
 	}
 	return tl.First.Sub(tl.Sent)
 }
+
+// TTFO returns the time from the request being written to its first answer
+// token, after any reasoning, or 0 when no answer token arrived. Without
+// reasoning it is [Timeline.TTFT].
+func (tl *Timeline) TTFO() time.Duration {
+	if tl.FirstAnswer.IsZero() || tl.Sent.IsZero() {
+		return 0
+	}
+	return tl.FirstAnswer.Sub(tl.Sent)
+}
+
+// AnswerTokens returns the output tokens that were not reasoning.
+func (tl *Timeline) AnswerTokens() int { return max(tl.OutputTokens()-tl.ReasoningTokens, 0) }
 
 // TimeBetweenTokens returns (Last − First) ÷ (tokens − 1): the request's mean
 // time between tokens over its whole life. It is 0 for fewer than two tokens.

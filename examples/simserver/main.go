@@ -38,6 +38,8 @@ func main() {
 	speed := flag.Float64("speed", 1, "speed factor: 10 runs the model ten times faster than real time")
 	model := flag.String("model", "", `served model name (default the profile's, "bench")`)
 	details := flag.Bool("prompt-tokens-details", false, "report cached prompt tokens in usage, as vLLM's --enable-prompt-tokens-details")
+	reasoning := flag.Int("reasoning-tokens", 0, "make the first N output tokens of every response reasoning, as a reasoning model's")
+	reasoningField := flag.String("reasoning-field", "reasoning", "the chat delta's reasoning field: reasoning (vLLM) or reasoning_content (SGLang, earlier vLLM)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -45,7 +47,8 @@ func main() {
 	if err != nil {
 		log.Fatalf("simserver: %v", err)
 	}
-	if err := serve(ctx, ln, config{Profile: *profile, Speed: *speed, Model: *model, PromptTokensDetails: *details}); err != nil {
+	if err := serve(ctx, ln, config{Profile: *profile, Speed: *speed, Model: *model, PromptTokensDetails: *details,
+		ReasoningTokens: *reasoning, ReasoningField: *reasoningField}); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -56,6 +59,8 @@ type config struct {
 	Speed               float64 // the speed factor
 	Model               string  // the served model name; empty: the profile's
 	PromptTokensDetails bool    // report cached prompt tokens in usage
+	ReasoningTokens     int     // the reasoning tokens before each answer
+	ReasoningField      string  // the chat delta's field for them
 }
 
 // serve runs the simulator cfg describes on ln until ctx is done, then ends
@@ -76,6 +81,17 @@ func serve(ctx context.Context, ln net.Listener, cfg config) error {
 		p.Model = cfg.Model
 	}
 	p.PromptTokensDetails = cfg.PromptTokensDetails
+	if cfg.ReasoningTokens < 0 {
+		ln.Close()
+		return fmt.Errorf("simserver: -reasoning-tokens holds %d, below 0", cfg.ReasoningTokens)
+	}
+	switch cfg.ReasoningField {
+	case "", "reasoning", "reasoning_content":
+	default:
+		ln.Close()
+		return fmt.Errorf("simserver: -reasoning-field %q: want reasoning or reasoning_content", cfg.ReasoningField)
+	}
+	p.ReasoningTokens, p.ReasoningField = cfg.ReasoningTokens, cfg.ReasoningField
 	h := loadgentest.NewHandler(p)
 	defer h.Close()
 

@@ -42,9 +42,12 @@ func main() {
 // result is the -json output.
 type result struct {
 	TTFTms           float64             `json:"ttft_ms"`
+	TTFOms           float64             `json:"ttfo_ms"`
 	HeadersMs        float64             `json:"headers_ms"`
 	LatencyMs        float64             `json:"latency_ms"`
 	OutputTokens     int                 `json:"output_tokens"`
+	ReasoningTokens  int                 `json:"reasoning_tokens"`
+	AnswerTokens     int                 `json:"answer_tokens"`
 	ContentChunks    int                 `json:"content_chunks"`
 	ExtraTokens      int                 `json:"extra_tokens"`
 	TokenSource      metrics.TokenSource `json:"token_source"`
@@ -109,7 +112,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		TokenSource: resp.Source, PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens,
 		CachedTokens: resp.CachedTokens, FinishReason: resp.FinishReason, Done: resp.Done,
 		ErrorKind: resp.Kind, Text: resp.Text, Reasoning: resp.Reasoning,
-		TTFTms: ms(resp.TTFT()), LatencyMs: ms(resp.Latency()), ChunkTimesMs: []float64{},
+		ReasoningTokens: resp.ReasoningTokens, AnswerTokens: resp.AnswerTokens(),
+		TTFTms: ms(resp.TTFT()), TTFOms: ms(resp.TTFO()), LatencyMs: ms(resp.Latency()), ChunkTimesMs: []float64{},
 	}
 	if err != nil {
 		r.Error = redact.New(*url, c.APIKey).Redact(err.Error())
@@ -152,10 +156,14 @@ func printTimeline(w io.Writer, resp *loadgen.Response, r result) {
 		fmt.Fprintf(w, "%7.1f ms  response headers\n", r.HeadersMs)
 	}
 	prev := 0.0
+	answered := false
 	for i, t := range r.ChunkTimesMs {
 		label := "chunk"
 		if i == 0 {
 			label = "first token (TTFT)"
+		}
+		if !answered && r.ReasoningTokens > 0 && resp.ChunkTimes[i].Equal(resp.FirstAnswer) {
+			label, answered = "first answer (TTFO)", true
 		}
 		fmt.Fprintf(w, "%7.1f ms  %-20s +%.1f ms\n", t, label, t-prev)
 		prev = t
@@ -178,6 +186,9 @@ func printTimeline(w io.Writer, resp *loadgen.Response, r result) {
 		fmt.Fprintf(w, ", cached %d", r.CachedTokens)
 	}
 	fmt.Fprintln(w)
+	if r.ReasoningTokens > 0 {
+		fmt.Fprintf(w, "reasoning %d tokens, answer %d; first answer token (TTFO) at %.1f ms\n", r.ReasoningTokens, r.AnswerTokens, r.TTFOms)
+	}
 	if tbt := resp.TimeBetweenTokens(); tbt > 0 {
 		fmt.Fprintf(w, "time between tokens %.2f ms (%.1f tok/s)\n", ms(tbt), 1/tbt.Seconds())
 	}

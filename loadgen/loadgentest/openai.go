@@ -180,20 +180,22 @@ func parseMessages(msgs []chatMessage) (prompt, *apiError) {
 
 // generation is one accepted generation request.
 type generation struct {
-	id         string
-	model      string
-	created    int64
-	chat       bool
-	promptLen  int
-	maxTokens  int
-	stream     bool
-	usage      bool // send a final usage chunk
-	continuous bool // send usage on every chunk
-	details    bool // send prompt_tokens_details.cached_tokens in usage
-	faults     faults
-	fault      string // the first fault's name, for the record
-	req        *request
-	rec        *record
+	id             string
+	model          string
+	created        int64
+	chat           bool
+	promptLen      int
+	maxTokens      int
+	stream         bool
+	usage          bool   // send a final usage chunk
+	continuous     bool   // send usage on every chunk
+	details        bool   // send prompt_tokens_details.cached_tokens in usage
+	reasoning      int    // the output tokens that are reasoning
+	reasoningField string // the chat delta's field for them
+	faults         faults
+	fault          string // the first fault's name, for the record
+	req            *request
+	rec            *record
 }
 
 // parseGeneration reads and checks a generation request as vLLM does.
@@ -219,6 +221,9 @@ func (h *Handler) parseGeneration(w http.ResponseWriter, r *http.Request) (*gene
 	}
 	g.model = h.p.Model
 	g.details = h.p.PromptTokensDetails
+	if chat {
+		g.reasoning, g.reasoningField = h.p.ReasoningTokens, h.p.ReasoningField
+	}
 	if body.N != nil && *body.N != 1 {
 		return nil, badRequest("n must be 1: the simulator generates one choice a request")
 	}

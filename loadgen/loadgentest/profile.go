@@ -86,6 +86,18 @@ type Profile struct {
 	// batch's longest context, in seconds.
 	DecodePerMaxContextToken float64
 
+	// ReasoningTokens makes the first ReasoningTokens output tokens of
+	// every response (or all of them, for a shorter one) reasoning, as a
+	// reasoning model thinks before it answers: streamed as reasoning
+	// deltas in ReasoningField, apart from the answer's content, and
+	// counted in usage as completion_tokens_details.reasoning_tokens, as
+	// OpenAI reports them. 0 means no reasoning.
+	ReasoningTokens int
+	// ReasoningField names the chat delta's reasoning field: "reasoning",
+	// as vLLM sends it since it renamed the field, or "reasoning_content",
+	// as SGLang and earlier vLLM do. "" means "reasoning".
+	ReasoningField string
+
 	// TruthBytes caps the memory of the ground truth the server records
 	// (about 16 bytes a chunk and 256 a request); 0 means
 	// DefaultTruthBytes, negative records nothing. See [Truth].
@@ -247,6 +259,10 @@ func (p Profile) withDefaults() Profile {
 		p.KVCacheTokens = p.BlockSize
 	}
 	p.MaxModelLen = min(p.MaxModelLen, p.KVCacheTokens)
+	if p.ReasoningField == "" {
+		p.ReasoningField = "reasoning"
+	}
+	p.ReasoningTokens = max(p.ReasoningTokens, 0)
 	if p.TruthBytes == 0 {
 		p.TruthBytes = DefaultTruthBytes
 	}

@@ -84,6 +84,11 @@ func (s *sseWriter) appendUsage(completion int) {
 	s.buf = strconv.AppendInt(s.buf, int64(p+completion), 10)
 	s.buf = append(s.buf, `,"completion_tokens":`...)
 	s.buf = strconv.AppendInt(s.buf, int64(completion), 10)
+	if s.g.reasoning > 0 {
+		s.buf = append(s.buf, `,"completion_tokens_details":{"reasoning_tokens":`...)
+		s.buf = strconv.AppendInt(s.buf, int64(min(completion, s.g.reasoning)), 10)
+		s.buf = append(s.buf, '}')
+	}
 	if s.g.details {
 		s.buf = append(s.buf, `,"prompt_tokens_details":{"cached_tokens":`...)
 		s.buf = strconv.AppendInt(s.buf, int64(s.g.cachedTokens()), 10)
@@ -105,11 +110,19 @@ func (s *sseWriter) role() {
 }
 
 // content writes a chunk carrying output tokens from up to to; the last chunk
-// carries the finish reason, as vLLM's does.
+// carries the finish reason, as vLLM's does. Tokens before the request's
+// reasoning tokens end go out as reasoning deltas; a chunk never mixes the
+// two.
 func (s *sseWriter) content(from, to int, last bool) {
 	s.begin()
 	s.buf = append(s.buf, s.head...)
-	if s.g.chat {
+	if s.g.chat && from < s.g.reasoning {
+		s.buf = append(s.buf, `{"index":0,"delta":{"`...)
+		s.buf = append(s.buf, s.g.reasoningField...)
+		s.buf = append(s.buf, `":"`...)
+		s.buf = appendText(s.buf, from, to)
+		s.buf = append(s.buf, `"},"logprobs":null,"finish_reason":`...)
+	} else if s.g.chat {
 		s.buf = append(s.buf, `{"index":0,"delta":{"content":"`...)
 		s.buf = appendText(s.buf, from, to)
 		s.buf = append(s.buf, `"},"logprobs":null,"finish_reason":`...)
@@ -243,6 +256,9 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, g *generation) 
 				// A fault due after so many chunks finds them all, each
 				// of chunk-tokens tokens, however far the writer lags.
 				k = min(k, f.chunkTokens)
+			}
+			if sent < g.reasoning {
+				k = min(k, g.reasoning-sent) // reasoning and answer apart
 			}
 			if role {
 				s.role()
