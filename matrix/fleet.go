@@ -11,52 +11,9 @@ import (
 
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/matrix/internal/fleet"
 	"github.com/llmload/llmload/metrics"
 )
-
-// A Fleet runs the cells of a sharded matrix on several processes: the
-// Runner's own, the leader, and followers that joined it, each keeping its
-// share of a cell's streams in flight against the server. The leader does
-// everything else (discovery, prompts, the prefill table, scouts, the
-// server's /metrics) and merges the shards' parts of each cell exactly
-// ([metrics.MergeRecordings]) into one cell of the same schema as a single
-// process's, with the shards, their shares and clock offsets in
-// [Measurement].Shards. Package
-// [github.com/llmload/llmload/matrix/shard] implements it over HTTP.
-type Fleet interface {
-	// Shards returns how many processes the fleet means to run each cell
-	// on, the leader's included. The Runner checks the spec's
-	// concurrency against MaxConcurrency a shard of that many.
-	Shards() int
-	// StartCell splits sh.Concurrency among the leader and the followers
-	// that can take part, gives each follower its share, and returns the
-	// cell in progress; an error fails the cell (too few shards left to
-	// hold its streams, for one). The shares' times are on the leader's clock. When
-	// ctx ends, the cell ends on every shard.
-	StartCell(ctx context.Context, sh Share) (FleetCell, error)
-}
-
-// A FleetCell is a cell in progress on a [Fleet].
-type FleetCell interface {
-	// Own returns the leader's share: its streams and launch time.
-	Own() Share
-	// ShareControl is the leader's share's: the window opens once every
-	// shard's warm-up is done.
-	ShareControl
-	// Collect waits for the followers' parts of the cell and returns them
-	// in shard order, each with the shard's place in the cell; a shard
-	// that died, fell silent or failed has no part and says why. Every
-	// wait has a deadline. It is called once, after the leader's own share
-	// has ended.
-	Collect(ctx context.Context) []ShardPart
-}
-
-// ShardPart is a follower's part of a cell as the leader received it.
-type ShardPart struct {
-	Shard Shard
-	// Part is nil when the shard was lost (Shard.Lost says why).
-	Part *SharePart
-}
 
 // Shard is one process's part in a cell of a sharded run.
 type Shard struct {
@@ -82,28 +39,6 @@ type Shard struct {
 	Lost string `json:"lost,omitempty"`
 }
 
-// Offset returns the shard's clock offset as a duration.
-func (s Shard) Offset() time.Duration {
-	return time.Duration(math.Round(s.ClockOffsetMs * float64(time.Millisecond)))
-}
-
-// SplitConcurrency splits n streams among shards as evenly as possible, the
-// first shards taking one more when n does not divide: 10 over 3 is 4, 3,
-// 3. Shards beyond n get none.
-func SplitConcurrency(n, shards int) []int {
-	if shards < 1 {
-		shards = 1
-	}
-	out := make([]int, shards)
-	for i := range out {
-		out[i] = n / shards
-		if i < n%shards {
-			out[i]++
-		}
-	}
-	return out
-}
-
 // clockNoteShare is the share of the window beyond which a shard's clock
 // offset, or its uncertainty, is noted in the cell.
 const clockNoteShare = 0.01
@@ -111,8 +46,8 @@ const clockNoteShare = 0.01
 // fleetCell is a sharded cell on the leader's side. A nil *fleetCell is a
 // cell that one process runs alone.
 type fleetCell struct {
-	fc   FleetCell
-	own  Share
+	fc   fleet.Cell
+	own  fleet.Share
 	gate *shareGate
 
 	// Set by merge.
@@ -131,14 +66,14 @@ func (cr *cellRun) startFleet(ctx context.Context, c *Cell, req *loadgen.Request
 	}
 	cr.seq++
 	w := *cr.spec.Warmup
-	sh := Share{
+	sh := fleet.Share{
 		Seq: cr.seq, ContextTokens: c.ContextTokens, Concurrency: c.Concurrency,
 		API: req.API, Model: req.Model, Prompt: req.Prompt, MaxTokens: req.MaxTokens,
-		WarmupMin:     Duration(cr.r.wall(time.Duration(w.Min))),
-		Flow:          Duration(cr.r.wall(time.Duration(w.Flow))),
-		QueueAfter:    Duration(queueAfter),
-		WarmupTimeout: Duration(warmupTimeout),
-		Duration:      Duration(cr.r.wall(time.Duration(cr.spec.Duration))),
+		WarmupMin:     cr.r.wall(time.Duration(w.Min)),
+		Flow:          cr.r.wall(time.Duration(w.Flow)),
+		QueueAfter:    queueAfter,
+		WarmupTimeout: warmupTimeout,
+		Duration:      cr.r.wall(time.Duration(cr.spec.Duration)),
 		Speed:         cr.r.speed(),
 	}
 	if s := cr.spec.SLO; s != nil {
@@ -182,11 +117,10 @@ func (f *fleetCell) merge(ctx context.Context, run *loadgen.Run, recording *metr
 		return nil
 	}
 	run.Warmup = warmedUp(run, recording.Summary.Window, f.own.Launch)
-	own := SharePart{Recording: *recording, Streams: *streams, Health: run.Health, Warmup: Duration(run.Warmup),
+	own := &sharePart{Recording: *recording, Streams: *streams, Health: run.Health, Warmup: Duration(run.Warmup),
 		WarmupEnded: warm.reason, Queued: f.gate.queued, WarmupTimedOut: f.gate.timedOut}
-	parts := append([]ShardPart{{Shard: Shard{Index: 0, Name: hostname(), Streams: f.own.Streams}, Part: &own}},
-		f.fc.Collect(context.WithoutCancel(ctx))...)
-	window := time.Duration(f.own.Duration)
+	parts := f.collect(context.WithoutCancel(ctx), own)
+	window := f.own.Duration
 
 	var recs []metrics.Recording
 	var ss []*Streams
@@ -225,7 +159,7 @@ func (f *fleetCell) merge(ctx context.Context, run *loadgen.Run, recording *metr
 		p := sp.Part
 		// The shard's window and times onto the leader's clock.
 		r := p.Recording
-		off := sh.Offset()
+		off := sh.offset()
 		r.Summary.Window = metrics.Window{Start: r.Summary.Window.Start.Add(-off), End: r.Summary.Window.End.Add(-off)}
 		recs = append(recs, r)
 		ss = append(ss, p.Streams)
@@ -259,6 +193,39 @@ func (f *fleetCell) merge(ctx context.Context, run *loadgen.Run, recording *metr
 	run.Health = health
 	*streams = mergeStreams(ss)
 	return nil
+}
+
+// shardPart is one shard's part of a cell: nil when the shard was lost
+// (Shard.Lost says why).
+type shardPart struct {
+	Shard Shard
+	Part  *sharePart
+}
+
+// collect returns the leader's part and the followers', each follower's
+// report read and checked: one that does not read or is not plausible
+// loses its shard from the cell, with the reason.
+func (f *fleetCell) collect(ctx context.Context, own *sharePart) []shardPart {
+	out := []shardPart{{Shard: Shard{Index: 0, Name: hostname(), Streams: f.own.Streams}, Part: own}}
+	for _, p := range f.fc.Collect(ctx) {
+		sh := Shard{Index: p.Index, Name: boundName(p.Name), Streams: p.Streams, Lost: p.Lost,
+			ClockOffsetMs: float64(p.ClockOffset) / float64(time.Millisecond),
+			ClockErrorMs:  float64(p.ClockError) / float64(time.Millisecond)}
+		var part *sharePart
+		if sh.Lost == "" {
+			var err error
+			if part, err = readPart(p, f.own); err != nil {
+				sh.Lost = err.Error()
+			}
+		}
+		out = append(out, shardPart{Shard: sh, Part: part})
+	}
+	return out
+}
+
+// offset returns the shard's clock offset as a duration.
+func (s Shard) offset() time.Duration {
+	return time.Duration(math.Round(s.ClockOffsetMs * float64(time.Millisecond)))
 }
 
 // errNoWindow is a fleet cell that ended before any shard's window opened.

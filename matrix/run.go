@@ -18,6 +18,7 @@ import (
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/matrix/internal/fleet"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -88,9 +89,14 @@ type Runner struct {
 	// ends the run before anything else is sent.
 	DiscoverTimeout time.Duration
 
-	// Fleet, if set, runs each cell's streams on several processes (see
-	// [Fleet]); nil runs them all in this one.
-	Fleet Fleet
+	// Fleet, if set, runs each cell's streams on several processes: a
+	// [github.com/llmload/llmload/matrix/shard.Leader] and the followers
+	// that join it. The leader does everything else (discovery, prompts,
+	// the prefill table, scouts, the server's /metrics) and merges the
+	// shards' parts of each cell exactly into one cell of the same schema
+	// as a single process's, with the shards in [Measurement].Shards. Nil
+	// runs every stream in this process.
+	Fleet fleet.Fleet
 
 	// secrets removes the URL's password and the API key from what the run
 	// logs, saves and returns.
@@ -151,7 +157,7 @@ func (r *Runner) Run(ctx context.Context) (*Results, error) {
 	if r.Fleet != nil {
 		shards = r.Fleet.Shards()
 	}
-	if err := spec.ValidateSharded(shards); err != nil {
+	if err := spec.validateSharded(shards); err != nil {
 		return nil, redact.New(spec.URL).Error(err)
 	}
 	c := &loadgen.Client{}

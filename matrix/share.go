@@ -2,61 +2,21 @@ package matrix
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/matrix/internal/fleet"
 	"github.com/llmload/llmload/metrics"
 )
 
-// Share is one shard's part of a cell in a sharded run: the streams it
-// keeps in flight and how its warm-up and window go. The leader sends one
-// to every follower taking part in the cell (see
-// [github.com/llmload/llmload/matrix/shard]); durations are wall time.
-type Share struct {
-	// Seq numbers the cells of a run, from 1.
-	Seq           int `json:"seq"`
-	ContextTokens int `json:"context_tokens"`
-	// Concurrency is the cell's, over every shard; Streams this shard's
-	// part of it.
-	Concurrency int `json:"concurrency"`
-	Streams     int `json:"streams"`
+func init() { fleet.RunShare = runShare }
 
-	// The request every stream sends, again and again.
-	API       loadgen.API `json:"api"`
-	Model     string      `json:"model,omitempty"`
-	Prompt    string      `json:"prompt"`
-	MaxTokens int         `json:"max_tokens"`
-
-	// Launch is when the streams start, on the clock of the process that
-	// runs the share (the leader's in what it sends; a follower moves it
-	// to its own clock).
-	Launch time.Time `json:"launch"`
-	// WarmupMin, Flow and QueueAfter shape the warm-up as a single
-	// process's cell does; WarmupTimeout ends it, the share then reporting
-	// that it timed out.
-	WarmupMin     Duration `json:"warmup_min"`
-	Flow          Duration `json:"flow"`
-	QueueAfter    Duration `json:"queue_after"`
-	WarmupTimeout Duration `json:"warmup_timeout"`
-	// Duration is the window's length.
-	Duration Duration `json:"duration"`
-	// SLO, in wall time, decides goodput.
-	SLO *metrics.SLO `json:"slo,omitempty"`
-	// Speed is the simulator's speed factor, for the warm-up's reasons.
-	Speed float64 `json:"speed,omitempty"`
-}
-
-// request returns the loadgen request of the share's streams.
-func (sh *Share) request() *loadgen.Request {
-	return &loadgen.Request{API: sh.API, Model: sh.Model, Prompt: sh.Prompt, MaxTokens: sh.MaxTokens,
-		IgnoreEOS: true, Usage: loadgen.UsageContinuous}
-}
-
-// SharePart is what one shard measured of a cell. Its recording's window
-// and times are on the shard's own clock.
-type SharePart struct {
+// sharePart is what one shard measured of a cell, as a follower reports
+// it. Its recording's window and times are on the shard's own clock.
+type sharePart struct {
 	// Recording holds every request of the share, warm-up included (the
 	// matrix's scope, metrics.ScopeAll), with its full distributions.
 	Recording metrics.Recording `json:"recording"`
@@ -76,26 +36,32 @@ type SharePart struct {
 	Error string `json:"error,omitempty"`
 }
 
-// ShareControl connects a share to the rest of its cell.
-type ShareControl interface {
-	// Ready tells the cell that the share's warm-up is done, and why:
-	// queued when it found the server queuing its streams, timedOut when
-	// it ran to its timeout. It is called once.
-	Ready(reason string, queued, timedOut bool)
-	// WindowStart returns when the window starts, on the share's clock,
-	// once the leader has set it.
-	WindowStart() (time.Time, bool)
+// shareRequest returns the loadgen request of a share's streams.
+func shareRequest(sh *fleet.Share) *loadgen.Request {
+	return &loadgen.Request{API: sh.API, Model: sh.Model, Prompt: sh.Prompt, MaxTokens: sh.MaxTokens,
+		IgnoreEOS: true, Usage: loadgen.UsageContinuous}
 }
 
-// RunShare runs a follower's share of a cell with c: it waits for the
+// runShare runs a follower's share of a cell with c: it waits for the
 // launch, keeps sh.Streams closed-loop streams in flight, warms up as a
 // cell does (without the server's /metrics, which the leader reads), tells
 // ctl when its warm-up is done, and measures the window that starts when
-// ctl says. Cancelling ctx ends the share early; it then returns what it
+// ctl says. Cancelling ctx ends the share early; it then reports what it
 // measured, with the reason in Error.
-func RunShare(ctx context.Context, c *loadgen.Client, sh Share, ctl ShareControl) *SharePart {
+func runShare(ctx context.Context, c *loadgen.Client, sh fleet.Share, ctl fleet.Control) fleet.Result {
+	part := measureShare(ctx, c, sh, ctl)
+	b, err := json.Marshal(part)
+	if err != nil {
+		// A figure JSON cannot hold: the leader is told why instead.
+		b, _ = json.Marshal(&sharePart{Error: "the share's report does not encode: " + err.Error(),
+			Recording: (&metrics.Recorder{}).Recording(metrics.ScopeAll)})
+	}
+	return fleet.Result{Report: b, OutputTokens: part.Recording.Summary.OutputTokens, Error: part.Error}
+}
+
+func measureShare(ctx context.Context, c *loadgen.Client, sh fleet.Share, ctl fleet.Control) *sharePart {
 	if err := sleepUntil(ctx, sh.Launch); err != nil {
-		return &SharePart{Error: fmt.Sprintf("stopped before launch: %v", context.Cause(ctx)),
+		return &sharePart{Error: fmt.Sprintf("stopped before launch: %v", context.Cause(ctx)),
 			Recording: (&metrics.Recorder{}).Recording(metrics.ScopeAll)}
 	}
 	var rec metrics.Recorder
@@ -104,19 +70,19 @@ func RunShare(ctx context.Context, c *loadgen.Client, sh Share, ctl ShareControl
 	}
 	streams := newStreamTracker(sh.Streams)
 	warm := &warmup{n: sh.Streams, cellN: sh.Concurrency, streams: streams, speed: max(sh.Speed, 1),
-		flow: time.Duration(sh.Flow), queueAfter: time.Duration(sh.QueueAfter)}
-	gate := &shareGate{warm: warm, ctl: ctl, timeout: time.Duration(sh.WarmupTimeout), start: time.Now()}
-	req := sh.request()
+		flow: sh.Flow, queueAfter: sh.QueueAfter}
+	gate := &shareGate{warm: warm, ctl: ctl, timeout: sh.WarmupTimeout, start: time.Now()}
+	req := shareRequest(&sh)
 	g := &loadgen.Generator{
 		Client: c, Concurrency: sh.Streams, Recorder: &rec,
 		Source: func(slot, seq int) *loadgen.Request {
 			streams.begin(slot, seq)
 			return req
 		},
-		Warmup:      time.Duration(sh.WarmupMin),
+		Warmup:      sh.WarmupMin,
 		WarmupUntil: gate.until,
 		OpenAt:      gate.openAt,
-		Duration:    time.Duration(sh.Duration),
+		Duration:    sh.Duration,
 		OnWindow:    func(w metrics.Window) { streams.mark(w.Start, w.End) },
 	}
 	done := make(chan struct{})
@@ -126,7 +92,7 @@ func RunShare(ctx context.Context, c *loadgen.Client, sh Share, ctl ShareControl
 	run, err := g.Run(ctx)
 	close(done)
 	wg.Wait()
-	part := &SharePart{
+	part := &sharePart{
 		Recording:      rec.Recording(metrics.ScopeAll),
 		Streams:        streams.summary(),
 		Health:         run.Health,
@@ -171,7 +137,7 @@ func observeStreams(g *loadgen.Generator, streams *streamTracker, done <-chan st
 // lets the window open when the leader has set its start.
 type shareGate struct {
 	warm    *warmup
-	ctl     ShareControl
+	ctl     fleet.Control
 	timeout time.Duration
 	start   time.Time
 

@@ -11,6 +11,7 @@ import (
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/matrix/internal/fleet"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -34,7 +35,7 @@ const (
 	// MaxConcurrency is the most requests at once one process may keep in
 	// flight: one process holds about 10^4 streams (a connection, a
 	// goroutine and their buffers each) and keeps its timing honest; beyond
-	// that, split the load over machines. A sharded run (see [Fleet]) may
+	// that, split the load over machines. A sharded run (see [Runner].Fleet) may
 	// ask for MaxConcurrency a shard.
 	MaxConcurrency = 16384
 	// MaxContextTokens is the longest prompt a spec may ask for, 16M
@@ -177,13 +178,14 @@ func (errs specErrors) Unwrap() []error { return errs }
 
 // Validate reports the fields of a spec that cannot work in one process,
 // as [*SpecError]s. [Runner.Run] refuses such a spec before it sends
-// anything. It is ValidateSharded(1).
-func (s Spec) Validate() error { return s.ValidateSharded(1) }
+// anything.
+func (s Spec) Validate() error { return s.validateSharded(1) }
 
-// ValidateSharded is [Spec.Validate] for a run split over shards
-// processes (see [Fleet]): each concurrency level is checked against
-// [MaxConcurrency] a shard, its streams split as [SplitConcurrency] does.
-func (s Spec) ValidateSharded(shards int) error {
+// validateSharded is [Spec.Validate] for a run split over shards
+// processes (see [Runner].Fleet): each concurrency level is checked
+// against [MaxConcurrency] a shard, its streams split as evenly as
+// possible.
+func (s Spec) validateSharded(shards int) error {
 	shards = max(shards, 1)
 	var errs specErrors
 	bad := func(field, format string, args ...any) {
@@ -214,7 +216,7 @@ func (s Spec) ValidateSharded(shards int) error {
 		if n < 1 {
 			bad("Concurrency", "holds %d, below 1: a concurrency is 1 request or more", n)
 		}
-		switch share := SplitConcurrency(n, shards)[0]; {
+		switch share := fleet.Largest(n, shards); {
 		case share <= MaxConcurrency:
 		case shards == 1:
 			bad("Concurrency", "holds %d, above %d, the most one process runs with honest timing: split the load over machines", n, MaxConcurrency)

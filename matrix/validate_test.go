@@ -83,19 +83,3 @@ func TestSpecMistakes(t *testing.T) {
 		assert.Zero(t, asked.Load(), "nothing was sent")
 	})
 }
-
-// TestSpecConcurrencyAShard: a sharded run may ask for MaxConcurrency a
-// shard, its streams split as SplitConcurrency splits them, and no more.
-func TestSpecConcurrencyAShard(t *testing.T) {
-	spec := matrix.Spec{URL: "http://127.0.0.1:8000/v1", Concurrency: []int{2 * matrix.MaxConcurrency}}
-	require.Error(t, spec.Validate(), "one process")
-	assert.NoError(t, spec.ValidateSharded(2))
-	spec.Concurrency = []int{2*matrix.MaxConcurrency + 1}
-	err := spec.ValidateSharded(2)
-	se, isSpec := errors.AsType[*matrix.SpecError](err)
-	require.True(t, isSpec, "%v", err)
-	assert.Equal(t, "Concurrency", se.Field)
-	assert.Contains(t, err.Error(), "holds 32769, 16385 a shard over 2 shards, above 16384")
-	assert.NoError(t, spec.ValidateSharded(3))
-	assert.Equal(t, spec.Validate(), spec.ValidateSharded(0), "no shards is one process")
-}

@@ -1,6 +1,10 @@
 package metrics
 
 import (
+	"bytes"
+	"compress/zlib"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -298,7 +302,14 @@ func (h *Histogram) MarshalText() ([]byte, error) {
 // decoded histogram's Min, Max and Mean are its buckets' estimates (within
 // the resolution [Histogram.Quantile] describes), and so are those of any
 // histogram it is merged into.
+//
+// A histogram whose geometry would take more than [maxDecodedCounts]
+// buckets (an extreme range, or more significant digits) is refused before
+// anything is allocated for it.
 func (h *Histogram) UnmarshalText(b []byte) error {
+	if err := checkGeometry(b); err != nil {
+		return fmt.Errorf("metrics: decode histogram: %w", err)
+	}
 	d, err := hdrhistogram.Decode(b)
 	if err != nil {
 		return fmt.Errorf("metrics: decode histogram: %w", err)
@@ -421,4 +432,49 @@ type Distribution struct {
 	P90   time.Duration `json:"p90"`
 	P99   time.Duration `json:"p99"`
 	Max   time.Duration `json:"max"`
+}
+
+// maxDecodedCounts bounds the buckets of a histogram decoded from its V2
+// encoding: four times the recorder's own geometry (about 23,000 buckets),
+// so a histogram of a neighbouring geometry reads and one of an extreme
+// range (1 to 2^62 at 5 digits: 6 million buckets, 49 MB) does not.
+const maxDecodedCounts = 1 << 17
+
+// checkGeometry reads the header of a V2-encoded histogram and refuses a
+// geometry of more than maxDecodedCounts buckets.
+func checkGeometry(b []byte) error {
+	// The first 8 bytes of the text's decoding are the cookie and the
+	// compressed length; the zlib stream after them starts with the
+	// 40-byte header, which is all that is inflated here.
+	raw, err := base64.StdEncoding.DecodeString(string(b))
+	if err != nil || len(raw) < 8 {
+		return nil // hdrhistogram.Decode says what is wrong
+	}
+	z, err := zlib.NewReader(bytes.NewReader(raw[8:]))
+	if err != nil {
+		return nil
+	}
+	defer z.Close()
+	var hdr struct {
+		Cookie, Payload, Offset, Digits int32
+		Lowest, Highest                 int64
+	}
+	if err := binary.Read(z, binary.BigEndian, &hdr); err != nil {
+		return nil
+	}
+	if n, ok := geometryCounts(hdr.Lowest, hdr.Highest, hdr.Digits); !ok || n > maxDecodedCounts {
+		return fmt.Errorf("its geometry (%d to %d at %d digits) is beyond what a recording holds", hdr.Lowest, hdr.Highest, hdr.Digits)
+	}
+	return nil
+}
+
+// geometryCounts returns about how many buckets HdrHistogram allocates for
+// a geometry, or false for one it refuses anyway.
+func geometryCounts(lowest, highest int64, digits int32) (float64, bool) {
+	if digits < 0 || digits > 5 || lowest < 1 || highest < 2*lowest {
+		return 0, false
+	}
+	sub := math.Exp2(math.Ceil(math.Log2(2 * math.Pow10(int(digits)))))
+	buckets := max(math.Ceil(math.Log2(float64(highest)/float64(lowest))-math.Log2(sub))+1, 1)
+	return (buckets + 1) * sub / 2, true
 }

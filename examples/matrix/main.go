@@ -186,7 +186,10 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	if check.URL == "" {
 		check.URL = "http://127.0.0.1/v1"
 	}
-	if err := check.WithDefaults().ValidateSharded(o.shards.shards); err != nil {
+	if err := o.shards.checkConcurrency(&check); err != nil {
+		return nil, nil, err
+	}
+	if err := check.WithDefaults().Validate(); err != nil {
 		return nil, nil, asFlags(err)
 	}
 	if o.render != "" && o.compare {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,8 +50,35 @@ func (s *shardFlags) follows() bool {
 	return s.join != "" && (s.index > 0 || s.shards == 0)
 }
 
+// maxShards bounds -shards: more processes than a matrix of
+// matrix.MaxConcurrency streams a shard needs for any concurrency a server
+// is run at.
+const maxShards = 1024
+
+// checkConcurrency checks that every concurrency level of a sharded run
+// fits, split over the shards, in matrix.MaxConcurrency a shard, and
+// leaves in spec what is left for matrix.Spec.Validate to check.
+func (s *shardFlags) checkConcurrency(spec *matrix.Spec) error {
+	if s.shards <= 1 || s.shards > maxShards {
+		return nil // one process, or -shards refused by check
+	}
+	for _, n := range spec.Concurrency {
+		if share := (n + s.shards - 1) / s.shards; share > matrix.MaxConcurrency {
+			return fmt.Errorf("-concurrency holds %d, %d a shard over %d shards, above %d, the most one process runs with honest timing: add shards",
+				n, share, s.shards, matrix.MaxConcurrency)
+		}
+	}
+	spec.Concurrency = slices.DeleteFunc(slices.Clone(spec.Concurrency), func(n int) bool { return n > matrix.MaxConcurrency })
+	if len(spec.Concurrency) == 0 {
+		spec.Concurrency = nil
+	}
+	return nil
+}
+
 func (s *shardFlags) check(o *options) error {
 	switch {
+	case s.shards > maxShards:
+		return fmt.Errorf("-shards %d: at most %d processes run one matrix", s.shards, maxShards)
 	case s.shards < 0 || s.shards == 1:
 		return fmt.Errorf("-shards %d: a sharded run has at least 2 shards (the leader and a follower)", s.shards)
 	case s.index >= 0 && (s.shards == 0 || s.join == "" || s.listen == ""):
@@ -90,7 +118,7 @@ func lead(o *options, runner *matrix.Runner, stderr io.Writer) (func(), error) {
 	go srv.Serve(ln)
 	runner.Fleet = leader
 	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), shard.StopTimeout+time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // Close waits at most 5 s for the followers
 		defer cancel()
 		leader.Close(ctx)
 		_ = srv.Shutdown(ctx)

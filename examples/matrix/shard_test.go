@@ -256,7 +256,7 @@ func TestShardedRunAcrossProcesses(t *testing.T) {
 		tokens := 0
 		names := []string{}
 		for i, s := range c.Measurement.Shards {
-			assert.Equal(t, matrix.SplitConcurrency(c.Concurrency, 3)[i], s.Streams)
+			assert.Equal(t, split(c.Concurrency, 3)[i], s.Streams)
 			assert.Empty(t, s.Lost)
 			tokens += s.OutputTokens
 			names = append(names, s.Name)
@@ -362,4 +362,17 @@ func TestFollowerStopsWhenTheLeaderDies(t *testing.T) {
 	assert.Equal(t, 1, f.wait(t, 20*time.Second), f.log.String())
 	assert.Less(t, time.Since(killed), 10*time.Second, "the follower gives up after its silence (5 s)")
 	assert.Contains(t, f.log.String(), "the leader is gone")
+}
+
+// split is the split the leader makes of n streams over shards: as even
+// as possible, the first shards one more.
+func split(n, shards int) []int {
+	out := make([]int, shards)
+	for i := range out {
+		out[i] = n / shards
+		if i < n%shards {
+			out[i]++
+		}
+	}
+	return out
 }

@@ -10,29 +10,29 @@ import (
 // shortest round trip is kept, the one least delayed on its way.
 const clockExchanges = 8
 
-// Offset is the result of an NTP-style exchange between a follower and its
+// offset is the result of an NTP-style exchange between a follower and its
 // leader: the follower's clock minus the leader's, and the bound of that
 // measure, half the exchange's round trip (the time the messages spent on
 // the way, which the exchange cannot split).
-type Offset struct {
+type offset struct {
 	Offset, Error time.Duration
 }
 
 // offsetOf computes the offset from one exchange: t1 the follower sent, t2
 // the leader received, t3 the leader replied, t4 the follower received,
 // each on its sender's or receiver's clock.
-func offsetOf(t1, t2, t3, t4 time.Time) Offset {
+func offsetOf(t1, t2, t3, t4 time.Time) offset {
 	rtt := t4.Sub(t1) - t3.Sub(t2)
 	// leader − follower = ((t2 − t1) + (t3 − t4)) / 2
 	ahead := (t2.Sub(t1) + t3.Sub(t4)) / 2
-	return Offset{Offset: -ahead, Error: max(rtt, 0) / 2}
+	return offset{Offset: -ahead, Error: max(rtt, 0) / 2}
 }
 
 // measureClock runs clockExchanges exchanges with the leader at base and
 // returns the one with the shortest round trip. now is the follower's
 // clock.
-func measureClock(ctx context.Context, hc *http.Client, base string, now func() time.Time) (Offset, error) {
-	best := Offset{Error: -1}
+func measureClock(ctx context.Context, hc *http.Client, base string, now func() time.Time) (offset, error) {
+	best := offset{Error: -1}
 	var last error
 	for range clockExchanges {
 		t1 := now().Round(0)
@@ -53,7 +53,7 @@ func measureClock(ctx context.Context, hc *http.Client, base string, now func() 
 		}
 	}
 	if best.Error < 0 {
-		return Offset{}, last
+		return offset{}, last
 	}
 	return best, nil
 }

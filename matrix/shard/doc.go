@@ -17,17 +17,17 @@
 //     clock's offset to the leader's at join and before each cell (the
 //     exchange with the shortest round trip of several), and sets its
 //     launch and window by it.
-//   - POST /shard/poll: a long poll, at most [PollWait], that carries the
+//   - POST /shard/poll: a long poll, at most a second, that carries the
 //     follower's news (its warm-up is done) and brings the leader's: a
 //     share of a cell, the window's start, a stop, the end of the run. It
-//     is also the follower's heartbeat: one silent for [DefaultSilence] is
+//     is also the follower's heartbeat: one silent for five seconds is
 //     lost.
 //   - POST /shard/report: the follower's part of a cell: its recording
 //     (counts and every histogram in HdrHistogram's V2 encoding with its
 //     exact figures), its streams and its client's health.
 //
 // A cell goes: the leader splits the concurrency among itself and the live
-// followers as evenly as possible ([matrix.SplitConcurrency]) and sets a
+// followers as evenly as possible (10 streams over 3 shards are 4, 3 and 3) and sets a
 // launch a second ahead; every shard starts its streams then and warms up
 // as a single process's cell does; once every shard's warm-up is done, the
 // leader sets the window's start half a second ahead, and every shard
@@ -35,7 +35,7 @@
 // follower that dies or falls silent mid-cell is dropped from that cell
 // with the reason, and the cell is marked partial with the shards it has;
 // when the leader's run ends (or it is interrupted), the followers are told
-// and stop; a follower that cannot reach the leader for DefaultSilence
+// and stop; a follower that cannot reach the leader for five seconds
 // stops its streams and returns [ErrLeaderGone]. Every wait has a
 // deadline.
 package shard

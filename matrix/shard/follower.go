@@ -15,6 +15,7 @@ import (
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/internal/fleet"
 )
 
 // Follower is a shard that joins a leader and runs the shares of cells it
@@ -63,7 +64,7 @@ type Follower struct {
 // active is a share the follower runs or ran.
 type active struct {
 	seq    int
-	share  matrix.Share // on the follower's clock
+	share  fleet.Share // on the follower's clock
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 
@@ -132,7 +133,7 @@ func (f *Follower) join(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
 		var resp joinResponse
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := post(rctx, f.hc, f.Leader, pathJoin, joinRequest{Version: Version, Name: f.Name}, &resp)
+		err := post(rctx, f.hc, f.Leader, pathJoin, joinRequest{Version: version, Name: f.Name}, &resp)
 		cancel()
 		if err == nil {
 			f.index, f.spec = resp.Index, resp.Spec
@@ -142,7 +143,7 @@ func (f *Follower) join(ctx context.Context) error {
 			}
 			break
 		}
-		var se *StatusError
+		var se *statusError
 		if errors.As(err, &se) && se.StatusCode == http.StatusGone {
 			return ErrRunOver
 		}
@@ -213,7 +214,7 @@ func (f *Follower) loop(ctx context.Context) error {
 		}
 		in := f.pollRequest()
 		var resp pollResponse
-		pctx, cancel := context.WithTimeout(ctx, PollWait+f.silence)
+		pctx, cancel := context.WithTimeout(ctx, pollWait+f.silence)
 		stopWake := f.wakeOn(cancel)
 		err := post(pctx, f.hc, f.Leader, pathPoll, in, &resp)
 		woken := stopWake()
@@ -283,7 +284,7 @@ func (f *Follower) pollRequest() pollRequest {
 
 // start runs a new share: it measures the clock, moves the share's times
 // onto the follower's clock, and runs it until it ends, then reports it.
-func (f *Follower) start(ctx context.Context, sh matrix.Share) {
+func (f *Follower) start(ctx context.Context, sh fleet.Share) {
 	f.stopShare(errors.New("a new cell began"))
 	f.measureClock(ctx)
 	f.mu.Lock()
@@ -300,7 +301,7 @@ func (f *Follower) start(ctx context.Context, sh matrix.Share) {
 		time.Until(local.Launch).Round(time.Millisecond))
 	go func() {
 		defer close(a.done)
-		part := matrix.RunShare(sctx, f.client, local, &control{f: f, a: a})
+		part := fleet.RunShare(sctx, f.client, local, &control{f: f, a: a})
 		cancel(nil)
 		f.report(ctx, a, part)
 	}()
@@ -326,9 +327,9 @@ func (f *Follower) hear(resp pollResponse) {
 
 // report sends a share's part to the leader, trying again until it is
 // taken or the leader is silent too long.
-func (f *Follower) report(ctx context.Context, a *active, part *matrix.SharePart) {
+func (f *Follower) report(ctx context.Context, a *active, part fleet.Result) {
 	f.mu.Lock()
-	in := reportRequest{Index: f.index, Seq: a.seq, Clock: f.clock, Part: part}
+	in := reportRequest{Index: f.index, Seq: a.seq, Clock: f.clock, Part: part.Report}
 	f.mu.Unlock()
 	start := time.Now()
 	for {
@@ -339,7 +340,7 @@ func (f *Follower) report(ctx context.Context, a *active, part *matrix.SharePart
 			f.mu.Lock()
 			a.reported = true
 			f.mu.Unlock()
-			f.logf("cell %d: reported %d tokens in %v", a.seq, part.Recording.Summary.OutputTokens, time.Since(start).Round(time.Millisecond))
+			f.logf("cell %d: reported %d tokens in %v", a.seq, part.OutputTokens, time.Since(start).Round(time.Millisecond))
 			return
 		}
 		if ctx.Err() != nil || time.Since(start) > f.silence {
@@ -373,7 +374,7 @@ type control struct {
 	a *active
 }
 
-// Ready implements [matrix.ShareControl]: it is sent with the next poll,
+// Ready implements [fleet.ShareControl]: it is sent with the next poll,
 // at once.
 func (c *control) Ready(reason string, queued, timedOut bool) {
 	c.f.mu.Lock()
@@ -385,7 +386,7 @@ func (c *control) Ready(reason string, queued, timedOut bool) {
 	}
 }
 
-// WindowStart implements [matrix.ShareControl].
+// WindowStart implements [fleet.ShareControl].
 func (c *control) WindowStart() (time.Time, bool) {
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()

@@ -15,9 +15,10 @@ import (
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/internal/fleet"
 )
 
-// Leader leads a sharded run. It is the [matrix.Fleet] of the run's
+// Leader leads a sharded run. It is the fleet.Fleet of the run's
 // [matrix.Runner] and the [http.Handler] its followers join: serve it on
 // an address the followers reach, set it as the Runner's Fleet, run, then
 // Close it.
@@ -34,10 +35,10 @@ type Leader struct {
 	// means DefaultJoinTimeout.
 	JoinTimeout time.Duration
 	// Silence is how long a follower may go without a word before it is
-	// lost; 0 means DefaultSilence.
+	// lost; 0 means defaultSilence.
 	Silence time.Duration
 	// ReportTimeout bounds the wait for a live follower's part after the
-	// window's end; 0 means DefaultReportTimeout.
+	// window's end; 0 means defaultReportTimeout.
 	ReportTimeout time.Duration
 	// Log receives a line when a follower joins or is lost; nil is silent.
 	Log io.Writer
@@ -66,8 +67,8 @@ type follower struct {
 // cell is a cell in progress on the fleet.
 type cell struct {
 	l       *Leader
-	share   matrix.Share           // the leader's, on its clock
-	shares  map[int]matrix.Share   // the followers' by index
+	share   fleet.Share            // the leader's, on its clock
+	shares  map[int]fleet.Share    // the followers' by index
 	ready   map[int]bool           // by index, the leader's at 0
 	parts   map[int]*reportRequest // by index
 	lost    map[int]string         // followers lost in this cell, by index
@@ -97,7 +98,7 @@ func (l *Leader) silence() time.Duration {
 	if l.Silence > 0 {
 		return l.Silence
 	}
-	return DefaultSilence
+	return defaultSilence
 }
 
 func (l *Leader) logf(format string, args ...any) {
@@ -165,8 +166,8 @@ func decode(r *http.Request, v any) error {
 }
 
 func (l *Leader) join(in joinRequest) (*joinResponse, error) {
-	if in.Version != Version {
-		return nil, fmt.Errorf("shard: the follower speaks %q, the leader %q: run the same llmload on every shard", in.Version, Version)
+	if in.Version != version {
+		return nil, fmt.Errorf("shard: the follower speaks %q, the leader %q: run the same llmload on every shard", in.Version, version)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -195,9 +196,9 @@ func (l *Leader) member(index int) *follower {
 }
 
 // poll answers a follower's poll: at once when the leader has news for
-// it, else when some comes, at most PollWait later.
+// it, else when some comes, at most pollWait later.
 func (l *Leader) poll(ctx context.Context, in pollRequest) *pollResponse {
-	timer := time.NewTimer(PollWait)
+	timer := time.NewTimer(pollWait)
 	defer timer.Stop()
 	for {
 		l.mu.Lock()
@@ -276,7 +277,7 @@ func (l *Leader) news(f *follower, in pollRequest) *pollResponse {
 }
 
 func (l *Leader) report(in reportRequest) error {
-	if in.Part == nil {
+	if len(in.Part) == 0 {
 		return fmt.Errorf("shard: a report of cell %d without its part", in.Seq)
 	}
 	l.mu.Lock()
@@ -325,14 +326,14 @@ func (l *Leader) sweep(now time.Time) {
 	}
 }
 
-// Shards implements [matrix.Fleet]: the leader and the Followers it waits
+// Shards implements fleet.Fleet: the leader and the Followers it waits
 // for.
 func (l *Leader) Shards() int { return 1 + max(l.Followers, 0) }
 
-// StartCell implements [matrix.Fleet]: it waits (before the first cell)
+// StartCell implements fleet.Fleet: it waits (before the first cell)
 // for the followers, splits the cell's streams among the leader and the
-// live followers, and sets the launch LaunchDelay ahead.
-func (l *Leader) StartCell(ctx context.Context, sh matrix.Share) (matrix.FleetCell, error) {
+// live followers, and sets the launch launchDelay ahead.
+func (l *Leader) StartCell(ctx context.Context, sh fleet.Share) (fleet.Cell, error) {
 	l.init()
 	if err := l.waitFollowers(ctx); err != nil {
 		return nil, err
@@ -356,13 +357,13 @@ func (l *Leader) StartCell(ctx context.Context, sh matrix.Share) (matrix.FleetCe
 			live = append(live, f)
 		}
 	}
-	split := matrix.SplitConcurrency(sh.Concurrency, 1+len(live))
+	split := fleet.Split(sh.Concurrency, 1+len(live))
 	if split[0] > matrix.MaxConcurrency {
 		return nil, fmt.Errorf("shard: %d streams over %s (of %d planned) are %d a shard, above %d, the most one process runs with honest timing",
 			sh.Concurrency, shardCount(1+len(live)), l.Shards(), split[0], matrix.MaxConcurrency)
 	}
-	sh.Launch = time.Now().Add(LaunchDelay).Round(0)
-	c := &cell{l: l, shares: map[int]matrix.Share{}, ready: map[int]bool{},
+	sh.Launch = time.Now().Add(launchDelay).Round(0)
+	c := &cell{l: l, shares: map[int]fleet.Share{}, ready: map[int]bool{},
 		parts: map[int]*reportRequest{}, lost: map[int]string{}, ended: make(chan struct{})}
 	c.share = sh
 	c.share.Streams = split[0]
@@ -453,10 +454,10 @@ func (c *cell) end() {
 	})
 }
 
-// Own implements [matrix.FleetCell].
-func (c *cell) Own() matrix.Share { return c.share }
+// Own implements [fleet.Cell].
+func (c *cell) Own() fleet.Share { return c.share }
 
-// Ready implements [matrix.ShareControl] for the leader's share.
+// Ready implements [fleet.ShareControl] for the leader's share.
 func (c *cell) Ready(string, bool, bool) {
 	c.l.mu.Lock()
 	defer c.l.mu.Unlock()
@@ -483,11 +484,11 @@ func (c *cell) checkReady() {
 			return
 		}
 	}
-	c.window = time.Now().Add(WindowDelay).Round(0)
+	c.window = time.Now().Add(windowDelay).Round(0)
 	c.l.broadcast()
 }
 
-// WindowStart implements [matrix.ShareControl] for the leader's share.
+// WindowStart implements [fleet.ShareControl] for the leader's share.
 func (c *cell) WindowStart() (time.Time, bool) {
 	c.l.mu.Lock()
 	defer c.l.mu.Unlock()
@@ -534,10 +535,10 @@ func (c *cell) watch() {
 	}
 }
 
-// Collect implements [matrix.FleetCell]: it waits for every follower's
+// Collect implements [fleet.Cell]: it waits for every follower's
 // part, or for it to be lost, at most ReportTimeout after the window's end
-// (StopTimeout after a stop), and ends the cell.
-func (c *cell) Collect(ctx context.Context) []matrix.ShardPart {
+// (stopTimeout after a stop), and ends the cell.
+func (c *cell) Collect(ctx context.Context) []fleet.Part {
 	l := c.l
 	c.stopCtx()
 	switch {
@@ -550,12 +551,12 @@ func (c *cell) Collect(ctx context.Context) []matrix.ShardPart {
 	}
 	reportTimeout := l.ReportTimeout
 	if reportTimeout <= 0 {
-		reportTimeout = DefaultReportTimeout
+		reportTimeout = defaultReportTimeout
 	}
 	for {
 		l.mu.Lock()
 		now := time.Now()
-		deadline, late := c.stopAt.Add(StopTimeout), fmt.Sprintf("no part of cell %d within %v of its stop", c.seq(), StopTimeout)
+		deadline, late := c.stopAt.Add(stopTimeout), fmt.Sprintf("no part of cell %d within %v of its stop", c.seq(), stopTimeout)
 		if c.stopped == "" {
 			deadline = c.window.Add(time.Duration(c.share.Duration) + reportTimeout)
 			late = fmt.Sprintf("no part of cell %d within %v of its window's end", c.seq(), reportTimeout)
@@ -590,25 +591,24 @@ func (c *cell) Collect(ctx context.Context) []matrix.ShardPart {
 }
 
 // result returns the followers' parts; l.mu is held.
-func (c *cell) result() []matrix.ShardPart {
+func (c *cell) result() []fleet.Part {
 	idx := make([]int, 0, len(c.shares))
 	for i := range c.shares {
 		idx = append(idx, i)
 	}
 	slices.Sort(idx)
-	out := make([]matrix.ShardPart, 0, len(idx))
+	out := make([]fleet.Part, 0, len(idx))
 	for _, i := range idx {
 		f := c.l.followers[i-1]
-		sp := matrix.ShardPart{Shard: matrix.Shard{Index: i, Name: f.name, Streams: c.shares[i].Streams}}
+		sp := fleet.Part{Index: i, Name: f.name, Streams: c.shares[i].Streams}
 		ck := f.clock
 		if p := c.parts[i]; p != nil {
-			sp.Part = p.Part
+			sp.Report = p.Part
 			ck = p.Clock
 		} else {
-			sp.Shard.Lost = c.lost[i]
+			sp.Lost = c.lost[i]
 		}
-		sp.Shard.ClockOffsetMs = float64(ck.Offset) / float64(time.Millisecond)
-		sp.Shard.ClockErrorMs = float64(ck.Error) / float64(time.Millisecond)
+		sp.ClockOffset, sp.ClockError = ck.Offset, ck.Error
 		out = append(out, sp)
 	}
 	return out
@@ -616,7 +616,7 @@ func (c *cell) result() []matrix.ShardPart {
 
 // Close ends the run: every follower is told, at its next poll, that the
 // run is over, and Close waits for each live one to hear it, at most
-// StopTimeout or until ctx ends. Followers that join later are refused.
+// stopTimeout or until ctx ends. Followers that join later are refused.
 func (l *Leader) Close(ctx context.Context) {
 	l.init()
 	l.mu.Lock()
@@ -629,7 +629,7 @@ func (l *Leader) Close(ctx context.Context) {
 	}
 	l.broadcast()
 	l.mu.Unlock()
-	deadline := time.NewTimer(StopTimeout)
+	deadline := time.NewTimer(stopTimeout)
 	defer deadline.Stop()
 	for {
 		l.mu.Lock()
@@ -650,7 +650,7 @@ func (l *Leader) Close(ctx context.Context) {
 		case <-tick.C:
 		case <-deadline.C:
 			tick.Stop()
-			l.logf("shards %s did not hear that the run is over within %v", strings.Join(waiting, ", "), StopTimeout)
+			l.logf("shards %s did not hear that the run is over within %v", strings.Join(waiting, ", "), stopTimeout)
 			return
 		case <-ctx.Done():
 			tick.Stop()

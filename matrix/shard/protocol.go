@@ -11,36 +11,37 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/internal/fleet"
 )
 
-// Version is the protocol's version. A follower of another version is
+// version is the protocol's version. A follower of another version is
 // refused at join.
-const Version = "llmload.shard/v1"
+const version = "llmload.shard/v2"
 
 // Timing of the protocol.
 const (
-	// PollWait is the longest a poll is held when the leader has nothing
+	// pollWait is the longest a poll is held when the leader has nothing
 	// to say.
-	PollWait = time.Second
-	// DefaultSilence is how long a shard may go without a word from the
+	pollWait = time.Second
+	// defaultSilence is how long a shard may go without a word from the
 	// other side before it is taken for gone.
-	DefaultSilence = 5 * time.Second
+	defaultSilence = 5 * time.Second
 	// DefaultJoinTimeout bounds the leader's wait for its followers before
 	// the first cell, and a follower's attempts to reach its leader.
 	DefaultJoinTimeout = 2 * time.Minute
-	// LaunchDelay is how far ahead of a cell's start its launch is set:
+	// launchDelay is how far ahead of a cell's start its launch is set:
 	// time for every follower to hear of it and measure its clock.
-	LaunchDelay = time.Second
-	// WindowDelay is how far ahead the window's start is set once every
+	launchDelay = time.Second
+	// windowDelay is how far ahead the window's start is set once every
 	// shard's warm-up is done: time for every follower to hear of it.
-	WindowDelay = 500 * time.Millisecond
-	// DefaultReportTimeout bounds the wait for a live follower's part after
+	windowDelay = 500 * time.Millisecond
+	// defaultReportTimeout bounds the wait for a live follower's part after
 	// the window's end.
-	DefaultReportTimeout = 30 * time.Second
-	// StopTimeout bounds the wait for the parts of a cell that was stopped
+	defaultReportTimeout = 30 * time.Second
+	// stopTimeout bounds the wait for the parts of a cell that was stopped
 	// (the run interrupted, or the cell ended early), and, at the end of a
 	// run, for the followers to hear that it is over.
-	StopTimeout = 5 * time.Second
+	stopTimeout = 5 * time.Second
 	// maxMessage bounds a message's size (a part holds a cell's
 	// histograms; a share, a prompt of up to matrix.MaxContextTokens).
 	maxMessage = 256 << 20
@@ -103,7 +104,7 @@ type clock struct {
 type pollResponse struct {
 	// Share is a new cell's share for the follower, times on the leader's
 	// clock.
-	Share *matrix.Share `json:"share,omitempty"`
+	Share *fleet.Share `json:"share,omitempty"`
 	// Seq is the cell the rest is about.
 	Seq int `json:"seq,omitempty"`
 	// Window is the cell's window's start on the leader's clock, once set.
@@ -118,10 +119,12 @@ type pollResponse struct {
 }
 
 type reportRequest struct {
-	Index int               `json:"index"`
-	Seq   int               `json:"seq"`
-	Clock clock             `json:"clock"`
-	Part  *matrix.SharePart `json:"part"`
+	Index int   `json:"index"`
+	Seq   int   `json:"seq"`
+	Clock clock `json:"clock"`
+	// Part is the follower's report of its share (see fleet.RunShare),
+	// which the leader's Runner reads and checks.
+	Part json.RawMessage `json:"part"`
 }
 
 // Paths of the leader's endpoints.
@@ -132,15 +135,15 @@ const (
 	pathReport = "/shard/report"
 )
 
-// StatusError is a leader's answer other than 200.
-type StatusError struct {
+// statusError is a leader's answer other than 200.
+type statusError struct {
 	Path       string
 	StatusCode int
 	Body       string
 }
 
 // Error says which request got which answer.
-func (e *StatusError) Error() string {
+func (e *statusError) Error() string {
 	return fmt.Sprintf("shard: %s: the leader answered %d: %s", e.Path, e.StatusCode, e.Body)
 }
 
@@ -163,7 +166,7 @@ func post(ctx context.Context, hc *http.Client, base, path string, in, out any) 
 	body := io.LimitReader(resp.Body, maxMessage)
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(body, 1<<10))
-		return &StatusError{Path: path, StatusCode: resp.StatusCode, Body: string(bytes.TrimSpace(msg))}
+		return &statusError{Path: path, StatusCode: resp.StatusCode, Body: string(bytes.TrimSpace(msg))}
 	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, body)

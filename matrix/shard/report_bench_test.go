@@ -26,8 +26,33 @@ const (
 
 var (
 	benchPartOnce sync.Once
-	benchPart     *matrix.SharePart
+	benchPart     *part
 )
+
+// part is a follower's report as matrix writes it (its sharePart).
+type part struct {
+	Recording   metrics.Recording `json:"recording"`
+	Streams     *matrix.Streams   `json:"streams,omitempty"`
+	Health      loadgen.Health    `json:"health"`
+	Warmup      matrix.Duration   `json:"warmup"`
+	WarmupEnded string            `json:"warmup_ended,omitempty"`
+}
+
+func (p *part) report() json.RawMessage {
+	b, err := json.Marshal(p)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func readPart(tb testing.TB, b json.RawMessage) *part {
+	var p part
+	if err := json.Unmarshal(b, &p); err != nil {
+		tb.Fatal(err)
+	}
+	return &p
+}
 
 // realisticPart returns a shard's part of a cell as RunShare makes it:
 // benchStreams closed-loop streams, each request 1,024 tokens, 10 ms
@@ -35,7 +60,7 @@ var (
 // one gap in 50 a stall of 20–60 ms), first tokens after 40–200 ms, the
 // last request of each stream cut at the window's end. Its histograms
 // hold about 3.5 M gaps over many buckets, as a real cell's do.
-func realisticPart(seed uint64) *matrix.SharePart {
+func realisticPart(seed uint64) *part {
 	r := rand.New(rand.NewPCG(seed, 7))
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	window := metrics.Window{Start: t0, End: t0.Add(benchWindow)}
@@ -68,7 +93,7 @@ func realisticPart(seed uint64) *matrix.SharePart {
 			t = tl.End.Add(50 * time.Microsecond)
 		}
 	}
-	return &matrix.SharePart{
+	return &part{
 		Recording: rec.Recording(metrics.ScopeAll),
 		Streams: &matrix.Streams{Samples: 3000, AvgDecoding: 990, AvgWaiting: 10, PeakDecoding: 1000,
 			Ceiling: 1000, CeilingShare: 0.4, AllShare: 0.4, Launched: 3400, MeanWaitMs: 120},
@@ -80,7 +105,7 @@ func realisticPart(seed uint64) *matrix.SharePart {
 func benchReport(b *testing.B) reportRequest {
 	b.Helper()
 	benchPartOnce.Do(func() { benchPart = realisticPart(1) })
-	return reportRequest{Index: 1, Seq: 3, Clock: clock{Offset: 12 * time.Microsecond, Error: 40 * time.Microsecond}, Part: benchPart}
+	return reportRequest{Index: 1, Seq: 3, Clock: clock{Offset: 12 * time.Microsecond, Error: 40 * time.Microsecond}, Part: benchPart.report()}
 }
 
 // BenchmarkShardReport measures what a follower's part of one cell costs
@@ -112,6 +137,7 @@ func BenchmarkShardReport(b *testing.B) {
 			if err := json.Unmarshal(wire, &out); err != nil {
 				b.Fatal(err)
 			}
+			readPart(b, out.Part)
 		}
 	})
 	b.Run("send", func(b *testing.B) {
@@ -138,13 +164,14 @@ func BenchmarkShardReport(b *testing.B) {
 	})
 	b.Run("merge", func(b *testing.B) {
 		own := realisticPart(2).Recording
-		var part reportRequest
-		if err := json.Unmarshal(wire, &part); err != nil {
+		var in reportRequest
+		if err := json.Unmarshal(wire, &in); err != nil {
 			b.Fatal(err)
 		}
+		p := readPart(b, in.Part)
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := metrics.MergeRecordings(own, part.Part.Recording); err != nil {
+			if _, err := metrics.MergeRecordings(own, p.Recording); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -163,7 +190,7 @@ func TestRealisticPartRoundTrips(t *testing.T) {
 	if s.OutputTokens < 2_500_000 || s.OutputTokens > 3_100_000 {
 		t.Fatalf("the part counts %d tokens in its window, not about 1,000 × 30 s × 97 tok/s", s.OutputTokens)
 	}
-	wire, err := json.Marshal(reportRequest{Index: 1, Seq: 1, Part: p})
+	wire, err := json.Marshal(reportRequest{Index: 1, Seq: 1, Part: p.report()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +199,7 @@ func TestRealisticPartRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	own := realisticPart(2).Recording
-	merged, err := metrics.MergeRecordings(own, back.Part.Recording)
+	merged, err := metrics.MergeRecordings(own, readPart(t, back.Part).Recording)
 	if err != nil {
 		t.Fatal(err)
 	}

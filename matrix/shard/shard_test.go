@@ -77,7 +77,7 @@ func TestFleetMergesShards(t *testing.T) {
 	srv := loadgentest.NewServer(loadgentest.FastProfile())
 	defer srv.Close()
 	spec := pacedSpec(srv.URL+"/v1", 3, 7)
-	f := startFleet(t, spec, 2, shard.DefaultSilence)
+	f := startFleet(t, spec, 2, 0)
 	r := &matrix.Runner{Spec: spec, Fleet: f.leader, Log: f.log,
 		Client: &loadgen.Client{HTTPClient: srv.Client()}}
 	res, err := r.Run(t.Context())
@@ -103,7 +103,7 @@ func TestFleetMergesShards(t *testing.T) {
 			shares = append(shares, s.Streams)
 			tokens += s.OutputTokens
 		}
-		assert.Equal(t, matrix.SplitConcurrency(c.Concurrency, 3), shares)
+		assert.Equal(t, split(c.Concurrency, 3), shares)
 		assert.Equal(t, tokens, c.Measurement.OutputTokens, "the merged tokens are the shards' tokens")
 		assert.InEpsilon(t, 100*float64(c.Concurrency), c.Measurement.TotalTokensPerSec, 0.05, "%d streams", c.Concurrency)
 		assert.InDelta(t, 10, c.Measurement.TBT.P50, 0.3)
@@ -201,7 +201,7 @@ func TestFleetLateJoinWaitsForTheNextCell(t *testing.T) {
 	srv := loadgentest.NewServer(loadgentest.FastProfile())
 	defer srv.Close()
 	spec := pacedSpec(srv.URL+"/v1", 4, 6)
-	f := startFleet(t, spec, 1, shard.DefaultSilence)
+	f := startFleet(t, spec, 1, 0)
 	r := &matrix.Runner{Spec: spec, Fleet: f.leader, Log: f.log,
 		Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()}}
 	late := &logbuffer.Buffer{}
@@ -310,13 +310,13 @@ func TestFleetInterruptedBeforeTheWindow(t *testing.T) {
 	srv := loadgentest.NewServer(loadgentest.FastProfile())
 	defer srv.Close()
 	spec := pacedSpec(srv.URL+"/v1", 4)
-	f := startFleet(t, spec, 1, shard.DefaultSilence)
+	f := startFleet(t, spec, 1, 0)
 	r := &matrix.Runner{Spec: spec, Fleet: f.leader, Log: f.log,
 		Client: &loadgen.Client{HTTPClient: srv.Client()}}
 	ctx, cancel := context.WithCancelCause(t.Context())
 	defer cancel(nil)
 	go func() {
-		// The follower has its share; the launch is shard.LaunchDelay
+		// The follower has its share; the launch is the launch delay
 		// after the leader dealt it.
 		for !strings.Contains(f.log.String(), "cell 1: context") && ctx.Err() == nil {
 			time.Sleep(10 * time.Millisecond)
@@ -334,4 +334,17 @@ func TestFleetInterruptedBeforeTheWindow(t *testing.T) {
 	assert.Equal(t, matrix.StatusUnknown, c.Status, c.Reason)
 	assert.Contains(t, c.Reason, "before its window opened")
 	assert.False(t, res.Complete)
+}
+
+// split is the split the leader makes of n streams over shards: as even
+// as possible, the first shards one more.
+func split(n, shards int) []int {
+	out := make([]int, shards)
+	for i := range out {
+		out[i] = n / shards
+		if i < n%shards {
+			out[i]++
+		}
+	}
+	return out
 }
