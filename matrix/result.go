@@ -48,7 +48,7 @@ type Server struct {
 	// Speed is the simulator's speed factor. Results are reported in the
 	// simulated server's own time: durations × Speed, rates ÷ Speed.
 	Speed float64 `json:"speed,omitempty"`
-	// Profile names the simulator's profile (see loadgentest.Profiles).
+	// Profile names the simulator's profile (see loadgentest.ProfileByName).
 	Profile string `json:"profile,omitempty"`
 	// Limits are the capacity limits the plan used.
 	Limits capacity.Limits `json:"limits"`

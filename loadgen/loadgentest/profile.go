@@ -7,14 +7,17 @@ import (
 	"time"
 )
 
-// Defaults for a [Profile]'s zero fields.
+// DefaultModel is the model name a [Profile] serves when it names none:
+// the seed run's served model name.
+const DefaultModel = "bench"
+
+// Defaults for a [Profile]'s other zero fields.
 const (
-	DefaultModel               = "bench" // the seed run's served model name
-	DefaultMaxModelLen         = 32768
-	DefaultMaxNumSeqs          = 256  // vLLM's default --max-num-seqs
-	DefaultMaxNumBatchedTokens = 8192 // vLLM's default for its API server
-	DefaultBlockSize           = 16   // vLLM's default --block-size
-	DefaultTruthBytes          = 32 << 20
+	defaultMaxModelLen         = 32768
+	defaultMaxNumSeqs          = 256  // vLLM's default --max-num-seqs
+	defaultMaxNumBatchedTokens = 8192 // vLLM's default for its API server
+	defaultBlockSize           = 16   // vLLM's default --block-size
+	defaultTruthBytes          = 32 << 20
 )
 
 // A Profile describes the simulated server: its limits, the cost of each
@@ -43,17 +46,17 @@ type Profile struct {
 	Speed float64
 
 	// MaxModelLen is the longest prompt plus max_tokens accepted; 0 means
-	// DefaultMaxModelLen. It is lowered to KVCacheTokens if larger, as vLLM
+	// 32768. It is lowered to KVCacheTokens if larger, as vLLM
 	// refuses to start when one request cannot fit.
 	MaxModelLen int
-	// MaxNumSeqs caps the running requests; 0 means DefaultMaxNumSeqs.
+	// MaxNumSeqs caps the running requests; 0 means 256, vLLM's default.
 	MaxNumSeqs int
 	// MaxNumBatchedTokens is the per-step token budget shared by decodes
 	// (one token each) and prefill chunks; 0 means
-	// DefaultMaxNumBatchedTokens. It is raised to MaxNumSeqs if smaller.
+	// 8192, vLLM's default for its API server. It is raised to MaxNumSeqs if smaller.
 	MaxNumBatchedTokens int
 	// BlockSize is the number of tokens in one KV-cache block; 0 means
-	// DefaultBlockSize.
+	// 16, vLLM's default.
 	BlockSize int
 	// KVCacheTokens is the KV-cache capacity in tokens, rounded down to
 	// whole blocks; 0 means room for MaxNumSeqs requests of MaxModelLen.
@@ -100,7 +103,7 @@ type Profile struct {
 
 	// TruthBytes caps the memory of the ground truth the server records
 	// (about 16 bytes a chunk and 256 a request); 0 means
-	// DefaultTruthBytes, negative records nothing. See [Truth].
+	// 32 MiB, negative records nothing. See [Truth].
 	TruthBytes int64
 }
 
@@ -161,18 +164,18 @@ func FastProfile() Profile {
 	}
 }
 
-// Profiles returns the built-in profiles by name: "seed" ([SeedProfile]) and
-// "fast" ([FastProfile]). The map is new on each call.
-func Profiles() map[string]Profile {
+// profiles returns the built-in profiles by name.
+func profiles() map[string]Profile {
 	return map[string]Profile{
 		"seed": SeedProfile(),
 		"fast": FastProfile(),
 	}
 }
 
-// ProfileByName returns the built-in profile called name.
+// ProfileByName returns the built-in profile called name: "seed"
+// ([SeedProfile]) or "fast" ([FastProfile]).
 func ProfileByName(name string) (Profile, error) {
-	all := Profiles()
+	all := profiles()
 	p, ok := all[name]
 	if !ok {
 		return Profile{}, fmt.Errorf("loadgentest: no profile %q; built-in profiles are %q", name, slices.Sorted(maps.Keys(all)))
@@ -239,17 +242,17 @@ func (p Profile) withDefaults() Profile {
 		p.Speed = 1
 	}
 	if p.MaxModelLen <= 0 {
-		p.MaxModelLen = DefaultMaxModelLen
+		p.MaxModelLen = defaultMaxModelLen
 	}
 	if p.MaxNumSeqs <= 0 {
-		p.MaxNumSeqs = DefaultMaxNumSeqs
+		p.MaxNumSeqs = defaultMaxNumSeqs
 	}
 	if p.MaxNumBatchedTokens <= 0 {
-		p.MaxNumBatchedTokens = DefaultMaxNumBatchedTokens
+		p.MaxNumBatchedTokens = defaultMaxNumBatchedTokens
 	}
 	p.MaxNumBatchedTokens = max(p.MaxNumBatchedTokens, p.MaxNumSeqs)
 	if p.BlockSize <= 0 {
-		p.BlockSize = DefaultBlockSize
+		p.BlockSize = defaultBlockSize
 	}
 	if p.KVCacheTokens <= 0 {
 		p.KVCacheTokens = p.MaxNumSeqs * p.MaxModelLen
@@ -264,7 +267,7 @@ func (p Profile) withDefaults() Profile {
 	}
 	p.ReasoningTokens = max(p.ReasoningTokens, 0)
 	if p.TruthBytes == 0 {
-		p.TruthBytes = DefaultTruthBytes
+		p.TruthBytes = defaultTruthBytes
 	}
 	p.DecodeBase = slices.Clone(p.DecodeBase)
 	return p

@@ -37,7 +37,7 @@ func TestSessionsGrow(t *testing.T) {
 			assert.Equal(t, 2*time.Second, pause, "think time before turn %d", turn)
 			assert.Len(t, req.Messages, 2*turn+1)
 			assert.Greater(t, resp.PromptTokens, prev+24, "the history holds the reply")
-			assert.GreaterOrEqual(t, resp.CachedTokens, (prev/loadgentest.DefaultBlockSize-1)*loadgentest.DefaultBlockSize, "the history is cached")
+			assert.GreaterOrEqual(t, resp.CachedTokens, (prev/blockSize-1)*blockSize, "the history is cached")
 		}
 		assert.Equal(t, 24, resp.OutputTokens())
 		prev = resp.PromptTokens

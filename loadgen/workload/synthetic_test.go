@@ -12,6 +12,10 @@ import (
 )
 
 // simulator starts a simulated server that reports cached prompt tokens.
+// blockSize is the KV-cache block of the simulator's fast profile: the
+// server caches prompts in whole blocks of it.
+var blockSize = loadgentest.FastProfile().BlockSize
+
 func simulator(t *testing.T) (*loadgentest.Server, *loadgen.Client) {
 	t.Helper()
 	p := loadgentest.FastProfile()
@@ -47,9 +51,9 @@ func TestSyntheticSizesAsTheServerCounts(t *testing.T) {
 				if i >= 2 {
 					// The group's prefix is cached by the first of its
 					// group; nothing else is shared.
-					prefixBlocks := 64 / loadgentest.DefaultBlockSize * loadgentest.DefaultBlockSize
-					assert.GreaterOrEqual(t, resp.CachedTokens, prefixBlocks-loadgentest.DefaultBlockSize, "item %d: the shared prefix is cached", i)
-					assert.Less(t, resp.CachedTokens, 64+loadgentest.DefaultBlockSize, "item %d: nothing beyond the prefix is cached", i)
+					prefixBlocks := 64 / blockSize * blockSize
+					assert.GreaterOrEqual(t, resp.CachedTokens, prefixBlocks-blockSize, "item %d: the shared prefix is cached", i)
+					assert.Less(t, resp.CachedTokens, 64+blockSize, "item %d: nothing beyond the prefix is cached", i)
 				} else {
 					assert.Zero(t, resp.CachedTokens, "item %d: the first of its group finds nothing cached", i)
 				}
