@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -119,9 +120,16 @@ func fitMemoryModel(t *testing.T, base memoryModel, rows []budgetRow) memoryMode
 		for b := 0.0; b <= 8.0; b += 0.5 {
 			for w := 0.0; w <= 2.0; w += 0.25 {
 				sum := 0.0
-				for _, s := range shapes {
-					d := math.Max(a*s.mlp+b*s.hidden, s.sampler+w*s.moe) - s.logged
-					sum += d * d
+				for i := range shapes {
+					s := &shapes[i]
+					peak := a*s.mlp + b*s.hidden
+					if alt := s.sampler + w*s.moe; alt > peak {
+						peak = alt
+					}
+					d := peak - s.logged
+					if sum += d * d; sum >= best {
+						break // no better than the best so far
+					}
 				}
 				if sum < best-1e-12 {
 					best, mm.ForwardMLP, mm.ForwardHidden, mm.MoEWorkspace = sum, a, b, w
@@ -275,6 +283,47 @@ func TestStartupLogsLeaveOneOut(t *testing.T) {
 	assert.LessOrEqual(t, med, 0.05, "median error")
 	assert.LessOrEqual(t, worst, 0.15, "worst error")
 
+	// The printed range, calibrated without the row it is tested on: the
+	// terms, their ranges and the spread are all fitted to the other rows
+	// (the spread from each of them predicted with neither it nor the
+	// tested row).
+	covered, n := rangeCoverageLeaveOneOut(t, rows)
+	t.Logf("leave-one-out coverage of the printed %.0f%% range: %d of %d start-up logs (%.1f%%)", 100*rangeCoverage, covered, n, 100*float64(covered)/float64(n))
+	assert.GreaterOrEqual(t, float64(covered)/float64(n), rangeCoverage, "coverage of the printed range")
+
+	// Whole groups held out (a version, a GPU, a utilization), each
+	// predicted by the terms fitted to the rest, with the range the rest
+	// would print: the spread for a launch unlike the table from the other
+	// groups held out.
+	groups, skipped := holdOutGroups(rows)
+	var held []heldOutGroup
+	for _, g := range groups {
+		held = append(held, holdOut(t, rows, g))
+	}
+	var lines []string
+	total, in := 0, 0
+	for gi, h := range held {
+		var others []float64
+		for hj, o := range held {
+			if hj != gi {
+				others = append(others, o.scores...)
+			}
+		}
+		mm := h.mm
+		mm.SpreadOutside = max(mm.Spread, conformal(others, rangeCoverage))
+		c := 0
+		for _, i := range h.rows {
+			if ok, _, _ := covers(t, mm, rows[i]); ok {
+				c++
+			}
+		}
+		total, in = total+len(h.rows), in+c
+		lines = append(lines, fmt.Sprintf("%s held out: %d of %d covered (spread %.2f, outside %.2f)", h.name, c, len(h.rows), mm.Spread, mm.SpreadOutside))
+	}
+	t.Logf("whole groups held out: %d of %d rows covered (%.1f%%)\n  %s\n  not held out (too few rows would remain to fit): %s",
+		in, total, 100*float64(in)/float64(total), strings.Join(lines, "\n  "), strings.Join(skipped, ", "))
+	assert.GreaterOrEqual(t, float64(in)/float64(total), 0.8, "coverage with whole groups held out")
+
 	// The same with the weights estimated from config.json too, as for a
 	// model whose checkpoint is not at hand: reported, not held to the
 	// bounds above.
@@ -290,49 +339,316 @@ func TestStartupLogsLeaveOneOut(t *testing.T) {
 		100*median(abs), 100*quantile(append([]float64(nil), abs...), 0.9), 100*quantile(append([]float64(nil), abs...), 1), worstRow)
 }
 
-// memoryModelRanges returns mm with the ranges of its terms set from the
-// leave-one-out residuals on rows (5th and 95th percentiles).
-func memoryModelRanges(t *testing.T, mm memoryModel, rows []budgetRow) memoryModel {
+// termResiduals are what one row tells of the ranges of the terms, as
+// predicted by a model fitted without it: the activation and the CUDA-graph
+// estimate as ratios of logged to predicted, non-torch memory in bytes
+// (logged − predicted), the weights an architecture alone gives as a ratio
+// of logged to estimated. A term the row does not log is left out.
+type termResiduals struct {
+	act, graphs, weights []float64
+	nt                   []float64
+}
+
+func (a *termResiduals) add(b termResiduals) {
+	a.act, a.graphs = append(a.act, b.act...), append(a.graphs, b.graphs...)
+	a.weights, a.nt = append(a.weights, b.weights...), append(a.nt, b.nt...)
+}
+
+// residualsOf returns row r's term residuals under fit (fitted without r).
+func residualsOf(t *testing.T, fit memoryModel, r budgetRow) termResiduals {
 	t.Helper()
-	var act, nt, graphs, weights []float64
-	for i, r := range rows {
-		others := append(append([]budgetRow(nil), rows[:i]...), rows[i+1:]...)
-		fit := fitMemoryModel(t, mm, others)
-		m, p, tp := profileTerms(t, &fit, r)
-		if r.Logged.ActivationGiB > 0 {
-			n, _ := fit.activation(m, p, tp)
-			act = append(act, r.Logged.ActivationGiB*GiB/float64(n))
-		}
-		if r.Logged.NonTorchGiB != 0 && max(r.Launch.PipelineParallelSize, 1) == 1 {
-			n, _ := fit.nonTorch(r.Launch.Version, tp)
-			nt = append(nt, r.Logged.NonTorchGiB*GiB-float64(n))
-		}
-		if r.Logged.CUDAGraphGiB > 0 {
-			e, err := fit.estimateVLLM(r.model, VLLM{AvailableKVBytes: 1 << 40, MaxModelLen: r.Launch.MaxModelLen, MaxNumSeqs: r.Launch.MaxNumSeqs,
-				MaxNumBatchedTokens: r.Launch.MaxNumBatchedTokens, GPUMemoryBytes: GiBToBytes(r.Logged.TotalGiB), Version: r.Launch.Version})
-			require.NoError(t, err)
-			pw, full := cudaGraphCount(e.MaxNumSeqs)
-			n := fit.cudaGraphs(ceilDiv(len(r.model.Layers), max(r.Launch.PipelineParallelSize, 1)), pw, full)
-			graphs = append(graphs, r.Logged.CUDAGraphGiB*GiB/float64(n))
-		}
-		// The weights an architecture alone gives (no fit: a check of
-		// estimateWeights), for the rows whose checkpoint it can describe.
-		l := r.launch()
-		l.WeightsBytes = 0
-		e, err := fit.estimateVLLM(r.model, l)
-		if err != nil && !errors.Is(err, ErrInsufficientMemory) {
-			require.NoError(t, err, r.Name)
-		}
-		weights = append(weights, r.Logged.WeightsGiB*GiB/float64(e.Budget.Weights.Bytes))
+	var out termResiduals
+	m, p, tp := profileTerms(t, &fit, r)
+	if r.Logged.ActivationGiB > 0 {
+		n, _ := fit.activation(m, p, tp)
+		out.act = append(out.act, r.Logged.ActivationGiB*GiB/float64(n))
 	}
+	if r.Logged.NonTorchGiB != 0 && max(r.Launch.PipelineParallelSize, 1) == 1 {
+		n, _ := fit.nonTorch(r.Launch.Version, tp)
+		out.nt = append(out.nt, r.Logged.NonTorchGiB*GiB-float64(n))
+	}
+	if r.Logged.CUDAGraphGiB > 0 {
+		e, err := fit.estimateVLLM(r.model, VLLM{AvailableKVBytes: 1 << 40, MaxModelLen: r.Launch.MaxModelLen, MaxNumSeqs: r.Launch.MaxNumSeqs,
+			MaxNumBatchedTokens: r.Launch.MaxNumBatchedTokens, GPUMemoryBytes: GiBToBytes(r.Logged.TotalGiB), Version: r.Launch.Version})
+		require.NoError(t, err)
+		pw, full := cudaGraphCount(e.MaxNumSeqs)
+		n := fit.cudaGraphs(ceilDiv(len(r.model.Layers), max(r.Launch.PipelineParallelSize, 1)), pw, full)
+		out.graphs = append(out.graphs, r.Logged.CUDAGraphGiB*GiB/float64(n))
+	}
+	// The weights an architecture alone gives (no fit: a check of
+	// estimateWeights), for the rows whose checkpoint it can describe.
+	l := r.launch()
+	l.WeightsBytes = 0
+	e, err := fit.estimateVLLM(r.model, l)
+	if err != nil && !errors.Is(err, ErrInsufficientMemory) {
+		require.NoError(t, err, r.Name)
+	}
+	out.weights = append(out.weights, r.Logged.WeightsGiB*GiB/float64(e.Budget.Weights.Bytes))
+	return out
+}
+
+// withRanges returns mm with the ranges of its terms set from residuals
+// (5th and 95th percentiles).
+func withRanges(mm memoryModel, res termResiduals) memoryModel {
 	round := func(x float64) float64 { return math.Round(x*100) / 100 }
-	mm.ActivationLow, mm.ActivationHigh = round(quantile(act, 0.05)), round(quantile(act, 0.95))
-	mm.NonTorchLow = int64(math.Round(quantile(nt, 0.05)/MiB)) * MiB
-	mm.NonTorchHigh = int64(math.Round(quantile(nt, 0.95)/MiB)) * MiB
-	mm.GraphLow, mm.GraphHigh = round(quantile(graphs, 0.05)), round(quantile(graphs, 0.95))
-	mm.WeightsLow, mm.WeightsHigh = round(quantile(weights, 0.05)), round(quantile(weights, 0.95))
-	t.Logf("ranges from %d activations, %d non-torch figures, %d CUDA-graph estimates, %d weights", len(act), len(nt), len(graphs), len(weights))
+	mm.ActivationLow, mm.ActivationHigh = round(quantile(res.act, 0.05)), round(quantile(res.act, 0.95))
+	mm.NonTorchLow = int64(math.Round(quantile(res.nt, 0.05)/MiB)) * MiB
+	mm.NonTorchHigh = int64(math.Round(quantile(res.nt, 0.95)/MiB)) * MiB
+	mm.GraphLow, mm.GraphHigh = round(quantile(res.graphs, 0.05)), round(quantile(res.graphs, 0.95))
+	mm.WeightsLow, mm.WeightsHigh = round(quantile(res.weights, 0.05)), round(quantile(res.weights, 0.95))
 	return mm
+}
+
+// memoryModelRanges returns mm with the ranges of its terms set from the
+// leave-one-out residuals on rows, and the leave-one-out fits.
+func memoryModelRanges(t *testing.T, mm memoryModel, rows []budgetRow) (memoryModel, []memoryModel) {
+	t.Helper()
+	var res termResiduals
+	fits := make([]memoryModel, len(rows))
+	for i, r := range rows {
+		fits[i] = fitMemoryModel(t, mm, without(rows, i))
+		res.add(residualsOf(t, fits[i], r))
+	}
+	return withRanges(mm, res), fits
+}
+
+// without returns rows less the rows at the indices drop.
+func without(rows []budgetRow, drop ...int) []budgetRow {
+	var out []budgetRow
+	for i, r := range rows {
+		if !slices.Contains(drop, i) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// withTable returns mm with what it knows of the table's launches taken
+// from rows: the versions, GPUs and utilizations.
+func withTable(mm memoryModel, rows []budgetRow) memoryModel {
+	mm.TableOldest, mm.TableNewest, mm.TableVersions, mm.TableGPUGiB = "", "", nil, nil
+	mm.TableUtilLow, mm.TableUtilHigh = 0, 0
+	for _, r := range rows {
+		v := r.Launch.Version
+		if mm.TableOldest == "" || versionBefore(v, mm.TableOldest) {
+			mm.TableOldest = v
+		}
+		if mm.TableNewest == "" || !versionBefore(v, mm.TableNewest) {
+			mm.TableNewest = v
+		}
+		ma, mi, _ := version(v)
+		if minor := fmt.Sprintf("%d.%d", ma, mi); !slices.Contains(mm.TableVersions, minor) {
+			mm.TableVersions = append(mm.TableVersions, minor)
+		}
+		if !slices.ContainsFunc(mm.TableGPUGiB, func(g float64) bool { return math.Abs(g-r.Logged.TotalGiB) <= 0.05*g }) {
+			mm.TableGPUGiB = append(mm.TableGPUGiB, r.Logged.TotalGiB)
+		}
+		u := r.Launch.GPUMemoryUtilization
+		if mm.TableUtilLow == 0 || u < mm.TableUtilLow {
+			mm.TableUtilLow = u
+		}
+		mm.TableUtilHigh = max(mm.TableUtilHigh, u)
+	}
+	slices.SortFunc(mm.TableVersions, func(a, b string) int {
+		switch {
+		case versionBefore(a+".0", b+".0"):
+			return -1
+		case versionBefore(b+".0", a+".0"):
+			return 1
+		}
+		return 0
+	})
+	slices.Sort(mm.TableGPUGiB)
+	return mm
+}
+
+// rowTruth returns the blocks and the KV memory row r logged.
+func rowTruth(t *testing.T, r budgetRow) (blocks int, avail int64) {
+	t.Helper()
+	given := r.Launch
+	given.AvailableKVBytes = GiBToBytes(r.Logged.AvailableKVGiB)
+	truth, err := EstimateVLLM(r.model, given)
+	if err != nil && !errors.Is(err, ErrInsufficientMemory) {
+		require.NoError(t, err, r.Name)
+	}
+	return truth.NumBlocks, given.AvailableKVBytes
+}
+
+// missScore returns how far row r's logged KV memory lies from mm's
+// prediction, as a share of the estimated activation and non-torch memory.
+func missScore(t *testing.T, mm memoryModel, r budgetRow) float64 {
+	t.Helper()
+	e, err := mm.estimateVLLM(r.model, r.launch())
+	if err != nil && !errors.Is(err, ErrInsufficientMemory) {
+		require.NoError(t, err, r.Name)
+	}
+	_, avail := rowTruth(t, r)
+	b := e.Budget
+	return math.Abs(float64(avail-b.AvailableKV.Bytes)) / float64(b.Activation.Bytes+b.NonTorch.Bytes)
+}
+
+// conformal returns the spread that covers the share q of rows like those
+// scored: the ⌈(n + 1)·q⌉-th smallest score, rounded up to two decimals.
+func conformal(scores []float64, q float64) float64 {
+	xs := slices.Clone(scores)
+	slices.Sort(xs)
+	k := int(math.Ceil(float64(len(xs)+1)*q)) - 1
+	if k >= len(xs) || len(xs) == 0 {
+		return math.Inf(1)
+	}
+	return math.Ceil(xs[k]*100) / 100
+}
+
+// covers reports whether mm's printed range for row r holds the blocks it
+// logged, and the range.
+func covers(t *testing.T, mm memoryModel, r budgetRow) (bool, *Estimate, int) {
+	t.Helper()
+	e, err := mm.estimateVLLM(r.model, r.launch())
+	if err != nil && !errors.Is(err, ErrInsufficientMemory) {
+		require.NoError(t, err, r.Name)
+	}
+	blocks, _ := rowTruth(t, r)
+	return e.Expected.NumBlocksLow <= blocks && blocks <= e.Expected.NumBlocksHigh, e, blocks
+}
+
+// rowGroup is a group of the table's rows held out together.
+type rowGroup struct {
+	name string
+	rows []int
+}
+
+// holdOutGroups are the table's rows grouped by vLLM version, GPU and
+// utilization; a group is held out only if at least minRest rows remain to
+// fit the terms to.
+func holdOutGroups(rows []budgetRow) (groups []rowGroup, skipped []string) {
+	const minRest = 10
+	by := map[string][]int{}
+	var names []string
+	for i, r := range rows {
+		ma, mi, _ := version(r.Launch.Version)
+		for _, k := range []string{fmt.Sprintf("vLLM %d.%d", ma, mi), "GPU " + r.GPU, fmt.Sprintf("utilization %.2f", r.Launch.GPUMemoryUtilization)} {
+			if by[k] == nil {
+				names = append(names, k)
+			}
+			by[k] = append(by[k], i)
+		}
+	}
+	for _, k := range names {
+		if len(rows)-len(by[k]) < minRest {
+			skipped = append(skipped, fmt.Sprintf("%s (%d rows: %d would remain)", k, len(by[k]), len(rows)-len(by[k])))
+			continue
+		}
+		groups = append(groups, rowGroup{k, by[k]})
+	}
+	return groups, skipped
+}
+
+// heldOutGroup is a model fitted without a group: its terms, their ranges
+// and its Spread from the rest alone, and the miss scores of the group's
+// rows under it.
+type heldOutGroup struct {
+	rowGroup
+	mm     memoryModel
+	scores []float64
+}
+
+func holdOut(t *testing.T, rows []budgetRow, g rowGroup) heldOutGroup {
+	t.Helper()
+	rest := without(rows, g.rows...)
+	mm := fitMemoryModel(t, fittedModel, rest)
+	mm, fits := memoryModelRanges(t, mm, rest)
+	var inner []float64
+	for j, r := range rest {
+		inner = append(inner, missScore(t, copyRanges(fits[j], mm), r))
+	}
+	mm = withTable(mm, rest)
+	mm.Spread = conformal(inner, rangeCoverage)
+	h := heldOutGroup{rowGroup: g, mm: mm}
+	for _, i := range g.rows {
+		h.scores = append(h.scores, missScore(t, mm, rows[i]))
+	}
+	return h
+}
+
+// calibrate fits the memory model to rows: the terms, their ranges, what
+// it knows of the table, Spread from the rows held out one at a time and
+// SpreadOutside from the groups held out; it returns the groups too, and
+// those it could not hold out.
+func calibrate(t *testing.T, rows []budgetRow) (memoryModel, []heldOutGroup, []string) {
+	t.Helper()
+	mm := fitMemoryModel(t, fittedModel, rows)
+	mm, fits := memoryModelRanges(t, mm, rows)
+	var scores []float64
+	for j, r := range rows {
+		scores = append(scores, missScore(t, copyRanges(fits[j], mm), r))
+	}
+	mm = withTable(mm, rows)
+	mm.Spread = conformal(scores, rangeCoverage)
+	groups, skipped := holdOutGroups(rows)
+	var held []heldOutGroup
+	var pooled []float64
+	for _, g := range groups {
+		h := holdOut(t, rows, g)
+		held = append(held, h)
+		pooled = append(pooled, h.scores...)
+	}
+	mm.SpreadOutside = max(mm.Spread, conformal(pooled, rangeCoverage))
+	return mm, held, skipped
+}
+
+// rangeCoverageLeaveOneOut returns how many rows the printed range covers
+// when everything behind it is fitted without the row: the terms, their
+// ranges, what the estimate knows of the table, and the spread, from the
+// other rows each predicted by the terms fitted without it and the tested
+// row. SpreadOutside, which applies to a row whose version no other row
+// has, is the whole table's.
+func rangeCoverageLeaveOneOut(t *testing.T, rows []budgetRow) (covered, n int) {
+	t.Helper()
+	pairs := map[[2]int]memoryModel{}
+	fitWithout := func(i, j int) memoryModel {
+		k := [2]int{min(i, j), max(i, j)}
+		if mm, ok := pairs[k]; ok {
+			return mm
+		}
+		mm := fitMemoryModel(t, fittedModel, without(rows, i, j))
+		pairs[k] = mm
+		return mm
+	}
+	for i, r := range rows {
+		var res termResiduals
+		for j := range rows {
+			if j != i {
+				res.add(residualsOf(t, fitWithout(i, j), rows[j]))
+			}
+		}
+		ranges := withRanges(fittedModel, res)
+		var scores []float64
+		for j := range rows {
+			if j != i {
+				scores = append(scores, missScore(t, copyRanges(fitWithout(i, j), ranges), rows[j]))
+			}
+		}
+		rest := without(rows, i)
+		mm := withTable(copyRanges(fitMemoryModel(t, fittedModel, rest), ranges), rest)
+		mm.Spread = conformal(scores, rangeCoverage)
+		mm.SpreadOutside = max(mm.Spread, fittedModel.SpreadOutside)
+		ok, e, blocks := covers(t, mm, r)
+		if ok {
+			covered++
+		} else {
+			t.Logf("not covered: %s: logged %d blocks, printed %d (%d–%d)", r.Name, blocks, e.NumBlocks, e.Expected.NumBlocksLow, e.Expected.NumBlocksHigh)
+		}
+	}
+	return covered, len(rows)
+}
+
+// copyRanges returns fit with the ranges of from.
+func copyRanges(fit, from memoryModel) memoryModel {
+	fit.ActivationLow, fit.ActivationHigh = from.ActivationLow, from.ActivationHigh
+	fit.NonTorchLow, fit.NonTorchHigh = from.NonTorchLow, from.NonTorchHigh
+	fit.GraphLow, fit.GraphHigh = from.GraphLow, from.GraphHigh
+	fit.WeightsLow, fit.WeightsHigh = from.WeightsLow, from.WeightsHigh
+	return fit
 }
 
 // TestMemoryModelFit refits the memory terms and their ranges to the whole
@@ -340,18 +656,7 @@ func memoryModelRanges(t *testing.T, mm memoryModel, rows []budgetRow) memoryMod
 // the table's, not hand-tuned.
 func TestMemoryModelFit(t *testing.T) {
 	rows := loadBudgetRows(t)
-	got := fitMemoryModel(t, fittedModel, rows)
-	got = memoryModelRanges(t, got, rows)
-	oldest, newest := "", ""
-	for _, r := range rows {
-		if oldest == "" || versionBefore(r.Launch.Version, oldest) {
-			oldest = r.Launch.Version
-		}
-		if newest == "" || !versionBefore(r.Launch.Version, newest) {
-			newest = r.Launch.Version
-		}
-	}
-	got.TableOldest, got.TableNewest = oldest, newest
+	got, _, _ := calibrate(t, rows)
 	t.Logf("fitted: %#v", got)
 	want := fittedModel
 	closeTo := func(name string, g, w float64) {
@@ -381,4 +686,10 @@ func TestMemoryModelFit(t *testing.T) {
 	closeTo("WeightsHigh", got.WeightsHigh, want.WeightsHigh)
 	assert.Equal(t, want.TableOldest, got.TableOldest)
 	assert.Equal(t, want.TableNewest, got.TableNewest)
+	assert.Equal(t, want.TableVersions, got.TableVersions)
+	assert.Equal(t, want.TableGPUGiB, got.TableGPUGiB)
+	closeTo("TableUtilLow", got.TableUtilLow, want.TableUtilLow)
+	closeTo("TableUtilHigh", got.TableUtilHigh, want.TableUtilHigh)
+	closeTo("Spread", got.Spread, want.Spread)
+	closeTo("SpreadOutside", got.SpreadOutside, want.SpreadOutside)
 }

@@ -49,7 +49,7 @@ func Example() {
 	// Qwen3_5ForConditionalGeneration, 32 layers: 8 full_attention, 24 linear_attention
 	// block 2048 tokens, 364 blocks, 134 per request
 	// kv_cache_size_tokens 712092, max concurrency 2.72
-	// expected 651447 to 753174 tokens (-8.5% … +5.8%)
+	// expected 651447 to 762956 tokens (-8.5% … +7.1%)
 	//  32768 ×  16: fits true  within_limits
 	//  16384 ×  32: fits false kv_tokens
 	//      0 × 128: fits false kv_tokens

@@ -7,8 +7,9 @@ import (
 	"strings"
 )
 
-// DefaultVLLMVersion is the vLLM version EstimateVLLM assumes when
-// VLLM.Version is empty: the newest one this package knows (the seed run's).
+// DefaultVLLMVersion is the vLLM version whose estimate EstimateVLLM gives
+// when VLLM.Version is empty (with a range spanning every version's
+// profile): the newest one this package knows (the seed run's).
 // vLLM's memory profile changed often enough that the version is worth
 // giving: a running server tells it at GET /version.
 const DefaultVLLMVersion = "0.32.0"
@@ -63,10 +64,35 @@ type memoryModel struct {
 	// 0.26 and later charge as CUDA-graph memory on hybrid Gated DeltaNet
 	// models: 18–24% (vllm-project/vllm#50780).
 	HybridGraphLow, HybridGraphHigh float64
-	// TableVersions are the oldest and newest vLLM versions with a whole
-	// budget in the table.
+	// TableOldest and TableNewest are the oldest and newest vLLM versions
+	// with a whole budget in the table, TableVersions every major.minor
+	// among them.
 	TableOldest, TableNewest string
+	TableVersions            []string
+	// TableGPUGiB are the table's GPUs' total memory, TableUtilLow and
+	// TableUtilHigh the span of its gpu_memory_utilization.
+	TableGPUGiB                 []float64
+	TableUtilLow, TableUtilHigh float64
+
+	// Spread is how far, as a share of the estimated activation and
+	// non-torch memory, the KV memory the table's start-up logs logged lies
+	// from the prediction of the terms fitted without each: the conformal
+	// quantile of those leave-one-out misses that covers rangeCoverage of
+	// them. SpreadOutside is the same for a launch unlike any in the table
+	// (a vLLM version, a GPU or a utilization it lacks), from the table's
+	// rows predicted with whole groups of them held out: by version, GPU
+	// and utilization.
+	Spread, SpreadOutside float64
 }
+
+// rangeCoverage is the share of held-out start-up logs a printed range
+// covers.
+const rangeCoverage = 0.9
+
+// profileVersions are one vLLM version from each span whose memory profile
+// or reporting differs (the version boundaries EstimateVLLM knows), oldest
+// first: an estimate without a version spans them all.
+var profileVersions = []string{"0.6.4", "0.8.0", "0.17.0", "0.18.0", "0.20.0", "0.21.0", "0.26.0", DefaultVLLMVersion}
 
 // fittedModel is memoryModel fitted to testdata/startup_logs.json.
 var fittedModel = memoryModel{
@@ -96,6 +122,12 @@ var fittedModel = memoryModel{
 	HybridGraphHigh: 0.24,
 	TableOldest:     "0.6.4",
 	TableNewest:     "0.19.0",
+	TableVersions:   []string{"0.6", "0.11", "0.15", "0.16", "0.17", "0.18", "0.19"},
+	TableGPUGiB:     []float64{23.58, 79.19},
+	TableUtilLow:    0.9,
+	TableUtilHigh:   0.95,
+	Spread:          0.13,
+	SpreadOutside:   0.25,
 }
 
 // profileRun is what vLLM's profile run does for one launch.

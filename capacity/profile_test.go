@@ -1,6 +1,10 @@
 package capacity
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -103,12 +107,19 @@ func TestEstimateExpectedError(t *testing.T) {
 	assert.Negative(t, x.LowPercent)
 	assert.Positive(t, x.HighPercent)
 	b := e.Budget
-	assert.Equal(t, b.RequestedBytes-b.Weights.High-b.Activation.High-b.CUDAGraphs.High-b.NonTorch.High, b.AvailableKV.Low)
-	assert.Equal(t, b.RequestedBytes-b.Weights.Low-b.Activation.Low-b.CUDAGraphs.Low-b.NonTorch.Low, b.AvailableKV.High)
+	// A launch like the table's (0.19, an RTX 3090's memory, utilization
+	// 0.9): the profile run's terms ± Spread of their sum, and the weights'
+	// own range (estimated from the architecture).
+	spread := scaled(b.Activation.Bytes+b.NonTorch.Bytes, fittedModel.Spread)
+	assert.Equal(t, b.AvailableKV.Bytes-spread-(b.Weights.High-b.Weights.Bytes), b.AvailableKV.Low)
+	assert.Equal(t, b.AvailableKV.Bytes+spread+(b.Weights.Bytes-b.Weights.Low), b.AvailableKV.High)
 	reasons := strings.Join(x.Reasons, "\n")
-	for _, want := range []string{"weights: estimated from the architecture", "activation: ", "non-torch memory: "} {
+	for _, want := range []string{"weights: estimated from the architecture", "activation: ", "non-torch memory: ",
+		fmt.Sprintf("the range: ±%.0f%% of the estimated activation and non-torch memory", 100*fittedModel.Spread), "predicted one at a time"} {
 		assert.Contains(t, reasons, want)
 	}
+	assert.NotContains(t, reasons, "unlike any")
+	assert.NotContains(t, reasons, "no start-up log")
 	lim := e.Limits()
 	assert.Equal(t, x.KVTokensLow, lim.KVTokensLow)
 	assert.Equal(t, x.KVTokensHigh, lim.KVTokensHigh)
@@ -174,4 +185,104 @@ func TestWeightsPerGPU(t *testing.T) {
 func TestGemma2Layers(t *testing.T) {
 	m := mustParse(t, `{"model_type":"gemma2","hidden_size":2304,"num_attention_heads":8,"num_key_value_heads":4,"head_dim":256,"num_hidden_layers":4,"sliding_window":4096,"vocab_size":256000}`)
 	assert.Equal(t, []LayerKind{SlidingAttention, FullAttention, SlidingAttention, FullAttention}, m.Layers)
+}
+
+// TestEstimateRangeOutsideTable: a launch unlike every start-up log in the
+// table (a vLLM version it lacks, inside its span or beyond it, a GPU of
+// another size, a utilization outside its span) says so, each reason on
+// its own, and gets the wider SpreadOutside; one like the table does not.
+func TestEstimateRangeOutsideTable(t *testing.T) {
+	m := mustParse(t, llama8B)
+	like := VLLM{Version: "0.11.0", GPUMemoryBytes: GiBToBytes(79.19), GPUMemoryUtilization: 0.9, MaxModelLen: 8192, WeightsBytes: GiBToBytes(14.99)}
+	halfWidth := func(e *Estimate) int64 { return e.Budget.AvailableKV.High - e.Budget.AvailableKV.Bytes }
+	profile := func(e *Estimate) int64 { return e.Budget.Activation.Bytes + e.Budget.NonTorch.Bytes }
+	base, err := EstimateVLLM(m, like)
+	require.NoError(t, err)
+	assert.Equal(t, scaled(profile(base), fittedModel.Spread), halfWidth(base))
+	require.Greater(t, fittedModel.SpreadOutside, fittedModel.Spread)
+
+	for _, tc := range []struct {
+		name   string
+		change func(*VLLM)
+		reason string
+	}{
+		{"a gap inside the table's versions", func(l *VLLM) { l.Version = "0.10.1" }, "vLLM 0.10 has no start-up log in the table (it has 0.6, 0.11, 0.15, 0.16, 0.17, 0.18, 0.19)"},
+		{"a gap before 0.11", func(l *VLLM) { l.Version = "0.8.5" }, "vLLM 0.8 has no start-up log in the table"},
+		{"newer than the table", func(l *VLLM) { l.Version = "0.24.0" }, "vLLM 0.24.0 is newer than any start-up log in the table (newest 0.19.0)"},
+		{"older than the table", func(l *VLLM) { l.Version = "0.5.5" }, "vLLM 0.5.5 is older than any start-up log in the table (oldest 0.6.4)"},
+		{"another GPU", func(l *VLLM) { l.GPUMemoryBytes = GiBToBytes(39.39) }, "a GPU of 39.39 GiB is unlike any in the table (23.58, 79.19 GiB)"},
+		{"another utilization", func(l *VLLM) { l.GPUMemoryUtilization = 0.5 }, "gpu_memory_utilization 0.50 is outside the table's 0.90–0.95"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := like
+			tc.change(&l)
+			e, err := EstimateVLLM(m, l)
+			require.NoError(t, err)
+			reasons := strings.Join(e.Expected.Reasons, "\n")
+			assert.Contains(t, reasons, tc.reason)
+			assert.Contains(t, reasons, fmt.Sprintf("±%.0f%%", 100*fittedModel.SpreadOutside))
+			assert.Contains(t, reasons, "with their version, GPU or utilization held out")
+			graphs := e.Budget.CUDAGraphs.Bytes - e.Budget.CUDAGraphs.Low // charged from 0.21, with its own range
+			assert.Equal(t, scaled(profile(e), fittedModel.SpreadOutside)+graphs, halfWidth(e))
+		})
+	}
+	reasons := strings.Join(base.Expected.Reasons, "\n")
+	assert.NotContains(t, reasons, "no start-up log")
+	assert.NotContains(t, reasons, "unlike any")
+	assert.NotContains(t, reasons, "outside the table")
+}
+
+// TestEstimateUnknownVersion: without a version the estimate is the
+// default's, its range spans the range of every version's profile, and the
+// reasons say so first.
+func TestEstimateUnknownVersion(t *testing.T) {
+	m := mustParse(t, llama8B)
+	l := VLLM{GPUMemoryBytes: GiBToBytes(39.39), GPUMemoryUtilization: 0.5, MaxModelLen: 8192, WeightsBytes: GiBToBytes(14.99)}
+	e, err := EstimateVLLM(m, l)
+	require.NoError(t, err)
+	l.Version = DefaultVLLMVersion
+	def, err := EstimateVLLM(m, l)
+	require.NoError(t, err)
+	assert.Equal(t, def.KVTokens, e.KVTokens, "the default version's estimate")
+	x := e.Expected
+	require.NotEmpty(t, x.Reasons)
+	assert.Contains(t, x.Reasons[0], "vLLM version not given")
+	assert.Contains(t, x.Reasons[0], "spans the memory profiles of vLLM 0.6.4 to "+DefaultVLLMVersion)
+	for _, v := range profileVersions {
+		l.Version = v
+		ev, _ := EstimateVLLM(m, l)
+		require.NotNil(t, ev, v)
+		assert.LessOrEqual(t, x.NumBlocksLow, ev.Expected.NumBlocksLow, v)
+		assert.GreaterOrEqual(t, x.NumBlocksHigh, ev.Expected.NumBlocksHigh, v)
+	}
+	assert.Greater(t, x.NumBlocksHigh-x.NumBlocksLow, def.Expected.NumBlocksHigh-def.Expected.NumBlocksLow, "wider than the default version's own range")
+	assert.Equal(t, e.tokens(x.NumBlocksLow), x.KVTokensLow)
+
+	// With the whole budget given the version moves nothing: no span.
+	l = VLLM{AvailableKVBytes: 4 * GiB, MaxModelLen: 8192}
+	e, err = EstimateVLLM(m, l)
+	require.NoError(t, err)
+	assert.NotContains(t, strings.Join(e.Expected.Reasons, " "), "not given")
+}
+
+// TestProfileVersionsCoverTheBoundaries: every version boundary the
+// estimate's rules test (before(v, 0, N)) has a profile version from it on,
+// so an estimate without a version spans each profile.
+func TestProfileVersionsCoverTheBoundaries(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	re := regexp.MustCompile(`before\([^,]+, 0, (\d+)\)`)
+	found := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+			found++
+			assert.Contains(t, profileVersions, "0."+m[1]+".0", "%s: a boundary at 0.%s", f, m[1])
+		}
+	}
+	assert.Greater(t, found, 5)
 }

@@ -32,14 +32,16 @@ func TestEstimateWriteText(t *testing.T) {
 		"  × utilization 0.94                11.05 GiB\n",
 		"− weights                          3.00 GiB                given",
 		"− activation peak                  0.46 GiB     0.39–0.51  estimated: sampler over 128 rows",
-		"= available for the KV cache       5.80 GiB     5.39–6.11",
+		"= available for the KV cache       5.80 GiB     5.41–6.20",
 		"block size           2,048 tokens",
 		"groups               4 of up to 8 layers: 3 linear_attention, 1 full_attention",
 		"per request          134 blocks at max_model_len 262,144 (2 + 2 + 2 + 128)",
-		"kv_cache_size_tokens 704,267, max concurrency 2.69\n                       expected 653,403–741,437 (-7.2% … +5.3%)",
+		"kv_cache_size_tokens 704,267, max concurrency 2.69\n                       expected 655,360–751,218 (-6.9% … +6.7%)",
 		"legacy (vLLM < 0.20): 360 ÷ 4 groups × 2,048 = 184,320",
 		"Expected error\n  activation: 0.46 GiB, -15% … +11% on the table (leave-one-out)",
 		"vLLM 0.32.0 is newer than any start-up log in the table (newest 0.19.0)",
+		"a GPU of 11.76 GiB is unlike any in the table (23.58, 79.19 GiB)",
+		"the range: ±25% of the estimated activation and non-torch memory (±0.18 GiB), what covers 90% of the table's start-up logs predicted with their version, GPU or utilization held out",
 	} {
 		assert.Contains(t, text, want)
 	}

@@ -3,6 +3,8 @@ package capacity
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -44,8 +46,9 @@ var ErrUnsupported = errors.New("capacity: not supported by the estimate")
 // WeightsBytes, "Available KV cache memory: Y GiB" is AvailableKVBytes.
 type VLLM struct {
 	// Version is the vLLM version ("0.32.0", as GET /version tells it); it
-	// picks the formulas and the memory terms of the profile run. Empty means
-	// DefaultVLLMVersion.
+	// picks the formulas and the memory terms of the profile run. Empty
+	// means DefaultVLLMVersion's estimate with a range spanning every
+	// version's profile.
 	Version string `json:"version,omitempty"`
 	// DType is --dtype ("bfloat16", "float16", "float32"); empty or "auto"
 	// means the config's, except that vLLM serves float32 checkpoints in
@@ -149,10 +152,10 @@ type Estimate struct {
 }
 
 // ExpectedError is the range an estimate's KV capacity is expected to fall
-// in: the budget's estimated terms each at the pessimistic and at the
-// optimistic end of their ranges, which come from the leave-one-out
-// residuals on the start-up-log table (see testdata/startup_logs.json). A
-// budget the caller gave has no range.
+// in, 90% of the time: calibrated by leave-one-out on the start-up-log table
+// (see testdata/startup_logs.json), wider for a launch unlike any in the
+// table, spanning every version's profile when the version is not given.
+// A budget the caller gave has no range.
 type ExpectedError struct {
 	KVTokensLow   int     `json:"kv_tokens_low"`   // KVTokens with every estimated term at its largest
 	KVTokensHigh  int     `json:"kv_tokens_high"`  // KVTokens with every estimated term at its smallest
@@ -221,8 +224,11 @@ func versionBefore(a, b string) bool {
 // logs for each version range; non-torch memory is fitted per version and
 // tensor-parallel or not; the CUDA-graph term follows vLLM's own estimate.
 // Each estimated term carries the range its fit's leave-one-out residuals
-// span, and Estimate.Expected turns them into a range of KV tokens with the
-// reasons. A term given in l replaces the estimate and its range.
+// span. Estimate.Expected is the range of KV tokens that held the logged
+// figure for 90% of the table's start-up logs, each predicted without it (a
+// wider one for a version, GPU or utilization the table lacks, spanning
+// every version's profile when l.Version is empty), with the reasons. A
+// term given in l replaces the estimate and its range.
 //
 // Attention layers store AttentionBytesPerToken per token; in a hybrid
 // model the attention block grows to kernel alignment × ⌈state ÷ (alignment
@@ -240,8 +246,40 @@ func EstimateVLLM(m *Model, l VLLM) (*Estimate, error) {
 	return fittedModel.estimateVLLM(m, l)
 }
 
-// estimateVLLM is EstimateVLLM with the memory terms of mm.
+// estimateVLLM is EstimateVLLM with the memory terms of mm. Without a
+// version, the estimate is DefaultVLLMVersion's and its range spans every
+// version's profile.
 func (mm *memoryModel) estimateVLLM(m *Model, l VLLM) (*Estimate, error) {
+	e, err := mm.estimateVersion(m, l)
+	if e == nil || l.Version != "" || l.AvailableKVBytes > 0 || l.NumGPUBlocksOverride > 0 || l.GPUMemoryBytes <= 0 {
+		return e, err
+	}
+	x := &e.Expected
+	lo, hi := x.NumBlocksLow, x.NumBlocksHigh
+	for _, v := range profileVersions {
+		l.Version = v
+		if ev, _ := mm.estimateVersion(m, l); ev != nil {
+			lo, hi = min(lo, ev.Expected.NumBlocksLow), max(hi, ev.Expected.NumBlocksHigh)
+		}
+	}
+	x.NumBlocksLow, x.NumBlocksHigh = lo, hi
+	x.KVTokensLow, x.KVTokensHigh = e.tokens(lo), e.tokens(hi)
+	x.percents(e.KVTokens)
+	x.Reasons = append([]string{fmt.Sprintf("vLLM version not given: the estimate is %s's, and the range spans the memory profiles of vLLM %s to %s (%s–%s blocks); the version (GET /version on the server tells it) narrows it",
+		DefaultVLLMVersion, profileVersions[0], profileVersions[len(profileVersions)-1], commaInt(lo), commaInt(hi))}, x.Reasons...)
+	return e, err
+}
+
+// percents sets LowPercent and HighPercent from the token range around kv.
+func (x *ExpectedError) percents(kv int) {
+	if kv > 0 {
+		x.LowPercent = 100 * float64(x.KVTokensLow-kv) / float64(kv)
+		x.HighPercent = 100 * float64(x.KVTokensHigh-kv) / float64(kv)
+	}
+}
+
+// estimateVersion is estimateVLLM for one version (empty: the default).
+func (mm *memoryModel) estimateVersion(m *Model, l VLLM) (*Estimate, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
@@ -318,10 +356,7 @@ func (mm *memoryModel) estimateVLLM(m *Model, l VLLM) (*Estimate, error) {
 	x := &e.Expected
 	x.NumBlocksLow, x.NumBlocksHigh = blocks(e.Budget.AvailableKV.Low), blocks(e.Budget.AvailableKV.High)
 	x.KVTokensLow, x.KVTokensHigh = e.tokens(x.NumBlocksLow), e.tokens(x.NumBlocksHigh)
-	if e.KVTokens > 0 {
-		x.LowPercent = 100 * float64(x.KVTokensLow-e.KVTokens) / float64(e.KVTokens)
-		x.HighPercent = 100 * float64(x.KVTokensHigh-e.KVTokens) / float64(e.KVTokens)
-	}
+	x.percents(e.KVTokens)
 	x.Reasons = reasons
 	if l.NumGPUBlocksOverride > 0 {
 		x.Reasons = []string{"num_gpu_blocks_override given: no budget term estimated"}
@@ -659,27 +694,82 @@ func (mm *memoryModel) budget(e *Estimate, m *Model, l VLLM, tp, pp int) []strin
 		b.AvailableKV = Term{Detail: "unknown: no GPU memory given"}
 		return reasons
 	}
-	sum := func(pick func(Term) int64) int64 {
-		return pick(b.Weights) + pick(b.Activation) + pick(b.CUDAGraphs) + pick(b.NonTorch)
-	}
 	b.AvailableKV = Term{
-		Bytes:     b.RequestedBytes - sum(func(t Term) int64 { return t.Bytes }),
-		Low:       b.RequestedBytes - sum(func(t Term) int64 { return t.High }),
-		High:      b.RequestedBytes - sum(func(t Term) int64 { return t.Low }),
+		Bytes:     b.RequestedBytes - b.Weights.Bytes - b.Activation.Bytes - b.CUDAGraphs.Bytes - b.NonTorch.Bytes,
 		Estimated: true,
 		Detail:    "requested − weights − activation − CUDA graphs − non-torch",
 	}
-	newMa, newMi, _ := version(mm.TableNewest)
-	switch {
-	case versionBefore(e.Version, mm.TableOldest):
-		reasons = append(reasons, fmt.Sprintf("vLLM %s is older than any start-up log in the table (oldest %s)", e.Version, mm.TableOldest))
-	case !before(e.Version, newMa, newMi+1):
-		reasons = append(reasons, fmt.Sprintf("vLLM %s is newer than any start-up log in the table (newest %s): its terms are assumed unchanged since", e.Version, mm.TableNewest))
-	}
+	reasons = append(reasons, mm.availableRange(e.Version, b)...)
 	if pp > 1 {
 		reasons = append(reasons, "pipeline parallelism: every stage is given the last stage's terms")
 	}
 	return reasons
+}
+
+// availableRange sets the range of b.AvailableKV and returns its reasons.
+// The profile run's terms (the activation and non-torch memory, where
+// estimated) are off by at most Spread times their sum on rangeCoverage
+// of the table's start-up logs held out one at a time, by SpreadOutside for
+// a launch unlike any in the table; the weights and the CUDA graphs, where
+// estimated, add their own ranges.
+func (mm *memoryModel) availableRange(v string, b *Budget) []string {
+	var profile int64
+	for _, t := range []Term{b.Activation, b.NonTorch} {
+		if t.Estimated {
+			profile += t.Bytes
+		}
+	}
+	outside := mm.outsideTable(v, b)
+	k, held := mm.Spread, "one at a time"
+	if len(outside) > 0 {
+		k, held = mm.SpreadOutside, "with their version, GPU or utilization held out"
+	}
+	spread := scaled(profile, k)
+	kv := &b.AvailableKV
+	kv.Low = kv.Bytes - spread - (b.Weights.High - b.Weights.Bytes) - (b.CUDAGraphs.High - b.CUDAGraphs.Bytes)
+	kv.High = kv.Bytes + spread + (b.Weights.Bytes - b.Weights.Low) + (b.CUDAGraphs.Bytes - b.CUDAGraphs.Low)
+	reasons := outside
+	if profile > 0 {
+		reasons = append(reasons, fmt.Sprintf("the range: ±%.0f%% of the estimated activation and non-torch memory (±%.2f GiB), what covers %.0f%% of the table's start-up logs predicted %s; the weights and CUDA graphs add their own ranges where estimated",
+			100*k, float64(spread)/GiB, 100*rangeCoverage, held))
+	}
+	return reasons
+}
+
+// outsideTable says how a launch of vLLM version v with budget b is unlike
+// every start-up log in the table: a version it lacks (older, newer, or a
+// gap inside its span), a GPU whose memory is within 5% of none of its
+// GPUs', a utilization more than 0.05 outside its span.
+func (mm *memoryModel) outsideTable(v string, b *Budget) []string {
+	var out []string
+	ma, mi, _ := version(v)
+	minor := fmt.Sprintf("%d.%d", ma, mi)
+	newMa, newMi, _ := version(mm.TableNewest)
+	switch {
+	case versionBefore(v, mm.TableOldest):
+		out = append(out, fmt.Sprintf("vLLM %s is older than any start-up log in the table (oldest %s)", v, mm.TableOldest))
+	case !before(v, newMa, newMi+1):
+		out = append(out, fmt.Sprintf("vLLM %s is newer than any start-up log in the table (newest %s): its terms are assumed unchanged since", v, mm.TableNewest))
+	case !slices.Contains(mm.TableVersions, minor):
+		out = append(out, fmt.Sprintf("vLLM %s has no start-up log in the table (it has %s): its terms are those fitted to the versions around it", minor, strings.Join(mm.TableVersions, ", ")))
+	}
+	gib := float64(b.TotalBytes) / GiB
+	if !slices.ContainsFunc(mm.TableGPUGiB, func(g float64) bool { return math.Abs(gib-g) <= 0.05*g }) {
+		out = append(out, fmt.Sprintf("a GPU of %.2f GiB is unlike any in the table (%s GiB)", gib, joinFloats(mm.TableGPUGiB)))
+	}
+	if b.Utilization < mm.TableUtilLow-0.05 || b.Utilization > mm.TableUtilHigh+0.05 {
+		out = append(out, fmt.Sprintf("gpu_memory_utilization %.2f is outside the table's %.2f–%.2f", b.Utilization, mm.TableUtilLow, mm.TableUtilHigh))
+	}
+	return out
+}
+
+// joinFloats writes xs as "23.58, 79.19".
+func joinFloats(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // dtypeSizeOr returns dtype's size, or def for an unknown dtype.

@@ -75,7 +75,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.config, "config", "", "model `config.json` or model directory (safetensors headers give the exact weights)")
 	fs.TextVar(&o.engine, "engine", capacity.EngineVLLM, "`name` of the engine whose rules to apply: vllm or sglang")
 	fs.StringVar(&o.url, "url", "", "read the capacity from the running server at this `URL` instead of estimating it")
-	fs.StringVar(&o.version, "vllm-version", "", "vLLM `version` whose memory profile and formulas to use; empty means the server's with -url, else "+capacity.DefaultVLLMVersion)
+	fs.StringVar(&o.version, "vllm-version", "", "vLLM `version` whose memory profile and formulas to use; empty means the server's with -url, else "+capacity.DefaultVLLMVersion+"'s estimate with a range spanning every version's profile")
 	fs.StringVar(&o.dtype, "dtype", "auto", "model dtype vLLM serves in: auto, bfloat16, float16 or float32")
 	fs.Float64Var(&o.gpuMemGiB, "gpu-mem-gib", 0, "total memory of one GPU in GiB, as PyTorch reports it (11.76 for a 12 GB RTX 3060)")
 	fs.Float64Var(&o.utilization, "gpu-memory-utilization", 0, "fraction of GPU memory vLLM may use (SGLang: --mem-fraction-static); 0 means the engine's default")

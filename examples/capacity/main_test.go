@@ -126,10 +126,10 @@ func TestRunEstimate(t *testing.T) {
 	assert.Equal(t, 364, r.NumBlocks)
 	// The estimate's expected range, in the report and in the estimate.
 	assert.Equal(t, 651447, r.KVTokensLow)
-	assert.Equal(t, 753174, r.KVTokensHigh)
+	assert.Equal(t, 762956, r.KVTokensHigh)
 	assert.Equal(t, r.KVTokensLow, r.Estimate.Expected.KVTokensLow)
 	assert.InDelta(t, -8.5, r.Estimate.Expected.LowPercent, 0.05)
-	assert.InDelta(t, 5.8, r.Estimate.Expected.HighPercent, 0.05)
+	assert.InDelta(t, 7.1, r.Estimate.Expected.HighPercent, 0.05)
 	assert.NotEmpty(t, r.Estimate.Expected.Reasons)
 	assert.Equal(t, "0.32.0", r.Estimate.Version)
 	assert.Equal(t, 262144, r.MaxModelLen)
@@ -167,11 +167,13 @@ func TestRunEstimateText(t *testing.T) {
 		"2,146,304 bytes per sequence",
 		"− weights                          3.00 GiB                given",
 		"− activation peak                  0.46 GiB     0.39–0.51  estimated: sampler over 128 rows",
-		"= available for the KV cache       5.80 GiB     5.39–6.11",
+		"= available for the KV cache       5.80 GiB     5.41–6.20",
 		"Memory of one GPU (vllm 0.32.0)",
-		"kv_cache_size_tokens 704,267, max concurrency 2.69\n                       expected 653,403–741,437 (-7.2% … +5.3%)",
+		"kv_cache_size_tokens 704,267, max concurrency 2.69\n                       expected 655,360–751,218 (-6.9% … +6.7%)",
 		"Expected error\n  activation: 0.46 GiB, -15% … +11% on the table (leave-one-out)",
 		"vLLM 0.32.0 is newer than any start-up log in the table (newest 0.19.0)",
+		"a GPU of 11.76 GiB is unlike any in the table (23.58, 79.19 GiB)",
+		"the range: ±25% of the estimated activation and non-torch memory (±0.18 GiB), what covers 90% of the table's start-up logs predicted with their version, GPU or utilization held out",
 		"block size           2,048 tokens",
 		"per request          134 blocks at max_model_len 262,144 (2 + 2 + 2 + 128)",
 		"legacy (vLLM < 0.20)",
@@ -179,7 +181,7 @@ func TestRunEstimateText(t *testing.T) {
 		assert.Contains(t, text, want)
 	}
 	assert.Regexp(t, `(?m)^\s+16K(\s+ok){5}(\s+KV){3}\s+\d+ \(\d+–\d+\)\s*$`, text)
-	assert.Regexp(t, `(?m)^\s+32K(\s+ok){4}\s+risk(\s+KV){3}\s+\d+ \(\d+–\d+\)\s*$`, text)
+	assert.Regexp(t, `(?m)^\s+32K(\s+ok){5}(\s+KV){3}\s+17 \(16–18\)\s*$`, text)
 	assert.Contains(t, text, "kv_tokens 7")
 	assert.Contains(t, text, "(expected ")
 }
@@ -404,4 +406,24 @@ func TestRunEstimateWithServerVersion(t *testing.T) {
 
 	r = runJSON(t, append(seedArgs[4:], "-config", "../../capacity/testdata/qwen3.5-4b-awq", "-url", srv.URL, "-vllm-version", "0.30.0")...)
 	assert.Equal(t, "0.30.0", r.Estimate.Version, "the flag beats the server")
+}
+
+// TestRunEstimateWithoutVersion: without -vllm-version (and no server to
+// ask) the range spans every version's profile, and the text says so.
+func TestRunEstimateWithoutVersion(t *testing.T) {
+	var args []string
+	for i := 0; i < len(seedArgs); i++ {
+		if seedArgs[i] == "-vllm-version" {
+			i++
+			continue
+		}
+		args = append(args, seedArgs[i])
+	}
+	given := runJSON(t, seedArgs...)
+	r := runJSON(t, args...)
+	assert.Equal(t, given.KVTokens, r.KVTokens, "the default version's estimate")
+	assert.Less(t, r.KVTokensLow, given.KVTokensLow+1)
+	assert.Greater(t, r.KVTokensHigh, given.KVTokensHigh, "older versions charge no CUDA graphs: more room")
+	require.NotEmpty(t, r.Estimate.Expected.Reasons)
+	assert.Contains(t, r.Estimate.Expected.Reasons[0], "vLLM version not given")
 }
