@@ -166,6 +166,13 @@ type Generator struct {
 	// new: one that holds another recording is refused.
 	Recorder *metrics.Recorder
 
+	// OnRequest, if set, receives each request as it ends, warm-up and
+	// retries included, once Recorder has it: the request sent and its
+	// record (times, tokens, outcome, error kind, the server's timings).
+	// It is called from the request's goroutine, so concurrently, and the
+	// request's slot is held until it returns; tl must not be kept after.
+	OnRequest func(req *Request, tl *metrics.Timeline)
+
 	state   atomic.Pointer[runState]
 	running atomic.Bool
 }
@@ -750,6 +757,9 @@ func (r *runner) send(worker, seq int, due time.Time) (*metrics.Timeline, error)
 			st.token.Add(-1)
 		}
 		st.rec.Record(tl)
+		if g.OnRequest != nil {
+			g.OnRequest(req, tl)
+		}
 		if !tl.Headers.IsZero() {
 			st.everUp.Store(true)
 		} else if tl.Kind == metrics.KindConnect && seq == 0 && attempt == 0 && !g.open() {

@@ -79,6 +79,9 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 			streams.mark(w.Start, w.End)
 		},
 	}
+	if on := cr.r.OnRequest; on != nil {
+		g.OnRequest = func(req *loadgen.Request, tl *metrics.Timeline) { on(c.ContextTokens, n, rec.Window(), req, tl) }
+	}
 	fleet.configure(g, warm)
 
 	var wg sync.WaitGroup

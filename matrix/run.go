@@ -98,6 +98,14 @@ type Runner struct {
 	// runs every stream in this process.
 	Fleet fleet.Fleet
 
+	// OnRequest, if set, receives each request of a cell's streams as it
+	// ends, warm-up included (a scout's is not): the cell's context and
+	// streams, the cell's window as the request ended (zero before it
+	// opened), the request and its record. It is called from the
+	// request's goroutine, so concurrently; tl must not be kept after it
+	// returns. With a Fleet, it sees this process's share of the streams.
+	OnRequest func(contextTokens, streams int, window metrics.Window, req *loadgen.Request, tl *metrics.Timeline)
+
 	// secrets removes the URL's password and the API key from what the run
 	// logs, saves and returns.
 	secrets *redact.Redactor

@@ -213,6 +213,10 @@ type Timeline struct {
 	Kind ErrorKind
 	Err  error
 
+	// Server holds the server's own timings of the request, where it
+	// reported them.
+	Server ServerTimings
+
 	// Filled by Recorder.Observe.
 	win     windowTally
 	gapBuf  [gapBufLen]gap

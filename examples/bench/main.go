@@ -53,11 +53,13 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/internal/requestlog"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/loadgen/sweep"
 	"github.com/llmload/llmload/loadgen/workload"
+	"github.com/llmload/llmload/metrics"
 )
 
 // DefaultSpeed is the simulator's speed factor when none is given.
@@ -102,6 +104,7 @@ type options struct {
 	sloLow, sloHigh, sloStep    float64
 	sloMaxRuns                  int
 	format, out, simProfile     string
+	requestsOut                 string
 	speed                       float64
 	quiet                       bool
 	set                         map[string]bool
@@ -154,6 +157,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 
 	fs.StringVar(&o.format, "format", "table", "report format: table, json or html")
 	fs.StringVar(&o.out, "o", "", "write the report to this file instead of standard output")
+	fs.StringVar(&o.requestsOut, "requests-out", "", "write every request, as it ends, to this file: a line of JSON each, with its run, times, tokens, outcome and the server's timings")
 	fs.StringVar(&o.simProfile, "sim-profile", "seed", "the simulator's profile, seed or fast (only without -url)")
 	fs.Float64Var(&o.speed, "speed", DefaultSpeed, "the simulator's speed factor (only without -url)")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the report")
@@ -358,9 +362,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fail(stderr, err)
 		return 2
 	}
+	var requests *requestlog.Writer
+	if o.requestsOut != "" {
+		if requests, err = requestlog.Create(o.requestsOut); err != nil {
+			fail(stderr, fmt.Errorf("-requests-out: %w", err))
+			return 2
+		}
+	}
 	target := func(load sweep.Load) (*loadgen.Generator, error) {
 		g := &loadgen.Generator{Client: client, Duration: o.duration, Warmup: o.warmup, Requests: o.requests,
 			Seed: o.seed, MaxInFlight: o.maxInFlight}
+		if requests != nil {
+			logRequests(g, requests, load.String())
+		}
 		if o.requests > 0 {
 			g.Duration = 0
 		}
@@ -406,6 +420,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		runErr = err
 	}
 	res.Finished = time.Now()
+	if requests != nil {
+		if err := requests.Close(); err != nil {
+			fail(stderr, fmt.Errorf("-requests-out: %w", err))
+			return 1
+		}
+	}
 	if werr := write(res, o, stdout); werr != nil {
 		fail(stderr, werr)
 		return 1
@@ -421,6 +441,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+// logRequests writes each request of g's run to requests as it ends,
+// labelled run.
+func logRequests(g *loadgen.Generator, requests *requestlog.Writer, run string) {
+	if g.Recorder == nil {
+		g.Recorder = &metrics.Recorder{}
+	}
+	rec := g.Recorder
+	g.OnRequest = func(req *loadgen.Request, tl *metrics.Timeline) {
+		requests.Write(run, rec.Window(), req, tl)
+	}
 }
 
 func (o *options) burstiness() float64 {

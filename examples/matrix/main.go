@@ -55,6 +55,7 @@ import (
 
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/internal/requestlog"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
@@ -86,6 +87,7 @@ type options struct {
 	spec                 matrix.Spec
 	keyEnv, profile, out string
 	results, resume      string
+	requestsOut          string
 	transport, render    string
 	format               matrix.Format
 	speed                float64
@@ -127,6 +129,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	format := fs.String("format", matrix.FormatTable.String(), "report format: table, markdown, csv, json or html")
 	fs.StringVar(&o.results, "results", "", "save the results as JSON here after every cell (default matrix-results-TIME.json)")
 	fs.StringVar(&o.resume, "resume", "", "continue the interrupted run saved in this file")
+	fs.StringVar(&o.requestsOut, "requests-out", "", "write every request of the cells' streams, as it ends, to this file: a line of JSON each, with its cell, times, tokens, outcome and the server's timings (added to with -resume)")
 	fs.BoolVar(&o.compare, "compare", false, "compare two result files given as arguments, -compare A.json B.json, or repeated runs of each, -compare A1.json,A2.json B1.json,B2.json")
 	fs.StringVar(&o.render, "render", "", "render this results file in -format (to -o), changing nothing in it, and exit")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the report")
@@ -343,6 +346,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
+	closeRequests := func() error { return nil }
+	if o.requestsOut != "" {
+		requests, err := openRequests(o.requestsOut, resume != nil)
+		if err != nil {
+			fail(stderr, fmt.Errorf("-requests-out: %w", err))
+			return 2
+		}
+		defer requests.Close() // on an early return; closing twice is harmless
+		closeRequests = requests.Close
+		runner.OnRequest = func(contextTokens, streams int, w metrics.Window, req *loadgen.Request, tl *metrics.Timeline) {
+			requests.Write(fmt.Sprintf("%s × %d", matrix.FormatTokens(contextTokens), streams), w, req, tl)
+		}
+	}
 	endFleet := func() {}
 	if o.shards.leads() {
 		if endFleet, err = lead(o, runner, stderr); err != nil {
@@ -352,6 +368,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	res, err := runner.Run(ctx)
 	endFleet()
+	if cerr := closeRequests(); cerr != nil {
+		fail(stderr, fmt.Errorf("-requests-out: %w", cerr))
+		if err == nil {
+			err = errors.New("the requests were not all written")
+		}
+	}
 	if res != nil && runner.Server.Simulated {
 		res = withPublicURL(res)
 	}
@@ -382,6 +404,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// openRequests opens the -requests-out file: a new one, or, for a run
+// resumed, the one its first part wrote to.
+func openRequests(path string, resumed bool) (*requestlog.Writer, error) {
+	if resumed {
+		return requestlog.Append(path)
+	}
+	return requestlog.Create(path)
 }
 
 // resumeSpec takes the spec, and the simulator's speed and profile, of

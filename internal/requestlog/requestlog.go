@@ -1,0 +1,246 @@
+// Package requestlog writes each request of a run as one line of JSON, as
+// the request ends, for the commands' -requests-out: its times, tokens,
+// outcome and the server's own timings, with the run or cell it belongs
+// to. A [Writer] buffers a line at a time, so a run of any length is
+// written in the same small memory.
+//
+// A line, its fields left out when unknown or zero:
+//
+//	{"run":"8 streams","model":"m","window":"inside","outcome":"completed",
+//	 "due":"2026-01-02T03:04:05.000001Z","start":"…","sent":"…","headers":"…",
+//	 "first":"…","last":"…","end":"…",
+//	 "queue_ms":0.012,"ttft_ms":41.2,"latency_ms":812.5,"from_due_ms":812.6,
+//	 "output_tokens":128,"chunks":128,"prompt_tokens":512,"completion_tokens":128,
+//	 "finish_reason":"length","source":"usage_deltas",
+//	 "server":{"source":"vllm","queue_ms":3.1,"prefill_ms":36.4,"generation_ms":770.2,"mean_itl_ms":6.06},
+//	 "split":{"queue_ms":3.1,"prefill_ms":36.4,"rest_ms":1.7}}
+//
+// window is where the request ended relative to the measurement window:
+// "before" (a warm-up request, counted in the summary's Warmup alone),
+// "inside" or "after". A failed request has "error" (its kind) and
+// "message".
+package requestlog
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/metrics"
+)
+
+// Writer writes request lines to a file or another writer. Its methods are
+// safe for concurrent use. A write error stops the writing; Close returns
+// it.
+type Writer struct {
+	mu    sync.Mutex
+	w     *bufio.Writer
+	c     io.Closer
+	line  []byte
+	lines int
+	err   error
+}
+
+// Create creates (or truncates) the file at path and returns a Writer to
+// it.
+func Create(path string) (*Writer, error) { return open(path, os.O_TRUNC) }
+
+// Append opens the file at path, creating it if need be, and returns a
+// Writer that adds to what it holds: for a run resumed.
+func Append(path string) (*Writer, error) { return open(path, os.O_APPEND) }
+
+func open(path string, mode int) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|mode, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	w := New(f)
+	w.c = f
+	return w, nil
+}
+
+// New returns a Writer to w.
+func New(w io.Writer) *Writer {
+	return &Writer{w: bufio.NewWriterSize(w, 64<<10), line: make([]byte, 0, 1024)}
+}
+
+// Write writes the line of one finished request: run names the run or the
+// cell, window is the run's measurement window as the request ended (zero
+// before it opened). req may be nil.
+func (w *Writer) Write(run string, window metrics.Window, req *loadgen.Request, tl *metrics.Timeline) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return
+	}
+	w.line = appendLine(w.line[:0], run, window, req, tl)
+	if _, err := w.w.Write(w.line); err != nil {
+		w.err = err
+		return
+	}
+	w.lines++
+}
+
+// Lines returns how many lines have been written.
+func (w *Writer) Lines() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lines
+}
+
+// Close writes what is buffered and closes the file Create opened. It
+// returns the first error of any write.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.w.Flush(); err != nil && w.err == nil {
+		w.err = err
+	}
+	if w.c != nil {
+		if err := w.c.Close(); err != nil && w.err == nil {
+			w.err = err
+		}
+		w.c = nil
+	}
+	return w.err
+}
+
+// Where returns where a request that ended at end lies against the
+// window: "before", "inside" or "after". A request with no end is placed
+// by its last token, as the recorder places it.
+func Where(window metrics.Window, tl *metrics.Timeline) string {
+	end := tl.End
+	if end.IsZero() {
+		end = tl.Last
+	}
+	switch {
+	case window.IsZero() || end.Before(window.Start):
+		return "before"
+	case !tl.End.Before(window.End):
+		return "after"
+	}
+	return "inside"
+}
+
+func appendLine(b []byte, run string, window metrics.Window, req *loadgen.Request, tl *metrics.Timeline) []byte {
+	b = append(b, '{')
+	b = appendString(b, "run", run)
+	if req != nil && req.Model != "" {
+		b = appendString(b, "model", req.Model)
+	}
+	b = appendString(b, "window", Where(window, tl))
+	b = appendString(b, "outcome", tl.Outcome())
+	if tl.Kind != metrics.KindNone {
+		b = appendString(b, "error", tl.Kind.String())
+	}
+	if tl.Err != nil {
+		b = appendString(b, "message", tl.Err.Error())
+	}
+	for _, t := range [...]struct {
+		name string
+		t    time.Time
+	}{
+		{"due", tl.Due}, {"start", tl.Start}, {"sent", tl.Sent}, {"headers", tl.Headers},
+		{"first", tl.First}, {"last", tl.Last}, {"end", tl.End},
+	} {
+		if !t.t.IsZero() {
+			b = append(b, '"')
+			b = append(b, t.name...)
+			b = append(b, `":"`...)
+			b = t.t.UTC().AppendFormat(b, "2006-01-02T15:04:05.000000000Z07:00")
+			b = append(b, `",`...)
+		}
+	}
+	if !tl.Due.IsZero() && !tl.Start.IsZero() {
+		b = appendMS(b, "queue_ms", tl.Start.Sub(tl.Due))
+	}
+	if d := tl.TTFT(); d > 0 {
+		b = appendMS(b, "ttft_ms", d)
+	}
+	if d := tl.Latency(); d > 0 {
+		b = appendMS(b, "latency_ms", d)
+		if !tl.Due.IsZero() {
+			b = appendMS(b, "from_due_ms", tl.End.Sub(tl.Due))
+		}
+	}
+	b = appendInt(b, "output_tokens", tl.OutputTokens())
+	b = appendInt(b, "chunks", tl.Chunks)
+	b = appendInt(b, "prompt_tokens", tl.PromptTokens)
+	b = appendInt(b, "completion_tokens", tl.CompletionTokens)
+	b = appendInt(b, "cached_tokens", tl.CachedTokens)
+	if tl.FinishReason != "" {
+		b = appendString(b, "finish_reason", tl.FinishReason)
+	}
+	if tl.Source != metrics.SourceUnknown {
+		b = appendString(b, "source", tl.Source.String())
+	}
+	if s := tl.Server; s.Source != "" {
+		b = append(b, `"server":{`...)
+		b = appendString(b, "source", s.Source)
+		b = appendMS(b, "queue_ms", s.Queue)
+		if s.Prefill > 0 {
+			b = appendMS(b, "prefill_ms", s.Prefill)
+		}
+		b = appendMS(b, "generation_ms", s.Generation)
+		if s.MeanITL > 0 {
+			b = appendMS(b, "mean_itl_ms", s.MeanITL)
+		}
+		b = closeObject(b)
+		b = append(b, ',')
+		if q, p, r, ok := tl.Split(); ok {
+			b = append(b, `"split":{`...)
+			b = appendMS(b, "queue_ms", q)
+			b = appendMS(b, "prefill_ms", p)
+			b = appendMS(b, "rest_ms", r)
+			b = closeObject(b)
+			b = append(b, ',')
+		}
+	}
+	b = closeObject(b)
+	return append(b, '\n')
+}
+
+// closeObject replaces a trailing comma with the object's closing brace.
+func closeObject(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == ',' {
+		b = b[:n-1]
+	}
+	return append(b, '}')
+}
+
+func appendString(b []byte, name, v string) []byte {
+	b = append(b, '"')
+	b = append(b, name...)
+	b = append(b, `":`...)
+	q, _ := json.Marshal(v) // a string always marshals
+	b = append(b, q...)
+	return append(b, ',')
+}
+
+func appendInt(b []byte, name string, v int) []byte {
+	if v == 0 {
+		return b
+	}
+	b = append(b, '"')
+	b = append(b, name...)
+	b = append(b, `":`...)
+	b = strconv.AppendInt(b, int64(v), 10)
+	return append(b, ',')
+}
+
+// appendMS writes d in milliseconds, to the microsecond.
+func appendMS(b []byte, name string, d time.Duration) []byte {
+	b = append(b, '"')
+	b = append(b, name...)
+	b = append(b, `":`...)
+	b = strconv.AppendFloat(b, float64(d.Microseconds())/1000, 'f', -1, 64)
+	return append(b, ',')
+}
