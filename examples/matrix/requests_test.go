@@ -36,7 +36,7 @@ func TestRequestsOut(t *testing.T) {
 	for sc.Scan() {
 		var l struct {
 			Run, Window, Outcome, Model string
-			OutputTokens            int `json:"output_tokens"`
+			OutputTokens                int `json:"output_tokens"`
 		}
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &l), sc.Text())
 		assert.Equal(t, res.Spec.Model, l.Model)
