@@ -48,6 +48,8 @@ type chunk struct {
 	deltaText          []byte
 	status, incomplete []byte
 	responseFailed     bool
+
+	timings serverTimings // vLLM's per-request metrics
 }
 
 // parseChunk decodes one SSE data payload into c. It accepts exactly the
@@ -191,6 +193,8 @@ func (c *chunk) readTop(s *scanner) {
 			}
 		case "details":
 			c.readDetails(s)
+		case "metrics":
+			c.readMetrics(s)
 		default:
 			s.skip()
 		}

@@ -452,8 +452,12 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 	arrivals, _ := resp.Body.(arrivalBody)
 	rs.tl.Headers = arrivalTime(arrivals, time.Now())
 	rs.tl.Sent = rs.sentBefore(rs.tl.Headers)
+	rs.tl.ID = resp.Header.Get("X-Request-Id")
 	if rs.id != nil {
-		*rs.id = resp.Header.Get("X-Request-Id")
+		*rs.id = rs.tl.ID
+	}
+	if st, ok := timingHeaders(resp.Header); ok {
+		rs.tl.Server = st
 	}
 	wd.enter(phaseFirst)
 
@@ -677,6 +681,9 @@ func (rs *requestState) onChunk(ch *chunk, t time.Time, wd *watchdog) (bool, err
 	}
 	if ch.cached > 0 {
 		rs.tl.CachedTokens = int(ch.cached)
+	}
+	if ch.timings.set {
+		rs.tl.Server = ch.timings.server()
 	}
 	if ch.finish != nil && rs.tl.FinishReason == "" {
 		rs.tl.FinishReason = decodeString(ch.finish)

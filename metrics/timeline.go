@@ -214,8 +214,10 @@ type Timeline struct {
 	Err  error
 
 	// Server holds the server's own timings of the request, where it
-	// reported them.
+	// reported them; ID is the server's id for it (its X-Request-Id
+	// header), to find it in the server's logs.
 	Server ServerTimings
+	ID     string
 
 	// Filled by Recorder.Observe.
 	win     windowTally

@@ -133,6 +133,9 @@ func Where(window metrics.Window, tl *metrics.Timeline) string {
 func appendLine(b []byte, run string, window metrics.Window, req *loadgen.Request, tl *metrics.Timeline) []byte {
 	b = append(b, '{')
 	b = appendString(b, "run", run)
+	if tl.ID != "" {
+		b = appendString(b, "id", tl.ID)
+	}
 	if req != nil && req.Model != "" {
 		b = appendString(b, "model", req.Model)
 	}

@@ -32,6 +32,10 @@ type request struct {
 	state  atomic.Int32
 	cached atomic.Int64 // prompt tokens found in the prefix cache at the last admission
 	wake   chan struct{}
+	// When the engine first admitted it, and produced its first and its
+	// latest token, in Unix nanoseconds: its own timings, which it
+	// reports when asked (see servertimings.go).
+	admittedAt, firstAt, lastAt atomic.Int64
 
 	// Engine-owned.
 	generated int
@@ -73,8 +77,11 @@ type engine struct {
 	cache *kvCache
 
 	running []*request
-	waiting deque
-	nwait   int // waiting requests not aborted
+	// admitted holds the requests first admitted in the step being
+	// scheduled, until stamp gives them its start.
+	admitted []*request
+	waiting  deque
+	nwait    int // waiting requests not aborted
 
 	mu      sync.Mutex // guards inbox and aborts
 	inbox   []*request
@@ -174,6 +181,7 @@ func (e *engine) run() {
 		} else if int64(lag) > e.maxLate.Load() {
 			e.maxLate.Store(int64(lag))
 		}
+		e.stamp(deadline)
 		deadline = deadline.Add(time.Duration(cost / e.p.Speed * float64(time.Second)))
 		if d := time.Until(deadline); d > 0 {
 			timer.Reset(d)
@@ -310,6 +318,7 @@ func (e *engine) schedule() (cost float64, ok bool) {
 		r.cached.Store(int64(cached))
 		if !r.admitted {
 			r.admitted = true
+			e.admitted = append(e.admitted, r)
 			e.histMu.Lock()
 			e.queueTime.observe(time.Since(r.arrived).Seconds(), 1)
 			e.histMu.Unlock()
@@ -376,12 +385,14 @@ func (e *engine) apply(now time.Time) {
 		case r.generated == 0:
 			e.promptTokens.Add(int64(r.promptLen))
 			e.ttft.observe(now.Sub(r.arrived).Seconds(), 1)
+			r.firstAt.Store(now.UnixNano())
 		case r.lastToken.Equal(e.lastStep):
 			steady++ // its gap is the step's: observed once for all below
 		default:
 			e.itl.observe(now.Sub(r.lastToken).Seconds(), 1)
 		}
 		r.lastToken = now
+		r.lastAt.Store(now.UnixNano())
 		r.generated++
 		r.sampled = true
 		generated++

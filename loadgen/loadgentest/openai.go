@@ -28,6 +28,7 @@ type genRequest struct {
 	IgnoreEOS           bool            `json:"ignore_eos"`
 	N                   *int            `json:"n"`
 	Stream              bool            `json:"stream"`
+	IncludeMetrics      bool            `json:"include_metrics"`
 	StreamOptions       *struct {
 		IncludeUsage         *bool `json:"include_usage"`
 		ContinuousUsageStats bool  `json:"continuous_usage_stats"`
@@ -192,6 +193,9 @@ type generation struct {
 	details        bool   // send prompt_tokens_details.cached_tokens in usage
 	reasoning      int    // the output tokens that are reasoning
 	reasoningField string // the chat delta's field for them
+	metrics        bool   // send the request's timings (include_metrics)
+	received       time.Time
+	firstFlush     time.Time // when its first chunk of tokens was flushed
 	faults         faults
 	fault          string // the first fault's name, for the record
 	req            *request
@@ -205,7 +209,7 @@ func (h *Handler) parseGeneration(w http.ResponseWriter, r *http.Request) (*gene
 	if err := readJSON(w, r, &body); err != nil {
 		return nil, err
 	}
-	g := &generation{chat: chat, stream: body.Stream, created: time.Now().Unix(), faults: noFaults()}
+	g := &generation{chat: chat, stream: body.Stream, created: time.Now().Unix(), faults: noFaults(), metrics: body.IncludeMetrics}
 	model, spec, _ := strings.Cut(body.Model, FaultModelSuffix)
 	for _, s := range []string{spec, r.Header.Get(FaultHeader)} {
 		name, err := g.faults.parse(s)
@@ -287,9 +291,11 @@ func (h *Handler) serveGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.rec = h.truth.start(g.id, received, g.promptLen)
+	g.received = received
 	w.Header().Set("X-Request-Id", g.id)
 	outcome := h.generate(w, r, g)
 	h.truth.finish(g.rec, time.Now(), outcome, int(g.req.cached.Load()))
+	h.truth.scheduled(g.rec, g.req)
 }
 
 // generate answers g and returns how it ended, for the record.
@@ -372,13 +378,13 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, g *generation
 		writeJSON(w, http.StatusOK, chatCompletion{
 			ID: g.id, Object: "chat.completion", Created: g.created, Model: g.model,
 			Choices: []chatChoice{{Message: chatReply{Role: "assistant", Content: text, ToolCalls: []any{}}, FinishReason: "length"}},
-			Usage:   usage,
+			Usage:   usage, Metrics: g.timings(),
 		})
 	} else {
 		writeJSON(w, http.StatusOK, textCompletion{
 			ID: g.id, Object: "text_completion", Created: g.created, Model: g.model,
 			Choices: []textChoice{{Text: text, FinishReason: "length"}},
-			Usage:   usage,
+			Usage:   usage, Metrics: g.timings(),
 		})
 	}
 	h.truth.chunk(g.rec, time.Now(), n)
@@ -414,6 +420,7 @@ type chatCompletion struct {
 	Model   string       `json:"model"`
 	Choices []chatChoice `json:"choices"`
 	Usage   usageJSON    `json:"usage"`
+	Metrics *timingsJSON `json:"metrics,omitempty"`
 }
 
 type chatChoice struct {
@@ -437,6 +444,7 @@ type textCompletion struct {
 	Model   string       `json:"model"`
 	Choices []textChoice `json:"choices"`
 	Usage   usageJSON    `json:"usage"`
+	Metrics *timingsJSON `json:"metrics,omitempty"`
 }
 
 type textChoice struct {

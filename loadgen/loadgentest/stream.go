@@ -150,7 +150,10 @@ func (s *sseWriter) usage(completion int) {
 	s.begin()
 	s.buf = append(s.buf, s.head...)
 	s.buf = append(s.buf, ']')
-	s.appendUsage(completion)
+	if s.g.usage {
+		s.appendUsage(completion)
+	}
+	s.appendMetrics()
 	s.buf = append(s.buf, '}')
 	s.end()
 }
@@ -275,14 +278,18 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, g *generation) 
 				h.eng.abort(g.req)
 				return "aborted"
 			}
-			h.truth.chunk(g.rec, time.Now(), k)
+			now := time.Now()
+			h.truth.chunk(g.rec, now, k)
+			if chunks == 0 {
+				g.firstFlush = now
+			}
 			h.chunks.Add(1)
 			h.written.Add(int64(k))
 			sent += k
 			chunks++
 		}
 		if finished && sent == n {
-			if g.usage {
+			if g.usage || g.metrics {
 				s.usage(n)
 			}
 			if !f.noDone {

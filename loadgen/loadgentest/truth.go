@@ -33,17 +33,19 @@ type Truth struct {
 
 // RequestTruth is the record of one request.
 type RequestTruth struct {
-	ID            string    `json:"id"`              // the response's id, also sent as the X-Request-Id header
-	PromptTokens  int       `json:"prompt_tokens"`   // as reported in usage
-	CachedTokens  int       `json:"cached_tokens"`   // prompt tokens found in the prefix cache
-	Received      time.Time `json:"received"`        // when the handler got the request
-	Queued        time.Time `json:"queued,omitzero"` // when it was handed to the engine, parsed and tokenized
-	Done          time.Time `json:"done,omitzero"`   // when the response ended; zero while it runs
-	Outcome       string    `json:"outcome"`         // "running", "length", or how it ended early: "aborted", "closed", "fault:NAME"
-	OutputTokens  int       `json:"output_tokens"`   // tokens written
-	ChunkCount    int       `json:"chunk_count"`     // chunks written that carried tokens
-	Chunks        []Chunk   `json:"chunks"`          // those chunks, unless dropped
-	ChunksDropped int       `json:"chunks_dropped"`  // chunks written but not recorded
+	ID            string    `json:"id"`                   // the response's id, also sent as the X-Request-Id header
+	PromptTokens  int       `json:"prompt_tokens"`        // as reported in usage
+	CachedTokens  int       `json:"cached_tokens"`        // prompt tokens found in the prefix cache
+	Received      time.Time `json:"received"`             // when the handler got the request
+	Queued        time.Time `json:"queued,omitzero"`      // when it was handed to the engine, parsed and tokenized
+	Scheduled     time.Time `json:"scheduled,omitzero"`   // when the engine first admitted it
+	FirstToken    time.Time `json:"first_token,omitzero"` // when the engine produced its first token, before the handler wrote it
+	Done          time.Time `json:"done,omitzero"`        // when the response ended; zero while it runs
+	Outcome       string    `json:"outcome"`              // "running", "length", or how it ended early: "aborted", "closed", "fault:NAME"
+	OutputTokens  int       `json:"output_tokens"`        // tokens written
+	ChunkCount    int       `json:"chunk_count"`          // chunks written that carried tokens
+	Chunks        []Chunk   `json:"chunks"`               // those chunks, unless dropped
+	ChunksDropped int       `json:"chunks_dropped"`       // chunks written but not recorded
 }
 
 // Chunk is one write that carried output tokens: the time it was flushed and
