@@ -86,7 +86,7 @@ func joinRun(t *testing.T, streams, seqs int) (queueErr, sumErr, rest []time.Dur
 		assert.Equal(t, j.ttft, j.queue+j.prefill+j.rest, "the split adds up")
 		queueErr = append(queueErr, (j.queue - j.truthQueue).Abs())
 		network := j.ttft - j.handlerTTFT
-		sumErr = append(sumErr, (j.queue+j.prefill+network-j.ttft).Abs())
+		sumErr = append(sumErr, (j.queue + j.prefill + network - j.ttft).Abs())
 		rest = append(rest, j.rest)
 	}
 	if streams == 256 {

@@ -6,16 +6,17 @@
 //
 // A line, its fields left out when unknown or zero:
 //
-//	{"run":"8 streams","model":"m","window":"inside","outcome":"completed",
+//	{"run":"8 streams","id":"cmpl-…","model":"m","window":"inside","outcome":"completed",
 //	 "due":"2026-01-02T03:04:05.000001Z","start":"…","sent":"…","headers":"…",
-//	 "first":"…","last":"…","end":"…",
-//	 "queue_ms":0.012,"ttft_ms":41.2,"latency_ms":812.5,"from_due_ms":812.6,
-//	 "output_tokens":128,"chunks":128,"prompt_tokens":512,"completion_tokens":128,
+//	 "first":"…","first_answer":"…","last":"…","end":"…",
+//	 "queue_ms":0.012,"ttft_ms":41.2,"ttfo_ms":160.3,"latency_ms":812.5,"from_due_ms":812.6,
+//	 "output_tokens":128,"reasoning_tokens":20,"chunks":128,"prompt_tokens":512,"completion_tokens":128,
 //	 "finish_reason":"length","source":"usage_deltas",
 //	 "server":{"source":"vllm","queue_ms":3.1,"prefill_ms":36.4,"generation_ms":770.2,"mean_itl_ms":6.06},
 //	 "split":{"queue_ms":3.1,"prefill_ms":36.4,"rest_ms":1.7}}
 //
-// window is where the request ended relative to the measurement window:
+// id is the server's X-Request-Id; first_answer and ttfo_ms the first
+// token of the answer after any reasoning. window is where the request ended relative to the measurement window:
 // "before" (a warm-up request, counted in the summary's Warmup alone),
 // "inside" or "after". A failed request has "error" (its kind) and
 // "message".
@@ -152,7 +153,7 @@ func appendLine(b []byte, run string, window metrics.Window, req *loadgen.Reques
 		t    time.Time
 	}{
 		{"due", tl.Due}, {"start", tl.Start}, {"sent", tl.Sent}, {"headers", tl.Headers},
-		{"first", tl.First}, {"last", tl.Last}, {"end", tl.End},
+		{"first", tl.First}, {"first_answer", tl.FirstAnswer}, {"last", tl.Last}, {"end", tl.End},
 	} {
 		if !t.t.IsZero() {
 			b = append(b, '"')
@@ -168,6 +169,9 @@ func appendLine(b []byte, run string, window metrics.Window, req *loadgen.Reques
 	if d := tl.TTFT(); d > 0 {
 		b = appendMS(b, "ttft_ms", d)
 	}
+	if d := tl.TTFO(); d > 0 {
+		b = appendMS(b, "ttfo_ms", d)
+	}
 	if d := tl.Latency(); d > 0 {
 		b = appendMS(b, "latency_ms", d)
 		if !tl.Due.IsZero() {
@@ -175,6 +179,7 @@ func appendLine(b []byte, run string, window metrics.Window, req *loadgen.Reques
 		}
 	}
 	b = appendInt(b, "output_tokens", tl.OutputTokens())
+	b = appendInt(b, "reasoning_tokens", tl.ReasoningTokens)
 	b = appendInt(b, "chunks", tl.Chunks)
 	b = appendInt(b, "prompt_tokens", tl.PromptTokens)
 	b = appendInt(b, "completion_tokens", tl.CompletionTokens)

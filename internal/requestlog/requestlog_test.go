@@ -27,7 +27,7 @@ func at(ms float64) time.Time { return t0.Add(time.Duration(ms * float64(time.Mi
 
 func TestLine(t *testing.T) {
 	w := metrics.Window{Start: at(100), End: at(1100)}
-	tl := &metrics.Timeline{Due: at(200), Start: at(205), Sent: at(206), Headers: at(210), First: at(250), Last: at(900), End: at(901),
+	tl := &metrics.Timeline{Due: at(200), Start: at(205), Sent: at(206), Headers: at(210), First: at(250), FirstAnswer: at(300), ReasoningTokens: 3, ID: "cmpl-1", Last: at(900), End: at(901),
 		Chunks: 10, Tokens: 10, ExtraTokens: 2, Source: metrics.SourceFinalUsage, PromptTokens: 512, CompletionTokens: 12,
 		FinishReason: "length", Server: metrics.ServerTimings{Source: "vllm", Queue: 3 * time.Millisecond, Prefill: 40 * time.Millisecond, Generation: 650 * time.Millisecond}}
 	var b bytes.Buffer
@@ -44,6 +44,10 @@ func TestLine(t *testing.T) {
 	assert.Equal(t, "2026-01-02T03:04:05.901000000Z", l["end"])
 	assert.Equal(t, 5.0, l["queue_ms"])
 	assert.Equal(t, 44.0, l["ttft_ms"])
+	assert.Equal(t, 94.0, l["ttfo_ms"])
+	assert.Equal(t, 3.0, l["reasoning_tokens"])
+	assert.Equal(t, "cmpl-1", l["id"])
+	assert.Equal(t, "2026-01-02T03:04:05.300000000Z", l["first_answer"])
 	assert.Equal(t, 695.0, l["latency_ms"])
 	assert.Equal(t, 701.0, l["from_due_ms"])
 	assert.Equal(t, 12.0, l["output_tokens"])
