@@ -44,8 +44,8 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	// another, waits for a place, not for prefill. (A server with a prefix
 	// cache per slot, as llama.cpp's and Ollama's, prefills the prompt
 	// again in every slot the scout did not warm.)
-	queueAfter := cr.r.wall(time.Duration(w.Flow)) + time.Duration(n)*max(p.coldTTFT, sc.ttft)
-	warmupTimeout := cr.r.wall(time.Duration(w.Timeout) + time.Duration(w.PerContextK)*time.Duration(c.ContextTokens/K))
+	queueAfter := time.Duration(w.Flow) + time.Duration(n)*max(p.coldTTFT, sc.ttft)
+	warmupTimeout := time.Duration(w.Timeout) + time.Duration(w.PerContextK)*time.Duration(c.ContextTokens/K)
 	cellCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	// With a fleet, this process runs its share of the streams, the
@@ -57,12 +57,12 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	}
 	var rec metrics.Recorder
 	if spec.SLO != nil {
-		rec.SLO = metrics.SLO{TTFT: cr.r.wall(spec.SLO.TTFT), TPOT: cr.r.wall(spec.SLO.TPOT), Latency: cr.r.wall(spec.SLO.Latency)}
+		rec.SLO = *spec.SLO
 	}
 	streams := newStreamTracker(local)
 	warm := &warmup{
-		n: local, cellN: n, streams: streams, sampler: cr.sampler, speed: cr.r.speed(),
-		flow: cr.r.wall(time.Duration(w.Flow)), queueAfter: queueAfter, knownCap: cr.queueCap,
+		n: local, cellN: n, streams: streams, sampler: cr.sampler,
+		flow: time.Duration(w.Flow), queueAfter: queueAfter, knownCap: cr.queueCap,
 	}
 	g := &loadgen.Generator{
 		Client: cr.client, Concurrency: local, Recorder: &rec,
@@ -70,10 +70,10 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 			streams.begin(slot, seq)
 			return req
 		},
-		Warmup:        cr.r.wall(time.Duration(w.Min)),
+		Warmup:        time.Duration(w.Min),
 		WarmupUntil:   warm.until,
 		WarmupTimeout: warmupTimeout,
-		Duration:      cr.r.wall(time.Duration(spec.Duration)),
+		Duration:      time.Duration(spec.Duration),
 		OnWindow: func(w metrics.Window) {
 			cr.sampler.MarkWindow(w)
 			streams.mark(w.Start, w.End)
@@ -120,7 +120,6 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	m := cr.measurement(run, samples, st)
 	m.Recording = &recording
 	if st := m.Streams; st != nil {
-		st.MeanWaitMs *= cr.r.speed()
 		if m.TotalTokensPerSec > 0 && st.AvgDecoding > 0 {
 			st.DecodeMs = 1000 * float64(spec.MaxTokens) * st.AvgDecoding / m.TotalTokensPerSec
 		}
@@ -137,7 +136,7 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	}
 	m.WarmupEnded = warm.reason
 	if run.WarmupTimedOut {
-		m.WarmupEnded = warm.timedOut(run.Warmup)
+		m.WarmupEnded = warm.timedOut()
 	}
 	// The prompt's prefill, cached: the idle server's quickest answer to
 	// it, not this scout's if the server was still busy.
@@ -145,16 +144,16 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	if p.warmTTFT > 0 {
 		prefill = min(prefill, p.warmTTFT)
 	}
-	c.Status, c.Reason = classify(fleet.measured(c), run, samples, m.Streams, time.Duration(float64(prefill)*cr.r.speed()), spec.ErrorThreshold)
+	c.Status, c.Reason = classify(fleet.measured(c), run, samples, m.Streams, prefill, spec.ErrorThreshold)
 	if c.Status == RequestsQueued {
 		cr.learnCap(c.Concurrency, samples, m.Streams)
 	}
-	m.Notes = explain(fleet.measured(c), m, time.Duration(float64(p.coldTTFT)*cr.r.speed()))
+	m.Notes = explain(fleet.measured(c), m, p.coldTTFT)
 	fleet.finish(m)
 	stuck := runErr != nil && context.Cause(cellCtx) == errStuck && ctx.Err() == nil
 	if stuck {
 		c.Status = OverCapacity
-		c.Reason = fmt.Sprintf("starved: no token for %v while the server reported requests waiting; ended early", cr.stuckAfter())
+		c.Reason = "starved: no token arrived for Runner.StuckAfter while the server reported requests waiting; ended early"
 		return nil
 	}
 	if ctx.Err() != nil {
@@ -183,7 +182,6 @@ type warmup struct {
 	knownCap   int // the most requests the server ran at once in an earlier queued cell; 0 unknown
 	streams    *streamTracker
 	sampler    *sampler
-	speed      float64
 	flow       time.Duration
 	queueAfter time.Duration
 
@@ -212,25 +210,25 @@ func (w *warmup) until(loadgen.Progress) bool {
 		}
 	}
 	if !w.waitingSince.IsZero() && w.lastSample.Sub(w.waitingSince) >= w.flow {
-		w.reason = fmt.Sprintf("the server kept at least %.0f of %d requests waiting for %.1f s: it runs fewer at once and queues the rest",
-			w.waiting, max(w.n, w.cellN), w.lastSample.Sub(w.waitingSince).Seconds()*w.speed)
+		w.reason = fmt.Sprintf("the server kept at least %.0f of %d requests waiting throughout the warm-up's flow time: it runs fewer at once and queues the rest",
+			w.waiting, max(w.n, w.cellN))
 		w.queued = true
 		return true
 	}
 	if d, at := w.streams.capped(now); w.knownCap > 0 && at == w.knownCap && d >= w.flow {
-		w.reason = fmt.Sprintf("at most %d of %d streams decoded at once for %.1f s while the others waited for a first token, as many as the server ran at once in an earlier cell: it queues the rest",
-			at, w.n, d.Seconds()*w.speed)
+		w.reason = fmt.Sprintf("at most %d of %d streams decoded at once throughout the warm-up's flow time while the others waited for a first token, as many as the server ran at once in an earlier cell: it queues the rest",
+			at, w.n)
 		w.queued = true
 		return true
 	}
 	if d, at := w.streams.capped(now); d >= w.queueAfter {
-		w.reason = fmt.Sprintf("at most %d of %d streams decoded at once for %.1f s while the others waited for a first token: the server queues them",
-			at, w.n, d.Seconds()*w.speed)
+		w.reason = fmt.Sprintf("at most %d of %d streams decoded at once while the others waited for a first token, for longer than prefilling every stream's prompt in turn takes: the server queues them",
+			at, w.n)
 		w.queued = true
 		return true
 	}
 	if !w.steadySince.IsZero() && now.Sub(w.steadySince) >= w.flow {
-		w.reason = fmt.Sprintf("every stream produced tokens, then tokens flowed for %.1f s", w.flow.Seconds()*w.speed)
+		w.reason = "every stream produced tokens, then tokens flowed for the warm-up's flow time"
 		return true
 	}
 	return false
@@ -246,8 +244,8 @@ func (w *warmup) latest() (gauges, bool) {
 }
 
 // timedOut says why a warm-up that ran to its timeout did not end sooner.
-func (w *warmup) timedOut(d time.Duration) string {
-	s := fmt.Sprintf("timed out after %.1f s: ", d.Seconds()*w.speed)
+func (w *warmup) timedOut() string {
+	s := "timed out: "
 	if w.steadySince.IsZero() {
 		return s + "not every stream had produced tokens (requests outlast the warm-up, or the server never ran them all)"
 	}
@@ -258,7 +256,7 @@ func (cr *cellRun) stuckAfter() time.Duration {
 	if cr.r.StuckAfter > 0 {
 		return cr.r.StuckAfter
 	}
-	return 30 * time.Second
+	return min(DefaultStuckAfter, time.Duration(cr.spec.Duration))
 }
 
 // watch reads the streams' state every streamTick, writes the progress
@@ -267,7 +265,7 @@ func (cr *cellRun) stuckAfter() time.Duration {
 func (cr *cellRun) watch(ctx context.Context, g *loadgen.Generator, streams *streamTracker, stop context.CancelCauseFunc, done <-chan struct{}, index, total int, c *Cell) {
 	t := time.NewTicker(streamTick)
 	defer t.Stop()
-	stuckAfter := cr.r.wall(cr.stuckAfter())
+	stuckAfter := cr.stuckAfter()
 	var lastTokens int64
 	lastChange := time.Now()
 	var lastShown time.Time
@@ -301,12 +299,12 @@ func (cr *cellRun) watch(ctx context.Context, g *loadgen.Generator, streams *str
 			}
 			lastShown = now
 			if !lastRate.at.IsZero() {
-				lastRate.rate = float64(p.Tokens-lastRate.tokens) / now.Sub(lastRate.at).Seconds() / cr.r.speed()
+				lastRate.rate = float64(p.Tokens-lastRate.tokens) / now.Sub(lastRate.at).Seconds()
 			}
 			lastRate.at, lastRate.tokens = now, p.Tokens
 			left := ""
 			if p.Phase == loadgen.PhaseWindow {
-				left = fmt.Sprintf("%.0fs left", max(time.Until(p.Window.End), 0).Seconds()*cr.r.speed())
+				left = fmt.Sprintf("%.1fs left", max(time.Until(p.Window.End), 0).Seconds())
 			}
 			fmt.Fprintf(cr.r.Progress, "\rcell %d/%d  %s × %d  %-8s %s  %.1f tok/s  %d/%d streams decoding   ",
 				index, total, FormatTokens(c.ContextTokens), c.Concurrency, p.Phase, left, lastRate.rate, p.WithToken, c.Concurrency)
@@ -330,25 +328,24 @@ func (cr *cellRun) learnCap(n int, samples *Samples, streams *Streams) {
 	}
 }
 
-// measurement turns a run into a cell's columns, in the server's own time.
+// measurement turns a run into a cell's columns.
 func (cr *cellRun) measurement(run *loadgen.Run, samples *Samples, streams *Streams) *Measurement {
 	s := run.Summary
-	x := cr.r.speed()
 	q := func(d metrics.Distribution) Quantiles {
-		return Quantiles{P50: ms(d.P50, x), P90: ms(d.P90, x), P99: ms(d.P99, x)}
+		return Quantiles{P50: ms(d.P50), P90: ms(d.P90), P99: ms(d.P99)}
 	}
 	m := &Measurement{
-		TotalTokensPerSec:      s.TotalTokensPerSec / x,
-		PerRequestTokensPerSec: s.PerRequestTokensPerSec / x,
+		TotalTokensPerSec:      s.TotalTokensPerSec,
+		PerRequestTokensPerSec: s.PerRequestTokensPerSec,
 		TTFT:                   q(s.TTFT),
 		TBT:                    q(s.TBT),
 		ITL:                    q(s.ITL),
 		AvgActive:              s.AvgActive,
 		Completed:              s.Completed,
 		OutputTokens:           s.OutputTokens,
-		MeasuredS:              s.MeasuredFor.Seconds() * x,
-		Goodput:                s.Goodput / x,
-		WarmupS:                run.Warmup.Seconds() * x,
+		MeasuredS:              s.MeasuredFor.Seconds(),
+		Goodput:                s.Goodput,
+		WarmupS:                run.Warmup.Seconds(),
 		WarmupTimedOut:         run.WarmupTimedOut,
 		Server:                 samples,
 		Streams:                streams,
@@ -361,7 +358,8 @@ func (cr *cellRun) measurement(run *loadgen.Run, samples *Samples, streams *Stre
 	return m
 }
 
-func ms(d time.Duration, speed float64) float64 { return d.Seconds() * 1000 * speed }
+// ms is a duration in milliseconds.
+func ms(d time.Duration) float64 { return d.Seconds() * 1000 }
 
 // classify decides a measured cell's status, with one broken stream never
 // voiding a cell. "Requests queued" means the server made requests wait:
@@ -399,7 +397,7 @@ func classify(c *Cell, run *loadgen.Run, samples *Samples, streams *Streams, pre
 
 // queued says why a cell's requests waited in the server's queue, or "".
 // prefill is how long the idle server took to answer the cell's prompt
-// (its scout, with the prompt in its prefix cache), in the server's time.
+// (its scout, with the prompt in its prefix cache).
 //
 // From the client's timeline alone a queue shows as a ceiling (the
 // streams decoding at once stay at or below some count short of N while
@@ -436,16 +434,26 @@ func queued(n int, samples *Samples, streams *Streams, prefill time.Duration) st
 	if streams.MeanWaitMs <= 2*prefillMs+streams.DecodeMs/2 {
 		return ""
 	}
-	return fmt.Sprintf("at most %d of %d streams decoded at once (%d for %.0f%% of the window); the others waited for a first token, %s each on average (the prompt's prefill takes %s, a request's decoding %s)",
-		streams.Ceiling, n, streams.Ceiling, 100*streams.CeilingShare, fmtMs(streams.MeanWaitMs), fmtMs(prefillMs), fmtMs(streams.DecodeMs))
+	return fmt.Sprintf("at most %d of %d streams decoded at once (%d for %.0f%% of the window); the others waited for a first token %s as long as a request's decoding on average (the prompt's prefill takes %s of it)",
+		streams.Ceiling, n, streams.Ceiling, 100*streams.CeilingShare, fmtTimes(streams.MeanWaitMs/streams.DecodeMs), fmtShare(prefillMs/streams.DecodeMs))
 }
 
-// fmtMs is a time in milliseconds as the notes say it: "250 ms", "1.2 s".
-func fmtMs(ms float64) string {
-	if ms < 1000 {
-		return fmt.Sprintf("%.0f ms", ms)
+// fmtTimes is a ratio as the notes say it: "1.1×", "12×". Notes compare
+// figures rather than quote them, so they read the same in any clock a
+// report speaks in.
+func fmtTimes(v float64) string {
+	if v < 10 {
+		return fmt.Sprintf("%.1f×", v)
 	}
-	return fmt.Sprintf("%.1f s", ms/1000)
+	return fmt.Sprintf("%.0f×", v)
+}
+
+// fmtShare is a share as the notes say it: "12%", "0.5%".
+func fmtShare(v float64) string {
+	if v < 0.01 {
+		return fmt.Sprintf("%.1f%%", 100*v)
+	}
+	return fmt.Sprintf("%.0f%%", 100*v)
 }
 
 // explain returns notes on a measured cell whose figures would otherwise
@@ -482,21 +490,25 @@ func explain(c *Cell, m *Measurement, coldTTFT time.Duration) []string {
 	}
 	if st.AvgDecoding > 0 {
 		if rate := m.TotalTokensPerSec / st.AvgDecoding; rate < 0.85*m.PerRequestTokensPerSec {
-			why = append(why, fmt.Sprintf("a decoding stream made %.1f tok/s in the window, below the median request's %.1f (slower requests took more of the window)",
-				rate, m.PerRequestTokensPerSec))
+			why = append(why, fmt.Sprintf("a decoding stream made %s of the median request's tokens a second in the window (slower requests took more of the window)",
+				fmtShare(rate/m.PerRequestTokensPerSec)))
 		}
 	}
 	if len(why) == 0 {
 		return nil
 	}
-	notes := []string{fmt.Sprintf("%s tok/s total is below %s per request × %s: %s",
-		fmtRate(m.TotalTokensPerSec), fmtRate(m.PerRequestTokensPerSec), plural(c.Concurrency, "stream", "streams"), strings.Join(why, "; "))}
-	if c.Status != RequestsQueued && c.ContextTokens > 0 && coldTTFT >= 50*time.Millisecond && m.TTFT.P50 >= 0.5*coldTTFT.Seconds()*1000 {
-		notes = append(notes, fmt.Sprintf("the median TTFT (%s) is about the cold prefill of this prompt (%s): the server prefills it again on every request",
-			fmtTTFT(m.TTFT.P50), fmtTTFT(coldTTFT.Seconds()*1000)))
+	notes := []string{fmt.Sprintf("the total tok/s is %s of the per-request rate × %s: %s",
+		fmtShare(m.TotalTokensPerSec/(m.PerRequestTokensPerSec*n)), plural(c.Concurrency, "stream", "streams"), strings.Join(why, "; "))}
+	if c.Status != RequestsQueued && c.ContextTokens > 0 && coldTTFT >= minNotedPrefill && m.TTFT.P50 >= 0.5*coldTTFT.Seconds()*1000 {
+		notes = append(notes, fmt.Sprintf("the median TTFT is %s of the cold prefill of this prompt: the server prefills it again on every request",
+			fmtShare(m.TTFT.P50/(coldTTFT.Seconds()*1000))))
 	}
 	return notes
 }
+
+// minNotedPrefill is the shortest cold prefill the notes compare a cell's
+// TTFT with: a shorter one is within the timers' noise.
+const minNotedPrefill = 2 * time.Millisecond
 
 func kinds(k map[metrics.ErrorKind]int) string {
 	var parts []string

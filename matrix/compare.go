@@ -289,7 +289,7 @@ func cellEstimates(c *Cell, speed float64) (total, perRequest, ttft, tbt estimat
 	if in := ttft.in; in != nil {
 		// The client's own timers fired up to Lag late: its clock, and an
 		// in-process server's, were that far off.
-		late := max(TimingResolution, m.Client.Lag.P99).Seconds() * 1000 * max(speed, 1)
+		late := max(TimingResolution.Seconds()*max(speed, 1), m.Client.Lag.P99.Seconds()) * 1000
 		floor := max(late, ttftSteps*m.TBT.P50)
 		in.Low, in.High = max(min(in.Low, m.TTFT.P50-floor), 0), max(in.High, m.TTFT.P50+floor)
 	}
@@ -427,6 +427,8 @@ func Compare(base, next *Results) *Comparison {
 // the runs' differences are the noise a change must stand out of. With
 // one run a side it is [Compare].
 func CompareRuns(base, next []*Results) *Comparison {
+	// A simulated run is compared in the simulated server's time, so runs
+	// at different speeds compare.
 	base, next = nonEmptyRuns(base), nonEmptyRuns(next)
 	out := &Comparison{Schema: ComparisonSchema, Base: runsInfo(base), Next: runsInfo(next),
 		Prefill: []PrefillChange{}, Cells: []CellChange{}}
@@ -502,7 +504,7 @@ func nonEmptyRuns(runs []*Results) []*Results {
 	out := make([]*Results, 0, len(runs))
 	for _, r := range runs {
 		if r != nil {
-			out = append(out, r)
+			out = append(out, r.inServerTime())
 		}
 	}
 	if len(out) == 0 {

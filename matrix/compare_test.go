@@ -60,6 +60,7 @@ func nextResults(t testing.TB) *Results {
 	}
 	r.Cells = cells
 	r.Complete = true
+	r.toWallTime() // the figures above are the simulated server's; results hold wall time
 	return r
 }
 

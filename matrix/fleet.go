@@ -69,15 +69,12 @@ func (cr *cellRun) startFleet(ctx context.Context, c *Cell, req *loadgen.Request
 	sh := fleet.Share{
 		Seq: cr.seq, ContextTokens: c.ContextTokens, Concurrency: c.Concurrency,
 		API: req.API, Model: req.Model, Prompt: req.Prompt, MaxTokens: req.MaxTokens,
-		WarmupMin:     cr.r.wall(time.Duration(w.Min)),
-		Flow:          cr.r.wall(time.Duration(w.Flow)),
+		WarmupMin:     time.Duration(w.Min),
+		Flow:          time.Duration(w.Flow),
 		QueueAfter:    queueAfter,
 		WarmupTimeout: warmupTimeout,
-		Duration:      cr.r.wall(time.Duration(cr.spec.Duration)),
-		Speed:         cr.r.speed(),
-	}
-	if s := cr.spec.SLO; s != nil {
-		sh.SLO = &metrics.SLO{TTFT: cr.r.wall(s.TTFT), TPOT: cr.r.wall(s.TPOT), Latency: cr.r.wall(s.Latency)}
+		Duration:      time.Duration(cr.spec.Duration),
+		SLO:           cr.spec.SLO,
 	}
 	fc, err := cr.r.Fleet.StartCell(ctx, sh)
 	if err != nil {

@@ -71,12 +71,16 @@ func TestResultsV1File(t *testing.T) {
 	require.NoError(t, err)
 	res, err := matrix.ReadResults(bytes.NewReader(raw))
 	require.NoError(t, err)
-	assert.Equal(t, "llmload.matrix/v1", matrix.Schema)
+	assert.Equal(t, matrix.Schema, res.Schema, "read into the current schema")
 
 	var doc struct {
+		Server struct {
+			Speed float64 `json:"speed"`
+		} `json:"server"`
 		Cells []map[string]any `json:"cells"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &doc))
+	require.EqualValues(t, 20, doc.Server.Speed)
 	require.Len(t, res.Cells, len(doc.Cells))
 	measured := 0
 	for i, c := range res.Cells {
@@ -88,17 +92,32 @@ func TestResultsV1File(t *testing.T) {
 		}
 		require.NotNil(t, c.Measurement, "%d × %d", c.ContextTokens, c.Concurrency)
 		require.True(t, has)
-		assert.Equal(t, total, c.Measurement.TotalTokensPerSec)
-		assert.Equal(t, doc.Cells[i]["ttft_ms"].(map[string]any)["p50"], c.Measurement.TTFT.P50)
-		assert.NotNil(t, c.Measurement.Recording, "the histograms come along")
+		m := c.Measurement
+		// Version 1 held the cell's figures in the simulated server's
+		// time and its recording in wall time: read, both are in wall time.
+		assert.InEpsilon(t, total.(float64)*20, m.TotalTokensPerSec, 1e-9)
+		assert.InEpsilon(t, doc.Cells[i]["ttft_ms"].(map[string]any)["p50"].(float64)/20, m.TTFT.P50, 1e-9)
+		require.NotNil(t, m.Recording, "the histograms come along")
+		s := m.Recording.Summary
+		assert.InEpsilon(t, s.TotalTokensPerSec, m.TotalTokensPerSec, 1e-6, "%d × %d: the figures and the recording agree", c.ContextTokens, c.Concurrency)
+		assert.InEpsilon(t, float64(s.TTFT.P50)/1e6, m.TTFT.P50, 0.01, "%d × %d: the figures and the recording agree", c.ContextTokens, c.Concurrency)
 		measured++
 	}
 	assert.Equal(t, 4, measured)
 	assert.Equal(t, 2, len(res.Cells)-measured)
 
+	// Its reports still speak in the simulated server's time, as before.
+	var md bytes.Buffer
+	require.NoError(t, res.WriteMarkdown(&md))
+	assert.Contains(t, md.String(), "77.6")
+
+	// Written again, it is a version 2 file that reads back the same.
 	var back bytes.Buffer
 	require.NoError(t, res.WriteJSON(&back))
-	assert.Equal(t, string(raw), back.String())
+	assert.Contains(t, back.String(), `"schema": "`+matrix.Schema+`"`)
+	again, err := matrix.ReadResults(&back)
+	require.NoError(t, err)
+	assert.Equal(t, res, again)
 }
 
 // TestCellJSONFlat: a cell's measurement is written beside the cell's own

@@ -97,7 +97,7 @@ func verdictWords(c Cell) string {
 
 // writePlan writes the plan of a run: the prefill rows, the cells, and how
 // long the run should take.
-func writePlan(w io.Writer, res *Results, limits capacity.Limits, speed float64) error {
+func writePlan(w io.Writer, res *Results, limits capacity.Limits) error {
 	if err := WritePlan(w, res.Cells, limits); err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func writePlan(w io.Writer, res *Results, limits capacity.Limits, speed float64)
 	if e.Cells == 0 && e.Prefill == 0 {
 		return nil
 	}
-	_, err := fmt.Fprintf(w, "expected: %s\n", e.describe(speed))
+	_, err := fmt.Fprintf(w, "expected: %s\n", e.describe())
 	return err
 }
 
@@ -126,7 +126,7 @@ func writePlan(w io.Writer, res *Results, limits capacity.Limits, speed float64)
 type RunEstimate struct {
 	// Cells and Prefill count the cells and prefill rows to run.
 	Cells, Prefill int
-	// Least and Most bound the cells' time, in the server's own time.
+	// Least and Most bound the cells' time.
 	Least, Most time.Duration
 	// Unknown lists the limits the plan did not know, so cells it could
 	// not rule out may be run only to be found over capacity.
@@ -166,11 +166,9 @@ func EstimateRun(res *Results) RunEstimate {
 	return e
 }
 
-// describe says the estimate in words; speed converts the server's time to
-// wall time.
-func (e RunEstimate) describe(speed float64) string {
+// describe says the estimate in words.
+func (e RunEstimate) describe() string {
 	wall := func(d time.Duration) string {
-		d = time.Duration(float64(d) / max(speed, 1e-9))
 		switch {
 		case d >= time.Hour:
 			return fmt.Sprintf("%.1f h", d.Hours())

@@ -81,6 +81,7 @@ type gridRow struct {
 
 // report gathers what the reports of r show.
 func (r *Results) report() *report {
+	r = r.inServerTime()
 	rp := &report{r: r, grid: newGrid(r.Cells, (*Cell).place, r.Spec.Contexts, r.Spec.Concurrency)}
 	rp.cells = rp.grid.ordered()
 	for _, p := range sortedPrefill(r.Prefill) {

@@ -152,7 +152,7 @@ func simulatedResults() *Results {
 	queued := meas(150.8, 44.7, 3_310, 22.4, 3.1, 4_524)
 
 	started := time.Date(2026, 5, 2, 18, 4, 0, 0, time.UTC)
-	return &Results{
+	r := &Results{
 		Schema: Schema,
 		Spec: Spec{
 			URL: "http://127.0.0.1:41234/v1", Model: "sim-4b", API: loadgen.Chat,
@@ -186,4 +186,8 @@ func simulatedResults() *Results {
 				Predicted: capacity.Verdict{Reason: capacity.OverMaxModelLen, Need: 41_024, Have: 40_960}},
 		},
 	}
+	// The figures above are as the reports show them, in the simulated
+	// server's time; the results hold them in wall time.
+	r.toWallTime()
+	return r
 }

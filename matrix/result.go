@@ -14,8 +14,14 @@ import (
 )
 
 // Schema names the version of the results document. Readers refuse a
-// document of another major version.
-const Schema = "llmload.matrix/v1"
+// document of another major version. Version 2 holds every figure in wall
+// time; [ReadResults] still reads version 1, whose figures were in a
+// simulated server's time, and converts them.
+const Schema = "llmload.matrix/v2"
+
+// schemaV1 is the results document before its figures were all in wall
+// time.
+const schemaV1 = "llmload.matrix/v1"
 
 // Results are a matrix run: the spec, the server, the prefill table and the
 // decode grid. It is one Go value, and as JSON (see [Results.WriteJSON]) a
@@ -45,8 +51,10 @@ type Server struct {
 	Engine    string `json:"engine,omitempty"`
 	Version   string `json:"version,omitempty"`
 	Simulated bool   `json:"simulated,omitempty"`
-	// Speed is the simulator's speed factor. Results are reported in the
-	// simulated server's own time: durations × Speed, rates ÷ Speed.
+	// Speed is the simulator's speed factor: it ran Speed times faster
+	// than the server it simulates. Every figure of the results is in wall
+	// time; the reports speak in the simulated server's own time,
+	// durations × Speed and rates ÷ Speed. 0 means 1.
 	Speed float64 `json:"speed,omitempty"`
 	// Profile names the simulator's profile (see loadgentest.ProfileByName).
 	Profile string `json:"profile,omitempty"`
@@ -143,19 +151,18 @@ func (c *Cell) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Measurement holds a measured cell's columns. Rates and times are in the
-// server's own time (see Server.Speed).
+// Measurement holds a measured cell's columns, in wall time like every
+// figure of the results (see Server.Speed).
 type Measurement struct {
 	// TotalTokensPerSec is output tokens ÷ measured seconds (the
-	// metrics.Summary field of the same name, in the server's time).
+	// metrics.Summary field of the same name).
 	TotalTokensPerSec float64 `json:"total_tok_s"`
 	// PerRequestTokensPerSec is the median over requests of 1 ÷ their time
 	// between tokens.
 	PerRequestTokensPerSec float64 `json:"per_request_tok_s"`
 	// TTFT is the distribution of the requests' time to first token, TBT
 	// of their mean time between tokens, ITL of every gap between tokens:
-	// the metrics.Summary fields of the same names, in milliseconds of
-	// the server's time.
+	// the metrics.Summary fields of the same names, in milliseconds.
 	TTFT Quantiles `json:"ttft_ms"`
 	TBT  Quantiles `json:"tbt_ms"`
 	ITL  Quantiles `json:"itl_ms"`
@@ -252,8 +259,7 @@ type Streams struct {
 	// long each waited for its first token, on average (Little's law: the
 	// streams waiting on average over the rate requests began), and
 	// DecodeMs how long a stream took to decode one request's max tokens
-	// at the rate streams decoded in the window. Both in the server's own
-	// time.
+	// at the rate streams decoded in the window.
 	Launched   int     `json:"launched"`
 	MeanWaitMs float64 `json:"mean_wait_ms"`
 	DecodeMs   float64 `json:"decode_ms,omitempty"`
@@ -338,8 +344,13 @@ func ReadResults(rd io.Reader) (*Results, error) {
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("matrix: read results: %w", err)
 	}
-	if r.Schema != Schema {
-		return nil, fmt.Errorf("matrix: results have schema %q, want %q", r.Schema, Schema)
+	switch r.Schema {
+	case Schema:
+	case schemaV1:
+		r.toWallTime()
+		r.Schema = Schema
+	default:
+		return nil, fmt.Errorf("matrix: results have schema %q, want %q (or %q)", r.Schema, Schema, schemaV1)
 	}
 	for i := range r.Prefill {
 		r.Prefill[i].settleStatus()

@@ -27,13 +27,20 @@ const (
 	// DefaultScoutRetries is how many times a scout that failed in a way
 	// that may pass (a reset, a 5xx, a 429) is sent again.
 	DefaultScoutRetries = 3
-	// DefaultScoutTimeout bounds a scout, in the server's own time, plus
+	// DefaultScoutTimeout bounds a scout, plus
 	// ScoutTimePerToken for each prompt token until a prefill rate is
 	// known, then ten times the time that rate gives.
 	DefaultScoutTimeout = 2 * time.Minute
 	ScoutTimePerToken   = 10 * time.Millisecond
 	// DefaultDiscoverTimeout bounds asking the server for its limits.
 	DefaultDiscoverTimeout = 30 * time.Second
+	// DefaultIdleTimeout bounds the wait for the server to be idle before
+	// a prefill row or a cell.
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultStuckAfter ends a cell early when no token has arrived for
+	// this long (or for the spec's Duration, if shorter) while the server
+	// reports requests waiting.
+	DefaultStuckAfter = 30 * time.Second
 	// maxRetryAfter caps the wait a 429's Retry-After asks for.
 	maxRetryAfter = 30 * time.Second
 )
@@ -53,9 +60,9 @@ type Runner struct {
 	Client *loadgen.Client
 	// Server describes the server for the report; the runner completes
 	// it (URL, model, engine, version, limits). Its Speed, for a
-	// simulator, is the simulator's speed factor: the runner waits Speed
-	// times less than the spec says and reports times in the simulated
-	// server's own clock. 0 means 1 (a real server).
+	// simulator, is recorded as it is: the runner runs the spec and
+	// records every figure in wall time, and the reports convert them
+	// into the simulated server's own time (see [Server.Speed]).
 	Server Server
 	// Resume continues earlier results of the same spec: finished cells and
 	// prefill rows are kept, the rest are run.
@@ -74,11 +81,11 @@ type Runner struct {
 	// second while a cell runs; nil is silent.
 	Progress io.Writer
 	// IdleTimeout bounds the wait for the server to be idle before a cell;
-	// 0 means two minutes of the server's time.
+	// 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// StuckAfter ends a cell early when no token has arrived for this long
-	// while the server reports requests waiting; 0 means 30 s of the
-	// server's time.
+	// while the server reports requests waiting; 0 means
+	// DefaultStuckAfter or the spec's Duration, whichever is shorter.
 	StuckAfter time.Duration
 	// ScoutRetries is how many times a scout that failed transiently is
 	// sent again; 0 means DefaultScoutRetries, negative none.
@@ -113,18 +120,6 @@ type Runner struct {
 
 // errStuck ends a cell whose requests are starved.
 var errStuck = errors.New("matrix: no token arrived while requests waited for capacity")
-
-func (r *Runner) speed() float64 {
-	if !(r.Server.Speed > 0) {
-		return 1
-	}
-	return r.Server.Speed
-}
-
-// wall converts a duration of the server's own time into wall time.
-func (r *Runner) wall(d time.Duration) time.Duration {
-	return time.Duration(float64(d) / r.speed())
-}
 
 // logf writes a line to Log, each line cleaned of control characters
 // and credentials: errors carry the server's own text.
@@ -201,8 +196,8 @@ func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Result
 	res.Server = r.Server
 	res.Server.URL = spec.URL
 	res.Server.Model = spec.Model
-	if res.Server.Speed = r.speed(); res.Server.Speed == 1 {
-		res.Server.Speed = 0 // a real server's time, or a simulator's at its own pace
+	if res.Server.Speed == 1 {
+		res.Server.Speed = 0 // a simulator at its own pace runs in real time
 	}
 	res.Complete = false
 	save := func() error {
@@ -225,7 +220,7 @@ func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Result
 	res.Cells = mergeCells(Plan(spec, limits), res.Cells)
 	res.Prefill = mergePrefill(PlanPrefill(spec, limits), res.Prefill)
 	if r.Log != nil {
-		_ = writePlan(r.Log, res, limits, r.speed())
+		_ = writePlan(r.Log, res, limits)
 	}
 	if r.OnPlan != nil {
 		r.OnPlan(res)
@@ -234,7 +229,7 @@ func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Result
 		return res, err
 	}
 
-	sampler := newSampler(hc, spec.URL, max(r.wall(time.Second), 50*time.Millisecond))
+	sampler := newSampler(hc, spec.URL, sampleEvery(spec))
 	sampler.Start(ctx)
 	defer sampler.Close()
 
@@ -419,7 +414,7 @@ type cellRun struct {
 	runID   string
 	prompts map[int]*prompt
 	// prefillRate is the fastest prefill measured, in prompt tokens per
-	// second of the server's time, to bound later scouts.
+	// second, to bound later scouts.
 	prefillRate float64
 	// sizing tallies the failures of calibration requests, for the first
 	// row or cell that needed the calibration.
@@ -503,7 +498,7 @@ func (cr *cellRun) sendSizing(ctx context.Context, req *loadgen.Request) (*metri
 }
 
 // send sends one short request (a scout or a calibration request), within
-// timeout of the server's time, and sends it again after a failure that may
+// timeout, and sends it again after a failure that may
 // pass (a reset, a 5xx, a 429 after its Retry-After), at most ScoutRetries
 // times. Every attempt is tallied. It returns the last attempt.
 func (cr *cellRun) send(ctx context.Context, req *loadgen.Request, timeout time.Duration, t *tally) (*metrics.Timeline, error) {
@@ -511,7 +506,7 @@ func (cr *cellRun) send(ctx context.Context, req *loadgen.Request, timeout time.
 	var err error
 	for attempt := 0; ; attempt++ {
 		tl = &metrics.Timeline{}
-		rctx, cancel := context.WithTimeoutCause(ctx, cr.r.wall(timeout), fmt.Errorf("matrix: no answer within %v", timeout))
+		rctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("matrix: no answer within %v", timeout))
 		err = cr.client.Measure(rctx, req, tl, nil)
 		if err != nil && ctx.Err() == nil && rctx.Err() != nil {
 			err = context.Cause(rctx)
@@ -546,8 +541,7 @@ func transient(k metrics.ErrorKind) bool {
 	return false
 }
 
-// scoutTimeout bounds the scout of a prompt of tokens, in the server's
-// time.
+// scoutTimeout bounds the scout of a prompt of tokens.
 func (cr *cellRun) scoutTimeout(tokens int) time.Duration {
 	if cr.prefillRate > 0 {
 		return max(DefaultScoutTimeout, time.Duration(10*float64(tokens)/cr.prefillRate*float64(time.Second)))
@@ -663,10 +657,9 @@ func (cr *cellRun) scout(ctx context.Context, tokens int, what string) (row scou
 		} else if row.ttft > 0 && (p.warmTTFT == 0 || row.ttft < p.warmTTFT) {
 			p.warmTTFT = row.ttft
 		}
-		s := cr.r.speed()
-		row.TTFT = row.ttft.Seconds() * 1000 * s
+		row.TTFT = row.ttft.Seconds() * 1000
 		if row.ttft > 0 {
-			row.PromptTokensPerSec = float64(counted) / (row.ttft.Seconds() * s)
+			row.PromptTokensPerSec = float64(counted) / row.ttft.Seconds()
 			cr.prefillRate = max(cr.prefillRate, row.PromptTokensPerSec)
 		}
 		row.Status = Valid
@@ -703,7 +696,7 @@ func (cr *cellRun) truncated(p *prompt, target, counted int) string {
 func (cr *cellRun) waitIdle(ctx context.Context) {
 	timeout := cr.r.IdleTimeout
 	if timeout <= 0 {
-		timeout = cr.r.wall(2 * time.Minute)
+		timeout = DefaultIdleTimeout
 	}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
@@ -717,8 +710,15 @@ func (cr *cellRun) waitIdle(ctx context.Context) {
 		if g.Running == 0 && g.Waiting <= 0 {
 			return
 		}
-		sleepCtx(ctx, min(cr.r.wall(time.Second), 250*time.Millisecond))
+		sleepCtx(ctx, min(cr.sampler.every, 250*time.Millisecond))
 	}
+}
+
+// sampleEvery is how often the server's /metrics are read: once a second,
+// or more often for a short window, so that a window holds about thirty
+// samples (at most twenty a second).
+func sampleEvery(spec Spec) time.Duration {
+	return min(max(time.Duration(spec.Duration)/30, 50*time.Millisecond), time.Second)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -42,7 +42,7 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 	}
 	var saved []*matrix.Results
 	var log bytes.Buffer
-	r := &matrix.Runner{Spec: spec, Server: matrix.Server{Speed: speed}, Client: &loadgen.Client{HTTPClient: srv.Client()},
+	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: matrix.Server{Simulated: true, Speed: speed}, Client: &loadgen.Client{HTTPClient: srv.Client()},
 		Log: &log, Save: func(res *matrix.Results) error {
 			var b bytes.Buffer
 			require.NoError(t, res.WriteJSON(&b))
@@ -80,10 +80,15 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 			}
 			checked++
 			assert.Equal(t, matrix.Valid, c.Status, "%d × %d: %s", ctx, n, c.Reason)
+			// Recorded in wall time: the simulator runs speed × faster
+			// than the profile's server.
 			step := p.DecodeStepTime(n, 0, 0) // context costs nothing here
-			assert.InEpsilon(t, float64(n)/step.Seconds(), c.Measurement.TotalTokensPerSec, 0.03, "%d × %d total tok/s", ctx, n)
-			assert.InEpsilon(t, float64(step.Microseconds())/1000, c.Measurement.TBT.P50, 0.03, "%d × %d time between tokens", ctx, n)
-			assert.InDelta(t, 10, c.Measurement.MeasuredS, 0.5, "reported in the server's own time")
+			assert.InEpsilon(t, speed*float64(n)/step.Seconds(), c.Measurement.TotalTokensPerSec, 0.03, "%d × %d total tok/s", ctx, n)
+			assert.InEpsilon(t, float64(step.Microseconds())/1000/speed, c.Measurement.TBT.P50, 0.03, "%d × %d time between tokens", ctx, n)
+			assert.InDelta(t, 10/speed, c.Measurement.MeasuredS, 0.05, "recorded in wall time")
+			s := c.Measurement.Recording.Summary
+			assert.InDelta(t, s.TotalTokensPerSec, c.Measurement.TotalTokensPerSec, 1e-9, "the cell's figures and its recording agree")
+			assert.InDelta(t, float64(s.TTFT.P50.Microseconds())/1000, c.Measurement.TTFT.P50, 0.001, "the cell's figures and its recording agree")
 			assert.InDelta(t, float64(n), c.Measurement.AvgActive, 0.05*float64(n))
 			assert.Zero(t, c.Errors)
 		}
@@ -106,7 +111,7 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 	// of wall time on a busy machine are tens of the server's. The
 	// simulator's own tests check prefill times within 3%.)
 	want := float64(p.PrefillTime(pf.PromptTokens).Microseconds()) / 1000
-	assert.GreaterOrEqual(t, pf.TTFT, want, "cold prefill time in the server's own time")
+	assert.GreaterOrEqual(t, pf.TTFT*speed, want, "cold prefill time, in wall time")
 
 	// Saved after every prefill row and cell; the last save is the result.
 	require.NotEmpty(t, saved)

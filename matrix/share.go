@@ -69,7 +69,7 @@ func measureShare(ctx context.Context, c *loadgen.Client, sh fleet.Share, ctl fl
 		rec.SLO = *sh.SLO
 	}
 	streams := newStreamTracker(sh.Streams)
-	warm := &warmup{n: sh.Streams, cellN: sh.Concurrency, streams: streams, speed: max(sh.Speed, 1),
+	warm := &warmup{n: sh.Streams, cellN: sh.Concurrency, streams: streams,
 		flow: sh.Flow, queueAfter: sh.QueueAfter}
 	gate := &shareGate{warm: warm, ctl: ctl, timeout: sh.WarmupTimeout, start: time.Now()}
 	req := shareRequest(&sh)
@@ -152,7 +152,7 @@ func (s *shareGate) until(p loadgen.Progress) bool {
 			s.queued = s.warm.queued
 			s.told = true
 		case s.timeout > 0 && time.Since(s.start) >= s.timeout:
-			s.warm.reason = s.warm.timedOut(time.Since(s.start))
+			s.warm.reason = s.warm.timedOut()
 			s.timedOut, s.told = true, true
 		}
 		if s.told {

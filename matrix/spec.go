@@ -106,8 +106,7 @@ type Spec struct {
 	MaxTokens int     `json:"max_tokens"`
 	Warmup    *Warmup `json:"warmup,omitempty"`
 
-	// SLO, if set, adds goodput to every cell; its objectives are in the
-	// server's own time (see Server.Speed).
+	// SLO, if set, adds goodput to every cell.
 	SLO *metrics.SLO `json:"slo,omitempty"`
 	// ErrorThreshold is the share of failed requests above which a cell is
 	// Failed; 0 means DefaultErrorThreshold.

@@ -150,7 +150,7 @@ func TestStreamTrackerTurnover(t *testing.T) {
 	// second (one a reading) is 20 ms of waiting each.
 	assert.InDelta(t, 1000, s.Launched, 1)
 	assert.InDelta(t, 20, s.MeanWaitMs, 0.5)
-	assert.Equal(t, "at most 2 of 4 streams decoded at once (2 for 100% of the window); the others waited for a first token, 20 ms each on average (the prompt's prefill takes 1 ms, a request's decoding 10 ms)",
+	assert.Equal(t, "at most 2 of 4 streams decoded at once (2 for 100% of the window); the others waited for a first token 2.0× as long as a request's decoding on average (the prompt's prefill takes 10% of it)",
 		queued(4, nil, &Streams{Ceiling: s.Ceiling, CeilingShare: s.CeilingShare, WaitingShare: s.WaitingShare, MeanWaitMs: 20, DecodeMs: 10}, time.Millisecond))
 
 	// A client short of CPU sees the overlap for longer: three readings in
@@ -202,7 +202,7 @@ func TestQueued(t *testing.T) {
 			&Streams{PeakDecoding: 4, Ceiling: 4, CeilingShare: 1, WaitingShare: 1, MeanWaitMs: 700, DecodeMs: 640}, 10 * time.Millisecond, ""},
 		{"client: held at a ceiling, long waits", 8, nil,
 			&Streams{PeakDecoding: 5, Ceiling: 4, CeilingShare: 0.9, WaitingShare: 0.95, MeanWaitMs: 700, DecodeMs: 640}, 10 * time.Millisecond,
-			"at most 4 of 8 streams decoded at once (4 for 90% of the window); the others waited for a first token, 700 ms each on average (the prompt's prefill takes 10 ms, a request's decoding 640 ms)"},
+			"at most 4 of 8 streams decoded at once (4 for 90% of the window); the others waited for a first token 1.1× as long as a request's decoding on average (the prompt's prefill takes 2% of it)"},
 		// A server short of CPU: one slot of eight always turning over,
 		// its stream waiting a tenth of a request for its first token.
 		{"client: held below N, short waits", 8, nil,
@@ -212,7 +212,7 @@ func TestQueued(t *testing.T) {
 		// their prompt's prefill.
 		{"client: off its ceiling, long waits", 4, nil,
 			&Streams{PeakDecoding: 2, Ceiling: 2, CeilingShare: 0.3, WaitingShare: 1, MeanWaitMs: 200, DecodeMs: 190}, 5 * time.Millisecond,
-			"200 ms each on average (the prompt's prefill takes 5 ms, a request's decoding 190 ms)"},
+			"1.1× as long as a request's decoding on average (the prompt's prefill takes 3% of it)"},
 		{"client: waits as long as prefill", 16, nil,
 			&Streams{PeakDecoding: 16, Ceiling: 15, CeilingShare: 0.2, WaitingShare: 0.95, MeanWaitMs: 60, DecodeMs: 290}, 25 * time.Millisecond, ""},
 		{"client: no decoding time, no verdict", 4, nil, &Streams{PeakDecoding: 2, Ceiling: 2, CeilingShare: 1, WaitingShare: 1, MeanWaitMs: 500}, 0, ""},
@@ -239,7 +239,7 @@ func TestExplain(t *testing.T) {
 		Streams: &Streams{AvgDecoding: 4, AvgWaiting: 3.8}}
 	notes := explain(c, prefill, time.Second)
 	require.Len(t, notes, 2)
-	assert.Contains(t, notes[0], "400.0 tok/s total is below 100.0 per request × 8 streams")
+	assert.Contains(t, notes[0], "the total tok/s is 50% of the per-request rate × 8 streams")
 	assert.Contains(t, notes[0], "the streams decoded 50% of the window")
 	assert.Contains(t, notes[0], "48% they waited for a first token (prefill)")
 	assert.Contains(t, notes[1], "prefills it again on every request")
@@ -247,8 +247,8 @@ func TestExplain(t *testing.T) {
 	slow := &Measurement{TotalTokensPerSec: 20, PerRequestTokensPerSec: 250, Streams: &Streams{AvgDecoding: 1}}
 	notes = explain(&Cell{Concurrency: 1, Status: Valid}, slow, 0)
 	require.Len(t, notes, 1)
-	assert.Contains(t, notes[0], "20.0 tok/s total is below 250.0 per request × 1 stream:")
-	assert.Contains(t, notes[0], "a decoding stream made 20.0 tok/s in the window, below the median request's 250.0")
+	assert.Contains(t, notes[0], "the total tok/s is 8% of the per-request rate × 1 stream:")
+	assert.Contains(t, notes[0], "a decoding stream made 8% of the median request's tokens a second in the window")
 }
 
 // TestReadOldPrefillRows: a results file written before prefill rows had a

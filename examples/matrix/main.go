@@ -305,8 +305,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			resume.Spec.URL, resume.Spec.Model = runner.Spec.URL, runner.Spec.Model
 		}
 		runner.Client = &loadgen.Client{HTTPClient: o.httpClient()}
+		if resume == nil {
+			runner.Spec = runner.Spec.AtSpeed(o.speed) // a resumed run's spec is already
+		}
 		runner.Server = matrix.Server{Engine: "vllm", Simulated: true, Speed: o.speed, Profile: o.profile,
-			Notes: []string{fmt.Sprintf("llmload's simulated server, profile %q, at %g× speed; times are the simulated server's own", o.profile, o.speed)}}
+			Notes: []string{fmt.Sprintf("llmload's simulated server, profile %q, at %g× speed", o.profile, o.speed)}}
 	} else {
 		c := &loadgen.Client{HTTPClient: o.httpClient()}
 		if o.keyEnv != "" {
@@ -342,7 +345,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if !o.set["contexts"] && !o.set["concurrency"] && !o.set["prefill"] && resume == nil {
 				what = "the seed's matrix"
 			}
-			fmt.Fprintf(stderr, "Running %s against llmload's simulated server (profile %q) at %g× speed; results in the simulated server's own time.\n", what, o.profile, o.speed)
+			fmt.Fprintf(stderr, "Running %s against llmload's simulated server (profile %q) at %g× speed; the reports speak in the simulated server's own time, the log and the results file in wall time.\n", what, o.profile, o.speed)
 		}
 	}
 

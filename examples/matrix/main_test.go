@@ -72,8 +72,16 @@ func TestSmallRunJSONContract(t *testing.T) {
 			}
 		}
 		assert.Contains(t, c, "predicted")
-		assert.InDelta(t, 6, c["measured_s"], 0.3, "in the simulated server's own time")
+		// One clock: the file holds wall time, a 6 s window of the
+		// simulated server's time at 20× speed is 0.3 s, and the cell's
+		// figures and its recording agree.
+		assert.InDelta(t, 0.3, c["measured_s"], 0.015, "in wall time")
+		summary := c["recording"].(map[string]any)["summary"].(map[string]any)
+		assert.InEpsilon(t, c["total_tok_s"], summary["total_tok_s"], 1e-9, "the cell's total and its recording's")
+		ttft := summary["ttft"].(map[string]any)["p50"].(float64) / 1e6 // the recording's durations are in nanoseconds
+		assert.InEpsilon(t, c["ttft_ms"].(map[string]any)["p50"], ttft, 1e-6, "the cell's TTFT and its recording's")
 	}
+	assert.Equal(t, "300ms", doc["spec"].(map[string]any)["duration"], "the spec too is in wall time")
 	// The results file holds the same run.
 	saved, err := matrix.LoadFile(filepath.Join(dir, "r.json"))
 	require.NoError(t, err)
@@ -290,10 +298,12 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 }
 
 // TestSeedMatrix runs the default matrix, the README's main job, and
-// compares it with the seed page: the same Over capacity cells, and every
-// Valid cell up to 64K within 10% of the seed's total tok/s. It takes about
-// a minute and wants a quiet machine, so it runs only with -seed-run (CI
-// runs it, without the race detector).
+// compares its report with the seed page: the same Over capacity cells,
+// and every Valid cell up to 64K within 10% of the seed's total tok/s, in
+// the simulated server's time, as the CSV report says it (the results file
+// holds wall time, 20× as many tok/s). It takes about a minute and wants a
+// quiet machine, so it runs only with -seed-run (CI runs it, without the
+// race detector).
 func TestSeedMatrix(t *testing.T) {
 	if !*seedRun {
 		t.Skip("run with -seed-run")
@@ -301,12 +311,19 @@ func TestSeedMatrix(t *testing.T) {
 	dir := t.TempDir()
 	var out, errOut bytes.Buffer
 	start := time.Now()
-	code := run(context.Background(), []string{"-results", filepath.Join(dir, "r.json"), "-format", "json"}, &out, &errOut)
+	code := run(context.Background(), []string{"-results", filepath.Join(dir, "r.json"), "-format", "csv"}, &out, &errOut)
 	require.Equal(t, 0, code, errOut.String())
 	t.Logf("the default matrix took %v", time.Since(start))
 	assert.Less(t, time.Since(start), 3*time.Minute)
-	res, err := matrix.ReadResults(&out)
+	report, err := csv.NewReader(&out).ReadAll()
 	require.NoError(t, err)
+	got := map[[2]string][]string{}
+	for _, row := range report[1:] {
+		got[[2]string{row[1], row[2]}] = row
+	}
+	res, err := matrix.LoadFile(filepath.Join(dir, "r.json"))
+	require.NoError(t, err)
+	assert.EqualValues(t, DefaultSpeed, res.Server.Speed)
 
 	f, err := os.Open(filepath.Join("testdata", "seed-measurements.csv"))
 	require.NoError(t, err)
@@ -320,19 +337,24 @@ func TestSeedMatrix(t *testing.T) {
 		}
 		ctx, _ := strconv.Atoi(row[1])
 		n, _ := strconv.Atoi(row[2])
+		label := matrix.FormatTokens(ctx) + " × " + row[2]
 		c := res.Cell(ctx, n)
-		require.NotNil(t, c, "%d × %d", ctx, n)
+		require.NotNil(t, c, label)
+		r, ok := got[[2]string{row[1], row[2]}]
+		require.True(t, ok, "%s is in the report", label)
 		cells++
 		if row[3] == "over_capacity" {
-			assert.Equal(t, matrix.OverCapacity, c.Status, "%s × %d is over capacity on the seed page", matrix.FormatTokens(ctx), n)
+			assert.Equal(t, "over_capacity", r[3], "%s is over capacity on the seed page", label)
 			continue
 		}
-		assert.NotEqual(t, matrix.OverCapacity, c.Status, "%s × %d ran on the seed page", matrix.FormatTokens(ctx), n)
+		assert.NotEqual(t, "over_capacity", r[3], "%s ran on the seed page", label)
 		if row[3] == "valid" && ctx <= 64*matrix.K {
 			seed, _ := strconv.ParseFloat(row[4], 64)
+			total, err := strconv.ParseFloat(r[4], 64)
+			require.NoError(t, err, "%s: %q", label, r[4])
+			assert.InEpsilon(t, seed, total, 0.10, "%s: %.1f tok/s, the seed %.1f (%s)", label, total, seed, strings.TrimSpace(c.Reason))
 			require.NotNil(t, c.Measurement)
-			assert.InEpsilon(t, seed, c.Measurement.TotalTokensPerSec, 0.10, "%s × %d: %.1f tok/s, the seed %.1f (%s)",
-				matrix.FormatTokens(ctx), n, c.Measurement.TotalTokensPerSec, seed, strings.TrimSpace(c.Reason))
+			assert.InEpsilon(t, total*DefaultSpeed, c.Measurement.TotalTokensPerSec, 0.001, "%s: the file holds wall time", label)
 		}
 	}
 	assert.Equal(t, 48, cells)

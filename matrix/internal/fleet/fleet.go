@@ -85,8 +85,6 @@ type Share struct {
 	Duration time.Duration `json:"duration_ns"`
 	// SLO, in wall time, decides goodput.
 	SLO *metrics.SLO `json:"slo,omitempty"`
-	// Speed is the simulator's speed factor, for the warm-up's reasons.
-	Speed float64 `json:"speed,omitempty"`
 }
 
 // Part is a follower's part of a cell as the leader received it.
