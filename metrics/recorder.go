@@ -72,6 +72,7 @@ type part struct {
 	errors                                               [numKinds]int
 	sources                                              [4]int
 	ttft, tbt, tpot, latency, wait, ttfo                 Histogram
+	split                                                splitHists // the requests with the server's timings
 }
 
 // tally holds the figures that are not per request but over time: the
@@ -257,6 +258,7 @@ func (r *Recorder) Record(tl *Timeline) {
 	}
 	if !tl.First.IsZero() {
 		p.ttft.Record(tl.TTFT())
+		p.split.record(tl)
 	}
 	if !tl.FirstAnswer.IsZero() {
 		p.ttfo.Record(tl.TTFO())

@@ -105,6 +105,7 @@ type options struct {
 	sloMaxRuns                  int
 	format, out, simProfile     string
 	requestsOut                 string
+	serverTimings               bool
 	speed                       float64
 	quiet                       bool
 	set                         map[string]bool
@@ -157,6 +158,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 
 	fs.StringVar(&o.format, "format", "table", "report format: table, json or html")
 	fs.StringVar(&o.out, "o", "", "write the report to this file instead of standard output")
+	fs.BoolVar(&o.serverTimings, "server-timings", false, "ask the server for its own timings of each request (include_metrics: vLLM with --enable-per-request-metrics) and split TTFT into its queue, its prefill and the rest; always on with the simulator")
 	fs.StringVar(&o.requestsOut, "requests-out", "", "write every request, as it ends, to this file: a line of JSON each, with its run, times, tokens, outcome and the server's timings")
 	fs.StringVar(&o.simProfile, "sim-profile", "seed", "the simulator's profile, seed or fast (only without -url)")
 	fs.Float64Var(&o.speed, "speed", DefaultSpeed, "the simulator's speed factor (only without -url)")
@@ -355,6 +357,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Sizing: sizing, Seed: o.seed, Builder: workload.Builder{API: o.api, Model: o.model, IgnoreEOS: o.ignoreEOS}}
 	if ds != nil && !o.set["output-len"] {
 		mix.Output = nil // the records' own
+	}
+	if o.serverTimings || o.url == "" {
+		mix.Builder.Extra = map[string]any{"include_metrics": true}
 	}
 	res.Workload = mix.String()
 	defer mix.Close()

@@ -115,6 +115,14 @@ type Result struct {
 	// limited the run (see [loadgen.Health]): its figures may be the
 	// client's, not the server's.
 	ClientLimited string `json:"client_limited,omitempty"`
+	// ServerSplit divides the window's TTFT into the server's queue, its
+	// prefill and the rest, over the requests whose server reported its
+	// timings; nil when none did. OutsideServer, when not empty, flags a
+	// run whose TTFT was largely spent outside the server (see
+	// [metrics.TTFTSplit.RestShare]), as the client's ("client": it was
+	// short of CPU) or the network's ("network").
+	ServerSplit   *metrics.TTFTSplit `json:"server_split,omitempty"`
+	OutsideServer string             `json:"outside_server,omitempty"`
 	// GoodShare is the share of the requests the run judged (see
 	// [Objective]) that met the objective, and Met whether it was at least
 	// the objective's quantile; both are zero without an objective.
@@ -157,6 +165,10 @@ func resultOf(run *loadgen.Run, load Load, label string, obj Objective) Result {
 	if run.Health.Limited {
 		r.ClientLimited = run.Health.Reason
 	}
+	if sp := run.Recorder.SplitOf(metrics.ScopeWindow); sp.Requests > 0 {
+		r.ServerSplit = &sp
+		r.OutsideServer = outsideServer(sp, run.Health.Limited)
+	}
 	if d := s.Window.Duration(); d > 0 {
 		r.RequestRate = float64(s.Completed) / d.Seconds()
 	}
@@ -169,4 +181,23 @@ func resultOf(run *loadgen.Run, load Load, label string, obj Objective) Result {
 		r.Met = r.GoodShare >= obj.quantile()
 	}
 	return r
+}
+
+// Outside the server, a run's TTFT is flagged once the rest takes more
+// than restShare of it and at least restFloor.
+const (
+	restShare = 0.25
+	restFloor = 2 * time.Millisecond
+)
+
+// outsideServer says whose a large rest of the TTFT was: "client" when the
+// client was short of CPU, "network" otherwise; "" when it was small.
+func outsideServer(sp metrics.TTFTSplit, clientLimited bool) string {
+	switch {
+	case sp.RestShare() <= restShare || sp.Rest.Mean < restFloor:
+		return ""
+	case clientLimited:
+		return "client"
+	}
+	return "network"
 }

@@ -127,6 +127,20 @@ func writeBlock(w io.Writer, run *Result, objective bool) {
 		line("P90 "+d.name+" (ms)", ms(d.d.P90))
 		line("P99 "+d.name+" (ms)", ms(d.d.P99))
 	}
+	if sp := run.ServerSplit; sp != nil {
+		head("TTFT by the Server's Timings")
+		line("Requests with the server's timings", fmt.Sprint(sp.Requests))
+		for _, d := range []struct {
+			name string
+			d    metrics.Distribution
+		}{{"server queue", sp.Queue}, {"server prefill", sp.Prefill}, {"network and client", sp.Rest}} {
+			line("Mean "+d.name+" (ms)", ms(d.d.Mean))
+			line("P99 "+d.name+" (ms)", ms(d.d.P99))
+		}
+		if run.OutsideServer != "" {
+			line("Outside the server", fmt.Sprintf("%.0f%% of TTFT: the %s's", 100*sp.RestShare(), run.OutsideServer))
+		}
+	}
 	fmt.Fprintln(w, "==================================================")
 }
 

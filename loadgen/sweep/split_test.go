@@ -1,0 +1,70 @@
+package sweep_test
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/loadgen/sweep"
+	"github.com/llmload/llmload/loadgen/workload"
+)
+
+// splitTarget runs n requests that ask for the server's timings of a
+// simulator that gets each request delay after it arrived, as over a slow
+// network.
+func splitTarget(t *testing.T, n int, delay time.Duration) sweep.Target {
+	p := loadgentest.FastProfile()
+	p.DecodeBase = []loadgentest.BatchCost{{Batch: 1, Seconds: 0.002}}
+	p.PrefillPerToken = 2e-5
+	h := loadgentest.NewHandler(p)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(delay)
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { srv.Close(); h.Close() })
+	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: &http.Client{Transport: loadgen.NewTransport(8)}}
+	t.Cleanup(c.CloseIdleConnections)
+	return func(sweep.Load) (*loadgen.Generator, error) {
+		syn := &workload.Synthetic{Input: workload.Fixed(256), Output: workload.Fixed(8)}
+		feed := workload.NewFeed(syn.Reader(), &workload.Builder{API: loadgen.Completions, Model: loadgentest.DefaultModel, IgnoreEOS: true,
+			Extra: map[string]any{"include_metrics": true}})
+		return &loadgen.Generator{Client: c, Source: feed.Source, Requests: n}, nil
+	}
+}
+
+// A run's TTFT is split by the server's timings; when most of it was spent
+// between the server and the client, the run is flagged as the network's
+// (or the client's, when the client was short of CPU), and the table says
+// so. Without the delay it is not.
+func TestServerSplitFlagsTheNetwork(t *testing.T) {
+	load := sweep.Load{Kind: sweep.Concurrency, Concurrency: 4}
+	slow, err := sweep.Run(t.Context(), splitTarget(t, 40, 30*time.Millisecond), load, "slow", sweep.Objective{})
+	require.NoError(t, err)
+	sp := slow.ServerSplit
+	require.NotNil(t, sp)
+	assert.EqualValues(t, 40, sp.Requests)
+	assert.GreaterOrEqual(t, sp.Rest.P50, 30*time.Millisecond, "the proxy's delay is outside the server")
+	assert.Less(t, sp.Queue.P50+sp.Prefill.P50, 30*time.Millisecond)
+	assert.InDelta(t, float64(sp.TTFT.Mean), float64(sp.Queue.Mean+sp.Prefill.Mean+sp.Rest.Mean), float64(time.Millisecond), "means add up")
+	whose := "network"
+	if slow.ClientLimited != "" {
+		whose = "client" // a loaded machine kept the client from its timers
+	}
+	assert.Equal(t, whose, slow.OutsideServer)
+	var b bytes.Buffer
+	require.NoError(t, (&sweep.Results{Runs: []sweep.Result{slow}}).WriteTable(&b))
+	assert.Contains(t, b.String(), "Mean network and client (ms):")
+	assert.Contains(t, b.String(), "of TTFT: the "+whose+"'s")
+
+	fast, err := sweep.Run(t.Context(), splitTarget(t, 40, 0), load, "fast", sweep.Objective{})
+	require.NoError(t, err)
+	require.NotNil(t, fast.ServerSplit)
+	assert.Empty(t, fast.OutsideServer, "rest p50 %v of TTFT p50 %v", fast.ServerSplit.Rest.P50, fast.ServerSplit.TTFT.P50)
+}
