@@ -20,37 +20,59 @@ import (
 func FuzzParseChunk(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}`))
 	f.Add([]byte(`[DONE]`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var c chunk
-		err := parseChunk(data, &c)
-		if string(data) == "[DONE]" {
-			if err != nil || !c.done {
-				t.Fatalf("[DONE] not recognised: %v", err)
-			}
-			return
+	f.Fuzz(checkChunk)
+}
+
+// FuzzResponsesEvent fuzzes the chunk parser from the Responses API's
+// events (testdata/fuzz/FuzzResponsesEvent holds every one of the
+// transcripts'): the reference reads them by their type as the parser
+// does.
+func FuzzResponsesEvent(f *testing.F) {
+	f.Add([]byte(`{"type":"response.output_text.delta","sequence_number":3,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi"}`))
+	f.Add([]byte(`{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":5,"output_tokens":9,"output_tokens_details":{"reasoning_tokens":4}}}}`))
+	f.Fuzz(checkChunk)
+}
+
+// FuzzMessagesEvent fuzzes the chunk parser from the Anthropic Messages
+// API's events (testdata/fuzz/FuzzMessagesEvent).
+func FuzzMessagesEvent(f *testing.F) {
+	f.Add([]byte(`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Hm"}}`))
+	f.Add([]byte(`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":42}}`))
+	f.Fuzz(checkChunk)
+}
+
+// checkChunk parses data and compares what the parser makes of it with
+// what encoding/json's reading of it says.
+func checkChunk(t *testing.T, data []byte) {
+	var c chunk
+	err := parseChunk(data, &c)
+	if string(data) == "[DONE]" {
+		if err != nil || !c.done {
+			t.Fatalf("[DONE] not recognised: %v", err)
 		}
-		if !json.Valid(data) {
-			if !errors.Is(err, errJSONSyntax) {
-				t.Fatalf("invalid JSON %q not refused as such: %v", data, err)
-			}
-			return
+		return
+	}
+	if !json.Valid(data) {
+		if !errors.Is(err, errJSONSyntax) {
+			t.Fatalf("invalid JSON %q not refused as such: %v", data, err)
 		}
-		if errors.Is(err, errJSONSyntax) {
-			t.Fatalf("rejected valid JSON %q as a syntax error: %v", data, err)
-		}
-		if hasDuplicateKeys(data) {
-			return // encoding/json keeps the last; the scanner reads them all
-		}
-		want, wantErr := referenceChunk(data)
-		if (err != nil) != (wantErr != nil) {
-			t.Fatalf("%q: scanner error %v, reference error %v", data, err, wantErr)
-		}
-		if err != nil {
-			return
-		}
-		got := view(&c)
-		want.compare(t, data, got)
-	})
+		return
+	}
+	if errors.Is(err, errJSONSyntax) {
+		t.Fatalf("rejected valid JSON %q as a syntax error: %v", data, err)
+	}
+	if hasDuplicateKeys(data) {
+		return // encoding/json keeps the last; the scanner reads them all
+	}
+	want, wantErr := referenceChunk(data)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("%q: scanner error %v, reference error %v", data, err, wantErr)
+	}
+	if err != nil {
+		return
+	}
+	got := view(&c)
+	want.compare(t, data, got)
 }
 
 // chunkView is what a chunk says, decoded, for comparison.

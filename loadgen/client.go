@@ -431,6 +431,13 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 	if c.APIKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
+	if req.API == Messages {
+		// Anthropic's API asks for its version and takes the key here.
+		hreq.Header.Set("Anthropic-Version", "2023-06-01")
+		if c.APIKey != "" {
+			hreq.Header.Set("X-Api-Key", c.APIKey)
+		}
+	}
 	for k, vs := range c.Header {
 		hreq.Header[k] = vs
 	}

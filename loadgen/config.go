@@ -213,8 +213,11 @@ func (r *Request) Validate() error {
 		return &ConfigError{Field: "Request", Reason: "is nil"}
 	}
 	var errs configErrors
-	if r.API != Chat && r.API != Completions {
-		errs.add("Request.API", "is %v: use Chat or Completions", r.API)
+	if r.API > Messages {
+		errs.add("Request.API", "is %v: use Chat, Completions, Responses or Messages", r.API)
+	}
+	if r.API == Messages && r.MaxTokens == 0 {
+		errs.add("Request.MaxTokens", "is 0, and the Messages API requires max_tokens: set 1 or more")
 	}
 	if r.Usage > UsageNone {
 		errs.add("Request.Usage", "is %d: use UsageContinuous, UsageFinal or UsageNone", r.Usage)
@@ -231,8 +234,8 @@ func (r *Request) Validate() error {
 	if r.API == Completions && len(r.Messages) > 0 {
 		errs.add("Request.Messages", "are set on a Completions request, which sends only Prompt: put the text in Prompt, or use Chat")
 	}
-	if r.API == Chat && len(r.Messages) > 0 && r.Prompt != "" {
-		errs.add("Request.Prompt", "is set beside Messages, and a Chat request with Messages sends them alone: put the prompt in a message")
+	if r.API != Completions && len(r.Messages) > 0 && r.Prompt != "" {
+		errs.add("Request.Prompt", "is set beside Messages, and a %v request with Messages sends them alone: put the prompt in a message", r.API)
 	}
 	if r.Temperature != nil && !finite(*r.Temperature) {
 		errs.add("Request.Temperature", "is %v: JSON has no such number", *r.Temperature)

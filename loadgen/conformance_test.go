@@ -26,6 +26,9 @@ func TestTranscripts(t *testing.T) {
 		finish                string
 		done                  bool
 		kind                  metrics.ErrorKind
+		// rtokens is the reasoning tokens; answerAt the index of the
+		// first chunk of the answer, after them.
+		rtokens, answerAt int
 	}
 	const chunks, usage, final = metrics.SourceChunks, metrics.SourceUsageDeltas, metrics.SourceFinalUsage
 	tests := map[string]want{
@@ -51,8 +54,9 @@ func TestTranscripts(t *testing.T) {
 		"openai-chat-4.sse": {tokens: 2, chunks: 2, source: chunks, text: "Foo!", prompt: 9, completion: 2, finish: "stop", done: true},
 		// A tool call: 15 deltas of name and arguments, usage says 24.
 		"openai-chat-5.sse": {tokens: 24, chunks: 15, extra: 9, source: final, prompt: 76, completion: 24, finish: "tool_calls", done: true},
-		// Hidden reasoning: one content chunk, 203 tokens billed.
-		"openai-chat-6.sse":    {tokens: 203, chunks: 1, extra: 202, source: final, text: "hello", prompt: 22, completion: 203, finish: "stop", done: true},
+		// Hidden reasoning: one content chunk, 203 tokens billed, 192 of
+		// them reasoning by the usage.
+		"openai-chat-6.sse":    {tokens: 203, chunks: 1, extra: 202, source: final, text: "hello", prompt: 22, completion: 203, finish: "stop", done: true, rtokens: 192},
 		"openai-chat-7.sse":    {tokens: 1, chunks: 1, source: chunks, text: "two", finish: "stop", done: true},
 		"sambanova-chat-1.sse": {tokens: 1, chunks: 1, source: chunks, text: "2", finish: "stop", done: true},
 		// A fragment with no [DONE]: the finish reason completes it.
@@ -84,7 +88,26 @@ func TestTranscripts(t *testing.T) {
 		"synthetic-multiline-data.sse":       {tokens: 2, chunks: 2, source: chunks, text: "multi-line", finish: "stop", done: true},
 		"synthetic-vllm-completions.sse":     {tokens: 4, chunks: 4, source: usage, text: "The quick brown fox", prompt: 5, completion: 4, finish: "length", done: true},
 		// Reasoning deltas count as tokens, and the first one is the first token.
-		"synthetic-reasoning.sse": {tokens: 6, chunks: 5, extra: 1, source: final, text: "42", reasoning: "Let me think.", prompt: 9, completion: 6, cached: 8, finish: "stop", done: true},
+		"synthetic-reasoning.sse": {tokens: 6, chunks: 5, extra: 1, source: final, text: "42", reasoning: "Let me think.", prompt: 9, completion: 6, cached: 8, finish: "stop", done: true,
+			rtokens: 4, answerAt: 4},
+
+		// The Responses API (OpenAI's reference; vLLM's events): reasoning
+		// summary or reasoning text, then output text; usage, with its
+		// reasoning_tokens, in response.completed.
+		"synthetic-responses-openai.sse": {tokens: 90, chunks: 6, extra: 84, source: final, text: "1 + 1 = 2.", reasoning: "**Adding numbers**",
+			prompt: 13, completion: 90, finish: "completed", done: true, rtokens: 64, answerAt: 2},
+		"synthetic-responses-vllm.sse": {tokens: 8, chunks: 5, extra: 3, source: final, text: "2.", reasoning: "User asks 1+1.",
+			prompt: 72, completion: 8, cached: 64, finish: "completed", done: true, rtokens: 5, answerAt: 3},
+		// Cut at max_output_tokens: complete, its reason the finish.
+		"synthetic-responses-incomplete.sse":    {tokens: 3, chunks: 3, source: chunks, text: "Once upon a", prompt: 11, completion: 3, finish: "max_output_tokens", done: true},
+		"synthetic-responses-function-call.sse": {tokens: 7, chunks: 5, extra: 2, source: final, prompt: 58, completion: 7, finish: "completed", done: true},
+		"synthetic-responses-error.sse":         {tokens: 1, chunks: 1, source: chunks, text: "Hello", kind: metrics.KindStreamError},
+		"synthetic-responses-failed.sse":        {kind: metrics.KindStreamError},
+		// The Messages API: a thinking block, then text; its usage counts
+		// thinking with the rest, so the split is by blocks.
+		"synthetic-messages-thinking.sse": {tokens: 42, chunks: 5, extra: 37, source: final, text: "1 + 1 = 2.", reasoning: "I need to find the sum of 1 and 1. That is 2.",
+			prompt: 25, completion: 42, finish: "end_turn", done: true, rtokens: 3, answerAt: 3},
+		"synthetic-messages-error.sse": {tokens: 1, chunks: 1, source: chunks, text: "Hello", prompt: 12, kind: metrics.KindStreamError},
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "transcripts", "*.sse"))
 	require.NoError(t, err)
@@ -118,6 +141,10 @@ func TestTranscripts(t *testing.T) {
 			assert.Equal(t, w.finish, tl.FinishReason, "finish reason")
 			assert.Equal(t, w.done, tl.Done, "[DONE]")
 			assert.Len(t, resp.ChunkTimes, tl.Chunks)
+			assert.Equal(t, w.rtokens, tl.ReasoningTokens, "reasoning tokens")
+			if tl.Chunks > w.answerAt && w.kind == metrics.KindNone {
+				assert.Equal(t, resp.ChunkTimes[w.answerAt], tl.FirstAnswer, "the first answer token")
+			}
 			if tl.Chunks > 0 {
 				assert.False(t, tl.First.Before(tl.Sent), "first token after the request was written")
 				assert.Equal(t, resp.ChunkTimes[0], tl.First)

@@ -34,13 +34,16 @@ func TestReasoningApart(t *testing.T) {
 		t.Skip("3 s of generation a case")
 	}
 	for _, tc := range []struct {
+		api   loadgen.API
 		field string
 		usage loadgen.Usage
 	}{
-		{"reasoning", loadgen.UsageContinuous},    // vLLM
-		{"reasoning_content", loadgen.UsageFinal}, // SGLang
+		{loadgen.Chat, "reasoning", loadgen.UsageContinuous},    // vLLM
+		{loadgen.Chat, "reasoning_content", loadgen.UsageFinal}, // SGLang
+		{loadgen.Responses, "", 0},                              // reasoning_text events; usage at the end
+		{loadgen.Messages, "", 0},                               // thinking blocks; no reasoning in usage
 	} {
-		t.Run(fmt.Sprintf("%s/%d", tc.field, tc.usage), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%v/%s/%d", tc.api, tc.field, tc.usage), func(t *testing.T) {
 			t.Parallel()
 			srv := loadgentest.NewServer(reasoningProfile(tc.field))
 			defer srv.Close()
@@ -49,7 +52,7 @@ func TestReasoningApart(t *testing.T) {
 			// machine may keep waiting after its flush: a stamp off by more
 			// than the bound is measured again, up to three times.
 			for attempt := 1; ; attempt++ {
-				resp, err := c.Do(t.Context(), &loadgen.Request{Prompt: "think first", MaxTokens: 300, IgnoreEOS: true, Usage: tc.usage})
+				resp, err := c.Do(t.Context(), &loadgen.Request{API: tc.api, Prompt: "think first", MaxTokens: 300, IgnoreEOS: true, Usage: tc.usage})
 				require.NoError(t, err)
 				tl := &resp.Timeline
 				require.Equal(t, 300, tl.OutputTokens())

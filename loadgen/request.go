@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -18,15 +19,22 @@ const (
 	Chat API = iota
 	// Completions is POST /completions with a prompt.
 	Completions
+	// Responses is POST /responses (OpenAI's Responses API, served by
+	// vLLM and SGLang): input and max_output_tokens; typed events, usage
+	// in response.completed.
+	Responses
+	// Messages is POST /messages (Anthropic's Messages API, served by
+	// vLLM): messages, a system prompt apart, and max_tokens, which it
+	// requires; content blocks, usage in message_delta.
+	Messages
 )
 
-// String returns "chat" or "completions".
+var apiNames = [...]string{Chat: "chat", Completions: "completions", Responses: "responses", Messages: "messages"}
+
+// String returns "chat", "completions", "responses" or "messages".
 func (a API) String() string {
-	switch a {
-	case Chat:
-		return "chat"
-	case Completions:
-		return "completions"
+	if int(a) < len(apiNames) {
+		return apiNames[a]
 	}
 	return fmt.Sprintf("API(%d)", a)
 }
@@ -34,22 +42,29 @@ func (a API) String() string {
 // MarshalText implements [encoding.TextMarshaler].
 func (a API) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
 
-// UnmarshalText accepts "chat" or "completions".
+// UnmarshalText accepts "chat", "completions", "responses" or "messages".
 func (a *API) UnmarshalText(b []byte) error {
-	switch string(b) {
-	case "chat", "":
+	if len(b) == 0 {
 		*a = Chat
-	case "completions":
-		*a = Completions
-	default:
-		return fmt.Errorf("loadgen: unknown API %q (want chat or completions)", b)
+		return nil
 	}
-	return nil
+	for i, n := range apiNames {
+		if string(b) == n {
+			*a = API(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("loadgen: unknown API %q (want chat, completions, responses or messages)", b)
 }
 
 func (a API) path() string {
-	if a == Completions {
+	switch a {
+	case Completions:
 		return "/completions"
+	case Responses:
+		return "/responses"
+	case Messages:
+		return "/messages"
 	}
 	return "/chat/completions"
 }
@@ -234,18 +249,43 @@ func (r *Request) encode() ([]byte, error) {
 	if r.Model != "" {
 		m["model"] = r.Model
 	}
+	msgs := r.Messages
+	if len(msgs) == 0 {
+		msgs = []Message{{Role: "user", Content: r.Prompt}}
+	}
 	switch r.API {
 	case Completions:
 		m["prompt"] = r.Prompt
-	default:
-		msgs := r.Messages
-		if len(msgs) == 0 {
-			msgs = []Message{{Role: "user", Content: r.Prompt}}
+	case Responses:
+		if len(r.Messages) == 0 {
+			m["input"] = r.Prompt
+		} else {
+			m["input"] = msgs
 		}
+	case Messages:
+		// The system prompt goes apart; the messages keep their order.
+		var system []string
+		var rest []Message
+		for _, msg := range msgs {
+			if msg.Role == "system" {
+				system = append(system, msg.Content)
+			} else {
+				rest = append(rest, msg)
+			}
+		}
+		if len(system) > 0 {
+			m["system"] = strings.Join(system, "\n\n")
+		}
+		m["messages"] = rest
+	default:
 		m["messages"] = msgs
 	}
 	if r.MaxTokens > 0 {
-		m["max_tokens"] = r.MaxTokens
+		if r.API == Responses {
+			m["max_output_tokens"] = r.MaxTokens
+		} else {
+			m["max_tokens"] = r.MaxTokens
+		}
 	}
 	if r.MinTokens > 0 {
 		m["min_tokens"] = r.MinTokens
@@ -256,10 +296,12 @@ func (r *Request) encode() ([]byte, error) {
 	if r.Temperature != nil {
 		m["temperature"] = *r.Temperature
 	}
-	switch r.Usage {
-	case UsageContinuous:
+	switch {
+	case r.API == Responses || r.API == Messages:
+		// Their usage comes in the last events, unasked.
+	case r.Usage == UsageContinuous:
 		m["stream_options"] = map[string]bool{"include_usage": true, "continuous_usage_stats": true}
-	case UsageFinal:
+	case r.Usage == UsageFinal:
 		m["stream_options"] = map[string]bool{"include_usage": true}
 	}
 	for k, v := range r.Extra {

@@ -224,7 +224,7 @@ func (p *promptSizer) count(ctx context.Context, text string) (int, error) {
 	}
 	hc = withKey(hc, p.Client.APIKey, p.Client.BaseURL)
 	req := map[string]any{"model": p.Model}
-	if p.API == loadgen.Chat {
+	if p.API != loadgen.Completions { // messages, as chat, responses and messages send them
 		req["messages"] = []map[string]string{{"role": "user", "content": text}}
 		req["add_generation_prompt"] = true
 	} else {

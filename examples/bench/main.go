@@ -326,7 +326,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer srv.Close()
 		client.BaseURL = srv.URL + "/v1"
 		o.model = srv.Handler.Profile().Model
-		sizing = workload.SimulatorSizing(o.api == loadgen.Chat)
+		sizing = workload.SimulatorSizing(o.api != loadgen.Completions)
 		res.Server = sweep.Server{URL: "simulator", Model: o.model, API: o.api, Simulated: true, Speed: o.speed, Profile: o.simProfile}
 		res.Notes = append(res.Notes, fmt.Sprintf("llmload's simulated server, profile %q, at %g× speed: figures are in wall-clock time, of a server %g times faster than the profile's", o.simProfile, o.speed, o.speed))
 	} else {

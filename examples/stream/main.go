@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	url := fs.String("url", "http://127.0.0.1:8000/v1", "base URL of the OpenAI-compatible API")
 	model := fs.String("model", "", "model name (empty: let the server choose, if it can)")
-	api := fs.String("api", "chat", "chat or completions")
+	api := fs.String("api", "chat", "chat, completions, responses (OpenAI's Responses API) or messages (Anthropic's Messages API)")
 	prompt := fs.String("prompt", "Write a haiku about load testing.", "the prompt (chat: one user message)")
 	maxTokens := fs.Int("max-tokens", 64, "max_tokens (0: the server's default)")
 	ignoreEOS := fs.Bool("ignore-eos", false, "ask the server to ignore end-of-sequence and generate max-tokens")

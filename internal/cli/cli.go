@@ -90,7 +90,7 @@ type ClientFlags struct {
 func (f *ClientFlags) Register(fs *flag.FlagSet, url string) {
 	fs.StringVar(&f.URL, "url", url, "base URL of the OpenAI-compatible API, such as http://127.0.0.1:8000/v1")
 	fs.StringVar(&f.Model, "model", "", "model name (empty: the server's only model, where it has one)")
-	fs.TextVar(&f.API, "api", loadgen.Chat, "the API to call: chat or completions")
+	fs.TextVar(&f.API, "api", loadgen.Chat, "the API to call: chat, completions, responses (OpenAI's Responses API) or messages (Anthropic's Messages API)")
 	fs.StringVar(&f.KeyEnv, "api-key-env", "", "name of the environment variable that holds the API key (sent to -url's origin only)")
 	fs.StringVar(&f.Transport, "transport", "stream", "HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux) or http (net/http's: honours HTTP_PROXY)")
 }

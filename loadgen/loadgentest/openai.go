@@ -29,7 +29,13 @@ type genRequest struct {
 	N                   *int            `json:"n"`
 	Stream              bool            `json:"stream"`
 	IncludeMetrics      bool            `json:"include_metrics"`
-	StreamOptions       *struct {
+	// The Responses API's input, instructions and max_output_tokens; the
+	// Messages API's system prompt.
+	Input           json.RawMessage `json:"input"`
+	Instructions    string          `json:"instructions"`
+	MaxOutputTokens *int            `json:"max_output_tokens"`
+	System          json.RawMessage `json:"system"`
+	StreamOptions   *struct {
 		IncludeUsage         *bool `json:"include_usage"`
 		ContinuousUsageStats bool  `json:"continuous_usage_stats"`
 	} `json:"stream_options"`
@@ -170,7 +176,7 @@ func parseMessages(msgs []chatMessage) (prompt, *apiError) {
 		}
 		var texts []string
 		for _, part := range parts {
-			if part.Type == "text" {
+			if part.Type == "text" || part.Type == "input_text" {
 				texts = append(texts, part.Text)
 			}
 		}
@@ -184,7 +190,8 @@ type generation struct {
 	id             string
 	model          string
 	created        int64
-	chat           bool
+	chat           bool // the prompt is messages: chat, responses or messages
+	api            api
 	promptLen      int
 	maxTokens      int
 	stream         bool
@@ -204,12 +211,16 @@ type generation struct {
 
 // parseGeneration reads and checks a generation request as vLLM does.
 func (h *Handler) parseGeneration(w http.ResponseWriter, r *http.Request) (*generation, *apiError) {
-	chat := r.URL.Path == "/v1/chat/completions"
+	a := apiOf(r.URL.Path)
+	chat := a != apiCompletions
 	var body genRequest
 	if err := readJSON(w, r, &body); err != nil {
 		return nil, err
 	}
-	g := &generation{chat: chat, stream: body.Stream, created: time.Now().Unix(), faults: noFaults(), metrics: body.IncludeMetrics}
+	if err := body.normalize(a); err != nil {
+		return nil, err
+	}
+	g := &generation{chat: chat, api: a, stream: body.Stream, created: time.Now().Unix(), faults: noFaults(), metrics: body.IncludeMetrics}
 	model, spec, _ := strings.Cut(body.Model, FaultModelSuffix)
 	for _, s := range []string{spec, r.Header.Get(FaultHeader)} {
 		name, err := g.faults.parse(s)
@@ -227,6 +238,9 @@ func (h *Handler) parseGeneration(w http.ResponseWriter, r *http.Request) (*gene
 	g.details = h.p.PromptTokensDetails
 	if chat {
 		g.reasoning, g.reasoningField = h.p.ReasoningTokens, h.p.ReasoningField
+	}
+	if a >= apiResponses && !body.Stream {
+		return nil, badRequest("the simulator serves %s streaming only: set \"stream\": true", r.URL.Path)
 	}
 	if body.N != nil && *body.N != 1 {
 		return nil, badRequest("n must be 1: the simulator generates one choice a request")
@@ -274,8 +288,13 @@ func (h *Handler) parseGeneration(w http.ResponseWriter, r *http.Request) (*gene
 		return nil, badRequest("min_tokens must be between 0 and max_tokens (%d), got %d.", g.maxTokens, body.MinTokens)
 	}
 	prefix := "cmpl-"
-	if chat {
+	switch a {
+	case apiChat:
 		prefix = "chatcmpl-"
+	case apiResponses:
+		prefix = "resp_"
+	case apiMessages:
+		prefix = "msg_"
 	}
 	g.id = fmt.Sprintf("%s%s%016x", prefix, h.idBase, h.seq.Add(1))
 	g.req = newRequest(g.promptLen, hb.hashes, g.maxTokens)

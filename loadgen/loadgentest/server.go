@@ -39,6 +39,8 @@ func (s *Server) Truth() *Truth { return s.Handler.Truth() }
 //
 //	POST /v1/completions         streaming and not
 //	POST /v1/chat/completions    streaming and not
+//	POST /v1/responses           streaming (OpenAI's Responses API, as vLLM serves it)
+//	POST /v1/messages            streaming (Anthropic's Messages API, as vLLM serves it)
 //	GET  /v1/models              with max_model_len
 //	POST /tokenize               {"prompt": ...} or {"messages": ...}
 //	GET  /health
@@ -78,6 +80,8 @@ func NewHandler(p Profile) *Handler {
 	h.eng.start()
 	h.mux.HandleFunc("POST /v1/completions", h.serveGenerate)
 	h.mux.HandleFunc("POST /v1/chat/completions", h.serveGenerate)
+	h.mux.HandleFunc("POST /v1/responses", h.serveGenerate)
+	h.mux.HandleFunc("POST /v1/messages", h.serveGenerate)
 	h.mux.HandleFunc("GET /v1/models", h.serveModels)
 	h.mux.HandleFunc("POST /tokenize", h.serveTokenize)
 	h.mux.HandleFunc("GET /health", func(http.ResponseWriter, *http.Request) {})

@@ -28,6 +28,12 @@ type sseWriter struct {
 	buf    []byte
 	eol    string
 	events int
+
+	// The Responses and Messages streams' state: the item open, how many
+	// were opened, and the tokens written.
+	item  item
+	items int
+	sent  int
 }
 
 func newSSEWriter(w http.ResponseWriter, g *generation) *sseWriter {
@@ -114,6 +120,10 @@ func (s *sseWriter) role() {
 // reasoning tokens end go out as reasoning deltas; a chunk never mixes the
 // two.
 func (s *sseWriter) content(from, to int, last bool) {
+	if s.g.api >= apiResponses {
+		s.delta(from, to)
+		return
+	}
 	s.begin()
 	s.buf = append(s.buf, s.head...)
 	if s.g.chat && from < s.g.reasoning {
@@ -167,6 +177,10 @@ func (s *sseWriter) done() {
 // errorObject writes vLLM's in-stream error event, serialized as Python's
 // json.dumps does (with spaces after ':' and ',').
 func (s *sseWriter) errorObject(message string) {
+	if s.g.api >= apiResponses {
+		s.apiError(message)
+		return
+	}
 	s.begin()
 	s.buf = append(s.buf, `{"error": {"object": "error", "message": `...)
 	s.buf = strconv.AppendQuote(s.buf, message)
@@ -238,12 +252,13 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, g *generation) 
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	s := newSSEWriter(w, g)
+	s.open()
 	if err := s.flush(); err != nil {
 		h.eng.abort(g.req)
 		return "aborted"
 	}
 	sent, chunks := 0, 0
-	role := g.chat
+	role := g.api == apiChat
 	for {
 		if outcome, ok := h.wait(r, g); !ok {
 			return outcome
@@ -255,7 +270,9 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, g *generation) 
 				return outcome
 			}
 			k := n - sent
-			if f.chunkTokens > 1 || f.pending(chunks) {
+			if f.chunkTokens > 1 || f.pending(chunks) || g.api >= apiResponses {
+				// The Responses and Messages streams carry one token an
+				// event (or chunk-tokens).
 				// A fault due after so many chunks finds them all, each
 				// of chunk-tokens tokens, however far the writer lags.
 				k = min(k, f.chunkTokens)
@@ -288,6 +305,11 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, g *generation) 
 			sent += k
 			chunks++
 		}
+		if finished && sent == n && g.api >= apiResponses {
+			s.close(n)
+			s.flush()
+			return "length"
+		}
 		if finished && sent == n {
 			if g.usage || g.metrics {
 				s.usage(n)
@@ -316,7 +338,9 @@ func (h *Handler) fault(w http.ResponseWriter, r *http.Request, g *generation, s
 		return "fault:reset-after", true
 	case f.errorAfter:
 		s.errorObject("simulated failure (fault error-after)")
-		s.done()
+		if g.api < apiResponses {
+			s.done()
+		}
 		s.flush()
 		h.eng.abort(g.req)
 		return "fault:error-after", true

@@ -57,7 +57,7 @@ func Calibrate(ctx context.Context, c *loadgen.Client, api loadgen.API, model st
 	}
 	base := int(math.Round(float64(short) - perWord*calibrateShort)) // the template's tokens for one message
 	s := Sizing{TokensPerWord: perWord, ReplyTokens: max(base, 0)}
-	if api == loadgen.Chat {
+	if api != loadgen.Completions {
 		two, err := count(loadgen.Message{Role: "system", Content: Text(calibrateShort/2, 3)}, user(calibrateShort/2, 4))
 		if err != nil {
 			return Sizing{}, err
