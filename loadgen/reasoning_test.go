@@ -49,8 +49,9 @@ func TestReasoningApart(t *testing.T) {
 			defer srv.Close()
 			c := &loadgen.Client{BaseURL: srv.URL + "/v1"}
 			// The server's record is stamped by a goroutine that a loaded
-			// machine may keep waiting after its flush: a stamp off by more
-			// than the bound is measured again, up to three times.
+			// machine may keep waiting after its flush, and its engine may
+			// start steps late: a measurement off by more than the bounds
+			// is taken again, up to three times.
 			for attempt := 1; ; attempt++ {
 				resp, err := c.Do(t.Context(), &loadgen.Request{API: tc.api, Prompt: "think first", MaxTokens: 300, IgnoreEOS: true, Usage: tc.usage})
 				require.NoError(t, err)
@@ -66,10 +67,11 @@ func TestReasoningApart(t *testing.T) {
 				// same loopback delay for the first token and the first
 				// answer token.
 				want := truthTokenTime(t, truth, 201).Sub(truthTokenTime(t, truth, 1))
-				require.InDelta(t, float64(200*10*time.Millisecond), float64(want), float64(100*time.Millisecond),
-					"the server's 200 reasoning steps of 10 ms")
 				got := tl.TTFO() - tl.TTFT()
-				if d := got - want; d.Abs() <= time.Millisecond || attempt == 3 {
+				steps := want - 200*10*time.Millisecond // the engine's lateness, if starved
+				if d := got - want; (d.Abs() <= time.Millisecond && steps.Abs() <= 100*time.Millisecond) || attempt == 3 {
+					assert.InDelta(t, float64(200*10*time.Millisecond), float64(want), float64(100*time.Millisecond),
+						"the server's 200 reasoning steps of 10 ms")
 					assert.InDelta(t, float64(want), float64(got), float64(time.Millisecond),
 						"TTFO − TTFT: %v, the server's first answer token came %v after its first token", got, want)
 					return
