@@ -85,50 +85,14 @@ func (g *Generator) Validate() error {
 	if g.Source == nil {
 		bad("Source", "is nil: set one, such as Repeat(req)")
 	}
-	if g.Concurrency < 0 {
-		bad("Concurrency", "is %d: set 1 or more (0 means 1)", g.Concurrency)
-	}
-	switch {
-	case !finite(g.Rate) || g.Rate < 0:
-		bad("Rate", "is %v: set requests per second above 0 for an open loop, or 0 for a closed loop", g.Rate)
-	case g.Rate > 0 && g.Arrivals != nil:
-		bad("Arrivals", "is set with Rate %v: each times an open loop's arrivals; set one", g.Rate)
-	case g.open():
-		switch {
-		case g.Concurrency > 0 && g.Rate > 0:
-			bad("Concurrency", "is %d with Rate %v: an open loop has no workers to count; cap its requests in flight with MaxInFlight, or set Rate to 0 for a closed loop of Concurrency workers", g.Concurrency, g.Rate)
-		case g.Concurrency > 0:
-			bad("Concurrency", "is %d with Arrivals: an open loop has no workers to count; cap its requests in flight with MaxInFlight, or drop Arrivals for a closed loop of Concurrency workers", g.Concurrency)
-		}
-		if g.Ramp != 0 {
-			bad("Ramp", "is %v in an open loop (Rate or Arrivals): it spreads the starts of a closed loop's workers; an open loop's requests arrive on their schedule from the start", g.Ramp)
-		}
-		if g.Pause != nil {
-			bad("Pause", "is set in an open loop (Rate or Arrivals): it paces a closed loop's workers; an open loop's requests arrive on their schedule")
-		}
-		if g.Arrivals != nil && g.Burstiness != 0 {
-			bad("Burstiness", "is %v with Arrivals: it shapes the random arrivals of a Rate; Arrivals are a schedule", g.Burstiness)
-		}
-	default:
-		if g.MaxInFlight != 0 {
-			bad("MaxInFlight", "is %d in a closed loop (no Rate, no Arrivals): it caps an open loop; a closed loop keeps Concurrency requests in flight", g.MaxInFlight)
-		}
-		if g.Burstiness != 0 {
-			bad("Burstiness", "is %v without a Rate: it shapes an open loop's random arrivals", g.Burstiness)
-		}
-	}
-	if !finite(g.Burstiness) || g.Burstiness < 0 {
-		bad("Burstiness", "is %v: set a shape above 0 (1 or 0 is a Poisson process)", g.Burstiness)
-	}
-	if g.MaxInFlight < 0 {
-		bad("MaxInFlight", "is %d: set 1 or more (0 means 1024)", g.MaxInFlight)
-	}
+	_, schedule := g.Load.(Schedule)
+	errs.join(g.loadOf().Validate())
 	for _, d := range []struct {
 		field string
 		v     any
 		neg   bool
 	}{
-		{"Ramp", g.Ramp, g.Ramp < 0}, {"Warmup", g.Warmup, g.Warmup < 0}, {"WarmupTimeout", g.WarmupTimeout, g.WarmupTimeout < 0},
+		{"Warmup", g.Warmup, g.Warmup < 0}, {"WarmupTimeout", g.WarmupTimeout, g.WarmupTimeout < 0},
 		{"Duration", g.Duration, g.Duration < 0}, {"Requests", g.Requests, g.Requests < 0},
 		{"DrainTimeout", g.DrainTimeout, g.DrainTimeout < 0}, {"Retries", g.Retries, g.Retries < 0},
 	} {
@@ -136,8 +100,8 @@ func (g *Generator) Validate() error {
 			bad(d.field, "is %v: it cannot be negative", d.v)
 		}
 	}
-	if g.Duration == 0 && g.Requests == 0 && g.Arrivals == nil {
-		bad("Duration", "and Generator.Requests are both 0: set the window's length, or how many requests to send (or Arrivals, a schedule that ends)")
+	if g.Duration == 0 && g.Requests == 0 && !schedule {
+		bad("Duration", "and Generator.Requests are both 0: set the window's length, or how many requests to send (or a Schedule load, whose arrivals end)")
 	}
 	if g.WarmupTimeout != 0 && g.WarmupUntil == nil {
 		bad("WarmupTimeout", "is %v without WarmupUntil: it bounds the wait for WarmupUntil; without it the window opens after Warmup", g.WarmupTimeout)

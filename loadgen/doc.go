@@ -8,9 +8,10 @@
 // tokens to an [Observer] such as a
 // [github.com/llmload/llmload/metrics.Recorder], without allocating per
 // chunk. See [github.com/llmload/llmload/loadgen/loadgentest] for a
-// simulated server to point it at. A [Generator] keeps N requests in
-// flight (closed loop) or sends them at a rate or on a schedule, such as a
-// trace's (open loop); [github.com/llmload/llmload/loadgen/workload]
+// simulated server to point it at. A [Generator] runs a [Load]: N
+// requests kept in flight ([Closed]), requests sent at a rate ([Open]) or
+// on a schedule such as a trace's ([Schedule]);
+// [github.com/llmload/llmload/loadgen/workload]
 // decides what it sends (datasets, synthetic lengths, traces, sessions)
 // and [github.com/llmload/llmload/loadgen/sweep] runs it in sweeps and SLO
 // searches.
@@ -71,7 +72,7 @@
 //
 // A [Generator], [Client] or [Request] that cannot work is refused before
 // anything is sent, with a [*ConfigError] naming the field and why: a
-// negative Concurrency, a Rate beside a Concurrency, an http.Client with a
+// negative Streams, a rate that is not above 0, an http.Client with a
 // Timeout, a Request changed after its first use, a Source that returns
 // nil. Each has a Validate method for tools that check before they run.
 //

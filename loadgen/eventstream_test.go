@@ -126,7 +126,7 @@ func TestNotEventStreamInTheGenerator(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			c := &loadgen.Client{BaseURL: srv.BaseURL(mode), HTTPClient: &http.Client{Transport: loadgen.NewTransport(2)}}
 			defer c.CloseIdleConnections()
-			g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(req()), Concurrency: 2, Requests: 6, FailurePause: -1}
+			g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(req()), Load: loadgen.Closed{Streams: 2}, Requests: 6, FailurePause: -1}
 			run, err := g.Run(t.Context())
 			require.NoError(t, err)
 			s := run.Summary

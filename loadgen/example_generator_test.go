@@ -24,9 +24,9 @@ func ExampleGenerator() {
 			API: loadgen.Completions, Model: "bench", Prompt: loadgentest.Prompt(32, "example"),
 			MaxTokens: 10000, IgnoreEOS: true,
 		}),
-		Concurrency: 8,
-		Warmup:      500 * time.Millisecond,
-		Duration:    2 * time.Second,
+		Load:     loadgen.Closed{Streams: 8},
+		Warmup:   500 * time.Millisecond,
+		Duration: 2 * time.Second,
 	}
 	run, err := g.Run(context.Background())
 	if err != nil {

@@ -13,11 +13,10 @@ import (
 // field and saying what to do. Run refuses it the same way.
 func ExampleGenerator_Validate() {
 	g := &loadgen.Generator{
-		Client:      &loadgen.Client{BaseURL: "http://127.0.0.1:8000/v1"},
-		Source:      loadgen.Repeat(&loadgen.Request{Model: "my-model", Prompt: "hi", MaxTokens: 64}),
-		Rate:        10,
-		Concurrency: 16,
-		Duration:    time.Minute,
+		Client:   &loadgen.Client{BaseURL: "http://127.0.0.1:8000/v1"},
+		Source:   loadgen.Repeat(&loadgen.Request{Model: "my-model", Prompt: "hi", MaxTokens: 64}),
+		Load:     loadgen.Open{Rate: 10, Burstiness: 0.5},
+		Duration: time.Minute,
 	}
 	err := g.Validate()
 	var ce *loadgen.ConfigError
@@ -26,6 +25,6 @@ func ExampleGenerator_Validate() {
 	}
 	fmt.Println(err)
 	// Output:
-	// field: Generator.Concurrency
-	// loadgen: Generator.Concurrency is 16 with Rate 10: an open loop has no workers to count; cap its requests in flight with MaxInFlight, or set Rate to 0 for a closed loop of Concurrency workers
+	// field: Open.Burstiness
+	// loadgen: Open.Burstiness is 0.5 with poisson arrivals: it is the shape of Gamma arrivals; set Arrival to Gamma, or drop it
 }

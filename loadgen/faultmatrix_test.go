@@ -93,7 +93,7 @@ func testFaultMatrix(t *testing.T, tr func(conns int) http.RoundTripper) {
 			srv, _ := simulated(t, 2*time.Millisecond, 64)
 			c := faultClient(srv, tr)
 			defer c.CloseIdleConnections()
-			g := &loadgen.Generator{Client: c, Concurrency: 4, Requests: 12, FailurePause: -1,
+			g := &loadgen.Generator{Client: c, Load: loadgen.Closed{Streams: 4}, Requests: 12, FailurePause: -1,
 				Source: faultSource(map[int]string{1: f.header, 3: f.header})}
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
@@ -157,7 +157,7 @@ func testFaultMatrixMixed(t *testing.T, tr func(conns int) http.RoundTripper) {
 		faulty[i] = f.header
 	}
 	n := len(faults) + 3
-	g := &loadgen.Generator{Client: c, Concurrency: n, Duration: 2 * time.Second, FailurePause: 50 * time.Millisecond, Source: faultSource(faulty)}
+	g := &loadgen.Generator{Client: c, Load: loadgen.Closed{Streams: n}, Duration: 2 * time.Second, FailurePause: 50 * time.Millisecond, Source: faultSource(faulty)}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	run, err := g.Run(ctx)
@@ -237,7 +237,7 @@ func testServerGoesAwayAndComesBack(t *testing.T, tr func(conns int) http.RoundT
 		back <- serve(ln2) // and comes back
 	})
 	defer down.Stop()
-	g := &loadgen.Generator{Client: c, Concurrency: 4, Duration: 2500 * time.Millisecond, FailurePause: 20 * time.Millisecond,
+	g := &loadgen.Generator{Client: c, Load: loadgen.Closed{Streams: 4}, Duration: 2500 * time.Millisecond, FailurePause: 20 * time.Millisecond,
 		Source: loadgen.Repeat(completion(100))}
 	run, err := g.Run(t.Context())
 	require.NoError(t, err, "a server that goes away mid-run does not end the run")

@@ -61,21 +61,22 @@ func Repeat(req *Request) Source {
 
 // Generator runs load against a server and measures it.
 //
-// In a closed loop (Rate 0) Concurrency workers each keep one streaming
-// request in flight: a finished request is replaced at once. In an open
-// loop (Rate > 0) requests arrive at Rate per second, as a Poisson process
-// or, with Burstiness, a gamma process, or (with Arrivals) on a schedule
-// such as a trace's, with at most MaxInFlight in flight. An arrival that
-// finds no free slot waits for one; one that starts more than
+// Load says how the requests are launched (see [Load]): a closed loop of
+// [Closed].Streams workers, each keeping one streaming request in flight;
+// an [Open] loop whose requests arrive at a rate, evenly spaced, Poisson or
+// gamma, at most MaxInFlight at once; or a [Schedule] of arrivals such as
+// a trace's. A nil Load is a closed loop of one stream. In an open loop an
+// arrival that finds no free slot waits for one; one that starts more than
 // LateTolerance after it was due, for want of a slot or because the client
-// fell behind, is counted late. Arrivals are never moved: the next one is
-// due when it was, however late the last one started.
+// fell behind, is counted late (see [Run].Late). Arrivals are never moved:
+// the next one is due when it was, however late the last one started.
 //
 // A run warms up, then measures one window of Duration, then cancels the
 // requests still in flight (or drains them) and returns. With Requests set
-// and Duration zero, it measures until that many requests have finished.
-// Time to first token is measured from when a request was written, never
-// from when it was waiting on the client; that wait is reported apart.
+// and Duration zero, it measures until that many requests have finished;
+// a Schedule's run lasts until its arrivals end. Time to first token is
+// measured from when a request was written, never from when it was waiting
+// on the client; that wait is reported apart.
 //
 // Set the fields before Run; a Generator runs once at a time. Progress may
 // be called from any goroutine while it runs. Settings that cannot work, or
@@ -87,33 +88,9 @@ type Generator struct {
 	Client *Client
 	// Source decides each request; required.
 	Source Source
-
-	// Concurrency is the number of closed-loop workers; 0 means 1. It is
-	// refused with a Rate: an open loop's cap is MaxInFlight.
-	Concurrency int
-	// Ramp spreads the workers' starts evenly over this time; 0 starts them
-	// together. Closed loop only.
-	Ramp time.Duration
-
-	// Rate, in requests per second, selects an open loop.
-	Rate float64
-	// Arrivals, if set, selects an open loop whose requests arrive on a
-	// schedule, such as a trace's or evenly spaced ones. It is called in
-	// order of seq, from one goroutine, before arrival seq, and returns
-	// when that arrival is due, from the start of the run, or false when
-	// there are no more: the run then ends once the requests in flight
-	// have. It is refused with a Rate.
-	Arrivals func(seq int) (time.Duration, bool)
-	// Burstiness is the shape of the gamma distribution of inter-arrival
-	// times: 1 (or 0) is a Poisson process, below 1 burstier, above 1
-	// more regular. Open loop only.
-	Burstiness float64
-	// MaxInFlight caps the requests in flight in an open loop; 0 means
-	// 1024. Open loop only.
-	MaxInFlight int
-	// Seed makes open-loop arrivals reproducible; 0 picks one at random. A
-	// closed loop has no random arrivals and does not use it.
-	Seed uint64
+	// Load is the shape of the load: [Closed], [Open] or [Schedule]; nil
+	// means Closed{Streams: 1}.
+	Load Load
 
 	// Warmup is the least time before the window opens. After it,
 	// WarmupUntil, if set, is asked every DefaultWarmupPoll and the window
@@ -156,12 +133,6 @@ type Generator struct {
 	// FailurePause is how long a closed-loop worker waits after a failed
 	// request; 0 means DefaultFailurePause, negative no pause.
 	FailurePause time.Duration
-	// Pause, if set, is how long closed-loop worker waits before sending
-	// its request seq: a user's think time between the turns of a
-	// conversation. It is called from the worker's goroutine. Closed loop
-	// only.
-	Pause func(worker, seq int) time.Duration
-
 	// Recorder receives every request; nil means a new one. It must be
 	// new: one that holds another recording is refused.
 	Recorder *metrics.Recorder
@@ -246,6 +217,10 @@ type Run struct {
 	Late     int
 	Lateness metrics.Distribution
 	Queued   int
+	// Seed is the seed of an Open load's random arrivals: the Load's, or
+	// the fresh one drawn for a zero Seed, which repeats the arrivals when
+	// given again. It is 0 for a load without random arrivals.
+	Seed uint64
 	// Health is the client's own view of whether it kept up.
 	Health Health
 	// Stopped says why the run ended; Err is the error Run returned, the
@@ -383,6 +358,7 @@ type runner struct {
 	g      *Generator
 	ctx    context.Context // the caller's
 	client *Client
+	shape  shape
 	slots  int // closed-loop workers, or the open loop's MaxInFlight
 	st     *runState
 	run    *Run
@@ -417,10 +393,8 @@ type runner struct {
 // start sets the run up, opens the window at once when there is no
 // warm-up, and launches the workers.
 func (g *Generator) start(ctx context.Context) *runner {
-	r := &runner{g: g, ctx: ctx, client: g.Client, slots: max(g.Concurrency, 1), done: make(chan struct{})}
-	if g.open() {
-		r.slots = g.maxInFlight()
-	}
+	sh := g.loadOf().shape()
+	r := &runner{g: g, ctx: ctx, client: g.Client, shape: sh, slots: sh.slots, done: make(chan struct{})}
 	if r.client.HTTPClient == nil && r.slots > DefaultMaxConns {
 		r.client, r.ownClient = r.client.withTransport(r.slots), true
 	}
@@ -447,7 +421,7 @@ func (g *Generator) start(ctx context.Context) *runner {
 		// No warm-up: the window opens before the first request is sent.
 		r.openWindow()
 	}
-	if g.open() {
+	if sh.open {
 		r.workers.Go(r.openLoop)
 	} else {
 		for w := range r.slots {
@@ -597,16 +571,6 @@ func (r *runner) finish() (*Run, error) {
 	return run, run.Err
 }
 
-// open reports whether g runs an open loop.
-func (g *Generator) open() bool { return g.Rate > 0 || g.Arrivals != nil }
-
-func (g *Generator) maxInFlight() int {
-	if g.MaxInFlight > 0 {
-		return g.MaxInFlight
-	}
-	return 1024
-}
-
 // warmup waits for the window to be allowed to open, or for ctx to end. It
 // returns how long it waited and whether it gave up at WarmupTimeout.
 func (g *Generator) warmup(ctx context.Context, st *runState) (time.Duration, bool) {
@@ -629,14 +593,15 @@ func (g *Generator) warmup(ctx context.Context, st *runState) (time.Duration, bo
 // that ends the run.
 func (r *runner) worker(w int) error {
 	g := r.g
-	if g.Ramp > 0 && r.slots > 1 && !sleep(r.launch, g.Ramp*time.Duration(w)/time.Duration(r.slots)) {
+	ramp, pause := r.shape.ramp, r.shape.pause
+	if ramp > 0 && r.slots > 1 && !sleep(r.launch, ramp*time.Duration(w)/time.Duration(r.slots)) {
 		return nil
 	}
 	for seq := 0; r.launch.Err() == nil; seq++ {
 		if g.Requests > 0 && r.budget.Add(-1) < 0 {
 			return nil
 		}
-		if g.Pause != nil && !sleep(r.launch, g.Pause(w, seq)) {
+		if pause != nil && !sleep(r.launch, pause(w, seq)) {
 			return nil
 		}
 		tl, err := r.send(w, seq, time.Time{})
@@ -650,7 +615,7 @@ func (r *runner) worker(w int) error {
 	return nil
 }
 
-// openLoop launches arrivals at Rate or on the Arrivals schedule, each
+// openLoop launches the arrivals of an Open or a Schedule load, each
 // request in a goroutine of its own holding one of MaxInFlight slots, until
 // launching stops, the schedule ends or the run's Requests have arrived.
 func (r *runner) openLoop() error {
@@ -685,33 +650,27 @@ func (r *runner) openLoop() error {
 			return err
 		})
 		// Let the request start before the next arrival is prepared
-		// (Arrivals may build its request): it is due now.
+		// (a Schedule's Due may build its request): it is due now.
 		runtime.Gosched()
 	}
 	return nil
 }
 
-// schedule returns when each arrival of the open loop is due: on the
-// Arrivals schedule from the run's start, or at Rate from now.
+// schedule returns when each arrival of the open loop is due, from the
+// run's start, and records the seed of random arrivals in the Run: the
+// Load's, or a fresh one.
 func (r *runner) schedule() func(seq int) (time.Time, bool) {
-	g := r.g
-	if g.Arrivals != nil {
-		start := r.st.start
-		return func(seq int) (time.Time, bool) {
-			d, ok := g.Arrivals(seq)
-			return start.Add(d), ok
+	var seed uint64
+	if r.shape.random {
+		if o, ok := r.g.Load.(Open); ok {
+			seed = o.Seed
 		}
+		for seed == 0 {
+			seed = rand.Uint64()
+		}
+		r.run.Seed = seed
 	}
-	seed := g.Seed
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	arrivals := newArrivals(g.Rate, g.Burstiness, seed)
-	next := time.Now()
-	return func(int) (time.Time, bool) {
-		next = next.Add(arrivals.next())
-		return next, true
-	}
+	return r.shape.due(r.st.start, seed)
 }
 
 // send sends request seq of worker (or slot), with its retries, and records
@@ -762,7 +721,7 @@ func (r *runner) send(worker, seq int, due time.Time) (*metrics.Timeline, error)
 		}
 		if !tl.Headers.IsZero() {
 			st.everUp.Store(true)
-		} else if tl.Kind == metrics.KindConnect && seq == 0 && attempt == 0 && !g.open() {
+		} else if tl.Kind == metrics.KindConnect && seq == 0 && attempt == 0 && !r.shape.open {
 			if st.connFail.Add(1) >= int64(r.slots) && !st.everUp.Load() {
 				return tl, ErrUnreachable
 			}

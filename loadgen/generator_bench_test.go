@@ -186,7 +186,7 @@ func benchTokensPerCPU(b *testing.B, baseURL string, tr http.RoundTripper, serve
 		var st0 loadgentest.Stats
 		opened := false
 		g := &loadgen.Generator{
-			Client: c, Source: loadgen.Repeat(req), Concurrency: benchStreams,
+			Client: c, Source: loadgen.Repeat(req), Load: loadgen.Closed{Streams: benchStreams},
 			Warmup: time.Second, Duration: 3 * time.Second,
 			OnWindow: func(w metrics.Window) {
 				opened = true
@@ -325,7 +325,7 @@ func benchMemoryPerStream(b *testing.B, baseURL string, n int, newTransport func
 		before := readMemInUse()
 		hc := &http.Client{Transport: newTransport(n)}
 		c := &loadgen.Client{BaseURL: baseURL, HTTPClient: hc}
-		g := &loadgen.Generator{Client: c, Source: source, Concurrency: n, Duration: time.Hour}
+		g := &loadgen.Generator{Client: c, Source: source, Load: loadgen.Closed{Streams: n}, Duration: time.Hour}
 
 		ctx, cancel := context.WithCancel(b.Context())
 		type result struct {

@@ -106,7 +106,7 @@ func matchGroundTruth(t *testing.T, timing *failures, streams int, step time.Dur
 	defer c.CloseIdleConnections()
 	g := &loadgen.Generator{
 		Client: c, Source: loadgen.Repeat(completion(30000)),
-		Concurrency: streams, Warmup: 500 * time.Millisecond, Duration: 4 * time.Second,
+		Load: loadgen.Closed{Streams: streams}, Warmup: 500 * time.Millisecond, Duration: 4 * time.Second,
 		WarmupUntil:   func(p loadgen.Progress) bool { return p.WithToken == streams },
 		WarmupTimeout: 30 * time.Second,
 	}
@@ -150,7 +150,7 @@ func matchGroundTruth(t *testing.T, timing *failures, streams int, step time.Dur
 
 func TestGeneratorFixedRequests(t *testing.T) {
 	_, c := simulated(t, 2*time.Millisecond, 4)
-	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(10)), Concurrency: 4, Requests: 20}
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(10)), Load: loadgen.Closed{Streams: 4}, Requests: 20}
 	run, err := g.Run(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, loadgen.StopRequests, run.Stopped)
@@ -165,7 +165,7 @@ func TestGeneratorSourceSeesWorkersAndSequence(t *testing.T) {
 	_, c := simulated(t, time.Millisecond, 3)
 	var calls atomic.Int64
 	seen := make([]atomic.Int64, 3)
-	g := &loadgen.Generator{Client: c, Concurrency: 3, Requests: 9, Source: func(w, seq int) *loadgen.Request {
+	g := &loadgen.Generator{Client: c, Load: loadgen.Closed{Streams: 3}, Requests: 9, Source: func(w, seq int) *loadgen.Request {
 		calls.Add(1)
 		seen[w].Add(1)
 		return completion(2)
@@ -180,7 +180,7 @@ func TestGeneratorSourceSeesWorkersAndSequence(t *testing.T) {
 
 func TestGeneratorOpenLoop(t *testing.T) {
 	_, c := simulated(t, time.Millisecond, 64)
-	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(5)), Rate: 100, Seed: 7, Duration: 2 * time.Second}
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(5)), Load: loadgen.Open{Rate: 100, Seed: 7}, Duration: 2 * time.Second}
 	run, err := g.Run(t.Context())
 	require.NoError(t, err)
 	// 200 arrivals expected; a Poisson count's σ is √200 ≈ 14.
@@ -189,7 +189,7 @@ func TestGeneratorOpenLoop(t *testing.T) {
 
 	// With one slot and requests slower than the arrivals, arrivals wait.
 	_, slow := simulated(t, 20*time.Millisecond, 1)
-	g = &loadgen.Generator{Client: slow, Source: loadgen.Repeat(completion(5)), Rate: 50, MaxInFlight: 1, Seed: 7, Duration: time.Second}
+	g = &loadgen.Generator{Client: slow, Source: loadgen.Repeat(completion(5)), Load: loadgen.Open{Rate: 50, MaxInFlight: 1, Seed: 7}, Duration: time.Second}
 	run, err = g.Run(t.Context())
 	require.NoError(t, err)
 	assert.Positive(t, run.Queued)
@@ -213,7 +213,7 @@ func TestGeneratorRecordsFailuresAndGoesOn(t *testing.T) {
 	_, c := simulated(t, time.Millisecond, 4)
 	bad := completion(5)
 	bad.Model = "bench+fault=status=500"
-	g := &loadgen.Generator{Client: c, Concurrency: 4, Duration: 500 * time.Millisecond, Source: func(w, seq int) *loadgen.Request {
+	g := &loadgen.Generator{Client: c, Load: loadgen.Closed{Streams: 4}, Duration: 500 * time.Millisecond, Source: func(w, seq int) *loadgen.Request {
 		if w == 0 {
 			return bad
 		}
@@ -250,7 +250,7 @@ func TestGeneratorRetriesAreRecorded(t *testing.T) {
 
 func TestGeneratorUnreachable(t *testing.T) {
 	c := &loadgen.Client{BaseURL: "http://127.0.0.1:1/v1"}
-	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(5)), Concurrency: 2, Duration: time.Minute}
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(5)), Load: loadgen.Closed{Streams: 2}, Duration: time.Minute}
 	start := time.Now()
 	run, err := g.Run(t.Context())
 	require.ErrorIs(t, err, loadgen.ErrUnreachable)
@@ -266,7 +266,7 @@ func TestGeneratorCancelKeepsTheMeasurement(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(t.Context())
 	stop := errors.New("operator pressed Ctrl-C")
 	time.AfterFunc(1200*time.Millisecond, func() { cancel(stop) })
-	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(30000)), Concurrency: 4, Warmup: 200 * time.Millisecond, Duration: time.Minute}
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(30000)), Load: loadgen.Closed{Streams: 4}, Warmup: 200 * time.Millisecond, Duration: time.Minute}
 	start := time.Now()
 	run, err := g.Run(ctx)
 	require.ErrorIs(t, err, stop)
@@ -283,7 +283,7 @@ func TestGeneratorCancelEndsAnOpenWindow(t *testing.T) {
 	_, c := simulated(t, 5*time.Millisecond, 2)
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
-	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(30000)), Concurrency: 2, Requests: 100}
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(30000)), Load: loadgen.Closed{Streams: 2}, Requests: 100}
 	run, err := g.Run(ctx)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, loadgen.StopCanceled, run.Stopped)
@@ -316,7 +316,7 @@ func TestGeneratorWarmupUntilAndProgress(t *testing.T) {
 	var g *loadgen.Generator
 	var sawAll atomic.Bool
 	g = &loadgen.Generator{
-		Client: c, Source: loadgen.Repeat(completion(30000)), Concurrency: 8, Ramp: 400 * time.Millisecond,
+		Client: c, Source: loadgen.Repeat(completion(30000)), Load: loadgen.Closed{Streams: 8, Ramp: 400 * time.Millisecond},
 		WarmupUntil: func(p loadgen.Progress) bool {
 			if p.WithToken == 8 && p.InFlight == 8 {
 				sawAll.Store(true)
@@ -338,7 +338,7 @@ func TestGeneratorWarmupUntilAndProgress(t *testing.T) {
 	assert.EqualValues(t, run.Summary.OutputTokens, p.WindowTokens)
 	assert.Greater(t, p.Tokens, p.WindowTokens, "the warm-up's tokens count in Tokens alone")
 
-	g = &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(30000)), Concurrency: 2,
+	g = &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(30000)), Load: loadgen.Closed{Streams: 2},
 		WarmupUntil: func(loadgen.Progress) bool { return false }, WarmupTimeout: 300 * time.Millisecond, Duration: 200 * time.Millisecond}
 	run, err = g.Run(t.Context())
 	require.NoError(t, err)
@@ -347,7 +347,7 @@ func TestGeneratorWarmupUntilAndProgress(t *testing.T) {
 
 func TestGeneratorDrain(t *testing.T) {
 	_, c := simulated(t, 5*time.Millisecond, 2)
-	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(40)), Concurrency: 2, Duration: 100 * time.Millisecond, Drain: true}
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(40)), Load: loadgen.Closed{Streams: 2}, Duration: 100 * time.Millisecond, Drain: true}
 	run, err := g.Run(t.Context())
 	require.NoError(t, err)
 	assert.Zero(t, run.Summary.Canceled, "in-flight requests finished")
@@ -358,7 +358,7 @@ func TestGeneratorDrain(t *testing.T) {
 
 func TestGeneratorHealth(t *testing.T) {
 	_, c := simulated(t, 5*time.Millisecond, 2)
-	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(30000)), Concurrency: 2, Duration: 500 * time.Millisecond}
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(30000)), Load: loadgen.Closed{Streams: 2}, Duration: 500 * time.Millisecond}
 	run, err := g.Run(t.Context())
 	require.NoError(t, err)
 	assert.Positive(t, run.Health.Lag.Count, "the lag timer ran in the window")
@@ -373,7 +373,7 @@ func TestWindowOpensBeforeTheFirstRequest(t *testing.T) {
 	_, c := simulated(t, time.Millisecond, 4)
 	var opened atomic.Bool
 	var early atomic.Int64
-	g := &loadgen.Generator{Client: c, Concurrency: 4, Requests: 8,
+	g := &loadgen.Generator{Client: c, Load: loadgen.Closed{Streams: 4}, Requests: 8,
 		OnWindow: func(metrics.Window) {
 			time.Sleep(50 * time.Millisecond) // time for any request made meanwhile
 			opened.Store(true)
@@ -402,7 +402,7 @@ func TestOpenAtSharesOneWindow(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range runs {
 		wg.Go(func() {
-			g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(1000)), Concurrency: 4,
+			g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(1000)), Load: loadgen.Closed{Streams: 4},
 				Warmup: 100 * time.Millisecond, WarmupUntil: func(loadgen.Progress) bool { return true },
 				OpenAt: func() time.Time { return at }, Duration: d}
 			run, err := g.Run(t.Context())

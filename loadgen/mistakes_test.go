@@ -62,16 +62,19 @@ func TestGeneratorMistakes(t *testing.T) {
 	}{
 		{"no client", &loadgen.Generator{Source: source, Requests: 1}, "Generator.Client"},
 		{"no source", &loadgen.Generator{Client: client(), Requests: 1}, "Generator.Source"},
-		{"negative concurrency", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Concurrency: -1}, "Generator.Concurrency"},
-		{"rate with concurrency", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Rate: 10, Concurrency: 4}, "Generator.Concurrency"},
-		{"negative rate", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Rate: -1}, "Generator.Rate"},
-		{"NaN rate", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Rate: math.NaN()}, "Generator.Rate"},
-		{"infinite rate", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Rate: math.Inf(1)}, "Generator.Rate"},
-		{"in-flight cap without a rate", &loadgen.Generator{Client: client(), Source: source, Requests: 1, MaxInFlight: 8}, "Generator.MaxInFlight"},
-		{"burstiness without a rate", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Burstiness: 0.5}, "Generator.Burstiness"},
-		{"negative burstiness", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Rate: 1, Burstiness: -2}, "Generator.Burstiness"},
-		{"ramp with a rate", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Rate: 1, Ramp: time.Second}, "Generator.Ramp"},
-		{"negative in-flight cap", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Rate: 1, MaxInFlight: -1}, "Generator.MaxInFlight"},
+		{"negative concurrency", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Load: loadgen.Closed{Streams: -1}}, "Closed.Streams"},
+		{"negative ramp", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Load: loadgen.Closed{Ramp: -time.Second}}, "Closed.Ramp"},
+		{"zero rate", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Load: loadgen.Open{}}, "Open.Rate"},
+		{"negative rate", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Load: loadgen.Open{Rate: -1}}, "Open.Rate"},
+		{"NaN rate", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Load: loadgen.Open{Rate: math.NaN()}}, "Open.Rate"},
+		{"infinite rate", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Load: loadgen.Open{Rate: math.Inf(1)}}, "Open.Rate"},
+		{"burstiness of poisson arrivals", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Load: loadgen.Open{Rate: 1, Burstiness: 0.5}}, "Open.Burstiness"},
+		{"gamma without burstiness", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Load: loadgen.Open{Rate: 1, Arrival: loadgen.Gamma}}, "Open.Burstiness"},
+		{"negative burstiness", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Load: loadgen.Open{Rate: 1, Arrival: loadgen.Gamma, Burstiness: -2}}, "Open.Burstiness"},
+		{"unknown arrival", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Load: loadgen.Open{Rate: 1, Arrival: 9}}, "Open.Arrival"},
+		{"negative in-flight cap", &loadgen.Generator{Client: client(), Source: source, Requests: 1, Load: loadgen.Open{Rate: 1, MaxInFlight: -1}}, "Open.MaxInFlight"},
+		{"schedule without times", &loadgen.Generator{Client: client(), Source: source, Load: loadgen.Schedule{}}, "Schedule.Due"},
+		{"schedule with a negative cap", &loadgen.Generator{Client: client(), Source: source, Load: loadgen.Schedule{Due: every(1, 0), MaxInFlight: -1}}, "Schedule.MaxInFlight"},
 		{"neither duration nor requests", &loadgen.Generator{Client: client(), Source: source}, "Generator.Duration"},
 		{"negative duration", &loadgen.Generator{Client: client(), Source: source, Duration: -time.Second}, "Generator.Duration"},
 		{"negative requests", &loadgen.Generator{Client: client(), Source: source, Duration: time.Second, Requests: -1}, "Generator.Requests"},
@@ -104,13 +107,13 @@ func TestGeneratorMistakes(t *testing.T) {
 }
 
 func TestGeneratorMistakesAllNamed(t *testing.T) {
-	g := &loadgen.Generator{Client: &loadgen.Client{BaseURL: "ftp://example.com"}, Concurrency: -2, Rate: 5}
+	g := &loadgen.Generator{Client: &loadgen.Client{BaseURL: "ftp://example.com"}, Load: loadgen.Open{Rate: -5}}
 	run, err := g.Run(t.Context())
 	require.NotNil(t, run)
 	require.Error(t, err)
 	msg := err.Error()
 	assert.NotContains(t, msg, "\n", "one line")
-	for _, field := range []string{"Client.BaseURL", "Generator.Source", "Generator.Concurrency", "Generator.Duration"} {
+	for _, field := range []string{"Client.BaseURL", "Generator.Source", "Open.Rate", "Generator.Duration"} {
 		assert.Contains(t, msg, field)
 	}
 	assert.Equal(t, 1, strings.Count(msg, "loadgen: "), "one prefix: %s", msg)
@@ -128,8 +131,12 @@ func TestSourceReturningNilEndsTheRun(t *testing.T) {
 		name string
 		g    func() *loadgen.Generator
 	}{
-		{"closed loop", func() *loadgen.Generator { return &loadgen.Generator{Concurrency: 2, Duration: time.Minute} }},
-		{"open loop", func() *loadgen.Generator { return &loadgen.Generator{Rate: 200, Duration: time.Minute} }},
+		{"closed loop", func() *loadgen.Generator {
+			return &loadgen.Generator{Load: loadgen.Closed{Streams: 2}, Duration: time.Minute}
+		}},
+		{"open loop", func() *loadgen.Generator {
+			return &loadgen.Generator{Load: loadgen.Open{Rate: 200}, Duration: time.Minute}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := tc.g()
@@ -253,7 +260,7 @@ func TestRequestChangedMidRun(t *testing.T) {
 	_, c := simulated(t, time.Millisecond, 2)
 	shared := completion(2)
 	var calls atomic.Int64
-	g := &loadgen.Generator{Client: c, Concurrency: 1, Duration: time.Minute, Source: func(int, int) *loadgen.Request {
+	g := &loadgen.Generator{Client: c, Load: loadgen.Closed{Streams: 1}, Duration: time.Minute, Source: func(int, int) *loadgen.Request {
 		if calls.Add(1) == 5 {
 			shared.MaxTokens = 4
 		}
@@ -342,18 +349,17 @@ func TestRecorderWithoutWindowCountsTokens(t *testing.T) {
 // before a long run.
 func TestValidateBeforeRunning(t *testing.T) {
 	c := &loadgen.Client{BaseURL: "http://user:pw@127.0.0.1:8000/v1"}
-	closed := &loadgen.Generator{Client: c, Source: loadgen.Repeat(req()), Concurrency: 4, Ramp: time.Second, Duration: time.Second}
+	closed := &loadgen.Generator{Client: c, Source: loadgen.Repeat(req()), Load: loadgen.Closed{Streams: 4, Ramp: time.Second}, Duration: time.Second}
 	assert.NoError(t, closed.Validate())
 	assert.NoError(t, c.Validate())
 	assert.NoError(t, req().Validate())
-	open := func() *loadgen.Generator {
-		return &loadgen.Generator{Client: c, Source: closed.Source, Rate: 10, MaxInFlight: 16, Burstiness: 0.5, Seed: 1, Duration: time.Second}
-	}
-	assert.NoError(t, open().Validate())
-	bad := open()
-	bad.Concurrency = 4
-	ce, ok := errors.AsType[*loadgen.ConfigError](bad.Validate())
+	open := loadgen.Open{Rate: 10, Arrival: loadgen.Gamma, MaxInFlight: 16, Burstiness: 0.5, Seed: 1}
+	g := &loadgen.Generator{Client: c, Source: closed.Source, Load: open, Duration: time.Second}
+	assert.NoError(t, g.Validate())
+	open.Arrival = loadgen.Constant
+	g.Load = open
+	ce, ok := errors.AsType[*loadgen.ConfigError](g.Validate())
 	require.True(t, ok)
-	assert.Equal(t, "Generator.Concurrency", ce.Field)
-	assert.Contains(t, ce.Reason, "MaxInFlight", "says what to use instead")
+	assert.Equal(t, "Open.Burstiness", ce.Field)
+	assert.Contains(t, ce.Reason, "Gamma", "says what to use instead")
 }

@@ -26,7 +26,7 @@ func TestOnRequestSeesEveryAttempt(t *testing.T) {
 	outcomes := map[string]int{}
 	var tokens int
 	g := &loadgen.Generator{
-		Client: client, Concurrency: 4, Requests: 40, Retries: 2, FailurePause: -1,
+		Client: client, Load: loadgen.Closed{Streams: 4}, Requests: 40, Retries: 2, FailurePause: -1,
 		Warmup: 20 * time.Millisecond,
 		Source: func(_, seq int) *loadgen.Request {
 			if seq%4 == 3 {

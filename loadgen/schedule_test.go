@@ -2,6 +2,7 @@ package loadgen_test
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func TestGeneratorArrivals(t *testing.T) {
 	_, c := simulated(t, time.Millisecond, 16)
 	var mu sync.Mutex
 	var seqs []int
-	g := &loadgen.Generator{Client: c, Arrivals: every(10, 30*time.Millisecond), Source: func(_, seq int) *loadgen.Request {
+	g := &loadgen.Generator{Client: c, Load: loadgen.Schedule{Due: every(10, 30*time.Millisecond)}, Source: func(_, seq int) *loadgen.Request {
 		mu.Lock()
 		seqs = append(seqs, seq)
 		mu.Unlock()
@@ -46,7 +47,7 @@ func TestGeneratorArrivals(t *testing.T) {
 // ones stay due when the schedule says: nothing is moved.
 func TestGeneratorArrivalsLateNotShifted(t *testing.T) {
 	_, slow := simulated(t, 10*time.Millisecond, 1)
-	g := &loadgen.Generator{Client: slow, Source: loadgen.Repeat(completion(5)), Arrivals: every(8, 10*time.Millisecond), MaxInFlight: 1}
+	g := &loadgen.Generator{Client: slow, Source: loadgen.Repeat(completion(5)), Load: loadgen.Schedule{Due: every(8, 10*time.Millisecond), MaxInFlight: 1}}
 	run, err := g.Run(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, 8, run.Summary.Completed)
@@ -62,18 +63,100 @@ func TestGeneratorPause(t *testing.T) {
 	_, c := simulated(t, time.Millisecond, 1)
 	var mu sync.Mutex
 	var asked [][2]int
-	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(2)), Requests: 3, Pause: func(w, seq int) time.Duration {
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(2)), Requests: 3, Load: loadgen.Closed{Pause: func(w, seq int) time.Duration {
 		mu.Lock()
 		asked = append(asked, [2]int{w, seq})
 		mu.Unlock()
 		return 100 * time.Millisecond
-	}}
+	}}}
 	start := time.Now()
 	run, err := g.Run(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, 3, run.Summary.Completed)
 	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
 	assert.Equal(t, [][2]int{{0, 0}, {0, 1}, {0, 2}}, asked)
+}
+
+// Each kind of load says what it is, in the words a report uses.
+func TestLoadString(t *testing.T) {
+	for _, tc := range []struct {
+		load loadgen.Load
+		want string
+	}{
+		{loadgen.Closed{}, "concurrency 1"},
+		{loadgen.Closed{Streams: 8, Ramp: 2 * time.Second}, "concurrency 8, ramp 2s"},
+		{loadgen.Closed{Streams: 2, Pause: func(int, int) time.Duration { return 0 }}, "concurrency 2, with think time"},
+		{loadgen.Open{Rate: 3.25, Arrival: loadgen.Constant}, "constant 3.25 req/s"},
+		{loadgen.Open{Rate: 0.05}, "poisson 0.05 req/s"},
+		{loadgen.Open{Rate: 12.3456, Arrival: loadgen.Gamma, Burstiness: 0.5, MaxInFlight: 64}, "gamma 0.5, 12.35 req/s, at most 64 in flight"},
+		{loadgen.Schedule{Due: every(1, 0)}, "scheduled arrivals"},
+	} {
+		assert.Equal(t, tc.want, tc.load.String())
+		assert.NoError(t, tc.load.Validate(), tc.want)
+	}
+	var a loadgen.Arrival
+	require.NoError(t, a.UnmarshalText([]byte("rate")))
+	assert.Equal(t, loadgen.Constant, a)
+	require.NoError(t, a.UnmarshalText([]byte("gamma")))
+	assert.Equal(t, loadgen.Gamma, a)
+	assert.Error(t, a.UnmarshalText([]byte("concurrency")))
+}
+
+// Constant arrivals are evenly spaced from the start of the run; a zero
+// seed draws a fresh one, which the Run reports, and giving it again
+// repeats the arrivals.
+func TestOpenLoopArrivals(t *testing.T) {
+	_, c := simulated(t, time.Millisecond, 16)
+	var mu sync.Mutex
+	var starts []time.Time
+	source := func(_, seq int) *loadgen.Request {
+		mu.Lock()
+		starts = append(starts, time.Now())
+		mu.Unlock()
+		return completion(2)
+	}
+	g := &loadgen.Generator{Client: c, Source: source, Requests: 5, Load: loadgen.Open{Rate: 20, Arrival: loadgen.Constant}}
+	begin := time.Now()
+	run, err := g.Run(t.Context())
+	require.NoError(t, err)
+	assert.Zero(t, run.Seed, "constant arrivals draw no seed")
+	require.Len(t, starts, 5)
+	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+	assert.GreaterOrEqual(t, starts[4].Sub(begin), 195*time.Millisecond, "the fifth arrival is due at 200 ms")
+
+	// Poisson arrivals: when each request started, from the run's start.
+	arrivals := func(seed uint64) (uint64, []time.Duration) {
+		var mu sync.Mutex
+		var at []time.Duration
+		var begin time.Time
+		g := &loadgen.Generator{Client: c, Requests: 5, Load: loadgen.Open{Rate: 20, Seed: seed}}
+		g.Source = func(int, int) *loadgen.Request {
+			mu.Lock()
+			at = append(at, time.Since(begin))
+			mu.Unlock()
+			return completion(1)
+		}
+		begin = time.Now()
+		run, err := g.Run(t.Context())
+		require.NoError(t, err)
+		slices.Sort(at)
+		return run.Seed, at
+	}
+	seedA, _ := arrivals(0)
+	seedB, _ := arrivals(0)
+	assert.NotZero(t, seedA, "a zero seed is replaced by a fresh one, reported")
+	assert.NotEqual(t, seedA, seedB, "each zero seed is a fresh one")
+	// Given again, the seed gives the arrivals its gaps say.
+	seed, at := arrivals(seedA)
+	assert.Equal(t, seedA, seed)
+	gap := loadgen.NewArrivalsForTest(20, 1, seedA)
+	var due time.Duration
+	require.Len(t, at, 5)
+	for i := range at {
+		due += gap()
+		assert.GreaterOrEqual(t, at[i], due-time.Millisecond, "arrival %d is not early", i)
+		assert.Less(t, at[i], due+60*time.Millisecond, "arrival %d is on its seed's schedule", i)
+	}
 }
 
 func TestGeneratorScheduleRefused(t *testing.T) {
@@ -83,10 +166,8 @@ func TestGeneratorScheduleRefused(t *testing.T) {
 		g     *loadgen.Generator
 		field string
 	}{
-		"arrivals and rate":        {&loadgen.Generator{Rate: 5, Arrivals: every(1, 0), Duration: time.Second}, "Generator.Arrivals"},
-		"arrivals and concurrency": {&loadgen.Generator{Concurrency: 2, Arrivals: every(1, 0)}, "Generator.Concurrency"},
-		"arrivals and burstiness":  {&loadgen.Generator{Burstiness: 2, Arrivals: every(1, 0)}, "Generator.Burstiness"},
-		"pause in an open loop":    {&loadgen.Generator{Rate: 5, Pause: pause, Duration: time.Second}, "Generator.Pause"},
+		"a closed loop without an end": {&loadgen.Generator{Load: loadgen.Closed{Pause: pause}}, "Generator.Duration"},
+		"an open loop without an end":  {&loadgen.Generator{Load: loadgen.Open{Rate: 5}}, "Generator.Duration"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tc.g.Client, tc.g.Source = c, loadgen.Repeat(completion(1))

@@ -59,7 +59,7 @@ func joinRun(t *testing.T, streams, seqs int) (queueErr, sumErr, rest []time.Dur
 		id string
 		j  joined
 	}
-	g := &loadgen.Generator{Client: client, Concurrency: streams, Requests: max(3*streams, 20), Source: loadgen.Repeat(req),
+	g := &loadgen.Generator{Client: client, Load: loadgen.Closed{Streams: streams}, Requests: max(3*streams, 20), Source: loadgen.Repeat(req),
 		OnRequest: func(_ *loadgen.Request, tl *metrics.Timeline) {
 			q, pre, r, ok := tl.Split()
 			if !assert.True(t, ok, "server timings on every request: %+v", tl.Server) {

@@ -51,7 +51,7 @@ func coldStartServer(t *testing.T, cold int64, coldTTFT time.Duration) *loadgen.
 func TestWarmupDoesNotMoveTheWindow(t *testing.T) {
 	const workers = 4
 	c := coldStartServer(t, workers, 400*time.Millisecond)
-	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(req()), Concurrency: workers,
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(req()), Load: loadgen.Closed{Streams: workers},
 		Warmup: 1500 * time.Millisecond, Duration: 1500 * time.Millisecond}
 	run, err := g.Run(t.Context())
 	require.NoError(t, err)
@@ -92,7 +92,7 @@ func TestWarmupDoesNotMoveTheWindow(t *testing.T) {
 // every request as the warm-up's, with an empty window.
 func TestRunEndedInWarmup(t *testing.T) {
 	c := coldStartServer(t, 0, 0)
-	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(req()), Concurrency: 2,
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(req()), Load: loadgen.Closed{Streams: 2},
 		Warmup: time.Minute, Duration: time.Second}
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()

@@ -65,7 +65,7 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 		flow: time.Duration(w.Flow), queueAfter: queueAfter, knownCap: cr.queueCap,
 	}
 	g := &loadgen.Generator{
-		Client: cr.client, Concurrency: local, Recorder: &rec,
+		Client: cr.client, Load: loadgen.Closed{Streams: local}, Recorder: &rec,
 		Source: func(slot, seq int) *loadgen.Request {
 			streams.begin(slot, seq)
 			return req

@@ -74,7 +74,7 @@ func measureShare(ctx context.Context, c *loadgen.Client, sh fleet.Share, ctl fl
 	gate := &shareGate{warm: warm, ctl: ctl, timeout: sh.WarmupTimeout, start: time.Now()}
 	req := shareRequest(&sh)
 	g := &loadgen.Generator{
-		Client: c, Concurrency: sh.Streams, Recorder: &rec,
+		Client: c, Load: loadgen.Closed{Streams: sh.Streams}, Recorder: &rec,
 		Source: func(slot, seq int) *loadgen.Request {
 			streams.begin(slot, seq)
 			return req

@@ -47,6 +47,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/signal"
@@ -95,11 +96,14 @@ type options struct {
 	seed                        uint64
 	ignoreEOS                   bool
 	profile                     string
-	load                        sweep.Load
+	concurrency, maxInFlight    int
+	rate, burstiness            float64
+	arrival                     loadgen.Arrival
+	load                        loadgen.Load // the load of a single run
+	open                        loadgen.Open // the rate runs of a sweep or a search
 	duration, warmup            time.Duration
-	requests, maxInFlight       int
+	requests                    int
 	rates, throughput           int
-	arrival                     sweep.Kind
 	objective                   sweep.Objective
 	sloLow, sloHigh, sloStep    float64
 	sloMaxRuns                  int
@@ -132,14 +136,14 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.trace, "trace", "", "replay a Mooncake JSONL or Azure CSV trace at its recorded times")
 	fs.Float64Var(&o.traceScale, "trace-scale", 1, "multiplies the trace's times: 0.5 replays it twice as fast")
 	fs.IntVar(&o.traceBlock, "trace-block", workload.DefaultBlockTokens, "prompt tokens a Mooncake hash ID stands for")
-	fs.Uint64Var(&o.seed, "seed", 0, "seed of the synthetic text, the lengths and the arrivals (0: a new one each run)")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed of the synthetic text, the lengths and the arrivals (0: a fresh one, reported in the results; give it again to repeat them)")
 	fs.BoolVar(&o.ignoreEOS, "ignore-eos", true, "ask the server to generate every output in full (vLLM, SGLang)")
 
 	fs.StringVar(&o.profile, "profile", "concurrency", "concurrency, rate, poisson, gamma, sweep or slo")
-	fs.IntVar(&o.load.Concurrency, "concurrency", 8, "streams of -profile concurrency")
-	fs.Float64Var(&o.load.Rate, "rate", 0, "requests a second of -profile rate, poisson or gamma")
-	fs.Float64Var(&o.load.Burstiness, "burstiness", 0, "shape of -profile gamma's arrivals: below 1 burstier than Poisson")
-	fs.IntVar(&o.maxInFlight, "max-in-flight", 0, "cap on an open loop's requests in flight (0: 1024)")
+	fs.IntVar(&o.concurrency, "concurrency", 8, "streams of -profile concurrency")
+	fs.Float64Var(&o.rate, "rate", 0, "requests a second of -profile rate, poisson or gamma")
+	fs.Float64Var(&o.burstiness, "burstiness", 0, "shape of gamma arrivals: below 1 burstier than Poisson")
+	fs.IntVar(&o.maxInFlight, "max-in-flight", 0, fmt.Sprintf("cap on an open loop's requests in flight (0: %d)", loadgen.DefaultMaxInFlight))
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measurement window of each run")
 	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "warm-up before each run's window; its requests are reported apart")
 	fs.IntVar(&o.requests, "requests", 0, "send this many requests a run and wait for them all, instead of a -duration window")
@@ -186,7 +190,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 			return nil, fmt.Errorf("-turns: %w", err)
 		}
 	}
-	if err = o.arrival.UnmarshalText([]byte(*arrival)); err != nil || o.arrival == sweep.Concurrency || o.arrival == sweep.Schedule {
+	if err = o.arrival.UnmarshalText([]byte(*arrival)); err != nil {
 		return nil, fmt.Errorf("-arrival %q: want constant, poisson or gamma", *arrival)
 	}
 	return o, o.check()
@@ -203,28 +207,8 @@ func (o *options) check() error {
 	if sources > 1 {
 		return errors.New("-dataset, -trace and -turns each choose what is sent: give one")
 	}
-	switch o.profile {
-	case "concurrency":
-		o.load = sweep.Load{Kind: sweep.Concurrency, Concurrency: o.load.Concurrency}
-	case "rate", "constant":
-		o.load = sweep.Load{Kind: sweep.Constant, Rate: o.load.Rate}
-	case "poisson":
-		o.load = sweep.Load{Kind: sweep.Poisson, Rate: o.load.Rate}
-	case "gamma":
-		o.load.Kind = sweep.Gamma
-	case "sweep", "slo":
-	default:
-		return fmt.Errorf("-profile %q: want concurrency, rate, poisson, gamma, sweep or slo", o.profile)
-	}
-	if o.profile == "rate" || o.profile == "constant" || o.profile == "poisson" || o.profile == "gamma" {
-		if err := o.load.Validate(); err != nil {
-			return fmt.Errorf("-profile %s: %w (set -rate)", o.profile, err)
-		}
-	}
-	if o.profile == "concurrency" {
-		if err := o.load.Validate(); err != nil {
-			return fmt.Errorf("-concurrency: %w", err)
-		}
+	if err := o.loads(); err != nil {
+		return err
 	}
 	if o.trace != "" {
 		if o.set["profile"] {
@@ -237,9 +221,9 @@ func (o *options) check() error {
 			return fmt.Errorf("-trace-block %d: give 1 token or more", o.traceBlock)
 		}
 		o.profile = "trace"
-		o.load = sweep.Load{Kind: sweep.Schedule}
+		o.load = loadgen.Schedule{MaxInFlight: o.maxInFlight}
 	}
-	if o.turns != nil && o.load.Kind != sweep.Concurrency {
+	if _, closed := o.load.(loadgen.Closed); o.turns != nil && !closed {
 		return errors.New("-turns sessions run in a closed loop: use -profile concurrency")
 	}
 	if o.think < 0 {
@@ -278,6 +262,56 @@ func (o *options) check() error {
 	return nil
 }
 
+// loads makes the loads the flags ask for, in one place: the single run's
+// (-profile concurrency, rate, poisson or gamma), and the open loop of a
+// sweep's or a search's rate runs (-arrival, -burstiness), each with
+// -max-in-flight and the run's seed.
+func (o *options) loads() error {
+	if o.seed == 0 {
+		o.seed = rand.Uint64() | 1 // a fresh one, reported, so that it can be given again
+	}
+	open := func(a loadgen.Arrival) loadgen.Open {
+		l := loadgen.Open{Rate: o.rate, Arrival: a, MaxInFlight: o.maxInFlight}
+		if a != loadgen.Constant {
+			l.Seed = o.seed
+		}
+		if a == loadgen.Gamma {
+			l.Burstiness = o.burstiness
+		}
+		return l
+	}
+	switch o.profile {
+	case "concurrency":
+		o.load = loadgen.Closed{Streams: o.concurrency}
+		if o.concurrency < 1 {
+			return fmt.Errorf("-concurrency %d: give 1 stream or more", o.concurrency)
+		}
+		if o.maxInFlight != 0 {
+			return errors.New("-max-in-flight caps an open loop: a closed loop keeps -concurrency requests in flight")
+		}
+	case "rate", "constant":
+		o.load = open(loadgen.Constant)
+	case "poisson":
+		o.load = open(loadgen.Poisson)
+	case "gamma":
+		o.load = open(loadgen.Gamma)
+	case "sweep", "slo":
+		o.open = open(o.arrival)
+		o.open.Rate = 1 // each run sets its own
+		if err := o.open.Validate(); err != nil {
+			return fmt.Errorf("-arrival %v: %w", o.arrival, err)
+		}
+		o.open.Rate = 0
+		return nil
+	default:
+		return fmt.Errorf("-profile %q: want concurrency, rate, poisson, gamma, sweep or slo", o.profile)
+	}
+	if err := o.load.Validate(); err != nil {
+		return fmt.Errorf("-profile %s: %w", o.profile, err)
+	}
+	return nil
+}
+
 // fail prints err on stderr as one line, without control characters.
 func fail(stderr io.Writer, err error) {
 	fmt.Fprintln(stderr, "bench:", textsafe.Line(err.Error()))
@@ -308,7 +342,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	res := &sweep.Results{Schema: sweep.Schema, Profile: o.profile, Started: time.Now()}
+	res := &sweep.Results{Schema: sweep.Schema, Profile: o.profile, Started: time.Now(), Seed: o.seed}
 	if !o.objective.IsZero() {
 		obj := o.objective
 		res.Objective = &obj
@@ -374,20 +408,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	target := func(load sweep.Load) (*loadgen.Generator, error) {
-		g := &loadgen.Generator{Client: client, Duration: o.duration, Warmup: o.warmup, Requests: o.requests,
-			Seed: o.seed, MaxInFlight: o.maxInFlight}
+	target := func(load loadgen.Load) (*loadgen.Generator, error) {
+		g := &loadgen.Generator{Client: client, Duration: o.duration, Warmup: o.warmup, Requests: o.requests}
 		if requests != nil {
 			logRequests(g, requests, load.String())
 		}
 		if o.requests > 0 {
 			g.Duration = 0
 		}
-		if err := mix.Setup(g); err != nil {
+		if err := mix.Setup(g, load); err != nil {
 			return nil, err
-		}
-		if load.Kind == sweep.Concurrency {
-			g.MaxInFlight = 0
 		}
 		return g, nil
 	}
@@ -404,12 +434,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var runErr error
 	switch o.profile {
 	case "sweep":
-		sw := &sweep.Sweep{Target: target, Rates: o.rates, Throughput: o.throughput, Arrival: o.arrival,
-			Burstiness: o.burstiness(), Objective: o.objective, OnResult: onResult}
+		sw := &sweep.Sweep{Target: target, Rates: o.rates, Throughput: o.throughput, Open: o.open,
+			Objective: o.objective, OnResult: onResult}
 		res.Runs, runErr = sw.Run(ctx)
 	case "slo":
 		s := &sweep.Search{Target: target, Objective: o.objective, Low: o.sloLow, High: o.sloHigh, Step: o.sloStep,
-			MaxRuns: o.sloMaxRuns, Throughput: o.throughput, Arrival: o.arrival, Burstiness: o.burstiness(), OnResult: onResult}
+			MaxRuns: o.sloMaxRuns, Throughput: o.throughput, Open: o.open, OnResult: onResult}
 		res.Search, res.Runs, runErr = s.Run(ctx)
 	default:
 		label := o.load.String()
@@ -460,13 +490,6 @@ func logRequests(g *loadgen.Generator, requests *requestlog.Writer, run string) 
 	}
 }
 
-func (o *options) burstiness() float64 {
-	if o.arrival == sweep.Gamma {
-		return o.load.Burstiness
-	}
-	return 0
-}
-
 func fmtMS(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
 
 func serverName(s sweep.Server) string {
@@ -478,7 +501,7 @@ func serverName(s sweep.Server) string {
 
 // httpClient returns a client on the transport -transport names.
 func (o *options) httpClient() *http.Client {
-	conns := max(o.load.Concurrency, o.throughput, o.maxInFlight, 1024) + 4
+	conns := max(o.concurrency, o.throughput, o.maxInFlight, loadgen.DefaultMaxInFlight) + 4
 	if o.transport == "http" {
 		return &http.Client{Transport: loadgen.NewTransport(conns)}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/loadgen/sweep"
 )
@@ -53,7 +54,10 @@ func TestJSONContract(t *testing.T) {
 	runs := doc["runs"].([]any)
 	require.Len(t, runs, 1)
 	r := runs[0].(map[string]any)
-	assert.Equal(t, map[string]any{"kind": "poisson", "rate": 40.0}, r["load"])
+	seed, ok := doc["seed"].(float64)
+	require.True(t, ok, "the seed is recorded: %v", doc["seed"])
+	assert.NotZero(t, seed, "a zero -seed is a fresh one, recorded")
+	assert.Equal(t, map[string]any{"kind": "poisson", "rate": 40.0, "seed": seed}, r["load"], "the arrivals' seed, with the load")
 	assert.Equal(t, 30.0, r["requests"])
 	s := r["summary"].(map[string]any)
 	assert.Equal(t, 30.0, s["completed"])
@@ -70,7 +74,7 @@ func TestJSONContract(t *testing.T) {
 
 	res, err := sweep.ReadResults(strings.NewReader(out))
 	require.NoError(t, err)
-	assert.Equal(t, sweep.Poisson, res.Runs[0].Load.Kind)
+	assert.Equal(t, loadgen.Open{Rate: 40, Seed: res.Seed}, res.Runs[0].Load)
 }
 
 // A dataset with a malformed line stops the command before anything is
@@ -90,7 +94,7 @@ func TestDataset(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "dataset sharegpt.json (2 records, 1 without a user turn skipped)", res.Workload)
 	assert.Equal(t, 6, res.Runs[0].Summary.Completed, "the file's 2 records, three times over")
-	assert.Equal(t, sweep.Load{Kind: sweep.Constant, Rate: 20}, res.Runs[0].Load)
+	assert.Equal(t, loadgen.Open{Arrival: loadgen.Constant, Rate: 20}, res.Runs[0].Load)
 }
 
 // A trace is replayed whole, at its times scaled, each request with its
@@ -104,7 +108,7 @@ func TestTrace(t *testing.T) {
 	assert.Equal(t, "trace mooncake.jsonl (mooncake, 3 requests over 250ms) at 0.5× its times", res.Workload)
 	r := res.Runs[0]
 	assert.Equal(t, "trace replay", r.Label)
-	assert.Equal(t, sweep.Schedule, r.Load.Kind)
+	assert.Equal(t, loadgen.Schedule{}, r.Load)
 	assert.Equal(t, 3, r.Summary.Completed)
 	assert.Equal(t, 5+3+8, r.Summary.CompletedTokens, "each request's output is the trace's")
 	assert.EqualValues(t, 3, r.Lateness.Count)
@@ -157,7 +161,11 @@ func TestFlagsRefused(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"-profile", "slo"}, "-profile slo: sweep: the objective sets no TTFT, TPOT or latency"},
-		{[]string{"-profile", "poisson"}, "-profile poisson: sweep: poisson 0 req/s: the rate must be above 0"},
+		{[]string{"-profile", "poisson"}, "-profile poisson: loadgen: Open.Rate is 0: set requests per second above 0"},
+		{[]string{"-profile", "gamma", "-rate", "2"}, "-profile gamma: loadgen: Open.Burstiness is 0: Gamma arrivals need a shape above 0"},
+		{[]string{"-profile", "sweep", "-arrival", "gamma"}, "-arrival gamma: loadgen: Open.Burstiness is 0"},
+		{[]string{"-concurrency", "0"}, "-concurrency 0: give 1 stream or more"},
+		{[]string{"-max-in-flight", "4"}, "-max-in-flight caps an open loop"},
 		{[]string{"-trace", "t.jsonl", "-profile", "sweep"}, "-trace replays the trace's own arrivals: drop -profile"},
 		{[]string{"-trace", "t.jsonl", "-dataset", "d.json"}, "-dataset, -trace and -turns each choose what is sent: give one"},
 		{[]string{"-input-len", "normal:5"}, `-input-len: "normal:5" is not a length distribution`},

@@ -214,8 +214,7 @@ func (s *soak) run(ctx context.Context) int {
 			MaxTokens: s.cfg.MaxTokens,
 			IgnoreEOS: true,
 		}),
-		Concurrency: s.cfg.Streams,
-		Ramp:        s.cfg.Ramp,
+		Load: loadgen.Closed{Streams: s.cfg.Streams, Ramp: s.cfg.Ramp},
 		// The soak ends the run itself, after its last sample (see drive):
 		// the window's end is only a backstop.
 		Duration: s.cfg.Duration + time.Minute,

@@ -19,25 +19,27 @@ func ExampleSweep() {
 
 	// Each run gets its own requests: 8 synthetic prompts of 100 to 400
 	// tokens, with 8-token outputs.
-	target := func(sweep.Load) (*loadgen.Generator, error) {
+	target := func(loadgen.Load) (*loadgen.Generator, error) {
 		syn := &workload.Synthetic{Input: workload.Uniform{Min: 100, Max: 400}, Output: workload.Fixed(8), Sizing: workload.SimulatorSizing(true)}
 		feed := workload.NewFeed(syn.Reader(), &workload.Builder{Model: loadgentest.DefaultModel, IgnoreEOS: true})
 		return &loadgen.Generator{Client: client, Source: feed.Source, Requests: 8}, nil
 	}
-	sw := &sweep.Sweep{Target: target, Rates: 2, Throughput: 8}
+	// The rate runs' arrivals are evenly spaced.
+	sw := &sweep.Sweep{Target: target, Rates: 2, Throughput: 8, Open: loadgen.Open{Arrival: loadgen.Constant}}
 	runs, err := sw.Run(context.Background())
 	if err != nil {
 		fmt.Println("failed:", err)
 		return
 	}
-	for _, r := range runs {
-		fmt.Printf("%-12v completed %d\n", r.Load.Kind, r.Summary.Completed)
+	for _, r := range runs[:2] {
+		fmt.Printf("%-12v completed %d\n", r.Load, r.Summary.Completed)
 	}
-	fmt.Println("rates between the two:", runs[0].Capacity < runs[2].Load.Rate && runs[3].Load.Rate < runs[1].Capacity)
+	low, high := runs[2].Load.(loadgen.Open), runs[3].Load.(loadgen.Open)
+	fmt.Println(low.Arrival, high.Arrival, "completed", runs[2].Summary.Completed, runs[3].Summary.Completed)
+	fmt.Println("rates between the two:", runs[0].Capacity < low.Rate && high.Rate < runs[1].Capacity)
 	// Output:
-	// concurrency  completed 8
-	// concurrency  completed 8
-	// constant     completed 8
-	// constant     completed 8
+	// concurrency 1 completed 8
+	// concurrency 8 completed 8
+	// constant constant completed 8 8
 	// rates between the two: true
 }

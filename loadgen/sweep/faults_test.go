@@ -24,7 +24,7 @@ func TestFailuresCountAgainstTheObjective(t *testing.T) {
 	defer srv.Close()
 	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client(), StallTimeout: 200 * time.Millisecond}
 	faults := []string{"", "status=500", "stall-after=2"}
-	target := func(sweep.Load) (*loadgen.Generator, error) {
+	target := func(loadgen.Load) (*loadgen.Generator, error) {
 		syn := &workload.Synthetic{Input: workload.Fixed(16), Output: workload.Fixed(6)}
 		builders := make([]*workload.Builder, len(faults))
 		for i, f := range faults {
@@ -37,7 +37,7 @@ func TestFailuresCountAgainstTheObjective(t *testing.T) {
 		return &loadgen.Generator{Client: c, Source: source, Requests: 12, FailurePause: -1}, nil
 	}
 	obj := sweep.Objective{SLO: metrics.SLO{Latency: time.Minute}}
-	r, err := sweep.Run(t.Context(), target, sweep.Load{Kind: sweep.Constant, Rate: 50}, "faults", obj)
+	r, err := sweep.Run(t.Context(), target, loadgen.Open{Arrival: loadgen.Constant, Rate: 50}, "faults", obj)
 	require.NoError(t, err)
 	s := r.Summary
 	assert.Equal(t, 12, s.Requests)

@@ -100,7 +100,7 @@ func rateFits(p loadgentest.Profile, rate float64) bool {
 func modelTarget(srv *loadgentest.Server, window, warmup time.Duration, n int) sweep.Target {
 	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: &http.Client{Transport: loadgen.NewStreamTransport(256)}}
 	seed := uint64(0)
-	return func(sweep.Load) (*loadgen.Generator, error) {
+	return func(loadgen.Load) (*loadgen.Generator, error) {
 		seed++
 		syn := &workload.Synthetic{Input: workload.Fixed(modelPrompt), Output: workload.Fixed(modelOutput), Sizing: workload.SimulatorSizing(false), Seed: seed}
 		feed := workload.NewFeed(syn.Reader(), &workload.Builder{API: loadgen.Completions, Model: loadgentest.DefaultModel, IgnoreEOS: true})
@@ -122,7 +122,7 @@ func TestSweepFindsTheModelsThroughput(t *testing.T) {
 	p := modelProfile()
 	srv := loadgentest.NewServer(p)
 	defer srv.Close()
-	sw := &sweep.Sweep{Target: modelTarget(srv, 3*time.Second, time.Second, 0), Rates: 2, Throughput: 128}
+	sw := &sweep.Sweep{Target: modelTarget(srv, 3*time.Second, time.Second, 0), Rates: 2, Throughput: 128, Open: loadgen.Open{Arrival: loadgen.Constant}}
 	runs, err := sw.Run(t.Context())
 	require.NoError(t, err)
 	require.Len(t, runs, 4)
@@ -141,8 +141,8 @@ func TestSweepFindsTheModelsThroughput(t *testing.T) {
 	lo, hi := sync.Capacity, through.Capacity
 	for i, r := range runs[2:] {
 		want := lo + (hi-lo)*float64(i+1)/3
-		assert.Equal(t, sweep.Constant, r.Load.Kind)
-		assert.InEpsilon(t, want, r.Load.Rate, 1e-9)
+		assert.Equal(t, loadgen.Constant, r.Load.(loadgen.Open).Arrival)
+		assert.InEpsilon(t, want, rateOf(r), 1e-9)
 		assert.InEpsilon(t, want, r.RequestRate, 0.15, "the server keeps up with a rate below its maximum")
 	}
 }
@@ -172,7 +172,7 @@ func TestSearchFindsTheModelsHighestRate(t *testing.T) {
 	s := &sweep.Search{
 		Target:    modelTarget(srv, 0, 500*time.Millisecond, 150),
 		Objective: sweep.Objective{SLO: metrics.SLO{TPOT: tpot}, Quantile: 0.9},
-		Step:      4, Throughput: 128,
+		Step:      4, Throughput: 128, Open: loadgen.Open{Arrival: loadgen.Constant},
 	}
 	found, runs, err := s.Run(t.Context())
 	require.NoError(t, err)
@@ -186,6 +186,6 @@ func TestSearchFindsTheModelsHighestRate(t *testing.T) {
 	assert.True(t, runs[found.Below].Met)
 	assert.False(t, runs[found.Above].Met)
 	assert.LessOrEqual(t, found.High-found.Low, s.Step)
-	assert.InEpsilon(t, found.Rate, runs[found.Below].Load.Rate, 1e-9)
-	assert.InEpsilon(t, found.High, runs[found.Above].Load.Rate, 1e-9)
+	assert.InEpsilon(t, found.Rate, rateOf(runs[found.Below]), 1e-9)
+	assert.InEpsilon(t, found.High, rateOf(runs[found.Above]), 1e-9)
 }

@@ -27,6 +27,9 @@ type Results struct {
 	// ("concurrency", "constant", "poisson", "gamma"), "trace", "sweep"
 	// or "slo".
 	Profile string `json:"profile"`
+	// Seed is the seed of the prompts' text, their lengths and the
+	// arrivals, when one seed made them all: given again, it repeats them.
+	Seed uint64 `json:"seed,omitempty"`
 	// Objective is what each run was checked against, if anything.
 	Objective *Objective `json:"objective,omitempty"`
 	Started   time.Time  `json:"started"`

@@ -12,10 +12,11 @@ import (
 
 // A Target makes the Generator of one run: the client, the requests (a
 // new Source), how long the run lasts (Duration or Requests) and its
-// warm-up. [Run] sets the load itself (see [Load.Apply]) and, for an
-// [Objective], the Recorder's SLO. It is called once a run and must
-// return a Generator no other run uses.
-type Target func(load Load) (*loadgen.Generator, error)
+// warm-up. [Run] sets its Load to the load given, unless the Target set
+// one (such as a trace's [loadgen.Schedule]), and, for an [Objective], the
+// Recorder's SLO. It is called once a run and
+// must return a Generator no other run uses.
+type Target func(load loadgen.Load) (*loadgen.Generator, error)
 
 // DefaultQuantile is an [Objective]'s share of requests when it sets
 // none.
@@ -85,7 +86,10 @@ type Result struct {
 	// Label names the run in reports: "synchronous", "throughput",
 	// "constant 3.2 req/s".
 	Label string `json:"label"`
-	Load  Load   `json:"load"`
+	// Load is the run's load, an open loop's with the seed of its
+	// arrivals (the one drawn for a zero Seed); in a stored document, a
+	// schedule's times are not kept.
+	Load loadgen.Load `json:"load"`
 	// Requests counts the requests of the window: completed, failed and
 	// cut at its end (the warm-up's are in Summary.Warmup alone).
 	Requests int `json:"requests"`
@@ -133,15 +137,21 @@ type Result struct {
 // Run runs one load against the generator target makes, checks it
 // against obj (if it sets anything) and returns its result. The error is
 // the generator's: the result then holds what was measured before it.
-func Run(ctx context.Context, target Target, load Load, label string, obj Objective) (Result, error) {
-	if err := load.Validate(); err != nil {
-		return Result{Label: label, Load: load}, err
+func Run(ctx context.Context, target Target, load loadgen.Load, label string, obj Objective) (Result, error) {
+	if load == nil {
+		return Result{Label: label}, errors.New("sweep: the load is nil: give a loadgen.Closed, Open or Schedule")
 	}
 	g, err := target(load)
 	if err != nil {
 		return Result{Label: label, Load: load}, err
 	}
-	load.Apply(g)
+	if g == nil {
+		return Result{Label: label, Load: load}, errors.New("sweep: the Target returned no Generator")
+	}
+	if g.Load == nil {
+		g.Load = load
+	}
+	load = g.Load
 	if !obj.IsZero() {
 		if g.Recorder == nil {
 			g.Recorder = &metrics.Recorder{}
@@ -154,7 +164,11 @@ func Run(ctx context.Context, target Target, load Load, label string, obj Object
 }
 
 // resultOf reduces a run to its result.
-func resultOf(run *loadgen.Run, load Load, label string, obj Objective) Result {
+func resultOf(run *loadgen.Run, load loadgen.Load, label string, obj Objective) Result {
+	if o, ok := load.(loadgen.Open); ok && run.Seed != 0 {
+		o.Seed = run.Seed // the seed drawn for a zero one: given again, it repeats the arrivals
+		load = o
+	}
 	s := run.Summary
 	r := Result{
 		Label: label, Load: load, Summary: s, Histograms: run.Recorder.Histograms(),

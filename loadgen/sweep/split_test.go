@@ -31,7 +31,7 @@ func splitTarget(t *testing.T, n int, delay time.Duration) sweep.Target {
 	t.Cleanup(func() { srv.Close(); h.Close() })
 	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: &http.Client{Transport: loadgen.NewTransport(8)}}
 	t.Cleanup(c.CloseIdleConnections)
-	return func(sweep.Load) (*loadgen.Generator, error) {
+	return func(loadgen.Load) (*loadgen.Generator, error) {
 		syn := &workload.Synthetic{Input: workload.Fixed(256), Output: workload.Fixed(8)}
 		feed := workload.NewFeed(syn.Reader(), &workload.Builder{API: loadgen.Completions, Model: loadgentest.DefaultModel, IgnoreEOS: true,
 			Extra: map[string]any{"include_metrics": true}})
@@ -44,7 +44,7 @@ func splitTarget(t *testing.T, n int, delay time.Duration) sweep.Target {
 // (or the client's, when the client was short of CPU), and the table says
 // so. Without the delay it is not.
 func TestServerSplitFlagsTheNetwork(t *testing.T) {
-	load := sweep.Load{Kind: sweep.Concurrency, Concurrency: 4}
+	load := loadgen.Closed{Streams: 4}
 	slow, err := sweep.Run(t.Context(), splitTarget(t, 40, 30*time.Millisecond), load, "slow", sweep.Objective{})
 	require.NoError(t, err)
 	sp := slow.ServerSplit

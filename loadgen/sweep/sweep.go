@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/llmload/llmload/loadgen"
 )
 
 // Defaults of a [Sweep] and a [Search].
@@ -37,10 +39,10 @@ type Sweep struct {
 	// Throughput is the throughput run's streams; 0 means
 	// DefaultThroughput.
 	Throughput int
-	// Arrival is the kind of the rate runs: Constant (the zero value),
-	// Poisson or Gamma, with Burstiness.
-	Arrival    Kind
-	Burstiness float64
+	// Open is the rate runs' load: its Arrival (Poisson, the zero value,
+	// Constant or Gamma with Burstiness), MaxInFlight and Seed; the sweep
+	// sets each run's Rate.
+	Open loadgen.Open
 	// Objective, if set, checks every run (see [Result.Met]).
 	Objective Objective
 	// OnResult, if set, is called after each run.
@@ -54,11 +56,11 @@ func (s *Sweep) Run(ctx context.Context) ([]Result, error) {
 	if s.Target == nil {
 		return nil, errors.New("sweep: Sweep.Target is nil")
 	}
-	if err := checkArrival(s.Arrival, s.Burstiness); err != nil {
+	if err := checkOpen(s.Open); err != nil {
 		return nil, err
 	}
 	var runs []Result
-	do := func(load Load, label string) (Result, error) {
+	do := func(load loadgen.Load, label string) (Result, error) {
 		r, err := Run(ctx, s.Target, load, label, s.Objective)
 		runs = append(runs, r)
 		if s.OnResult != nil {
@@ -66,11 +68,11 @@ func (s *Sweep) Run(ctx context.Context) ([]Result, error) {
 		}
 		return r, err
 	}
-	sync, err := do(Load{Kind: Concurrency, Concurrency: 1}, "synchronous")
+	sync, err := do(loadgen.Closed{Streams: 1}, "synchronous")
 	if err != nil {
 		return runs, err
 	}
-	through, err := do(Load{Kind: Concurrency, Concurrency: pick(s.Throughput, DefaultThroughput)}, "throughput")
+	through, err := do(loadgen.Closed{Streams: pick(s.Throughput, DefaultThroughput)}, "throughput")
 	if err != nil {
 		return runs, err
 	}
@@ -81,7 +83,8 @@ func (s *Sweep) Run(ctx context.Context) ([]Result, error) {
 	k := pick(s.Rates, DefaultRates)
 	for i := 1; i <= k; i++ {
 		rate := lo + (hi-lo)*float64(i)/float64(k+1)
-		load := Load{Kind: arrival(s.Arrival), Rate: rate, Burstiness: s.Burstiness}
+		load := s.Open
+		load.Rate = rate
 		if _, err := do(load, load.String()); err != nil {
 			return runs, err
 		}
@@ -102,25 +105,14 @@ func pick(v, def int) int {
 	return def
 }
 
-// arrival is the kind of a sweep's or a search's rate runs.
-func arrival(k Kind) Kind {
-	if k == KindUnknown {
-		return Constant
+// checkOpen checks the open loop of a sweep's or a search's rate runs,
+// at any rate.
+func checkOpen(o loadgen.Open) error {
+	o.Rate = 1
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("sweep: the rate runs' load: %w", err)
 	}
-	return k
-}
-
-func checkArrival(k Kind, burstiness float64) error {
-	switch k {
-	case KindUnknown, Constant, Poisson:
-		if burstiness != 0 {
-			return fmt.Errorf("sweep: a Burstiness of %g goes with Gamma arrivals, not %v", burstiness, arrival(k))
-		}
-		return nil
-	case Gamma:
-		return Load{Kind: Gamma, Rate: 1, Burstiness: burstiness}.Validate()
-	}
-	return fmt.Errorf("sweep: the rate runs' Arrival is %v: want Constant, Poisson or Gamma", k)
+	return nil
 }
 
 // Search finds the highest request rate whose runs meet an [Objective],
@@ -149,10 +141,10 @@ type Search struct {
 	// MaxRuns bounds the runs, the throughput run included; 0 means
 	// DefaultMaxRuns.
 	MaxRuns int
-	// Arrival is the kind of the runs: Constant (the zero value), Poisson
-	// or Gamma, with Burstiness.
-	Arrival    Kind
-	Burstiness float64
+	// Open is the runs' load: its Arrival (Poisson, the zero value,
+	// Constant or Gamma with Burstiness), MaxInFlight and Seed; the search
+	// sets each run's Rate.
+	Open loadgen.Open
 	// OnResult, if set, is called after each run.
 	OnResult func(Result)
 }
@@ -191,13 +183,13 @@ func (s *Search) Run(ctx context.Context) (*Found, []Result, error) {
 	if err := s.Objective.Validate(); err != nil {
 		return nil, nil, err
 	}
-	if err := checkArrival(s.Arrival, s.Burstiness); err != nil {
+	if err := checkOpen(s.Open); err != nil {
 		return nil, nil, err
 	}
 	f := &Found{Objective: s.Objective, Below: -1, Above: -1}
 	var runs []Result
 	budget := pick(s.MaxRuns, DefaultMaxRuns)
-	do := func(load Load, label string) (Result, error) {
+	do := func(load loadgen.Load, label string) (Result, error) {
 		r, err := Run(ctx, s.Target, load, label, s.Objective)
 		runs = append(runs, r)
 		budget--
@@ -207,14 +199,15 @@ func (s *Search) Run(ctx context.Context) (*Found, []Result, error) {
 		return r, err
 	}
 	probe := func(rate float64) (bool, error) {
-		load := Load{Kind: arrival(s.Arrival), Rate: rate, Burstiness: s.Burstiness}
+		load := s.Open
+		load.Rate = rate
 		r, err := do(load, load.String())
 		return r.Met, err
 	}
 
 	lo, hi := s.Low, s.High
 	if hi == 0 {
-		through, err := do(Load{Kind: Concurrency, Concurrency: pick(s.Throughput, DefaultThroughput)}, "throughput")
+		through, err := do(loadgen.Closed{Streams: pick(s.Throughput, DefaultThroughput)}, "throughput")
 		if err != nil {
 			return nil, runs, err
 		}
@@ -275,3 +268,6 @@ func (s *Search) Run(ctx context.Context) (*Found, []Result, error) {
 	}
 	return f, runs, nil
 }
+
+// maxRate bounds a search's range, as loadgen bounds an open loop's rate.
+const maxRate = 1e6

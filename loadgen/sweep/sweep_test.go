@@ -26,7 +26,7 @@ func fastTarget(t *testing.T, n int) sweep.Target {
 	srv := loadgentest.NewServer(p)
 	t.Cleanup(srv.Close)
 	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()}
-	return func(sweep.Load) (*loadgen.Generator, error) {
+	return func(loadgen.Load) (*loadgen.Generator, error) {
 		syn := &workload.Synthetic{Input: workload.Fixed(16), Output: workload.Fixed(8)}
 		feed := workload.NewFeed(syn.Reader(), &workload.Builder{API: loadgen.Completions, Model: loadgentest.DefaultModel, IgnoreEOS: true})
 		return &loadgen.Generator{Client: c, Source: feed.Source, Requests: n}, nil
@@ -35,19 +35,22 @@ func fastTarget(t *testing.T, n int) sweep.Target {
 
 func TestSweepRuns(t *testing.T) {
 	var seen []string
-	sw := &sweep.Sweep{Target: fastTarget(t, 24), Rates: 2, Throughput: 8, Arrival: sweep.Poisson,
+	sw := &sweep.Sweep{Target: fastTarget(t, 24), Rates: 2, Throughput: 8,
 		Objective: sweep.Objective{SLO: metrics.SLO{Latency: time.Hour}}, OnResult: func(r sweep.Result) { seen = append(seen, r.Label) }}
 	runs, err := sw.Run(t.Context())
 	require.NoError(t, err)
 	require.Len(t, runs, 4)
 	assert.Equal(t, []string{"synchronous", "throughput", runs[2].Load.String(), runs[3].Load.String()}, seen)
-	assert.Equal(t, sweep.Load{Kind: sweep.Concurrency, Concurrency: 1}, runs[0].Load)
-	assert.Equal(t, sweep.Load{Kind: sweep.Concurrency, Concurrency: 8}, runs[1].Load)
+	assert.Equal(t, loadgen.Closed{Streams: 1}, runs[0].Load)
+	assert.Equal(t, loadgen.Closed{Streams: 8}, runs[1].Load)
 	lo, hi := runs[0].Capacity, runs[1].Capacity
 	require.Greater(t, hi, lo, "4 requests at once complete more a second than 1")
 	for i, r := range runs[2:] {
-		assert.Equal(t, sweep.Poisson, r.Load.Kind)
-		assert.InEpsilon(t, lo+(hi-lo)*float64(i+1)/3, r.Load.Rate, 1e-9)
+		open, ok := r.Load.(loadgen.Open)
+		require.True(t, ok, "%v", r.Load)
+		assert.Equal(t, loadgen.Poisson, open.Arrival, "the zero Open's arrivals")
+		assert.NotZero(t, open.Seed, "the seed drawn is recorded")
+		assert.InEpsilon(t, lo+(hi-lo)*float64(i+1)/3, open.Rate, 1e-9)
 	}
 	for _, r := range runs {
 		assert.Equal(t, 24, r.Requests, r.Label)
@@ -76,25 +79,25 @@ func TestSearchEnds(t *testing.T) {
 	})
 	t.Run("never met", func(t *testing.T) {
 		s := &sweep.Search{Target: fastTarget(t, 8), Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Microsecond}},
-			Low: 0, High: 400, Step: 150, Arrival: sweep.Constant}
+			Low: 0, High: 400, Step: 150, Open: loadgen.Open{Arrival: loadgen.Constant}}
 		found, runs, err := s.Run(t.Context())
 		require.NoError(t, err)
 		assert.Zero(t, found.Rate)
 		assert.Equal(t, -1, found.Below)
 		assert.Equal(t, len(runs)-1, found.Above)
-		assert.Equal(t, []float64{400, 200, 100}, []float64{runs[0].Load.Rate, runs[1].Load.Rate, runs[2].Load.Rate})
+		assert.Equal(t, []float64{400, 200, 100}, []float64{rateOf(runs[0]), rateOf(runs[1]), rateOf(runs[2])})
 		assert.Contains(t, found.Reason, "not met at any rate tried: the lowest, 100 req/s")
 	})
 }
 
 func TestSearchRefuses(t *testing.T) {
-	target := func(sweep.Load) (*loadgen.Generator, error) { return nil, nil }
+	target := func(loadgen.Load) (*loadgen.Generator, error) { return nil, nil }
 	for name, s := range map[string]*sweep.Search{
 		"no target":      {Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Second}}},
 		"no objective":   {Target: target},
 		"empty range":    {Target: target, Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Second}}, Low: 5, High: 5},
 		"bad quantile":   {Target: target, Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Second}, Quantile: 2}},
-		"gamma of shape": {Target: target, Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Second}}, Arrival: sweep.Poisson, Burstiness: 2},
+		"gamma of shape": {Target: target, Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Second}}, Open: loadgen.Open{Burstiness: 2}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, runs, err := s.Run(t.Context())
@@ -104,45 +107,30 @@ func TestSearchRefuses(t *testing.T) {
 	}
 }
 
-func TestLoad(t *testing.T) {
+// A result's load is stored as {"kind": ...} and reads back.
+func TestLoadStored(t *testing.T) {
 	for _, tc := range []struct {
-		load sweep.Load
-		str  string
+		load loadgen.Load
+		json string
 	}{
-		{sweep.Load{Kind: sweep.Concurrency, Concurrency: 8}, "concurrency 8"},
-		{sweep.Load{Kind: sweep.Constant, Rate: 3.25}, "constant 3.25 req/s"},
-		{sweep.Load{Kind: sweep.Poisson, Rate: 0.05}, "poisson 0.05 req/s"},
-		{sweep.Load{Kind: sweep.Gamma, Rate: 12.3456, Burstiness: 0.5}, "gamma 0.5, 12.35 req/s"},
-		{sweep.Load{Kind: sweep.Schedule}, "scheduled arrivals"},
+		{loadgen.Closed{Streams: 8}, `{"kind":"concurrency","concurrency":8}`},
+		{loadgen.Open{Arrival: loadgen.Constant, Rate: 3.25}, `{"kind":"constant","rate":3.25}`},
+		{loadgen.Open{Rate: 0.05, Seed: 7, MaxInFlight: 4}, `{"kind":"poisson","rate":0.05,"max_in_flight":4,"seed":7}`},
+		{loadgen.Open{Arrival: loadgen.Gamma, Rate: 12.3456, Burstiness: 0.5}, `{"kind":"gamma","rate":12.3456,"burstiness":0.5}`},
+		{loadgen.Schedule{}, `{"kind":"schedule"}`},
 	} {
-		assert.Equal(t, tc.str, tc.load.String())
-		assert.NoError(t, tc.load.Validate())
-		b, err := json.Marshal(tc.load)
+		b, err := json.Marshal(sweep.Result{Label: "x", Load: tc.load})
 		require.NoError(t, err)
-		var back sweep.Load
+		var doc map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(b, &doc))
+		assert.JSONEq(t, tc.json, string(doc["load"]))
+		var back sweep.Result
 		require.NoError(t, json.Unmarshal(b, &back))
-		assert.Equal(t, tc.load, back)
+		assert.Equal(t, tc.load, back.Load)
+		assert.Equal(t, "x", back.Label)
 	}
-	for _, bad := range []sweep.Load{{}, {Kind: sweep.Concurrency}, {Kind: sweep.Poisson}, {Kind: sweep.Gamma, Rate: 1}, {Kind: sweep.Constant, Rate: 2e6}} {
-		assert.Error(t, bad.Validate(), "%+v", bad)
-	}
-	var k sweep.Kind
-	require.NoError(t, k.UnmarshalText([]byte("rate")))
-	assert.Equal(t, sweep.Constant, k)
-
-	// Apply sets the load and clears the rest.
-	g := &loadgen.Generator{Concurrency: 3, Rate: 2, Burstiness: 4}
-	sweep.Load{Kind: sweep.Constant, Rate: 4}.Apply(g)
-	assert.Zero(t, g.Concurrency)
-	assert.Zero(t, g.Rate)
-	require.NotNil(t, g.Arrivals)
-	at, ok := g.Arrivals(3)
-	assert.True(t, ok)
-	assert.Equal(t, 750*time.Millisecond, at, "evenly spaced: arrival 3 at 3 ÷ 4 s")
-	sweep.Load{Kind: sweep.Gamma, Rate: 4, Burstiness: 0.5}.Apply(g)
-	assert.Nil(t, g.Arrivals)
-	assert.Equal(t, 4.0, g.Rate)
-	assert.Equal(t, 0.5, g.Burstiness)
+	var back sweep.Result
+	assert.ErrorContains(t, json.Unmarshal([]byte(`{"load":{"kind":"sometimes"}}`), &back), `"sometimes"`)
 }
 
 // The results are a versioned document that reads back, histograms
@@ -152,7 +140,7 @@ func TestResultsDocument(t *testing.T) {
 	runs, err := sw.Run(t.Context())
 	require.NoError(t, err)
 	res := &sweep.Results{Server: sweep.Server{URL: "simulator", Simulated: true, Speed: 1, Profile: "fast"}, Workload: "synthetic prompts",
-		Profile: "sweep", Runs: runs, Search: &sweep.Found{Rate: runs[2].Load.Rate, Low: 1, High: 2, Below: 2, Above: -1, Reason: "a test"},
+		Profile: "sweep", Runs: runs, Search: &sweep.Found{Rate: rateOf(runs[2]), Low: 1, High: 2, Below: 2, Above: -1, Reason: "a test"},
 		Objective: &sweep.Objective{SLO: metrics.SLO{TTFT: time.Second}}, Notes: []string{"a note \x1b[31mred\x1b[0m"}}
 
 	var doc bytes.Buffer
@@ -213,4 +201,12 @@ func TestResultsDocument(t *testing.T) {
 	page.Reset()
 	require.NoError(t, one.WriteHTML(&page))
 	assert.NotContains(t, page.String(), "<svg class=\"plot\"", "no curve of one point")
+}
+
+// rateOf is the rate of an open-loop run, 0 for another.
+func rateOf(r sweep.Result) float64 {
+	if o, ok := r.Load.(loadgen.Open); ok {
+		return o.Rate
+	}
+	return 0
 }

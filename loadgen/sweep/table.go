@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/internal/textsafe"
+	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -109,7 +110,7 @@ func writeBlock(w io.Writer, run *Result, objective bool) {
 		line("Request goodput (req/s)", fmt.Sprintf("%.2f", s.Goodput))
 		line("Met the objective", fmt.Sprintf("%v (%.1f%% of requests)", yesNo(run.Met), run.GoodShare*100))
 	}
-	if run.Load.Kind != Concurrency && run.Load.Kind != KindUnknown || run.Lateness.Count > 0 {
+	if _, closed := run.Load.(loadgen.Closed); !closed && run.Load != nil || run.Lateness.Count > 0 {
 		line("Late arrivals", fmt.Sprintf("%d (start after due: p99 %s ms, max %s ms)", run.Late, ms(run.Lateness.P99), ms(run.Lateness.Max)))
 	}
 	for _, d := range []struct {
@@ -163,7 +164,8 @@ func errorKinds(m map[metrics.ErrorKind]int) string {
 // it: "throughput (concurrency 512)".
 func (r *Result) name() string {
 	label := textsafe.Line(r.Label)
-	if load := r.Load.String(); label != load && r.Load.Kind != KindUnknown {
+	if r.Load != nil && label != r.Load.String() {
+		load := r.Load.String()
 		label += " (" + load + ")"
 	}
 	if r.ClientLimited != "" {

@@ -5,7 +5,8 @@
 // lengths and, in a trace, its arrival time — and a [Builder] makes each
 // into a [github.com/llmload/llmload/loadgen.Request]; a [Feed] hands them
 // to a [github.com/llmload/llmload/loadgen.Generator] as its Source and,
-// for a trace, its Arrivals. The Readers:
+// for a trace, its Load (a [github.com/llmload/llmload/loadgen.Schedule]
+// of the items' times). The Readers:
 //
 //   - [Synthetic]: random text whose input and output lengths are drawn
 //     from a [Length] ([Fixed], [Uniform], [Normal], [LogNormal]; see
@@ -18,8 +19,8 @@
 //     output length as max_tokens, and the prefixes its hash IDs share.
 //
 // [Sessions] are multi-turn conversations for a closed loop, whose history
-// grows turn by turn, with a think time between turns (the Generator's
-// Pause).
+// grows turn by turn, with a think time between turns (the Pause of a
+// [github.com/llmload/llmload/loadgen.Closed] load).
 //
 // A [Mix] is one of these for a benchmark of several runs (a sweep, an SLO
 // search): it gives each run requests of its own, says what it sends, and

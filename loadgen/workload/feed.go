@@ -12,12 +12,13 @@ import (
 
 // Feed hands the items of a [Reader] to a [loadgen.Generator] as
 // requests: [Feed.Source] is its Source, and for a workload with a
-// schedule (a trace), [Feed.Arrivals] its Arrivals. It reads one item at a
-// time, as requests need them, so a file is never held whole.
+// schedule (a trace), [Feed.Load] its Load, arrivals at the items' times.
+// It reads one item at a time, as requests need them, so a file is never
+// held whole.
 //
 // When the Reader ends, or fails, the Feed stops the run: Source returns
-// nil (which ends a run) and Arrivals reports no more arrivals; [Feed.Err]
-// then says why, nil for a Reader that simply ended.
+// nil (which ends a run) and the schedule has no more arrivals;
+// [Feed.Err] then says why, nil for a Reader that simply ended.
 type Feed struct {
 	r Reader
 	b *Builder
@@ -51,8 +52,8 @@ func (f *Feed) next() (Item, bool) {
 	return it, true
 }
 
-// Source returns the request for arrival seq: the item [Feed.Arrivals]
-// timed for it or, without a schedule, the next item. It is a
+// Source returns the request for arrival seq: the item the schedule of
+// [Feed.Load] timed for it or, without a schedule, the next item. It is a
 // [loadgen.Source], safe for concurrent use.
 func (f *Feed) Source(_, seq int) *loadgen.Request {
 	f.mu.Lock()
@@ -70,12 +71,18 @@ func (f *Feed) Source(_, seq int) *loadgen.Request {
 	return f.b.Request(it)
 }
 
-// Arrivals returns when arrival seq is due, from the start of the run:
-// the At of the next item. It reports false when the items have ended.
-// Call it in order of seq, as a Generator does. The request is made, and
-// its body encoded, now, before it is due, so that sending it costs
-// nothing but the sending.
-func (f *Feed) Arrivals(seq int) (time.Duration, bool) {
+// Load returns the schedule of the items' arrivals: arrival seq is due
+// at the At of the next item, from the start of the run, and the schedule
+// ends with the items. Each request is made, and its body encoded, as its
+// arrival is timed, before it is due, so that sending it costs nothing but
+// the sending. Set the Schedule's MaxInFlight to cap the requests in
+// flight.
+func (f *Feed) Load() loadgen.Schedule {
+	return loadgen.Schedule{Due: f.due}
+}
+
+// due times arrival seq; a Generator calls it in order of seq.
+func (f *Feed) due(seq int) (time.Duration, bool) {
 	f.mu.Lock()
 	it, ok := f.next()
 	f.mu.Unlock()

@@ -60,10 +60,12 @@ func (m *Mix) Validate() error {
 	return (&Synthetic{Input: m.Input, Output: m.Output, Prefix: m.Prefix, Sizing: m.Sizing}).Validate()
 }
 
-// Setup gives g the requests of a new run: its Source, and for a trace
-// its Arrivals (the run then lasts as long as the trace: Setup clears g's
-// Duration, Warmup and Requests), for sessions its Pause.
-func (m *Mix) Setup(g *loadgen.Generator) error {
+// Setup gives g the requests and the load of a new run: its Source, and
+// its Load: load, but for a trace the trace's schedule (the run then lasts
+// as long as the trace: Setup clears g's Duration, Warmup and Requests),
+// and for sessions load with the think time between turns as its Pause,
+// which must be a [loadgen.Closed] loop.
+func (m *Mix) Setup(g *loadgen.Generator, load loadgen.Load) error {
 	m.runs++
 	seed := m.Seed
 	if seed == 0 {
@@ -83,7 +85,12 @@ func (m *Mix) Setup(g *loadgen.Generator) error {
 		if err := ss.Validate(); err != nil {
 			return err
 		}
-		g.Source, g.Pause = ss.Source, ss.Pause
+		closed, ok := load.(loadgen.Closed)
+		if !ok {
+			return fmt.Errorf("workload: sessions run in a closed loop, not %v: give a loadgen.Closed load", load)
+		}
+		closed.Pause = ss.Pause
+		g.Source, g.Load = ss.Source, closed
 		return nil
 	default:
 		syn := &Synthetic{Input: m.Input, Output: m.Output, Prefix: m.Prefix, Sizing: m.Sizing, Seed: seed}
@@ -94,9 +101,13 @@ func (m *Mix) Setup(g *loadgen.Generator) error {
 	}
 	f := NewFeed(r, &m.Builder)
 	m.feeds = append(m.feeds, f)
-	g.Source = f.Source
+	g.Source, g.Load = f.Source, load
 	if m.Trace != nil {
-		g.Arrivals = f.Arrivals
+		sched := f.Load()
+		if s, ok := load.(loadgen.Schedule); ok {
+			sched.MaxInFlight = s.MaxInFlight
+		}
+		g.Load = sched
 		g.Duration, g.Warmup, g.Requests = 0, 0, 0
 	}
 	return nil

@@ -18,7 +18,7 @@ import (
 func firstPrompt(t *testing.T, m *workload.Mix) *loadgen.Request {
 	t.Helper()
 	var g loadgen.Generator
-	require.NoError(t, m.Setup(&g))
+	require.NoError(t, m.Setup(&g, loadgen.Closed{}))
 	require.NotNil(t, g.Source)
 	req := g.Source(0, 0)
 	require.NotNil(t, req)
@@ -46,7 +46,7 @@ func TestMixRunsOwnText(t *testing.T) {
 
 	bad := &workload.Mix{Input: workload.Fixed(-1)}
 	require.Error(t, bad.Validate(), "refused before anything is sent")
-	require.Error(t, bad.Setup(&loadgen.Generator{}))
+	require.Error(t, bad.Setup(&loadgen.Generator{}, loadgen.Closed{}))
 }
 
 // TestMixPrecedence: a trace goes before a dataset, a dataset before
@@ -62,8 +62,11 @@ func TestMixPrecedence(t *testing.T) {
 	trace := &workload.Mix{Trace: tr, Replay: workload.Replay{TimeScale: 0.5}, Dataset: ds, Turns: workload.Fixed(3), Input: workload.Fixed(100), Sizing: sizing}
 	defer trace.Close()
 	g := &loadgen.Generator{Duration: time.Minute, Warmup: time.Second, Requests: 9}
-	require.NoError(t, trace.Setup(g))
-	assert.NotNil(t, g.Arrivals, "the trace's times")
+	require.NoError(t, trace.Setup(g, loadgen.Schedule{MaxInFlight: 5}))
+	sched, ok := g.Load.(loadgen.Schedule)
+	require.True(t, ok, "the trace's times: %v", g.Load)
+	assert.NotNil(t, sched.Due)
+	assert.Equal(t, 5, sched.MaxInFlight, "the cap given")
 	assert.Zero(t, g.Duration)
 	assert.Zero(t, g.Warmup)
 	assert.Zero(t, g.Requests)
@@ -82,9 +85,12 @@ func TestMixPrecedence(t *testing.T) {
 	sessions := &workload.Mix{Turns: workload.Fixed(3), Input: workload.Fixed(100), Output: workload.Fixed(4), Think: time.Second, Sizing: sizing}
 	defer sessions.Close()
 	g = &loadgen.Generator{}
-	require.NoError(t, sessions.Setup(g))
-	assert.NotNil(t, g.Pause, "think time between turns")
-	assert.Nil(t, g.Arrivals)
+	require.NoError(t, sessions.Setup(g, loadgen.Closed{Streams: 3}))
+	closed, ok := g.Load.(loadgen.Closed)
+	require.True(t, ok, "%v", g.Load)
+	assert.NotNil(t, closed.Pause, "think time between turns")
+	assert.Equal(t, 3, closed.Streams)
+	assert.ErrorContains(t, sessions.Setup(g, loadgen.Open{Rate: 1}), "sessions run in a closed loop")
 	assert.Equal(t, "sessions of 3 turns, 100 tokens in and 4 out a turn, 1s think time", sessions.String())
 }
 
@@ -102,7 +108,7 @@ func TestMixFileError(t *testing.T) {
 	mix := &workload.Mix{Dataset: ds}
 	defer mix.Close()
 	var g loadgen.Generator
-	require.NoError(t, mix.Setup(&g))
+	require.NoError(t, mix.Setup(&g, loadgen.Closed{}))
 	assert.Nil(t, g.Source(0, 0), "no request: the run ends")
 	require.Error(t, mix.Err())
 	assert.ErrorIs(t, mix.Err(), os.ErrNotExist)
@@ -118,8 +124,8 @@ func TestMixRuns(t *testing.T) {
 		Builder: workload.Builder{Model: loadgentest.DefaultModel, IgnoreEOS: true}}
 	defer mix.Close()
 	for range 2 {
-		g := &loadgen.Generator{Client: c, Concurrency: 2, Requests: 6}
-		require.NoError(t, mix.Setup(g))
+		g := &loadgen.Generator{Client: c, Requests: 6}
+		require.NoError(t, mix.Setup(g, loadgen.Closed{Streams: 2}))
 		run, err := g.Run(t.Context())
 		require.NoError(t, err)
 		assert.Equal(t, 6, run.Summary.Completed)

@@ -167,7 +167,7 @@ func replay(t *testing.T, tr *workload.Trace) (*loadgen.Run, []arrival) {
 	items := tr.Items(workload.Replay{Sizing: workload.SimulatorSizing(true), Seed: 1})
 	feed := workload.NewFeed(items, &workload.Builder{Model: loadgentest.DefaultModel, IgnoreEOS: true})
 	defer feed.Close()
-	g := &loadgen.Generator{Client: c, Source: feed.Source, Arrivals: feed.Arrivals}
+	g := &loadgen.Generator{Client: c, Source: feed.Source, Load: feed.Load()}
 	run, err := g.Run(t.Context())
 	require.NoError(t, err)
 	require.NoError(t, feed.Err())

@@ -124,7 +124,7 @@ func (s *Sessions) next(worker int) Item {
 
 // Pause returns how long worker waits before its request seq: Think
 // between the turns of a session, nothing before a session's first. Give
-// it to a Generator as its Pause.
+// it to a closed loop as its Pause: loadgen.Closed{Pause: s.Pause}.
 func (s *Sessions) Pause(worker, _ int) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
