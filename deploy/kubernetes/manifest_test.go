@@ -25,6 +25,16 @@ import (
 
 const manifestFile = "llmload.yaml"
 
+// fleetSecret is the Secret that holds the fleet's token.
+const fleetSecret = "llmload-fleet"
+
+func readManifest(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(manifestFile)
+	require.NoError(t, err)
+	return string(b)
+}
+
 // manifests are the objects of llmload.yaml, decoded strictly.
 type manifests struct {
 	job     *batchv1.Job
@@ -179,6 +189,22 @@ func TestManifestsAgree(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, fmt.Sprintf("%s-0.%s", job.Name, svc.Name), u.Hostname(), "pod 0's stable name")
 	assert.Equal(t, strconv.Itoa(int(port.Port)), u.Port())
+
+	// The fleet's secret from a Secret, by the variable's name: never on
+	// the command line.
+	tokenEnv, ok := flagValue(c.Args, "fleet-token-env")
+	require.True(t, ok, "-fleet-token-env")
+	assert.NotContains(t, tokenEnv, "$(", "the flag names the variable; its value is not expanded into the args")
+	tok, ok := envValue(c, tokenEnv)
+	require.True(t, ok, "the container's env has %s", tokenEnv)
+	require.NotNil(t, tok.ValueFrom, "%s comes from a Secret", tokenEnv)
+	require.NotNil(t, tok.ValueFrom.SecretKeyRef, "%s comes from a Secret", tokenEnv)
+	assert.Equal(t, fleetSecret, tok.ValueFrom.SecretKeyRef.Name)
+	assert.Empty(t, tok.Value)
+	for _, a := range c.Args {
+		assert.NotContains(t, a, "$("+tokenEnv+")", "the secret is not expanded into an argument")
+	}
+	assert.Contains(t, readManifest(t), "kubectl create secret generic "+fleetSecret, "the manifest says how to make the Secret")
 
 	// One shard a node.
 	aff := pod.Spec.Affinity

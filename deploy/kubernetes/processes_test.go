@@ -52,6 +52,9 @@ func expand(s string, env map[string]string) string {
 	})
 }
 
+// testFleetToken stands for the Secret's token in the tests' pods.
+const testFleetToken = "dGhlIHRlc3RzJyBmbGVldCB0b2tlbg=="
+
 // podEnv is the environment Kubernetes gives pod index of the Job: the
 // container's env, with the downward API's fields resolved for that pod.
 func podEnv(t *testing.T, job string, c corev1.Container, index int) map[string]string {
@@ -61,6 +64,8 @@ func podEnv(t *testing.T, job string, c corev1.Container, index int) map[string]
 		switch {
 		case e.ValueFrom == nil:
 			env[e.Name] = expand(e.Value, env)
+		case e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == fleetSecret:
+			env[e.Name] = testFleetToken // as kubectl create secret would hold it
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
 			env[e.Name] = fmt.Sprintf("%s-%d-%s", job, index, randomHex(t, 3)[:5])
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.annotations['batch.kubernetes.io/job-completion-index']":

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix"
 	"github.com/llmload/llmload/matrix/shard"
@@ -29,6 +29,8 @@ type shardFlags struct {
 	index       int
 	name        string
 	joinTimeout time.Duration
+	tokenEnv    string
+	leaderURL   bool
 }
 
 func (s *shardFlags) register(fs *flag.FlagSet) {
@@ -38,6 +40,27 @@ func (s *shardFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.index, "shard-index", -1, "with -shards, -listen and -join: lead as shard 0, follow as any other (a Kubernetes Indexed Job's JOB_COMPLETION_INDEX)")
 	fs.StringVar(&s.name, "name", "", "this shard's name in the results (default: the host's name)")
 	fs.DurationVar(&s.joinTimeout, "join-timeout", shard.DefaultJoinTimeout, "how long the leader waits for its followers, and a follower for its leader")
+	fs.StringVar(&s.tokenEnv, "fleet-token-env", "", "name of the environment variable holding the sharded run's secret, the same on every shard (a leader without it makes one and prints it once)")
+	fs.BoolVar(&s.leaderURL, "allow-leader-url", false, "a follower given -api-key-env and no -url sends its key to the server the leader names")
+}
+
+// token returns the fleet's token: from -fleet-token-env, or, for a leader
+// without it, a new one, printed once for the followers.
+func (s *shardFlags) token(stderr io.Writer) (string, error) {
+	if s.tokenEnv != "" {
+		t := os.Getenv(s.tokenEnv)
+		if len(t) < shard.MinTokenLen {
+			return "", fmt.Errorf("-fleet-token-env %s: the variable holds %d bytes; give every shard the same secret of at least %d (such as the output of: openssl rand -base64 32)",
+				s.tokenEnv, len(t), shard.MinTokenLen)
+		}
+		return t, nil
+	}
+	if s.follows() {
+		return "", errors.New("-join needs the fleet's secret: put the leader's in an environment variable and name it with -fleet-token-env")
+	}
+	t := shard.NewToken()
+	fmt.Fprintf(stderr, "the fleet's secret, for the followers (-fleet-token-env NAME with NAME=secret; it is not printed again):\n%s\n", t)
+	return t, nil
 }
 
 // leads reports whether this process leads a sharded run.
@@ -105,30 +128,37 @@ func (s *shardFlags) check(o *options) error {
 // fleet. The function it returns tells the followers the run is over and
 // stops serving them.
 func lead(o *options, runner *matrix.Runner, stderr io.Writer) (func(), error) {
+	token, err := o.shards.token(stderr)
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", o.shards.listen)
 	if err != nil {
 		return nil, fmt.Errorf("-listen %s: %w", o.shards.listen, err)
 	}
-	leader := &shard.Leader{Spec: runner.Spec.WithDefaults(), Followers: o.shards.shards - 1, JoinTimeout: o.shards.joinTimeout}
+	leader := &shard.Leader{Token: token, Spec: runner.Spec.WithDefaults(), Followers: o.shards.shards - 1, JoinTimeout: o.shards.joinTimeout}
 	if !o.quiet {
 		leader.Log = stderr
 		fmt.Fprintf(stderr, "leading %d shards: followers join http://%s\n", o.shards.shards, ln.Addr())
 	}
-	srv := &http.Server{Handler: leader, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
+	go leader.Serve(ln)
 	runner.Fleet = leader
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // Close waits at most 5 s for the followers
 		defer cancel()
 		leader.Close(ctx)
-		_ = srv.Shutdown(ctx)
 	}, nil
 }
 
 // follow joins the leader at -join and runs the shares of its cells until
 // its run is over.
 func follow(ctx context.Context, o *options, stderr io.Writer) int {
-	f := &shard.Follower{Leader: o.shards.join, Name: o.shards.name, JoinTimeout: o.shards.joinTimeout}
+	token, err := o.shards.token(stderr)
+	if err != nil {
+		fail(stderr, err)
+		return 2
+	}
+	f := &shard.Follower{Token: token, Leader: o.shards.join, Name: o.shards.name, JoinTimeout: o.shards.joinTimeout}
 	if !o.quiet {
 		f.Log = stderr
 	}
@@ -140,7 +170,16 @@ func follow(ctx context.Context, o *options, stderr io.Writer) int {
 			return nil, fmt.Errorf("the leader's server URL has a password, which the leader does not send: give it with -url (%s)", spec.URL)
 		case err != nil:
 			return nil, fmt.Errorf("-url %s is not the leader's server (%s)", redact.URL(o.spec.URL), spec.URL)
+		case o.keyEnv != "" && o.spec.URL == "" && !o.shards.leaderURL:
+			// The key goes only where this shard's user sent it.
+			return nil, fmt.Errorf("the leader names the server %s; this shard's API key (-api-key-env %s) goes only to a server given here: give it with -url, or allow the leader's with -allow-leader-url",
+				redact.URL(spec.URL), o.keyEnv)
 		}
+		whose := "given with -url"
+		if o.spec.URL == "" {
+			whose = "named by the leader"
+		}
+		fmt.Fprintf(stderr, "sending this shard's streams to %s (%s)\n", textsafe.Line(redact.URL(u)), whose)
 		o.spec.Concurrency = spec.Concurrency // sizes the transport
 		client = &loadgen.Client{BaseURL: u, HTTPClient: o.httpClient()}
 		if o.keyEnv != "" {
@@ -150,7 +189,7 @@ func follow(ctx context.Context, o *options, stderr io.Writer) int {
 		}
 		return client, client.Validate()
 	}
-	err := f.Run(ctx)
+	err = f.Run(ctx)
 	if client != nil {
 		client.CloseIdleConnections()
 	}

@@ -147,6 +147,12 @@ func socketOwner(port int, pids []int) int {
 	return 0
 }
 
+// The fleet's secret every process of the tests' sharded runs is given.
+const (
+	fleetTokenEnv = "LLMLOAD_TEST_FLEET_TOKEN"
+	fleetToken    = "the-tests-fleet-secret"
+)
+
 // shardProc is one process of a sharded run.
 type shardProc struct {
 	cmd  *exec.Cmd
@@ -158,6 +164,7 @@ type shardProc struct {
 func startShard(t *testing.T, bin string, args ...string) *shardProc {
 	t.Helper()
 	p := &shardProc{cmd: exec.Command(bin, args...), log: &logbuffer.Buffer{}, done: make(chan error, 1)}
+	p.cmd.Env = append(os.Environ(), fleetTokenEnv+"="+fleetToken)
 	p.cmd.Stderr = p.log
 	p.cmd.Stdout = io.Discard
 	require.NoError(t, p.cmd.Start())
@@ -210,7 +217,8 @@ func (p *shardProc) until(t *testing.T, d time.Duration, re string) []string {
 func leaderArgs(url, results string, n int, concurrency string, window time.Duration) []string {
 	return []string{"-url", url, "-api", "completions", "-contexts", "0", "-concurrency", concurrency, "-prefill", "",
 		"-duration", window.String(), "-max-tokens", "30000", "-warmup-min", "300ms", "-warmup-flow", "700ms",
-		"-results", results, "-format", "json", "-shards", strconv.Itoa(n), "-listen", "127.0.0.1:0"}
+		"-results", results, "-format", "json", "-shards", strconv.Itoa(n), "-listen", "127.0.0.1:0",
+		"-fleet-token-env", fleetTokenEnv}
 }
 
 // joinURL reads the leader's address from its log.
@@ -234,9 +242,9 @@ func TestShardedRunAcrossProcesses(t *testing.T) {
 	leader := startShard(t, bin, leaderArgs(srv.URL+"/v1", results, 3, "3,30", 4*time.Second)...)
 	srv.watch(leader.cmd.Process.Pid)
 	url := joinURL(t, leader)
-	f1 := startShard(t, bin, "-join", url, "-name", "f1")
+	f1 := startShard(t, bin, "-join", url, "-name", "f1", "-fleet-token-env", fleetTokenEnv)
 	srv.watch(f1.cmd.Process.Pid)
-	f2 := startShard(t, bin, "-join", url, "-name", "f2")
+	f2 := startShard(t, bin, "-join", url, "-name", "f2", "-fleet-token-env", fleetTokenEnv)
 	srv.watch(f2.cmd.Process.Pid)
 
 	require.Equal(t, 0, leader.wait(t, 90*time.Second), leader.log.String())
@@ -295,8 +303,8 @@ func TestShardedRunFaults(t *testing.T) {
 	results := filepath.Join(t.TempDir(), "r.json")
 	leader := startShard(t, bin, leaderArgs(srv.URL+"/v1", results, 3, "4,6,8", 3*time.Second)...)
 	url := joinURL(t, leader)
-	f1 := startShard(t, bin, "-join", url, "-name", "f1")
-	f2 := startShard(t, bin, "-join", url, "-name", "f2")
+	f1 := startShard(t, bin, "-join", url, "-name", "f1", "-fleet-token-env", fleetTokenEnv)
+	f2 := startShard(t, bin, "-join", url, "-name", "f2", "-fleet-token-env", fleetTokenEnv)
 
 	// Into the first cell's window, then kill f2.
 	leader.until(t, 30*time.Second, `cell 1 of 3`)
@@ -354,7 +362,7 @@ func TestFollowerStopsWhenTheLeaderDies(t *testing.T) {
 	srv := newPacedServer(t)
 	leader := startShard(t, bin, leaderArgs(srv.URL+"/v1", filepath.Join(t.TempDir(), "r.json"), 2, "4", 30*time.Second)...)
 	url := joinURL(t, leader)
-	f := startShard(t, bin, "-join", url, "-name", "f1")
+	f := startShard(t, bin, "-join", url, "-name", "f1", "-fleet-token-env", fleetTokenEnv)
 	f.until(t, 30*time.Second, `cell 1: `)
 	time.Sleep(LaunchAndWarmup)
 	require.NoError(t, leader.cmd.Process.Kill())

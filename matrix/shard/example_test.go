@@ -26,7 +26,8 @@ func ExampleLeader() {
 		Warmup:   &matrix.Warmup{Min: matrix.Duration(300 * time.Millisecond), Flow: matrix.Duration(500 * time.Millisecond)},
 	}
 
-	leader := &shard.Leader{Spec: spec, Followers: 1}
+	token := shard.NewToken() // every shard's: the followers take it from a secret
+	leader := &shard.Leader{Token: token, Spec: spec, Followers: 1}
 	hs := httptest.NewServer(leader) // the address followers join
 	defer hs.Close()
 
@@ -34,7 +35,7 @@ func ExampleLeader() {
 	defer cancel()
 	followed := make(chan error, 1)
 	go func() {
-		f := &shard.Follower{Leader: hs.URL, Name: "shard-b"}
+		f := &shard.Follower{Token: token, Leader: hs.URL, Name: "shard-b"}
 		followed <- f.Run(ctx) // until the leader's run is over
 	}()
 

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix"
@@ -26,6 +27,10 @@ type Follower struct {
 	// "http://llmload-0.llmload:7070" (a Kubernetes headless Service's
 	// name for pod 0); required.
 	Leader string
+	// Token is the fleet's shared secret, the leader's Token: the
+	// follower signs every request with it and takes no answer not signed
+	// with it. Required.
+	Token string
 	// Name names the follower in the leader's results; "" means the host's
 	// name.
 	Name string
@@ -47,6 +52,10 @@ type Follower struct {
 
 	// now is the follower's clock; nil means time.Now.
 	now func() time.Time
+	// shown is the leader's URL as the log shows it, without a password;
+	// secrets takes the password out of every line and error.
+	shown   string
+	secrets *redact.Redactor
 
 	hc      *http.Client
 	client  *loadgen.Client
@@ -77,7 +86,7 @@ type active struct {
 
 func (f *Follower) logf(format string, args ...any) {
 	if f.Log != nil {
-		fmt.Fprintln(f.Log, textsafe.Line(fmt.Sprintf(format, args...)))
+		fmt.Fprintln(f.Log, textsafe.Line(f.secrets.Redact(fmt.Sprintf(format, args...))))
 	}
 }
 
@@ -97,7 +106,11 @@ func (f *Follower) Run(ctx context.Context) error {
 	if f.Leader == "" {
 		return errors.New("shard: Follower.Leader is empty: give the leader's URL")
 	}
+	if err := checkToken(f.Token); err != nil {
+		return err
+	}
 	f.Leader = strings.TrimRight(f.Leader, "/")
+	f.shown, f.secrets = redact.URL(f.Leader), redact.New(f.Leader)
 	f.hc = f.HTTPClient
 	if f.hc == nil {
 		f.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
@@ -108,7 +121,7 @@ func (f *Follower) Run(ctx context.Context) error {
 	}
 	f.wake = make(chan struct{}, 1)
 	if err := f.join(ctx); err != nil {
-		return err
+		return f.secrets.Error(err)
 	}
 	defer func() {
 		if f.client != nil {
@@ -119,7 +132,7 @@ func (f *Follower) Run(ctx context.Context) error {
 	err := f.loop(ctx)
 	cancel(err) // and a report in flight: there is no one to take it
 	f.stopShare(err)
-	return err
+	return f.secrets.Error(err)
 }
 
 // join joins the leader, trying again until JoinTimeout, and measures the
@@ -133,9 +146,12 @@ func (f *Follower) join(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
 		var resp joinResponse
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := post(rctx, f.hc, f.Leader, pathJoin, joinRequest{Version: version, Name: f.Name}, &resp)
+		err := post(rctx, f.hc, f.Token, f.Leader, pathJoin, joinRequest{Version: version, Name: f.Name}, &resp)
 		cancel()
 		if err == nil {
+			if err := checkJoin(&resp); err != nil {
+				return err
+			}
 			f.index, f.spec = resp.Index, resp.Spec
 			f.silence = f.Silence
 			if f.silence <= 0 {
@@ -151,10 +167,10 @@ func (f *Follower) join(ctx context.Context) error {
 			return err // the leader refused: trying again changes nothing
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("shard: could not join the leader at %s within %v: %w", f.Leader, timeout, err)
+			return fmt.Errorf("shard: could not join the leader at %s within %v: %w", f.shown, timeout, err)
 		}
 		if attempt == 0 {
-			f.logf("waiting for the leader at %s (%v)", f.Leader, err)
+			f.logf("waiting for the leader at %s (%v)", f.shown, err)
 		}
 		if !sleep(ctx, 500*time.Millisecond) {
 			return context.Cause(ctx)
@@ -162,7 +178,7 @@ func (f *Follower) join(ctx context.Context) error {
 	}
 	f.lastOK = time.Now()
 	f.measureClock(ctx)
-	f.logf("joined %s as shard %d; clock %s", f.Leader, f.index, f.clockText())
+	f.logf("joined %s as shard %d; clock %s", f.shown, f.index, f.clockText())
 	if f.client == nil {
 		c, err := f.newClient()
 		if err != nil {
@@ -190,7 +206,7 @@ func (f *Follower) newClient() (*loadgen.Client, error) {
 }
 
 func (f *Follower) measureClock(ctx context.Context) {
-	o, err := measureClock(ctx, f.hc, f.Leader, f.clockNow)
+	o, err := measureClock(ctx, f.hc, f.Token, f.Leader, f.clockNow)
 	if err != nil {
 		f.logf("could not measure the clock (%v); keeping the last measure", err)
 		return
@@ -216,7 +232,7 @@ func (f *Follower) loop(ctx context.Context) error {
 		var resp pollResponse
 		pctx, cancel := context.WithTimeout(ctx, pollWait+f.silence)
 		stopWake := f.wakeOn(cancel)
-		err := post(pctx, f.hc, f.Leader, pathPoll, in, &resp)
+		err := post(pctx, f.hc, f.Token, f.Leader, pathPoll, in, &resp)
 		woken := stopWake()
 		cancel()
 		if err != nil {
@@ -228,7 +244,7 @@ func (f *Follower) loop(ctx context.Context) error {
 			}
 			if time.Since(f.lastOK) > f.silence {
 				f.logf("the leader has not answered for %v (%v): stopping", time.Since(f.lastOK).Round(time.Millisecond), err)
-				return fmt.Errorf("%w: no answer from %s for %v: %v", ErrLeaderGone, f.Leader, time.Since(f.lastOK).Round(time.Millisecond), err)
+				return fmt.Errorf("%w: no answer from %s for %v: %v", ErrLeaderGone, f.shown, time.Since(f.lastOK).Round(time.Millisecond), err)
 			}
 			sleep(ctx, 200*time.Millisecond)
 			continue
@@ -245,6 +261,10 @@ func (f *Follower) loop(ctx context.Context) error {
 				return err
 			}
 		case resp.Share != nil:
+			if err := checkShare(resp.Share, time.Now().Add(-f.offset())); err != nil {
+				f.logf("%v: leaving the run", err)
+				return err
+			}
 			f.start(ctx, *resp.Share)
 		default:
 			f.hear(resp)
@@ -315,6 +335,12 @@ func (f *Follower) hear(resp pollResponse) {
 	if a == nil || resp.Seq != a.seq {
 		return
 	}
+	if !resp.Window.IsZero() && a.window.IsZero() && !windowFits(resp.Window.Add(f.clock.Offset), a.share) {
+		f.logf("cell %d: the leader set a window at %s, not in the share's time: stopping the share", a.seq, resp.Window.Format(time.RFC3339Nano))
+		a.stopped = true
+		a.cancel(errors.New("the leader set a window outside the share's time"))
+		return
+	}
 	if !resp.Window.IsZero() && a.window.IsZero() {
 		a.window = resp.Window.Add(f.clock.Offset)
 		f.logf("cell %d: the window opens in %v", a.seq, max(time.Until(a.window), 0).Round(time.Millisecond))
@@ -334,7 +360,7 @@ func (f *Follower) report(ctx context.Context, a *active, part fleet.Result) {
 	start := time.Now()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, f.silence)
-		err := post(rctx, f.hc, f.Leader, pathReport, in, nil)
+		err := post(rctx, f.hc, f.Token, f.Leader, pathReport, in, nil)
 		cancel()
 		if err == nil {
 			f.mu.Lock()
@@ -366,6 +392,13 @@ func (f *Follower) stopShare(why error) {
 	}
 	a.cancel(why)
 	<-a.done
+}
+
+// offset returns the latest measure of the follower's clock offset.
+func (f *Follower) offset() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.clock.Offset
 }
 
 // control connects a running share to the leader.

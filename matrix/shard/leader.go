@@ -40,7 +40,12 @@ type Leader struct {
 	// ReportTimeout bounds the wait for a live follower's part after the
 	// window's end; 0 means defaultReportTimeout.
 	ReportTimeout time.Duration
-	// Log receives a line when a follower joins or is lost; nil is silent.
+	// Token is the fleet's shared secret, at least MinTokenLen bytes:
+	// every follower's request must be signed with it, and every answer
+	// is. Required; [NewToken] makes one.
+	Token string
+	// Log receives a line when a follower joins or is lost, or a request
+	// is refused; nil is silent.
 	Log io.Writer
 
 	once    sync.Once
@@ -52,6 +57,11 @@ type Leader struct {
 	cell      *cell         // the cell in progress, if any; guarded by mu
 	done      bool          // the run is over; guarded by mu
 	waited    bool          // the first cell waited for the followers; guarded by mu
+
+	nonces     nonces
+	servers    []*http.Server // of Serve; guarded by mu
+	refusals   int            // requests refused; guarded by mu
+	refusedLog time.Time      // when a refusal was last logged; guarded by mu
 }
 
 // follower is the leader's record of one follower.
@@ -107,72 +117,137 @@ func (l *Leader) logf(format string, args ...any) {
 	}
 }
 
-// ServeHTTP answers the followers.
+// ServeHTTP answers the followers. A request is refused before its body
+// is read unless it is signed with the Token (401, and the connection
+// closed), and its body is read only up to its path's bound (413 beyond).
 func (l *Leader) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	l.init()
 	if r.Method != http.MethodPost {
-		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		refuse(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	limit := int64(maxRequest)
+	switch r.URL.Path {
+	case pathClock, pathJoin, pathPoll:
+	case pathReport:
+		limit = maxReport
+	default:
+		refuse(w, "404 page not found", http.StatusNotFound)
+		return
+	}
+	if err := checkToken(l.Token); err != nil {
+		refuse(w, "the leader has no token", http.StatusServiceUnavailable)
 		return
 	}
 	received := time.Now()
+	if err := l.checkRequest(r, received); err != nil {
+		l.refused(r, err)
+		refuse(w, err.Error(), http.StatusUnauthorized)
+		return
+	}
+	body, err := bodyOf(w, r, limit)
+	if err != nil {
+		code := http.StatusBadRequest
+		if _, ok := err.(*tooLarge); ok {
+			code = http.StatusRequestEntityTooLarge
+		}
+		l.refused(r, err)
+		refuse(w, err.Error(), code)
+		return
+	}
 	var out any
-	var err error
 	switch r.URL.Path {
 	case pathClock:
 		var in clockRequest
-		if err = decode(r, &in); err == nil {
+		if err = decode(r, body, &in); err == nil {
 			out = &clockResponse{Sent: in.Sent, Received: received}
 		}
 	case pathJoin:
 		var in joinRequest
-		if err = decode(r, &in); err == nil {
+		if err = decode(r, body, &in); err == nil {
 			out, err = l.join(in)
 		}
 	case pathPoll:
 		var in pollRequest
-		if err = decode(r, &in); err == nil {
+		if err = decode(r, body, &in); err == nil {
 			out = l.poll(r.Context(), in)
 		}
 	case pathReport:
 		var in reportRequest
-		if err = decode(r, &in); err == nil {
+		if err = decode(r, body, &in); err == nil {
 			err = l.report(in)
 			out = struct{}{}
 		}
-	default:
-		http.NotFound(w, r)
-		return
 	}
 	if err != nil {
 		code := http.StatusBadRequest
-		if errors.Is(err, ErrRunOver) {
+		switch {
+		case errors.Is(err, ErrRunOver):
 			code = http.StatusGone
+		case errors.Is(err, errFull):
+			code = http.StatusTooManyRequests
 		}
-		http.Error(w, err.Error(), code)
+		refuse(w, err.Error(), code)
 		return
 	}
 	if c, ok := out.(*clockResponse); ok {
 		c.Replied = time.Now()
 	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		refuse(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(out)
+	signResponse(w.Header(), l.Token, r.URL.Path, r.Header.Get(headerNonce), b)
+	_, _ = w.Write(b)
 }
 
-func decode(r *http.Request, v any) error {
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxMessage)).Decode(v); err != nil {
+// refuse answers a request with an error and closes its connection.
+func refuse(w http.ResponseWriter, msg string, code int) {
+	w.Header().Set("Connection", "close")
+	http.Error(w, msg, code)
+}
+
+// refused logs a refused request, at most once a second.
+func (l *Leader) refused(r *http.Request, err error) {
+	l.mu.Lock()
+	now := time.Now()
+	l.refusals++
+	if now.Sub(l.refusedLog) < time.Second {
+		l.mu.Unlock()
+		return
+	}
+	l.refusedLog = now
+	n := l.refusals
+	l.mu.Unlock()
+	l.logf("refused %s %s from %s: %v (%d refused so far)", r.Method, r.URL.Path, r.RemoteAddr, err, n)
+}
+
+func decode(r *http.Request, body []byte, v any) error {
+	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("shard: %s: a malformed message: %w", r.URL.Path, err)
 	}
 	return nil
 }
 
+// errFull is a join beyond maxFollowers.
+var errFull = fmt.Errorf("shard: the run has taken %d followers, its most", maxFollowers)
+
 func (l *Leader) join(in joinRequest) (*joinResponse, error) {
 	if in.Version != version {
-		return nil, fmt.Errorf("shard: the follower speaks %q, the leader %q: run the same llmload on every shard", in.Version, version)
+		return nil, fmt.Errorf("shard: the follower speaks %q, the leader %q: run the same llmload on every shard", clip(in.Version), version)
+	}
+	if len(in.Name) > fleet.MaxNameBytes {
+		return nil, fmt.Errorf("shard: the follower's name is %d bytes, above %d", len(in.Name), fleet.MaxNameBytes)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {
 		return nil, ErrRunOver
+	}
+	if len(l.followers) >= maxFollowers {
+		return nil, errFull
 	}
 	f := &follower{index: len(l.followers) + 1, name: in.Name, lastSeen: time.Now()}
 	l.followers = append(l.followers, f)
@@ -335,6 +410,12 @@ func (l *Leader) Shards() int { return 1 + max(l.Followers, 0) }
 // live followers, and sets the launch launchDelay ahead.
 func (l *Leader) StartCell(ctx context.Context, sh fleet.Share) (fleet.Cell, error) {
 	l.init()
+	if err := checkToken(l.Token); err != nil {
+		return nil, err
+	}
+	if l.Followers >= maxFollowers {
+		return nil, fmt.Errorf("shard: Leader.Followers is %d; a run takes at most %d", l.Followers, maxFollowers-1)
+	}
 	if err := l.waitFollowers(ctx); err != nil {
 		return nil, err
 	}
@@ -615,8 +696,9 @@ func (c *cell) result() []fleet.Part {
 }
 
 // Close ends the run: every follower is told, at its next poll, that the
-// run is over, and Close waits for each live one to hear it, at most
-// stopTimeout or until ctx ends. Followers that join later are refused.
+// run is over, and Close waits for each live one to hear it, at most five
+// seconds or until ctx ends, then stops the servers of Serve. Followers
+// that join later are refused.
 func (l *Leader) Close(ctx context.Context) {
 	l.init()
 	l.mu.Lock()
@@ -629,6 +711,7 @@ func (l *Leader) Close(ctx context.Context) {
 	}
 	l.broadcast()
 	l.mu.Unlock()
+	defer l.shutdown(ctx) // the servers of Serve, once the followers have heard
 	deadline := time.NewTimer(stopTimeout)
 	defer deadline.Stop()
 	for {
@@ -658,4 +741,12 @@ func (l *Leader) Close(ctx context.Context) {
 		}
 		tick.Stop()
 	}
+}
+
+// clip cuts a peer's text for an error.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/matrix"
 	"github.com/llmload/llmload/matrix/internal/fleet"
 )
@@ -42,9 +43,20 @@ const (
 	// (the run interrupted, or the cell ended early), and, at the end of a
 	// run, for the followers to hear that it is over.
 	stopTimeout = 5 * time.Second
-	// maxMessage bounds a message's size (a part holds a cell's
-	// histograms; a share, a prompt of up to matrix.MaxContextTokens).
-	maxMessage = 256 << 20
+	// maxAnswer bounds a leader's answer: a share holds a prompt of up
+	// to matrix.MaxContextTokens tokens, about 8 bytes each at most.
+	maxAnswer = 8*matrix.MaxContextTokens + 1<<20
+	// maxRequest bounds a follower's request, but for a report.
+	maxRequest = 16 << 10
+	// maxReport bounds a follower's report: its part of a cell and the
+	// envelope.
+	maxReport = fleet.MaxReportBytes + 1<<10
+	// maxFollowers bounds the followers a leader takes, and the joins it
+	// records (a follower lost and back joins again).
+	maxFollowers = 1024
+	// maxSilence bounds the silence a leader asks a follower to keep to:
+	// a follower whose leader is gone longer than this stops.
+	maxSilence = time.Minute
 )
 
 // ErrLeaderGone is returned by [Follower.Run] when the leader could not
@@ -147,8 +159,9 @@ func (e *statusError) Error() string {
 	return fmt.Sprintf("shard: %s: the leader answered %d: %s", e.Path, e.StatusCode, e.Body)
 }
 
-// post sends in as JSON to base+path and decodes the answer into out.
-func post(ctx context.Context, hc *http.Client, base, path string, in, out any) error {
+// post sends in as JSON to base+path, signed with token, and decodes the
+// leader's answer into out once its signature is checked.
+func post(ctx context.Context, hc *http.Client, token, base, path string, in, out any) error {
 	b, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("shard: %s: %w", path, err)
@@ -158,21 +171,28 @@ func post(ctx context.Context, hc *http.Client, base, path string, in, out any) 
 		return fmt.Errorf("shard: %s: %w", path, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	signRequest(req, token, b)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("shard: %s: %w", path, err)
 	}
 	defer resp.Body.Close()
-	body := io.LimitReader(resp.Body, maxMessage)
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(body, 1<<10))
-		return &statusError{Path: path, StatusCode: resp.StatusCode, Body: string(bytes.TrimSpace(msg))}
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+		return &statusError{Path: path, StatusCode: resp.StatusCode, Body: textsafe.Line(string(bytes.TrimSpace(msg)))}
+	}
+	d, err := checkResponse(resp, token, path, req.Header.Get(headerNonce))
+	if err != nil {
+		return err
+	}
+	body, err := readChecked(resp.Body, maxAnswer, d)
+	if err != nil {
+		return fmt.Errorf("shard: %s: the leader's answer: %w", path, err)
 	}
 	if out == nil {
-		_, _ = io.Copy(io.Discard, body)
 		return nil
 	}
-	if err := json.NewDecoder(body).Decode(out); err != nil {
+	if err := json.Unmarshal(body, out); err != nil {
 		return fmt.Errorf("shard: %s: the leader's answer: %w", path, err)
 	}
 	return nil

@@ -33,6 +33,9 @@ func pacedSpec(url string, concurrency ...int) matrix.Spec {
 	}
 }
 
+// token is the tests' fleet token.
+const token = "the-fleet-token-of-the-tests"
+
 // fleet is a leader served on loopback and followers in goroutines.
 type fleet struct {
 	leader    *shard.Leader
@@ -47,14 +50,14 @@ type fleet struct {
 func startFleet(t *testing.T, spec matrix.Spec, followers int, silence time.Duration) *fleet {
 	t.Helper()
 	f := &fleet{log: &logbuffer.Buffer{}}
-	f.leader = &shard.Leader{Spec: spec, Followers: followers, JoinTimeout: 20 * time.Second, Silence: silence, Log: f.log}
+	f.leader = &shard.Leader{Token: token, Spec: spec, Followers: followers, JoinTimeout: 20 * time.Second, Silence: silence, Log: f.log}
 	srv := httptest.NewServer(f.leader)
 	t.Cleanup(srv.Close)
 	f.url = srv.URL
 	f.errs = make([]error, followers)
 	for i := range followers {
 		ctx, cancel := context.WithCancel(context.Background())
-		fw := &shard.Follower{Leader: srv.URL, Name: "follower-" + string(rune('a'+i)), Log: f.log}
+		fw := &shard.Follower{Token: token, Leader: srv.URL, Name: "follower-" + string(rune('a'+i)), Log: f.log}
 		f.followers = append(f.followers, fw)
 		f.cancel = append(f.cancel, cancel)
 		f.wg.Go(func() { f.errs[i] = fw.Run(ctx) })
@@ -182,7 +185,7 @@ func TestLeaderRefusesACellTooLargeForItsShards(t *testing.T) {
 	_, err := (&matrix.Runner{Spec: spec, Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()}}).Run(t.Context())
 	require.Error(t, err, "one process is refused")
 
-	leader := &shard.Leader{Spec: spec, Followers: 1, JoinTimeout: 300 * time.Millisecond}
+	leader := &shard.Leader{Token: token, Spec: spec, Followers: 1, JoinTimeout: 300 * time.Millisecond}
 	r := &matrix.Runner{Spec: spec, Fleet: leader, Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()}}
 	res, err := r.Run(t.Context())
 	leader.Close(t.Context())
@@ -221,7 +224,7 @@ func TestFleetLateJoinWaitsForTheNextCell(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		time.Sleep(2 * time.Second) // into the cell's warm-up
-		fw := &shard.Follower{Leader: f.url, Name: "late", Log: late}
+		fw := &shard.Follower{Token: token, Leader: f.url, Name: "late", Log: late}
 		lateErr = fw.Run(ctx)
 	})
 	res, err := r.Run(t.Context())
@@ -264,11 +267,11 @@ func TestFleetReportsAClockOff(t *testing.T) {
 	defer srv.Close()
 	spec := pacedSpec(srv.URL+"/v1", 4)
 	log := &logbuffer.Buffer{}
-	leader := &shard.Leader{Spec: spec, Followers: 1, JoinTimeout: 20 * time.Second, Log: log}
+	leader := &shard.Leader{Token: token, Spec: spec, Followers: 1, JoinTimeout: 20 * time.Second, Log: log}
 	hs := httptest.NewServer(leader)
 	defer hs.Close()
 	const ahead = 150 * time.Millisecond
-	fw := &shard.Follower{Leader: hs.URL, Name: "skewed", Log: log}
+	fw := &shard.Follower{Token: token, Leader: hs.URL, Name: "skewed", Log: log}
 	shard.SetClock(fw, func() time.Time { return time.Now().Add(ahead) })
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
