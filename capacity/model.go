@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -203,6 +204,58 @@ func (m *Model) String() string {
 	return s
 }
 
+// maxConfigBytes bounds the config.json LoadModel reads: real ones take
+// kilobytes, the largest (quantization configs listing every layer) a few
+// megabytes.
+const maxConfigBytes = 16 << 20
+
+// readModelFile reads the regular file at path, up to limit bytes. A
+// larger file, or anything but a regular file (a device such as /dev/zero,
+// a pipe, a socket), is refused with a *ConfigError naming the file and the
+// limit, before its contents are read.
+func readModelFile(path string, limit int64) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("capacity: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(path, fi.Mode())
+	}
+	tooLarge := &ConfigError{File: path, Reason: fmt.Sprintf("larger than %d MiB, the most a model file of its kind takes: not read", limit>>20)}
+	if fi.Size() > limit {
+		return nil, tooLarge
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("capacity: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("capacity: %s: %w", path, err)
+	}
+	if int64(len(data)) > limit { // grown since it was looked at
+		return nil, tooLarge
+	}
+	return data, nil
+}
+
+// notRegular refuses the file at path, which is not a regular file.
+func notRegular(path string, mode os.FileMode) error {
+	kind := "not a regular file"
+	switch {
+	case mode&os.ModeDevice != 0:
+		kind = "a device, not a file"
+	case mode&os.ModeNamedPipe != 0:
+		kind = "a named pipe, not a file"
+	case mode&os.ModeSocket != 0:
+		kind = "a socket, not a file"
+	case mode.IsDir():
+		kind = "a directory, not a file"
+	}
+	return &ConfigError{File: path, Reason: kind + ": not read"}
+}
+
 // LoadModel reads a model from path: a config.json file, or a model
 // directory holding config.json. In a directory the safetensors headers (or,
 // lacking the shards, model.safetensors.index.json's total_size) give the
@@ -217,9 +270,9 @@ func LoadModel(path string) (*Model, error) {
 		dir = path
 		path = filepath.Join(path, "config.json")
 	}
-	data, err := os.ReadFile(path)
+	data, err := readModelFile(path, maxConfigBytes)
 	if err != nil {
-		return nil, fmt.Errorf("capacity: %w", err)
+		return nil, err
 	}
 	m, err := ParseConfig(data)
 	if err != nil {

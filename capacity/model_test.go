@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -233,5 +235,79 @@ func TestLoadModelDirectoryWeights(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "x.safetensors"), []byte{1, 2, 3}, 0o644))
 		_, err := LoadModel(dir)
 		require.Error(t, err)
+	})
+}
+
+// TestLoadModelRefusesHugeFiles: a config.json that is a link to
+// /dev/zero, a sparse file of 3 GiB, a named pipe no one writes to, an
+// index or a safetensors header beyond its limit — each is refused at once
+// with a *ConfigError naming the file (and the limit), without reading it
+// into memory.
+func TestLoadModelRefusesHugeFiles(t *testing.T) {
+	refused := func(t *testing.T, path, want string) {
+		t.Helper()
+		start := time.Now()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := LoadModel(path)
+		runtime.ReadMemStats(&after)
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce)
+		assert.Contains(t, ce.File, filepath.Base(path))
+		assert.Contains(t, err.Error(), want)
+		assert.Less(t, time.Since(start), 5*time.Second)
+		assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(32<<20), "bytes allocated refusing it")
+	}
+	t.Run("a link to /dev/zero", func(t *testing.T) {
+		if _, err := os.Stat("/dev/zero"); err != nil {
+			t.Skip("no /dev/zero")
+		}
+		dir := t.TempDir()
+		require.NoError(t, os.Symlink("/dev/zero", filepath.Join(dir, "config.json")))
+		refused(t, dir, "config.json: a device, not a file: not read")
+		refused(t, filepath.Join(dir, "config.json"), "a device, not a file")
+	})
+	t.Run("a sparse 3 GiB config.json", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "config.json")
+		f, err := os.Create(path)
+		require.NoError(t, err)
+		require.NoError(t, f.Truncate(3<<30))
+		require.NoError(t, f.Close())
+		refused(t, path, "larger than 16 MiB")
+	})
+	t.Run("a named pipe", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "config.json")
+		if err := mkfifo(path); err != nil {
+			t.Skip("no named pipes here:", err)
+		}
+		refused(t, path, "config.json: a named pipe, not a file: not read")
+	})
+	t.Run("a sparse index beyond its limit", func(t *testing.T) {
+		dir := t.TempDir()
+		cfg, err := os.ReadFile("testdata/qwen3.5-4b-awq/config.json")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600))
+		f, err := os.Create(filepath.Join(dir, "model.safetensors.index.json"))
+		require.NoError(t, err)
+		require.NoError(t, f.Truncate(1<<30))
+		require.NoError(t, f.Close())
+		refused(t, dir, "model.safetensors.index.json: larger than 64 MiB")
+	})
+	t.Run("a safetensors header beyond the format's limit", func(t *testing.T) {
+		dir := t.TempDir()
+		cfg, err := os.ReadFile("testdata/qwen3.5-4b-awq/config.json")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600))
+		var header [8]byte
+		binary.LittleEndian.PutUint64(header[:], 100_000_001)
+		path := filepath.Join(dir, "model.safetensors")
+		require.NoError(t, os.WriteFile(path, header[:], 0o600))
+		require.NoError(t, os.Truncate(path, 1<<30)) // sparse: the header's claimed bytes are there, as zeros
+		start := time.Now()
+		_, err = LoadModel(dir)
+		require.ErrorIs(t, err, ErrSafetensors)
+		assert.Contains(t, err.Error(), "a header of 100000001 bytes")
+		assert.Contains(t, err.Error(), "model.safetensors")
+		assert.Less(t, time.Since(start), 5*time.Second)
 	})
 }

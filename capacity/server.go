@@ -143,8 +143,8 @@ func DiscoverModel(ctx context.Context, client *http.Client, baseURL, model stri
 		if step(d) || p.silent {
 			break
 		}
-		if err := ctx.Err(); err != nil {
-			return d, err
+		if ctx.Err() != nil {
+			return d, p.ctxErr()
 		}
 	}
 	if d.Engine == EngineUnknown && p.answered && !p.silent {
@@ -154,14 +154,14 @@ func DiscoverModel(ctx context.Context, client *http.Client, baseURL, model stri
 		}
 		d.Notes = append(d.Notes, "the server publishes no KV-cache capacity: limits unknown")
 	}
-	if err := ctx.Err(); err != nil {
-		return d, err
+	if ctx.Err() != nil {
+		return d, p.ctxErr()
 	}
 	if !p.answered {
 		return d, fmt.Errorf("%w: %s: %w", ErrUnreachable, p.shown, p.firstErr)
 	}
 	if p.silent {
-		d.Notes = append(d.Notes, fmt.Sprintf("the server stopped answering (no answer within %v): limits unknown", probeTimeout))
+		d.Notes = append(d.Notes, fmt.Sprintf("the server stopped answering (no answer within %v, each request's bound): limits unknown", probeTimeout))
 	}
 	return d, nil
 }
@@ -192,7 +192,29 @@ type prober struct {
 	answered bool
 	silent   bool // a request went unanswered within DefaultProbeTimeout
 	firstErr error
+	ended    error // the request the caller's context ended, and where
 	models   []byte
+}
+
+// ctxErr returns the caller's context's error, saying what it ended: the
+// request and whether its answer had begun, or that it ended between two.
+func (p *prober) ctxErr() error {
+	if p.ended != nil {
+		return p.ended
+	}
+	return fmt.Errorf("capacity: %s: between two requests: %w", p.shown, p.ctx.Err())
+}
+
+// endedBy returns err, when the caller's context ended the request, as the
+// request and how far it got: "GET url/metrics: 10 bytes of the answer
+// read when the caller's deadline passed: context deadline exceeded".
+func (p *prober) endedBy(method, shown, stage string, err error) error {
+	why := "the caller's deadline passed"
+	if !errors.Is(p.ctx.Err(), context.DeadlineExceeded) {
+		why = "the caller cancelled"
+	}
+	p.ended = fmt.Errorf("capacity: %s %s: %s when %s: %w", method, shown, stage, why, p.ctx.Err())
+	return p.ended
 }
 
 // get fetches path; ok is true for a 2xx answer.
@@ -237,9 +259,13 @@ func (p *prober) do(method, path string, reqBody []byte) (body []byte, ok bool) 
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
-		if context.Cause(ctx) == ErrNoAnswer && p.ctx.Err() == nil {
+		switch {
+		case p.ctx.Err() != nil:
+			pr.Err = p.endedBy(method, shown, "no answer yet", err)
+			return nil, false
+		case context.Cause(ctx) == ErrNoAnswer:
 			p.silent = true
-			err = fmt.Errorf("%w (%v)", ErrNoAnswer, probeTimeout)
+			err = fmt.Errorf("%w: no answer within %v (each request's bound)", ErrNoAnswer, probeTimeout)
 		}
 		pr.Err = fmt.Errorf("capacity: %s %s: %w", method, shown, err) // net/http's *url.Error redacts the password too
 		return nil, false
@@ -249,9 +275,14 @@ func (p *prober) do(method, path string, reqBody []byte) (body []byte, ok bool) 
 	pr.Status = resp.StatusCode
 	body, err = io.ReadAll(io.LimitReader(resp.Body, maxProbeBody))
 	if err != nil {
-		if context.Cause(ctx) == ErrNoAnswer && p.ctx.Err() == nil {
+		stage := fmt.Sprintf("%d bytes of the answer read", len(body))
+		switch {
+		case p.ctx.Err() != nil:
+			pr.Err = p.endedBy(method, shown, stage, err)
+			return nil, false
+		case context.Cause(ctx) == ErrNoAnswer:
 			p.silent = true
-			err = fmt.Errorf("%w (%v)", ErrNoAnswer, probeTimeout)
+			err = fmt.Errorf("%w: %s within %v (each request's bound)", ErrNoAnswer, stage, probeTimeout)
 		}
 		pr.Err = fmt.Errorf("capacity: %s %s: %w", method, shown, err)
 		return nil, false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -291,9 +292,71 @@ func TestDiscoverSilentServer(t *testing.T) {
 	d, err := Discover(t.Context(), srv.Client(), srv.URL)
 	assert.Less(t, time.Since(start), 5*time.Second)
 	require.ErrorIs(t, err, ErrUnreachable, "no request got an answer")
-	assert.Contains(t, err.Error(), "no answer in time")
+	assert.Contains(t, err.Error(), "no answer in time: no answer within 200ms (each request's bound)")
+	assert.Contains(t, err.Error(), "GET "+srv.URL+"/metrics")
 	assert.EqualValues(t, 1, asked.Load(), "a silent server is asked once")
 	assert.Len(t, d.Probes, 1)
+}
+
+// trickle serves /metrics as a server that answers at once and then sends
+// its body a byte at a time, every interval, until the client leaves.
+func trickle(t *testing.T, interval time.Duration) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusOK)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			if _, err := w.Write([]byte("#")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-tick.C:
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestDiscoverTricklingServer: a server that answers and then trickles
+// its body never reaches the per-request bound's silence; when the
+// caller's deadline passes, the error says which request it ended, how far
+// its answer got and that it was the caller's deadline — not a bare
+// "context deadline exceeded".
+func TestDiscoverTricklingServer(t *testing.T) {
+	srv := trickle(t, 20*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := Discover(ctx, srv.Client(), srv.URL)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Regexp(t, `^capacity: GET `+regexp.QuoteMeta(srv.URL)+`/metrics: [1-9][0-9]* bytes of the answer read when the caller's deadline passed: context deadline exceeded$`, err.Error())
+
+	// Cancelled, not timed out: said so.
+	ctx, cancel = context.WithCancel(t.Context())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	_, err = Discover(ctx, srv.Client(), srv.URL)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "/metrics: ")
+	assert.Contains(t, err.Error(), "when the caller cancelled")
+}
+
+// TestDiscoverDeadlineBeforeAnswer: the caller's deadline passing while a
+// request waits for its answer names the request too.
+func TestDiscoverDeadlineBeforeAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	_, err := Discover(ctx, srv.Client(), srv.URL)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "GET "+srv.URL+"/metrics: no answer yet when the caller's deadline passed")
 }
 
 func TestDiscoveryComplete(t *testing.T) {

@@ -12,8 +12,14 @@ import (
 	"strings"
 )
 
-// maxSafetensorsHeader bounds the JSON header read from one safetensors file.
-const maxSafetensorsHeader = 256 << 20
+// maxSafetensorsHeader bounds the JSON header read from one safetensors
+// file: the format's own limit (100 MB, as the safetensors library checks
+// it).
+const maxSafetensorsHeader = 100_000_000
+
+// maxIndexBytes bounds model.safetensors.index.json: a weight map of every
+// tensor of the largest checkpoints takes a few megabytes.
+const maxIndexBytes = 64 << 20
 
 // ReadWeights sums the tensor sizes of the checkpoint in dir from the headers
 // of its *.safetensors files, split into the language model, the vision
@@ -35,12 +41,12 @@ func ReadWeights(dir string) (*Weights, error) {
 		}
 		return w, nil
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json"))
+	data, err := readModelFile(filepath.Join(dir, "model.safetensors.index.json"), maxIndexBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("capacity: %w", err)
+		return nil, err
 	}
 	var idx struct {
 		Metadata struct {
@@ -63,6 +69,13 @@ func ReadWeights(dir string) (*Weights, error) {
 var ErrSafetensors = errors.New("capacity: bad safetensors header")
 
 func addSafetensors(w *Weights, path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("capacity: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return notRegular(path, fi.Mode())
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("capacity: %w", err)

@@ -253,7 +253,12 @@ func discover(ctx context.Context, url string, timeout time.Duration) (*capacity
 	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	defer hc.CloseIdleConnections()
 	d, err := capacity.Discover(ctx, hc, url)
-	if err != nil {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("%w (-timeout %v bounds the whole discovery: raise it for a slow server)", sec.Error(err), timeout)
+	case errors.Is(err, capacity.ErrNoAnswer):
+		return nil, fmt.Errorf("%w (each request may take %v; -timeout, %v, bounds the whole discovery)", sec.Error(err), capacity.DefaultProbeTimeout, timeout)
+	case err != nil:
 		return nil, sec.Error(err)
 	}
 	clean := func(s string) string { return textsafe.Line(sec.Redact(s)) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -426,4 +428,31 @@ func TestRunEstimateWithoutVersion(t *testing.T) {
 	assert.Greater(t, r.KVTokensHigh, given.KVTokensHigh, "older versions charge no CUDA graphs: more room")
 	require.NotEmpty(t, r.Estimate.Expected.Reasons)
 	assert.Contains(t, r.Estimate.Expected.Reasons[0], "vLLM version not given")
+}
+
+// TestRunLiveTrickling: against a server that answers and then trickles
+// its body, -timeout ends the discovery, and the error names the request
+// it ended, how far it got, and the flag that sets the deadline.
+func TestRunLiveTrickling(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		for {
+			if _, err := w.Write([]byte("#")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	var out bytes.Buffer
+	start := time.Now()
+	err := run(t.Context(), []string{"-url", srv.URL, "-timeout", "300ms"}, &out, &out)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Regexp(t, `GET http://127\.0\.0\.1:\d+/metrics: \d+ bytes of the answer read when the caller's deadline passed: context deadline exceeded \(-timeout 300ms bounds the whole discovery: raise it for a slow server\)$`, err.Error())
 }
