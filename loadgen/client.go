@@ -238,7 +238,9 @@ const (
 
 // An Observer receives the tokens of each chunk as it arrives.
 // [*metrics.Recorder] is one. Observe is called from the goroutine that
-// reads the stream.
+// reads the stream: the request's own, or, on a [StreamTransport] with
+// Poll, a poller's goroutine that reads many streams, so it must be quick
+// and must not block.
 type Observer interface {
 	Observe(tl *metrics.Timeline, t time.Time, tokens int)
 }
@@ -280,7 +282,7 @@ type Response struct {
 func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 	r := &Response{}
 	var text, reasoning strings.Builder
-	err := c.stream(ctx, req, &r.Timeline, &r.ID, nil, func(ch *Chunk) bool {
+	err := c.stream(ctx, req, &r.Timeline, &r.ID, nil, true, func(ch *Chunk) bool {
 		text.WriteString(ch.Text)
 		reasoning.WriteString(ch.Reasoning)
 		if ch.Tokens > 0 {
@@ -300,7 +302,7 @@ func (c *Client) Measure(ctx context.Context, req *Request, tl *metrics.Timeline
 	if tl == nil {
 		return &ConfigError{Field: "Client.Measure's Timeline", Reason: "is nil: pass the *metrics.Timeline to fill"}
 	}
-	return c.stream(ctx, req, tl, nil, obs, nil)
+	return c.stream(ctx, req, tl, nil, obs, false, nil)
 }
 
 // Stream sends req and yields each chunk that carries tokens, a finish
@@ -311,7 +313,7 @@ func (c *Client) Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, erro
 	return func(yield func(Chunk, error) bool) {
 		var tl metrics.Timeline
 		stopped := false
-		err := c.stream(ctx, req, &tl, nil, nil, func(ch *Chunk) bool {
+		err := c.stream(ctx, req, &tl, nil, nil, false, func(ch *Chunk) bool {
 			if !yield(*ch, nil) {
 				stopped = true
 				return false
@@ -329,10 +331,11 @@ var errStopped = errors.New("loadgen: the reader stopped")
 
 // stream is the one implementation behind Do, Measure and Stream. emit, when
 // not nil, receives decoded chunks; returning false stops the request.
+// ownEmit says emit is the client's own, which may run on a poller.
 //
 // A Client or Request that cannot work is refused before anything is sent:
 // the error is its [*ConfigError], of kind KindOther.
-func (c *Client) stream(ctx context.Context, req *Request, tl *metrics.Timeline, id *string, obs Observer, emit func(*Chunk) bool) error {
+func (c *Client) stream(ctx context.Context, req *Request, tl *metrics.Timeline, id *string, obs Observer, ownEmit bool, emit func(*Chunk) bool) error {
 	now := time.Now()
 	if tl.Start.IsZero() {
 		tl.Start = now
@@ -346,7 +349,7 @@ func (c *Client) stream(ctx context.Context, req *Request, tl *metrics.Timeline,
 		tl.Kind, tl.Err = metrics.KindOther, err
 		return err
 	}
-	rs := requestState{tl: tl, obs: obs, emit: emit, id: id}
+	rs := requestState{tl: tl, obs: obs, emit: emit, ownEmit: ownEmit, id: id}
 	err = rs.run(ctx, c, req, body)
 	tl.End = time.Now()
 	rs.finish()
@@ -378,8 +381,11 @@ type requestState struct {
 	tl   *metrics.Timeline
 	obs  Observer
 	emit func(*Chunk) bool
-	id   *string // where to put X-Request-Id, if wanted
-	rule StallRule
+	// ownEmit reports that emit is the client's own (Do's), which may run
+	// on a poller's goroutine; a caller's (Stream's) runs on its own.
+	ownEmit bool
+	id      *string // where to put X-Request-Id, if wanted
+	rule    StallRule
 
 	// When the request was written, and when its headers were, as
 	// httptrace reports them: nanoseconds since epoch, 0 until then.
@@ -570,35 +576,97 @@ func (rs *requestState) classify(ctx context.Context, err error, beforeHeaders b
 	return &Error{Kind: metrics.KindTruncated, Err: &causes{rule: ErrTruncated, err: err}}
 }
 
-// read consumes the SSE body of resp, labelled as label says.
+// read consumes the SSE body of resp, labelled as label says: on a poller,
+// where the transport offers one and the request allows it (see
+// [pollBody]), or else by reading the body here.
 func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc, c *Client, resp *http.Response, label streamLabel, req *Request, wd *watchdog) error {
 	maxEvent := c.MaxEventSize
 	if maxEvent <= 0 {
 		maxEvent = DefaultMaxEventSize
 	}
-	var ch chunk
-	body := resp.Body
-	events := newEventReader(body, maxEvent)
-	arrivals, _ := body.(arrivalBody)
-	if notSSE, err := events.checkStart(); err != nil {
-		return rs.classify(ctx, err, false)
-	} else if notSSE != nil || (label == labelUnsure && events.end == events.start && events.eof) {
-		return &Error{Kind: metrics.KindNotEventStream, Err: notEventStream("POST "+c.urlOf(req), resp, notSSE, cancel)}
+	sr := &streamReader{rs: rs, ctx: ctx, cancel: cancel, c: c, resp: resp, label: label, req: req, wd: wd}
+	if pb, ok := resp.Body.(pollBody); ok && (rs.emit == nil || rs.ownEmit) {
+		if src := pb.pollSource(); src != nil {
+			sr.events = newEventReader(src, maxEvent)
+			sr.arrivals = src
+			err, readErr := src.run(ctx, sr.advance)
+			if readErr != nil {
+				return sr.fail(readErr)
+			}
+			return err
+		}
 	}
+	sr.events = newEventReader(resp.Body, maxEvent)
+	sr.arrivals, _ = resp.Body.(arrivalBody)
+	_, err := sr.advance()
+	return err
+}
+
+// streamReader frames and handles the events of one response as its bytes
+// come. Read by the goroutine of the request, one call to advance reads the
+// whole stream; fed by a poller, each call handles what the socket held and
+// returns at errWouldBlock.
+type streamReader struct {
+	rs       *requestState
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	c        *Client
+	resp     *http.Response
+	label    streamLabel
+	req      *Request
+	wd       *watchdog
+	events   *eventReader
+	arrivals arrivalBody
+	ch       chunk
+	started  bool // past checkStart
+}
+
+// fail settles a read that failed: once the stream was complete, or the
+// server had said what went wrong, the tail (a stall, a reset) does not
+// matter.
+func (sr *streamReader) fail(err error) error {
+	if sr.rs.done || sr.rs.streamErr != nil {
+		return sr.rs.streamErr
+	}
+	return sr.rs.classify(sr.ctx, err, false)
+}
+
+// advance handles the events that can be framed from what is read. done
+// reports that the stream has ended, and err is then its outcome; done is
+// false only when the reader has no more bytes for now (errWouldBlock).
+func (sr *streamReader) advance() (done bool, err error) {
+	rs, events := sr.rs, sr.events
+	if !sr.started {
+		notSSE, err := events.checkStart()
+		if err == errWouldBlock {
+			return false, nil
+		}
+		if err != nil {
+			return true, rs.classify(sr.ctx, err, false)
+		}
+		sr.started = true
+		if notSSE != nil || (sr.label == labelUnsure && events.end == events.start && events.eof) {
+			if notSSE == nil && sr.arrivals != nil {
+				if _, polled := sr.arrivals.(*pollStream); polled {
+					notSSE = []byte{} // the body is empty, and its socket the poller's
+				}
+			}
+			return true, &Error{Kind: metrics.KindNotEventStream, Err: notEventStream("POST "+sr.c.urlOf(sr.req), sr.resp, notSSE, sr.cancel)}
+		}
+	}
+	ch := &sr.ch
 	for {
 		data, err := events.next()
+		if err == errWouldBlock {
+			return false, nil
+		}
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			if rs.done || rs.streamErr != nil {
-				// The stream was complete, or the server has said what went
-				// wrong: the tail (a stall, a reset) does not matter.
-				return rs.streamErr
-			}
-			return rs.classify(ctx, err, false)
+			return true, sr.fail(err)
 		}
-		t := arrivalTime(arrivals, time.Now())
+		t := arrivalTime(sr.arrivals, time.Now())
 		if rs.done || len(data) == 0 {
 			continue // after [DONE], read on to EOF so the connection is reused
 		}
@@ -608,8 +676,8 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 			}
 			continue
 		}
-		if err := parseChunk(data, &ch); err != nil {
-			return &Error{Kind: metrics.KindMalformed, Err: newChunkError(data, err)}
+		if err := parseChunk(data, ch); err != nil {
+			return true, &Error{Kind: metrics.KindMalformed, Err: newChunkError(data, err)}
 		}
 		if ch.done {
 			rs.done = true
@@ -627,13 +695,13 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 		if rs.streamErr != nil {
 			continue
 		}
-		more, err := rs.onChunk(&ch, t, wd)
+		more, err := rs.onChunk(ch, t, sr.wd)
 		if err != nil {
-			return err
+			return true, err
 		}
 		if !more {
-			cancel(errStopped)
-			return nil
+			sr.cancel(errStopped)
+			return true, nil
 		}
 		if ch.end {
 			rs.tl.Done = true
@@ -641,15 +709,15 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 		}
 	}
 	if rs.streamErr != nil {
-		return rs.streamErr
+		return true, rs.streamErr
 	}
 	if !rs.done && rs.tl.FinishReason == "" {
-		if err := context.Cause(ctx); err != nil {
-			return rs.classify(ctx, err, false)
+		if err := context.Cause(sr.ctx); err != nil {
+			return true, rs.classify(sr.ctx, err, false)
 		}
-		return &Error{Kind: metrics.KindTruncated, Err: ErrTruncated}
+		return true, &Error{Kind: metrics.KindTruncated, Err: ErrTruncated}
 	}
-	return nil
+	return true, nil
 }
 
 // eventError is the server's error in an SSE event of type "error": an

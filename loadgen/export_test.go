@@ -16,3 +16,13 @@ var NewHTTPClientForTest = newHTTPClient
 func NewArrivalsForTest(rate, shape float64, seed uint64) func() time.Duration {
 	return newArrivals(rate, shape, seed).next
 }
+
+// SetPollGatherForTest sets how long a poller that woke for few sockets
+// waits for more, and returns the setting it replaces.
+func SetPollGatherForTest(d time.Duration) time.Duration {
+	return setPollGather(d)
+}
+
+// SetPollByDefaultForTest sets Poll in the transports NewStreamTransport
+// makes.
+func SetPollByDefaultForTest(on bool) { pollByDefault = on }

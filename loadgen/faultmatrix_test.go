@@ -45,13 +45,19 @@ var faults = []fault{
 }
 
 // transports are the transports every fault is tried on: net/http's, as
-// NewTransport sets it up, and StreamTransport.
+// NewTransport sets it up, and StreamTransport, reading bodies on each
+// request's goroutine (stream) and on its pollers (stream-poll).
 var transports = []struct {
 	name string
 	new  func(conns int) http.RoundTripper
 }{
 	{"http", func(n int) http.RoundTripper { return loadgen.NewTransport(n) }},
 	{"stream", func(n int) http.RoundTripper { return loadgen.NewStreamTransport(n) }},
+	{"stream-poll", func(n int) http.RoundTripper {
+		t := loadgen.NewStreamTransport(n)
+		t.Poll = true
+		return t
+	}},
 }
 
 // forEachTransport runs f as a subtest on each transport.

@@ -1,10 +1,12 @@
 package loadgen_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -12,6 +14,7 @@ import (
 	rtmetrics "runtime/metrics"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -281,7 +284,8 @@ type benchTransport struct {
 
 // benchTransports are the transports compared: NewTransport's net/http
 // transport with its 1 KiB buffers each way, the same with net/http's
-// default 4 KiB buffers, and StreamTransport.
+// default 4 KiB buffers, and StreamTransport, reading each body on its
+// request's goroutine (stream) and on its pollers (stream-poll).
 var benchTransports = []benchTransport{
 	{"http-1k", func(n int) http.RoundTripper { return loadgen.NewTransport(n) }},
 	{"http-4k", func(n int) http.RoundTripper {
@@ -290,6 +294,13 @@ var benchTransports = []benchTransport{
 		return t
 	}},
 	{"stream", func(n int) http.RoundTripper { return loadgen.NewStreamTransport(n) }},
+	{"stream-poll", newPollTransport},
+}
+
+func newPollTransport(n int) http.RoundTripper {
+	t := loadgen.NewStreamTransport(n)
+	t.Poll = true
+	return t
 }
 
 // memInUse is the memory the process holds, after a GC.
@@ -498,4 +509,153 @@ func benchTimestampError(b *testing.B, n int, step time.Duration, newTransport f
 	b.ReportMetric(float64(written)/float64(chunks), "tokens/chunk")
 	b.ReportMetric(float64(len(diffs))/float64(b.N), "chunks")
 	b.ReportMetric(cpu.Seconds()/wall.Seconds(), "cpu-cores")
+}
+
+// BenchmarkClientSyscalls counts the system calls the client makes per
+// token, and the CPU it spends per token, at 64, 256 and 1,000 streams of
+// 100 tokens/s (the simulator in its own process, fast profile, speed 1, a
+// closed loop of long requests; 1 s of warm-up, a 3 s window), on
+// StreamTransport reading each body on its request's goroutine (stream) and
+// on its pollers (stream-poll), side by side; gather= is how long a poller
+// that woke for fewer than 32 readable sockets waits for more before it
+// reads them. The system calls are those
+// of every thread of the benchmark process in the window, counted by
+// `perf stat -e raw_syscalls:sys_enter -p` (it skips without perf):
+// syscalls/token in all, and recvmsg, epoll (epoll_wait and epoll_pwait),
+// futex and nanosleep a token. cpu-µs/token is the client's user + system
+// CPU per token.
+//
+//	go test -run '^$' -bench 'ClientSyscalls' -benchtime 1x -count 3 ./loadgen
+func BenchmarkClientSyscalls(b *testing.B) {
+	if _, err := exec.LookPath("perf"); err != nil {
+		b.Skipf("no perf to count system calls with: %v", err)
+	}
+	sim := startSimProcess(b, 1)
+	for _, n := range []int{64, 256, benchStreams} {
+		b.Run(fmt.Sprintf("streams=%d/transport=stream", n), func(b *testing.B) {
+			benchSyscalls(b, sim.URL+"/v1", n, benchTransports[2].new)
+		})
+		for _, gather := range []time.Duration{0, 250 * time.Microsecond, time.Millisecond} {
+			b.Run(fmt.Sprintf("streams=%d/transport=stream-poll/gather=%v", n, gather), func(b *testing.B) {
+				defer loadgen.SetPollGatherForTest(loadgen.SetPollGatherForTest(gather))
+				benchSyscalls(b, sim.URL+"/v1", n, newPollTransport)
+			})
+		}
+	}
+}
+
+// syscallEvents are the events benchSyscalls counts, the total first.
+var syscallEvents = []string{
+	"raw_syscalls:sys_enter", "syscalls:sys_enter_recvmsg", "syscalls:sys_enter_epoll_wait",
+	"syscalls:sys_enter_epoll_pwait", "syscalls:sys_enter_futex", "syscalls:sys_enter_nanosleep",
+}
+
+// perfCount counts syscallEvents in this process until stop is called.
+type perfCount struct {
+	cmd *exec.Cmd
+	out bytes.Buffer
+}
+
+func startPerfCount() (*perfCount, error) {
+	pc := &perfCount{}
+	pc.cmd = exec.Command("perf", "stat", "-x", ",", "-e", strings.Join(syscallEvents, ","), "-p", strconv.Itoa(os.Getpid()))
+	pc.cmd.Stderr = &pc.out
+	if err := pc.cmd.Start(); err != nil {
+		return nil, err
+	}
+	return pc, nil
+}
+
+// stop ends the count and returns it, by event.
+func (pc *perfCount) stop() (map[string]float64, error) {
+	pc.cmd.Process.Signal(os.Interrupt)
+	pc.cmd.Wait()
+	counts := map[string]float64{}
+	for line := range strings.Lines(pc.out.String()) {
+		f := strings.Split(strings.TrimSpace(line), ",")
+		if len(f) < 3 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[0], 64); err == nil {
+			counts[f[2]] = v
+		}
+	}
+	if _, ok := counts[syscallEvents[0]]; !ok {
+		return nil, fmt.Errorf("perf counted nothing: %s", pc.out.String())
+	}
+	return counts, nil
+}
+
+func benchSyscalls(b *testing.B, baseURL string, n int, newTransport func(int) http.RoundTripper) {
+	hc := &http.Client{Transport: newTransport(n)}
+	defer hc.CloseIdleConnections()
+	c := &loadgen.Client{BaseURL: baseURL, HTTPClient: hc}
+	req := completion(benchMaxTokens)
+	var (
+		tokens      int
+		window, cpu time.Duration
+		counts      = map[string]float64{}
+		lagP99      time.Duration
+	)
+	for b.Loop() {
+		m := newMeter(nil)
+		var (
+			pc      *perfCount
+			perfErr error
+			counted = make(chan map[string]float64, 1)
+		)
+		opened := false
+		g := &loadgen.Generator{
+			Client: c, Source: loadgen.Repeat(req), Concurrency: n,
+			Warmup: time.Second, Duration: 3 * time.Second,
+			OnWindow: func(w metrics.Window) {
+				opened = true
+				pc, perfErr = startPerfCount()
+				m.open(w)
+				time.AfterFunc(time.Until(w.End), func() {
+					if pc == nil {
+						counted <- nil
+						return
+					}
+					got, err := pc.stop()
+					if err != nil {
+						perfErr = err
+					}
+					counted <- got
+				})
+			},
+		}
+		run, err := g.Run(b.Context())
+		if err != nil {
+			b.Fatalf("run: %v (stopped: %s)", err, run.Stopped)
+		}
+		if !m.wait(opened) {
+			b.Fatal("the window never opened")
+		}
+		got := <-counted
+		if perfErr != nil {
+			b.Skipf("cannot count system calls: %v", perfErr)
+		}
+		s := run.Summary
+		if s.Failed > 0 || run.Launched != n {
+			b.Fatalf("%d requests failed (%v), %d launched; want none failed, %d launched", s.Failed, s.Errors, run.Launched, n)
+		}
+		for k, v := range got {
+			counts[k] += v
+		}
+		tokens += s.OutputTokens
+		window += s.Window.Duration()
+		cpu += m.cpu[1] - m.cpu[0]
+		lagP99 = max(lagP99, run.Health.Lag.P99)
+	}
+	per := func(event string) float64 { return counts[event] / float64(tokens) }
+	b.ReportMetric(float64(tokens)/window.Seconds(), "tokens/s")
+	b.ReportMetric(per("raw_syscalls:sys_enter"), "syscalls/token")
+	b.ReportMetric(per("syscalls:sys_enter_recvmsg"), "recvmsg/token")
+	b.ReportMetric(per("syscalls:sys_enter_epoll_wait")+per("syscalls:sys_enter_epoll_pwait"), "epoll/token")
+	b.ReportMetric(per("syscalls:sys_enter_futex"), "futex/token")
+	b.ReportMetric(per("syscalls:sys_enter_nanosleep"), "nanosleep/token")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(tokens), "cpu-µs/token")
+	b.ReportMetric(cpu.Seconds()/window.Seconds(), "client-cores")
+	b.ReportMetric(float64(lagP99.Microseconds())/1000, "lag-p99-ms")
 }

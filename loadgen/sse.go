@@ -9,6 +9,12 @@ import (
 // errEventTooLarge is the cause of an event longer than MaxEventSize.
 var errEventTooLarge = errors.New("loadgen: SSE event too large")
 
+// errWouldBlock is returned by the reader under an eventReader that is fed
+// by a poller when it has no more bytes until the socket is readable again.
+// The eventReader then returns it as it is, keeps its state, and goes on
+// where it stopped at the next call.
+var errWouldBlock = errors.New("loadgen: no bytes until the socket is readable")
+
 // eventReader frames a text/event-stream as the HTML standard's event
 // stream interpretation does: lines end in LF, CRLF or CR; a blank line
 // dispatches the event; a line beginning with ":" is a comment; "data"
@@ -37,6 +43,7 @@ type eventReader struct {
 	partial    bool // the stream ended inside a line
 	scanned    int  // bytes from start known to hold no line end
 	quiet      int  // reads in a row that took under a quarter of the buffer
+	resume     bool // next stopped at errWouldBlock inside an event
 
 	// The event being framed: one data line (a slice of buf, still where
 	// it was read), or several joined in data.
@@ -68,11 +75,19 @@ func newEventReader(r io.Reader, maxEvent int) *eventReader {
 
 // next returns the data of the next event. At the end of the stream it
 // returns io.EOF; an event over the size limit is errEventTooLarge; a read
-// error is returned as it is.
+// error is returned as it is. After errWouldBlock, the next call goes on
+// with the event it was framing.
 func (e *eventReader) next() ([]byte, error) {
-	e.single, e.data, e.hasData, e.multiple, e.errorEvent = nil, e.data[:0], false, false, false
+	if !e.resume {
+		e.single, e.data, e.hasData, e.multiple, e.errorEvent = nil, e.data[:0], false, false, false
+	}
+	e.resume = false
 	for {
 		line, ok, err := e.line()
+		if err == errWouldBlock {
+			e.resume = true
+			return nil, err
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -231,10 +246,14 @@ func (e *eventReader) fill() error {
 		bigger := make([]byte, min(2*len(e.buf), max(e.max+2, eventReaderBulk)))
 		copy(bigger, e.buf[:e.end])
 		e.buf = bigger
+		e.full = false // taken into account: a read that comes back for more must not grow it again
 	}
 	for {
 		space := len(e.buf) - e.end
 		n, err := e.r.Read(e.buf[e.end:])
+		if err == errWouldBlock {
+			return err
+		}
 		e.full = n == space
 		e.end += n
 		if n < len(e.buf)/4 {

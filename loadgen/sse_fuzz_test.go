@@ -12,12 +12,16 @@ import (
 	"github.com/tmaxmax/go-sse"
 )
 
-// readEvents frames all of r and returns the events' data.
+// readEvents frames all of r and returns the events' data. A reader that
+// says errWouldBlock, as a poller's does, is asked again.
 func readEvents(r io.Reader) ([]string, error) {
 	er := newEventReader(r, 1<<20)
 	var out []string
 	for {
 		data, err := er.next()
+		if err == errWouldBlock {
+			continue
+		}
 		if err == io.EOF {
 			return out, nil
 		}
@@ -32,13 +36,34 @@ func readEvents(r io.Reader) ([]string, error) {
 	}
 }
 
+// wouldBlockReader reads r in pieces of up to 1–7 bytes, as the seed
+// says, with errWouldBlock before each piece, as a poller's reader gives
+// its bytes one recvmsg a wake.
+type wouldBlockReader struct {
+	r       io.Reader
+	seed    uint32
+	blocked bool
+}
+
+func (w *wouldBlockReader) Read(p []byte) (int, error) {
+	if !w.blocked {
+		w.blocked = true
+		return 0, errWouldBlock
+	}
+	w.blocked = false
+	w.seed = w.seed*1103515245 + 12345
+	n := 1 + int(w.seed>>16)%7
+	return w.r.Read(p[:min(n, len(p))])
+}
+
 // errorMark opens the data of an event of type "error" in readEvents'
 // results.
 const errorMark = "\x00error:"
 
 // FuzzEventReader checks llmload's SSE framing against go-sse's sse.Read:
 // the same events, the same ones of type "error", whether the stream
-// arrives in one piece or a byte at a time. The one intended difference: at the end of the stream, an event
+// arrives in one piece, a byte at a time, or in small pieces with
+// errWouldBlock between them, as a poller feeds it. The one intended difference: at the end of the stream, an event
 // whose last line is complete is dispatched without the closing blank line;
 // the oracle is given that blank line.
 func FuzzEventReader(f *testing.F) {
@@ -64,6 +89,13 @@ func FuzzEventReader(f *testing.F) {
 		}
 		if !equalStrings(whole, bytewise) {
 			t.Fatalf("%q: whole %q, a byte at a time %q", input, whole, bytewise)
+		}
+		polled, err := readEvents(&wouldBlockReader{r: bytes.NewReader(input), seed: uint32(len(input))})
+		if err != nil {
+			t.Fatalf("error when polled on %q: %v", input, err)
+		}
+		if !equalStrings(whole, polled) {
+			t.Fatalf("%q: whole %q, polled %q", input, whole, polled)
 		}
 
 		if bytes.Contains(input, bom) {

@@ -1,0 +1,496 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// A poller reads many response bodies on one goroutine: their sockets are
+// registered with one epoll instance (level-triggered), and for each socket
+// that is readable the poller makes one recvmsg, with the kernel's receive
+// timestamp, straight into the stream's SSE buffer, then frames and handles
+// the events it completes there, tokens recorded and all, before it turns
+// to the next. It never reads a socket again in the same wake, so no read
+// finds it empty: a socket with more to read is reported again at the next
+// wait. A stream thus costs one system call a chunk, plus its share of the
+// waits for all the sockets that became readable together.
+//
+// The poller waits in the Go runtime's own poller, which watches its epoll
+// instance, so a waiting poller holds no thread or P. The sockets are taken
+// out of the runtime's poller (their descriptor duplicated, the net.Conn
+// closed) so that it is not woken for each of them as well; a connection
+// that may be reused is made a net.Conn again at the end of its body.
+//
+// There is one poller per CPU the Go runtime uses. A poller's goroutine
+// runs while it has streams and ends when it has none.
+type poller struct {
+	mu      sync.Mutex
+	epfd    *os.File // the epoll instance, in the runtime's poller
+	rc      syscall.RawConn
+	streams map[uint64]*pollStream
+	next    uint64
+	running bool
+	count   atomic.Int64 // len(streams), read without mu
+
+	// Used by the poller's goroutine alone.
+	events [256]syscall.EpollEvent
+	ready  []*pollStream
+	again  bool // a read filled its buffer: the socket may hold more
+}
+
+// pollGather is how long a poller that woke for few sockets waits for more
+// before it reads them (0: it reads at once). A wait costs one more system
+// call per wake and shifts no arrival time (they are the kernel's), but
+// may merge two chunks of a stream into one read; see the benchmark
+// BenchmarkClientSyscalls.
+var pollGather atomic.Int64 // a time.Duration
+
+func setPollGather(d time.Duration) time.Duration {
+	return time.Duration(pollGather.Swap(int64(d)))
+}
+
+// pollGatherBelow is how many ready sockets a wake must find for the poller
+// to read them at once, with pollGather set.
+const pollGatherBelow = 32
+
+var (
+	pollersOnce sync.Once
+	pollers     []*poller
+	pollersErr  error
+	pollStreams atomic.Int64 // streams on all pollers
+)
+
+// pollerShare is how many streams a poller takes before the next one is
+// used: a poller woken for more sockets at once makes fewer waits, and at
+// 100 tokens a second 256 streams take a tenth of a CPU.
+const pollerShare = 256
+
+// pickPoller returns the poller for a new stream: the one with the fewest
+// streams of the first 1 + streams/pollerShare.
+func pickPoller() (*poller, error) {
+	pollersOnce.Do(func() {
+		n := max(runtime.GOMAXPROCS(0), 1)
+		for range n {
+			p, err := newPoller()
+			if err != nil {
+				pollersErr = err
+				return
+			}
+			pollers = append(pollers, p)
+		}
+	})
+	if pollersErr != nil {
+		return nil, pollersErr
+	}
+	use := pollers[:min(len(pollers), 1+int(pollStreams.Load())/pollerShare)]
+	best, fewest := use[0], int64(1<<62)
+	for _, p := range use {
+		if n := p.count.Load(); n < fewest {
+			best, fewest = p, n
+		}
+	}
+	return best, nil
+}
+
+func newPoller() (*poller, error) {
+	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		syscall.Close(fd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	f := os.NewFile(uintptr(fd), "epoll")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &poller{epfd: f, rc: rc, streams: map[uint64]*pollStream{}, next: 1}, nil
+}
+
+func setEventID(ev *syscall.EpollEvent, id uint64) {
+	ev.Fd, ev.Pad = int32(uint32(id)), int32(uint32(id>>32))
+}
+
+func eventID(ev *syscall.EpollEvent) uint64 {
+	return uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
+}
+
+// add registers ps, and starts the poller's goroutine if it is not running.
+func (p *poller) add(ps *pollStream) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ps.id = p.next
+	p.next++
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP}
+	setEventID(&ev, ps.id)
+	var err error
+	if cerr := p.rc.Control(func(fd uintptr) {
+		err = syscall.EpollCtl(int(fd), syscall.EPOLL_CTL_ADD, ps.fd, &ev)
+	}); cerr != nil {
+		return cerr
+	}
+	if err != nil {
+		return os.NewSyscallError("epoll_ctl", err)
+	}
+	p.streams[ps.id] = ps
+	p.count.Add(1)
+	pollStreams.Add(1)
+	if !p.running {
+		p.running = true
+		p.epfd.SetReadDeadline(time.Time{})
+		go p.loop()
+	}
+	return nil
+}
+
+// remove takes ps off the poller. Called by another goroutine than the
+// poller's, it wakes the poller if that was its last stream, so that its
+// goroutine ends.
+func (p *poller) remove(ps *pollStream, fromLoop bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.streams[ps.id] != ps {
+		return
+	}
+	delete(p.streams, ps.id)
+	p.count.Add(-1)
+	pollStreams.Add(-1)
+	p.rc.Control(func(fd uintptr) {
+		syscall.EpollCtl(int(fd), syscall.EPOLL_CTL_DEL, ps.fd, nil) // the descriptor is still open
+	})
+	if !fromLoop && len(p.streams) == 0 && p.running {
+		p.epfd.SetReadDeadline(time.Unix(1, 0)) // ends the wait
+	}
+}
+
+// loop waits for readable sockets and reads them, until no stream is left.
+func (p *poller) loop() {
+	for {
+		err := p.rc.Read(p.wake)
+		p.mu.Lock()
+		if len(p.streams) == 0 {
+			p.running = false
+			p.mu.Unlock()
+			return
+		}
+		if err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				p.mu.Unlock()
+				p.failAll(err)
+				return
+			}
+			p.epfd.SetReadDeadline(time.Time{})
+		}
+		p.mu.Unlock()
+	}
+}
+
+// wake takes the sockets that are readable, if any, and reads each once.
+// It reports false, to wait in the runtime's poller, when there were none,
+// and also after reading them, unless a read filled its buffer: a socket
+// drained by its read is reported to the runtime's poller again as soon as
+// more bytes come, while one that may hold more bytes is not, and is
+// taken at once by the next wake, as are sockets beyond the events one
+// wait can return. It reports true, to have loop look, when no stream is
+// left.
+func (p *poller) wake(fd uintptr) bool {
+	n, err := syscall.EpollWait(int(fd), p.events[:], 0)
+	if gather := time.Duration(pollGather.Load()); err == nil && n > 0 && n < pollGatherBelow && gather > 0 {
+		time.Sleep(gather)
+		n, err = syscall.EpollWait(int(fd), p.events[:], 0)
+	}
+	if err != nil || n <= 0 {
+		return false // EINTR, or nothing: wait
+	}
+	p.mu.Lock()
+	for i := range n {
+		if ps := p.streams[eventID(&p.events[i])]; ps != nil {
+			p.ready = append(p.ready, ps)
+		}
+	}
+	p.mu.Unlock()
+	p.again = false
+	for _, ps := range p.ready {
+		ps.handle(&p.again)
+	}
+	clear(p.ready)
+	p.ready = p.ready[:0]
+	return p.again || n == len(p.events) || p.count.Load() == 0
+}
+
+// failAll ends every stream with err; it is for a poller that cannot wait
+// any more, which no working kernel does.
+func (p *poller) failAll(err error) {
+	p.mu.Lock()
+	streams := make([]*pollStream, 0, len(p.streams))
+	for _, ps := range p.streams {
+		streams = append(streams, ps)
+	}
+	p.running = false
+	p.mu.Unlock()
+	for _, ps := range streams {
+		p.remove(ps, true)
+		ps.mu.Lock()
+		if !ps.closed && !ps.finished {
+			ps.failed = err
+			ps.finish()
+		}
+		ps.mu.Unlock()
+	}
+}
+
+// pollStream is one response body read on a poller. It is the reader under
+// the stream's eventReader: a Read returns what the body's bytes already
+// read with the headers hold, then, once a wake, what one recvmsg brings,
+// and errWouldBlock until the next wake.
+type pollStream struct {
+	body *streamBody
+	fd   int
+	p    *poller
+	id   uint64
+
+	dec     bodyDecoder
+	pre     []byte    // bytes read with the headers, not yet decoded
+	last    time.Time // arrival of the bytes the last Read returned
+	mayRecv bool      // the wake's one recvmsg is still to make
+	full    bool      // the wake's recvmsg filled the buffer
+	err     error     // set once the body has ended or failed: what Read returns from then on
+	oob     [64]byte
+
+	// advance handles what can be framed; called on the poller's goroutine
+	// under mu.
+	advance func() (bool, error)
+
+	mu       sync.Mutex
+	closed   bool // taken off by the request, whose context ended
+	finished bool // advance said the stream is done
+	failed   error
+	result   error
+	done     chan struct{}
+}
+
+// pollSource takes the body's connection off the Go runtime's poller for a
+// poller of its own, if the transport asks for that and the connection is
+// plain TCP; else it returns nil and the body is read as before.
+func (b *streamBody) pollSource() *pollStream {
+	if !b.t.Poll || b.released.Load() {
+		return nil
+	}
+	st, ok := b.sc.conn.(*stampedConn)
+	if !ok {
+		return nil
+	}
+	fd := -1
+	var derr error
+	if err := st.raw.Control(func(s uintptr) {
+		r, _, e := syscall.Syscall(syscall.SYS_FCNTL, s, syscall.F_DUPFD_CLOEXEC, 0)
+		if e != 0 {
+			derr = e
+			return
+		}
+		fd = int(r)
+	}); err != nil || derr != nil {
+		return nil
+	}
+	if !b.stop() { // the context has ended, and closes the connection
+		syscall.Close(fd)
+		return nil
+	}
+	b.stop = func() bool { return true }
+	ps := &pollStream{body: b, fd: fd, last: b.at, done: make(chan struct{})}
+	ps.dec = newBodyDecoder(b.framing, b.length)
+	if n := b.sc.br.Buffered(); n > 0 {
+		ps.pre, _ = b.sc.br.Peek(n) // valid until br reads again: not before the connection is reused
+		b.sc.br.Discard(n)
+	}
+	st.Close() // the duplicate keeps the socket open
+	return ps
+}
+
+// Read implements io.Reader for the stream's eventReader.
+func (ps *pollStream) Read(p []byte) (int, error) {
+	if ps.err != nil {
+		return 0, ps.err
+	}
+	var n int
+	switch {
+	case len(ps.pre) > 0:
+		n = copy(p, ps.pre)
+		ps.pre = ps.pre[n:]
+	case !ps.mayRecv:
+		return 0, errWouldBlock
+	default:
+		ps.mayRecv = false
+		var err error
+		n, err = ps.recv(p)
+		switch {
+		case err == errWouldBlock:
+			return 0, err
+		case err != nil:
+			ps.err = err
+			return 0, err
+		case n == 0:
+			ps.err = ps.dec.atEOF()
+			return 0, ps.err
+		}
+	}
+	m, err := ps.dec.decode(p[:n])
+	if err != nil {
+		ps.err = err
+		if m == 0 {
+			return 0, err
+		}
+	} else if ps.dec.ended {
+		ps.err = io.EOF
+	}
+	return m, nil
+}
+
+// recv is one recvmsg into p; the arrival of its bytes is the kernel's
+// receive timestamp, as on stampedConn.
+func (ps *pollStream) recv(p []byte) (int, error) {
+	iov := syscall.Iovec{Base: &p[0]}
+	iov.SetLen(len(p))
+	msg := syscall.Msghdr{Iov: &iov, Iovlen: 1, Control: &ps.oob[0]}
+	msg.SetControllen(len(ps.oob))
+	for {
+		r, _, e := syscall.RawSyscall(syscall.SYS_RECVMSG, uintptr(ps.fd), uintptr(unsafe.Pointer(&msg)), syscall.MSG_DONTWAIT)
+		switch e {
+		case 0:
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return 0, errWouldBlock
+		default:
+			return 0, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("recvmsg", e)}
+		}
+		n := int(r)
+		ps.full = n == len(p)
+		if n > 0 {
+			now := time.Now()
+			at := now
+			if k, ok := rxTimestamp(ps.oob[:msg.Controllen]); ok {
+				if lag := now.Sub(k); lag >= 0 && lag < maxStampLag {
+					at = now.Add(-lag)
+				}
+			}
+			if at.Before(ps.last) {
+				at = ps.last // arrivals on one connection never go back
+			}
+			ps.last = at
+		}
+		return n, nil
+	}
+}
+
+// arrival is when the bytes the last Read returned reached the socket.
+func (ps *pollStream) arrival() time.Time { return ps.last }
+
+// handle is the poller's turn at the stream: one recvmsg, and what it
+// completes.
+func (ps *pollStream) handle(full *bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.closed || ps.finished {
+		return
+	}
+	ps.mayRecv, ps.full = true, false
+	done, err := ps.advance()
+	ps.mayRecv = false
+	if ps.full && !done {
+		*full = true
+	}
+	if done {
+		ps.result = err
+		ps.p.remove(ps, true)
+		ps.finish()
+	}
+}
+
+// finish marks the stream done, under mu.
+func (ps *pollStream) finish() {
+	ps.finished = true
+	close(ps.done)
+}
+
+// errPollClosed is what a stream's read fails with when its request's
+// context ends first, as a read on a closed connection would.
+var errPollClosed = &net.OpError{Op: "read", Net: "tcp", Err: net.ErrClosed}
+
+// run reads the stream to its end: first the bytes that came with the
+// headers, here, then on a poller. It returns advance's outcome, or, when
+// ctx ends first, the read error the request's reader then settles.
+func (ps *pollStream) run(ctx context.Context, advance func() (bool, error)) (result, readErr error) {
+	ps.advance = advance
+	if done, err := advance(); done {
+		ps.release()
+		return err, nil
+	}
+	p, err := pickPoller()
+	if err == nil {
+		ps.p = p
+		err = p.add(ps)
+	}
+	if err != nil {
+		ps.release()
+		return nil, err
+	}
+	select {
+	case <-ps.done:
+	case <-ctx.Done():
+		ps.mu.Lock()
+		if !ps.finished {
+			ps.closed = true
+			p.remove(ps, false)
+		}
+		ps.mu.Unlock()
+		if ps.closed {
+			ps.release()
+			return nil, errPollClosed
+		}
+	}
+	ps.release()
+	if ps.failed != nil {
+		return nil, ps.failed
+	}
+	return ps.result, nil
+}
+
+// release ends the body's use of the socket: back to the transport's idle
+// pool, as a net.Conn again, when the body was read to its end and the
+// connection may be reused; else closed.
+func (ps *pollStream) release() {
+	b := ps.body
+	if !b.released.CompareAndSwap(false, true) {
+		return
+	}
+	if ps.dec.ended && !ps.dec.extra && b.reuse && !ps.closed {
+		if conn, err := fdConn(ps.fd); err == nil {
+			sc := b.sc
+			sc.conn, sc.arrivals = stampConn(conn)
+			sc.limit.r = sc.conn
+			b.t.putIdle(sc)
+			return
+		}
+	}
+	syscall.Close(ps.fd)
+}
+
+// fdConn makes a net.Conn of a socket descriptor, which it takes over.
+func fdConn(fd int) (net.Conn, error) {
+	f := os.NewFile(uintptr(fd), "")
+	defer f.Close()
+	return net.FileConn(f)
+}

@@ -1,0 +1,147 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/llmload/llmload/metrics"
+)
+
+// pollTestServer streams n one-word chunks, gap apart, then the finish and
+// [DONE]; with stall set it sends one chunk and then nothing. It counts its
+// connections.
+func pollTestServer(t *testing.T, n int, gap time.Duration, stall bool) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		f := w.(http.Flusher)
+		for i := range n {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w%d \"}}]}\n\n", i)
+			f.Flush()
+			if stall {
+				<-r.Context().Done()
+				return
+			}
+			time.Sleep(gap)
+		}
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, &conns
+}
+
+func pollClient(url string) *Client {
+	return &Client{BaseURL: url + "/v1", HTTPClient: &http.Client{Transport: &StreamTransport{Poll: true}}}
+}
+
+// TestPollerReadsTheStream: with Poll, a stream is read on a poller (it is
+// registered while it streams, and the poller lets it go at its end), its
+// tokens and text are all there, each chunk has its own time, and its
+// connection is reused, as a net.Conn again, by the next request.
+func TestPollerReadsTheStream(t *testing.T) {
+	srv, conns := pollTestServer(t, 20, 5*time.Millisecond, false)
+	c := pollClient(srv.URL)
+	defer c.CloseIdleConnections()
+	for round := range 2 {
+		seen := make(chan int64, 1)
+		go func() {
+			time.Sleep(40 * time.Millisecond)
+			seen <- pollStreams.Load()
+		}()
+		resp, err := c.Do(t.Context(), &Request{Model: "m", Prompt: "p", MaxTokens: 20})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if got := <-seen; got != 1 {
+			t.Errorf("round %d: %d streams on the pollers while it streamed, want 1", round, got)
+		}
+		if resp.Tokens != 20 || len(resp.ChunkTimes) != 20 || resp.Text[:6] != "w0 w1 " || resp.FinishReason != "stop" {
+			t.Errorf("round %d: %d tokens, %d chunk times, text %q, finish %q", round, resp.Tokens, len(resp.ChunkTimes), resp.Text, resp.FinishReason)
+		}
+		for i := 1; i < len(resp.ChunkTimes); i++ {
+			if d := resp.ChunkTimes[i].Sub(resp.ChunkTimes[i-1]); d < 2*time.Millisecond {
+				t.Errorf("round %d: chunks %d and %d %v apart, want about 5 ms", round, i-1, i, d)
+				break
+			}
+		}
+	}
+	if n := pollStreams.Load(); n != 0 {
+		t.Errorf("%d streams left on the pollers", n)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections for two requests in turn, want 1", n)
+	}
+}
+
+// TestPollerCancellation: a stream read on a poller ends within a second
+// of its context, and of its stall deadline, with what it had measured.
+func TestPollerCancellation(t *testing.T) {
+	srv, _ := pollTestServer(t, 8, 0, true)
+	c := pollClient(srv.URL)
+	defer c.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	var tl metrics.Timeline
+	start := time.Now()
+	err := c.Measure(ctx, &Request{Model: "m", Prompt: "p", MaxTokens: 8}, &tl, nil)
+	if d := time.Since(start); d > 1200*time.Millisecond {
+		t.Errorf("cancelled after 200 ms, returned after %v", d)
+	}
+	if KindOf(err) != metrics.KindCanceled || tl.Tokens != 1 {
+		t.Errorf("cancelled: %v (kind %s), %d tokens; want canceled, 1 token", err, KindOf(err), tl.Tokens)
+	}
+
+	c = pollClient(srv.URL)
+	c.StallTimeout = 300 * time.Millisecond
+	defer c.CloseIdleConnections()
+	start = time.Now()
+	tl = metrics.Timeline{}
+	err = c.Measure(t.Context(), &Request{Model: "m", Prompt: "p", MaxTokens: 8}, &tl, nil)
+	if d := time.Since(start); d > 1300*time.Millisecond {
+		t.Errorf("a 300 ms stall deadline ended the request after %v", d)
+	}
+	if !errors.Is(err, ErrStall) || tl.Tokens != 1 {
+		t.Errorf("stalled: %v, %d tokens; want ErrStall, 1 token", err, tl.Tokens)
+	}
+	if n := pollStreams.Load(); n != 0 {
+		t.Errorf("%d streams left on the pollers", n)
+	}
+}
+
+// TestPollerManyStreams: 200 streams at once, on the pollers, all complete.
+func TestPollerManyStreams(t *testing.T) {
+	srv, _ := pollTestServer(t, 30, 3*time.Millisecond, false)
+	c := &Client{BaseURL: srv.URL + "/v1", HTTPClient: &http.Client{Transport: &StreamTransport{Poll: true, MaxIdleConnsPerHost: 200}}}
+	defer c.CloseIdleConnections()
+	errs := make(chan error, 200)
+	for range 200 {
+		go func() {
+			var tl metrics.Timeline
+			err := c.Measure(t.Context(), &Request{Model: "m", Prompt: "p", MaxTokens: 30}, &tl, nil)
+			if err == nil && tl.Tokens != 30 {
+				err = fmt.Errorf("%d tokens, want 30", tl.Tokens)
+			}
+			errs <- err
+		}()
+	}
+	for range 200 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
