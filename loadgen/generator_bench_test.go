@@ -606,7 +606,7 @@ func benchSyscalls(b *testing.B, baseURL string, n int, newTransport func(int) h
 		)
 		opened := false
 		g := &loadgen.Generator{
-			Client: c, Source: loadgen.Repeat(req), Concurrency: n,
+			Client: c, Source: loadgen.Repeat(req), Load: loadgen.Closed{Streams: n},
 			Warmup: time.Second, Duration: 3 * time.Second,
 			OnWindow: func(w metrics.Window) {
 				opened = true
