@@ -52,6 +52,12 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	// followers theirs.
 	fleet, local, err := cr.startFleet(cellCtx, c, req, warmupTimeout, queueAfter)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Interrupted while waiting for the fleet: nothing was
+			// measured, and the cell is left for -resume.
+			c.Status, c.Reason = StatusUnknown, "interrupted before its window opened"
+			return context.Cause(ctx)
+		}
 		c.Status, c.Reason = Failed, err.Error()
 		return nil
 	}

@@ -116,7 +116,7 @@ func (f *fleetCell) merge(ctx context.Context, run *loadgen.Run, recording *metr
 	run.Warmup = warmedUp(run, recording.Summary.Window, f.own.Launch)
 	own := &sharePart{Recording: *recording, Streams: *streams, Health: run.Health, Warmup: Duration(run.Warmup),
 		WarmupEnded: warm.reason, Queued: f.gate.queued, WarmupTimedOut: f.gate.timedOut}
-	parts := f.collect(context.WithoutCancel(ctx), own)
+	parts := f.collect(ctx, own) // an interrupted run waits briefly for the parts
 	window := f.own.Duration
 
 	var recs []metrics.Recording

@@ -245,6 +245,11 @@ func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Result
 	if err := run.grid(ctx); err != nil {
 		return res, err
 	}
+	if ctx.Err() != nil {
+		// A cell or a prefill row that ended with the context may have
+		// kept what it measured; the run, all the same, did not finish.
+		return res, context.Cause(ctx)
+	}
 	res.Complete = true
 	res.Finished = time.Now().UTC()
 	r.logf("done: %d cells", len(res.Cells))

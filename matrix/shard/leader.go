@@ -634,6 +634,8 @@ func (c *cell) Collect(ctx context.Context) []fleet.Part {
 	if reportTimeout <= 0 {
 		reportTimeout = defaultReportTimeout
 	}
+	var interrupted time.Time // when ctx ended
+	done := ctx.Done()
 	for {
 		l.mu.Lock()
 		now := time.Now()
@@ -641,6 +643,16 @@ func (c *cell) Collect(ctx context.Context) []fleet.Part {
 		if c.stopped == "" {
 			deadline = c.window.Add(time.Duration(c.share.Duration) + reportTimeout)
 			late = fmt.Sprintf("no part of cell %d within %v of its window's end", c.seq(), reportTimeout)
+		}
+		if ctx.Err() != nil {
+			// The leader's run is over: a live follower's part of the
+			// interrupted cell is worth interruptWait, no more.
+			if interrupted.IsZero() {
+				interrupted = now
+			}
+			if d := interrupted.Add(interruptWait); d.Before(deadline) {
+				deadline, late = d, fmt.Sprintf("no part of cell %d within %v of the leader's interruption", c.seq(), interruptWait)
+			}
 		}
 		waiting := 0
 		for i := range c.shares {
@@ -664,8 +676,9 @@ func (c *cell) Collect(ctx context.Context) []fleet.Part {
 		select {
 		case <-changed:
 		case <-wait.C:
-		case <-ctx.Done():
+		case <-done:
 			c.stop("the leader stopped waiting: " + context.Cause(ctx).Error())
+			done = nil // from now on the deadline is interruptWait away
 		}
 		wait.Stop()
 	}

@@ -57,6 +57,10 @@ const (
 	// maxSilence bounds the silence a leader asks a follower to keep to:
 	// a follower whose leader is gone longer than this stops.
 	maxSilence = time.Minute
+	// interruptWait bounds the wait for the followers' parts of a cell
+	// whose leader was interrupted: the run returns within about a second
+	// of its context's end, keeping the parts that came by then.
+	interruptWait = 500 * time.Millisecond
 )
 
 // ErrLeaderGone is returned by [Follower.Run] when the leader could not

@@ -351,3 +351,73 @@ func split(n, shards int) []int {
 	}
 	return out
 }
+
+// TestCancelledLeaderBeforeAnyFollower: a leader's run cancelled while it
+// waits for its followers returns the context's cause within a second,
+// not complete, its cell left unmeasured for -resume.
+func TestCancelledLeaderBeforeAnyFollower(t *testing.T) {
+	srv := loadgentest.NewServer(loadgentest.FastProfile())
+	defer srv.Close()
+	spec := pacedSpec(srv.URL+"/v1", 4)
+	log := &logbuffer.Buffer{}
+	leader := &shard.Leader{Spec: spec, Followers: 2, JoinTimeout: time.Minute, Log: log}
+	ls := httptest.NewServer(leader)
+	defer ls.Close()
+	r := &matrix.Runner{Spec: spec, Fleet: leader, Log: log, Client: &loadgen.Client{HTTPClient: srv.Client()}}
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	stop := errors.New("interrupted")
+	var cancelled time.Time
+	go func() {
+		// The plan is printed and the leader waits for its followers.
+		for !strings.Contains(log.String(), "cell 1 of 1") && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		cancelled = time.Now()
+		cancel(stop)
+	}()
+	res, err := r.Run(ctx)
+	returned := time.Since(cancelled)
+	leader.Close(t.Context())
+	require.ErrorIs(t, err, stop, log.String())
+	assert.Less(t, returned, time.Second, "returned %v after the cancellation", returned)
+	require.NotNil(t, res)
+	assert.False(t, res.Complete)
+	require.Len(t, res.Cells, 1)
+	assert.Equal(t, matrix.StatusUnknown, res.Cells[0].Status, res.Cells[0].Reason)
+	assert.Nil(t, res.Cells[0].Measurement)
+}
+
+// TestCancelledLeaderWithALostFollower: a follower killed in the middle of
+// a cell and the leader's run cancelled soon after: the run returns the
+// context's cause within a second, without waiting out the follower's
+// silence or the report timeout.
+func TestCancelledLeaderWithALostFollower(t *testing.T) {
+	srv := loadgentest.NewServer(loadgentest.FastProfile())
+	defer srv.Close()
+	spec := pacedSpec(srv.URL+"/v1", 4)
+	f := startFleet(t, spec, 1, 0)
+	r := &matrix.Runner{Spec: spec, Fleet: f.leader, Log: f.log, Client: &loadgen.Client{HTTPClient: srv.Client()}}
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	stop := errors.New("interrupted")
+	var cancelled time.Time
+	go func() {
+		for !strings.Contains(f.log.String(), "the window opens") && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(700 * time.Millisecond) // into the window
+		f.cancel[0]()                      // the follower dies
+		cancelled = time.Now()
+		cancel(stop) // and the leader is interrupted
+	}()
+	res, err := r.Run(ctx)
+	returned := time.Since(cancelled)
+	f.leader.Close(t.Context())
+	f.wg.Wait()
+	require.ErrorIs(t, err, stop, f.log.String())
+	assert.Less(t, returned, time.Second, "returned %v after the cancellation: %s", returned, f.log.String())
+	require.NotNil(t, res)
+	assert.False(t, res.Complete)
+}
