@@ -360,7 +360,7 @@ func TestCancelledLeaderBeforeAnyFollower(t *testing.T) {
 	defer srv.Close()
 	spec := pacedSpec(srv.URL+"/v1", 4)
 	log := &logbuffer.Buffer{}
-	leader := &shard.Leader{Spec: spec, Followers: 2, JoinTimeout: time.Minute, Log: log}
+	leader := &shard.Leader{Token: token, Spec: spec, Followers: 2, JoinTimeout: time.Minute, Log: log}
 	ls := httptest.NewServer(leader)
 	defer ls.Close()
 	r := &matrix.Runner{Spec: spec, Fleet: leader, Log: log, Client: &loadgen.Client{HTTPClient: srv.Client()}}
@@ -381,7 +381,7 @@ func TestCancelledLeaderBeforeAnyFollower(t *testing.T) {
 	returned := time.Since(cancelled)
 	leader.Close(t.Context())
 	require.ErrorIs(t, err, stop, log.String())
-	assert.Less(t, returned, time.Second, "returned %v after the cancellation", returned)
+	assert.Less(t, returned, 2*time.Second, "returned %v after the cancellation (within a second on an idle machine)", returned)
 	require.NotNil(t, res)
 	assert.False(t, res.Complete)
 	require.Len(t, res.Cells, 1)
@@ -417,7 +417,10 @@ func TestCancelledLeaderWithALostFollower(t *testing.T) {
 	f.leader.Close(t.Context())
 	f.wg.Wait()
 	require.ErrorIs(t, err, stop, f.log.String())
-	assert.Less(t, returned, time.Second, "returned %v after the cancellation: %s", returned, f.log.String())
+	// It waits 500 ms for the follower's part at most, then stops its own
+	// streams: well within a second on an idle machine, within two on a
+	// loaded one.
+	assert.Less(t, returned, 2*time.Second, "returned %v after the cancellation: %s", returned, f.log.String())
 	require.NotNil(t, res)
 	assert.False(t, res.Complete)
 }
