@@ -73,6 +73,7 @@ type part struct {
 	sources                                              [4]int
 	ttft, tbt, tpot, latency, wait, ttfo                 Histogram
 	split                                                splitHists // the requests with the server's timings
+	fromDue                                              Histogram  // latency of the completed, from when each was due
 }
 
 // tally holds the figures that are not per request but over time: the
@@ -271,6 +272,9 @@ func (r *Recorder) Record(tl *Timeline) {
 	}
 	if tl.OK() {
 		p.latency.Record(tl.Latency())
+		if !tl.Due.IsZero() && !tl.End.IsZero() {
+			p.fromDue.Record(tl.End.Sub(tl.Due))
+		}
 		if tl.OutputTokens() >= 2 {
 			p.tpot.Record(tl.TPOT())
 		}

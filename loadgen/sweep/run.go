@@ -113,6 +113,13 @@ type Result struct {
 	// Lateness is how late every arrival started.
 	Late     int                  `json:"late,omitempty"`
 	Lateness metrics.Distribution `json:"lateness,omitzero"`
+	// Queued counts the open loop's arrivals that found every slot of its
+	// cap taken and waited for one; LatencyFromDue is the completed
+	// requests' end-to-end latency counted from their scheduled arrival,
+	// their wait on the client included (Summary.Latency counts from the
+	// send). Both are zero in a closed loop.
+	Queued         int                  `json:"queued,omitempty"`
+	LatencyFromDue metrics.Distribution `json:"latency_from_due,omitzero"`
 	// Stopped says why the run ended.
 	Stopped loadgen.StopReason `json:"stopped"`
 	// ClientLimited, when not empty, says why the client itself may have
@@ -178,6 +185,10 @@ func resultOf(run *loadgen.Run, load loadgen.Load, label string, obj Objective) 
 	}
 	if run.Health.Limited {
 		r.ClientLimited = run.Health.Reason
+	}
+	if _, closed := load.(loadgen.Closed); !closed && load != nil {
+		r.Queued = run.Queued
+		r.LatencyFromDue = run.Recorder.LatencyFromDueOf(metrics.ScopeWindow)
 	}
 	if sp := run.Recorder.SplitOf(metrics.ScopeWindow); sp.Requests > 0 {
 		r.ServerSplit = &sp

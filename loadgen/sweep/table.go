@@ -113,6 +113,9 @@ func writeBlock(w io.Writer, run *Result, objective bool) {
 	if _, closed := run.Load.(loadgen.Closed); !closed && run.Load != nil || run.Lateness.Count > 0 {
 		line("Late arrivals", fmt.Sprintf("%d (start after due: p99 %s ms, max %s ms)", run.Late, ms(run.Lateness.P99), ms(run.Lateness.Max)))
 	}
+	if run.Queued > 0 {
+		line("Arrivals queued on the client", fmt.Sprintf("%d (waited for a free slot under the in-flight cap)", run.Queued))
+	}
 	for _, d := range []struct {
 		title, name string
 		d           metrics.Distribution
@@ -121,7 +124,11 @@ func writeBlock(w io.Writer, run *Result, objective bool) {
 		{"Time per Output Token (excl. 1st token)", "TPOT", s.TPOT},
 		{"Inter-token Latency", "ITL", s.ITL},
 		{"End-to-end Latency", "E2E", s.Latency},
+		{"E2E Latency from the Scheduled Arrival", "E2E from arrival", run.LatencyFromDue},
 	} {
+		if d.d.Count == 0 && d.name == "E2E from arrival" {
+			continue // a closed loop has no schedule
+		}
 		head(d.title)
 		line("Mean "+d.name+" (ms)", ms(d.d.Mean))
 		line("Median "+d.name+" (ms)", ms(d.d.P50))
