@@ -249,6 +249,6 @@ func appendMS(b []byte, name string, d time.Duration) []byte {
 	b = append(b, '"')
 	b = append(b, name...)
 	b = append(b, `":`...)
-	b = strconv.AppendFloat(b, float64(d.Microseconds())/1000, 'f', -1, 64)
+	b = strconv.AppendFloat(b, float64(d.Round(time.Microsecond).Microseconds())/1000, 'f', -1, 64)
 	return append(b, ',')
 }
