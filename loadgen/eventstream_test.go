@@ -128,7 +128,11 @@ func TestNotEventStreamInTheGenerator(t *testing.T) {
 			defer c.CloseIdleConnections()
 			g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(req()), Load: loadgen.Closed{Streams: 2}, Requests: 6, FailurePause: -1}
 			run, err := g.Run(t.Context())
-			require.NoError(t, err)
+			nm, ok := errors.AsType[*loadgen.NothingMeasuredError](err)
+			require.True(t, ok, "a run whose every request failed measured nothing: %v", err)
+			assert.False(t, nm.Early, "fewer requests than the stop rule's")
+			assert.Equal(t, 6, nm.Failed)
+			assert.ErrorAs(t, err, new(*loadgen.NotEventStreamError), "the last cause")
 			s := run.Summary
 			assert.Equal(t, 6, s.Failed)
 			assert.Equal(t, map[metrics.ErrorKind]int{metrics.KindNotEventStream: 6}, s.Errors)

@@ -285,7 +285,13 @@ type runState struct {
 	queued   atomic.Int64 // open-loop arrivals that waited for a slot
 	everUp   atomic.Bool  // some request got response headers
 	connFail atomic.Int64 // first requests that failed to connect
-	rec      *metrics.Recorder
+	measured atomic.Bool  // some request completed or had a token
+	// refusedRun counts the failures in a row, none retryable, while
+	// nothing is measured; lastErr is the last failure's cause.
+	refusedRun atomic.Int64
+	failMu     sync.Mutex
+	lastErr    error
+	rec        *metrics.Recorder
 
 	lateMu   sync.Mutex
 	lateness metrics.Histogram
@@ -318,13 +324,17 @@ func (st *runState) Observe(tl *metrics.Timeline, t time.Time, tokens int) {
 	st.rec.Observe(tl, t, tokens)
 }
 
-// Run runs the load and returns what it measured. The error is non-nil only
-// when the run could not go on: a setting that cannot work (a
+// Run runs the load and returns what it measured. The error is non-nil
+// when the run could not go on — a setting that cannot work (a
 // [*ConfigError], before anything is sent, or from the Source), ctx ended
-// (its cause is returned), or the server was unreachable from the start.
-// The Run is never nil: it holds everything measured so far, Stopped says
-// why it ended and Err repeats the error. Request failures are not errors
-// of Run: they are counted in the summary by kind.
+// (its cause is returned), the server was unreachable from the start — or
+// when it measured nothing: no request completed and none had a token, or
+// its first 20 requests in a row failed for a cause that sending again
+// would not change, and it stopped then (a [*NothingMeasuredError], which
+// names the failures and the last cause). The Run is never nil: it holds
+// everything measured so far, Stopped says why it ended and Err repeats
+// the error. Other request failures are not errors of Run: they are
+// counted in the summary by kind.
 func (g *Generator) Run(ctx context.Context) (*Run, error) {
 	if g == nil {
 		return refused(&ConfigError{Field: "Generator", Reason: "is nil"})
@@ -560,16 +570,74 @@ func (r *runner) finish() (*Run, error) {
 	st.lateMu.Unlock()
 
 	switch cause := context.Cause(r.ctx); {
+	case errors.Is(r.fatal, errRefused):
+		run.Stopped, run.Err = StopFailed, r.nothingMeasured(true)
 	case r.fatal != nil:
 		run.Stopped, run.Err = StopFailed, r.fatal
 	case cause != nil:
 		run.Stopped, run.Err = StopCanceled, cause
+	case !st.measured.Load():
+		run.Stopped, run.Err = StopFailed, r.nothingMeasured(false)
 	case run.Stopped == StopUnknown:
 		// Launching ended without an error: the workers were done.
 		run.Stopped = StopRequests
 	}
 	return run, run.Err
 }
+
+// nothingMeasured is the error of a run that measured nothing.
+func (r *runner) nothingMeasured(early bool) error {
+	e := &NothingMeasuredError{Launched: r.run.Launched, Early: early, Errors: map[metrics.ErrorKind]int{}}
+	for _, s := range []metrics.Summary{r.run.Summary, r.run.WarmupSummary} {
+		e.Failed += s.Failed
+		for k, n := range s.Errors {
+			e.Errors[k] += n
+		}
+	}
+	r.st.failMu.Lock()
+	e.Last = r.st.lastErr
+	r.st.failMu.Unlock()
+	return e
+}
+
+// A NothingMeasuredError is the error of a run that measured nothing: no
+// request completed and none had a token. Either the run ended so (Early
+// false), or it stopped early (Early true) because its first 20
+// requests in a row failed for a cause that sending again
+// would not change, such as a 4xx answer other than 429 or an answer that
+// is not an event stream. Run.Stopped is then [StopFailed]. It unwraps to
+// the last request's failure, so errors.As finds its [*StatusError].
+type NothingMeasuredError struct {
+	// Launched counts the requests sent, Failed those that failed, by kind
+	// in Errors.
+	Launched, Failed int
+	Errors           map[metrics.ErrorKind]int
+	// Early reports that the stop rule ended the run.
+	Early bool
+	// Last is the last failure's cause; nil when no request failed.
+	Last error
+}
+
+// Error says what the run sent, how it failed and the last cause.
+func (e *NothingMeasuredError) Error() string {
+	msg := fmt.Sprintf("loadgen: the run measured nothing: %d requests sent, none completed", e.Launched)
+	if e.Early {
+		msg = fmt.Sprintf("loadgen: the run stopped: its first %d requests in a row failed for a cause that sending again would not change (%d requests sent)", refusedLimit, e.Launched)
+	}
+	if kinds := metrics.FormatErrorKinds(e.Errors); kinds != "" {
+		msg += "; failures: " + kinds
+	}
+	if e.Last != nil {
+		msg += "; the last: " + e.Last.Error()
+	}
+	if e.Launched == 0 {
+		msg = "loadgen: the run measured nothing: it sent no request"
+	}
+	return msg
+}
+
+// Unwrap returns the last failure's cause.
+func (e *NothingMeasuredError) Unwrap() error { return e.Last }
 
 // warmup waits for the window to be allowed to open, or for ctx to end. It
 // returns how long it waited and whether it gave up at WarmupTimeout.
@@ -726,11 +794,50 @@ func (r *runner) send(worker, seq int, due time.Time) (*metrics.Timeline, error)
 				return tl, ErrUnreachable
 			}
 		}
+		if r.refused(tl) {
+			return tl, errRefused
+		}
 		if tl.Kind == metrics.KindNone {
 			break
 		}
 	}
 	return tl, nil
+}
+
+// refusedLimit is how many requests in a row a run lets fail for a cause
+// that sending again would not change before it stops, while none has
+// completed or had a token: see NothingMeasuredError.
+const refusedLimit = 20
+
+// errRefused ends a run whose first refusedLimit requests failed for a
+// cause sending again would not change; finish makes it a
+// NothingMeasuredError.
+var errRefused = errors.New("loadgen: every request refused")
+
+// refused keeps count of what the requests measured, and reports that the
+// run's stop rule ended it: refusedLimit failures in a row, none of them
+// retryable, and nothing measured before them. A length rejection does not
+// count: it says the prompt does not fit, which the run reports.
+func (r *runner) refused(tl *metrics.Timeline) bool {
+	st := r.st
+	switch {
+	case tl.Kind == metrics.KindNone || tl.Chunks > 0:
+		st.measured.Store(true)
+		return false
+	case tl.Kind == metrics.KindCanceled:
+		return false
+	}
+	st.failMu.Lock()
+	st.lastErr = tl.Err
+	st.failMu.Unlock()
+	switch {
+	case st.measured.Load():
+		return false
+	case retryable(tl.Kind) || tl.Kind == metrics.KindTooLong:
+		st.refusedRun.Store(0)
+		return false
+	}
+	return st.refusedRun.Add(1) >= refusedLimit
 }
 
 // retryable reports whether a failure may succeed if sent again.

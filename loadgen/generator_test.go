@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -235,7 +236,10 @@ func TestGeneratorRetriesAreRecorded(t *testing.T) {
 	bad.Model = "bench+fault=status=503"
 	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(bad), Requests: 3, Retries: 2, FailurePause: -1}
 	run, err := g.Run(t.Context())
-	require.NoError(t, err)
+	var se *loadgen.StatusError
+	require.ErrorAs(t, err, &se, "nothing completed: the run's error, with the last cause")
+	assert.Equal(t, 503, se.StatusCode)
+	assert.Equal(t, loadgen.StopFailed, run.Stopped)
 	assert.Equal(t, 9, run.Launched, "3 requests, each sent 3 times")
 	assert.Equal(t, 6, run.Retried)
 	assert.Equal(t, 9, run.Summary.Errors[metrics.KindServerStatus])
@@ -243,7 +247,7 @@ func TestGeneratorRetriesAreRecorded(t *testing.T) {
 	// Without Retries nothing is sent twice.
 	g = &loadgen.Generator{Client: c, Source: loadgen.Repeat(bad), Requests: 3, FailurePause: -1}
 	run, err = g.Run(t.Context())
-	require.NoError(t, err)
+	require.ErrorAs(t, err, new(*loadgen.NothingMeasuredError))
 	assert.Equal(t, 3, run.Launched)
 	assert.Zero(t, run.Retried)
 }
@@ -423,4 +427,64 @@ func TestOpenAtSharesOneWindow(t *testing.T) {
 		warm := run.Recorder.HistogramsOf(metrics.ScopeWarmup).ITL.Count()
 		assert.Greater(t, warm, int64(100), "the gaps before the window are the warm-up's")
 	}
+}
+
+// A server that refuses every request with 400 ends the run early, with an
+// error that names the cause, however long its window.
+func TestGeneratorStopsWhenEveryRequestIsRefused(t *testing.T) {
+	var sent atomic.Int64
+	_, c := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		sent.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"object":"error","message":"The model `+"`nope`"+` does not exist.","type":"NotFoundError","code":400}`)
+	})
+	for _, load := range []loadgen.Load{loadgen.Closed{Streams: 4}, loadgen.Open{Rate: 200}} {
+		t.Run(load.String(), func(t *testing.T) {
+			sent.Store(0)
+			g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(5)), Load: load, Duration: time.Minute, FailurePause: -1}
+			start := time.Now()
+			run, err := g.Run(t.Context())
+			assert.Less(t, time.Since(start), 20*time.Second, "stopped early, not at the window's end")
+			nm, ok := errors.AsType[*loadgen.NothingMeasuredError](err)
+			require.True(t, ok, "%v", err)
+			assert.True(t, nm.Early)
+			assert.Equal(t, loadgen.StopFailed, run.Stopped)
+			assert.Equal(t, err, run.Err)
+			assert.GreaterOrEqual(t, nm.Errors[metrics.KindClientStatus], 20)
+			var se *loadgen.StatusError
+			require.ErrorAs(t, err, &se, "the cause")
+			assert.Equal(t, http.StatusBadRequest, se.StatusCode)
+			assert.Contains(t, err.Error(), "does not exist", "the server's message")
+			assert.Contains(t, err.Error(), "client_status")
+			assert.Less(t, sent.Load(), int64(100), "the run stopped soon after the stop rule")
+		})
+	}
+}
+
+// A run whose requests fail for a cause that may pass (503) is not stopped
+// early, but a run that measured nothing is still an error; one request
+// completed, and it is not.
+func TestGeneratorNothingMeasured(t *testing.T) {
+	var n atomic.Int64
+	_, c := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 30 {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"text\":\"hi\",\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+			return
+		}
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	})
+	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(5)), Requests: 25, FailurePause: -1}
+	_, err := g.Run(t.Context())
+	nm, ok := errors.AsType[*loadgen.NothingMeasuredError](err)
+	require.True(t, ok, "%v", err)
+	assert.False(t, nm.Early, "a 503 may pass: the run went on")
+	assert.Equal(t, 25, nm.Failed)
+
+	n.Store(0)
+	g = &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(5)), Requests: 35, FailurePause: -1}
+	run, err := g.Run(t.Context())
+	require.NoError(t, err, "one request completed")
+	assert.Equal(t, 1, run.Summary.Completed)
 }

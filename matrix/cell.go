@@ -97,6 +97,9 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	if runErr == nil {
 		run, runErr = g.Run(cellCtx)
 	}
+	if _, ok := errors.AsType[*loadgen.NothingMeasuredError](runErr); ok {
+		runErr = nil // a cell that measured nothing is judged by classify
+	}
 	close(watch)
 	wg.Wait()
 	samples := cr.sampler.Summary()

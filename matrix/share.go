@@ -3,6 +3,7 @@ package matrix
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -101,8 +102,8 @@ func measureShare(ctx context.Context, c *loadgen.Client, sh fleet.Share, ctl fl
 		Queued:         gate.queued,
 		WarmupTimedOut: gate.timedOut,
 	}
-	if err != nil {
-		part.Error = err.Error()
+	if _, ok := errors.AsType[*loadgen.NothingMeasuredError](err); err != nil && !ok {
+		part.Error = err.Error() // a share that measured nothing is judged with the cell
 	}
 	return part
 }

@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -202,4 +206,23 @@ func TestWorkloadRefused(t *testing.T) {
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, "bench: workload: Synthetic.Input 100 is shorter than the shared prefix's 200 tokens")
 	assert.NotContains(t, errOut, "Benchmarking", "nothing ran")
+}
+
+// Against a server that refuses every request, the command stops the run
+// early and exits 1 with the cause.
+func TestRefusingServerFails(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"object":"error","message":"The model does not exist.","code":400}`)
+	}))
+	defer srv.Close()
+	start := time.Now()
+	code, _, errOut := bench(t, "-url", srv.URL+"/v1", "-model", "nope", "-dataset", "../../loadgen/workload/testdata/sharegpt.json",
+		"-duration", "1m", "-warmup", "0", "-quiet")
+	t.Log(errOut)
+	assert.Equal(t, 1, code, errOut)
+	assert.Less(t, time.Since(start), 30*time.Second, "stopped early, not after the minute")
+	assert.Contains(t, errOut, "bench: loadgen: the run stopped: its first 20 requests in a row failed for a cause")
+	assert.Contains(t, errOut, "The model does not exist.", "the server's own words")
 }
