@@ -3,6 +3,7 @@ package workload
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"time"
 
@@ -37,8 +38,9 @@ type Mix struct {
 	Prefix        SharedPrefix
 	// Sizing converts lengths to words, for every source but a dataset.
 	Sizing Sizing
-	// Seed makes the text, the lengths and the arrivals; run n uses
-	// Seed+n. 0 means a seed from the clock.
+	// Seed makes the text and the lengths; run n uses Seed+n. 0 means a
+	// fresh one, which the first Setup stores here, so that it can be
+	// given again to repeat the runs' text on purpose.
 	Seed uint64
 	// Builder makes the requests.
 	Builder Builder
@@ -48,11 +50,14 @@ type Mix struct {
 }
 
 // Validate reports synthetic prompts or sessions that cannot be made as
-// asked, before anything is sent. A trace or a dataset was checked when it
-// was opened.
+// asked, and a trace whose hash IDs do not fit its input lengths at
+// Replay's block size (a [*FileError] naming the lines), before anything
+// is sent. A dataset was checked when it was opened.
 func (m *Mix) Validate() error {
 	switch {
-	case m.Trace != nil, m.Dataset != nil:
+	case m.Trace != nil:
+		return m.Trace.check(m.Replay)
+	case m.Dataset != nil:
 		return nil
 	case m.Turns != nil:
 		return (&Sessions{Turns: m.Turns, Input: m.Input, Output: m.Output, Think: m.Think, Sizing: m.Sizing}).Validate()
@@ -67,11 +72,10 @@ func (m *Mix) Validate() error {
 // which must be a [loadgen.Closed] loop.
 func (m *Mix) Setup(g *loadgen.Generator, load loadgen.Load) error {
 	m.runs++
-	seed := m.Seed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
+	if m.Seed == 0 {
+		m.Seed = freshSeed()
 	}
-	seed += uint64(m.runs)
+	seed := m.Seed + uint64(m.runs)
 	var r Reader
 	switch {
 	case m.Trace != nil:
@@ -162,4 +166,14 @@ func (m *Mix) String() string {
 		d += fmt.Sprintf(", %d shared prefixes of %d tokens", m.Prefix.Groups, m.Prefix.Tokens)
 	}
 	return d
+}
+
+// freshSeed returns a random seed, never 0: a zero Seed means "a fresh
+// one" everywhere in this package.
+func freshSeed() uint64 {
+	for {
+		if s := rand.Uint64(); s != 0 {
+			return s
+		}
+	}
 }

@@ -73,8 +73,8 @@ func writeMooncake(t *testing.T, n int, span time.Duration) string {
 		// Quadratic spacing: arrivals crowd toward the start.
 		ms := math.Round(float64(span.Milliseconds()) * math.Pow(float64(i)/float64(n), 1.5))
 		in := 100 + (i*397)%1900
-		ids := make([]int, 0, in/512+1)
-		for k := range in/512 + 1 {
+		ids := make([]int, 0, (in+511)/512)
+		for k := range (in + 511) / 512 {
 			ids = append(ids, (i%3)*100+k) // three families of prefixes
 		}
 		hash, _ := json.Marshal(ids)
@@ -177,4 +177,78 @@ func replay(t *testing.T, tr *workload.Trace) (*loadgen.Run, []arrival) {
 	rc.mu.Unlock()
 	slices.SortFunc(got, func(a, b arrival) int { return a.at.Compare(b.at) })
 	return run, got
+}
+
+// A replay with a zero seed writes text of its own: a second replay of a
+// trace against the same server finds no more of its prompts in the
+// prefix cache than the first did (within 5 points), where a second replay
+// with the first's seed finds them.
+func TestReplaysDoNotRepeat(t *testing.T) {
+	tr, err := workload.OpenTrace(writeMooncake(t, 24, 300*time.Millisecond))
+	require.NoError(t, err)
+	p := loadgentest.FastProfile()
+	p.Speed = 10
+	srv := loadgentest.NewServer(p)
+	defer srv.Close()
+	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()}
+	defer c.CloseIdleConnections()
+
+	// hitShare replays the trace once and returns the share of its prompt
+	// tokens the server found in its prefix cache.
+	hitShare := func(rp workload.Replay) float64 {
+		before := srv.Handler.Stats()
+		feed := workload.NewFeed(tr.Items(rp), &workload.Builder{Model: loadgentest.DefaultModel, IgnoreEOS: true})
+		defer feed.Close()
+		g := &loadgen.Generator{Client: c, Source: feed.Source, Load: feed.Load()}
+		run, err := g.Run(t.Context())
+		require.NoError(t, err)
+		require.NoError(t, feed.Err())
+		require.Equal(t, 24, run.Summary.Completed)
+		after := srv.Handler.Stats()
+		return float64(after.PrefixCacheHits-before.PrefixCacheHits) / float64(after.PrefixCacheQueries-before.PrefixCacheQueries)
+	}
+	sizing := workload.SimulatorSizing(true)
+	first := hitShare(workload.Replay{Sizing: sizing})
+	second := hitShare(workload.Replay{Sizing: sizing})
+	t.Logf("prefix-cache hit share: first replay %.1f%%, second %.1f%%", 100*first, 100*second)
+	assert.Positive(t, first, "the trace's requests share prefixes among themselves")
+	assert.InDelta(t, first, second, 0.05, "a second replay with a zero seed is as cold as the first")
+
+	rp := workload.Replay{Sizing: sizing, Seed: 42}
+	again := hitShare(rp)
+	repeated := hitShare(rp)
+	t.Logf("with one seed twice: %.1f%%, then %.1f%%", 100*again, 100*repeated)
+	assert.Greater(t, repeated, again+0.1, "the same seed, the same text: the cache holds it")
+}
+
+// A record whose hash IDs do not fit its input length at the replay's
+// block size is refused with its line, before a run (Mix.Validate) and
+// while reading (Trace.Items).
+func TestReplayRefusesHashIDsThatDoNotFit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(`{"timestamp": 0, "input_length": 600, "output_length": 4, "hash_ids": [1, 2]}
+{"timestamp": 10, "input_length": 100, "output_length": 4, "hash_ids": [1, 2, 3]}
+`), 0o600))
+	tr, err := workload.OpenTrace(path)
+	require.NoError(t, err, "well formed")
+	mix := &workload.Mix{Trace: tr}
+	err = mix.Validate()
+	var fe *workload.FileError
+	require.ErrorAs(t, err, &fe)
+	require.Len(t, fe.Errs, 1)
+	assert.Equal(t, 2, fe.Errs[0].Line)
+	assert.Contains(t, err.Error(), "line 2: 3 hash_ids for input_length 100")
+
+	mix.Replay.BlockTokens = 40 // 600 tokens are 15 blocks of 40, not 2
+	require.ErrorAs(t, mix.Validate(), &fe)
+	assert.Equal(t, 1, fe.Errs[0].Line)
+
+	items := tr.Items(workload.Replay{Sizing: workload.SimulatorSizing(true)})
+	defer items.(io.Closer).Close()
+	_, err = items.Read()
+	require.NoError(t, err, "line 1 fits 512-token blocks")
+	_, err = items.Read()
+	var pe *workload.ParseError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, 2, pe.Line)
 }

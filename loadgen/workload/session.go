@@ -33,7 +33,8 @@ type Sessions struct {
 	Think time.Duration
 	// Sizing converts lengths to words.
 	Sizing Sizing
-	// Seed makes the text and the lengths.
+	// Seed makes the text and the lengths; 0 means a fresh one, stored
+	// here as the first session starts.
 	Seed uint64
 	// Builder makes the requests; set IgnoreEOS for replies of exactly
 	// Output's lengths.
@@ -84,6 +85,9 @@ func (s *Sessions) next(worker int) Item {
 	s.mu.Lock()
 	if s.workers == nil {
 		s.workers = map[int]*session{}
+	}
+	if s.Seed == 0 {
+		s.Seed = freshSeed()
 	}
 	ss := s.workers[worker]
 	if ss == nil || ss.turn >= ss.turns {

@@ -27,7 +27,7 @@ type Synthetic struct {
 	// completions API.
 	Sizing Sizing
 	// Seed makes the text and the lengths; two Synthetics with different
-	// seeds share no text.
+	// seeds share no text. 0 means a fresh one, which Reader stores here.
 	Seed uint64
 }
 
@@ -96,7 +96,12 @@ func (s *Synthetic) Item(i int) Item {
 }
 
 // Reader returns a Reader of items 0, 1, 2 and on, without end.
-func (s *Synthetic) Reader() Reader { return &synthReader{s: s} }
+func (s *Synthetic) Reader() Reader {
+	if s.Seed == 0 {
+		s.Seed = freshSeed()
+	}
+	return &synthReader{s: s}
+}
 
 type synthReader struct {
 	s *Synthetic

@@ -322,8 +322,35 @@ type Replay struct {
 	// Sizing converts lengths to words.
 	Sizing Sizing `json:"sizing"`
 	// Seed makes the text: replays with different seeds share no prefix,
-	// so one replay does not find another's in the server's cache.
+	// so one replay does not find another's in the server's cache. 0
+	// means a fresh one (Item stores it here); give one to repeat a
+	// replay's text on purpose.
 	Seed uint64 `json:"seed,omitempty"`
+}
+
+// check reports hash IDs that do not fit an entry's input length: a
+// Mooncake trace has one for each block of BlockTokens, the last one
+// perhaps partial, so n IDs stand for more than (n−1) blocks and at most
+// n. One block fewer is accepted (a trace that hashes only full blocks).
+func (rp *Replay) check(e TraceEntry) error {
+	n := len(e.HashIDs)
+	if n == 0 {
+		return nil
+	}
+	block := rp.blockTokens()
+	want := (e.InputTokens + block - 1) / block
+	if n > want || n < want-1 {
+		return fmt.Errorf("%d hash_ids for input_length %d: at %d tokens a block they stand for %d to %d tokens; give the block size the trace was hashed with, or fix the record",
+			n, e.InputTokens, block, (n-1)*block+1, (n+1)*block)
+	}
+	return nil
+}
+
+func (rp *Replay) blockTokens() int {
+	if rp.BlockTokens > 0 {
+		return rp.BlockTokens
+	}
+	return DefaultBlockTokens
 }
 
 // Item returns the request of a trace entry: a prompt of its
@@ -336,10 +363,10 @@ func (rp *Replay) Item(e TraceEntry) Item {
 	if scale <= 0 {
 		scale = 1
 	}
-	block := rp.BlockTokens
-	if block <= 0 {
-		block = DefaultBlockTokens
+	if rp.Seed == 0 {
+		rp.Seed = freshSeed()
 	}
+	block := rp.blockTokens()
 	sz := rp.Sizing
 	left := sz.Words(max(e.InputTokens-sz.Overhead(1), 1))
 	words := left
@@ -365,9 +392,44 @@ func (rp *Replay) Item(e TraceEntry) Item {
 }
 
 // Items returns a Reader of the trace's items, in order, ending with its
-// last request. Close it to close the file.
+// last request. Close it to close the file. A zero rp.Seed is a fresh
+// one: two readers of one trace then share no text. A record whose hash
+// IDs do not fit its input length at rp's block size ends the reader with
+// a [*ParseError] naming its line.
 func (t *Trace) Items(rp Replay) Reader {
+	if rp.Seed == 0 {
+		rp.Seed = freshSeed()
+	}
 	return &traceItems{path: t.Path, rp: rp}
+}
+
+// check reads the trace through and reports its records whose hash IDs do
+// not fit their input lengths at rp's block size, as a [*FileError].
+func (t *Trace) check(rp Replay) error {
+	f, err := os.Open(t.Path)
+	if err != nil {
+		return fmt.Errorf("workload: %w", err)
+	}
+	defer f.Close()
+	name := filepath.Base(t.Path)
+	r := NewTraceReader(f, name)
+	fe := &FileError{Name: name}
+	for {
+		e, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("workload: read %s: %w", name, err)
+		}
+		if err := rp.check(e); err != nil {
+			fe.add(&ParseError{Name: name, Line: e.Line, Err: err})
+		}
+	}
+	if fe.Count > 0 {
+		return fe
+	}
+	return nil
 }
 
 type traceItems struct {
@@ -388,6 +450,9 @@ func (t *traceItems) Read() (Item, error) {
 	e, err := t.r.Next()
 	if err != nil {
 		return Item{}, err
+	}
+	if err := t.rp.check(e); err != nil {
+		return Item{}, &ParseError{Name: filepath.Base(t.path), Line: e.Line, Err: err}
 	}
 	return t.rp.Item(e), nil
 }
