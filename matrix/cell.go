@@ -361,6 +361,9 @@ func (cr *cellRun) measurement(run *loadgen.Run, samples *Samples, streams *Stre
 		Client:                 run.Health,
 		ClientLimited:          run.Health.Limited,
 	}
+	if s.ReasoningTokens > 0 {
+		m.TTFO, m.ReasoningTokens, m.AnswerTokens = q(s.TTFO), s.ReasoningTokens, s.AnswerTokens
+	}
 	if samples != nil {
 		m.AvgActive = samples.AvgRunning
 	}

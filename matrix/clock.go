@@ -87,7 +87,7 @@ func (m *Measurement) scaled(f float64) *Measurement {
 	c.TotalTokensPerSec /= f
 	c.PerRequestTokensPerSec /= f
 	c.Goodput /= f
-	for _, q := range []*Quantiles{&c.TTFT, &c.TBT, &c.ITL} {
+	for _, q := range []*Quantiles{&c.TTFT, &c.TBT, &c.ITL, &c.TTFO} {
 		q.P50, q.P90, q.P99 = q.P50*f, q.P90*f, q.P99*f
 	}
 	c.MeasuredS *= f

@@ -311,6 +311,9 @@ func gridLines(c *Cell) []string {
 	if c.Measurement.TTFT.P50 > 0 {
 		lines = append(lines, fmtTTFT(c.Measurement.TTFT.P50)+" TTFT")
 	}
+	if c.Measurement.TTFO.P50 > 0 {
+		lines = append(lines, fmtTTFT(c.Measurement.TTFO.P50)+" TTFO")
+	}
 	return lines
 }
 

@@ -166,6 +166,13 @@ type Measurement struct {
 	TTFT Quantiles `json:"ttft_ms"`
 	TBT  Quantiles `json:"tbt_ms"`
 	ITL  Quantiles `json:"itl_ms"`
+	// TTFO is the distribution of the time to first output token, the
+	// first answer token after any reasoning, and ReasoningTokens and
+	// AnswerTokens split the completed requests' output: set where the
+	// server reasoned.
+	TTFO            Quantiles `json:"ttfo_ms,omitzero"`
+	ReasoningTokens int       `json:"reasoning_tokens,omitempty"`
+	AnswerTokens    int       `json:"answer_tokens,omitempty"`
 	// AvgActive is the mean of the server's running requests sampled in
 	// the window, or the client's count where the server has no metrics.
 	AvgActive float64 `json:"avg_active"`

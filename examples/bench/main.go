@@ -111,6 +111,7 @@ type options struct {
 	requestsOut                 string
 	serverTimings               bool
 	speed                       float64
+	simReasoning                int
 	quiet                       bool
 	set                         map[string]bool
 	inputFlag, outputFlag, turn string
@@ -122,7 +123,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.url, "url", "", "base URL of the server's API, e.g. http://127.0.0.1:8000/v1 (empty: the built-in simulator)")
 	fs.StringVar(&o.model, "model", "", "served model name")
-	api := fs.String("api", "chat", "chat or completions")
+	api := fs.String("api", "chat", "chat, completions, responses (OpenAI's Responses API) or messages (Anthropic's Messages API)")
 	fs.StringVar(&o.keyEnv, "api-key-env", "", "name of the environment variable holding the API key")
 	fs.StringVar(&o.transport, "transport", "stream", "the client's HTTP transport: stream (loadgen.StreamTransport) or http (net/http's: honours HTTP_PROXY)")
 
@@ -166,6 +167,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.requestsOut, "requests-out", "", "write every request, as it ends, to this file: a line of JSON each, with its run, times, tokens, outcome and the server's timings")
 	fs.StringVar(&o.simProfile, "sim-profile", "seed", "the simulator's profile, seed or fast (only without -url)")
 	fs.Float64Var(&o.speed, "speed", DefaultSpeed, "the simulator's speed factor (only without -url)")
+	fs.IntVar(&o.simReasoning, "sim-reasoning", 0, "the simulator's reasoning tokens before each answer, as a reasoning model's (only without -url)")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the report")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -255,6 +257,9 @@ func (o *options) check() error {
 	}
 	if o.transport != "stream" && o.transport != "http" {
 		return fmt.Errorf("unknown -transport %q (want stream or http)", o.transport)
+	}
+	if o.simReasoning < 0 {
+		return fmt.Errorf("-sim-reasoning holds %d, below 0", o.simReasoning)
 	}
 	if !(o.speed > 0 && o.speed <= 1000) {
 		return fmt.Errorf("-speed %g: the simulator's speed factor must be above 0 and at most 1000", o.speed)
@@ -356,6 +361,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		p.Speed, p.TruthBytes = o.speed, -1
+		p.ReasoningTokens = o.simReasoning
 		srv := loadgentest.NewServer(p)
 		defer srv.Close()
 		client.BaseURL = srv.URL + "/v1"

@@ -91,6 +91,7 @@ type options struct {
 	transport, render    string
 	format               matrix.Format
 	speed                float64
+	simReasoning         int
 	compare              bool
 	quiet                bool
 	shards               shardFlags
@@ -104,7 +105,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.spec.URL, "url", "", "base URL of the server's API, e.g. http://127.0.0.1:8000/v1 (empty: the built-in simulator)")
 	fs.StringVar(&o.spec.Model, "model", "", "served model name")
-	api := fs.String("api", "chat", "chat or completions")
+	api := fs.String("api", "chat", "chat, completions, responses (OpenAI's Responses API) or messages (Anthropic's Messages API)")
 	fs.StringVar(&o.keyEnv, "api-key-env", "", "name of the environment variable holding the API key")
 	contexts := fs.String("contexts", "0,16K,32K,64K,128K,248K", "context lengths, the grid's rows (K = 1024)")
 	conc := fs.String("concurrency", "1,2,4,8,16,32,64,128", "requests at once, the grid's columns")
@@ -125,6 +126,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	fs.BoolVar(&o.spec.SkipQueued, "skip-queued", false, "do not measure the cells predicted to queue (more requests than -max-num-seqs or the server's own limit)")
 	fs.Float64Var(&o.speed, "speed", DefaultSpeed, "the simulator's speed factor (only without -url)")
 	fs.StringVar(&o.profile, "profile", "seed", "the simulator's profile (only without -url)")
+	fs.IntVar(&o.simReasoning, "sim-reasoning", 0, "the simulator's reasoning tokens before each answer, as a reasoning model's (only without -url)")
 	fs.StringVar(&o.out, "o", "", "write the report to this file instead of standard output")
 	format := fs.String("format", matrix.FormatTable.String(), "report format: table, markdown, csv, json or html")
 	fs.StringVar(&o.results, "results", "", "save the results as JSON here after every cell (default matrix-results-TIME.json)")
@@ -533,8 +535,12 @@ func simulator(o *options) (*loadgentest.Server, error) {
 	if o.speed <= 0 {
 		return nil, fmt.Errorf("-speed must be positive, not %g", o.speed)
 	}
+	if o.simReasoning < 0 {
+		return nil, fmt.Errorf("-sim-reasoning holds %d, below 0", o.simReasoning)
+	}
 	p.Speed = o.speed
 	p.TruthBytes = -1
+	p.ReasoningTokens = o.simReasoning
 	return loadgentest.NewServer(p), nil
 }
 

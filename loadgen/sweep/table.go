@@ -121,6 +121,7 @@ func writeBlock(w io.Writer, run *Result, objective bool) {
 		d           metrics.Distribution
 	}{
 		{"Time to First Token", "TTFT", s.TTFT},
+		{"Time to First Output Token", "TTFO", s.TTFO},
 		{"Time per Output Token (excl. 1st token)", "TPOT", s.TPOT},
 		{"Inter-token Latency", "ITL", s.ITL},
 		{"End-to-end Latency", "E2E", s.Latency},
@@ -129,7 +130,13 @@ func writeBlock(w io.Writer, run *Result, objective bool) {
 		if d.d.Count == 0 && d.name == "E2E from arrival" {
 			continue // a closed loop has no schedule
 		}
+		if d.name == "TTFO" && s.ReasoningTokens == 0 {
+			continue // no reasoning: TTFO is TTFT
+		}
 		head(d.title)
+		if d.name == "TTFO" {
+			line("Reasoning tokens / answer tokens", fmt.Sprintf("%d / %d", s.ReasoningTokens, s.AnswerTokens))
+		}
 		line("Mean "+d.name+" (ms)", ms(d.d.Mean))
 		line("Median "+d.name+" (ms)", ms(d.d.P50))
 		line("P90 "+d.name+" (ms)", ms(d.d.P90))
