@@ -3,6 +3,8 @@ package capacity
 import (
 	"fmt"
 	"strings"
+
+	"github.com/llmload/llmload/internal/enumtext"
 )
 
 // DefaultTemplateOverhead is the number of tokens a chat template adds around
@@ -110,25 +112,14 @@ var reasonNames = [...]string{"", "within_limits", "limits_unknown", "max_model_
 
 // String returns the reason's name: "within_limits", "limits_unknown",
 // "max_model_len", "max_running" or "kv_tokens".
-func (r Reason) String() string {
-	if int(r) < len(reasonNames) {
-		return reasonNames[r]
-	}
-	return fmt.Sprintf("Reason(%d)", r)
-}
+func (r Reason) String() string { return enumtext.Name(reasonNames[:], r, "Reason") }
 
 // MarshalText returns the String form.
 func (r Reason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
 // UnmarshalText parses the String form.
 func (r *Reason) UnmarshalText(b []byte) error {
-	for i, n := range reasonNames {
-		if n == string(b) {
-			*r = Reason(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("capacity: unknown reason %q", b)
+	return enumtext.Parse(r, reasonNames[:], b, "capacity: unknown reason")
 }
 
 // Verdict is the capacity verdict for one cell. Need and Have are the

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/llmload/llmload/internal/enumtext"
 )
 
 // ErrConfig reports a config.json that does not describe a decoder this
@@ -43,25 +45,14 @@ const (
 var layerKindNames = [...]string{"", "full_attention", "sliding_attention", "linear_attention", "mamba", "none"}
 
 // String returns the name config.json's layer_types uses for k.
-func (k LayerKind) String() string {
-	if int(k) < len(layerKindNames) {
-		return layerKindNames[k]
-	}
-	return fmt.Sprintf("LayerKind(%d)", k)
-}
+func (k LayerKind) String() string { return enumtext.Name(layerKindNames[:], k, "LayerKind") }
 
 // MarshalText returns the String form.
 func (k LayerKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
 // UnmarshalText parses the String form.
 func (k *LayerKind) UnmarshalText(b []byte) error {
-	for i, n := range layerKindNames {
-		if n == string(b) {
-			*k = LayerKind(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("capacity: unknown layer kind %q", b)
+	return enumtext.Parse(k, layerKindNames[:], b, "capacity: unknown layer kind")
 }
 
 // MLA describes multi-head latent attention (DeepSeek V2/V3, Kimi K2): each

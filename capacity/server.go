@@ -15,6 +15,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/llmload/llmload/internal/enumtext"
 )
 
 // maxProbeBody bounds the bytes read from one probe's response.
@@ -66,25 +68,14 @@ var engineNames = [...]string{"unknown", "vllm", "sglang", "llama.cpp", "tgi", "
 
 // String returns "vllm", "sglang", "llama.cpp", "tgi", "ollama" or
 // "unknown".
-func (e Engine) String() string {
-	if int(e) < len(engineNames) {
-		return engineNames[e]
-	}
-	return fmt.Sprintf("Engine(%d)", e)
-}
+func (e Engine) String() string { return enumtext.Name(engineNames[:], e, "Engine") }
 
 // MarshalText returns the String form.
 func (e Engine) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
 
 // UnmarshalText parses the String form.
 func (e *Engine) UnmarshalText(b []byte) error {
-	for i, n := range engineNames {
-		if n == string(b) {
-			*e = Engine(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("capacity: unknown engine %q", b)
+	return enumtext.Parse(e, engineNames[:], b, "capacity: unknown engine")
 }
 
 // Probe is one request Discover made and what came of it.

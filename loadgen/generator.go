@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/llmload/llmload/internal/enumtext"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -164,12 +165,7 @@ var phaseNames = [...]string{"idle", "warmup", "window", "draining", "done"}
 
 // String returns the phase's name: "idle", "warmup", "window", "draining"
 // or "done".
-func (p Phase) String() string {
-	if int(p) < len(phaseNames) {
-		return phaseNames[p]
-	}
-	return fmt.Sprintf("Phase(%d)", p)
-}
+func (p Phase) String() string { return enumtext.Name(phaseNames[:], p, "Phase") }
 
 // Progress is a live view of a run, cheap enough to take many times a
 // second: it reads counters without taking any lock on the per-token path.
@@ -252,25 +248,14 @@ var stopNames = [...]string{"", "window", "requests", "canceled", "failed"}
 
 // String returns the reason's name: "window", "requests", "canceled" or
 // "failed"; [StopUnknown] is "".
-func (s StopReason) String() string {
-	if int(s) < len(stopNames) {
-		return stopNames[s]
-	}
-	return fmt.Sprintf("StopReason(%d)", s)
-}
+func (s StopReason) String() string { return enumtext.Name(stopNames[:], s, "StopReason") }
 
 // MarshalText implements [encoding.TextMarshaler].
 func (s StopReason) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // UnmarshalText implements [encoding.TextUnmarshaler].
 func (s *StopReason) UnmarshalText(b []byte) error {
-	for i, n := range stopNames {
-		if string(b) == n {
-			*s = StopReason(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("loadgen: unknown stop reason %q", b)
+	return enumtext.Parse(s, stopNames[:], b, "loadgen: unknown stop reason")
 }
 
 // runState is what a run shares between its goroutines.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/llmload/llmload/internal/enumtext"
 )
 
 // A Load is the shape of a run's load: how its requests are launched. It is
@@ -115,12 +117,7 @@ const (
 var arrivalNames = [...]string{"poisson", "constant", "gamma"}
 
 // String returns "poisson", "constant" or "gamma".
-func (a Arrival) String() string {
-	if int(a) < len(arrivalNames) {
-		return arrivalNames[a]
-	}
-	return fmt.Sprintf("Arrival(%d)", a)
-}
+func (a Arrival) String() string { return enumtext.Name(arrivalNames[:], a, "Arrival") }
 
 // UnmarshalText reads an arrival's name; "rate" is Constant.
 func (a *Arrival) UnmarshalText(b []byte) error {

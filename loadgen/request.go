@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/llmload/llmload/internal/enumtext"
 )
 
 // API selects the endpoint a request goes to.
@@ -32,12 +34,7 @@ const (
 var apiNames = [...]string{Chat: "chat", Completions: "completions", Responses: "responses", Messages: "messages"}
 
 // String returns "chat", "completions", "responses" or "messages".
-func (a API) String() string {
-	if int(a) < len(apiNames) {
-		return apiNames[a]
-	}
-	return fmt.Sprintf("API(%d)", a)
-}
+func (a API) String() string { return enumtext.Name(apiNames[:], a, "API") }
 
 // MarshalText implements [encoding.TextMarshaler].
 func (a API) MarshalText() ([]byte, error) { return []byte(a.String()), nil }

@@ -3,6 +3,8 @@ package matrix
 import (
 	"fmt"
 	"io"
+
+	"github.com/llmload/llmload/internal/enumtext"
 )
 
 // A Report renders in every format: [*Results] and [*Comparison] are
@@ -38,12 +40,7 @@ var formatNames = [...]string{"", "table", "markdown", "csv", "json", "html"}
 
 // String returns the format's name: "table", "markdown", "csv", "json" or
 // "html".
-func (f Format) String() string {
-	if int(f) < len(formatNames) {
-		return formatNames[f]
-	}
-	return fmt.Sprintf("Format(%d)", f)
-}
+func (f Format) String() string { return enumtext.Name(formatNames[:], f, "Format") }
 
 // MarshalText returns the format's name.
 func (f Format) MarshalText() ([]byte, error) {

@@ -1,9 +1,10 @@
 package metrics
 
 import (
-	"fmt"
 	"math"
 	"time"
+
+	"github.com/llmload/llmload/internal/enumtext"
 )
 
 // Summary is a measurement reduced to its columns. The definitions are the
@@ -110,12 +111,7 @@ const (
 var scopeNames = [...]string{"window", "warmup", "all"}
 
 // String returns "window", "warmup" or "all".
-func (s Scope) String() string {
-	if int(s) < len(scopeNames) {
-		return scopeNames[s]
-	}
-	return fmt.Sprintf("Scope(%d)", s)
-}
+func (s Scope) String() string { return enumtext.Name(scopeNames[:], s, "Scope") }
 
 // Summary returns the columns of the window: its throughput, and the
 // requests that ended after it opened, with the warm-up's set apart in

@@ -2,11 +2,12 @@ package metrics
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmload/llmload/internal/enumtext"
 )
 
 // TokenSource says how a request's output tokens were counted.
@@ -30,25 +31,14 @@ var sourceNames = [...]string{"", "usage_deltas", "chunks", "final_usage"}
 
 // String returns the source's name as it appears in reports:
 // "usage_deltas", "chunks", "final_usage", or "" when unknown.
-func (s TokenSource) String() string {
-	if int(s) < len(sourceNames) {
-		return sourceNames[s]
-	}
-	return fmt.Sprintf("TokenSource(%d)", s)
-}
+func (s TokenSource) String() string { return enumtext.Name(sourceNames[:], s, "TokenSource") }
 
 // MarshalText implements [encoding.TextMarshaler].
 func (s TokenSource) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // UnmarshalText implements [encoding.TextUnmarshaler].
 func (s *TokenSource) UnmarshalText(b []byte) error {
-	for i, n := range sourceNames {
-		if string(b) == n {
-			*s = TokenSource(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("metrics: unknown token source %q", b)
+	return enumtext.Parse(s, sourceNames[:], b, "metrics: unknown token source")
 }
 
 // ErrorKind classifies why a request failed. Its zero value, [KindNone],
@@ -97,25 +87,14 @@ func Kinds() []ErrorKind {
 
 // String returns the kind's name as it appears in reports, such as "stall"
 // or "rate_limited"; [KindNone] is "".
-func (k ErrorKind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("ErrorKind(%d)", k)
-}
+func (k ErrorKind) String() string { return enumtext.Name(kindNames[:], k, "ErrorKind") }
 
 // MarshalText implements [encoding.TextMarshaler].
 func (k ErrorKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
 // UnmarshalText implements [encoding.TextUnmarshaler].
 func (k *ErrorKind) UnmarshalText(b []byte) error {
-	for i, n := range kindNames {
-		if string(b) == n {
-			*k = ErrorKind(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("metrics: unknown error kind %q", b)
+	return enumtext.Parse(k, kindNames[:], b, "metrics: unknown error kind")
 }
 
 // FormatErrorKinds lists failures counted by kind, most frequent first and

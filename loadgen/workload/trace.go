@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmload/llmload/internal/enumtext"
 	"github.com/llmload/llmload/loadgen"
 )
 
@@ -41,12 +42,7 @@ const (
 var traceFormatNames = [...]string{"", "mooncake", "azure"}
 
 // String returns "mooncake" or "azure".
-func (f TraceFormat) String() string {
-	if int(f) < len(traceFormatNames) {
-		return traceFormatNames[f]
-	}
-	return fmt.Sprintf("TraceFormat(%d)", f)
-}
+func (f TraceFormat) String() string { return enumtext.Name(traceFormatNames[:], f, "TraceFormat") }
 
 // MarshalText implements [encoding.TextMarshaler].
 func (f TraceFormat) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
