@@ -19,8 +19,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmload/llmload/internal/hostileserver"
+	"github.com/llmload/llmload/internal/logbuffer"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/shard"
 )
 
 // command runs the command in-process and returns its exit status, its
@@ -477,5 +479,68 @@ func TestHostileServer(t *testing.T) {
 		for i, s := range outputs {
 			assert.False(t, strings.ContainsAny(s, "\x1b\x07"), "output %d: %q", i, s)
 		}
+	})
+}
+
+// TestRogueLeader: a leader that holds the fleet's secret and names a
+// third party's server to a follower given -api-key-env and no -url gets
+// nothing sent there: the follower refuses, names the server, and leaves;
+// with -allow-leader-url it sends to it and says so. -join's password is
+// in none of the follower's output.
+func TestRogueLeader(t *testing.T) {
+	const key = "sk-llmload-rogue-leader-5e6f7a8b"
+	const joinPassword = "pw-join-1a2b3c4d"
+	t.Setenv("LLMLOAD_TEST_KEY", key)
+	t.Setenv(fleetTokenEnv, fleetToken)
+	third := hostileserver.New(hostileserver.OK)
+	defer third.Close()
+	spec := matrix.Spec{URL: third.BaseURL(hostileserver.OK), Model: "m", Contexts: []int{0}, Concurrency: []int{2}, Prefill: []int{}}
+	follower := func(t *testing.T, extra ...string) (int, string, *shard.Leader) {
+		log := &logbuffer.Buffer{}
+		leader := &shard.Leader{Token: fleetToken, Spec: spec, Followers: 1, Log: log}
+		hs := httptest.NewServer(leader)
+		defer hs.Close()
+		done := make(chan struct{})
+		var code int
+		var stdout, stderr string
+		go func() {
+			defer close(done)
+			code, stdout, stderr = command(t, t.Context(), append([]string{"-join", withPassword(hs.URL, "lead", joinPassword),
+				"-api-key-env", "LLMLOAD_TEST_KEY", "-fleet-token-env", fleetTokenEnv, "-join-timeout", "5s"}, extra...)...)
+		}()
+		// A follower that stays is told the run is over once it joined.
+		for !waitFor(t, 100*time.Millisecond, func() bool { return strings.Contains(log.String(), "joined") }) {
+			select {
+			case <-done:
+				leader.Close(t.Context())
+				return code, stdout + stderr, leader
+			default:
+			}
+		}
+		leader.Close(t.Context())
+		<-done
+		return code, stdout + stderr, leader
+	}
+
+	t.Run("refused", func(t *testing.T) {
+		code, out, _ := follower(t)
+		assert.Equal(t, 1, code, out)
+		assert.Contains(t, out, "the leader names the server "+third.BaseURL(hostileserver.OK))
+		assert.Contains(t, out, "goes only to a server given here")
+		assert.Empty(t, third.Requests(), "nothing was sent to the third party")
+		assert.NotContains(t, out, key)
+		assert.NotContains(t, out, joinPassword)
+	})
+	t.Run("allowed", func(t *testing.T) {
+		code, out, _ := follower(t, "-allow-leader-url")
+		assert.Equal(t, 0, code, out)
+		assert.Contains(t, out, "sending this shard's streams to "+third.BaseURL(hostileserver.OK)+" (named by the leader)")
+		assert.NotContains(t, out, key)
+		assert.NotContains(t, out, joinPassword)
+	})
+	t.Run("no secret", func(t *testing.T) {
+		code, _, stderr := command(t, t.Context(), "-join", "http://127.0.0.1:1", "-url", third.BaseURL(hostileserver.OK))
+		assert.Equal(t, 2, code)
+		assert.Contains(t, stderr, "-join needs the fleet's secret")
 	})
 }
