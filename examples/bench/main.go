@@ -50,9 +50,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/signal"
 	"time"
 
+	"github.com/llmload/llmload/internal/cli"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/requestlog"
 	"github.com/llmload/llmload/internal/textsafe"
@@ -66,19 +66,7 @@ import (
 // DefaultSpeed is the simulator's speed factor when none is given.
 const DefaultSpeed = 10
 
-func main() {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, os.Interrupt)
-	go func() {
-		<-sig
-		fmt.Fprintln(os.Stderr, "\ninterrupted: reporting the runs so far (Ctrl-C again to quit at once)")
-		cancel(errors.New("interrupted"))
-		<-sig
-		os.Exit(130)
-	}()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run, "reporting the runs so far") }
 
 // options are the command's flags.
 type options struct {

@@ -26,30 +26,29 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/signal"
 	"strings"
 	"time"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/cli"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/textsafe"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-	case err != nil:
-		msg := textsafe.Line(err.Error())
-		if !strings.HasPrefix(msg, "capacity: ") {
-			msg = "capacity: " + msg
+	cli.Main(func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+		switch err := run(ctx, args, stdout, stderr); {
+		case errors.Is(err, flag.ErrHelp):
+		case err != nil:
+			msg := textsafe.Line(err.Error())
+			if !strings.HasPrefix(msg, "capacity: ") {
+				msg = "capacity: " + msg
+			}
+			fmt.Fprintln(stderr, msg)
+			return 1
 		}
-		fmt.Fprintln(os.Stderr, msg)
-		os.Exit(1)
-	}
+		return 0
+	}, "")
 }
 
 // options are the command's flags.

@@ -45,7 +45,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -54,6 +53,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/cli"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/requestlog"
 	"github.com/llmload/llmload/internal/textsafe"
@@ -68,19 +68,7 @@ import (
 // simulator keeps its schedule on a small machine.
 const DefaultSpeed = 20
 
-func main() {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, os.Interrupt)
-	go func() {
-		<-sig
-		fmt.Fprintln(os.Stderr, "\ninterrupted: stopping the run, keeping whatever it finished (Ctrl-C again to quit at once)")
-		cancel(errors.New("interrupted"))
-		<-sig
-		os.Exit(130)
-	}()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run, "stopping the run, keeping whatever it finished") }
 
 // options are the command's flags.
 type options struct {

@@ -23,21 +23,16 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/signal"
 	"time"
 
+	"github.com/llmload/llmload/internal/cli"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { cli.Main(run, "") }
 
 // result is the -json output.
 type result struct {
