@@ -23,7 +23,9 @@
 // [StreamTransport] takes much less memory: it runs no goroutine of its
 // own, where net/http runs two for every connection. On Linux it
 // also times chunks by the kernel's receive timestamps, so the client's own
-// scheduling delays stay out of TTFT and time between tokens.
+// scheduling delays stay out of TTFT and time between tokens; with its
+// Poll set, a few shared pollers read every stream, one system call a
+// chunk, at about two thirds of the CPU per token.
 //
 // # What counts
 //
