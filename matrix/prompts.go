@@ -7,12 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/llmload/llmload/internal/sizing"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
 )
@@ -20,19 +19,6 @@ import (
 // shortPrompt is the prompt of a context-0 cell: a short request to
 // generate.
 const shortPrompt = "Write a long story about a lighthouse keeper who finds a message in a bottle."
-
-// fillerWords are common English words, each one token with its leading
-// space in the usual BPE vocabularies.
-var fillerWords = strings.Fields(`the of and to in is was for that on with as at by from his
-her they this are had not but have were which one you all she their there been has when who
-will more no if out so said what up its about into than them can only other new some time
-could these two may then first any like now my such over our even most made after also did
-many before must through back years where much your way well down should because each just
-those people how too little state good very make world still own see men work long here get
-both between life being under never day same another know while last might us great old year
-off come since against go came right used take three house water light river city garden
-morning evening window stone bridge forest mountain harbor letter story music paper market
-winter summer valley island station engine signal number table chair door road field`)
 
 // sizingMethod is how a prompt sizer sizes prompts.
 type sizingMethod uint8
@@ -75,26 +61,15 @@ type promptSizer struct {
 	method sizingMethod
 
 	calibrated bool
-	calibErr   error   // why the calibration failed, once it has
-	perWord    float64 // tokens per filler word, when calibrated
-	base       float64 // tokens of a request with no filler words, when calibrated
+	calibErr   error       // why the calibration failed, once it has
+	rate       sizing.Rate // tokens of a request of filler words, when calibrated
 }
 
 // maxSizingRounds bounds the /tokenize rounds for one prompt.
 const maxSizingRounds = 8
 
 // filler returns head followed by n filler words drawn from seed.
-func filler(head string, n int, seed uint64) string {
-	rng := rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))
-	var b strings.Builder
-	b.Grow(len(head) + n*7)
-	b.WriteString(head)
-	for range n {
-		b.WriteByte(' ')
-		b.WriteString(fillerWords[rng.IntN(len(fillerWords))])
-	}
-	return b.String()
-}
+func filler(head string, n int, seed uint64) string { return sizing.Headed(head, n, seed) }
 
 // Build returns a prompt of target tokens as the server counts them,
 // beginning with head so that it is unique, and its expected size. Target
@@ -131,43 +106,20 @@ func (p *promptSizer) Build(ctx context.Context, target int, head string, seed u
 			return "", 0, err
 		}
 	}
-	words := p.wordsFor(target)
-	return filler(head, words, seed), p.expect(words), nil
+	words := p.rate.Words(target)
+	return filler(head, words, seed), p.rate.Tokens(words), nil
 }
 
 // Resize returns a prompt like one Build made of words filler words, whose
-// size the server counted as counted instead of target: the word count is
-// corrected by the prompt's own tokens per word (its count less the fixed
-// overhead, over its words) or, given an earlier attempt of prevWords
-// counted as prevCounted, by the rate between the two where that rate is
-// within a factor of two of the prompt's own (two prompts a few words
-// apart also differ in their heads and in the words drawn, and their
-// counts then say little of the rate). head should differ from the first
+// size the server counted as counted instead of target, and its word
+// count: resized by [sizing.Resize], the one rule every prompt of llmload
+// is resized by, given the prompt's earlier attempt of prevWords words
+// counted as prevCounted (0 for none). head should differ from the first
 // prompt's, in as few tokens as can be, so that the new one is not served
-// from a prefix cache. It returns the new prompt and its word count.
+// from a prefix cache.
 func (p *promptSizer) Resize(target, counted, words, prevWords, prevCounted int, head string, seed uint64) (string, int) {
-	rate := (float64(counted) - p.base) / float64(max(words, 1))
-	if !(rate > 0) {
-		rate = max(p.perWord, 0.1)
-	}
-	if prevWords > 0 && prevWords != words && prevCounted != counted {
-		if between := float64(counted-prevCounted) / float64(words-prevWords); between >= rate/2 && between <= 2*rate {
-			rate = between
-		}
-	}
-	words = max(words+int(math.Round(float64(target-counted)/rate)), 1)
+	words = sizing.Resize(target, counted, words, p.rate.Base, prevWords, prevCounted)
 	return filler(head, words, seed), words
-}
-
-// wordsFor is the filler word count of a calibrated prompt of target
-// tokens.
-func (p *promptSizer) wordsFor(target int) int {
-	return max(int(math.Round((float64(target)-p.base)/p.perWord)), 1)
-}
-
-// expect is the calibrated size of a prompt of words filler words.
-func (p *promptSizer) expect(words int) int {
-	return int(math.Round(p.base + p.perWord*float64(words)))
 }
 
 // WordsFor returns the filler word count of a calibrated prompt of target
@@ -176,7 +128,7 @@ func (p *promptSizer) WordsFor(target int) (int, bool) {
 	if !p.calibrated {
 		return 0, false
 	}
-	return p.wordsFor(target), true
+	return p.rate.Words(target), true
 }
 
 var errNoTokenize = errors.New("matrix: the server has no /tokenize")
@@ -198,16 +150,7 @@ func (p *promptSizer) byTokenize(ctx context.Context, target int, head string, s
 		if n == target {
 			break
 		}
-		// Each filler word is about n/words tokens: step by the difference.
-		perWord := float64(n) / float64(max(words, 1))
-		step := int(math.Round(float64(target-n) / max(perWord, 0.5)))
-		if step == 0 {
-			step = 1
-			if n > target {
-				step = -1
-			}
-		}
-		words += step
+		words = sizing.Resize(target, n, max(words, 0), 0, 0, 0)
 	}
 	return best, bestN, nil
 }
@@ -270,75 +213,22 @@ func (p *promptSizer) count(ctx context.Context, text string) (int, error) {
 	return len(out.Tokens), nil
 }
 
-// Calibration sizes: a small request, then one of about calibrateTokens
-// tokens (at most half of max_model_len), then one of half its words to
-// check that the server counted the larger one in full.
-const (
-	calibrateSmallWords = 16
-	calibrateTokens     = 1024
-	// linearTolerance is how much lower the tokens per word of the larger
-	// request's second half may be than its first half's: random words
-	// vary by a few percent, a server that cut the request by more.
-	linearTolerance = 0.2
-)
-
-// ErrUnsizable reports a server whose prompts cannot be sized: it has no
-// /tokenize and reports no usable prompt usage.
-var ErrUnsizable = errors.New("matrix: prompts cannot be sized")
-
-// calibrate measures tokens per filler word from the prompt usage of small
-// requests (max_tokens 1), each well within the server's context, so that
-// the fixed overhead of the chat template cancels out. It checks that the
-// counts lie on a line: the larger request's second half must count about
-// as many tokens a word as its first half, which a server that truncated
-// it would break; then the requests shrink.
+// calibrate measures tokens per filler word from the prompt usage of
+// small requests, each well within the server's context, checked to lie
+// on a line so that a truncated answer is never believed (see
+// [sizing.Calibrate]). An error is [workload.ErrUncalibrated] when the
+// server's counts say nothing.
+//
+// [workload.ErrUncalibrated]: https://pkg.go.dev/github.com/llmload/llmload/loadgen/workload#ErrUncalibrated
 func (p *promptSizer) calibrate(ctx context.Context, head string, seed uint64) error {
-	usage := func(words int) (int, error) {
-		req := &loadgen.Request{API: p.API, Model: p.Model, Prompt: filler(head, words, seed^0xca11), MaxTokens: 1, Usage: loadgen.UsageFinal}
-		tl, err := p.send(ctx, req)
-		if err != nil {
-			return 0, fmt.Errorf("matrix: calibrate prompt size: %w", err)
-		}
-		if tl.PromptTokens <= 0 {
-			return 0, fmt.Errorf("%w: the server has no /tokenize and reports no prompt usage", ErrUnsizable)
-		}
-		return tl.PromptTokens, nil
-	}
-	small := calibrateSmallWords
-	a, err := usage(small)
+	rate, err := sizing.Calibrate(ctx, p.send, p.API, p.Model, p.MaxModelLen, func(words int) string {
+		return filler(head, words, seed^0xca11)
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("matrix: %w", err)
 	}
-	budget := calibrateTokens
-	if p.MaxModelLen > 0 {
-		budget = min(budget, p.MaxModelLen/2)
-	}
-	large := max(small*budget/max(a, 1), 2*small)
-	for range 4 {
-		if large < 3*small {
-			return fmt.Errorf("%w: no calibration request of %d words or more fit whole in the server's context (%d words counted %d tokens)", ErrUnsizable, 3*small, small, a)
-		}
-		b, err := usage(large)
-		if err != nil {
-			return err
-		}
-		mid := (small + large) / 2
-		c, err := usage(mid)
-		if err != nil {
-			return err
-		}
-		perWord := float64(b-a) / float64(large-small)
-		first := float64(c-a) / float64(mid-small)
-		second := float64(b-c) / float64(large-mid)
-		if perWord > 0 && second >= (1-linearTolerance)*first && (p.MaxModelLen <= 0 || b < p.MaxModelLen) {
-			p.perWord = perWord
-			p.base = float64(a) - perWord*float64(small)
-			p.calibrated = true
-			return nil
-		}
-		large /= 2 // the server may have cut the larger request: stay further within its context
-	}
-	return fmt.Errorf("%w: prompt usage did not grow with the prompt (%d tokens for %d words)", ErrUnsizable, a, small)
+	p.rate, p.calibrated = rate, true
+	return nil
 }
 
 func (p *promptSizer) send(ctx context.Context, req *loadgen.Request) (*metrics.Timeline, error) {

@@ -403,8 +403,10 @@ type prompt struct {
 }
 
 // maxResizes bounds how often a calibrated prompt is resized after its
-// first request's usage.
-const maxResizes = 2
+// first request's usage: on a vocabulary whose words count one to eight
+// tokens, a small prompt may take three steps of a word or two to land
+// within 1%.
+const maxResizes = 3
 
 // cellRun is the state of one Run.
 type cellRun struct {

@@ -4,22 +4,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
-)
 
-// vocabulary holds the words prompts are made of: common English words,
-// each one token with its leading space in the usual BPE vocabularies, and
-// one token under the simulator's tokenizer (see
-// [github.com/llmload/llmload/loadgen/loadgentest.CountTokens]).
-var vocabulary = strings.Fields(`the of and to in is was for that on with as at by from his
-her they this are had not but have were which one you all she their there been has when who
-will more no if out so said what up its about into than them can only other new some time
-could these two may then first any like now my such over our even most made after also did
-many before must through back years where much your way well down should because each just
-those people how too little state good very make world still own see men work long here get
-both between life being under never day same another know while last might us great old year
-off come since against go came right used take three house water light river city garden
-morning evening window stone bridge forest mountain harbor letter story music paper market
-winter summer valley island station engine signal number table chair door road field`)
+	"github.com/llmload/llmload/internal/sizing"
+)
 
 // Sizing says how many tokens a server counts in the text this package
 // writes, so that a request's prompt is the size asked for. The zero
@@ -96,29 +83,17 @@ func EstimateTokens(text string) int {
 	return max(int(math.Round(float64(n)*textTokensPerWord)), 1)
 }
 
-// writeWords appends n words drawn from rng to b, each after a space but
-// the first when b is empty.
-func writeWords(b *strings.Builder, n int, rng *rand.Rand) {
-	for range n {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(vocabulary[rng.IntN(len(vocabulary))])
-	}
-}
+// writeWords appends n words of the vocabulary drawn from rng to b, each
+// after a space but the first when b is empty.
+func writeWords(b *strings.Builder, n int, rng *rand.Rand) { sizing.WriteWords(b, n, rng) }
 
 // newRand returns a generator seeded by two numbers.
-func newRand(a, b uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(a, b^0x9e3779b97f4a7c15))
-}
+func newRand(a, b uint64) *rand.Rand { return sizing.NewRand(a, b) }
 
-// Text returns words words of the vocabulary drawn from seed: the same
-// seed gives the same text, and different seeds texts that share no
-// prefix a prefix cache would find (the chance that two begin with the
-// same 16 words is below 10⁻³⁹).
-func Text(words int, seed uint64) string {
-	var b strings.Builder
-	b.Grow(words * 7)
-	writeWords(&b, words, newRand(seed, 0x7e57))
-	return b.String()
-}
+// Text returns words words of the vocabulary (common English words, each
+// one token with its leading space in the usual BPE vocabularies and one
+// under the simulator's tokenizer) drawn from seed: the same seed gives
+// the same text, and different seeds texts that share no prefix a prefix
+// cache would find (the chance that two begin with the same 16 words is
+// below 10⁻³⁹).
+func Text(words int, seed uint64) string { return sizing.Text(words, seed) }
