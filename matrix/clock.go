@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"slices"
 	"time"
 
 	"github.com/llmload/llmload/metrics"
@@ -76,6 +77,12 @@ func (s Spec) scaled(f float64) Spec {
 // divided by f.
 func (p Prefill) scaled(f float64) Prefill {
 	p.TTFT *= f
+	if p.TTFTs != nil {
+		p.TTFTs = slices.Clone(p.TTFTs)
+		for i := range p.TTFTs {
+			p.TTFTs[i] *= f
+		}
+	}
 	p.PromptTokensPerSec /= f
 	return p
 }

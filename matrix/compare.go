@@ -447,13 +447,15 @@ func CompareRuns(base, next []*Results) *Comparison {
 		pc := PrefillChange{ContextTokens: ctx, Presence: presence(len(b) > 0, len(n) > 0)}
 		var brate, bttft, nrate, nttft []estimate
 		for _, p := range b {
-			if prefillMeasured(p) {
-				brate, bttft = append(brate, estimate{v: p.PromptTokensPerSec}), append(bttft, estimate{v: p.TTFT, cmp: true})
+			if prefillMeasured(p.Prefill) {
+				r, f := prefillEstimates(p.Prefill, p.speed)
+				brate, bttft = append(brate, r), append(bttft, f)
 			}
 		}
 		for _, p := range n {
-			if prefillMeasured(p) {
-				nrate, nttft = append(nrate, estimate{v: p.PromptTokensPerSec}), append(nttft, estimate{v: p.TTFT, cmp: true})
+			if prefillMeasured(p.Prefill) {
+				r, f := prefillEstimates(p.Prefill, p.speed)
+				nrate, nttft = append(nrate, r), append(nttft, f)
 			}
 		}
 		pc.BaseMeasured, pc.NextMeasured = len(brate) > 0, len(nrate) > 0
@@ -602,20 +604,51 @@ func combine(es []estimate, lowerIsBetter bool) estimate {
 	return estimate{v: v, in: in, cmp: lowerIsBetter}
 }
 
+// runPrefill is one run's prefill row, with the run's simulator speed.
+type runPrefill struct {
+	Prefill
+	speed float64
+}
+
 // prefillRuns indexes the prefill rows of runs by context, one row a run.
-func prefillRuns(runs []*Results) map[int][]Prefill {
-	m := map[int][]Prefill{}
+func prefillRuns(runs []*Results) map[int][]runPrefill {
+	m := map[int][]runPrefill{}
 	for _, r := range runs {
 		for ctx, p := range prefillByContext(r) {
-			m[ctx] = append(m[ctx], p)
+			m[ctx] = append(m[ctx], runPrefill{p, r.Server.Speed})
 		}
 	}
 	return m
 }
 
+// prefillEstimates are a measured prefill row's compared figures with
+// their intervals: its prompt tok/s and its TTFT, for a run at the
+// simulator's speed (0 or 1 for a real server). The TTFT's interval spans
+// the row's cold requests, the least to the most (with three, it holds
+// their median three times in four), and [TimingResolution] on either
+// side; a row of one request sent by this package (Requests > 0) has no
+// interval, and is never marked better or worse; a row of results that
+// carry no request counts (made elsewhere) is compared by the threshold
+// alone.
+func prefillEstimates(p Prefill, speed float64) (rate, ttft estimate) {
+	rate, ttft = estimate{v: p.PromptTokensPerSec}, estimate{v: p.TTFT, cmp: true}
+	if p.Requests <= 0 {
+		return rate, ttft
+	}
+	if len(p.TTFTs) < 2 {
+		rate.unknown, ttft.unknown = true, true
+		return rate, ttft
+	}
+	floor := TimingResolution.Seconds() * 1000 * max(speed, 1)
+	ttft.in = &Interval{Low: max(min(slices.Min(p.TTFTs), p.TTFT-floor), 0), High: max(slices.Max(p.TTFTs), p.TTFT+floor)}
+	rate.in = scaled(ttft.in, p.TTFT, p.PromptTokensPerSec, true)
+	rate.unknown = rate.in == nil
+	return rate, ttft
+}
+
 // mostPrefillStatus is the most frequent status of a context's prefill rows
 // (the first run's on a tie), StatusUnknown when there are none.
-func mostPrefillStatus(rows []Prefill) Status {
+func mostPrefillStatus(rows []runPrefill) Status {
 	best, count := StatusUnknown, 0
 	for _, p := range rows {
 		n := 0

@@ -282,37 +282,55 @@ func TestCompareFewRequests(t *testing.T) {
 }
 
 // TestCompareSameServerTwice compares two runs of the same simulated
-// server: run-to-run differences are noise, and no cell may be marked
-// better or worse.
+// server: run-to-run differences are noise, and no prefill row or cell
+// may be marked better or worse. A server 20% slower is marked worse in
+// every prefill row and every cell. Under the race detector the
+// in-process simulator falls behind its schedule, so the runs measure
+// different servers: CI runs it without (see .ci/run).
 func TestCompareSameServerTwice(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the simulator twice")
+		t.Skip("runs the simulator three times")
 	}
 	if raceEnabled {
-		t.Skip("under the race detector the in-process simulator falls behind its schedule, so the two runs measure different servers")
+		t.Skip("under the race detector the in-process simulator falls behind its schedule; .ci/run runs this test without it")
 	}
-	run := func() *Results {
+	const speed = 10
+	// run measures the simulator at speed × slower as a server at speed:
+	// slower 1.2 is a server 20% slower in every figure.
+	run := func(slower float64) *Results {
 		p := loadgentest.SeedProfile()
-		p.Speed, p.TruthBytes = 10, -1
+		p.Speed, p.TruthBytes = speed/slower, -1
 		srv := loadgentest.NewServer(p)
 		defer srv.Close()
-		spec := Spec{URL: srv.URL + "/v1", Model: p.Model, Contexts: []int{0, 4 * K}, Concurrency: []int{1, 4}, Prefill: []int{},
+		spec := Spec{URL: srv.URL + "/v1", Model: p.Model, Contexts: []int{0, 4 * K}, Concurrency: []int{1, 4}, Prefill: []int{4 * K, 8 * K},
 			Duration: Duration(8 * time.Second), MaxTokens: 512}
-		r := &Runner{Spec: spec, Client: &loadgen.Client{HTTPClient: srv.Client()}, Server: Server{Speed: p.Speed}}
+		r := &Runner{Spec: spec.AtSpeed(speed), Client: &loadgen.Client{HTTPClient: srv.Client()}, Server: Server{Simulated: true, Speed: speed}}
 		res, err := r.Run(t.Context())
 		require.NoError(t, err)
 		return res
 	}
-	a, b := run(), run()
-	for _, r := range []*Results{a, b} {
+	a, b, slow := run(1), run(1), run(1.2)
+	for _, r := range []*Results{a, b, slow} {
+		for _, p := range r.Prefill {
+			t.Logf("prefill %s: %s ttft %.1f %v", FormatTokens(p.ContextTokens), p.Status, p.TTFT, p.TTFTs)
+		}
 		for _, c := range r.Cells {
 			if m := c.Measurement; m != nil {
 				t.Logf("%s × %d: req %d done %d err %d total %.1f per %.1f active %.2f tokens %d in %.2f s warm %.1f ttft %+v tbt %+v lag %v cpu %.2f limited %v %s", FormatTokens(c.ContextTokens), c.Concurrency, c.Requests, m.Completed, c.Errors, m.TotalTokensPerSec, m.PerRequestTokensPerSec, m.AvgActive, m.OutputTokens, m.MeasuredS, m.WarmupS, m.TTFT, m.TBT, m.Client.Lag.P99, m.Client.CPU, m.ClientLimited, m.Client.Reason)
 			}
 		}
 	}
-	cmp := Compare(a, b)
-	for _, c := range cmp.Cells {
+	same := Compare(a, b)
+	require.Len(t, same.Prefill, 2)
+	for _, p := range same.Prefill {
+		for name, r := range map[string]*Ratio{"prompt tok/s": p.PromptTokensPerSec, "TTFT": p.TTFT} {
+			require.True(t, r.Compared(), "prefill %s %s", FormatTokens(p.ContextTokens), name)
+			require.NotNil(t, r.BaseInterval, "prefill %s %s has an interval", FormatTokens(p.ContextTokens), name)
+			assert.NotContains(t, []Change{ChangeBetter, ChangeWorse}, r.Change,
+				"prefill %s %s: %.1f → %.1f (%v, %v)", FormatTokens(p.ContextTokens), name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
+		}
+	}
+	for _, c := range same.Cells {
 		for name, r := range map[string]*Ratio{"total": c.TotalTokensPerSec, "per request": c.PerRequestTokensPerSec, "TTFT": c.TTFTp50, "TBT": c.TBTp50} {
 			if r.Compared() {
 				assert.NotContains(t, []Change{ChangeBetter, ChangeWorse}, r.Change,
@@ -320,6 +338,35 @@ func TestCompareSameServerTwice(t *testing.T) {
 			}
 		}
 	}
+
+	slower := Compare(a, slow)
+	for _, p := range slower.Prefill {
+		for name, r := range map[string]*Ratio{"prompt tok/s": p.PromptTokensPerSec, "TTFT": p.TTFT} {
+			assert.Equal(t, ChangeWorse, r.Change, "prefill %s %s: %.1f → %.1f (%v, %v)", FormatTokens(p.ContextTokens), name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
+		}
+	}
+	checked := 0
+	for _, c := range slower.Cells {
+		require.True(t, c.TotalTokensPerSec.Compared(), "%s × %d", FormatTokens(c.ContextTokens), c.Concurrency)
+		if limited(a, c) || limited(slow, c) {
+			// The client's timers were late (a loaded machine): its
+			// figures may be its own, and no change in them is told.
+			t.Logf("%s × %d not checked: the client may have limited it", FormatTokens(c.ContextTokens), c.Concurrency)
+			continue
+		}
+		checked++
+		assert.Equal(t, ChangeWorse, c.TotalTokensPerSec.Change, "%s × %d total: %.1f → %.1f (%v, %v)", FormatTokens(c.ContextTokens), c.Concurrency,
+			c.TotalTokensPerSec.Base, c.TotalTokensPerSec.Next, c.TotalTokensPerSec.BaseInterval, c.TotalTokensPerSec.NextInterval)
+	}
+	if checked == 0 {
+		t.Skip("every cell was client-limited: this machine is too loaded to tell a slower server")
+	}
+}
+
+// limited reports whether r's cell at c's place was client-limited.
+func limited(r *Results, c CellChange) bool {
+	rc := r.Cell(c.ContextTokens, c.Concurrency)
+	return rc != nil && rc.Measurement != nil && rc.Measurement.ClientLimited
 }
 
 // sparseResults has n measured cells that share no context and no

@@ -64,8 +64,9 @@ type Server struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Prefill is one row of the prefill table: one cold request with a prompt
-// of ContextTokens, and its time to first token.
+// Prefill is one row of the prefill table: cold requests (Spec.PrefillRepeat
+// of them, each a prompt of its own) of ContextTokens, and their median
+// time to first token.
 type Prefill struct {
 	ContextTokens int `json:"context_tokens"`
 	// Status is Valid for a measured row, Over capacity for a row predicted
@@ -78,8 +79,13 @@ type Prefill struct {
 	Predicted capacity.Verdict `json:"predicted"`
 	// PromptTokens is the prompt's size as the server counted it.
 	PromptTokens int `json:"prompt_tokens"`
-	// TTFT is the row's time to first token, in milliseconds.
+	// TTFT is the row's time to first token, in milliseconds: the median
+	// of TTFTs.
 	TTFT float64 `json:"ttft_ms"`
+	// TTFTs are the time to first token of each cold request, in
+	// milliseconds, in the order they were sent; a row of one request
+	// (or written before rows were repeated) has none.
+	TTFTs []float64 `json:"ttfts_ms,omitempty"`
 	// PromptTokensPerSec is PromptTokens ÷ TTFT.
 	PromptTokensPerSec float64 `json:"prompt_tok_s"`
 	// Requests counts the requests sent for the row (retries included);

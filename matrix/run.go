@@ -571,13 +571,16 @@ func (cr *cellRun) prefill(ctx context.Context) error {
 	for _, i := range order {
 		tokens := cr.res.Prefill[i].ContextTokens
 		row := cr.scout(ctx, tokens, "prefill row")
+		if row.Status == Valid {
+			cr.repeatPrefill(ctx, &row)
+		}
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
 		row.Predicted = cr.res.Prefill[i].Predicted
 		cr.res.Prefill[i] = row.Prefill
 		if row.Status == Valid {
-			cr.r.logf("prefill %s: %d prompt tokens, TTFT %.0f ms, %.1f tok/s", FormatTokens(tokens), row.PromptTokens, row.TTFT, row.PromptTokensPerSec)
+			cr.r.logf("prefill %s: %d prompt tokens, TTFT %.1f ms (%s), %.1f tok/s", FormatTokens(tokens), row.PromptTokens, row.TTFT, ttftRange(row.TTFTs), row.PromptTokensPerSec)
 		} else {
 			cr.r.logf("prefill %s: %s: %s", FormatTokens(tokens), row.Status, row.Reason)
 		}
@@ -586,6 +589,61 @@ func (cr *cellRun) prefill(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// repeatPrefill measures a prefill row the scout measured again, with
+// more cold requests up to Spec.PrefillRepeat, each the row's prompt under
+// a head of its own (so no prefix cache holds it), after the server is
+// idle. The row's TTFT becomes their median, and TTFTs holds each; a
+// request that fails is tallied in the row and leaves no TTFT.
+func (cr *cellRun) repeatPrefill(ctx context.Context, row *scoutResult) {
+	tokens := row.ContextTokens
+	p := cr.prompts[tokens]
+	head := cr.head(tokens, p.round)
+	body, ok := strings.CutPrefix(p.text, head)
+	if !ok || cr.spec.PrefillRepeat <= 1 {
+		return
+	}
+	ttfts := []time.Duration{row.ttft}
+	var t tally
+	for k := 1; k < cr.spec.PrefillRepeat && ctx.Err() == nil; k++ {
+		cr.waitIdle(ctx)
+		prompt := fmt.Sprintf("[llmload run %s, context %d, cold %d]", cr.runID, tokens, k) + body
+		req := &loadgen.Request{API: cr.spec.API, Model: cr.spec.Model, Prompt: prompt, MaxTokens: 1, Usage: loadgen.UsageFinal}
+		tl, err := cr.send(ctx, req, cr.scoutTimeout(tokens), &t)
+		if err == nil && tl.TTFT() > 0 && tl.OutputTokens() > 0 {
+			ttfts = append(ttfts, tl.TTFT())
+		}
+	}
+	row.Requests += t.requests
+	row.Errors += t.errors
+	for k, n := range t.kinds {
+		if row.ErrorKinds == nil {
+			row.ErrorKinds = map[metrics.ErrorKind]int{}
+		}
+		row.ErrorKinds[k] += n
+	}
+	row.TTFTs = make([]float64, len(ttfts))
+	for i, d := range ttfts {
+		row.TTFTs[i] = ms(d)
+	}
+	sorted := slices.Sorted(slices.Values(ttfts))
+	median := sorted[len(sorted)/2]
+	if len(sorted)%2 == 0 {
+		median = (sorted[len(sorted)/2-1] + median) / 2
+	}
+	row.TTFT = ms(median)
+	if median > 0 {
+		row.PromptTokensPerSec = float64(row.PromptTokens) / median.Seconds()
+	}
+}
+
+// ttftRange says a row's cold requests: "3 cold requests, 170.2–175.9 ms".
+func ttftRange(ttfts []float64) string {
+	if len(ttfts) < 2 {
+		return "1 cold request"
+	}
+	return fmt.Sprintf("%d cold requests, %.1f–%.1f ms", len(ttfts), slices.Min(ttfts), slices.Max(ttfts))
 }
 
 // scoutResult is a scout's outcome: the prefill row it measured (with its

@@ -18,6 +18,10 @@ import (
 // K is the unit of context lengths in the matrix: 16K is 16,384 tokens.
 const K = 1024
 
+// maxPrefillRepeat bounds Spec.PrefillRepeat: each is a cold prefill of
+// the row's whole prompt.
+const maxPrefillRepeat = 100
+
 // Defaults of a [Spec], the seed page's.
 var (
 	DefaultContexts    = []int{0, 16 * K, 32 * K, 64 * K, 128 * K, 248 * K}
@@ -27,8 +31,12 @@ var (
 
 // More defaults of a [Spec].
 const (
-	DefaultDuration  = 30 * time.Second
-	DefaultMaxTokens = 8192
+	DefaultDuration = 30 * time.Second
+	// DefaultPrefillRepeat is how many cold requests measure a prefill
+	// row: three give its median and a range that holds it (between the
+	// least and the most of them) three times in four.
+	DefaultPrefillRepeat = 3
+	DefaultMaxTokens     = 8192
 	// DefaultErrorThreshold is the share of failed requests above which a
 	// cell is Failed.
 	DefaultErrorThreshold = 0.5
@@ -96,9 +104,13 @@ type Spec struct {
 	Contexts []int `json:"contexts"`
 	// Concurrency levels are its columns.
 	Concurrency []int `json:"concurrency"`
-	// Prefill contexts each get one cold request whose time to first token
-	// is the prefill measurement. An empty, non-nil list skips them.
+	// Prefill contexts each get PrefillRepeat cold requests whose median
+	// time to first token is the prefill measurement. An empty, non-nil
+	// list skips them.
 	Prefill []int `json:"prefill"`
+	// PrefillRepeat is how many cold requests measure each prefill row,
+	// each a prompt of its own; 0 means DefaultPrefillRepeat.
+	PrefillRepeat int `json:"prefill_repeat,omitempty"`
 
 	// Duration is each cell's measurement window.
 	Duration Duration `json:"duration"`
@@ -138,6 +150,9 @@ func (s Spec) WithDefaults() Spec {
 	}
 	if s.MaxTokens == 0 {
 		s.MaxTokens = DefaultMaxTokens
+	}
+	if s.PrefillRepeat == 0 {
+		s.PrefillRepeat = DefaultPrefillRepeat
 	}
 	if s.Warmup == nil {
 		w := DefaultWarmup
@@ -233,6 +248,9 @@ func (s Spec) validateSharded(shards int) error {
 	}
 	if s.Duration < 0 {
 		bad("Duration", "is %v: set a window of 1s or more (0 means the default)", time.Duration(s.Duration))
+	}
+	if s.PrefillRepeat < 0 || s.PrefillRepeat > maxPrefillRepeat {
+		bad("PrefillRepeat", "is %d: set 1 to %d cold requests a prefill row (0 means %d)", s.PrefillRepeat, maxPrefillRepeat, DefaultPrefillRepeat)
 	}
 	if s.MaxTokens < 0 {
 		bad("MaxTokens", "is %d: set 1 or more (0 means the default)", s.MaxTokens)

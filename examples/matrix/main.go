@@ -98,6 +98,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	contexts := fs.String("contexts", "0,16K,32K,64K,128K,248K", "context lengths, the grid's rows (K = 1024)")
 	conc := fs.String("concurrency", "1,2,4,8,16,32,64,128", "requests at once, the grid's columns")
 	prefill := fs.String("prefill", "8K,16K,32K,64K,128K", "prefill contexts ('' skips the prefill table)")
+	fs.IntVar(&o.spec.PrefillRepeat, "prefill-repeat", matrix.DefaultPrefillRepeat, "cold requests that measure each prefill row (their median, and a range to compare)")
 	dur := fs.Duration("duration", matrix.DefaultDuration, "measurement window of each cell")
 	fs.IntVar(&o.spec.MaxTokens, "max-tokens", matrix.DefaultMaxTokens, "max output tokens per request")
 	warmMin := fs.Duration("warmup-min", time.Duration(matrix.DefaultWarmup.Min), "least warm-up of a cell")
@@ -215,7 +216,7 @@ func fail(stderr io.Writer, err error) {
 
 // specFlags are the flags that set each field of matrix.Spec.
 var specFlags = map[string]string{
-	"URL": "-url", "Contexts": "-contexts", "Concurrency": "-concurrency", "Prefill": "-prefill",
+	"URL": "-url", "Contexts": "-contexts", "Concurrency": "-concurrency", "Prefill": "-prefill", "PrefillRepeat": "-prefill-repeat",
 	"Duration": "-duration", "MaxTokens": "-max-tokens", "ErrorThreshold": "-error-threshold",
 	"Warmup.Min": "-warmup-min", "Warmup.Flow": "-warmup-flow", "Warmup.Timeout": "-warmup-timeout",
 	"Warmup.PerContextK": "-warmup-per-k", "SLO": "-slo-ttft, -slo-tpot or -slo-latency",
