@@ -158,6 +158,7 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 		cr.learnCap(c.Concurrency, samples, m.Streams)
 	}
 	m.Notes = explain(fleet.measured(c), m, p.coldTTFT)
+	m.Noisy = noisy(fleet.measured(c), m)
 	fleet.finish(m)
 	stuck := runErr != nil && context.Cause(cellCtx) == errStuck && ctx.Err() == nil
 	if stuck {
@@ -516,6 +517,32 @@ func explain(c *Cell, m *Measurement, coldTTFT time.Duration) []string {
 			fmtShare(m.TTFT.P50/(coldTTFT.Seconds()*1000))))
 	}
 	return notes
+}
+
+// Noise bounds: a cell is noisy when its total tok/s is known only within
+// more than ±noiseShare of it, or when fewer than minWindowStreams of its
+// streams (all of them, for fewer) decoded in its window.
+const (
+	noiseShare       = 0.25
+	minWindowStreams = 3
+)
+
+// noisy says why a measured cell's numbers are mostly noise, or "".
+func noisy(c *Cell, m *Measurement) string {
+	if !hasRates(c) || m.ClientLimited {
+		return ""
+	}
+	var why []string
+	if st := m.Streams; st != nil && st.PeakDecoding < min(minWindowStreams, c.Concurrency) {
+		why = append(why, fmt.Sprintf("only %d of its %s decoded in the window", st.PeakDecoding, plural(c.Concurrency, "stream", "streams")))
+	}
+	if total, _, _, _ := cellEstimates(c, 1); total.in != nil {
+		v := m.TotalTokensPerSec
+		if lo, hi := (v-total.in.Low)/v, (total.in.High-v)/v; max(lo, hi) > noiseShare {
+			why = append(why, fmt.Sprintf("its total tok/s is known only from %.0f%% below to %.0f%% above", 100*lo, 100*hi))
+		}
+	}
+	return strings.Join(why, "; ")
 }
 
 // minNotedPrefill is the shortest cold prefill the notes compare a cell's

@@ -18,6 +18,10 @@ var csvHeader = []string{
 	"avg_active", "completed", "output_tokens", "measured_s",
 }
 
+// csvNoisy is the last column [Results.WriteCSV] adds when a cell is
+// noisy (see [Measurement].Noisy): true for such a cell.
+const csvNoisy = "noisy"
+
 // csvPromptTokens is the column [Results.WriteCSV] adds after csvHeader's
 // when a prompt's size, as the server counted it, is more than 1% off its
 // context's label.
@@ -31,7 +35,9 @@ const csvPromptTokens = "prompt_tokens"
 // order (phase "decode"). Latencies are medians. When the server counted a
 // prompt more than 1% off its context's label, a last column,
 // prompt_tokens, gives every row's size as counted (context_tokens stays
-// the label). Fields that do not apply are empty: rates and latencies of a
+// the label). When a cell is noisy (see [Measurement].Noisy), a last
+// column, noisy, says which (true) and which not. Fields that do not
+// apply are empty: rates and latencies of a
 // cell without output, everything of a cell that was not measured. Numbers
 // are written as the seed file writes them: one decimal for tok/s, time
 // between tokens and measured seconds, whole milliseconds for TTFT, two
@@ -39,9 +45,13 @@ const csvPromptTokens = "prompt_tokens"
 func (r *Results) WriteCSV(w io.Writer) error {
 	rp := r.report()
 	cw := csv.NewWriter(w)
-	head := csvHeader
+	head := slices.Clone(csvHeader)
 	if rp.counted {
-		head = append(slices.Clone(csvHeader), csvPromptTokens)
+		head = append(head, csvPromptTokens)
+	}
+	noise := slices.ContainsFunc(rp.cells, func(c *Cell) bool { return c.Measurement != nil && c.Measurement.Noisy != "" })
+	if noise {
+		head = append(head, csvNoisy)
 	}
 	cw.Write(head)
 	for _, p := range rp.prefill {
@@ -60,6 +70,9 @@ func (r *Results) WriteCSV(w io.Writer) error {
 		rec := csvCell(c)
 		if rp.counted {
 			rec = append(rec, csvCount(c.PromptTokens))
+		}
+		if noise {
+			rec = append(rec, strconv.FormatBool(c.Measurement != nil && c.Measurement.Noisy != ""))
 		}
 		cw.Write(rec)
 	}

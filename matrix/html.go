@@ -287,6 +287,9 @@ func htmlGridCell(c *Cell, ctx, n int, scale heatScale) htmlCell {
 	if c.Measurement.ClientLimited {
 		badge = append(badge, "client-limited")
 	}
+	if c.Measurement.Noisy != "" {
+		badge = append(badge, "noisy")
+	}
 	if c.Errors > 0 {
 		badge = append(badge, plural(c.Errors, "error", "errors"))
 	}
@@ -335,6 +338,9 @@ func cellTooltip(c *Cell) string {
 		}
 		if m.ClientLimited {
 			lines = append(lines, "The client may have limited it: "+cleanText(m.Client.Reason))
+		}
+		if m.Noisy != "" {
+			lines = append(lines, "Noisy: "+cleanText(m.Noisy))
 		}
 	}
 	v := c.Predicted

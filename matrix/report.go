@@ -21,6 +21,7 @@ const (
 	// shard of a sharded run.
 	notePartialShard = "*: interrupted before its window ended, or a shard of the run was lost; the numbers cover the part that ran."
 	noteClient       = "†: the client, not the server, may have limited this cell's numbers."
+	noteNoisy        = "~: noisy: the numbers are mostly noise (the total's interval spans more than ±25% of it, or fewer than 3 streams decoded in the window); a longer -duration narrows it."
 	noteTTFT         = "TTFT is measured after the benchmark warms the server's prompt cache, so it mostly excludes prefill."
 	noteCounted      = "(N counted): the server counted N prompt tokens for this context, more than 1% off its label."
 	noteMedians      = "Latencies are medians. Total tok/s is output across all simultaneous requests."
@@ -293,6 +294,9 @@ func marks(c *Cell) string {
 	if m.ClientLimited {
 		s += "†"
 	}
+	if m.Noisy != "" {
+		s += "~"
+	}
 	return s
 }
 
@@ -483,12 +487,13 @@ func (rp *report) newLegend() []string {
 			out = append(out, n)
 		}
 	}
-	var partial, lostShard, client bool
+	var partial, lostShard, client, noise bool
 	for _, c := range r.Cells {
 		if m := c.Measurement; m != nil {
 			partial = partial || m.Partial
 			lostShard = lostShard || (m.Partial && m.lostShards() > 0)
 			client = client || m.ClientLimited
+			noise = noise || m.Noisy != ""
 		}
 	}
 	switch {
@@ -499,6 +504,9 @@ func (rp *report) newLegend() []string {
 	}
 	if client {
 		out = append(out, noteClient)
+	}
+	if noise {
+		out = append(out, noteNoisy)
 	}
 	if len(r.Cells) > 0 {
 		out = append(out, noteTTFT)
@@ -552,7 +560,7 @@ func cellNote(c *Cell) string {
 		}
 		return ""
 	}
-	if c.Status == Valid && c.Errors == 0 && !m.Partial && !m.ClientLimited && len(m.Notes) == 0 {
+	if c.Status == Valid && c.Errors == 0 && !m.Partial && !m.ClientLimited && m.Noisy == "" && len(m.Notes) == 0 {
 		return ""
 	}
 	var parts []string
@@ -572,6 +580,9 @@ func cellNote(c *Cell) string {
 			s += ": " + why
 		}
 		parts = append(parts, s)
+	}
+	if why := cleanText(m.Noisy); why != "" {
+		parts = append(parts, "noisy: "+why)
 	}
 	for _, n := range m.Notes {
 		if n = cleanText(n); n != "" {

@@ -203,6 +203,12 @@ type Measurement struct {
 	// Notes explain figures that would otherwise contradict each other,
 	// such as a total rate far below the per-request rate × streams.
 	Notes []string `json:"notes,omitempty"`
+	// Noisy, when set, says why the cell's numbers are mostly noise, so
+	// that no report shows it as a clean Valid: the interval of its total
+	// tok/s (see [Interval]) spans more than ±25% of it, or fewer than
+	// three of its streams (fewer than its concurrency, for fewer) decoded
+	// in the window. A longer window (Spec.Duration) narrows it.
+	Noisy string `json:"noisy,omitempty"`
 	// Client is the client's own health in the window; ClientLimited flags
 	// a cell whose numbers the client may have limited.
 	Client        loadgen.Health `json:"client"`
