@@ -239,7 +239,7 @@ func TestWarmupIsSetApart(t *testing.T) {
 	assert.EqualValues(t, 24, all.TTFT.Count)
 	assert.Equal(t, 400*time.Millisecond, all.TTFT.Max)
 	assert.Equal(t, s.OutputTokens, all.OutputTokens, "the window's throughput")
-	assert.EqualValues(t, 24, warmed.HistogramsOf(metrics.ScopeAll).TTFT.Count())
+	assert.EqualValues(t, 24, warmed.Recording(metrics.ScopeAll).Histograms.TTFT.Count())
 	assert.EqualValues(t, 20, warmed.Histograms().TTFT.Count())
 }
 

@@ -21,9 +21,9 @@ import (
 // with every other without loss. See [Histogram.Quantile] for the resolution
 // of quantiles; count, minimum, maximum and mean are exact.
 const (
-	HistogramLowest  = time.Microsecond
-	HistogramHighest = time.Hour
-	HistogramDigits  = 3
+	histogramLowest  = time.Microsecond
+	histogramHighest = time.Hour
+	histogramDigits  = 3
 )
 
 // ErrDropped is returned by [Histogram.Merge] when some values of the source
@@ -79,7 +79,7 @@ func NewHistogram() *Histogram {
 }
 
 func newHDR() *hdrhistogram.Histogram {
-	return hdrhistogram.New(int64(HistogramLowest/time.Microsecond), int64(HistogramHighest/time.Microsecond), HistogramDigits)
+	return hdrhistogram.New(int64(histogramLowest/time.Microsecond), int64(histogramHighest/time.Microsecond), histogramDigits)
 }
 
 func (h *Histogram) init() {
@@ -93,8 +93,8 @@ func clamp(d time.Duration) (time.Duration, bool) {
 	switch {
 	case d < 0:
 		return 0, true
-	case d > HistogramHighest:
-		return HistogramHighest, true
+	case d > histogramHighest:
+		return histogramHighest, true
 	}
 	return d, false
 }
@@ -398,7 +398,7 @@ func (h *Histogram) setExact(j histogramJSON) error {
 		return bad("exact figures of an empty histogram")
 	}
 	lo, hi := time.Duration(*j.Min), time.Duration(*j.Max)
-	if lo < 0 || hi > HistogramHighest || lo > hi {
+	if lo < 0 || hi > histogramHighest || lo > hi {
 		return bad(fmt.Sprintf("min %v and max %v are not an interval of 0–1h", lo, hi))
 	}
 	// The exact extremes fall in the buckets of the recorded ones.

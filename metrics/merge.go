@@ -19,7 +19,8 @@ type Recording struct {
 // Recording returns the summary and the distributions of one scope of the
 // recording.
 func (r *Recorder) Recording(scope Scope) Recording {
-	return Recording{Summary: r.SummaryOf(scope), Histograms: r.HistogramsOf(scope)}
+	s, h := r.summaryOf(scope)
+	return Recording{Summary: s, Histograms: h}
 }
 
 // ErrMerge is wrapped by every error of [MergeRecordings].
@@ -108,17 +109,8 @@ func MergeRecordings(recs ...Recording) (Recording, error) {
 			}
 		}
 	}
-	h := &out.Histograms
-	s.TTFT, s.TBT, s.ITL = h.TTFT.Summary(), h.TBT.Summary(), h.ITL.Summary()
-	s.TPOT, s.Latency, s.ClientWait = h.TPOT.Summary(), h.Latency.Summary(), h.ClientWait.Summary()
-	s.TTFO = h.TTFO.Summary()
-	s.PerRequestTokensPerSec = PerSecond(s.TBT.P50)
-	s.MeasuredFor = MeasuredFor(s.Window, last)
-	s.TotalTokensPerSec = TokensPerSecond(s.OutputTokens, s.MeasuredFor)
-	if d := s.Window.Duration(); d > 0 {
-		s.AvgActive = active / d.Seconds()
-		s.Goodput = float64(s.Good) / d.Seconds()
-	}
+	s.distributions(out.Histograms)
+	s.rates(last, active)
 	return out, nil
 }
 

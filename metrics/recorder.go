@@ -386,21 +386,13 @@ func (hs *Histograms) Merge(o Histograms) error {
 // Histograms returns copies of the distributions that [Recorder.Summary]
 // reduces: the window's, or the whole recording's when no window is set.
 func (r *Recorder) Histograms() Histograms {
-	return r.HistogramsOf(ScopeWindow)
+	return r.histogramsOf(ScopeWindow)
 }
 
-// HistogramsOf returns copies of the distributions of a scope of the
+// histogramsOf returns copies of the distributions of a scope of the
 // recording.
-func (r *Recorder) HistogramsOf(scope Scope) Histograms {
-	parts := r.partsOf(scope)
-	var h Histograms
-	r.mu.Lock()
-	for _, i := range parts {
-		p := &r.parts[i]
-		_ = h.Merge(Histograms{TTFT: &p.ttft, TBT: &p.tbt, TPOT: &p.tpot, Latency: &p.latency, ClientWait: &p.wait, TTFO: &p.ttfo})
-	}
-	r.mu.Unlock()
-	h.ITL = r.itl(parts)
+func (r *Recorder) histogramsOf(scope Scope) Histograms {
+	_, h := r.summaryOf(scope)
 	return h
 }
 

@@ -123,6 +123,13 @@ func (r *Recorder) Summary() Summary {
 
 // SummaryOf returns the columns of one scope of the recording.
 func (r *Recorder) SummaryOf(scope Scope) Summary {
+	s, _ := r.summaryOf(scope)
+	return s
+}
+
+// summaryOf returns the columns of one scope of the recording and the
+// distributions they are derived from, merged once.
+func (r *Recorder) summaryOf(scope Scope) (Summary, Histograms) {
 	parts := r.partsOf(scope)
 	itl := r.itl(parts)
 	w := r.Window()
@@ -131,7 +138,7 @@ func (r *Recorder) SummaryOf(scope Scope) Summary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var s Summary
-	var ttft, tbt, tpot, latency, wait, ttfo Histogram
+	h := Histograms{ITL: itl}
 	for _, i := range parts {
 		p := &r.parts[i]
 		s.Requests += p.requests
@@ -165,23 +172,21 @@ func (r *Recorder) SummaryOf(scope Scope) Summary {
 				s.Sources[TokenSource(src)] += n
 			}
 		}
-		_ = ttft.Merge(&p.ttft) // same geometry: nothing is dropped
-		_ = tbt.Merge(&p.tbt)
-		_ = tpot.Merge(&p.tpot)
-		_ = latency.Merge(&p.latency)
-		_ = wait.Merge(&p.wait)
-		_ = ttfo.Merge(&p.ttfo)
+		// Same geometry: nothing is dropped.
+		_ = h.Merge(Histograms{TTFT: &p.ttft, TBT: &p.tbt, TPOT: &p.tpot, Latency: &p.latency, ClientWait: &p.wait, TTFO: &p.ttfo})
+	}
+	for _, d := range []**Histogram{&h.TTFT, &h.TBT, &h.TPOT, &h.Latency, &h.ClientWait, &h.TTFO} {
+		if *d == nil {
+			*d = &Histogram{} // a scope of no parts
+		}
 	}
 	if scope == ScopeWindow && !windowless {
 		s.Warmup = r.parts[partWarmup].requests
 		s.Requests += s.Warmup
 	}
-	s.TTFT, s.TBT, s.ITL = ttft.Summary(), tbt.Summary(), itl.Summary()
-	s.TPOT, s.Latency, s.ClientWait = tpot.Summary(), latency.Summary(), wait.Summary()
-	s.TTFO = ttfo.Summary()
-	s.PerRequestTokensPerSec = PerSecond(s.TBT.P50)
+	s.distributions(h)
 	if scope == ScopeWarmup {
-		return s // the warm-up has no window, and no throughput
+		return s, h // the warm-up has no window, and no throughput
 	}
 
 	a := &r.tally
@@ -192,36 +197,54 @@ func (r *Recorder) SummaryOf(scope Scope) Summary {
 	}
 	s.Window = w
 	s.OutputTokens = tokens + int(math.Round(extra))
-	s.MeasuredFor = MeasuredFor(w, last)
-	s.TotalTokensPerSec = TokensPerSecond(s.OutputTokens, s.MeasuredFor)
-	if d := w.Duration(); d > 0 {
-		s.AvgActive = active.Seconds() / d.Seconds()
-		s.Goodput = float64(s.Good) / d.Seconds()
-	}
-	return s
+	s.rates(last, active.Seconds())
+	return s, h
 }
 
-// MeasuredFor returns how long a window measured: from its start to the last
+// distributions sets a summary's distributions from its histograms, and
+// the per-request rate from its time between tokens: the one derivation
+// of a recorder's summary and of a merge's.
+func (s *Summary) distributions(h Histograms) {
+	s.TTFT, s.TBT, s.ITL = h.TTFT.Summary(), h.TBT.Summary(), h.ITL.Summary()
+	s.TPOT, s.Latency, s.ClientWait = h.TPOT.Summary(), h.Latency.Summary(), h.ClientWait.Summary()
+	s.TTFO = h.TTFO.Summary()
+	s.PerRequestTokensPerSec = perSecond(s.TBT.P50)
+}
+
+// rates sets a summary's window figures from its window, output tokens
+// and good requests: how long it measured (to last, its last counted
+// token), the total tok/s, and, over the window, the average requests
+// active (from activeSeconds, their summed time in it) and the goodput.
+func (s *Summary) rates(last time.Time, activeSeconds float64) {
+	s.MeasuredFor = measuredFor(s.Window, last)
+	s.TotalTokensPerSec = tokensPerSecond(s.OutputTokens, s.MeasuredFor)
+	if d := s.Window.Duration(); d > 0 {
+		s.AvgActive = activeSeconds / d.Seconds()
+		s.Goodput = float64(s.Good) / d.Seconds()
+	}
+}
+
+// measuredFor returns how long a window measured: from its start to the last
 // counted token at last, at most the window's length, and the whole window
 // when no token was counted (last is zero or outside it).
-func MeasuredFor(w Window, last time.Time) time.Duration {
+func measuredFor(w Window, last time.Time) time.Duration {
 	if !w.Contains(last) || !last.After(w.Start) {
 		return w.Duration()
 	}
 	return last.Sub(w.Start)
 }
 
-// TokensPerSecond returns tokens ÷ d, or 0 when d is not positive.
-func TokensPerSecond(tokens int, d time.Duration) float64 {
+// tokensPerSecond returns tokens ÷ d, or 0 when d is not positive.
+func tokensPerSecond(tokens int, d time.Duration) float64 {
 	if d <= 0 {
 		return 0
 	}
 	return float64(tokens) / d.Seconds()
 }
 
-// PerSecond returns the rate of one event every d, or 0 when d is not
-// positive: PerSecond(20*time.Millisecond) is 50.
-func PerSecond(d time.Duration) float64 {
+// perSecond returns the rate of one event every d, or 0 when d is not
+// positive: perSecond(20*time.Millisecond) is 50.
+func perSecond(d time.Duration) float64 {
 	if d <= 0 {
 		return 0
 	}
