@@ -21,8 +21,8 @@ const calibrateSeed = 0xca11
 // reports for a few requests of one output token each: texts of a few
 // words to about a thousand tokens as one message (within half the
 // server's context where it publishes none, and checked to lie on a line,
-// so that a server that cut the longest is not believed), and, on the
-// chat API, a short text as two messages. Every OpenAI-compatible server
+// so that a server that cut the longest is not believed), and, on every
+// API that sends messages, a short text as two messages. Every OpenAI-compatible server
 // reports prompt_tokens; a server that reports none, or counts that do
 // not grow with the text, is [ErrUncalibrated].
 func Calibrate(ctx context.Context, c *loadgen.Client, api loadgen.API, model string) (Sizing, error) {
