@@ -23,7 +23,7 @@ func Example() {
 	r := &matrix.Runner{
 		Spec: matrix.Spec{
 			URL: srv.URL + "/v1", Model: "bench",
-			Contexts: []int{0, 248 * matrix.K}, Concurrency: []int{1, 2}, Prefill: []int{},
+			Contexts: []int{0, 248 * 1024}, Concurrency: []int{1, 2}, Prefill: []int{},
 			Duration: matrix.Duration(5 * time.Second), MaxTokens: 8192,
 		},
 		Server: matrix.Server{Speed: p.Speed},

@@ -45,7 +45,7 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	// cache per slot, as llama.cpp's and Ollama's, prefills the prompt
 	// again in every slot the scout did not warm.)
 	queueAfter := time.Duration(w.Flow) + time.Duration(n)*max(p.coldTTFT, sc.ttft)
-	warmupTimeout := time.Duration(w.Timeout) + time.Duration(w.PerContextK)*time.Duration(c.ContextTokens/K)
+	warmupTimeout := time.Duration(w.Timeout) + time.Duration(w.PerContextK)*time.Duration(c.ContextTokens/tokensK)
 	cellCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	// With a fleet, this process runs its share of the streams, the
@@ -325,7 +325,7 @@ func (cr *cellRun) watch(ctx context.Context, g *loadgen.Generator, streams *str
 // learnCap keeps the most requests the server ran at once in a queued
 // cell of n streams, from its running count or the client's timeline, for
 // later cells' warm-ups.
-func (cr *cellRun) learnCap(n int, samples *Samples, streams *Streams) {
+func (cr *cellRun) learnCap(n int, samples *serverSamples, streams *Streams) {
 	cap := 0
 	switch {
 	case samples != nil && samples.PeakRunning > 0:
@@ -339,7 +339,7 @@ func (cr *cellRun) learnCap(n int, samples *Samples, streams *Streams) {
 }
 
 // measurement turns a run into a cell's columns.
-func (cr *cellRun) measurement(run *loadgen.Run, samples *Samples, streams *Streams) *Measurement {
+func (cr *cellRun) measurement(run *loadgen.Run, samples *serverSamples, streams *Streams) *Measurement {
 	s := run.Summary
 	q := func(d metrics.Distribution) Quantiles {
 		return Quantiles{P50: ms(d.P50), P90: ms(d.P90), P99: ms(d.P99)}
@@ -382,7 +382,7 @@ func ms(d time.Duration) float64 { return d.Seconds() * 1000 }
 // for a first token, for most of the window). A stream between two
 // requests of its closed loop, or waiting for its prompt's prefill, is not
 // queued.
-func classify(c *Cell, run *loadgen.Run, samples *Samples, streams *Streams, prefill time.Duration, threshold float64) (Status, string) {
+func classify(c *Cell, run *loadgen.Run, samples *serverSamples, streams *Streams, prefill time.Duration, threshold float64) (Status, string) {
 	s := run.Summary
 	n := c.Concurrency
 	tooLong := s.Errors[metrics.KindTooLong]
@@ -423,7 +423,7 @@ func classify(c *Cell, run *loadgen.Run, samples *Samples, streams *Streams, pre
 // half a request's decoding. A server that runs one request fewer than the
 // cell sends is then seldom caught; its running count (or the limit the
 // user gives) says so.
-func queued(n int, samples *Samples, streams *Streams, prefill time.Duration) string {
+func queued(n int, samples *serverSamples, streams *Streams, prefill time.Duration) string {
 	if n <= 1 {
 		return "" // one stream waits for nobody
 	}

@@ -15,9 +15,9 @@ import (
 // ComparisonSchema names the version of a comparison document.
 const ComparisonSchema = "llmload.matrix-compare/v1"
 
-// CompareThreshold is the relative change beyond which a comparison marks
+// compareThreshold is the relative change beyond which a comparison marks
 // a figure better or worse: 5%.
-const CompareThreshold = 0.05
+const compareThreshold = 0.05
 
 // Comparison compares two runs cell by cell: every figure of the next run
 // divided by the base run's. Build one with [Compare]; it marshals to JSON
@@ -97,22 +97,22 @@ func (p *Presence) UnmarshalText(b []byte) error {
 }
 
 // Change says whether a figure got better or worse: by more than
-// [CompareThreshold], and beyond what the runs' own noise explains (see
+// the 5% threshold, and beyond what the runs' own noise explains (see
 // [Interval]). Better means faster: a higher rate, or a lower latency.
 type Change uint8
 
 // Changes. The zero value means "not set".
 const (
 	ChangeUnknown Change = iota
-	// ChangeSame: within CompareThreshold.
+	// ChangeSame: within compareThreshold.
 	ChangeSame
-	// ChangeBetter: faster by more than CompareThreshold, and the two
+	// ChangeBetter: faster by more than compareThreshold, and the two
 	// runs' intervals do not overlap.
 	ChangeBetter
-	// ChangeWorse: slower by more than CompareThreshold, and the two runs'
+	// ChangeWorse: slower by more than compareThreshold, and the two runs'
 	// intervals do not overlap.
 	ChangeWorse
-	// ChangeNoise: more than CompareThreshold apart, but the two runs'
+	// ChangeNoise: more than compareThreshold apart, but the two runs'
 	// intervals overlap: the difference is within the runs' own noise.
 	ChangeNoise
 )
@@ -130,9 +130,9 @@ func (c Change) String() string {
 	return fmt.Sprintf("Change(%d)", c)
 }
 
-// Mark returns the reports' marker: "▲" better, "▼" worse, "~" within
+// mark returns the reports' marker: "▲" better, "▼" worse, "~" within
 // noise, "" otherwise.
-func (c Change) Mark() string {
+func (c Change) mark() string {
 	if int(c) < len(changeText) {
 		return changeText[c].mark
 	}
@@ -183,8 +183,9 @@ type Ratio struct {
 // quantiles 0.5 ± 0.98 ÷ √n of their distribution (the ranks that bound a
 // median with 95% confidence, whatever the distribution), read from its
 // 50th, 90th and 99th percentiles and mirrored below the median; a TTFT's
-// spans at least two of the server's decode steps and [TimingResolution]
-// on either side, which move every request of a run alike. Rates take
+// spans at least two of the server's decode steps and the timers'
+// resolution (250 µs, or the client's p99 timer lag) on either side,
+// which move every request of a run alike. Rates take
 // their time between tokens' interval, or, with fewer than three
 // requests, that of the gaps between their tokens; the total tok/s also
 // spans a TTFT at each end of the window, which may fall between two
@@ -245,13 +246,13 @@ func scaled(in *Interval, of, v float64, inverse bool) *Interval {
 	return &Interval{Low: v * lo, High: v * hi}
 }
 
-// TimingResolution is how far apart two runs of one server may put the
+// timingResolution is how far apart two runs of one server may put the
 // same latency for reasons that have nothing to do with the server's
 // speed: timers and scheduling on a shared machine. A TTFT's interval is
 // at least this wide on either side, or as wide as the client's timers
 // were late in the run (its p99 lag), in the server's time (× the
 // simulator's speed).
-const TimingResolution = 250 * time.Microsecond
+const timingResolution = 250 * time.Microsecond
 
 // ttftSteps is how many of the server's decode steps a TTFT's interval
 // spans at least on either side. A request's first token waits for the
@@ -289,7 +290,7 @@ func cellEstimates(c *Cell, speed float64) (total, perRequest, ttft, tbt estimat
 	if in := ttft.in; in != nil {
 		// The client's own timers fired up to Lag late: its clock, and an
 		// in-process server's, were that far off.
-		late := max(TimingResolution.Seconds()*max(speed, 1), m.Client.Lag.P99.Seconds()) * 1000
+		late := max(timingResolution.Seconds()*max(speed, 1), m.Client.Lag.P99.Seconds()) * 1000
 		floor := max(late, ttftSteps*m.TBT.P50)
 		in.Low, in.High = max(min(in.Low, m.TTFT.P50-floor), 0), max(in.High, m.TTFT.P50+floor)
 	}
@@ -332,9 +333,9 @@ func newRatio(base, next estimate) *Ratio {
 	}
 	r.Ratio, r.Change = next.v/base.v, ChangeSame
 	switch {
-	case r.Ratio > 1+CompareThreshold:
+	case r.Ratio > 1+compareThreshold:
 		r.Change = ChangeBetter
-	case r.Ratio < 1-CompareThreshold:
+	case r.Ratio < 1-compareThreshold:
 		r.Change = ChangeWorse
 	}
 	if r.Change != ChangeSame {
@@ -351,9 +352,9 @@ func newRatio(base, next estimate) *Ratio {
 	return r
 }
 
-// Compared reports whether both runs have the figure, so that Ratio is
+// compared reports whether both runs have the figure, so that Ratio is
 // set.
-func (r *Ratio) Compared() bool { return r != nil && r.Ratio > 0 }
+func (r *Ratio) compared() bool { return r != nil && r.Ratio > 0 }
 
 // PrefillChange compares one context's prefill measurement.
 type PrefillChange struct {
@@ -414,7 +415,7 @@ func (c CellChange) Note() string {
 }
 
 // Compare compares next with base cell by cell: each ratio is next ÷ base,
-// marked better or worse beyond [CompareThreshold] and the runs' noise
+// marked better or worse beyond the 5% threshold and the runs' noise
 // (see [Interval]). Cells and prefill rows in only one run, or measured in
 // only one, are kept and marked; a nil run compares as an empty one.
 func Compare(base, next *Results) *Comparison {
@@ -625,11 +626,11 @@ func prefillRuns(runs []*Results) map[int][]runPrefill {
 // their intervals: its prompt tok/s and its TTFT, for a run at the
 // simulator's speed (0 or 1 for a real server). The TTFT's interval spans
 // the row's cold requests, the least to the most (with three, it holds
-// their median three times in four), and [TimingResolution] on either
-// side; a row of one request sent by this package (Requests > 0) has no
-// interval, and is never marked better or worse; a row of results that
-// carry no request counts (made elsewhere) is compared by the threshold
-// alone.
+// their median three times in four), and the timers' resolution (250 µs)
+// on either side; a row of one request sent by this package (Requests >
+// 0) has no interval, and is never marked better or worse; a row of
+// results that carry no request counts (made elsewhere) is compared by the
+// threshold alone.
 func prefillEstimates(p Prefill, speed float64) (rate, ttft estimate) {
 	rate, ttft = estimate{v: p.PromptTokensPerSec}, estimate{v: p.TTFT, cmp: true}
 	if p.Requests <= 0 {
@@ -639,7 +640,7 @@ func prefillEstimates(p Prefill, speed float64) (rate, ttft estimate) {
 		rate.unknown, ttft.unknown = true, true
 		return rate, ttft
 	}
-	floor := TimingResolution.Seconds() * 1000 * max(speed, 1)
+	floor := timingResolution.Seconds() * 1000 * max(speed, 1)
 	ttft.in = &Interval{Low: max(min(slices.Min(p.TTFTs), p.TTFT-floor), 0), High: max(slices.Max(p.TTFTs), p.TTFT+floor)}
 	rate.in = scaled(ttft.in, p.TTFT, p.PromptTokensPerSec, true)
 	rate.unknown = rate.in == nil

@@ -12,7 +12,7 @@ import (
 // WriteHTML writes the comparison as one self-contained HTML page (inline
 // CSS and SVG, nothing fetched from the network): the two runs, the decode
 // grid as a heat map colored by the total tok/s ratio (green faster, red
-// slower, plain within [CompareThreshold]) with the TTFT ratio and any
+// slower, plain within the 5% threshold) with the TTFT ratio and any
 // status change in each cell and both runs' numbers in its tooltip, a
 // chart of the total tok/s ratio against concurrency, the prefill table
 // and a table of every cell.
@@ -83,7 +83,7 @@ func (cr *comparisonReport) changes() changeCounts {
 	var n changeCounts
 	for _, x := range cr.c.Cells {
 		switch {
-		case !x.TotalTokensPerSec.Compared():
+		case !x.TotalTokensPerSec.compared():
 			n.other++
 		case x.TotalTokensPerSec.Change == ChangeBetter:
 			n.better++
@@ -118,7 +118,7 @@ func (cr *comparisonReport) htmlCounts() []htmlStatusCount {
 func (cr *comparisonReport) ratios() []float64 {
 	var out []float64
 	for _, x := range cr.c.Cells {
-		if x.TotalTokensPerSec.Compared() {
+		if x.TotalTokensPerSec.compared() {
 			out = append(out, x.TotalTokensPerSec.Ratio)
 		}
 	}
@@ -153,7 +153,7 @@ func (cr *comparisonReport) charts() []svgChart {
 	for _, ctx := range g.contexts {
 		var pts []chartPoint
 		for _, n := range g.concurrency {
-			if x := g.at(ctx, n); x != nil && x.TotalTokensPerSec.Compared() {
+			if x := g.at(ctx, n); x != nil && x.TotalTokensPerSec.compared() {
 				pts = append(pts, chartPoint{n: n, v: x.TotalTokensPerSec.Ratio, hollow: x.StatusChanged,
 					title: fmt.Sprintf("%s: %s → %s tok/s, %s", placeLabel(ctx, n),
 						fmtRate(x.TotalTokensPerSec.Base), fmtRate(x.TotalTokensPerSec.Next), fmtRatio(x.TotalTokensPerSec))})
@@ -195,7 +195,7 @@ func htmlCompareCell(x *CellChange) htmlCell {
 	hc := htmlCell{Title: strings.Join(title, "\n"), Status: x.TotalTokensPerSec.changeToken()}
 	lines := compareLines(x)
 	hc.Main = lines[0]
-	if !x.TotalTokensPerSec.Compared() {
+	if !x.TotalTokensPerSec.compared() {
 		hc.Class = "notrun nonum"
 		if x.NextStatus == OverCapacity && x.BaseStatus == OverCapacity {
 			hc.Class = "over nonum"
@@ -225,7 +225,7 @@ func htmlCompareCell(x *CellChange) htmlCell {
 
 // changeToken is "better", "worse", "same", or "none" without a ratio.
 func (r *Ratio) changeToken() string {
-	if !r.Compared() {
+	if !r.compared() {
 		return "none"
 	}
 	return r.Change.String()

@@ -16,11 +16,11 @@ const compareLegend = "Ratios are next ÷ base. ▲ better, ▼ worse: by more t
 
 // fmtRatio is a ratio with its marker: "1.12× ▲", "0.98×", or "—".
 func fmtRatio(r *Ratio) string {
-	if !r.Compared() {
+	if !r.compared() {
 		return "—"
 	}
 	s := numGroup(r.Ratio, 2) + "×"
-	if m := r.Change.Mark(); m != "" {
+	if m := r.Change.mark(); m != "" {
 		s += " " + m
 	}
 	return s
@@ -39,7 +39,7 @@ func fmtPair(r *Ratio, format func(float64) string) string {
 		return "—"
 	}
 	s := side(r.Base) + " → " + side(r.Next)
-	if r.Compared() {
+	if r.compared() {
 		s += " · " + fmtRatio(r)
 	}
 	return s
@@ -122,14 +122,14 @@ func compareLines(c *CellChange) []string {
 	if c == nil {
 		return []string{"—"}
 	}
-	if !c.TotalTokensPerSec.Compared() {
+	if !c.TotalTokensPerSec.compared() {
 		if n := c.Note(); n != "" {
 			return []string{n}
 		}
 		return []string{c.NextStatus.String()}
 	}
 	lines := []string{fmtRatio(c.TotalTokensPerSec)}
-	if c.TTFTp50.Compared() {
+	if c.TTFTp50.compared() {
 		lines = append(lines, "TTFT "+fmtRatio(c.TTFTp50))
 	}
 	if c.StatusChanged {
@@ -160,7 +160,7 @@ func sideStatus(present, measured bool, recorded Status) Status {
 // the two runs, the prefill table (prompt tok/s of each run and their
 // ratio), and the decode grid with each cell's total tok/s ratio, its TTFT
 // ratio under it and any status change. Changes beyond
-// [CompareThreshold] are marked ▲ (better) or ▼ (worse).
+// the 5% threshold are marked ▲ (better) or ▼ (worse).
 func (c *Comparison) WriteTable(w io.Writer) error {
 	cr := c.report()
 	bw := bufio.NewWriter(w)
@@ -290,7 +290,7 @@ func (c *Comparison) WriteCSV(w io.Writer) error {
 			return
 		}
 		rec[at], rec[at+1] = csvPositive(r.Base, dec), csvPositive(r.Next, dec)
-		if r.Compared() {
+		if r.compared() {
 			rec[at+2] = csvFloat(r.Ratio, 3)
 		}
 	}

@@ -30,7 +30,7 @@ func nextResults(t testing.TB) *Results {
 	r.Prefill[0].TTFT /= 1.2
 	cells := r.Cells[:0]
 	for _, c := range r.Cells {
-		if c.ContextTokens == 248*K {
+		if c.ContextTokens == 248*tokensK {
 			continue
 		}
 		if c.Measurement != nil {
@@ -40,7 +40,7 @@ func nextResults(t testing.TB) *Results {
 			switch c.ContextTokens {
 			case 0:
 				f, ttft = 1.12, 0.9
-			case 16 * K:
+			case 16 * tokensK:
 				f, ttft = 0.87, 1.25
 			}
 			m.TotalTokensPerSec *= f
@@ -49,9 +49,9 @@ func nextResults(t testing.TB) *Results {
 			m.TTFT.P50 *= ttft
 		}
 		switch {
-		case c.ContextTokens == 128*K && c.Concurrency == 1:
+		case c.ContextTokens == 128*tokensK && c.Concurrency == 1:
 			c.Status, c.Reason = Valid, ""
-		case c.ContextTokens == 64*K && c.Concurrency == 16:
+		case c.ContextTokens == 64*tokensK && c.Concurrency == 16:
 			c.Status, c.Reason = Valid, ""
 			c.Measurement = &Measurement{TotalTokensPerSec: 131.3, PerRequestTokensPerSec: 8.1, TTFT: Quantiles{P50: 8_820},
 				TBT: Quantiles{P50: 121.9}, AvgActive: 16, OutputTokens: 3_939, MeasuredS: 30}
@@ -78,11 +78,11 @@ func TestCompare(t *testing.T) {
 		note                     string
 	}{
 		{"faster", 0, 1, InBoth, ChangeBetter, ChangeBetter, 1.12, true, true, ""},
-		{"slower", 16 * K, 8, InBoth, ChangeWorse, ChangeWorse, 0.87, true, true, ""},
-		{"within the threshold", 32 * K, 4, InBoth, ChangeSame, ChangeSame, 1.01, true, true, ""},
-		{"status change", 128 * K, 1, InBoth, ChangeSame, ChangeSame, 1.01, true, true, "Requests queued → Valid"},
-		{"measured in next only", 64 * K, 16, InBoth, ChangeUnknown, ChangeUnknown, 0, false, true, "Over capacity → Valid"},
-		{"in base only", 248 * K, 1, OnlyInBase, ChangeUnknown, ChangeUnknown, 0, false, false, "only in base"},
+		{"slower", 16 * tokensK, 8, InBoth, ChangeWorse, ChangeWorse, 0.87, true, true, ""},
+		{"within the threshold", 32 * tokensK, 4, InBoth, ChangeSame, ChangeSame, 1.01, true, true, ""},
+		{"status change", 128 * tokensK, 1, InBoth, ChangeSame, ChangeSame, 1.01, true, true, "Requests queued → Valid"},
+		{"measured in next only", 64 * tokensK, 16, InBoth, ChangeUnknown, ChangeUnknown, 0, false, true, "Over capacity → Valid"},
+		{"in base only", 248 * tokensK, 1, OnlyInBase, ChangeUnknown, ChangeUnknown, 0, false, false, "only in base"},
 		{"over capacity in both", 0, 128, InBoth, ChangeUnknown, ChangeUnknown, 0, false, false, ""},
 	}
 	for _, tc := range tests {
@@ -94,10 +94,10 @@ func TestCompare(t *testing.T) {
 			assert.Equal(t, tc.nextMeasur, c.NextMeasured)
 			assert.Equal(t, tc.note, c.Note())
 			if tc.ratio == 0 {
-				assert.False(t, c.TotalTokensPerSec.Compared())
+				assert.False(t, c.TotalTokensPerSec.compared())
 				return
 			}
-			require.True(t, c.TotalTokensPerSec.Compared())
+			require.True(t, c.TotalTokensPerSec.compared())
 			assert.InDelta(t, tc.ratio, c.TotalTokensPerSec.Ratio, 1e-9)
 			assert.Equal(t, tc.total, c.TotalTokensPerSec.Change)
 			assert.Equal(t, tc.total, c.PerRequestTokensPerSec.Change, "per-request tok/s moves with the total")
@@ -113,13 +113,13 @@ func TestCompare(t *testing.T) {
 		assert.Equal(t, ChangeBetter, cmp.Prefill[0].TTFT.Change, "a lower TTFT is better")
 		last := cmp.Prefill[4]
 		assert.Equal(t, OnlyInBase, last.Presence)
-		assert.False(t, last.PromptTokensPerSec.Compared())
+		assert.False(t, last.PromptTokensPerSec.compared())
 		assert.InDelta(t, 600.0, last.PromptTokensPerSec.Base, 1e-9)
 	})
 	t.Run("with itself", func(t *testing.T) {
 		self := Compare(seedResults(t), seedResults(t))
 		for _, c := range self.Cells {
-			if c.TotalTokensPerSec.Compared() {
+			if c.TotalTokensPerSec.compared() {
 				assert.Equal(t, ChangeSame, c.TotalTokensPerSec.Change)
 				assert.InDelta(t, 1.0, c.TotalTokensPerSec.Ratio, 1e-12)
 			}
@@ -260,12 +260,12 @@ func TestCompareSeparatesChangeFromNoise(t *testing.T) {
 // elsewhere) are compared by the threshold alone.
 func TestCompareFewRequests(t *testing.T) {
 	one := func(f float64) *Results {
-		c := noisyCell(128*K, 1, 1, 0, f)
+		c := noisyCell(128*tokensK, 1, 1, 0, f)
 		c.Measurement.ITL = Quantiles{P50: 20 / f, P90: 21 / f, P99: 25 / f}
 		c.Measurement.OutputTokens = 1500
 		return &Results{Schema: Schema, Cells: []Cell{c}}
 	}
-	c := Compare(one(1), one(1.3)).Cell(128*K, 1)
+	c := Compare(one(1), one(1.3)).Cell(128*tokensK, 1)
 	assert.Equal(t, ChangeBetter, c.TotalTokensPerSec.Change, "%+v", c.TotalTokensPerSec)
 	assert.Equal(t, ChangeBetter, c.TBTp50.Change, "%+v", c.TBTp50)
 	assert.Equal(t, ChangeNoise, c.TTFTp50.Change, "one request's TTFT: %+v", c.TTFTp50)
@@ -302,7 +302,7 @@ func TestCompareSameServerTwice(t *testing.T) {
 		p.Speed, p.TruthBytes = speed/slower, -1
 		srv := loadgentest.NewServer(p)
 		defer srv.Close()
-		spec := Spec{URL: srv.URL + "/v1", Model: p.Model, Contexts: []int{0, 4 * K}, Concurrency: []int{1, 4}, Prefill: []int{4 * K, 8 * K},
+		spec := Spec{URL: srv.URL + "/v1", Model: p.Model, Contexts: []int{0, 4 * tokensK}, Concurrency: []int{1, 4}, Prefill: []int{4 * tokensK, 8 * tokensK},
 			Duration: Duration(8 * time.Second), MaxTokens: 512}
 		r := &Runner{Spec: spec.AtSpeed(speed), Client: &loadgen.Client{HTTPClient: srv.Client()}, Server: Server{Simulated: true, Speed: speed}}
 		res, err := r.Run(t.Context())
@@ -324,7 +324,7 @@ func TestCompareSameServerTwice(t *testing.T) {
 	require.Len(t, same.Prefill, 2)
 	for _, p := range same.Prefill {
 		for name, r := range map[string]*Ratio{"prompt tok/s": p.PromptTokensPerSec, "TTFT": p.TTFT} {
-			require.True(t, r.Compared(), "prefill %s %s", FormatTokens(p.ContextTokens), name)
+			require.True(t, r.compared(), "prefill %s %s", FormatTokens(p.ContextTokens), name)
 			require.NotNil(t, r.BaseInterval, "prefill %s %s has an interval", FormatTokens(p.ContextTokens), name)
 			assert.NotContains(t, []Change{ChangeBetter, ChangeWorse}, r.Change,
 				"prefill %s %s: %.1f → %.1f (%v, %v)", FormatTokens(p.ContextTokens), name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
@@ -332,7 +332,7 @@ func TestCompareSameServerTwice(t *testing.T) {
 	}
 	for _, c := range same.Cells {
 		for name, r := range map[string]*Ratio{"total": c.TotalTokensPerSec, "per request": c.PerRequestTokensPerSec, "TTFT": c.TTFTp50, "TBT": c.TBTp50} {
-			if r.Compared() {
+			if r.compared() {
 				assert.NotContains(t, []Change{ChangeBetter, ChangeWorse}, r.Change,
 					"%s × %d %s: %.1f → %.1f (%v, %v)", FormatTokens(c.ContextTokens), c.Concurrency, name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
 			}
@@ -347,7 +347,7 @@ func TestCompareSameServerTwice(t *testing.T) {
 	}
 	checked := 0
 	for _, c := range slower.Cells {
-		require.True(t, c.TotalTokensPerSec.Compared(), "%s × %d", FormatTokens(c.ContextTokens), c.Concurrency)
+		require.True(t, c.TotalTokensPerSec.compared(), "%s × %d", FormatTokens(c.ContextTokens), c.Concurrency)
 		if limited(a, c) || limited(slow, c) {
 			// The client's timers were late (a loaded machine): its
 			// figures may be its own, and no change in them is told.
@@ -409,7 +409,7 @@ func TestSparseCellsStayLinear(t *testing.T) {
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(300<<20), "bytes allocated")
 
 	// A grid that is only partly filled is still drawn.
-	dense := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 1, 20, 0.1, 1), noisyCell(K, 2, 20, 0.1, 1)}}
+	dense := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 1, 20, 0.1, 1), noisyCell(tokensK, 2, 20, 0.1, 1)}}
 	var out bytes.Buffer
 	require.NoError(t, Compare(dense, dense).WriteTable(&out))
 	assert.NotContains(t, out.String(), "too sparse")
@@ -489,10 +489,10 @@ func BenchmarkCompareSparse(b *testing.B) {
 // comparison's reports, not Failed.
 func TestComparePrefillOverCapacity(t *testing.T) {
 	run := func() *Results {
-		return &Results{Spec: Spec{Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{K, 4 * K}},
+		return &Results{Spec: Spec{Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{tokensK, 4 * tokensK}},
 			Prefill: []Prefill{
-				{ContextTokens: K, Status: Valid, PromptTokens: 1030, PromptTokensPerSec: 3000, TTFT: 340},
-				{ContextTokens: 4 * K, Status: OverCapacity, Reason: "predicted: one request needs 4113 tokens > max_model_len 2048"},
+				{ContextTokens: tokensK, Status: Valid, PromptTokens: 1030, PromptTokensPerSec: 3000, TTFT: 340},
+				{ContextTokens: 4 * tokensK, Status: OverCapacity, Reason: "predicted: one request needs 4113 tokens > max_model_len 2048"},
 			},
 			Cells: []Cell{{ContextTokens: 0, Concurrency: 1, Status: Valid, Measurement: &Measurement{TotalTokensPerSec: 300, PerRequestTokensPerSec: 300}}}}
 	}

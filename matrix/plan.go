@@ -56,10 +56,10 @@ func PlanPrefill(spec Spec, limits capacity.Limits) []Prefill {
 	return rows
 }
 
-// WritePlan writes the plan: each cell's predicted verdict and why. KV
+// writeCellPlan writes the plan: each cell's predicted verdict and why. KV
 // tokens that are an estimate come with the range they are expected to fall
 // in, and cells that fit only toward its optimistic end are run "at risk".
-func WritePlan(w io.Writer, cells []Cell, limits capacity.Limits) error {
+func writeCellPlan(w io.Writer, cells []Cell, limits capacity.Limits) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	src := limits.Source
 	if src == "" {
@@ -98,7 +98,7 @@ func verdictWords(c Cell) string {
 // writePlan writes the plan of a run: the prefill rows, the cells, and how
 // long the run should take.
 func writePlan(w io.Writer, res *Results, limits capacity.Limits) error {
-	if err := WritePlan(w, res.Cells, limits); err != nil {
+	if err := writeCellPlan(w, res.Cells, limits); err != nil {
 		return err
 	}
 	var over []string
@@ -110,7 +110,7 @@ func writePlan(w io.Writer, res *Results, limits capacity.Limits) error {
 	if len(over) > 0 {
 		fmt.Fprintf(w, "prefill at %s: skip: over capacity (longer than max_model_len %d)\n", strings.Join(over, ", "), limits.MaxModelLen)
 	}
-	e := EstimateRun(res)
+	e := estimateRun(res)
 	if e.Cells == 0 && e.Prefill == 0 {
 		return nil
 	}
@@ -118,12 +118,12 @@ func writePlan(w io.Writer, res *Results, limits capacity.Limits) error {
 	return err
 }
 
-// RunEstimate is how long a run should take, before it starts: every cell
+// runEstimate is how long a run should take, before it starts: every cell
 // to measure costs at least its warm-up's least time plus its window, at
 // most its warm-up timeout plus its window; every prefill row and every
 // cell also sends one request whose time depends on the server's prefill
 // speed, unknown before the run.
-type RunEstimate struct {
+type runEstimate struct {
 	// Cells and Prefill count the cells and prefill rows to run.
 	Cells, Prefill int
 	// Least and Most bound the cells' time.
@@ -133,12 +133,12 @@ type RunEstimate struct {
 	Unknown []string
 }
 
-// EstimateRun estimates how long the undecided cells and prefill rows of
+// estimateRun estimates how long the undecided cells and prefill rows of
 // res take.
-func EstimateRun(res *Results) RunEstimate {
+func estimateRun(res *Results) runEstimate {
 	spec := res.Spec.WithDefaults()
 	w := *spec.Warmup
-	var e RunEstimate
+	var e runEstimate
 	for _, c := range res.Cells {
 		if c.Status != StatusUnknown && (c.Measurement == nil || !c.Measurement.Partial) {
 			continue
@@ -146,7 +146,7 @@ func EstimateRun(res *Results) RunEstimate {
 		e.Cells++
 		window := time.Duration(spec.Duration)
 		e.Least += time.Duration(w.Min) + time.Duration(w.Flow) + window
-		e.Most += time.Duration(w.Timeout) + time.Duration(w.PerContextK)*time.Duration(c.ContextTokens/K) + window
+		e.Most += time.Duration(w.Timeout) + time.Duration(w.PerContextK)*time.Duration(c.ContextTokens/tokensK) + window
 	}
 	for _, p := range res.Prefill {
 		if p.Status == StatusUnknown || p.Status == Failed {
@@ -167,7 +167,7 @@ func EstimateRun(res *Results) RunEstimate {
 }
 
 // describe says the estimate in words.
-func (e RunEstimate) describe() string {
+func (e runEstimate) describe() string {
 	wall := func(d time.Duration) string {
 		switch {
 		case d >= time.Hour:

@@ -32,7 +32,7 @@ func TestWritePlanEstimateRange(t *testing.T) {
 
 	cells := Plan(Spec{}, limits) // the seed's grid
 	var out bytes.Buffer
-	require.NoError(t, WritePlan(&out, cells, limits))
+	require.NoError(t, writeCellPlan(&out, cells, limits))
 	text := out.String()
 	assert.Regexp(t, regexp.MustCompile(`KV tokens \d+ \(expected \d+–\d+, -\d+\.\d% … \+\d+\.\d%\)`), text)
 	assert.Regexp(t, `(?m)^32K\s+16\s+run, at risk\s+16 × \(32768 \+ 8192\) = 655360 ≤ \d+ KV tokens; at risk`, text)
@@ -86,7 +86,7 @@ func TestPlanQueuedAndPrefill(t *testing.T) {
 	text := out.String()
 	assert.Regexp(t, `(?m)^1K\s+8\s+run: requests will queue\s+8 requests > 4 the server runs at once: 4 wait in its queue`, text)
 	assert.Contains(t, text, "prefill at 8K: skip: over capacity")
-	e := EstimateRun(res)
+	e := estimateRun(res)
 	assert.Equal(t, 6, e.Cells, "the 4096 row is over capacity")
 	assert.Equal(t, 1, e.Prefill)
 	assert.Equal(t, []string{"kv_tokens"}, e.Unknown)
@@ -97,7 +97,7 @@ func TestPlanQueuedAndPrefill(t *testing.T) {
 // TestEstimateOfAShortRun: a run of a few seconds is said in seconds, not
 // rounded up to a minute at either end.
 func TestEstimateOfAShortRun(t *testing.T) {
-	e := RunEstimate{Cells: 2, Least: 7 * time.Second, Most: 45 * time.Second}
+	e := runEstimate{Cells: 2, Least: 7 * time.Second, Most: 45 * time.Second}
 	assert.Contains(t, e.describe(), "2 cells to measure, at least 7 s, at most 45 s if")
 	e.Least, e.Most = 90*time.Second, 3*time.Hour
 	assert.Contains(t, e.describe(), "at least 2 min, at most 3.0 h if")

@@ -16,12 +16,12 @@ func tinyResults() *matrix.Results {
 		Schema:   matrix.Schema,
 		Complete: true,
 		Spec: matrix.Spec{
-			Contexts: []int{0, 16 * matrix.K}, Concurrency: []int{1, 4}, Prefill: []int{8 * matrix.K},
+			Contexts: []int{0, 16 * 1024}, Concurrency: []int{1, 4}, Prefill: []int{8 * 1024},
 			Duration: matrix.Duration(30 * time.Second), MaxTokens: 8192,
 		},
 		Server: matrix.Server{Model: "Qwen3.5-4B-AWQ-4bit", Engine: "vllm"},
 		Prefill: []matrix.Prefill{
-			{ContextTokens: 8 * matrix.K, PromptTokens: 8192, TTFT: 3477, PromptTokensPerSec: 2356},
+			{ContextTokens: 8 * 1024, PromptTokens: 8192, TTFT: 3477, PromptTokensPerSec: 2356},
 		},
 		Cells: []matrix.Cell{
 			{ContextTokens: 0, Concurrency: 1, Status: matrix.Valid, Measurement: &matrix.Measurement{
@@ -30,11 +30,11 @@ func tinyResults() *matrix.Results {
 			{ContextTokens: 0, Concurrency: 4, Status: matrix.Valid, Measurement: &matrix.Measurement{
 				TotalTokensPerSec: 288.8, PerRequestTokensPerSec: 72.7, TTFT: matrix.Quantiles{P50: 227}, TBT: matrix.Quantiles{P50: 13.7},
 				AvgActive: 4, OutputTokens: 8660, MeasuredS: 30}},
-			{ContextTokens: 16 * matrix.K, Concurrency: 1, Status: matrix.RequestsQueued,
+			{ContextTokens: 16 * 1024, Concurrency: 1, Status: matrix.RequestsQueued,
 				Reason: "a waiting request was sampled", Measurement: &matrix.Measurement{
 					TotalTokensPerSec: 69.0, PerRequestTokensPerSec: 69.2, TTFT: matrix.Quantiles{P50: 1272}, TBT: matrix.Quantiles{P50: 14.4},
 					AvgActive: 0.9, OutputTokens: 2072, MeasuredS: 30}},
-			{ContextTokens: 16 * matrix.K, Concurrency: 4, Status: matrix.OverCapacity,
+			{ContextTokens: 16 * 1024, Concurrency: 4, Status: matrix.OverCapacity,
 				Reason: "4 × (16384 + 8192) = 98304 tokens > 80000 KV tokens"},
 		},
 	}
@@ -88,7 +88,7 @@ func ExampleCompare() {
 	c := cmp.Cell(0, 1)
 	fmt.Printf("0 × 1: total tok/s %.2f× (%s), TTFT %.2f× (%s)\n",
 		c.TotalTokensPerSec.Ratio, c.TotalTokensPerSec.Change, c.TTFTp50.Ratio, c.TTFTp50.Change)
-	fmt.Println("16K × 1:", cmp.Cell(16*matrix.K, 1).Note())
+	fmt.Println("16K × 1:", cmp.Cell(16*1024, 1).Note())
 	fmt.Println()
 	if err := cmp.WriteTable(os.Stdout); err != nil {
 		panic(err)

@@ -156,8 +156,8 @@ func simulatedResults() *Results {
 		Schema: Schema,
 		Spec: Spec{
 			URL: "http://127.0.0.1:41234/v1", Model: "sim-4b", API: loadgen.Chat,
-			Contexts: []int{0, 16 * K, 32 * K}, Concurrency: []int{1, 4, 16},
-			Prefill: []int{8 * K, 16 * K}, Duration: Duration(30 * time.Second), MaxTokens: 8192,
+			Contexts: []int{0, 16 * tokensK, 32 * tokensK}, Concurrency: []int{1, 4, 16},
+			Prefill: []int{8 * tokensK, 16 * tokensK}, Duration: Duration(30 * time.Second), MaxTokens: 8192,
 		},
 		Server: Server{
 			URL: "http://127.0.0.1:41234/v1", Model: `sim-4b <seed> & "friends"`,
@@ -167,8 +167,8 @@ func simulatedResults() *Results {
 		},
 		Started: started,
 		Prefill: []Prefill{
-			{ContextTokens: 8 * K, Status: Valid, PromptTokens: 8_192, TTFT: 3_480.2, PromptTokensPerSec: 2_353.9},
-			{ContextTokens: 16 * K, Status: Failed, PromptTokens: 16_384, Reason: "scout: server returned 500: <html>upstream\x1b[31m error</html>",
+			{ContextTokens: 8 * tokensK, Status: Valid, PromptTokens: 8_192, TTFT: 3_480.2, PromptTokensPerSec: 2_353.9},
+			{ContextTokens: 16 * tokensK, Status: Failed, PromptTokens: 16_384, Reason: "scout: server returned 500: <html>upstream\x1b[31m error</html>",
 				Error: "scout: server returned 500: <html>upstream\x1b[31m error</html>"},
 		},
 		Cells: []Cell{
@@ -176,12 +176,12 @@ func simulatedResults() *Results {
 			{ContextTokens: 0, Concurrency: 4, Status: Valid, Requests: 4, Errors: 1, ErrorKinds: map[metrics.ErrorKind]int{metrics.KindStall: 1}, Measurement: limited},
 			{ContextTokens: 0, Concurrency: 16, Status: Failed, Reason: "more than half of the requests failed | <script>alert(1)</script>",
 				Requests: 20, Errors: 12, ErrorKinds: map[metrics.ErrorKind]int{metrics.KindServerStatus: 9, metrics.KindTruncated: 3}, Measurement: failed},
-			{ContextTokens: 16 * K, Concurrency: 1, Status: Valid, PromptTokens: 16_800, Requests: 1, Measurement: partial},
-			{ContextTokens: 16 * K, Concurrency: 4, Status: RequestsQueued, Reason: "a waiting request was sampled", PromptTokens: 16_800, Requests: 3, Measurement: queued},
-			{ContextTokens: 16 * K, Concurrency: 16, Status: OverCapacity,
+			{ContextTokens: 16 * tokensK, Concurrency: 1, Status: Valid, PromptTokens: 16_800, Requests: 1, Measurement: partial},
+			{ContextTokens: 16 * tokensK, Concurrency: 4, Status: RequestsQueued, Reason: "a waiting request was sampled", PromptTokens: 16_800, Requests: 3, Measurement: queued},
+			{ContextTokens: 16 * tokensK, Concurrency: 16, Status: OverCapacity,
 				Reason:    "16 × (16384 + 8192) = 393216 tokens > 200000 KV tokens",
 				Predicted: capacity.Verdict{Reason: capacity.OverKVTokens, Need: 393_216, Have: 200_000}},
-			{ContextTokens: 32 * K, Concurrency: 1, Status: OverCapacity,
+			{ContextTokens: 32 * tokensK, Concurrency: 1, Status: OverCapacity,
 				Reason:    "one request needs 32768 + 8192 + 64 template = 41024 tokens > max_model_len 40960",
 				Predicted: capacity.Verdict{Reason: capacity.OverMaxModelLen, Need: 41_024, Have: 40_960}},
 		},

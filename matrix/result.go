@@ -196,7 +196,7 @@ type Measurement struct {
 	WarmupTimedOut bool    `json:"warmup_timed_out,omitempty"`
 	WarmupEnded    string  `json:"warmup_ended,omitempty"`
 	// Server is what the server's /metrics said during the window.
-	Server *Samples `json:"server,omitempty"`
+	Server *serverSamples `json:"server,omitempty"`
 	// Streams is the client's own view of the window: how many streams
 	// decoded at once and how many waited for a first token.
 	Streams *Streams `json:"streams,omitempty"`
@@ -227,9 +227,9 @@ type Measurement struct {
 	Recording *metrics.Recording `json:"recording,omitempty"`
 }
 
-// Samples summarise the server's /metrics, sampled about once a second in a
+// serverSamples summarise the server's /metrics, sampled about once a second in a
 // cell's window.
-type Samples struct {
+type serverSamples struct {
 	Count       int     `json:"count"`
 	AvgRunning  float64 `json:"avg_running"`
 	PeakRunning float64 `json:"peak_running"`

@@ -27,11 +27,11 @@ const (
 	// DefaultScoutRetries is how many times a scout that failed in a way
 	// that may pass (a reset, a 5xx, a 429) is sent again.
 	DefaultScoutRetries = 3
-	// DefaultScoutTimeout bounds a scout, plus
-	// ScoutTimePerToken for each prompt token until a prefill rate is
+	// defaultScoutTimeout bounds a scout, plus
+	// scoutTimePerToken for each prompt token until a prefill rate is
 	// known, then ten times the time that rate gives.
-	DefaultScoutTimeout = 2 * time.Minute
-	ScoutTimePerToken   = 10 * time.Millisecond
+	defaultScoutTimeout = 2 * time.Minute
+	scoutTimePerToken   = 10 * time.Millisecond
 	// DefaultDiscoverTimeout bounds asking the server for its limits.
 	DefaultDiscoverTimeout = 30 * time.Second
 	// DefaultIdleTimeout bounds the wait for the server to be idle before
@@ -283,7 +283,7 @@ func (r *Runner) discover(ctx context.Context, c *loadgen.Client, hc *http.Clien
 	}
 	if d != nil && d.Engine == capacity.EngineOllama && d.Limits.MaxModelLen == 0 {
 		r.logf("capacity: Ollama publishes its context length once the model is loaded: loading it")
-		lctx, cancel := context.WithTimeout(ctx, DefaultScoutTimeout)
+		lctx, cancel := context.WithTimeout(ctx, defaultScoutTimeout)
 		var tl metrics.Timeline
 		_ = c.Measure(lctx, &loadgen.Request{API: spec.API, Model: spec.Model, Prompt: shortPrompt, MaxTokens: 1}, &tl, nil)
 		cancel()
@@ -551,9 +551,9 @@ func transient(k metrics.ErrorKind) bool {
 // scoutTimeout bounds the scout of a prompt of tokens.
 func (cr *cellRun) scoutTimeout(tokens int) time.Duration {
 	if cr.prefillRate > 0 {
-		return max(DefaultScoutTimeout, time.Duration(10*float64(tokens)/cr.prefillRate*float64(time.Second)))
+		return max(defaultScoutTimeout, time.Duration(10*float64(tokens)/cr.prefillRate*float64(time.Second)))
 	}
-	return DefaultScoutTimeout + time.Duration(tokens)*ScoutTimePerToken
+	return defaultScoutTimeout + time.Duration(tokens)*scoutTimePerToken
 }
 
 // prefill measures the prefill table: one cold request per context that

@@ -36,7 +36,7 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 
 	spec := matrix.Spec{
 		URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
-		Contexts: []int{0, 4 * matrix.K, 16 * matrix.K}, Concurrency: []int{1, 4, 8}, Prefill: []int{4 * matrix.K},
+		Contexts: []int{0, 4 * 1024, 16 * 1024}, Concurrency: []int{1, 4, 8}, Prefill: []int{4 * 1024},
 		Duration: matrix.Duration(10 * time.Second), MaxTokens: 2000,
 		Warmup: &matrix.Warmup{Min: matrix.Duration(time.Second), Flow: matrix.Duration(time.Second), Timeout: matrix.Duration(5 * time.Second)},
 	}
@@ -59,7 +59,7 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 	// The KV cache holds 64K tokens: 8 × (16K + 2000) does not fit, nor
 	// does 4 × (16K + 2000); the plan skips them.
 	for _, n := range []int{4, 8} {
-		c := res.Cell(16*matrix.K, n)
+		c := res.Cell(16*1024, n)
 		require.NotNil(t, c)
 		assert.Equal(t, matrix.OverCapacity, c.Status, "16K × %d", n)
 		assert.Nil(t, c.Measurement, "never sent")
@@ -67,7 +67,7 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 	}
 
 	checked := 0
-	for _, ctx := range []int{0, 4 * matrix.K} {
+	for _, ctx := range []int{0, 4 * 1024} {
 		for _, n := range []int{1, 4} {
 			c := res.Cell(ctx, n)
 			require.NotNil(t, c)
@@ -105,7 +105,7 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 	require.Len(t, res.Prefill, 1)
 	pf := res.Prefill[0]
 	assert.Empty(t, pf.Error)
-	assert.InDelta(t, 4*matrix.K, pf.PromptTokens, 4*matrix.K/100)
+	assert.InDelta(t, 4*1024, pf.PromptTokens, 4*1024/100)
 	// At least the prefill itself: the prompt was not cached. (Above it,
 	// the request's trip, which the speed factor multiplies too: a few ms
 	// of wall time on a busy machine are tens of the server's. The

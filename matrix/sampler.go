@@ -235,14 +235,14 @@ func (s *sampler) MarkWindow(w metrics.Window) {
 
 // Summary ends the summary begun by MarkWindow and returns it, or nil when no
 // sample was taken.
-func (s *sampler) Summary() *Samples {
+func (s *sampler) Summary() *serverSamples {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.marking = false
 	if s.count == 0 {
 		return nil
 	}
-	out := &Samples{
+	out := &serverSamples{
 		Count:       s.count,
 		AvgRunning:  s.sumRun / float64(s.count),
 		PeakRunning: s.peakRun,

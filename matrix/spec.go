@@ -15,8 +15,8 @@ import (
 	"github.com/llmload/llmload/metrics"
 )
 
-// K is the unit of context lengths in the matrix: 16K is 16,384 tokens.
-const K = 1024
+// tokensK is the unit of context lengths in the matrix: 16K is 16,384 tokens.
+const tokensK = 1024
 
 // maxPrefillRepeat bounds Spec.PrefillRepeat: each is a cold prefill of
 // the row's whole prompt.
@@ -24,9 +24,9 @@ const maxPrefillRepeat = 100
 
 // Defaults of a [Spec], the seed page's.
 var (
-	DefaultContexts    = []int{0, 16 * K, 32 * K, 64 * K, 128 * K, 248 * K}
+	DefaultContexts    = []int{0, 16 * tokensK, 32 * tokensK, 64 * tokensK, 128 * tokensK, 248 * tokensK}
 	DefaultConcurrency = []int{1, 2, 4, 8, 16, 32, 64, 128}
-	DefaultPrefill     = []int{8 * K, 16 * K, 32 * K, 64 * K, 128 * K}
+	DefaultPrefill     = []int{8 * tokensK, 16 * tokensK, 32 * tokensK, 64 * tokensK, 128 * tokensK}
 )
 
 // More defaults of a [Spec].

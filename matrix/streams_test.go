@@ -189,16 +189,16 @@ func TestQueued(t *testing.T) {
 	tests := []struct {
 		name    string
 		n       int
-		samples *Samples
+		samples *serverSamples
 		streams *Streams
 		prefill time.Duration
 		want    string // a part of the reason, "" for not queued
 	}{
-		{"one stream waits for nobody", 1, &Samples{Count: 30, WaitingShare: 1, MaxWaiting: 3}, nil, 0, ""},
-		{"waiting in most samples", 8, &Samples{Count: 30, AvgRunning: 8, PeakRunning: 8, WaitingShare: 0.9, MaxWaiting: 2}, nil, 0, "waiting in 90%"},
-		{"a request waiting now and then is turnover", 16, &Samples{Count: 30, AvgRunning: 15.6, PeakRunning: 16, WaitingShare: 0.2, MaxWaiting: 1}, nil, 0, ""},
-		{"never all running", 8, &Samples{Count: 30, AvgRunning: 4, PeakRunning: 4, NoWaiting: true}, nil, 0, "at most 4 of 8"},
-		{"the server's view wins", 8, &Samples{Count: 30, AvgRunning: 8, PeakRunning: 8},
+		{"one stream waits for nobody", 1, &serverSamples{Count: 30, WaitingShare: 1, MaxWaiting: 3}, nil, 0, ""},
+		{"waiting in most samples", 8, &serverSamples{Count: 30, AvgRunning: 8, PeakRunning: 8, WaitingShare: 0.9, MaxWaiting: 2}, nil, 0, "waiting in 90%"},
+		{"a request waiting now and then is turnover", 16, &serverSamples{Count: 30, AvgRunning: 15.6, PeakRunning: 16, WaitingShare: 0.2, MaxWaiting: 1}, nil, 0, ""},
+		{"never all running", 8, &serverSamples{Count: 30, AvgRunning: 4, PeakRunning: 4, NoWaiting: true}, nil, 0, "at most 4 of 8"},
+		{"the server's view wins", 8, &serverSamples{Count: 30, AvgRunning: 8, PeakRunning: 8},
 			&Streams{PeakDecoding: 4, Ceiling: 4, CeilingShare: 1, WaitingShare: 1, MeanWaitMs: 700, DecodeMs: 640}, 10 * time.Millisecond, ""},
 		{"client: held at a ceiling, long waits", 8, nil,
 			&Streams{PeakDecoding: 5, Ceiling: 4, CeilingShare: 0.9, WaitingShare: 0.95, MeanWaitMs: 700, DecodeMs: 640}, 10 * time.Millisecond,

@@ -176,13 +176,13 @@ func TestPromptsOnATruncatingServer(t *testing.T) {
 	p.MaxModelLen = 64 * 1024
 	srv := newOllamaLike(t, p, &ollamaLike{context: 4096})
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
-		Contexts: []int{1024, 3 * matrix.K, 8 * matrix.K}, Concurrency: []int{1}, Prefill: []int{2 * matrix.K, 16 * matrix.K},
+		Contexts: []int{1024, 3 * 1024, 8 * 1024}, Concurrency: []int{1}, Prefill: []int{2 * 1024, 16 * 1024},
 		Duration: matrix.Duration(time.Second), MaxTokens: 64, Warmup: quickWarmup}
 	res, log := runMatrix(t, spec, srv)
 
 	for _, row := range res.Prefill {
 		switch row.ContextTokens {
-		case 2 * matrix.K:
+		case 2 * 1024:
 			assert.Equal(t, matrix.Valid, row.Status, row.Reason)
 			assert.InDelta(t, row.ContextTokens, row.PromptTokens, float64(row.ContextTokens)/100, "sized as the server counts")
 		default:
@@ -193,7 +193,7 @@ func TestPromptsOnATruncatingServer(t *testing.T) {
 		}
 	}
 	for _, c := range res.Cells {
-		if c.ContextTokens == 8*matrix.K {
+		if c.ContextTokens == 8*1024 {
 			assert.Equal(t, matrix.OverCapacity, c.Status, c.Reason)
 			assert.Contains(t, c.Reason, "truncate")
 			assert.Nil(t, c.Measurement, "never measured")
@@ -237,7 +237,7 @@ func TestPromptsResizedByTheServersCount(t *testing.T) {
 	p.Speed = 10
 	srv := newOllamaLike(t, p, &ollamaLike{doubleAfter: 1500})
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
-		Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{4 * matrix.K},
+		Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{4 * 1024},
 		Duration: matrix.Duration(time.Second), MaxTokens: 32, Warmup: quickWarmup}
 	res, log := runMatrix(t, spec, srv)
 	require.Len(t, res.Prefill, 1)
