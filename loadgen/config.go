@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"strings"
+
+	"github.com/llmload/llmload/internal/errlist"
 )
 
 // A ConfigError is a setting of a [Generator], a [Client] or a [Request]
@@ -26,48 +27,17 @@ func (e *ConfigError) Error() string {
 }
 
 // configErrors collects the ConfigErrors of one check.
-type configErrors []error
+type configErrors struct{ errlist.List }
 
 func (errs *configErrors) add(field, format string, args ...any) {
-	*errs = append(*errs, &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)})
+	errs.Add(&ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)})
 }
 
 // join adds the errors err holds, if any.
-func (errs *configErrors) join(err error) {
-	switch e := err.(type) {
-	case nil:
-	case configErrors:
-		*errs = append(*errs, e...)
-	default:
-		*errs = append(*errs, err)
-	}
-}
+func (errs *configErrors) join(err error) { errs.Add(err) }
 
 // err returns nil, the one error, or all of them as one error.
-func (errs configErrors) err() error {
-	switch len(errs) {
-	case 0:
-		return nil
-	case 1:
-		return errs[0]
-	}
-	return errs
-}
-
-// Error lists every error on one line.
-func (errs configErrors) Error() string {
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
-		if i > 0 {
-			msgs[i] = strings.TrimPrefix(msgs[i], "loadgen: ")
-		}
-	}
-	return strings.Join(msgs, "; ")
-}
-
-// Unwrap returns the errors, for errors.Is and errors.As.
-func (errs configErrors) Unwrap() []error { return errs }
+func (errs configErrors) err() error { return errs.Err() }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/errlist"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix/internal/fleet"
@@ -174,22 +175,6 @@ type SpecError struct {
 // Error names the field and says why it cannot work.
 func (e *SpecError) Error() string { return "matrix: Spec." + e.Field + " " + e.Reason }
 
-// specErrors are the SpecErrors of one spec, on one line.
-type specErrors []error
-
-func (errs specErrors) Error() string {
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
-		if i > 0 {
-			msgs[i] = strings.TrimPrefix(msgs[i], "matrix: ")
-		}
-	}
-	return strings.Join(msgs, "; ")
-}
-
-func (errs specErrors) Unwrap() []error { return errs }
-
 // Validate reports the fields of a spec that cannot work in one process,
 // as [*SpecError]s. [Runner.Run] refuses such a spec before it sends
 // anything.
@@ -201,7 +186,7 @@ func (s Spec) Validate() error { return s.validateSharded(1) }
 // possible.
 func (s Spec) validateSharded(shards int) error {
 	shards = max(shards, 1)
-	var errs specErrors
+	var errs errlist.List
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, &SpecError{Field: field, Reason: fmt.Sprintf(format, args...)})
 	}
@@ -271,13 +256,7 @@ func (s Spec) validateSharded(shards int) error {
 	if o := s.SLO; o != nil && (o.TTFT < 0 || o.TPOT < 0 || o.Latency < 0) {
 		bad("SLO", "has a negative objective: each is a duration, or 0 for none")
 	}
-	switch len(errs) {
-	case 0:
-		return nil
-	case 1:
-		return errs[0]
-	}
-	return errs
+	return errs.Err()
 }
 
 // checkURL reports why a server's base URL cannot work, if it cannot:
