@@ -419,6 +419,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if !o.quiet {
 			fmt.Fprintf(stderr, "%-28s %6.2f req/s  %8.1f out tok/s  TTFT p50 %s ms  TPOT p50 %s ms  %d completed, %d failed\n",
 				r.Label, r.RequestRate, r.OutputTokensPerSec, fmtMS(r.Summary.TTFT.P50), fmtMS(r.Summary.TPOT.P50), r.Summary.Completed, r.Summary.Failed)
+			if r.OverCapacity != "" {
+				fmt.Fprintf(stderr, "%-28s over capacity: %s\n", "", r.OverCapacity)
+			}
 		}
 	}
 	if !o.quiet {

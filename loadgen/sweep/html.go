@@ -35,6 +35,9 @@ func (r *Results) WriteHTML(w io.Writer) error {
 		if why := r.Runs[i].ClientLimited; why != "" {
 			page.Notes = append(page.Notes, fmt.Sprintf("%s: the client may have limited this run (%s): its figures may be the client's, not the server's.", r.Runs[i].name(), textsafe.Line(why)))
 		}
+		if why := r.Runs[i].OverCapacity; why != "" {
+			page.Notes = append(page.Notes, fmt.Sprintf("%s: over capacity, %s.", r.Runs[i].name(), textsafe.Line(why)))
+		}
 	}
 	if r.Objective != nil {
 		page.Objective = r.Objective.String()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/llmload/llmload/loadgen"
@@ -122,6 +123,11 @@ type Result struct {
 	LatencyFromDue metrics.Distribution `json:"latency_from_due,omitzero"`
 	// Stopped says why the run ended.
 	Stopped loadgen.StopReason `json:"stopped"`
+	// OverCapacity, when not empty, says why an open-loop run was
+	// stopped early as over the server's capacity: its requests in flight
+	// grew without bound (see [Run]). Its figures are of a queue still
+	// growing, and it did not meet any objective.
+	OverCapacity string `json:"over_capacity,omitempty"`
 	// ClientLimited, when not empty, says why the client itself may have
 	// limited the run (see [loadgen.Health]): its figures may be the
 	// client's, not the server's.
@@ -143,7 +149,14 @@ type Result struct {
 
 // Run runs one load against the generator target makes, checks it
 // against obj (if it sets anything) and returns its result. The error is
-// the generator's: the result then holds what was measured before it.
+// the generator's: the result then holds what was measured before it. An
+// open loop at a rate the server cannot sustain is stopped early, without
+// an error, and its result says so (Result.OverCapacity): its requests in
+// flight stayed at the load's cap for a second, or kept growing over two
+// seconds or more of its window once 10 requests had completed (the last
+// quarter of the samples, taken every 100 ms, each above every one of the
+// first quarter, their mean at least twice the first's plus 8), as
+// GuideLLM stops over-saturated rates.
 func Run(ctx context.Context, target Target, load loadgen.Load, label string, obj Objective) (Result, error) {
 	if load == nil {
 		return Result{Label: label}, errors.New("sweep: the load is nil: give a loadgen.Closed, Open or Schedule")
@@ -165,9 +178,39 @@ func Run(ctx context.Context, target Target, load loadgen.Load, label string, ob
 		}
 		g.Recorder.SLO = obj.SLO
 	}
-	run, err := g.Run(ctx)
+	var overCapacity string
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	if cap := openCap(load); cap > 0 {
+		wg.Go(func() { watchSaturation(g, cap, stop, &overCapacity, done) })
+	}
+	run, err := g.Run(runCtx)
+	close(done)
+	wg.Wait()
+	if errors.Is(err, errOverCapacity) && ctx.Err() == nil {
+		err = nil
+	} else {
+		overCapacity = ""
+	}
 	res := resultOf(run, load, label, obj)
+	if overCapacity != "" {
+		res.OverCapacity, res.Met = overCapacity, false
+	}
 	return res, err
+}
+
+// openCap is an open loop's cap on requests in flight, or 0 for another
+// load.
+func openCap(l loadgen.Load) int {
+	if o, ok := l.(loadgen.Open); ok {
+		if o.MaxInFlight > 0 {
+			return o.MaxInFlight
+		}
+		return loadgen.DefaultMaxInFlight
+	}
+	return 0
 }
 
 // resultOf reduces a run to its result.

@@ -210,3 +210,50 @@ func rateOf(r sweep.Result) float64 {
 	}
 	return 0
 }
+
+// Open-loop rates past the server's capacity are stopped early and
+// reported over capacity; a rate below it runs its whole window,
+// unflagged, and completes at its rate.
+func TestOverCapacityStoppedEarly(t *testing.T) {
+	p := loadgentest.FastProfile()
+	// 2 requests at once, each 8 steps of 20 ms: about 12 requests a
+	// second at most.
+	p.DecodeBase = []loadgentest.BatchCost{{Batch: 1, Seconds: 0.02}}
+	p.MaxNumSeqs = 2
+	srv := loadgentest.NewServer(p)
+	t.Cleanup(srv.Close)
+	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()}
+	target := func(loadgen.Load) (*loadgen.Generator, error) {
+		syn := &workload.Synthetic{Input: workload.Fixed(16), Output: workload.Fixed(8)}
+		feed := workload.NewFeed(syn.Reader(), &workload.Builder{API: loadgen.Completions, Model: loadgentest.DefaultModel, IgnoreEOS: true})
+		return &loadgen.Generator{Client: c, Source: feed.Source, Duration: 6 * time.Second}, nil
+	}
+	obj := sweep.Objective{SLO: metrics.SLO{Latency: time.Hour}}
+	for _, tc := range []struct {
+		load loadgen.Load
+		over string // what the reason says, "" for a rate the server sustains
+	}{
+		{loadgen.Open{Rate: 4, Arrival: loadgen.Constant}, ""},
+		{loadgen.Open{Rate: 200, MaxInFlight: 16}, "stayed at the cap of 16"},
+		{loadgen.Open{Rate: 100}, "grew from"},
+	} {
+		t.Run(tc.load.String(), func(t *testing.T) {
+			start := time.Now()
+			r, err := sweep.Run(t.Context(), target, tc.load, tc.load.String(), obj)
+			took := time.Since(start)
+			require.NoError(t, err)
+			t.Logf("%s: %v, %d completed, %q", tc.load, took.Round(time.Millisecond), r.Summary.Completed, r.OverCapacity)
+			if tc.over == "" {
+				assert.Empty(t, r.OverCapacity)
+				assert.GreaterOrEqual(t, took, 6*time.Second, "the whole window")
+				assert.Equal(t, loadgen.StopWindow, r.Stopped)
+				assert.InEpsilon(t, 4, r.RequestRate, 0.3, "the server keeps up")
+				assert.True(t, r.Met)
+				return
+			}
+			assert.Contains(t, r.OverCapacity, tc.over)
+			assert.Less(t, took, 5500*time.Millisecond, "stopped early")
+			assert.False(t, r.Met, "an over-capacity rate meets no objective")
+		})
+	}
+}

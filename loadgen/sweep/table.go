@@ -32,6 +32,9 @@ func (r *Results) WriteTable(w io.Writer) error {
 		if why := r.Runs[i].ClientLimited; why != "" {
 			fmt.Fprintf(bw, "† %s: the client may have limited this run (%s): its figures may be the client's, not the server's.\n", strings.TrimSuffix(r.Runs[i].name(), " †"), textsafe.Line(why))
 		}
+		if why := r.Runs[i].OverCapacity; why != "" {
+			fmt.Fprintf(bw, "%s: over capacity, %s.\n", strings.TrimSuffix(r.Runs[i].name(), " †"), textsafe.Line(why))
+		}
 	}
 	if f := r.Search; f != nil {
 		if f.Rate > 0 {
