@@ -372,6 +372,7 @@ func (ps *pollStream) recv(p []byte) (int, error) {
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
+			pollEmptyReads.Add(1)
 			return 0, errWouldBlock
 		default:
 			return 0, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("recvmsg", e)}
@@ -424,6 +425,11 @@ func (ps *pollStream) finish() {
 	ps.finished = true
 	close(ps.done)
 }
+
+// pollEmptyReads counts the reads that found their socket empty, which a
+// level-triggered poller that reads each readable socket once a wake
+// should never make; the tests check it.
+var pollEmptyReads atomic.Int64
 
 // errPollClosed is what a stream's read fails with when its request's
 // context ends first, as a read on a closed connection would.

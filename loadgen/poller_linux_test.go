@@ -97,6 +97,18 @@ func TestPollerReadsTheStream(t *testing.T) {
 	}
 }
 
+// TestPollerNeverReadsAnEmptySocket: the poller reads a socket only when
+// epoll says it is readable, once a wake, so no read finds it empty, with
+// one stream or hundreds.
+func TestPollerNeverReadsAnEmptySocket(t *testing.T) {
+	before := pollEmptyReads.Load()
+	TestPollerReadsTheStream(t)
+	TestPollerManyStreams(t)
+	if n := pollEmptyReads.Load() - before; n != 0 {
+		t.Errorf("%d reads found their socket empty", n)
+	}
+}
+
 // TestPollerCancellation: a stream read on a poller ends within a second
 // of its context, and of its stall deadline, with what it had measured.
 func TestPollerCancellation(t *testing.T) {
