@@ -2,20 +2,20 @@ package capacity
 
 import "math"
 
-// GiB is 2³⁰ bytes, the unit vLLM's logs use.
-const GiB = 1 << 30
+// gibibyte is 2³⁰ bytes, the unit vLLM's logs use.
+const gibibyte = 1 << 30
 
-// MiB is 2²⁰ bytes.
-const MiB = 1 << 20
+// mebibyte is 2²⁰ bytes.
+const mebibyte = 1 << 20
 
 // GiBToBytes converts a figure in GiB, as vLLM logs it ("Available KV cache
 // memory: 6.01 GiB"), to bytes.
-func GiBToBytes(gib float64) int64 { return int64(math.Round(gib * GiB)) }
+func GiBToBytes(gib float64) int64 { return int64(math.Round(gib * gibibyte)) }
 
-// DefaultNonTorchBytes is the memory outside PyTorch's allocator that
+// defaultNonTorchBytes is the memory outside PyTorch's allocator that
 // EstimateSGLang reserves (cuBLAS and Triton workspaces). vLLM's is fitted
 // per version from start-up logs (see EstimateVLLM).
-const DefaultNonTorchBytes = 256 * MiB
+const defaultNonTorchBytes = 256 * mebibyte
 
 // Term is one term of the memory budget: its bytes, the range they are
 // expected to fall in, whether they were estimated (false: given by the

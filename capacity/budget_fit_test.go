@@ -92,7 +92,7 @@ func fitMemoryModel(t *testing.T, base memoryModel, rows []budgetRow) memoryMode
 		var per []float64
 		for _, o := range all {
 			if o.era == era && o.r.Logged.ActivationGiB > 0 && o.m.MoE == nil && o.m.VocabSize >= 90000 {
-				per = append(per, o.r.Logged.ActivationGiB*GiB/float64(o.p.rows*o.m.VocabSize))
+				per = append(per, o.r.Logged.ActivationGiB*gibibyte/float64(o.p.rows*o.m.VocabSize))
 			}
 		}
 		if len(per) > 0 {
@@ -113,7 +113,7 @@ func fitMemoryModel(t *testing.T, base memoryModel, rows []budgetRow) memoryMode
 		if o.era == 1 {
 			s = mm.SamplerLogprobs
 		}
-		shapes = append(shapes, shape{fm / GiB, fh / GiB, s * logits / GiB, moe / GiB, o.r.Logged.ActivationGiB})
+		shapes = append(shapes, shape{fm / gibibyte, fh / gibibyte, s * logits / gibibyte, moe / gibibyte, o.r.Logged.ActivationGiB})
 	}
 	best := math.Inf(1)
 	for a := 1.0; a <= 5.0; a += 0.25 {
@@ -146,7 +146,7 @@ func fitMemoryModel(t *testing.T, base memoryModel, rows []budgetRow) memoryMode
 			p := o.p
 			p.sampler = 0
 			n, _ := try.activation(o.m, p, o.tp)
-			v0 = append(v0, o.r.Logged.ActivationGiB*GiB/float64(n))
+			v0 = append(v0, o.r.Logged.ActivationGiB*gibibyte/float64(n))
 		}
 	}
 	if len(v0) > 0 {
@@ -174,7 +174,7 @@ func fitMemoryModel(t *testing.T, base memoryModel, rows []budgetRow) memoryMode
 		}
 		return median(xs), true
 	}
-	mib := func(gib float64) int64 { return int64(math.Round(gib*1024)) * MiB }
+	mib := func(gib float64) int64 { return int64(math.Round(gib*1024)) * mebibyte }
 	if one, ok := nt(0, false); ok {
 		mm.NonTorchV0 = mib(one)
 	}
@@ -204,7 +204,7 @@ func fitMemoryModel(t *testing.T, base memoryModel, rows []budgetRow) memoryMode
 		pw, full := cudaGraphCount(e.MaxNumSeqs)
 		layers := ceilDiv(len(o.r.model.Layers), max(l.PipelineParallelSize, 1))
 		xs = append(xs, float64(layers*(pw+full-2)))
-		ys = append(ys, o.r.Logged.CUDAGraphGiB*GiB)
+		ys = append(ys, o.r.Logged.CUDAGraphGiB*gibibyte)
 	}
 	if len(xs) > 1 {
 		var sx, sy, sxx, sxy float64
@@ -213,8 +213,8 @@ func fitMemoryModel(t *testing.T, base memoryModel, rows []budgetRow) memoryMode
 		}
 		n := float64(len(xs))
 		slope := (n*sxy - sx*sy) / (n*sxx - sx*sx)
-		mm.GraphPerLayer = math.Round(slope/MiB*1000) / 1000 * MiB
-		mm.GraphBase = math.Round((sy-mm.GraphPerLayer*sx)/n/MiB) * MiB
+		mm.GraphPerLayer = math.Round(slope/mebibyte*1000) / 1000 * mebibyte
+		mm.GraphBase = math.Round((sy-mm.GraphPerLayer*sx)/n/mebibyte) * mebibyte
 	}
 	return mm
 }
@@ -252,7 +252,7 @@ func leaveOneOut(t *testing.T, rows []budgetRow, estimateWeights bool) []looResu
 		}
 		out = append(out, looResult{row: r, predicted: est.NumBlocks, logged: truth.NumBlocks,
 			err:            float64(est.NumBlocks-truth.NumBlocks) / float64(truth.NumBlocks),
-			predictedAvail: float64(est.Budget.AvailableKV.Bytes) / GiB, logAvl: r.Logged.AvailableKVGiB, mm: mm})
+			predictedAvail: float64(est.Budget.AvailableKV.Bytes) / gibibyte, logAvl: r.Logged.AvailableKVGiB, mm: mm})
 	}
 	return out
 }
@@ -361,11 +361,11 @@ func residualsOf(t *testing.T, fit memoryModel, r budgetRow) termResiduals {
 	m, p, tp := profileTerms(t, &fit, r)
 	if r.Logged.ActivationGiB > 0 {
 		n, _ := fit.activation(m, p, tp)
-		out.act = append(out.act, r.Logged.ActivationGiB*GiB/float64(n))
+		out.act = append(out.act, r.Logged.ActivationGiB*gibibyte/float64(n))
 	}
 	if r.Logged.NonTorchGiB != 0 && max(r.Launch.PipelineParallelSize, 1) == 1 {
 		n, _ := fit.nonTorch(r.Launch.Version, tp)
-		out.nt = append(out.nt, r.Logged.NonTorchGiB*GiB-float64(n))
+		out.nt = append(out.nt, r.Logged.NonTorchGiB*gibibyte-float64(n))
 	}
 	if r.Logged.CUDAGraphGiB > 0 {
 		e, err := fit.estimateVLLM(r.model, VLLM{AvailableKVBytes: 1 << 40, MaxModelLen: r.Launch.MaxModelLen, MaxNumSeqs: r.Launch.MaxNumSeqs,
@@ -373,7 +373,7 @@ func residualsOf(t *testing.T, fit memoryModel, r budgetRow) termResiduals {
 		require.NoError(t, err)
 		pw, full := cudaGraphCount(e.MaxNumSeqs)
 		n := fit.cudaGraphs(ceilDiv(len(r.model.Layers), max(r.Launch.PipelineParallelSize, 1)), pw, full)
-		out.graphs = append(out.graphs, r.Logged.CUDAGraphGiB*GiB/float64(n))
+		out.graphs = append(out.graphs, r.Logged.CUDAGraphGiB*gibibyte/float64(n))
 	}
 	// The weights an architecture alone gives (no fit: a check of
 	// estimateWeights), for the rows whose checkpoint it can describe.
@@ -383,7 +383,7 @@ func residualsOf(t *testing.T, fit memoryModel, r budgetRow) termResiduals {
 	if err != nil && !errors.Is(err, ErrInsufficientMemory) {
 		require.NoError(t, err, r.Name)
 	}
-	out.weights = append(out.weights, r.Logged.WeightsGiB*GiB/float64(e.Budget.Weights.Bytes))
+	out.weights = append(out.weights, r.Logged.WeightsGiB*gibibyte/float64(e.Budget.Weights.Bytes))
 	return out
 }
 
@@ -392,8 +392,8 @@ func residualsOf(t *testing.T, fit memoryModel, r budgetRow) termResiduals {
 func withRanges(mm memoryModel, res termResiduals) memoryModel {
 	round := func(x float64) float64 { return math.Round(x*100) / 100 }
 	mm.ActivationLow, mm.ActivationHigh = round(quantile(res.act, 0.05)), round(quantile(res.act, 0.95))
-	mm.NonTorchLow = int64(math.Round(quantile(res.nt, 0.05)/MiB)) * MiB
-	mm.NonTorchHigh = int64(math.Round(quantile(res.nt, 0.95)/MiB)) * MiB
+	mm.NonTorchLow = int64(math.Round(quantile(res.nt, 0.05)/mebibyte)) * mebibyte
+	mm.NonTorchHigh = int64(math.Round(quantile(res.nt, 0.95)/mebibyte)) * mebibyte
 	mm.GraphLow, mm.GraphHigh = round(quantile(res.graphs, 0.05)), round(quantile(res.graphs, 0.95))
 	mm.WeightsLow, mm.WeightsHigh = round(quantile(res.weights, 0.05)), round(quantile(res.weights, 0.95))
 	return mm

@@ -58,7 +58,7 @@ func Example() {
 
 // A running vLLM server publishes its KV capacity on /metrics; the limits
 // it does not publish stay unknown, and flags can fill them in.
-func ExampleDiscover() {
+func ExampleDiscoverModel() {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/metrics":
@@ -71,7 +71,7 @@ func ExampleDiscover() {
 	}))
 	defer srv.Close()
 
-	d, err := capacity.Discover(context.Background(), srv.Client(), srv.URL+"/v1")
+	d, err := capacity.DiscoverModel(context.Background(), srv.Client(), srv.URL+"/v1", "")
 	if err != nil {
 		log.Fatal(err)
 	}

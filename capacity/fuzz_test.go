@@ -39,9 +39,9 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(mlaConfig))
 
 	launches := []VLLM{
-		{GPUMemoryBytes: 80 * GiB},
-		{GPUMemoryBytes: 24 * GiB, TensorParallelSize: 4, PipelineParallelSize: 2, EnablePrefixCaching: true, KVCacheDType: "fp8", MaxModelLen: 4096},
-		{AvailableKVBytes: 1 * GiB, KVCacheDType: "int4_per_token_head", MaxModelLen: 1 << 20, Version: "0.19.0"},
+		{GPUMemoryBytes: 80 * gibibyte},
+		{GPUMemoryBytes: 24 * gibibyte, TensorParallelSize: 4, PipelineParallelSize: 2, EnablePrefixCaching: true, KVCacheDType: "fp8", MaxModelLen: 4096},
+		{AvailableKVBytes: 1 * gibibyte, KVCacheDType: "int4_per_token_head", MaxModelLen: 1 << 20, Version: "0.19.0"},
 		{NumGPUBlocksOverride: 1000, MaxModelLen: 100},
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -65,7 +65,7 @@ func FuzzParseConfig(f *testing.F) {
 				t.Fatalf("negative capacity (error %v): %+v", err, e)
 			}
 		}
-		e, err := EstimateSGLang(m, SGLang{GPUMemoryBytes: 80 * GiB, MaxRunningRequests: 64})
+		e, err := EstimateSGLang(m, SGLang{GPUMemoryBytes: 80 * gibibyte, MaxRunningRequests: 64})
 		if err == nil && (e.KVTokens < 0 || e.NumBlocks < 0) {
 			t.Fatalf("negative SGLang capacity: %+v", e)
 		}
@@ -149,7 +149,7 @@ func FuzzConfigNumbers(f *testing.F) {
 			return
 		}
 		for _, l := range []VLLM{
-			{GPUMemoryBytes: 80 * GiB, EnablePrefixCaching: flags&4 != 0, TensorParallelSize: 1 + int(flags>>4)},
+			{GPUMemoryBytes: 80 * gibibyte, EnablePrefixCaching: flags&4 != 0, TensorParallelSize: 1 + int(flags>>4)},
 			{AvailableKVBytes: 1 << 40, KVCacheDType: "int4_per_token_head", MaxModelLen: 1 << 30},
 		} {
 			e, err := EstimateVLLM(m, l)

@@ -1,14 +1,9 @@
 package capacity
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 )
-
-// ErrKVCacheDType reports a --kv-cache-dtype this package cannot size, or one
-// vLLM does not accept for the model.
-var ErrKVCacheDType = errors.New("capacity: unsupported kv-cache dtype")
 
 // KVCacheDTypes lists the --kv-cache-dtype values vLLM accepts that this
 // package sizes. "auto" stores the model dtype. The *_per_token_head dtypes
@@ -65,7 +60,7 @@ func attentionBytesPerToken(m *Model, kvCacheDType string, tensorParallel int) (
 		case "bfloat16", "float16":
 			return latent * 2, nil
 		}
-		return 0, fmt.Errorf("%w: %q with MLA", ErrKVCacheDType, kvCacheDType)
+		return 0, &LaunchError{Field: "kv_cache_dtype", Value: kvCacheDType, Reason: "not one vLLM takes for an MLA model (auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc, fp8_ds_mla)"}
 	}
 	heads := max(1, m.NumKVHeads/tensorParallel)
 	hs := m.HeadDim
@@ -87,7 +82,7 @@ func attentionBytesPerToken(m *Model, kvCacheDType string, tensorParallel int) (
 	case "nvfp4":
 		return 2 * heads * (hs/2 + hs/16), nil
 	}
-	return 0, fmt.Errorf("%w: %q", ErrKVCacheDType, kvCacheDType)
+	return 0, &LaunchError{Field: "kv_cache_dtype", Value: kvCacheDType, Reason: "not a KV-cache dtype this package sizes (" + strings.Join(KVCacheDTypes, ", ") + ")"}
 }
 
 // stateBytes returns the bytes one sequence's state occupies in one

@@ -89,7 +89,7 @@ type Reason uint8
 
 // Reasons. The zero value means "not set".
 const (
-	ReasonUnset Reason = iota
+	reasonUnset Reason = iota
 	// WithinLimits: every limit is known and the cell respects them all.
 	WithinLimits
 	// LimitsUnknown: the cell respects every known limit, but at least one

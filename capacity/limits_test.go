@@ -62,7 +62,7 @@ func TestVerdictJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &back))
 	assert.Equal(t, v, back)
 	assert.Error(t, back.Reason.UnmarshalText([]byte("nope")))
-	assert.Equal(t, "", ReasonUnset.String())
+	assert.Equal(t, "", reasonUnset.String())
 	assert.Equal(t, "Reason(99)", Reason(99).String())
 }
 

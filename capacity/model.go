@@ -15,17 +15,13 @@ import (
 	"github.com/llmload/llmload/internal/enumtext"
 )
 
-// ErrConfig reports a config.json that does not describe a decoder this
-// package can size. The wrapped message names the missing or unknown field.
-var ErrConfig = errors.New("capacity: unusable model config")
-
 // LayerKind is what one decoder layer keeps between steps, which decides how
 // its cache grows.
 type LayerKind uint8
 
 // Layer kinds. The zero value means "not set".
 const (
-	LayerUnset LayerKind = iota
+	layerUnset LayerKind = iota
 	// FullAttention keeps keys and values for every token of the sequence.
 	FullAttention
 	// SlidingAttention keeps keys and values for the last SlidingWindow tokens.
@@ -174,9 +170,9 @@ func (m *Model) Count(k LayerKind) int {
 	return n
 }
 
-// Hybrid reports whether the model mixes attention with layers that keep a
+// hybrid reports whether the model mixes attention with layers that keep a
 // per-sequence state (linear attention or Mamba).
-func (m *Model) Hybrid() bool {
+func (m *Model) hybrid() bool {
 	return m.Count(LinearAttention)+m.Count(Mamba) > 0 && m.Count(FullAttention)+m.Count(SlidingAttention) > 0
 }
 
@@ -274,7 +270,7 @@ func LoadModel(path string) (*Model, error) {
 		return nil, err
 	}
 	if dir != "" {
-		w, err := ReadWeights(dir)
+		w, err := readWeights(dir)
 		if err != nil {
 			return nil, err
 		}
@@ -699,7 +695,7 @@ func parseLayerKind(s string) (LayerKind, error) {
 	case "mlp", "moe":
 		return NoCache, nil
 	}
-	return LayerUnset, fmt.Errorf("%w: unknown layer type %q", ErrConfig, s)
+	return layerUnset, errors.New("unknown layer type")
 }
 
 // parseLayerKinds reads the list of layer type names in field into out,

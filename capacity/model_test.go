@@ -22,7 +22,7 @@ func TestLoadModelQwen35(t *testing.T) {
 	assert.Equal(t, 8, m.Count(FullAttention))
 	assert.Equal(t, 24, m.Count(LinearAttention))
 	assert.Equal(t, FullAttention, m.Layers[3], "every 4th layer is full attention")
-	assert.True(t, m.Hybrid())
+	assert.True(t, m.hybrid())
 	assert.Equal(t, 16, m.NumAttentionHeads)
 	assert.Equal(t, 4, m.NumKVHeads)
 	assert.Equal(t, 256, m.HeadDim)
@@ -155,7 +155,7 @@ func TestParseConfigErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(config))
-			require.ErrorIs(t, err, ErrConfig)
+			require.ErrorAs(t, err, new(*ConfigError))
 		})
 	}
 	_, err := LoadModel(filepath.Join(t.TempDir(), "missing"))
@@ -305,7 +305,7 @@ func TestLoadModelRefusesHugeFiles(t *testing.T) {
 		require.NoError(t, os.Truncate(path, 1<<30)) // sparse: the header's claimed bytes are there, as zeros
 		start := time.Now()
 		_, err = LoadModel(dir)
-		require.ErrorIs(t, err, ErrSafetensors)
+		requireBadHeader(t, err, nil)
 		assert.Contains(t, err.Error(), "a header of 100000001 bytes")
 		assert.Contains(t, err.Error(), "model.safetensors")
 		assert.Less(t, time.Since(start), 5*time.Second)

@@ -103,17 +103,17 @@ var fittedModel = memoryModel{
 	ForwardHidden:   4.5,
 	ForwardV0:       0.81,
 	MoEWorkspace:    0.5,
-	NonTorchV0:      358 * MiB,
-	NonTorch:        133 * MiB,
-	NonTorchTP:      425 * MiB,
-	NonTorchNew:     256 * MiB,
-	NonTorchTPNew:   1874 * MiB,
-	GraphBase:       411 * MiB,
-	GraphPerLayer:   0.154 * MiB,
+	NonTorchV0:      358 * mebibyte,
+	NonTorch:        133 * mebibyte,
+	NonTorchTP:      425 * mebibyte,
+	NonTorchNew:     256 * mebibyte,
+	NonTorchTPNew:   1874 * mebibyte,
+	GraphBase:       411 * mebibyte,
+	GraphPerLayer:   0.154 * mebibyte,
 	ActivationLow:   0.85,
 	ActivationHigh:  1.11,
-	NonTorchLow:     -20 * MiB,
-	NonTorchHigh:    143 * MiB,
+	NonTorchLow:     -20 * mebibyte,
+	NonTorchHigh:    143 * mebibyte,
 	GraphLow:        0.64,
 	GraphHigh:       1.62,
 	WeightsLow:      0.99,
@@ -210,7 +210,7 @@ func (mm *memoryModel) nonTorch(v string, tp int) (int64, string) {
 		n, d := mm.NonTorchV0, "V0 engine"
 		if tp > 1 {
 			n += mm.NonTorchTP
-			d += fmt.Sprintf(", + %.2f GiB for tensor parallelism as vLLM 0.8–0.17 (no V0 log with it in the table)", float64(mm.NonTorchTP)/GiB)
+			d += fmt.Sprintf(", + %.2f GiB for tensor parallelism as vLLM 0.8–0.17 (no V0 log with it in the table)", float64(mm.NonTorchTP)/gibibyte)
 		}
 		return n, d
 	case before(v, 0, 18):

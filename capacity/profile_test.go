@@ -42,10 +42,10 @@ func TestEstimateVersions(t *testing.T) {
 	assert.InDelta(t, 15.45*logits, float64(mid.Budget.Activation.Bytes), 1)
 	assert.Equal(t, 1024, old.MaxNumSeqs, "an 80 GB card")
 	assert.Equal(t, 8192, old.MaxNumBatchedTokens)
-	assert.Equal(t, int64(133*MiB), mid.Budget.NonTorch.Bytes)
-	assert.Equal(t, int64(256*MiB), recent.Budget.NonTorch.Bytes)
+	assert.Equal(t, int64(133*mebibyte), mid.Budget.NonTorch.Bytes)
+	assert.Equal(t, int64(256*mebibyte), recent.Budget.NonTorch.Bytes)
 	tp := at("0.19.0", VLLM{TensorParallelSize: 2})
-	assert.Equal(t, int64((256+1874)*MiB), tp.Budget.NonTorch.Bytes, "NCCL and custom all-reduce buffers")
+	assert.Equal(t, int64((256+1874)*mebibyte), tp.Budget.NonTorch.Bytes, "NCCL and custom all-reduce buffers")
 
 	assert.Zero(t, at("0.20.0", VLLM{}).Budget.CUDAGraphs.Bytes)
 	graphs := at("0.21.0", VLLM{}).Budget.CUDAGraphs
@@ -80,9 +80,9 @@ func TestEstimateHybridGraphShare(t *testing.T) {
 	require.NoError(t, err)
 	b := e.Budget
 	pool := b.RequestedBytes - b.Weights.Bytes - b.Activation.Bytes - b.NonTorch.Bytes
-	assert.InDelta(t, 0.21*float64(pool), float64(b.CUDAGraphs.Bytes), float64(MiB))
-	assert.InDelta(t, 0.18*float64(pool), float64(b.CUDAGraphs.Low), float64(MiB))
-	assert.InDelta(t, 0.24*float64(pool), float64(b.CUDAGraphs.High), float64(MiB))
+	assert.InDelta(t, 0.21*float64(pool), float64(b.CUDAGraphs.Bytes), float64(mebibyte))
+	assert.InDelta(t, 0.18*float64(pool), float64(b.CUDAGraphs.Low), float64(mebibyte))
+	assert.InDelta(t, 0.24*float64(pool), float64(b.CUDAGraphs.High), float64(mebibyte))
 	assert.Contains(t, strings.Join(e.Expected.Reasons, " "), "vllm-project/vllm#50780")
 
 	l.Version = "0.25.1"
@@ -132,7 +132,7 @@ func TestEstimateExpectedError(t *testing.T) {
 	assert.Equal(t, e.KVTokens, e.Expected.KVTokensLow, "nothing left to estimate before 0.21")
 	assert.Equal(t, e.KVTokens, e.Expected.KVTokensHigh)
 
-	l = VLLM{Version: "0.19.0", AvailableKVBytes: 4 * GiB, MaxModelLen: 8192}
+	l = VLLM{Version: "0.19.0", AvailableKVBytes: 4 * gibibyte, MaxModelLen: 8192}
 	e, err = EstimateVLLM(m, l)
 	require.NoError(t, err)
 	assert.Equal(t, e.KVTokens, e.Expected.KVTokensLow)
@@ -158,9 +158,9 @@ func TestServedDType(t *testing.T) {
 	assert.Equal(t, "dtype", le.Field)
 
 	m := mustParse(t, llama8B)
-	e16, err := EstimateVLLM(m, VLLM{Version: "0.19.0", AvailableKVBytes: GiB, MaxModelLen: 1024})
+	e16, err := EstimateVLLM(m, VLLM{Version: "0.19.0", AvailableKVBytes: gibibyte, MaxModelLen: 1024})
 	require.NoError(t, err)
-	e32, err := EstimateVLLM(m, VLLM{Version: "0.19.0", AvailableKVBytes: GiB, MaxModelLen: 1024, DType: "float32"})
+	e32, err := EstimateVLLM(m, VLLM{Version: "0.19.0", AvailableKVBytes: gibibyte, MaxModelLen: 1024, DType: "float32"})
 	require.NoError(t, err)
 	assert.Equal(t, 2*e16.AttentionBytesPerToken, e32.AttentionBytesPerToken, "float32 doubles the auto KV cache")
 }
@@ -173,8 +173,8 @@ func TestWeightsPerGPU(t *testing.T) {
 	one, _ := m.weightsPerGPU(m.Quantization, true, 1, 1)
 	two, detail := m.weightsPerGPU(m.Quantization, true, 1, 2)
 	four, _ := m.weightsPerGPU(m.Quantization, true, 1, 4)
-	assert.InDelta(t, 7.51, float64(two)/GiB, 0.05)
-	assert.InDelta(t, 4.26, float64(four)/GiB, 0.05)
+	assert.InDelta(t, 7.51, float64(two)/gibibyte, 0.05)
+	assert.InDelta(t, 4.26, float64(four)/gibibyte, 0.05)
 	assert.Contains(t, detail, "the last of 2 pipeline stages (16 of 32 layers and lm_head)")
 	tp, _ := m.weightsPerGPU(m.Quantization, true, 2, 1)
 	assert.Equal(t, one/2, tp)
@@ -259,7 +259,7 @@ func TestEstimateUnknownVersion(t *testing.T) {
 	assert.Equal(t, e.tokens(x.NumBlocksLow), x.KVTokensLow)
 
 	// With the whole budget given the version moves nothing: no span.
-	l = VLLM{AvailableKVBytes: 4 * GiB, MaxModelLen: 8192}
+	l = VLLM{AvailableKVBytes: 4 * gibibyte, MaxModelLen: 8192}
 	e, err = EstimateVLLM(m, l)
 	require.NoError(t, err)
 	assert.NotContains(t, strings.Join(e.Expected.Reasons, " "), "not given")

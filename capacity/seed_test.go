@@ -64,7 +64,7 @@ func TestSeedCells(t *testing.T) {
 	e := seedEstimate(t)
 	limits := e.Limits()
 	t.Logf("seed: %d KV tokens = int(%d blocks ÷ %d × %d); %.2f GiB for the KV cache",
-		e.KVTokens, e.NumBlocks, e.BlocksPerRequest, e.MaxModelLen, float64(e.Budget.AvailableKV.Bytes)/GiB)
+		e.KVTokens, e.NumBlocks, e.BlocksPerRequest, e.MaxModelLen, float64(e.Budget.AvailableKV.Bytes)/gibibyte)
 	require.GreaterOrEqual(t, limits.KVTokens, 16*(32768+seedMaxOutput))
 	require.Less(t, limits.KVTokens, 32*(16384+seedMaxOutput))
 

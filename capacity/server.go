@@ -82,8 +82,7 @@ func (e *Engine) UnmarshalText(b []byte) error {
 type Probe struct {
 	Path   string `json:"path"`             // e.g. "/metrics"
 	Status int    `json:"status,omitempty"` // 0 when no response came
-	Err    error  `json:"-"`                // a transport error or the non-2xx status with the start of its body; nil for a 2xx answer
-	Error  string `json:"error,omitempty"`  // Err as text, for reports
+	Error  string `json:"error,omitempty"`  // a transport error or the non-2xx status with the start of its body; empty for a 2xx answer
 }
 
 // Discovery is what a running server says about its capacity. A limit the
@@ -101,25 +100,21 @@ type Discovery struct {
 	Probes         []Probe           `json:"probes"`                    // the requests made, in order
 }
 
-// Discover asks the server at baseURL ("http://host:8000", with or without
+// DiscoverModel asks the server at baseURL ("http://host:8000", with or without
 // "/v1") for its capacity and version: vLLM's GET /metrics
 // (vllm:cache_config_info), GET /v1/models (max_model_len) and GET /version;
 // SGLang's GET /get_server_info; llama.cpp's GET /props; TGI's GET /info;
 // Ollama's GET /api/version, GET /api/ps and POST /api/show. It stops at the
-// first engine that answers. It is DiscoverModel for the model a server
-// serves by default.
-func Discover(ctx context.Context, client *http.Client, baseURL string) (*Discovery, error) {
-	return DiscoverModel(ctx, client, baseURL, "")
-}
-
-// DiscoverModel is [Discover] for the named model, on servers that serve
-// several and publish limits per model (Ollama); "" means the one loaded.
+// first engine that answers. model names the model whose limits to read
+// on servers that serve several and publish limits per model (Ollama); ""
+// means the one loaded.
 //
 // A server that answers but publishes none of these gets Engine
 // EngineUnknown and unknown limits, not a guess. Each request has
 // DefaultProbeTimeout; once one goes unanswered, the server is not asked
 // again. The error is ErrUnreachable (wrapping the transport error) when no
-// request got an answer, or the context's error when ctx ends. client nil
+// request got an answer; when ctx ends, an error wrapping the context's
+// that names the request it ended and how far its answer got. client nil
 // means http.DefaultClient.
 func DiscoverModel(ctx context.Context, client *http.Client, baseURL, model string) (*Discovery, error) {
 	if client == nil {
@@ -218,14 +213,15 @@ func (p *prober) get(path string) (body []byte, ok bool) {
 func (p *prober) do(method, path string, reqBody []byte) (body []byte, ok bool) {
 	target, shown := p.base+path, p.shown+path
 	pr := Probe{Path: path}
+	var perr error // pr.Error, as an error
 	if p.silent {
 		return nil, false
 	}
 	defer func() {
-		if pr.Err != nil {
-			pr.Error = pr.Err.Error()
+		if perr != nil {
+			pr.Error = perr.Error()
 			if p.firstErr == nil {
-				p.firstErr = pr.Err
+				p.firstErr = perr
 			}
 		}
 		p.probes = append(p.probes, pr)
@@ -242,7 +238,7 @@ func (p *prober) do(method, path string, reqBody []byte) (body []byte, ok bool) 
 		if errors.As(err, &ue) {
 			err = ue.Err // without the URL it quotes, password and all
 		}
-		pr.Err = fmt.Errorf("capacity: %s %s: %w", method, shown, err)
+		perr = fmt.Errorf("capacity: %s %s: %w", method, shown, err)
 		return nil, false
 	}
 	if reqBody != nil {
@@ -252,13 +248,13 @@ func (p *prober) do(method, path string, reqBody []byte) (body []byte, ok bool) 
 	if err != nil {
 		switch {
 		case p.ctx.Err() != nil:
-			pr.Err = p.endedBy(method, shown, "no answer yet", err)
+			perr = p.endedBy(method, shown, "no answer yet", err)
 			return nil, false
 		case context.Cause(ctx) == ErrNoAnswer:
 			p.silent = true
 			err = fmt.Errorf("%w: no answer within %v (each request's bound)", ErrNoAnswer, probeTimeout)
 		}
-		pr.Err = fmt.Errorf("capacity: %s %s: %w", method, shown, err) // net/http's *url.Error redacts the password too
+		perr = fmt.Errorf("capacity: %s %s: %w", method, shown, err) // net/http's *url.Error redacts the password too
 		return nil, false
 	}
 	defer resp.Body.Close()
@@ -269,17 +265,17 @@ func (p *prober) do(method, path string, reqBody []byte) (body []byte, ok bool) 
 		stage := fmt.Sprintf("%d bytes of the answer read", len(body))
 		switch {
 		case p.ctx.Err() != nil:
-			pr.Err = p.endedBy(method, shown, stage, err)
+			perr = p.endedBy(method, shown, stage, err)
 			return nil, false
 		case context.Cause(ctx) == ErrNoAnswer:
 			p.silent = true
 			err = fmt.Errorf("%w: %s within %v (each request's bound)", ErrNoAnswer, stage, probeTimeout)
 		}
-		pr.Err = fmt.Errorf("capacity: %s %s: %w", method, shown, err)
+		perr = fmt.Errorf("capacity: %s %s: %w", method, shown, err)
 		return nil, false
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		pr.Err = &statusError{method: method, url: shown, statusCode: resp.StatusCode, body: string(body[:min(len(body), 200)])}
+		perr = &statusError{method: method, url: shown, statusCode: resp.StatusCode, body: string(body[:min(len(body), 200)])}
 		return nil, false
 	}
 	return body, true

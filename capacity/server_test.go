@@ -167,7 +167,7 @@ func TestDiscover(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := serve(t, tc.routes)
-			d, err := Discover(t.Context(), srv.Client(), srv.URL+tc.suffix)
+			d, err := discover(t.Context(), srv.Client(), srv.URL+tc.suffix)
 			require.NoError(t, err)
 			assert.Equal(t, tc.engine, d.Engine)
 			got := d.Limits
@@ -194,7 +194,7 @@ func joinNotes(notes []string) string {
 
 func TestDiscoverVLLMLabels(t *testing.T) {
 	srv := serve(t, map[string]string{"/metrics": vllmMetrics, "/v1/models": vllmModels})
-	d, err := Discover(t.Context(), nil, srv.URL)
+	d, err := discover(t.Context(), nil, srv.URL)
 	require.NoError(t, err)
 	assert.Equal(t, 387, d.NumGPUBlocks)
 	assert.Equal(t, 2048, d.BlockSize)
@@ -208,7 +208,7 @@ func TestDiscoverErrors(t *testing.T) {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		url := srv.URL
 		srv.Close()
-		d, err := Discover(t.Context(), srv.Client(), url)
+		d, err := discover(t.Context(), srv.Client(), url)
 		require.ErrorIs(t, err, ErrUnreachable)
 		assert.False(t, d.Limits.Known())
 		require.NotEmpty(t, d.Probes)
@@ -219,7 +219,7 @@ func TestDiscoverErrors(t *testing.T) {
 		srv := serve(t, map[string]string{"/metrics": vllmMetrics})
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		_, err := Discover(ctx, srv.Client(), srv.URL)
+		_, err := discover(ctx, srv.Client(), srv.URL)
 		require.ErrorIs(t, err, context.Canceled)
 	})
 	t.Run("status errors are recorded per probe", func(t *testing.T) {
@@ -227,10 +227,10 @@ func TestDiscoverErrors(t *testing.T) {
 			http.Error(w, "boom", http.StatusInternalServerError)
 		}))
 		defer srv.Close()
-		d, err := Discover(t.Context(), srv.Client(), srv.URL)
+		d, err := discover(t.Context(), srv.Client(), srv.URL)
 		require.NoError(t, err, "the server answered")
 		assert.Equal(t, EngineUnknown, d.Engine)
-		require.Error(t, d.Probes[0].Err)
+		require.NotEmpty(t, d.Probes[0].Error)
 		assert.Equal(t, http.StatusInternalServerError, d.Probes[0].Status)
 		assert.Equal(t, "capacity: GET "+srv.URL+"/metrics returned 500: boom", d.Probes[0].Error, "the status and the body, on one line")
 	})
@@ -252,7 +252,7 @@ func TestDiscoverVersion(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := Discover(t.Context(), nil, serve(t, tc.routes).URL)
+			d, err := discover(t.Context(), nil, serve(t, tc.routes).URL)
 			require.NoError(t, err)
 			assert.Equal(t, tc.engine, d.Engine)
 			assert.Equal(t, tc.version, d.Version)
@@ -289,7 +289,7 @@ func TestDiscoverSilentServer(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	start := time.Now()
-	d, err := Discover(t.Context(), srv.Client(), srv.URL)
+	d, err := discover(t.Context(), srv.Client(), srv.URL)
 	assert.Less(t, time.Since(start), 5*time.Second)
 	require.ErrorIs(t, err, ErrUnreachable, "no request got an answer")
 	assert.Contains(t, err.Error(), "no answer in time: no answer within 200ms (each request's bound)")
@@ -333,7 +333,7 @@ func TestDiscoverTricklingServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := Discover(ctx, srv.Client(), srv.URL)
+	_, err := discover(ctx, srv.Client(), srv.URL)
 	assert.Less(t, time.Since(start), 5*time.Second)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Regexp(t, `^capacity: GET `+regexp.QuoteMeta(srv.URL)+`/metrics: [1-9][0-9]* bytes of the answer read when the caller's deadline passed: context deadline exceeded$`, err.Error())
@@ -341,7 +341,7 @@ func TestDiscoverTricklingServer(t *testing.T) {
 	// Cancelled, not timed out: said so.
 	ctx, cancel = context.WithCancel(t.Context())
 	time.AfterFunc(100*time.Millisecond, cancel)
-	_, err = Discover(ctx, srv.Client(), srv.URL)
+	_, err = discover(ctx, srv.Client(), srv.URL)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Contains(t, err.Error(), "/metrics: ")
 	assert.Contains(t, err.Error(), "when the caller cancelled")
@@ -354,7 +354,7 @@ func TestDiscoverDeadlineBeforeAnswer(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
-	_, err := Discover(ctx, srv.Client(), srv.URL)
+	_, err := discover(ctx, srv.Client(), srv.URL)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Contains(t, err.Error(), "GET "+srv.URL+"/metrics: no answer yet when the caller's deadline passed")
 }
@@ -377,7 +377,7 @@ func TestDiscoveryComplete(t *testing.T) {
 // blocks; a server that publishes nothing is named unknown.
 func TestDiscoveryWriteText(t *testing.T) {
 	srv := serve(t, map[string]string{"/metrics": vllmMetrics, "/v1/models": vllmModels, "/version": `{"version":"0.20.1"}`})
-	d, err := Discover(t.Context(), srv.Client(), srv.URL+"/v1")
+	d, err := discover(t.Context(), srv.Client(), srv.URL+"/v1")
 	require.NoError(t, err)
 	var b strings.Builder
 	require.NoError(t, d.WriteText(&b))
@@ -390,10 +390,15 @@ func TestDiscoveryWriteText(t *testing.T) {
 	assert.Contains(t, text, "387 blocks of 2,048 tokens, max concurrency 2.89\n")
 
 	none := serve(t, nil)
-	d, err = Discover(t.Context(), none.Client(), none.URL)
+	d, err = discover(t.Context(), none.Client(), none.URL)
 	require.NoError(t, err)
 	b.Reset()
 	require.NoError(t, d.WriteText(&b))
 	assert.Contains(t, b.String(), "Server     unknown engine")
 	assert.NotContains(t, b.String(), "Found")
+}
+
+// discover is DiscoverModel for the model a server serves by default.
+func discover(ctx context.Context, client *http.Client, baseURL string) (*Discovery, error) {
+	return DiscoverModel(ctx, client, baseURL, "")
 }

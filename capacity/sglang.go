@@ -5,10 +5,10 @@ import (
 	"strings"
 )
 
-// DefaultMemFractionStatic is the --mem-fraction-static SGLang picks for a
+// defaultMemFractionStatic is the --mem-fraction-static SGLang picks for a
 // mid-size GPU when none is given; SGLang adjusts it by GPU memory and
 // parallelism, so pass the server's value where it is known.
-const DefaultMemFractionStatic = 0.88
+const defaultMemFractionStatic = 0.88
 
 // SGLang is an SGLang server's launch flags that decide its KV cache, named
 // after sglang.launch_server's flags. Zero values mean defaults.
@@ -16,7 +16,7 @@ type SGLang struct {
 	// GPUMemoryBytes is the total memory of one GPU. Required unless
 	// AvailableKVBytes is set.
 	GPUMemoryBytes    int64   `json:"gpu_memory_bytes,omitempty"`
-	MemFractionStatic float64 `json:"mem_fraction_static,omitempty"` // 0 means DefaultMemFractionStatic
+	MemFractionStatic float64 `json:"mem_fraction_static,omitempty"` // 0 means 0.88, what SGLang picks for a mid-size GPU
 	// KVCacheDType is "auto", "bf16", "fp8_e4m3" or "fp8_e5m2".
 	KVCacheDType       string `json:"kv_cache_dtype,omitempty"`
 	TensorParallelSize int    `json:"tp_size,omitempty"`              // 0 means 1
@@ -58,7 +58,7 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 	switch e.KVCacheDType {
 	case "auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2":
 	default:
-		return nil, fmt.Errorf("%w: %q for SGLang", ErrKVCacheDType, l.KVCacheDType)
+		return nil, &LaunchError{Field: "kv_cache_dtype", Value: l.KVCacheDType, Reason: "not one SGLang takes (auto, bf16, fp8_e4m3, fp8_e5m2)"}
 	}
 	perLayer, err := attentionBytesPerToken(m, e.KVCacheDType, tp)
 	if err != nil {
@@ -78,7 +78,7 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 	b.TotalBytes = l.GPUMemoryBytes
 	b.Utilization = l.MemFractionStatic
 	if b.Utilization <= 0 {
-		b.Utilization = DefaultMemFractionStatic
+		b.Utilization = defaultMemFractionStatic
 	}
 	b.RequestedBytes = int64(float64(b.TotalBytes) * b.Utilization)
 	if l.WeightsBytes > 0 {
@@ -90,7 +90,7 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 	if l.NonTorchBytes > 0 {
 		b.NonTorch = given(l.NonTorchBytes)
 	} else {
-		b.NonTorch = estimated(DefaultNonTorchBytes, DefaultNonTorchBytes, DefaultNonTorchBytes, "estimated: CUDA workspaces")
+		b.NonTorch = estimated(defaultNonTorchBytes, defaultNonTorchBytes, defaultNonTorchBytes, "estimated: CUDA workspaces")
 	}
 	b.Activation = Term{Detail: "inside 1 − mem_fraction_static"}
 	b.CUDAGraphs = Term{Detail: "inside 1 − mem_fraction_static"}
@@ -130,7 +130,7 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 	e.Groups = []Group{{Kind: FullAttention, Layers: attention, BlockSize: 1, BlocksPerRequest: e.MaxModelLen}}
 	e.LayersPerBlock = attention
 	if avail <= 0 {
-		return e, fmt.Errorf("%w: %.2f GiB left for the KV cache", ErrInsufficientMemory, float64(avail)/GiB)
+		return e, fmt.Errorf("%w: %.2f GiB left for the KV cache", ErrInsufficientMemory, float64(avail)/gibibyte)
 	}
 	e.NumBlocks = int(avail / int64(cell))
 	e.KVTokens, e.GroupAwareKVTokens, e.LegacyKVTokens = e.NumBlocks, e.NumBlocks, e.NumBlocks

@@ -114,7 +114,7 @@ func TestStartupLogsFromAvailableMemory(t *testing.T) {
 				assert.LessOrEqual(t, c, hi.MaxConcurrency+perBlockC+0.005, "logged concurrency above the range")
 			}
 			t.Logf("%s: logged %d tokens from %.2f GiB; predicted %d (%d blocks of %d tokens, %d per request), off by %+.1f blocks; source %s",
-				r.Name, got, float64(mid.Budget.AvailableKV.Bytes)/GiB, mid.KVTokens, mid.NumBlocks, mid.BlockSize, mid.BlocksPerRequest,
+				r.Name, got, float64(mid.Budget.AvailableKV.Bytes)/gibibyte, mid.KVTokens, mid.NumBlocks, mid.BlockSize, mid.BlocksPerRequest,
 				float64(got-mid.KVTokens)/float64(perBlock), r.Source)
 		})
 	}

@@ -58,7 +58,7 @@ func (e *Estimate) writeBudget(p *textWriter) {
 		engine += " " + e.Version
 	}
 	p.f("\nMemory of one GPU (%s)\n", engine)
-	gib := func(n int64) float64 { return float64(n) / GiB }
+	gib := func(n int64) float64 { return float64(n) / gibibyte }
 	line := func(label string, t Term) {
 		rng := ""
 		if t.Low != t.High {

@@ -7,22 +7,22 @@ import (
 	"strings"
 )
 
-// ErrTokenCount reports text that is not a token count (see [ParseTokens]).
+// ErrTokenCount reports text that is not a token count (see [ParseTokenList]).
 // Unlike the package's other errors, the errors that wrap it name no
 // package: they quote a command line's text, and the command names itself
 // and the flag, as in `capacity: -contexts: "12Q" is not a token count`.
 var ErrTokenCount = errors.New("not a token count")
 
-// maxTokenCount bounds the counts ParseTokens accepts: far beyond any
+// maxTokenCount bounds the counts parseTokens accepts: far beyond any
 // context, far below int's limit.
 const maxTokenCount = 1 << 40
 
-// ParseTokens reads a token count as people write context lengths: a
+// parseTokens reads a token count as people write context lengths: a
 // decimal number (with a fraction or an exponent if need be), optionally
 // followed by K (1,024) or M (1,048,576) in either case, such as "8192",
 // "16K", "248k", "1.5M", "1e3" or "0". Spaces around it are ignored. The count must be whole, at least 0 and at most 2⁴⁰;
 // anything else is an error wrapping [ErrTokenCount].
-func ParseTokens(s string) (int, error) {
+func parseTokens(s string) (int, error) {
 	s = strings.TrimSpace(s)
 	num, mult := s, 1.0
 	if n := len(num); n > 0 {
@@ -52,7 +52,7 @@ func ParseTokens(s string) (int, error) {
 }
 
 // ParseTokenList reads a comma-separated list of token counts, each as
-// [ParseTokens] reads it, such as "0,16K,32K,248K". Empty items are
+// parseTokens reads it, such as "0,16K,32K,248K". Empty items are
 // skipped, so an empty string is an empty, non-nil list.
 func ParseTokenList(s string) ([]int, error) {
 	out := []int{}
@@ -60,7 +60,7 @@ func ParseTokenList(s string) ([]int, error) {
 		if strings.TrimSpace(f) == "" {
 			continue
 		}
-		v, err := ParseTokens(f)
+		v, err := parseTokens(f)
 		if err != nil {
 			return nil, err
 		}
@@ -70,7 +70,7 @@ func ParseTokenList(s string) ([]int, error) {
 }
 
 // FormatTokens writes a token count as reports show context lengths:
-// multiples of 1,024 as "16K", others as digits. ParseTokens reads it back.
+// multiples of 1,024 as "16K", others as digits. ParseTokenList reads it back.
 func FormatTokens(n int) string {
 	if n != 0 && n%1024 == 0 {
 		return strconv.Itoa(n/1024) + "K"

@@ -38,7 +38,7 @@ func TestParseTokens(t *testing.T) {
 		{"1e19", -1},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
-			got, err := ParseTokens(tc.in)
+			got, err := parseTokens(tc.in)
 			if tc.want < 0 {
 				require.ErrorIs(t, err, ErrTokenCount)
 				assert.Contains(t, err.Error(), `"`+strings.TrimSpace(tc.in)+`"`, "the error quotes the text")
@@ -82,14 +82,14 @@ func FuzzParseTokens(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		v, err := ParseTokens(s)
+		v, err := parseTokens(s)
 		if err != nil {
 			return
 		}
 		if v < 0 || v > maxTokenCount {
 			t.Fatalf("%q parsed to %d", s, v)
 		}
-		back, err := ParseTokens(FormatTokens(v))
+		back, err := parseTokens(FormatTokens(v))
 		if err != nil || back != v {
 			t.Fatalf("%q → %d → %q → %d, %v", s, v, FormatTokens(v), back, err)
 		}

@@ -1,7 +1,6 @@
 package capacity
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -35,7 +34,8 @@ const (
 
 // ConfigError reports a model config field whose value no real model has:
 // missing where it is required, not an integer, out of range, or at odds
-// with another field. It wraps ErrConfig.
+// with another field; or a model file refused whole (Field empty): too
+// large, not a regular file, or a safetensors header that cannot be true.
 type ConfigError struct {
 	File   string // the file, when LoadModel read one
 	Field  string // config.json's name for the field, e.g. "num_attention_heads" or "text_config.hidden_size"; empty when the file is not JSON
@@ -55,14 +55,9 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("capacity: %s: %s = %s: %s", where, e.Field, e.Value, e.Reason)
 }
 
-// Unwrap returns ErrConfig.
-func (e *ConfigError) Unwrap() error { return ErrConfig }
-
-// ErrLaunch reports launch flags no server can be started with.
-var ErrLaunch = errors.New("capacity: impossible launch flags")
-
 // LaunchError reports one launch flag (a field of VLLM or SGLang) whose
-// value is out of range. It wraps ErrLaunch.
+// value is out of range, or that the estimate cannot size (a KV-cache dtype
+// it does not know, or one the engine does not take for the model).
 type LaunchError struct {
 	Field  string // the flag's name as the engine spells it, e.g. "max_num_seqs"
 	Value  string // the value given
@@ -73,9 +68,6 @@ type LaunchError struct {
 func (e *LaunchError) Error() string {
 	return fmt.Sprintf("capacity: launch flag %s = %s: %s", e.Field, e.Value, e.Reason)
 }
-
-// Unwrap returns ErrLaunch.
-func (e *LaunchError) Unwrap() error { return ErrLaunch }
 
 // fieldCheck collects the first out-of-range field.
 type fieldCheck struct{ err error }
@@ -105,7 +97,7 @@ func (m *Model) Validate() error {
 	var c fieldCheck
 	c.in("num_hidden_layers", len(m.Layers), 1, maxLayers)
 	for i, k := range m.Layers {
-		if c.err == nil && (k == LayerUnset || k > NoCache) {
+		if c.err == nil && (k == layerUnset || k > NoCache) {
 			c.err = &ConfigError{Field: fmt.Sprintf("layers[%d]", i), Value: k.String(), Reason: "not a layer kind"}
 		}
 	}

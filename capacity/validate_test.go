@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -51,7 +50,7 @@ func TestParseConfigRefusesImpossibleFields(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := ParseConfig([]byte(tc.config))
 			require.Error(t, err, "parsed %+v", m)
-			assert.ErrorIs(t, err, ErrConfig)
+			assert.ErrorAs(t, err, new(*ConfigError))
 			var ce *ConfigError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tc.field, ce.Field, err.Error())
@@ -66,21 +65,21 @@ func TestParseConfigRefusesImpossibleFields(t *testing.T) {
 func TestEstimateValidatesHandBuiltModels(t *testing.T) {
 	m := mustParse(t, denseConfig)
 	m.HeadDim = 0
-	_, err := EstimateVLLM(m, VLLM{GPUMemoryBytes: 80 * GiB})
+	_, err := EstimateVLLM(m, VLLM{GPUMemoryBytes: 80 * gibibyte})
 	var ce *ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "head_dim", ce.Field)
-	_, err = EstimateSGLang(m, SGLang{GPUMemoryBytes: 80 * GiB})
+	_, err = EstimateSGLang(m, SGLang{GPUMemoryBytes: 80 * gibibyte})
 	require.ErrorAs(t, err, &ce)
 
 	m = mustParse(t, denseConfig)
-	m.Layers = append(m.Layers, LayerUnset)
-	_, err = EstimateVLLM(m, VLLM{GPUMemoryBytes: 80 * GiB})
+	m.Layers = append(m.Layers, layerUnset)
+	_, err = EstimateVLLM(m, VLLM{GPUMemoryBytes: 80 * gibibyte})
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "layers[32]", ce.Field)
 
-	_, err = EstimateVLLM(nil, VLLM{GPUMemoryBytes: 80 * GiB})
-	require.ErrorIs(t, err, ErrConfig)
+	_, err = EstimateVLLM(nil, VLLM{GPUMemoryBytes: 80 * gibibyte})
+	require.ErrorAs(t, err, new(*ConfigError))
 }
 
 // TestEstimateRefusesImpossibleLaunches: flags out of any real range are a
@@ -92,30 +91,30 @@ func TestEstimateRefusesImpossibleLaunches(t *testing.T) {
 		field  string
 		launch VLLM
 	}{
-		{"gpu_memory_utilization", VLLM{GPUMemoryBytes: 80 * GiB, GPUMemoryUtilization: -0.5}},
-		{"gpu_memory_utilization", VLLM{GPUMemoryBytes: 80 * GiB, GPUMemoryUtilization: math.NaN()}},
-		{"gpu_memory_utilization", VLLM{GPUMemoryBytes: 80 * GiB, GPUMemoryUtilization: 1.5}},
-		{"gpu_memory_bytes", VLLM{GPUMemoryBytes: -80 * GiB}},
+		{"gpu_memory_utilization", VLLM{GPUMemoryBytes: 80 * gibibyte, GPUMemoryUtilization: -0.5}},
+		{"gpu_memory_utilization", VLLM{GPUMemoryBytes: 80 * gibibyte, GPUMemoryUtilization: math.NaN()}},
+		{"gpu_memory_utilization", VLLM{GPUMemoryBytes: 80 * gibibyte, GPUMemoryUtilization: 1.5}},
+		{"gpu_memory_bytes", VLLM{GPUMemoryBytes: -80 * gibibyte}},
 		{"gpu_memory_bytes", VLLM{GPUMemoryBytes: math.MaxInt64}},
-		{"max_num_seqs", VLLM{GPUMemoryBytes: 80 * GiB, MaxNumSeqs: 1e9}},
-		{"max_num_batched_tokens", VLLM{GPUMemoryBytes: 80 * GiB, MaxNumBatchedTokens: -1}},
-		{"max_model_len", VLLM{GPUMemoryBytes: 80 * GiB, MaxModelLen: math.MaxInt}},
-		{"tensor_parallel_size", VLLM{GPUMemoryBytes: 80 * GiB, TensorParallelSize: -2}},
-		{"weights_bytes", VLLM{GPUMemoryBytes: 80 * GiB, WeightsBytes: -1}},
+		{"max_num_seqs", VLLM{GPUMemoryBytes: 80 * gibibyte, MaxNumSeqs: 1e9}},
+		{"max_num_batched_tokens", VLLM{GPUMemoryBytes: 80 * gibibyte, MaxNumBatchedTokens: -1}},
+		{"max_model_len", VLLM{GPUMemoryBytes: 80 * gibibyte, MaxModelLen: math.MaxInt}},
+		{"tensor_parallel_size", VLLM{GPUMemoryBytes: 80 * gibibyte, TensorParallelSize: -2}},
+		{"weights_bytes", VLLM{GPUMemoryBytes: 80 * gibibyte, WeightsBytes: -1}},
 		{"num_gpu_blocks_override", VLLM{NumGPUBlocksOverride: math.MaxInt}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.field, func(t *testing.T) {
 			e, err := EstimateVLLM(m, tc.launch)
 			require.Error(t, err, "estimated %+v", e)
-			assert.ErrorIs(t, err, ErrLaunch)
+			assert.ErrorAs(t, err, new(*LaunchError))
 			var le *LaunchError
 			require.ErrorAs(t, err, &le)
 			assert.Equal(t, tc.field, le.Field)
 		})
 	}
-	_, err := EstimateSGLang(m, SGLang{GPUMemoryBytes: 80 * GiB, MemFractionStatic: -1})
-	require.ErrorIs(t, err, ErrLaunch)
+	_, err := EstimateSGLang(m, SGLang{GPUMemoryBytes: 80 * gibibyte, MemFractionStatic: -1})
+	require.ErrorAs(t, err, new(*LaunchError))
 }
 
 // safetensorsFile returns the bytes of a safetensors header holding one
@@ -132,8 +131,8 @@ func safetensorsFile(t *testing.T, entry any) []byte {
 
 // TestReadWeightsRefusesImpossibleHeaders: negative or reversed offsets
 // used to subtract from the weights, giving an absurd capacity; each is now
-// ErrSafetensors, as are offsets beyond any checkpoint and shapes that
-// disagree with their bytes.
+// a *ConfigError (bad safetensors header), as are offsets beyond any
+// checkpoint and shapes that disagree with their bytes.
 func TestReadWeightsRefusesImpossibleHeaders(t *testing.T) {
 	config, err := os.ReadFile("testdata/qwen3.5-4b-awq/config.json")
 	require.NoError(t, err)
@@ -153,7 +152,7 @@ func TestReadWeightsRefusesImpossibleHeaders(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), config, 0o644))
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "model.safetensors"), safetensorsFile(t, entry), 0o644))
 			m, err := LoadModel(dir)
-			require.ErrorIs(t, err, ErrSafetensors, "loaded %+v", m)
+			requireBadHeader(t, err, m)
 			assert.Contains(t, err.Error(), "model.safetensors")
 		})
 	}
@@ -196,5 +195,23 @@ func TestConfigErrorMessage(t *testing.T) {
 	_, err := ParseConfig([]byte(`{"hidden_size":4096,"num_attention_heads":32,"num_key_value_heads":-8,"num_hidden_layers":2}`))
 	require.Error(t, err)
 	assert.Equal(t, "capacity: model config: num_key_value_heads = -8: want 1 to 32", err.Error())
-	assert.True(t, errors.Is(err, ErrConfig))
+	assert.ErrorAs(t, err, new(*ConfigError))
+}
+
+// requireLaunchField requires err to be a *LaunchError about field.
+func requireLaunchField(t *testing.T, err error, field string) {
+	t.Helper()
+	var le *LaunchError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, field, le.Field, le.Error())
+}
+
+// requireBadHeader requires err to be a *ConfigError refusing a
+// safetensors file's header; m is what was loaded instead, if anything.
+func requireBadHeader(t *testing.T, err error, m *Model) {
+	t.Helper()
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce, "loaded %+v", m)
+	assert.Contains(t, ce.Reason, "bad safetensors header")
+	assert.Contains(t, ce.File, ".safetensors")
 }

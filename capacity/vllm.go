@@ -11,18 +11,18 @@ import (
 
 // vLLM's defaults for the flags VLLM leaves at zero.
 const (
-	// DefaultGPUMemoryUtilization is vLLM's --gpu-memory-utilization.
-	DefaultGPUMemoryUtilization = 0.9
-	// DefaultBlockSize is vLLM's --block-size for attention.
-	DefaultBlockSize = 16
-	// DefaultKernelBlockSize is the block-size alignment of vLLM's CUDA
+	// defaultGPUMemoryUtilization is vLLM's --gpu-memory-utilization.
+	defaultGPUMemoryUtilization = 0.9
+	// defaultBlockSize is vLLM's --block-size for attention.
+	defaultBlockSize = 16
+	// defaultKernelBlockSize is the block-size alignment of vLLM's CUDA
 	// attention backends (FlashAttention, FlashInfer and Triton take
 	// multiples of 16).
-	DefaultKernelBlockSize = 16
+	defaultKernelBlockSize = 16
 	// largeGPUBytes is where vLLM's scheduler defaults grow: GPUs with at
 	// least 70 GiB default to 8192 batched tokens and 1024 sequences, smaller
 	// ones to 2048 and 256.
-	largeGPUBytes = 70 * GiB
+	largeGPUBytes = 70 * gibibyte
 )
 
 // ErrInsufficientMemory reports a budget that leaves no room for the KV
@@ -58,7 +58,7 @@ type VLLM struct {
 	// (11.76 GiB for a 12 GB RTX 3060). Required unless AvailableKVBytes or
 	// NumGPUBlocksOverride is set.
 	GPUMemoryBytes       int64   `json:"gpu_memory_bytes,omitempty"`
-	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"` // 0 means DefaultGPUMemoryUtilization
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"` // 0 means vLLM's default, 0.9
 	KVCacheDType         string  `json:"kv_cache_dtype,omitempty"`         // one of KVCacheDTypes; "" means "auto"
 	MaxModelLen          int     `json:"max_model_len,omitempty"`          // 0 means the model's DerivedMaxModelLen
 	MaxNumSeqs           int     `json:"max_num_seqs,omitempty"`           // 0 means 256, or 1024 on a GPU of 70 GiB or more (V0 engine, before 0.8: 256)
@@ -67,10 +67,10 @@ type VLLM struct {
 	PipelineParallelSize int     `json:"pipeline_parallel_size,omitempty"` // 0 means 1
 	// BlockSize is --block-size; hybrid models raise it so that one
 	// attention block is at least one layer's state. 0 means
-	// DefaultBlockSize.
+	// 16, vLLM's default.
 	BlockSize int `json:"block_size,omitempty"`
 	// KernelBlockSize is the attention backend's block alignment;
-	// 0 means DefaultKernelBlockSize.
+	// 0 means 16, the alignment of vLLM's CUDA attention backends.
 	KernelBlockSize     int  `json:"kernel_block_size,omitempty"`
 	EnablePrefixCaching bool `json:"enable_prefix_caching,omitempty"` // --enable-prefix-caching
 	// MambaCacheMode is "none" (one state block per sequence and layer
@@ -293,7 +293,7 @@ func (mm *memoryModel) estimateVersion(m *Model, l VLLM) (*Estimate, error) {
 	pp := max(l.PipelineParallelSize, 1)
 	e := &Estimate{Engine: EngineVLLM, Model: m, KVCacheDType: normalizeKVCacheDType(l.KVCacheDType)}
 	if e.KVCacheDType != "auto" && !isKnownKVCacheDType(e.KVCacheDType) {
-		return nil, fmt.Errorf("%w: %q (known: %s)", ErrKVCacheDType, l.KVCacheDType, strings.Join(KVCacheDTypes, ", "))
+		return nil, &LaunchError{Field: "kv_cache_dtype", Value: l.KVCacheDType, Reason: "not a KV-cache dtype this package sizes (" + strings.Join(KVCacheDTypes, ", ") + ")"}
 	}
 	e.Version = l.Version
 	if _, _, ok := version(e.Version); !ok || strings.Contains(e.Version, ".dev") {
@@ -365,7 +365,7 @@ func (mm *memoryModel) estimateVersion(m *Model, l VLLM) (*Estimate, error) {
 	switch {
 	case e.Budget.AvailableKV.Bytes <= 0 && l.NumGPUBlocksOverride <= 0:
 		return e, fmt.Errorf("%w: %.2f GiB requested, %.2f GiB needed before the KV cache", ErrInsufficientMemory,
-			float64(e.Budget.RequestedBytes)/GiB, float64(e.Budget.RequestedBytes-e.Budget.AvailableKV.Bytes)/GiB)
+			float64(e.Budget.RequestedBytes)/gibibyte, float64(e.Budget.RequestedBytes-e.Budget.AvailableKV.Bytes)/gibibyte)
 	case e.NumBlocks < e.BlocksPerRequest:
 		return e, fmt.Errorf("%w: %d blocks hold no request of max_model_len %d, which needs %d; lower max_model_len or raise gpu_memory_utilization",
 			ErrInsufficientMemory, e.NumBlocks, e.MaxModelLen, e.BlocksPerRequest)
@@ -437,14 +437,14 @@ func (e *Estimate) geometry(m *Model, l VLLM, tp int) error {
 		}
 		e.AttentionBytesPerToken = b
 	}
-	stateKind := LayerUnset
+	stateKind := layerUnset
 	switch {
 	case m.Count(LinearAttention) > 0:
 		stateKind = LinearAttention
 	case m.Count(Mamba) > 0:
 		stateKind = Mamba
 	}
-	if stateKind != LayerUnset {
+	if stateKind != layerUnset {
 		conv, ssm, err := stateBytes(m, stateKind, tp, l.MambaCacheDType, l.MambaSSMCacheDType)
 		if err != nil {
 			return err
@@ -463,7 +463,7 @@ func (e *Estimate) geometry(m *Model, l VLLM, tp int) error {
 	}
 	e.BlockSize = l.BlockSize
 	if e.BlockSize <= 0 {
-		e.BlockSize = DefaultBlockSize
+		e.BlockSize = defaultBlockSize
 	}
 	switch {
 	case !hasAttention:
@@ -471,7 +471,7 @@ func (e *Estimate) geometry(m *Model, l VLLM, tp int) error {
 		e.PageBytes = e.StateBytes
 		e.BlockSize = e.MaxModelLen
 	case e.StateBytes > 0:
-		k := max(l.KernelBlockSize, DefaultKernelBlockSize)
+		k := max(l.KernelBlockSize, defaultKernelBlockSize)
 		k = max(k, e.BlockSize)
 		need := k * ceilDiv(e.StateBytes, k*e.AttentionBytesPerToken)
 		if e.BlockSize < need {
@@ -609,7 +609,7 @@ func (mm *memoryModel) budget(e *Estimate, m *Model, l VLLM, tp, pp int) []strin
 	b.TotalBytes = l.GPUMemoryBytes
 	b.Utilization = l.GPUMemoryUtilization
 	if b.Utilization <= 0 {
-		b.Utilization = DefaultGPUMemoryUtilization
+		b.Utilization = defaultGPUMemoryUtilization
 	}
 	b.RequestedBytes = int64(float64(b.TotalBytes) * b.Utilization)
 	if l.AvailableKVBytes > 0 {
@@ -618,7 +618,7 @@ func (mm *memoryModel) budget(e *Estimate, m *Model, l VLLM, tp, pp int) []strin
 	}
 	var reasons []string
 	pct := func(lo, hi float64) string { return fmt.Sprintf("%+.0f%% … %+.0f%%", 100*(lo-1), 100*(hi-1)) }
-	gib := func(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/GiB) }
+	gib := func(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/gibibyte) }
 
 	switch {
 	case l.WeightsBytes > 0:
@@ -664,7 +664,7 @@ func (mm *memoryModel) budget(e *Estimate, m *Model, l VLLM, tp, pp int) []strin
 	} else {
 		n, detail := mm.nonTorch(e.Version, tp)
 		b.NonTorch = estimated(n, max(n+mm.NonTorchLow, 0), n+mm.NonTorchHigh, "estimated: "+detail)
-		reasons = append(reasons, fmt.Sprintf("non-torch memory: %s, %+.2f … %+.2f GiB on the table (leave-one-out)", gib(n), float64(mm.NonTorchLow)/GiB, float64(mm.NonTorchHigh)/GiB))
+		reasons = append(reasons, fmt.Sprintf("non-torch memory: %s, %+.2f … %+.2f GiB on the table (leave-one-out)", gib(n), float64(mm.NonTorchLow)/gibibyte, float64(mm.NonTorchHigh)/gibibyte))
 	}
 	hybrid := m.Count(LinearAttention) > 0
 	switch {
@@ -731,7 +731,7 @@ func (mm *memoryModel) availableRange(v string, b *Budget) []string {
 	reasons := outside
 	if profile > 0 {
 		reasons = append(reasons, fmt.Sprintf("the range: ±%.0f%% of the estimated activation and non-torch memory (±%.2f GiB), what covers %.0f%% of the table's start-up logs predicted %s; the weights and CUDA graphs add their own ranges where estimated",
-			100*k, float64(spread)/GiB, 100*rangeCoverage, held))
+			100*k, float64(spread)/gibibyte, 100*rangeCoverage, held))
 	}
 	return reasons
 }
@@ -753,7 +753,7 @@ func (mm *memoryModel) outsideTable(v string, b *Budget) []string {
 	case !slices.Contains(mm.TableVersions, minor):
 		out = append(out, fmt.Sprintf("vLLM %s has no start-up log in the table (it has %s): its terms are those fitted to the versions around it", minor, strings.Join(mm.TableVersions, ", ")))
 	}
-	gib := float64(b.TotalBytes) / GiB
+	gib := float64(b.TotalBytes) / gibibyte
 	if !slices.ContainsFunc(mm.TableGPUGiB, func(g float64) bool { return math.Abs(gib-g) <= 0.05*g }) {
 		out = append(out, fmt.Sprintf("a GPU of %.2f GiB is unlike any in the table (%s GiB)", gib, joinFloats(mm.TableGPUGiB)))
 	}

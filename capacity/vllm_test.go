@@ -47,9 +47,9 @@ func TestAttentionBytesPerToken(t *testing.T) {
 		assert.Equal(t, tc.want, got, "%s tp %d", tc.dtype, tc.tp)
 	}
 	_, err := attentionBytesPerToken(dense, "int3", 1)
-	require.ErrorIs(t, err, ErrKVCacheDType)
+	requireLaunchField(t, err, "kv_cache_dtype")
 	_, err = attentionBytesPerToken(mla, "int8_per_token_head", 1)
-	require.ErrorIs(t, err, ErrKVCacheDType)
+	requireLaunchField(t, err, "kv_cache_dtype")
 }
 
 func TestStateBytes(t *testing.T) {
@@ -75,21 +75,21 @@ func TestStateBytes(t *testing.T) {
 
 func TestEstimateDense(t *testing.T) {
 	m := mustParse(t, denseConfig)
-	e, err := EstimateVLLM(m, VLLM{AvailableKVBytes: 10 * GiB, MaxModelLen: 8192})
+	e, err := EstimateVLLM(m, VLLM{AvailableKVBytes: 10 * gibibyte, MaxModelLen: 8192})
 	require.NoError(t, err)
 	page := 16 * 2 * 8 * 128 * 2
 	assert.Equal(t, 16, e.BlockSize)
 	assert.Equal(t, page, e.PageBytes)
 	assert.Equal(t, 32, e.LayersPerBlock)
 	require.Len(t, e.Groups, 1)
-	assert.Equal(t, 10*GiB/page/32, e.NumBlocks)
+	assert.Equal(t, 10*gibibyte/page/32, e.NumBlocks)
 	assert.Equal(t, e.NumBlocks*16, e.KVTokens, "a uniform model: blocks × block size")
 	assert.Equal(t, e.KVTokens, e.LegacyKVTokens)
 	assert.Equal(t, 256, e.MaxNumSeqs, "vLLM's default under 70 GiB")
 	assert.Equal(t, 2048, e.MaxNumBatchedTokens)
 	assert.Equal(t, Limits{KVTokens: e.KVTokens, MaxRunning: 256, MaxModelLen: 8192, Source: "estimate (vllm)"}, e.Limits())
 
-	big, err := EstimateVLLM(m, VLLM{GPUMemoryBytes: 80 * GiB})
+	big, err := EstimateVLLM(m, VLLM{GPUMemoryBytes: 80 * gibibyte})
 	require.NoError(t, err)
 	assert.Equal(t, 1024, big.MaxNumSeqs)
 	assert.Equal(t, 8192, big.MaxNumBatchedTokens)
@@ -103,7 +103,7 @@ func TestEstimateSlidingWindow(t *testing.T) {
 	m := mustParse(t, `{"hidden_size":2880,"num_attention_heads":64,"num_key_value_heads":8,"head_dim":64,"num_hidden_layers":24,"sliding_window":128,"layer_types":`+
 		`["sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention",`+
 		`"sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention"],"max_position_embeddings":131072}`)
-	e, err := EstimateVLLM(m, VLLM{AvailableKVBytes: 40 * GiB, MaxNumBatchedTokens: 8192})
+	e, err := EstimateVLLM(m, VLLM{AvailableKVBytes: 40 * gibibyte, MaxNumBatchedTokens: 8192})
 	require.NoError(t, err)
 	require.Len(t, e.Groups, 2)
 	assert.Equal(t, 12, e.LayersPerBlock)
@@ -116,7 +116,7 @@ func TestEstimateMamba2Hybrid(t *testing.T) {
 	// A small Nemotron-H-like model: 9 Mamba2 layers, 2 attention layers.
 	m := mustParse(t, `{"model_type":"nemotron_h","hidden_size":4096,"num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,"num_hidden_layers":14,`+
 		`"hybrid_override_pattern":"M-MM*-MMM*-MMM","mamba_num_heads":128,"mamba_head_dim":64,"ssm_state_size":128,"n_groups":8,"conv_kernel":4,"max_position_embeddings":131072}`)
-	e, err := EstimateVLLM(m, VLLM{AvailableKVBytes: 20 * GiB})
+	e, err := EstimateVLLM(m, VLLM{AvailableKVBytes: 20 * gibibyte})
 	require.NoError(t, err)
 	state := (128*64+2*8*128)*3*2 + 128*64*128*2
 	assert.Equal(t, state, e.StateBytes)
@@ -133,10 +133,10 @@ func TestEstimateMamba2Hybrid(t *testing.T) {
 
 func TestEstimateMLAPipeline(t *testing.T) {
 	m := mustParse(t, mlaConfig)
-	e, err := EstimateVLLM(m, VLLM{AvailableKVBytes: 12 * GiB, TensorParallelSize: 2, PipelineParallelSize: 2, MaxModelLen: 1024})
+	e, err := EstimateVLLM(m, VLLM{AvailableKVBytes: 12 * gibibyte, TensorParallelSize: 2, PipelineParallelSize: 2, MaxModelLen: 1024})
 	require.NoError(t, err)
 	assert.Equal(t, 576*2, e.AttentionBytesPerToken, "MLA is not split by TP")
-	assert.Equal(t, int(12*GiB/(16*1152)/14), e.NumBlocks, "stage 0 holds 14 of 27 layers")
+	assert.Equal(t, int(12*gibibyte/(16*1152)/14), e.NumBlocks, "stage 0 holds 14 of 27 layers")
 	assert.Equal(t, []int{14, 13}, ppPartition(27, 2))
 	assert.Equal(t, []int{2, 2, 1}, ppPartition(5, 3))
 	assert.Equal(t, []int{4, 4}, ppPartition(8, 2))
@@ -144,27 +144,27 @@ func TestEstimateMLAPipeline(t *testing.T) {
 
 func TestEstimateErrors(t *testing.T) {
 	m := mustParse(t, denseConfig)
-	_, err := EstimateVLLM(m, VLLM{AvailableKVBytes: GiB, KVCacheDType: "int3"})
-	require.ErrorIs(t, err, ErrKVCacheDType)
+	_, err := EstimateVLLM(m, VLLM{AvailableKVBytes: gibibyte, KVCacheDType: "int3"})
+	requireLaunchField(t, err, "kv_cache_dtype")
 
-	e, err := EstimateVLLM(m, VLLM{GPUMemoryBytes: 8 * GiB})
+	e, err := EstimateVLLM(m, VLLM{GPUMemoryBytes: 8 * gibibyte})
 	require.ErrorIs(t, err, ErrInsufficientMemory, "16 GB of weights on an 8 GiB card")
 	require.NotNil(t, e, "the derivation is still returned")
 	assert.Negative(t, e.Budget.AvailableKV.Bytes)
 
-	_, err = EstimateVLLM(m, VLLM{AvailableKVBytes: 64 * MiB, MaxModelLen: 8192})
+	_, err = EstimateVLLM(m, VLLM{AvailableKVBytes: 64 * mebibyte, MaxModelLen: 8192})
 	require.ErrorIs(t, err, ErrInsufficientMemory, "no room for one max_model_len request")
 
 	h, err := LoadModel("testdata/qwen3.5-4b-awq/config.json")
 	require.NoError(t, err)
-	_, err = EstimateVLLM(h, VLLM{AvailableKVBytes: 8 * GiB, MambaCacheMode: "all"})
+	_, err = EstimateVLLM(h, VLLM{AvailableKVBytes: 8 * gibibyte, MambaCacheMode: "all"})
 	require.ErrorIs(t, err, ErrUnsupported)
 
 	noLen := mustParse(t, `{"hidden_size":64,"num_attention_heads":4,"num_hidden_layers":1}`)
-	_, err = EstimateVLLM(noLen, VLLM{AvailableKVBytes: GiB})
-	require.ErrorIs(t, err, ErrConfig)
+	_, err = EstimateVLLM(noLen, VLLM{AvailableKVBytes: gibibyte})
+	require.ErrorAs(t, err, new(*ConfigError))
 	_, err = EstimateVLLM(nil, VLLM{})
-	require.ErrorIs(t, err, ErrConfig)
+	require.ErrorAs(t, err, new(*ConfigError))
 	_, err = EstimateVLLM(m, VLLM{MaxModelLen: 8192})
 	require.ErrorIs(t, err, ErrNoGPUMemory)
 	_, err = EstimateSGLang(m, SGLang{})
@@ -175,17 +175,17 @@ func TestBudgetTerms(t *testing.T) {
 	m, err := LoadModel("testdata/qwen3.5-4b-awq/config.json")
 	require.NoError(t, err)
 	l := seedLaunch
-	l.WeightsBytes = 3 * GiB
-	l.ActivationBytes = 512 * MiB
-	l.CUDAGraphBytes = GiB
-	l.NonTorchBytes = 256 * MiB
+	l.WeightsBytes = 3 * gibibyte
+	l.ActivationBytes = 512 * mebibyte
+	l.CUDAGraphBytes = gibibyte
+	l.NonTorchBytes = 256 * mebibyte
 	e, err := EstimateVLLM(m, l)
 	require.NoError(t, err)
 	b := e.Budget
 	for _, term := range []Term{b.Weights, b.Activation, b.CUDAGraphs, b.NonTorch} {
 		assert.False(t, term.Estimated)
 	}
-	assert.Equal(t, b.RequestedBytes-3*GiB-512*MiB-GiB-256*MiB, b.AvailableKV.Bytes)
+	assert.Equal(t, b.RequestedBytes-3*gibibyte-512*mebibyte-gibibyte-256*mebibyte, b.AvailableKV.Bytes)
 
 	l = seedLaunch
 	l.EnforceEager = true
@@ -225,26 +225,26 @@ func TestVersion(t *testing.T) {
 
 func TestEstimateSGLang(t *testing.T) {
 	m := mustParse(t, denseConfig)
-	e, err := EstimateSGLang(m, SGLang{GPUMemoryBytes: 80 * GiB, MemFractionStatic: 0.9, WeightsBytes: 15 * GiB, NonTorchBytes: GiB})
+	e, err := EstimateSGLang(m, SGLang{GPUMemoryBytes: 80 * gibibyte, MemFractionStatic: 0.9, WeightsBytes: 15 * gibibyte, NonTorchBytes: gibibyte})
 	require.NoError(t, err)
 	cell := 8 * 128 * 32 * 2 * 2
-	avail := int64(float64(80*GiB)*0.9) - 15*GiB - GiB
+	avail := int64(float64(80*gibibyte)*0.9) - 15*gibibyte - gibibyte
 	assert.Equal(t, int(avail/int64(cell)), e.KVTokens)
 	assert.Equal(t, 1, e.BlockSize)
 	assert.Zero(t, e.Limits().MaxRunning, "unknown unless given")
 
 	mla := mustParse(t, mlaConfig)
-	e, err = EstimateSGLang(mla, SGLang{AvailableKVBytes: GiB, KVCacheDType: "fp8_e4m3"})
+	e, err = EstimateSGLang(mla, SGLang{AvailableKVBytes: gibibyte, KVCacheDType: "fp8_e4m3"})
 	require.NoError(t, err)
-	assert.Equal(t, GiB/(576*27), e.KVTokens)
+	assert.Equal(t, gibibyte/(576*27), e.KVTokens)
 
 	h, err := LoadModel("testdata/qwen3.5-4b-awq/config.json")
 	require.NoError(t, err)
-	_, err = EstimateSGLang(h, SGLang{AvailableKVBytes: 4 * GiB})
+	_, err = EstimateSGLang(h, SGLang{AvailableKVBytes: 4 * gibibyte})
 	require.ErrorIs(t, err, ErrUnsupported, "the state pool needs a size")
-	e, err = EstimateSGLang(h, SGLang{AvailableKVBytes: 4 * GiB, MaxRunningRequests: 16})
+	e, err = EstimateSGLang(h, SGLang{AvailableKVBytes: 4 * gibibyte, MaxRunningRequests: 16})
 	require.NoError(t, err)
-	assert.Equal(t, int((4*GiB-16*24*2146304)/(8*2*4*256*2)), e.KVTokens)
-	_, err = EstimateSGLang(h, SGLang{AvailableKVBytes: GiB, KVCacheDType: "int4_per_token_head", MaxRunningRequests: 1})
-	require.ErrorIs(t, err, ErrKVCacheDType)
+	assert.Equal(t, int((4*gibibyte-16*24*2146304)/(8*2*4*256*2)), e.KVTokens)
+	_, err = EstimateSGLang(h, SGLang{AvailableKVBytes: gibibyte, KVCacheDType: "int4_per_token_head", MaxRunningRequests: 1})
+	requireLaunchField(t, err, "kv_cache_dtype")
 }

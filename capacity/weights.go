@@ -21,13 +21,13 @@ const maxSafetensorsHeader = 100_000_000
 // tensor of the largest checkpoints takes a few megabytes.
 const maxIndexBytes = 64 << 20
 
-// ReadWeights sums the tensor sizes of the checkpoint in dir from the headers
+// readWeights sums the tensor sizes of the checkpoint in dir from the headers
 // of its *.safetensors files, split into the language model, the vision
 // encoder and tensors vLLM skips by default (MTP draft layers). Only the
 // headers are read. Without shards, model.safetensors.index.json's
 // metadata.total_size is used whole. A directory with neither returns nil
 // and no error: the weights will be estimated.
-func ReadWeights(dir string) (*Weights, error) {
+func readWeights(dir string) (*Weights, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.safetensors"))
 	if err != nil {
 		return nil, fmt.Errorf("capacity: %w", err)
@@ -58,15 +58,10 @@ func ReadWeights(dir string) (*Weights, error) {
 	}
 	n, err := idx.Metadata.TotalSize.Int64()
 	if err != nil || n <= 0 || n > maxWeightBytes {
-		return nil, fmt.Errorf("%w: model.safetensors.index.json: metadata.total_size %q is not a checkpoint's size", ErrSafetensors, idx.Metadata.TotalSize)
+		return nil, &ConfigError{File: filepath.Join(dir, "model.safetensors.index.json"), Field: "metadata.total_size", Value: configValue(string(idx.Metadata.TotalSize)), Reason: "not a checkpoint's size"}
 	}
 	return &Weights{LanguageBytes: n, Source: "model.safetensors.index.json total_size (vision and MTP tensors included)"}, nil
 }
-
-// ErrSafetensors reports a safetensors file whose header cannot be true:
-// not JSON, offsets that are negative, reversed or beyond any checkpoint,
-// or a tensor whose shape and dtype disagree with its bytes.
-var ErrSafetensors = errors.New("capacity: bad safetensors header")
 
 func addSafetensors(w *Weights, path string) error {
 	fi, err := os.Stat(path)
@@ -83,7 +78,10 @@ func addSafetensors(w *Weights, path string) error {
 	defer f.Close()
 	sizes, err := readSafetensorsHeader(f)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		// A header that cannot be true: not JSON, offsets negative,
+		// reversed or beyond any checkpoint, a tensor whose shape and dtype
+		// disagree with its bytes.
+		return &ConfigError{File: path, Reason: "bad safetensors header: " + err.Error()}
 	}
 	for name, size := range sizes {
 		part := &w.LanguageBytes
@@ -94,7 +92,7 @@ func addSafetensors(w *Weights, path string) error {
 			part = &w.SkippedBytes
 		}
 		if *part > maxWeightBytes-size {
-			return fmt.Errorf("%s: %w: tensors add up to more than %d bytes", path, ErrSafetensors, int64(maxWeightBytes))
+			return &ConfigError{File: path, Reason: fmt.Sprintf("bad safetensors header: tensors add up to more than %d bytes", int64(maxWeightBytes))}
 		}
 		*part += size
 	}
@@ -116,15 +114,18 @@ var safetensorsDTypeBytes = map[string]int64{
 func readSafetensorsHeader(r io.Reader) (map[string]int64, error) {
 	var n uint64
 	if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
-		return nil, fmt.Errorf("%w: length: %w", ErrSafetensors, err)
+		return nil, fmt.Errorf("length: %w", err)
 	}
-	if n < 2 || n > maxSafetensorsHeader {
-		return nil, fmt.Errorf("%w: a header of %d bytes", ErrSafetensors, n)
+	switch {
+	case n < 2:
+		return nil, fmt.Errorf("a header of %d bytes", n)
+	case n > maxSafetensorsHeader:
+		return nil, fmt.Errorf("a header of %d bytes, more than the format's %d", n, maxSafetensorsHeader)
 	}
 	var header map[string]json.RawMessage
 	dec := json.NewDecoder(io.LimitReader(r, int64(n)))
 	if err := dec.Decode(&header); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSafetensors, err)
+		return nil, err
 	}
 	sizes := make(map[string]int64, len(header))
 	for name, raw := range header {
@@ -133,7 +134,7 @@ func readSafetensorsHeader(r io.Reader) (map[string]int64, error) {
 		}
 		size, err := safetensorsTensorSize(raw)
 		if err != nil {
-			return nil, fmt.Errorf("%w: tensor %q: %s", ErrSafetensors, configValue(name), err)
+			return nil, fmt.Errorf("tensor %q: %s", configValue(name), err)
 		}
 		sizes[name] = size
 	}

@@ -251,7 +251,7 @@ func discover(ctx context.Context, url string, timeout time.Duration) (*capacity
 	sec := redact.New(url)
 	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	defer hc.CloseIdleConnections()
-	d, err := capacity.Discover(ctx, hc, url)
+	d, err := capacity.DiscoverModel(ctx, hc, url, "")
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return nil, fmt.Errorf("%w (-timeout %v bounds the whole discovery: raise it for a slow server)", sec.Error(err), timeout)
@@ -263,7 +263,6 @@ func discover(ctx context.Context, url string, timeout time.Duration) (*capacity
 	clean := func(s string) string { return textsafe.Line(sec.Redact(s)) }
 	for i := range d.Probes {
 		d.Probes[i].Error = clean(d.Probes[i].Error)
-		d.Probes[i].Err = sec.Error(d.Probes[i].Err)
 	}
 	for i, n := range d.Notes {
 		d.Notes[i] = clean(n)
