@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/llmload/llmload/internal/chart"
 )
 
 // WriteHTML writes the comparison as one self-contained HTML page (inline
@@ -33,7 +35,7 @@ type htmlComparePage struct {
 	Rows        []htmlRow
 	ScaleCSS    template.CSS
 	Counts      []htmlStatusCount
-	Charts      []svgChart
+	Charts      []chart.Chart
 	Prefill     [][]string
 	GridNote    string // why there is no heat map, when the cells are too sparse for one
 	LongHead    []string
@@ -143,26 +145,26 @@ func (cr *comparisonReport) htmlHighlights() []htmlFact {
 // charts is the comparison page's chart: the total tok/s ratio against
 // concurrency, a line per context; none when no cell was measured in both
 // runs.
-func (cr *comparisonReport) charts() []svgChart {
+func (cr *comparisonReport) charts() []chart.Chart {
 	g := cr.grid
 	if len(g.concurrency) == 0 || len(cr.ratios()) == 0 {
 		return nil
 	}
 	var names []string
-	var series [][]chartPoint
+	var series [][]chart.Point
 	for _, ctx := range g.contexts {
-		var pts []chartPoint
+		var pts []chart.Point
 		for _, n := range g.concurrency {
 			if x := g.at(ctx, n); x != nil && x.TotalTokensPerSec.compared() {
-				pts = append(pts, chartPoint{n: n, v: x.TotalTokensPerSec.Ratio, hollow: x.StatusChanged,
-					title: fmt.Sprintf("%s: %s → %s tok/s, %s", placeLabel(ctx, n),
+				pts = append(pts, chart.Point{X: float64(n), Y: x.TotalTokensPerSec.Ratio, Hollow: x.StatusChanged,
+					Title: fmt.Sprintf("%s: %s → %s tok/s, %s", placeLabel(ctx, n),
 						fmtRate(x.TotalTokensPerSec.Base), fmtRate(x.TotalTokensPerSec.Next), fmtRatio(x.TotalTokensPerSec))})
 			}
 		}
 		names = append(names, "context "+FormatTokens(ctx))
 		series = append(series, pts)
 	}
-	return []svgChart{newConcurrencyChart("Total tok/s, next ÷ base", "dashed line: no change; hollow points changed status",
+	return []chart.Chart{newConcurrencyChart("Total tok/s, next ÷ base", "dashed line: no change; hollow points changed status",
 		"ratio", g.concurrency, names, series, func(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) + "×" }, true)}
 }
 

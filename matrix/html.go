@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmload/llmload/internal/chart"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -80,7 +81,7 @@ type htmlResultsPage struct {
 	ScaleMin    string
 	ScaleMax    string
 	Counts      []htmlStatusCount
-	Charts      []svgChart
+	Charts      []chart.Chart
 	Prefill     []htmlBar
 	Legend      []string
 	Notes       []string

@@ -8,9 +8,9 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/llmload/llmload/internal/chart"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/metrics"
 )
@@ -74,7 +74,7 @@ type htmlPage struct {
 	HasObjective                     bool
 	Notes                            []string
 	Rows                             []htmlRow
-	Charts                           []chart
+	Charts                           []chart.Chart
 }
 
 type htmlRow struct {
@@ -85,39 +85,8 @@ type htmlRow struct {
 	Goodput, Met            string
 }
 
-// chart is a line chart drawn as inline SVG.
-type chart struct {
-	Title, Caption           string
-	W, H                     int
-	Left, Top, Right, Bottom float64
-	XTicks, YTicks           []tick
-	XLabel, YLabel           string
-	Series                   []series
-	// Mark is the x of a search's answer, or negative.
-	Mark      float64
-	MarkLabel string
-}
-
-type tick struct {
-	Pos   float64
-	Label string
-}
-
-type series struct {
-	Name, Color string
-	Points      string
-	Dots        []dot
-}
-
-type dot struct {
-	X, Y  float64
-	Title string
-}
-
-var colors = []string{"#4e79a7", "#e15759", "#59a14f", "#f28e2b"}
-
 // curves are the latency–throughput curves of the runs, by request rate.
-func (r *Results) curves() []chart {
+func (r *Results) curves() []chart.Chart {
 	runs := slices.Clone(r.Runs)
 	runs = slices.DeleteFunc(runs, func(x Result) bool { return x.Capacity <= 0 })
 	slices.SortStableFunc(runs, func(a, b Result) int {
@@ -136,7 +105,7 @@ func (r *Results) curves() []chart {
 	if r.Search != nil && r.Search.Rate > 0 {
 		mark = r.Search.Rate
 	}
-	var charts []chart
+	var charts []chart.Chart
 	for _, c := range []struct {
 		title, caption string
 		of             func(*metrics.Summary) metrics.Distribution
@@ -145,80 +114,44 @@ func (r *Results) curves() []chart {
 		{"Time per output token", "after the first, over completed requests", func(s *metrics.Summary) metrics.Distribution { return s.TPOT }},
 		{"End-to-end latency", "from the request written to its last token", func(s *metrics.Summary) metrics.Distribution { return s.Latency }},
 	} {
-		var xs []float64
-		vals := [2][]float64{}
-		titles := [2][]string{}
+		var pts [2][]chart.Point
 		for _, run := range runs {
 			d := c.of(&run.Summary)
-			xs = append(xs, run.Capacity)
 			for i, v := range []time.Duration{d.P50, d.P99} {
 				msv := float64(v) / float64(time.Millisecond)
-				vals[i] = append(vals[i], msv)
-				titles[i] = append(titles[i], fmt.Sprintf("%s: %.2f req/s, %s %.2f ms", textsafe.Line(run.Label), run.Capacity, []string{"p50", "p99"}[i], msv))
+				pts[i] = append(pts[i], chart.Point{X: run.Capacity, Y: msv,
+					Title: fmt.Sprintf("%s: %.2f req/s, %s %.2f ms", textsafe.Line(run.Label), run.Capacity, []string{"p50", "p99"}[i], msv)})
 			}
 		}
-		charts = append(charts, newChart(c.title, c.caption, xs, []string{"median", "99th percentile"}, vals[:], titles[:], mark))
+		charts = append(charts, newChart(c.title, c.caption, []string{"median", "99th percentile"}, pts[:], mark))
 	}
 	return charts
 }
 
-// newChart lays out a chart of series of values at xs: x linear from 0,
-// y linear from 0, or logarithmic when the values span more than a
-// factor of logSpan.
-func newChart(title, caption string, xs []float64, names []string, vals [][]float64, titles [][]string, mark float64) chart {
-	ch := chart{Title: title, Caption: caption, W: 640, H: 330, Left: 64, Top: 30, Right: 624, Bottom: 286,
-		XLabel: "requests a second", YLabel: "ms", Mark: -1}
-	xMax := slices.Max(xs)
-	if mark > 0 {
-		xMax = max(xMax, mark)
-	}
-	yMin, yMax := math.Inf(1), 0.0
-	for _, v := range vals {
-		yMax = max(yMax, slices.Max(v))
-		for _, f := range v {
-			if f > 0 {
-				yMin = min(yMin, f)
+// newChart lays out a chart of series of points: x linear from 0, y
+// linear from 0, or logarithmic when the values span more than a factor
+// of logSpan; mark, if positive, is the x of a search's answer.
+func newChart(title, caption string, names []string, series [][]chart.Point, mark float64) chart.Chart {
+	ch := chart.New(title, caption, "requests a second", "ms")
+	xMax, yMin, yMax := max(mark, 0), math.Inf(1), 0.0
+	for _, s := range series {
+		for _, p := range s {
+			xMax, yMax = max(xMax, p.X), max(yMax, p.Y)
+			if p.Y > 0 {
+				yMin = min(yMin, p.Y)
 			}
 		}
 	}
-	xStep := niceStep(xMax / 6)
-	xTop := math.Max(math.Ceil(xMax/xStep)*xStep, xStep)
-	x := func(v float64) float64 { return ch.Left + v/xTop*(ch.Right-ch.Left) }
-	for i := 0.0; i*xStep <= xTop*1.0001 && i <= 20; i++ {
-		ch.XTicks = append(ch.XTicks, tick{Pos: round1(x(i * xStep)), Label: trimFloat(i * xStep)})
-	}
+	x := ch.XLinear(xMax, trimFloat)
 	var y func(float64) float64
 	if yMax > logSpan*yMin {
 		ch.YLabel = "ms (log)"
-		lo, hi := math.Floor(math.Log10(yMin)), math.Ceil(math.Log10(yMax))
-		y = func(v float64) float64 {
-			return ch.Bottom - (math.Log10(max(v, math.Pow(10, lo)))-lo)/(hi-lo)*(ch.Bottom-ch.Top)
-		}
-		for e := lo; e <= hi; e++ {
-			for _, m := range []float64{1, 2, 5} {
-				if v := m * math.Pow(10, e); v <= math.Pow(10, hi)*1.0001 && (m == 1 || hi-lo <= 3) {
-					ch.YTicks = append(ch.YTicks, tick{Pos: round1(y(v)), Label: trimFloat(v)})
-				}
-			}
-		}
+		y = ch.YLog(yMin, yMax, trimFloat)
 	} else {
-		yStep := niceStep(yMax / 5)
-		yTop := math.Max(math.Ceil(yMax/yStep)*yStep, yStep)
-		y = func(v float64) float64 { return ch.Bottom - v/yTop*(ch.Bottom-ch.Top) }
-		for i := 0.0; i*yStep <= yTop*1.0001 && i <= 20; i++ {
-			ch.YTicks = append(ch.YTicks, tick{Pos: round1(y(i * yStep)), Label: trimFloat(i * yStep)})
-		}
+		y = ch.YLinear(yMax, trimFloat)
 	}
-	for i, v := range vals {
-		s := series{Name: names[i], Color: colors[i%len(colors)]}
-		pts := make([]string, len(v))
-		for k := range v {
-			px, py := x(xs[k]), y(v[k])
-			pts[k] = fmt.Sprintf("%.1f,%.1f", px, py)
-			s.Dots = append(s.Dots, dot{X: math.Round(px*10) / 10, Y: math.Round(py*10) / 10, Title: titles[i][k]})
-		}
-		s.Points = strings.Join(pts, " ")
-		ch.Series = append(ch.Series, s)
+	for i, s := range series {
+		ch.Add(names[i], i, s, x, y)
 	}
 	if mark > 0 {
 		ch.Mark = math.Round(x(mark)*10) / 10
@@ -230,22 +163,6 @@ func newChart(title, caption string, xs []float64, names []string, vals [][]floa
 // logSpan is the ratio of a chart's largest latency to its smallest above
 // which its y axis is logarithmic.
 const logSpan = 30
-
-// niceStep rounds a tick step up to 1, 2 or 5 × 10ⁿ.
-func niceStep(raw float64) float64 {
-	if raw <= 0 || math.IsNaN(raw) || math.IsInf(raw, 0) {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*p >= raw {
-			return m * p
-		}
-	}
-	return 10 * p
-}
-
-func round1(v float64) float64 { return math.Round(v*10) / 10 }
 
 func trimFloat(v float64) string {
 	return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64)
