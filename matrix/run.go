@@ -176,7 +176,7 @@ func (r *Runner) Run(ctx context.Context) (*Results, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("matrix: Runner.Client: %w", err)
 	}
-	r.secrets = redact.New(spec.URL, c.APIKey)
+	r.secrets = redact.New(spec.URL, append(redact.HeaderSecrets(c.Header), c.APIKey)...)
 	res, err := r.run(ctx, spec, c)
 	if res != nil {
 		scrub(res, r.secrets)

@@ -100,6 +100,9 @@ type options struct {
 	serverTimings               bool
 	speed                       float64
 	simReasoning                int
+	headers                     cli.Headers
+	bodyExtra                   string
+	extra                       map[string]any
 	quiet                       bool
 	set                         map[string]bool
 	inputFlag, outputFlag, turn string
@@ -113,6 +116,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.model, "model", "", "served model name")
 	api := fs.String("api", "chat", "chat, completions, responses (OpenAI's Responses API) or messages (Anthropic's Messages API)")
 	fs.StringVar(&o.keyEnv, "api-key-env", "", "name of the environment variable holding the API key")
+	fs.Var(&o.headers, "header", "'Name: value' added to every request (repeatable); a credential's (Authorization, *key*, *token*) goes to -url's origin only and is never printed or saved")
+	fs.StringVar(&o.bodyExtra, "body-extra", "", "JSON file of fields merged into every request body")
 	fs.StringVar(&o.transport, "transport", "stream", "the client's HTTP transport: stream (loadgen.StreamTransport) or http (net/http's: honours HTTP_PROXY)")
 
 	fs.StringVar(&o.dataset, "dataset", "", "a ShareGPT file (JSON or JSONL) or a JSONL file of {\"prompt\": ..., \"output_tokens\": N}")
@@ -246,6 +251,12 @@ func (o *options) check() error {
 	if o.transport != "stream" && o.transport != "http" {
 		return fmt.Errorf("unknown -transport %q (want stream or http)", o.transport)
 	}
+	if o.bodyExtra != "" {
+		var err error
+		if o.extra, err = cli.ReadBodyExtra(o.bodyExtra); err != nil {
+			return err
+		}
+	}
 	if o.simReasoning < 0 {
 		return fmt.Errorf("-sim-reasoning holds %d, below 0", o.simReasoning)
 	}
@@ -340,7 +351,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		obj := o.objective
 		res.Objective = &obj
 	}
-	client := &loadgen.Client{BaseURL: o.url, HTTPClient: o.httpClient()}
+	client := &loadgen.Client{BaseURL: o.url, Header: o.headers.Header(), HTTPClient: o.httpClient()}
 	var sizing workload.Sizing
 	if o.url == "" {
 		p, err := loadgentest.ProfileByName(o.simProfile)
@@ -372,7 +383,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if ds == nil {
 			// Synthetic text and traces are sized in the server's tokens.
 			if sizing, err = workload.Calibrate(ctx, client, o.api, o.model); err != nil {
-				fail(stderr, err)
+				fail(stderr, redact.New(o.url, append(o.headers.Secrets(), client.APIKey)...).Error(err))
 				return 1
 			}
 			res.Notes = append(res.Notes, fmt.Sprintf("prompt sizes calibrated from the server's usage: %.3g tokens a word, %d a message, %d a request", sizing.TokensPerWord, sizing.MessageTokens, sizing.ReplyTokens))
@@ -388,6 +399,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if o.serverTimings || o.url == "" {
 		mix.Builder.Extra = map[string]any{"include_metrics": true}
+	}
+	for k, v := range o.extra {
+		if mix.Builder.Extra == nil {
+			mix.Builder.Extra = make(map[string]any, len(o.extra))
+		}
+		mix.Builder.Extra[k] = v
 	}
 	res.Workload = mix.String()
 	defer mix.Close()

@@ -39,10 +39,12 @@ func withPassword(u, user, password string) string {
 	return strings.Replace(u, "http://", "http://"+user+":"+password+"@", 1)
 }
 
-// authLog records the Authorization headers a server received.
+// authLog records the Authorization headers a server received, and the
+// X-Gateway-Key headers apart.
 type authLog struct {
-	mu   sync.Mutex
-	seen []string
+	mu      sync.Mutex
+	seen    []string
+	gateway []string
 }
 
 func (a *authLog) record(r *http.Request) {
@@ -51,6 +53,15 @@ func (a *authLog) record(r *http.Request) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		a.seen = append(a.seen, r.Method+" "+r.URL.Path+": "+h)
 	}
+	if h := r.Header.Get("X-Gateway-Key"); h != "" {
+		a.gateway = append(a.gateway, r.Method+" "+r.URL.Path+": "+h)
+	}
+}
+
+func (a *authLog) gateways() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.gateway...)
 }
 
 func (a *authLog) all() []string {
@@ -64,9 +75,11 @@ func (a *authLog) all() []string {
 // host), with an API key and a password in -url. The other origin must
 // receive no credentials, the server must receive them, and no output of
 // the run, nor of -render and -compare, may hold the key or the password.
+// A credential given with -header (X-Gateway-Key) is kept as the key is.
 func TestSecretsStayWithTheirOrigin(t *testing.T) {
 	const key = "sk-llmload-origin-5b4a3c2d1e"
 	const password = "pw-origin-8c7d6e5f"
+	const gatewayKey = "gw-llmload-header-1a2b3c4d"
 	t.Setenv("LLMLOAD_TEST_KEY", key)
 
 	var elsewhere authLog
@@ -102,13 +115,18 @@ func TestSecretsStayWithTheirOrigin(t *testing.T) {
 	results := filepath.Join(dir, "r.json")
 	args := []string{"-url", withPassword(srv.URL, "alice", password) + "/v1", "-api-key-env", "LLMLOAD_TEST_KEY",
 		"-contexts", "0", "-concurrency", "1", "-prefill", "", "-duration", "3s", "-max-tokens", "64",
-		"-results", results}
+		"-results", results, "-header", "X-Gateway-Key: " + gatewayKey, "-header", "X-Route: blue"}
 	var outputs []string
 	code, stdout, stderr := command(t, t.Context(), args...)
 	require.Equal(t, 0, code, stderr)
 	outputs = append(outputs, stdout, stderr)
 	assert.Positive(t, redirected.Load(), "the server redirected")
 	assert.Empty(t, elsewhere.all(), "no credentials went to the other origin")
+	assert.Empty(t, elsewhere.gateways(), "no header credential went to the other origin")
+	assert.NotEmpty(t, home.gateways(), "the server got the header credential")
+	for _, h := range home.gateways() {
+		assert.Equal(t, gatewayKey, h[strings.Index(h, ": ")+2:], h)
+	}
 	assert.NotEmpty(t, home.all(), "the server got its credentials")
 	for _, h := range home.all() {
 		assert.Equal(t, "Bearer "+key, h[strings.Index(h, ": ")+2:], h)
@@ -130,6 +148,7 @@ func TestSecretsStayWithTheirOrigin(t *testing.T) {
 	for i, s := range outputs {
 		assert.NotContains(t, s, key, "output %d", i)
 		assert.NotContains(t, s, password, "output %d", i)
+		assert.NotContains(t, s, gatewayKey, "output %d", i)
 	}
 
 	// A file saved before passwords were redacted renders without it.

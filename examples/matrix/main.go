@@ -80,6 +80,7 @@ type options struct {
 	format               matrix.Format
 	speed                float64
 	simReasoning         int
+	headers              cli.Headers
 	compare              bool
 	quiet                bool
 	shards               shardFlags
@@ -95,6 +96,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	fs.StringVar(&o.spec.Model, "model", "", "served model name")
 	api := fs.String("api", "chat", "chat, completions, responses (OpenAI's Responses API) or messages (Anthropic's Messages API)")
 	fs.StringVar(&o.keyEnv, "api-key-env", "", "name of the environment variable holding the API key")
+	fs.Var(&o.headers, "header", "'Name: value' added to every generation request (repeatable); a credential's (Authorization, *key*, *token*) goes to -url's origin only and is never printed or saved")
 	contexts := fs.String("contexts", "0,16K,32K,64K,128K,248K", "context lengths, the grid's rows (K = 1024)")
 	conc := fs.String("concurrency", "1,2,4,8,16,32,64,128", "requests at once, the grid's columns")
 	prefill := fs.String("prefill", "8K,16K,32K,64K,128K", "prefill contexts ('' skips the prefill table)")
@@ -311,6 +313,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		runner.Client = c
 	}
+	runner.Client.Header = o.headers.Header()
 	defer runner.Client.CloseIdleConnections()
 	saveDelay, _ := time.ParseDuration(os.Getenv("LLMLOAD_SAVE_DELAY")) // for the interruption tests
 	saved := false                                                      // the results file holds this run's results

@@ -72,6 +72,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	keyEnv := fs.String("api-key-env", "", "name of the environment variable that holds the API key")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the timeline")
 	stall := fs.Duration("stall-timeout", 0, "longest gap between tokens (0: the client's default)")
+	var headers cli.Headers
+	fs.Var(&headers, "header", "'Name: value' added to the request (repeatable); a credential's (Authorization, *key*, *token*) goes to -url's origin only and is never printed")
+	bodyExtra := fs.String("body-extra", "", "JSON file of fields merged into the request body")
 	transport := fs.String("transport", "stream", "HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux) or http (net/http's: honours HTTP_PROXY)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -91,7 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	c := &loadgen.Client{BaseURL: *url, StallTimeout: *stall, HTTPClient: &http.Client{Transport: tr}}
+	c := &loadgen.Client{BaseURL: *url, StallTimeout: *stall, Header: headers.Header(), HTTPClient: &http.Client{Transport: tr}}
 	defer c.CloseIdleConnections()
 	if *keyEnv != "" {
 		c.APIKey = os.Getenv(*keyEnv)
@@ -100,7 +103,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	resp, err := c.Do(ctx, &loadgen.Request{API: a, Model: *model, Prompt: *prompt, MaxTokens: *maxTokens, IgnoreEOS: *ignoreEOS})
+	req := &loadgen.Request{API: a, Model: *model, Prompt: *prompt, MaxTokens: *maxTokens, IgnoreEOS: *ignoreEOS}
+	if *bodyExtra != "" {
+		var err error
+		if req.Extra, err = cli.ReadBodyExtra(*bodyExtra); err != nil {
+			fmt.Fprintln(stderr, "stream:", err)
+			return 2
+		}
+	}
+	if _, err := req.Body(); err != nil {
+		fmt.Fprintln(stderr, "stream:", err)
+		return 2
+	}
+	secrets := redact.New(*url, append(headers.Secrets(), c.APIKey)...)
+	resp, err := c.Do(ctx, req)
 
 	r := result{
 		OutputTokens: resp.OutputTokens(), ContentChunks: resp.Chunks, ExtraTokens: resp.ExtraTokens,
@@ -111,7 +127,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		TTFTms: ms(resp.TTFT()), TTFOms: ms(resp.TTFO()), LatencyMs: ms(resp.Latency()), ChunkTimesMs: []float64{},
 	}
 	if err != nil {
-		r.Error = redact.New(*url, c.APIKey).Redact(err.Error())
+		r.Error = secrets.Redact(err.Error())
 	}
 	if !resp.Headers.IsZero() && !resp.Sent.IsZero() {
 		r.HeadersMs = ms(resp.Headers.Sub(resp.Sent))
@@ -134,7 +150,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if !*asJSON {
 			// The server's words, without its escape sequences or the
 			// credentials.
-			fmt.Fprintln(stderr, "stream:", textsafe.Line(redact.New(*url, c.APIKey).Redact(err.Error())))
+			fmt.Fprintln(stderr, "stream:", textsafe.Line(secrets.Redact(err.Error())))
 		}
 		var se *loadgen.StatusError
 		if errors.As(err, &se) && se.RetryAfter > 0 && !*asJSON {

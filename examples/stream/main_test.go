@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -144,4 +147,50 @@ func TestStreamRedactsThePassword(t *testing.T) {
 		assert.NotContains(t, out.String()+errOut.String(), password)
 		assert.Contains(t, out.String()+errOut.String(), "no user xxxxx")
 	}
+}
+
+// TestHeadersAndBodyExtra: -header reaches the server, -body-extra's
+// fields are in the body, a credential header's value is never printed,
+// and a -body-extra that is not one JSON object is refused before
+// anything is sent.
+func TestHeadersAndBodyExtra(t *testing.T) {
+	const secret = "gw-stream-secret-77aa"
+	var mu sync.Mutex
+	var got []string
+	var bodies []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, r.Header.Get("X-Route"), r.Header.Get("X-Gateway-Token"))
+		var m map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		bodies = append(bodies, m)
+		// The server echoes the credential in its error, as some do.
+		http.Error(w, `{"error":{"message":"bad token `+secret+`"}}`, http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	extra := filepath.Join(dir, "extra.json")
+	require.NoError(t, os.WriteFile(extra, []byte(`{"top_k": 5}`), 0o600))
+	var out, errOut bytes.Buffer
+	args := []string{"-url", srv.URL + "/v1", "-header", "X-Route: blue", "-header", "X-Gateway-Token: " + secret, "-body-extra", extra}
+	assert.Equal(t, 1, run(t.Context(), append(args, "-json"), &out, &errOut))
+	assert.Equal(t, 1, run(t.Context(), args, &out, &errOut))
+	mu.Lock()
+	require.Len(t, bodies, 2)
+	assert.Equal(t, []string{"blue", secret, "blue", secret}, got)
+	assert.EqualValues(t, 5, bodies[0]["top_k"])
+	assert.Equal(t, true, bodies[0]["stream"])
+	assert.NotContains(t, out.String()+errOut.String(), secret)
+	assert.Contains(t, out.String()+errOut.String(), "bad token", "the server's words are kept")
+	mu.Unlock()
+
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"top_k": `), 0o600))
+	errOut.Reset()
+	assert.Equal(t, 2, run(t.Context(), []string{"-url", srv.URL + "/v1", "-body-extra", bad}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "bad.json")
+	mu.Lock()
+	assert.Len(t, bodies, 2, "nothing was sent")
+	mu.Unlock()
 }

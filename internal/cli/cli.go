@@ -83,6 +83,10 @@ type ClientFlags struct {
 	API       loadgen.API
 	KeyEnv    string
 	Transport string
+	// Headers are added to every request; BodyExtra names a JSON file
+	// whose fields are merged into every body (see [ReadBodyExtra]).
+	Headers   Headers
+	BodyExtra string
 }
 
 // Register defines the flags on fs, with url as -url's default ("" where
@@ -92,6 +96,8 @@ func (f *ClientFlags) Register(fs *flag.FlagSet, url string) {
 	fs.StringVar(&f.Model, "model", "", "model name (empty: the server's only model, where it has one)")
 	fs.TextVar(&f.API, "api", loadgen.Chat, "the API to call: chat, completions, responses (OpenAI's Responses API) or messages (Anthropic's Messages API)")
 	fs.StringVar(&f.KeyEnv, "api-key-env", "", "name of the environment variable that holds the API key (sent to -url's origin only)")
+	fs.Var(&f.Headers, "header", "'Name: value' added to every request (repeatable); a credential's (Authorization, *key*, *token*) goes to -url's origin only and is never printed or saved")
+	fs.StringVar(&f.BodyExtra, "body-extra", "", "JSON file of fields merged into every request body")
 	fs.StringVar(&f.Transport, "transport", "stream", "HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux) or http (net/http's: honours HTTP_PROXY)")
 }
 
@@ -132,12 +138,12 @@ func (f *ClientFlags) Client(streams int) (*loadgen.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &loadgen.Client{BaseURL: f.URL, APIKey: key, HTTPClient: &http.Client{Transport: tr}}, nil
+	return &loadgen.Client{BaseURL: f.URL, APIKey: key, Header: f.Headers.Header(), HTTPClient: &http.Client{Transport: tr}}, nil
 }
 
 // Redactor returns what removes the password of -url and the API key from
 // text about to be printed or saved.
 func (f *ClientFlags) Redactor() *redact.Redactor {
 	key, _ := f.APIKey()
-	return redact.New(f.URL, key)
+	return redact.New(f.URL, append(f.Headers.Secrets(), key)...)
 }

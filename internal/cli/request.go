@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/llmload/llmload/internal/redact"
+)
+
+// Headers is the repeatable -header flag: 'Name: value', added to every
+// request. Its String shows the names only, so a credential's value
+// (see [redact.CredentialHeader]) is never printed by the flag package.
+type Headers struct {
+	h http.Header
+}
+
+// String lists the names given, their values left out.
+func (hs *Headers) String() string {
+	if hs == nil || len(hs.h) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(hs.h))
+	for n := range hs.h {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// Set adds one 'Name: value'. It refuses a name that is not an HTTP
+// token, a value with a line break, and the headers the client sets
+// itself.
+func (hs *Headers) Set(s string) error {
+	name, value, ok := strings.Cut(s, ":")
+	name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+	switch {
+	case !ok || name == "":
+		return errors.New("want 'Name: value'")
+	case strings.ContainsAny(name, " \t\"(),/:;<=>?@[\\]{}") || !printable(name):
+		return fmt.Errorf("%q is not a header name", name)
+	case strings.ContainsAny(value, "\r\n\x00"):
+		return fmt.Errorf("the value of %s holds a line break", name)
+	}
+	switch http.CanonicalHeaderKey(name) {
+	case "Content-Type", "Accept", "Content-Length", "Host", "Transfer-Encoding", "Connection":
+		return fmt.Errorf("%s is the client's own header", http.CanonicalHeaderKey(name))
+	}
+	if hs.h == nil {
+		hs.h = make(http.Header)
+	}
+	hs.h.Add(name, value)
+	return nil
+}
+
+func printable(s string) bool {
+	for _, r := range s {
+		if r <= ' ' || r >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// Header returns the headers given, nil when none.
+func (hs *Headers) Header() http.Header { return hs.h.Clone() }
+
+// Secrets returns the values of the credential headers given, for a
+// redactor.
+func (hs *Headers) Secrets() []string { return redact.HeaderSecrets(hs.h) }
+
+// maxBodyExtra bounds a -body-extra file.
+const maxBodyExtra = 1 << 20
+
+// ReadBodyExtra reads a -body-extra file: one JSON object whose fields are
+// merged into every request body (and override llmload's own). Anything
+// else is refused, naming the file, before a request is sent.
+func ReadBodyExtra(path string) (map[string]any, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("-body-extra: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxBodyExtra+1))
+	if err != nil {
+		return nil, fmt.Errorf("-body-extra %s: %w", path, err)
+	}
+	if len(b) > maxBodyExtra {
+		return nil, fmt.Errorf("-body-extra %s: larger than %d bytes", path, maxBodyExtra)
+	}
+	var m map[string]any
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.UseNumber()
+	if err := d.Decode(&m); err != nil || m == nil {
+		if err == nil {
+			err = errors.New("null")
+		}
+		return nil, fmt.Errorf("-body-extra %s: want one JSON object of fields to add to every request body: %v", path, err)
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, fmt.Errorf("-body-extra %s: more than one JSON value", path)
+	}
+	if _, ok := m["stream"]; ok {
+		return nil, fmt.Errorf("-body-extra %s: sets \"stream\", which llmload needs true", path)
+	}
+	return m, nil
+}
