@@ -16,23 +16,23 @@ import (
 	"github.com/llmload/llmload/metrics"
 )
 
-// Defaults of a [Generator].
+// Defaults of a Generator.
 const (
-	// DefaultWarmupPoll is how often WarmupUntil is asked whether the
+	// defaultWarmupPoll is how often WarmupUntil is asked whether the
 	// window may open.
-	DefaultWarmupPoll = 100 * time.Millisecond
-	// DefaultDrainTimeout bounds the wait for in-flight requests at the end
+	defaultWarmupPoll = 100 * time.Millisecond
+	// defaultDrainTimeout bounds the wait for in-flight requests at the end
 	// of a window when Drain is set.
-	DefaultDrainTimeout = time.Minute
-	// DefaultFailurePause is how long a closed-loop worker waits after a
+	defaultDrainTimeout = time.Minute
+	// defaultFailurePause is how long a closed-loop worker waits after a
 	// failed request before it sends the next one, so a server that fails
 	// at once is not hammered in a tight loop.
-	DefaultFailurePause = 10 * time.Millisecond
+	defaultFailurePause = 10 * time.Millisecond
 )
 
-// LateTolerance is how long after it was due an open-loop arrival may
-// start before it is counted late (see [Run].Late).
-const LateTolerance = 2 * time.Millisecond
+// lateTolerance is how long after it was due an open-loop arrival may
+// start before it is counted late (see Run.Late).
+const lateTolerance = 2 * time.Millisecond
 
 // forever is the length of a window that ends when its requests do.
 const forever = 100 * 365 * 24 * time.Hour
@@ -68,7 +68,7 @@ func Repeat(req *Request) Source {
 // gamma, at most MaxInFlight at once; or a [Schedule] of arrivals such as
 // a trace's. A nil Load is a closed loop of one stream. In an open loop an
 // arrival that finds no free slot waits for one; one that starts more than
-// LateTolerance after it was due, for want of a slot or because the client
+// 2 ms after it was due, for want of a slot or because the client
 // fell behind, is counted late (see [Run].Late). Arrivals are never moved:
 // the next one is due when it was, however late the last one started.
 //
@@ -94,7 +94,7 @@ type Generator struct {
 	Load Load
 
 	// Warmup is the least time before the window opens. After it,
-	// WarmupUntil, if set, is asked every DefaultWarmupPoll and the window
+	// WarmupUntil, if set, is asked every 100 ms and the window
 	// opens when it returns true, or when WarmupTimeout has passed since
 	// the start (0: no limit; only with WarmupUntil). Requests that end
 	// before the window opens are the warm-up's: the run's Summary counts
@@ -132,7 +132,7 @@ type Generator struct {
 	// own, and Run.Retried counts the re-sends.
 	Retries int
 	// FailurePause is how long a closed-loop worker waits after a failed
-	// request; 0 means DefaultFailurePause, negative no pause.
+	// request; 0 means 10 ms, negative no pause.
 	FailurePause time.Duration
 	// Recorder receives every request; nil means a new one. It must be
 	// new: one that holds another recording is refused.
@@ -205,7 +205,7 @@ type Run struct {
 	WarmupTimedOut bool
 	// Launched counts requests started, Retried the re-sends among them.
 	Launched, Retried int
-	// Late counts open-loop arrivals that started more than LateTolerance
+	// Late counts open-loop arrivals that started more than 2 ms
 	// after they were due, for want of a free slot or because the client
 	// fell behind; Lateness is the distribution of start − due over all
 	// arrivals. Queued counts the arrivals that found all MaxInFlight
@@ -524,7 +524,7 @@ func (r *runner) stop(reason StopReason) {
 func (r *runner) drain() {
 	timeout := r.g.DrainTimeout
 	if timeout <= 0 {
-		timeout = DefaultDrainTimeout
+		timeout = defaultDrainTimeout
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, timeout)
 	defer cancel()
@@ -634,7 +634,7 @@ func (g *Generator) warmup(ctx context.Context, st *runState) (time.Duration, bo
 		if g.WarmupTimeout > 0 && time.Since(st.start) >= g.WarmupTimeout {
 			return time.Since(st.start), true
 		}
-		if !sleep(ctx, DefaultWarmupPoll) {
+		if !sleep(ctx, defaultWarmupPoll) {
 			break
 		}
 	}
@@ -756,7 +756,7 @@ func (r *runner) send(worker, seq int, due time.Time) (*metrics.Timeline, error)
 			tl.Due = tl.Start
 		case attempt == 0: // an arrival; a retry is not
 			late := tl.Start.Sub(tl.Due)
-			if late > LateTolerance {
+			if late > lateTolerance {
 				st.late.Add(1)
 			}
 			st.lateMu.Lock()
@@ -850,7 +850,7 @@ func (g *Generator) pauseAfter(tl *metrics.Timeline) time.Duration {
 	case g.FailurePause < 0:
 		return 0
 	case g.FailurePause == 0:
-		return DefaultFailurePause
+		return defaultFailurePause
 	}
 	return g.FailurePause
 }

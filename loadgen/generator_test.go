@@ -226,7 +226,7 @@ func TestGeneratorRecordsFailuresAndGoesOn(t *testing.T) {
 	assert.Positive(t, s.Errors[metrics.KindServerStatus])
 	assert.Equal(t, s.Errors[metrics.KindServerStatus], s.Failed)
 	assert.Positive(t, s.Completed)
-	// The failing worker pauses DefaultFailurePause between requests.
+	// The failing worker pauses 10 ms (the default FailurePause) between requests.
 	assert.Less(t, s.Errors[metrics.KindServerStatus], 60)
 }
 

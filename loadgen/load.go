@@ -137,7 +137,7 @@ func (a *Arrival) UnmarshalText(b []byte) error {
 // Open is an open loop: requests arrive at Rate a second, spaced as
 // Arrival says, whatever the server does. An arrival that finds
 // MaxInFlight requests in flight waits for one to end; one that starts
-// more than [LateTolerance] after it was due is counted late. Arrivals are
+// more than 2 ms after it was due is counted late. Arrivals are
 // never moved: the next one is due when it was, however late the last one
 // started.
 type Open struct {

@@ -290,7 +290,7 @@ func OpenDataset(path string) (*Dataset, error) {
 
 func (fe *FileError) add(pe *ParseError) {
 	fe.Count++
-	if len(fe.Errs) < MaxReported {
+	if len(fe.Errs) < maxReported {
 		fe.Errs = append(fe.Errs, pe)
 	}
 }
@@ -300,7 +300,7 @@ func (fe *FileError) add(pe *ParseError) {
 // output and a generator seeded by seed. Close it to close the file.
 func (d *Dataset) Items(output Length, seed uint64) Reader {
 	rng := newRand(seed, 0xda7a)
-	return Cycle(func() (Reader, error) {
+	return cycleOf(func() (Reader, error) {
 		f, err := os.Open(d.Path)
 		if err != nil {
 			return nil, fmt.Errorf("workload: %w", err)

@@ -108,13 +108,6 @@ func (f *Feed) Err() error {
 	return nil
 }
 
-// Count returns how many items were read.
-func (f *Feed) Count() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.read
-}
-
 // Close closes the Reader if it holds a file.
 func (f *Feed) Close() error {
 	closeReader(f.r)

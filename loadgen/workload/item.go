@@ -87,26 +87,10 @@ func joinContents(msgs []loadgen.Message) string {
 	return strings.Join(parts, "\n\n")
 }
 
-// Take returns a Reader of the first n items of r.
-func Take(r Reader, n int) Reader { return &take{r: r, left: n} }
-
-type take struct {
-	r    Reader
-	left int
-}
-
-func (t *take) Read() (Item, error) {
-	if t.left <= 0 {
-		return Item{}, io.EOF
-	}
-	t.left--
-	return t.r.Read()
-}
-
-// Cycle returns a Reader that reads the Reader open returns to its end,
+// cycle returns a Reader that reads the Reader open returns to its end,
 // then opens it again, without end. A Reader that ends before its first
-// item is an error: [ErrEmpty].
-func Cycle(open func() (Reader, error)) Reader { return &cycle{open: open} }
+// item is an error: ErrEmpty.
+func cycleOf(open func() (Reader, error)) Reader { return &cycle{open: open} }
 
 // ErrEmpty reports a workload with no item to send.
 var ErrEmpty = errors.New("workload: no item to send")

@@ -8,9 +8,9 @@ import (
 	"io"
 )
 
-// MaxRecordSize bounds one record of a dataset or a trace: a line of a
+// maxRecordSize bounds one record of a dataset or a trace: a line of a
 // JSONL or CSV file, an element of a JSON array.
-const MaxRecordSize = 16 << 20
+const maxRecordSize = 16 << 20
 
 // A ParseError is a malformed record of a dataset or a trace: where it is
 // and what is wrong with it.
@@ -35,7 +35,7 @@ func (e *ParseError) Error() string {
 func (e *ParseError) Unwrap() error { return e.Err }
 
 // A FileError holds the malformed records of a file, found by reading it
-// through before anything is sent: the first [MaxReported] of them, and
+// through before anything is sent: the first [maxReported] of them, and
 // how many there are.
 type FileError struct {
 	Name   string
@@ -44,8 +44,8 @@ type FileError struct {
 	Stream error // a read that failed, or nil
 }
 
-// MaxReported is how many malformed records a [FileError] keeps.
-const MaxReported = 5
+// maxReported is how many malformed records a [FileError] keeps.
+const maxReported = 5
 
 // Error lists the malformed records on one line.
 func (e *FileError) Error() string {
@@ -156,12 +156,12 @@ func (s *recordScanner) nextLine() ([]byte, int, error) {
 		s.buf = s.buf[:0]
 		for {
 			chunk, err := s.r.ReadSlice('\n')
-			if len(s.buf)+len(chunk) > MaxRecordSize {
+			if len(s.buf)+len(chunk) > maxRecordSize {
 				if err := s.skipLine(err); err != nil && !errors.Is(err, io.EOF) {
 					return nil, line, err
 				}
 				s.line++
-				return nil, line, fmt.Errorf("the line is longer than %d MiB", MaxRecordSize>>20)
+				return nil, line, fmt.Errorf("the line is longer than %d MiB", maxRecordSize>>20)
 			}
 			s.buf = append(s.buf, chunk...)
 			if errors.Is(err, bufio.ErrBufferFull) {
@@ -257,8 +257,8 @@ func (s *recordScanner) value() error {
 					i = n
 				}
 				if i > 0 {
-					if len(s.buf)+i > MaxRecordSize {
-						return fmt.Errorf("an element of the JSON array is longer than %d MiB", MaxRecordSize>>20)
+					if len(s.buf)+i > maxRecordSize {
+						return fmt.Errorf("an element of the JSON array is longer than %d MiB", maxRecordSize>>20)
 					}
 					s.buf = append(s.buf, b[:i]...)
 					_, _ = s.r.Discard(i)
@@ -273,8 +273,8 @@ func (s *recordScanner) value() error {
 			}
 			return err
 		}
-		if len(s.buf) >= MaxRecordSize {
-			return fmt.Errorf("an element of the JSON array is longer than %d MiB", MaxRecordSize>>20)
+		if len(s.buf) >= maxRecordSize {
+			return fmt.Errorf("an element of the JSON array is longer than %d MiB", maxRecordSize>>20)
 		}
 		if c == '\n' {
 			s.line++

@@ -78,9 +78,6 @@ func (s *Sessions) Source(worker, _ int) *loadgen.Request {
 	return s.Builder.Request(s.next(worker))
 }
 
-// Item returns the next turn of worker's session as an item.
-func (s *Sessions) Item(worker int) Item { return s.next(worker) }
-
 func (s *Sessions) next(worker int) Item {
 	s.mu.Lock()
 	if s.workers == nil {
@@ -139,8 +136,8 @@ func (s *Sessions) Pause(worker, _ int) time.Duration {
 	return s.Think
 }
 
-// Started returns how many sessions have started.
-func (s *Sessions) Started() int {
+// startedCount returns how many sessions have started.
+func (s *Sessions) startedCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.started

@@ -24,8 +24,8 @@ type TraceFormat uint8
 
 // The trace formats [TraceReader] reads.
 const (
-	// FormatUnknown: no record read yet.
-	FormatUnknown TraceFormat = iota
+	// formatUnknown: no record read yet.
+	formatUnknown TraceFormat = iota
 	// Mooncake is the JSONL trace of Mooncake (FAST '25), one request a
 	// line: {"timestamp": MS, "input_length": N, "output_length": N,
 	// "hash_ids": [ID, ...]}, timestamp in milliseconds and hash_ids
@@ -113,7 +113,7 @@ func (t *TraceReader) Next() (TraceEntry, error) {
 			return fail(err)
 		}
 		raw = bytes.TrimSpace(raw)
-		if t.format == FormatUnknown {
+		if t.format == formatUnknown {
 			if raw[0] == '{' {
 				t.format = Mooncake
 			} else {

@@ -1,0 +1,4 @@
+package workload
+
+// Started returns how many sessions have started, for the tests.
+func (s *Sessions) Started() int { return s.startedCount() }
