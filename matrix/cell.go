@@ -89,6 +89,9 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 		g.OnRequest = func(req *loadgen.Request, tl *metrics.Timeline) { on(c.ContextTokens, n, rec.Window(), req, tl) }
 	}
 	fleet.configure(g, warm)
+	if cr.r.OnCell != nil {
+		cr.r.OnCell(c.ContextTokens, n, g)
+	}
 
 	var wg sync.WaitGroup
 	watch := make(chan struct{})

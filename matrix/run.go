@@ -112,6 +112,10 @@ type Runner struct {
 	// request's goroutine, so concurrently; tl must not be kept after it
 	// returns. With a Fleet, it sees this process's share of the streams.
 	OnRequest func(contextTokens, streams int, window metrics.Window, req *loadgen.Request, tl *metrics.Timeline)
+	// OnCell, if set, is called with each cell's generator before it
+	// runs (with a Fleet, the generator of this process's share): its
+	// Progress may be read while the cell runs.
+	OnCell func(contextTokens, streams int, g *loadgen.Generator)
 
 	// secrets removes the URL's password and the API key from what the run
 	// logs, saves and returns.

@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/internal/cli"
+	"github.com/llmload/llmload/internal/live"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/requestlog"
 	"github.com/llmload/llmload/internal/textsafe"
@@ -96,7 +97,7 @@ type options struct {
 	sloLow, sloHigh, sloStep    float64
 	sloMaxRuns                  int
 	format, out, simProfile     string
-	requestsOut                 string
+	requestsOut, metricsListen  string
 	serverTimings               bool
 	speed                       float64
 	simReasoning                int
@@ -157,6 +158,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.format, "format", "table", "report format: table, json or html")
 	fs.StringVar(&o.out, "o", "", "write the report to this file instead of standard output")
 	fs.BoolVar(&o.serverTimings, "server-timings", false, "ask the server for its own timings of each request (include_metrics: vLLM with --enable-per-request-metrics) and split TTFT into its queue, its prefill and the rest; always on with the simulator")
+	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve the client's own metrics for Prometheus at http://ADDR/metrics while the runs go on (requests in flight, tokens, TTFT and time between tokens, errors by kind, labelled by run), e.g. :9464")
 	fs.StringVar(&o.requestsOut, "requests-out", "", "write every request, as it ends, to this file: a line of JSON each, with its run, times, tokens, outcome and the server's timings")
 	fs.StringVar(&o.simProfile, "sim-profile", "seed", "the simulator's profile, seed or fast (only without -url)")
 	fs.Float64Var(&o.speed, "speed", DefaultSpeed, "the simulator's speed factor (only without -url)")
@@ -419,11 +421,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	var lm *live.Metrics
+	if o.metricsListen != "" {
+		if lm, err = live.Start(ctx, o.metricsListen, "", progress(stderr, o.quiet)); err != nil {
+			fail(stderr, fmt.Errorf("-metrics-listen: %w", err))
+			return 2
+		}
+	}
 	target := func(load loadgen.Load) (*loadgen.Generator, error) {
 		g := &loadgen.Generator{Client: client, Duration: o.duration, Warmup: o.warmup, Requests: o.requests}
-		if requests != nil {
-			logRequests(g, requests, load.String())
-		}
+		observe(g, requests, lm, load.String())
 		if o.requests > 0 {
 			g.Duration = 0
 		}
@@ -492,16 +499,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// logRequests writes each request of g's run to requests as it ends,
-// labelled run.
-func logRequests(g *loadgen.Generator, requests *requestlog.Writer, run string) {
+// observe writes each request of g's run to requests as it ends, and
+// counts it in the live metrics, labelled run; either may be nil.
+func observe(g *loadgen.Generator, requests *requestlog.Writer, lm *live.Metrics, run string) {
+	if requests == nil && lm == nil {
+		return
+	}
 	if g.Recorder == nil {
 		g.Recorder = &metrics.Recorder{}
 	}
 	rec := g.Recorder
-	g.OnRequest = func(req *loadgen.Request, tl *metrics.Timeline) {
-		requests.Write(run, rec.Window(), req, tl)
+	if lm != nil {
+		lm.Track(run, g)
 	}
+	g.OnRequest = func(req *loadgen.Request, tl *metrics.Timeline) {
+		if requests != nil {
+			requests.Write(run, rec.Window(), req, tl)
+		}
+		if lm != nil {
+			lm.Observe(run, tl)
+		}
+	}
+}
+
+// progress is where the command's progress goes: stderr, or nowhere with
+// -quiet.
+func progress(stderr io.Writer, quiet bool) io.Writer {
+	if quiet {
+		return io.Discard
+	}
+	return stderr
 }
 
 func fmtMS(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }

@@ -54,6 +54,7 @@ import (
 
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/cli"
+	"github.com/llmload/llmload/internal/live"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/requestlog"
 	"github.com/llmload/llmload/internal/textsafe"
@@ -76,6 +77,7 @@ type options struct {
 	keyEnv, profile, out string
 	results, resume      string
 	requestsOut          string
+	metricsListen        string
 	transport, render    string
 	format               matrix.Format
 	speed                float64
@@ -122,6 +124,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	format := fs.String("format", matrix.FormatTable.String(), "report format: table, markdown, csv, json or html")
 	fs.StringVar(&o.results, "results", "", "save the results as JSON here after every cell (default matrix-results-TIME.json)")
 	fs.StringVar(&o.resume, "resume", "", "continue the interrupted run saved in this file")
+	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve the client's own metrics for Prometheus at http://ADDR/metrics while the matrix runs (requests in flight, tokens, TTFT and time between tokens, errors by kind, labelled by cell), e.g. :9464")
 	fs.StringVar(&o.requestsOut, "requests-out", "", "write every request of the cells' streams, as it ends, to this file: a line of JSON each, with its cell, times, tokens, outcome and the server's timings (added to with -resume)")
 	fs.BoolVar(&o.compare, "compare", false, "compare two result files given as arguments, -compare A.json B.json, or repeated runs of each, -compare A1.json,A2.json B1.json,B2.json")
 	fs.StringVar(&o.render, "render", "", "render this results file in -format (to -o), changing nothing in it, and exit")
@@ -343,6 +346,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
+	cellName := func(contextTokens, streams int) string {
+		return fmt.Sprintf("%s × %d", matrix.FormatTokens(contextTokens), streams)
+	}
+	var lm *live.Metrics
+	if o.metricsListen != "" {
+		log := io.Writer(stderr)
+		if o.quiet {
+			log = io.Discard
+		}
+		if lm, err = live.Start(ctx, o.metricsListen, "", log); err != nil {
+			fail(stderr, fmt.Errorf("-metrics-listen: %w", err))
+			return 2
+		}
+		runner.OnCell = func(contextTokens, streams int, g *loadgen.Generator) { lm.Track(cellName(contextTokens, streams), g) }
+		runner.OnRequest = func(contextTokens, streams int, _ metrics.Window, _ *loadgen.Request, tl *metrics.Timeline) {
+			lm.Observe(cellName(contextTokens, streams), tl)
+		}
+	}
 	closeRequests := func() error { return nil }
 	if o.requestsOut != "" {
 		requests, err := openRequests(o.requestsOut, resume != nil)
@@ -353,7 +374,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer requests.Close() // on an early return; closing twice is harmless
 		closeRequests = requests.Close
 		runner.OnRequest = func(contextTokens, streams int, w metrics.Window, req *loadgen.Request, tl *metrics.Timeline) {
-			requests.Write(fmt.Sprintf("%s × %d", matrix.FormatTokens(contextTokens), streams), w, req, tl)
+			name := cellName(contextTokens, streams)
+			requests.Write(name, w, req, tl)
+			if lm != nil {
+				lm.Observe(name, tl)
+			}
 		}
 	}
 	endFleet := func() {}

@@ -1,0 +1,144 @@
+package live
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/metrics"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// scrape gets url and parses it with Prometheus' own text parser.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err)
+	return families
+}
+
+// value returns the value of the family's metric whose labels include
+// want, and whether there is one.
+func value(f *dto.MetricFamily, want map[string]string) (float64, bool) {
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, m := range f.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if have[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.GetGauge() != nil:
+			return m.GetGauge().GetValue(), true
+		case m.GetCounter() != nil:
+			return m.GetCounter().GetValue(), true
+		case m.GetHistogram() != nil:
+			return float64(m.GetHistogram().GetSampleCount()), true
+		}
+	}
+	return 0, false
+}
+
+// A scrape while a run goes on shows its requests in flight, its tokens
+// and its histograms, labelled with the cell and the shard; after the run,
+// the requests by outcome add up to the run's.
+func TestScrapeDuringRun(t *testing.T) {
+	p := loadgentest.FastProfile()
+	p.DecodeBase = []loadgentest.BatchCost{{Batch: 1, Seconds: 0.005}}
+	srv := loadgentest.NewServer(p)
+	defer srv.Close()
+	client := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: &http.Client{Transport: loadgen.NewTransport(16)}}
+	defer client.CloseIdleConnections()
+
+	m := New("2")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	addr, errc, err := m.Serve(ctx, "127.0.0.1:0")
+	require.NoError(t, err)
+	url := "http://" + addr + "/metrics"
+
+	req := &loadgen.Request{API: loadgen.Completions, Model: "bench", Prompt: loadgentest.Prompt(32, "live"), MaxTokens: 40, IgnoreEOS: true}
+	g := &loadgen.Generator{Client: client, Load: loadgen.Closed{Streams: 8}, Duration: 1500 * time.Millisecond, Source: loadgen.Repeat(req),
+		OnRequest: func(_ *loadgen.Request, tl *metrics.Timeline) { m.Observe("4K × 8", tl) }}
+	m.Track("4K × 8", g)
+	done := make(chan *loadgen.Run)
+	go func() {
+		run, _ := g.Run(ctx)
+		done <- run
+	}()
+	cell := map[string]string{"cell": "4K × 8", "shard": "2"}
+	var inFlight, tokens, ttft float64
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		fams := scrape(t, url)
+		inFlight, _ = value(fams["llmload_requests_in_flight"], cell)
+		tokens, _ = value(fams["llmload_output_tokens_total"], cell)
+		ttft, _ = value(fams["llmload_time_to_first_token_seconds"], cell)
+		if inFlight > 0 && tokens > 0 && ttft > 0 {
+			break
+		}
+	}
+	assert.Positive(t, inFlight, "requests in flight, mid-run")
+	assert.Positive(t, tokens, "tokens so far")
+	assert.Positive(t, ttft, "TTFTs observed")
+	run := <-done
+
+	fams := scrape(t, url)
+	completed, _ := value(fams["llmload_requests_total"], map[string]string{"cell": "4K × 8", "outcome": "completed", "error": ""})
+	canceled, _ := value(fams["llmload_requests_total"], map[string]string{"cell": "4K × 8", "outcome": "canceled", "error": "canceled"})
+	all := run.Recorder.SummaryOf(metrics.ScopeAll)
+	assert.EqualValues(t, all.Completed+all.CompletedOutside, completed)
+	assert.EqualValues(t, all.Canceled, canceled)
+	tokens, _ = value(fams["llmload_output_tokens_total"], cell)
+	assert.EqualValues(t, g.Progress().Tokens, tokens)
+	inFlight, _ = value(fams["llmload_requests_in_flight"], cell)
+	assert.Zero(t, inFlight, "after the run")
+	lat, ok := value(fams["llmload_e2e_request_latency_seconds"], cell)
+	assert.True(t, ok)
+	assert.EqualValues(t, completed, lat)
+	assert.Equal(t, dto.MetricType_HISTOGRAM, fams["llmload_time_between_tokens_seconds"].GetType())
+
+	cancel()
+	select {
+	case err := <-errc:
+		assert.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server did not stop with its context")
+	}
+}
+
+func TestServeRefusesABusyAddress(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	m := New("")
+	addr, errc, err := m.Serve(ctx, "127.0.0.1:0")
+	require.NoError(t, err)
+	_, _, err = New("").Serve(ctx, addr)
+	assert.ErrorContains(t, err, "listening for the metrics' scrapes")
+	cancel()
+	<-errc
+}
