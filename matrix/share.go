@@ -86,6 +86,9 @@ func measureShare(ctx context.Context, c *loadgen.Client, sh fleet.Share, ctl fl
 		Duration:    sh.Duration,
 		OnWindow:    func(w metrics.Window) { streams.mark(w.Start, w.End) },
 	}
+	if o, ok := ctl.(fleet.CellObserver); ok {
+		o.OnCell(sh.ContextTokens, sh.Concurrency, g)
+	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() { observeStreams(g, streams, done) })

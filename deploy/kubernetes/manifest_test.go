@@ -174,13 +174,24 @@ func TestManifestsAgree(t *testing.T) {
 	for k, v := range svc.Spec.Selector {
 		assert.Equal(t, v, pod.Labels[k], "the Service selects the pods: %s", k)
 	}
-	require.Len(t, svc.Spec.Ports, 1)
-	port := svc.Spec.Ports[0]
-	require.Len(t, c.Ports, 1)
-	assert.Equal(t, port.TargetPort.String(), c.Ports[0].Name)
-	assert.Equal(t, port.Port, c.Ports[0].ContainerPort)
-	listen, _ := flagValue(c.Args, "listen")
-	assert.Equal(t, fmt.Sprintf(":%d", c.Ports[0].ContainerPort), listen)
+	// Two ports, each the Service's and the container's: the shards'
+	// (-listen) and the client's own metrics (-metrics-listen), scraped on
+	// every pod.
+	require.Len(t, svc.Spec.Ports, 2)
+	require.Len(t, c.Ports, 2)
+	var port corev1.ServicePort
+	for i, name := range []string{"shard", "metrics"} {
+		sp, cp := svc.Spec.Ports[i], c.Ports[i]
+		assert.Equal(t, name, sp.Name)
+		assert.Equal(t, sp.TargetPort.String(), cp.Name)
+		assert.Equal(t, sp.Port, cp.ContainerPort)
+		flag := map[string]string{"shard": "listen", "metrics": "metrics-listen"}[name]
+		listen, _ := flagValue(c.Args, flag)
+		assert.Equal(t, fmt.Sprintf(":%d", cp.ContainerPort), listen, "-%s", flag)
+		if name == "shard" {
+			port = sp
+		}
+	}
 	join, _ := flagValue(c.Args, "join")
 	assert.Equal(t, "$(LLMLOAD_LEADER)", join)
 	leader, ok := envValue(c, "LLMLOAD_LEADER")

@@ -78,3 +78,63 @@ func label(m *dto.Metric, name string) string {
 	}
 	return ""
 }
+
+// scrapeCells scrapes url and returns, by cell and shard, the requests in
+// flight, tokens and TTFTs; nil when nothing answers.
+func scrapeCells(t *testing.T, url string) map[[2]string][3]float64 {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err)
+	out := map[[2]string][3]float64{}
+	for i, name := range []string{"llmload_requests_in_flight", "llmload_output_tokens_total", "llmload_time_to_first_token_seconds"} {
+		for _, m := range fams[name].GetMetric() {
+			k := [2]string{label(m, "cell"), label(m, "shard")}
+			v := out[k]
+			v[i] = m.GetGauge().GetValue() + m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Every shard of a sharded run serves its own metrics: scraped while the
+// cell runs, the leader's and the follower's each show the cell's requests
+// in flight, tokens and TTFTs (counted as requests end: of 40 tokens, a
+// token each 10 ms), labelled with the cell and the shard.
+func TestMetricsListenSharded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the command in two processes")
+	}
+	bin := buildMatrix(t)
+	srv := newPacedServer(t)
+	free := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		return ln.Addr().String()
+	}
+	leaderAt, followerAt := free(), free()
+	leader := startShard(t, bin, append(leaderArgs(srv.URL+"/v1", filepath.Join(t.TempDir(), "r.json"), 2, "6", 3*time.Second), "-max-tokens", "40", "-metrics-listen", leaderAt)...)
+	f1 := startShard(t, bin, "-join", joinURL(t, leader), "-name", "f1", "-fleet-token-env", fleetTokenEnv, "-metrics-listen", followerAt)
+
+	want := map[string][2]string{"leader": {"0 × 6", ""}, "follower": {"0 × 6", "f1"}}
+	seen := map[string]bool{}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(seen) < 2 && time.Now().Before(deadline) && leader.wait(t, 100*time.Millisecond) == -1 {
+		for who, at := range map[string]string{"leader": leaderAt, "follower": followerAt} {
+			got := scrapeCells(t, "http://"+at+"/metrics")
+			if v, ok := got[want[who]]; ok && v[0] > 0 && v[1] > 0 && v[2] > 0 {
+				seen[who] = true
+			}
+		}
+	}
+	assert.True(t, seen["leader"], "the leader's scrape showed the cell live: %s", leader.log.String())
+	assert.True(t, seen["follower"], "the follower's scrape showed its share live: %s", f1.log.String())
+	require.Equal(t, 0, leader.wait(t, 90*time.Second), leader.log.String())
+	assert.Equal(t, 0, f1.wait(t, 10*time.Second), f1.log.String())
+}

@@ -346,9 +346,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	cellName := func(contextTokens, streams int) string {
-		return fmt.Sprintf("%s × %d", matrix.FormatTokens(contextTokens), streams)
-	}
 	var lm *live.Metrics
 	if o.metricsListen != "" {
 		log := io.Writer(stderr)
@@ -426,6 +423,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// cellName labels a cell's requests and metrics: "16K × 8".
+func cellName(contextTokens, streams int) string {
+	return fmt.Sprintf("%s × %d", matrix.FormatTokens(contextTokens), streams)
 }
 
 // openRequests opens the -requests-out file: a new one, or, for a run

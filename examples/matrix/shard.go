@@ -13,11 +13,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmload/llmload/internal/live"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix"
 	"github.com/llmload/llmload/matrix/shard"
+	"github.com/llmload/llmload/metrics"
 )
 
 // shardFlags are the flags of a sharded run: one matrix driven from
@@ -161,6 +163,22 @@ func follow(ctx context.Context, o *options, stderr io.Writer) int {
 	f := &shard.Follower{Token: token, Leader: o.shards.join, Name: o.shards.name, JoinTimeout: o.shards.joinTimeout}
 	if !o.quiet {
 		f.Log = stderr
+	}
+	if o.metricsListen != "" {
+		name := f.Name
+		if name == "" {
+			name, _ = os.Hostname() // as the leader names the follower
+		}
+		lm, err := live.Start(ctx, o.metricsListen, name, f.Log)
+		if err != nil {
+			fail(stderr, fmt.Errorf("-metrics-listen: %w", err))
+			return 2
+		}
+		f.OnCell = func(contextTokens, streams int, g *loadgen.Generator) {
+			cell := cellName(contextTokens, streams)
+			lm.Track(cell, g)
+			g.OnRequest = func(_ *loadgen.Request, tl *metrics.Timeline) { lm.Observe(cell, tl) }
+		}
 	}
 	var client *loadgen.Client
 	f.Client = func(spec matrix.Spec) (*loadgen.Client, error) {

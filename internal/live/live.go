@@ -4,7 +4,10 @@
 // and histograms of time to first token, time between tokens and
 // end-to-end latency, each labelled with the cell or run ("cell") and the
 // shard ("shard": "" for the leader or a run of one process). Grafana then
-// shows the client beside the server's own dashboards.
+// shows the client beside the server's own dashboards (deploy/grafana).
+// The gauges and the token counter are read from the generators at each
+// scrape; the request counter and the histograms count requests as they
+// end.
 //
 // Every name starts llmload_; the histograms are in seconds, as vLLM's:
 //

@@ -2,10 +2,15 @@ package live
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -141,4 +146,46 @@ func TestServeRefusesABusyAddress(t *testing.T) {
 	assert.ErrorContains(t, err, "listening for the metrics' scrapes")
 	cancel()
 	<-errc
+}
+
+// The Grafana dashboard in deploy/grafana asks only for metrics this
+// package serves (and vLLM's), and each of this package's metrics is on it.
+func TestDashboardNamesTheMetrics(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/grafana/llmload.json")
+	require.NoError(t, err)
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	require.NoError(t, json.Unmarshal(b, &dash))
+	m := New("")
+	t0 := time.Now()
+	m.Observe("c", &metrics.Timeline{Sent: t0, First: t0.Add(time.Millisecond), Last: t0.Add(2 * time.Millisecond),
+		End: t0.Add(2 * time.Millisecond), Chunks: 2, Tokens: 2, Done: true})
+	served := map[string]bool{}
+	mfs, err := m.reg.Gather()
+	require.NoError(t, err)
+	for _, f := range mfs {
+		served[f.GetName()] = true
+	}
+	for _, d := range []*prometheus.Desc{inFlightDesc, decodingDesc, tokensDesc} {
+		served[regexp.MustCompile(`fqName: "([^"]+)"`).FindStringSubmatch(d.String())[1]] = true
+	}
+	used := map[string]bool{}
+	name := regexp.MustCompile(`llmload_[a-z0-9_]+`)
+	for _, p := range dash.Panels {
+		require.NotEmpty(t, p.Targets, p.Title)
+		for _, tg := range p.Targets {
+			for _, n := range name.FindAllString(tg.Expr, -1) {
+				n = strings.TrimSuffix(n, "_bucket")
+				assert.True(t, served[n], "%s: %s is not served", p.Title, n)
+				used[n] = true
+			}
+		}
+	}
+	for n := range served {
+		assert.True(t, used[n], "%s is on no panel", n)
+	}
 }

@@ -49,6 +49,11 @@ type Follower struct {
 	Silence time.Duration
 	// Log receives a line at each step; nil is silent.
 	Log io.Writer
+	// OnCell, if set, is called with the generator of each share before
+	// it runs, with its cell's context and streams (the whole cell's): its
+	// Progress may be read while it runs, and an OnRequest set on it sees
+	// each request.
+	OnCell func(contextTokens, streams int, g *loadgen.Generator)
 
 	// now is the follower's clock; nil means time.Now.
 	now func() time.Time
@@ -405,6 +410,13 @@ func (f *Follower) offset() time.Duration {
 type control struct {
 	f *Follower
 	a *active
+}
+
+// OnCell implements fleet.CellObserver with the Follower's OnCell.
+func (c *control) OnCell(contextTokens, streams int, g *loadgen.Generator) {
+	if c.f.OnCell != nil {
+		c.f.OnCell(contextTokens, streams, g)
+	}
 }
 
 // Ready implements [fleet.ShareControl]: it is sent with the next poll,

@@ -53,6 +53,14 @@ type Control interface {
 	WindowStart() (time.Time, bool)
 }
 
+// A CellObserver is a Control that wants each share's generator before it
+// runs, to read its progress and see its requests.
+type CellObserver interface {
+	// OnCell is called with the generator of the share of the cell of
+	// contextTokens and streams (the whole cell's) before it runs.
+	OnCell(contextTokens, streams int, g *loadgen.Generator)
+}
+
 // Share is one shard's part of a cell: the streams it keeps in flight and
 // how its warm-up and window go. Durations are wall time.
 type Share struct {
