@@ -20,17 +20,17 @@ import (
 	"github.com/llmload/llmload/metrics"
 )
 
-// Default deadlines of a [Client]. They are generous: a 256K-token prompt
+// The defaults of a [Client]'s zero fields. The deadlines are generous: a 256K-token prompt
 // can take minutes to prefill on a small card, and a request may wait in the
 // server's queue before that.
 const (
-	DefaultConnectTimeout    = 10 * time.Second
-	DefaultHeaderTimeout     = 10 * time.Minute
-	DefaultFirstTokenTimeout = 30 * time.Minute
-	DefaultStallTimeout      = 2 * time.Minute
-	// DefaultMaxEventSize bounds one SSE event, so a hostile or broken
+	defaultConnectTimeout    = 10 * time.Second
+	defaultHeaderTimeout     = 10 * time.Minute
+	defaultFirstTokenTimeout = 30 * time.Minute
+	defaultStallTimeout      = 2 * time.Minute
+	// defaultMaxEventSize bounds one SSE event, so a hostile or broken
 	// server cannot make the client buffer without limit.
-	DefaultMaxEventSize = 1 << 20
+	defaultMaxEventSize = 1 << 20
 )
 
 // Client streams completions from one OpenAI-compatible server and
@@ -62,22 +62,29 @@ type Client struct {
 	// Header holds extra headers for every request.
 	Header http.Header
 	// HTTPClient sends the requests. Nil means a client on
-	// NewTransport(DefaultMaxConns). Its Timeout must be 0: a client with
+	// NewTransport(1024). Its Timeout must be 0: a client with
 	// a Timeout is refused (see [Client.Validate]). The Client sends
 	// through a copy of it whose CheckRedirect applies the Client's
 	// redirect policy first, then HTTPClient's own, if any.
 	HTTPClient *http.Client
 
-	ConnectTimeout    time.Duration
-	HeaderTimeout     time.Duration
+	// ConnectTimeout bounds connecting and writing the request; 0 means
+	// 10 s.
+	ConnectTimeout time.Duration
+	// HeaderTimeout bounds the wait for the response headers; 0 means
+	// 10 min.
+	HeaderTimeout time.Duration
+	// FirstTokenTimeout bounds the wait for the first token after the
+	// headers; 0 means 30 min.
 	FirstTokenTimeout time.Duration
-	StallTimeout      time.Duration
+	// StallTimeout bounds the longest gap between tokens; 0 means 2 min.
+	StallTimeout time.Duration
 	// StallRule says what moves the stall deadline on: by default only a
 	// chunk that carries tokens, so a server that sends one token and then
 	// empty deltas, usage-only chunks or keep-alive comments stalls.
 	StallRule StallRule
-	// MaxEventSize bounds one SSE event in bytes; 0 means
-	// DefaultMaxEventSize.
+	// MaxEventSize bounds one SSE event in bytes, so a hostile or broken
+	// server cannot make the client buffer without limit; 0 means 1 MiB.
 	MaxEventSize int
 
 	// The state below is made on first use and never copied (a Client
@@ -122,7 +129,7 @@ func (c *Client) setup() error {
 	c.once.Do(func() {
 		base := c.HTTPClient
 		if base == nil {
-			base = newHTTPClient(DefaultMaxConns)
+			base = newHTTPClient(defaultMaxConns)
 		}
 		hc := *base // the caller's client is not changed
 		hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
@@ -406,10 +413,10 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 	defer cancel(nil)
 
 	wd := newWatchdog(cancel, [numPhases]time.Duration{
-		phaseConnect: pick(c.ConnectTimeout, DefaultConnectTimeout),
-		phaseHeaders: pick(c.HeaderTimeout, DefaultHeaderTimeout),
-		phaseFirst:   pick(c.FirstTokenTimeout, DefaultFirstTokenTimeout),
-		phaseStream:  pick(c.StallTimeout, DefaultStallTimeout),
+		phaseConnect: pick(c.ConnectTimeout, defaultConnectTimeout),
+		phaseHeaders: pick(c.HeaderTimeout, defaultHeaderTimeout),
+		phaseFirst:   pick(c.FirstTokenTimeout, defaultFirstTokenTimeout),
+		phaseStream:  pick(c.StallTimeout, defaultStallTimeout),
 	})
 	defer wd.stop()
 
@@ -582,7 +589,7 @@ func (rs *requestState) classify(ctx context.Context, err error, beforeHeaders b
 func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc, c *Client, resp *http.Response, label streamLabel, req *Request, wd *watchdog) error {
 	maxEvent := c.MaxEventSize
 	if maxEvent <= 0 {
-		maxEvent = DefaultMaxEventSize
+		maxEvent = defaultMaxEventSize
 	}
 	sr := &streamReader{rs: rs, ctx: ctx, cancel: cancel, c: c, resp: resp, label: label, req: req, wd: wd}
 	if pb, ok := resp.Body.(pollBody); ok && (rs.emit == nil || rs.ownEmit) {

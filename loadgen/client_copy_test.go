@@ -53,7 +53,7 @@ func TestCloneKeepsEverySetting(t *testing.T) {
 	clone.Header.Set("X-Clone", "1")
 	assert.Empty(t, c.Header.Get("X-Clone"), "the clone's Header is its own")
 
-	c2 := c.withTransport(DefaultMaxConns + 1)
+	c2 := c.withTransport(defaultMaxConns + 1)
 	defer c2.CloseIdleConnections()
 	v2 := reflect.ValueOf(c2).Elem()
 	for i := range v.NumField() {
@@ -69,5 +69,5 @@ func TestCloneKeepsEverySetting(t *testing.T) {
 	}
 	tr, ok := c2.HTTPClient.Transport.(*http.Transport)
 	require.True(t, ok, "the copy's transport is net/http's")
-	assert.Equal(t, DefaultMaxConns+1, tr.MaxIdleConnsPerHost, "the copy's pool is sized for the load")
+	assert.Equal(t, defaultMaxConns+1, tr.MaxIdleConnsPerHost, "the copy's pool is sized for the load")
 }

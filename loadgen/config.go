@@ -106,7 +106,7 @@ func (c *Client) Validate() error {
 		errs.add("Client.HTTPClient.Timeout", "is %v: it would cut every stream longer than that, mid-stream, whatever the server does; set it to 0 and bound each phase with the Client's ConnectTimeout, HeaderTimeout, FirstTokenTimeout and StallTimeout", c.HTTPClient.Timeout)
 	}
 	if c.MaxEventSize < 0 {
-		errs.add("Client.MaxEventSize", "is %d: set a size in bytes, or 0 for DefaultMaxEventSize", c.MaxEventSize)
+		errs.add("Client.MaxEventSize", "is %d: set a size in bytes, or 0 for 1 MiB", c.MaxEventSize)
 	}
 	return errs.err()
 }

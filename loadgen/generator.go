@@ -124,7 +124,9 @@ type Generator struct {
 	// (within DrainTimeout) instead of cancelling them. Tokens after the
 	// window are not counted either way; requests that finish then are
 	// counted in CompletedOutside. Only with a Duration.
-	Drain        bool
+	Drain bool
+	// DrainTimeout bounds the wait for the requests in flight at the end
+	// of the window; 0 means 1 min.
 	DrainTimeout time.Duration
 
 	// Retries is how many times a failed request is sent again; 0 never
@@ -390,7 +392,7 @@ type runner struct {
 func (g *Generator) start(ctx context.Context) *runner {
 	sh := g.loadOf().shape()
 	r := &runner{g: g, ctx: ctx, client: g.Client, shape: sh, slots: sh.slots, done: make(chan struct{})}
-	if r.client.HTTPClient == nil && r.slots > DefaultMaxConns {
+	if r.client.HTTPClient == nil && r.slots > defaultMaxConns {
 		r.client, r.ownClient = r.client.withTransport(r.slots), true
 	}
 	rec := g.Recorder

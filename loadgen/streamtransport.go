@@ -54,13 +54,13 @@ import (
 // A StreamTransport is safe for concurrent use.
 type StreamTransport struct {
 	// DialContext dials the server's TCP connections. Nil means a
-	// [net.Dialer] with DefaultConnectTimeout and 30 s keep-alive probes.
+	// [net.Dialer] with a 10 s connect timeout and 30 s keep-alive probes.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 	// TLSClientConfig configures https connections; nil means the
 	// defaults. ServerName defaults to the URL's host.
 	TLSClientConfig *tls.Config
 	// MaxIdleConnsPerHost bounds the idle pool of each host; 0 means
-	// DefaultMaxConns.
+	// 1024.
 	MaxIdleConnsPerHost int
 	// IdleConnTimeout is how long a connection may stay idle and still be
 	// reused; 0 means 90 s.
@@ -72,7 +72,7 @@ type StreamTransport struct {
 	ReadBufferSize int
 	// MaxResponseHeaderBytes bounds the bytes of a response's headers,
 	// the informational (1xx) responses before it included, as net/http's
-	// Transport does; 0 means DefaultMaxResponseHeaderBytes. Beyond it,
+	// Transport does; 0 means 10 MiB, as there. Beyond it,
 	// RoundTrip fails with [ErrHeadersTooLarge]. A request whose trace has
 	// a Got1xxResponse hook sees every informational response, and the
 	// bound starts afresh after each, as in net/http.
@@ -94,9 +94,9 @@ type StreamTransport struct {
 	idle map[string][]*streamConn // by scheme://host:port, most recent last
 }
 
-// DefaultMaxResponseHeaderBytes is the default bound of
+// defaultMaxResponseHeaderBytes is the default bound of
 // [StreamTransport.MaxResponseHeaderBytes]: 10 MiB, net/http's default.
-const DefaultMaxResponseHeaderBytes = 10 << 20
+const defaultMaxResponseHeaderBytes = 10 << 20
 
 // NewStreamTransport returns a StreamTransport that keeps up to conns idle
 // connections to each host.
@@ -147,7 +147,7 @@ func (t *StreamTransport) maxHeaderBytes() int64 {
 	if t.MaxResponseHeaderBytes > 0 {
 		return t.MaxResponseHeaderBytes
 	}
-	return DefaultMaxResponseHeaderBytes
+	return defaultMaxResponseHeaderBytes
 }
 
 // lastArrival is when the bytes of the connection's last read arrived, or
@@ -317,7 +317,7 @@ func canonicalAddr(host, port, scheme string) string {
 func (t *StreamTransport) dial(ctx context.Context, scheme, addr, host string) (*streamConn, error) {
 	dial := t.DialContext
 	if dial == nil {
-		dial = (&net.Dialer{Timeout: DefaultConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
+		dial = (&net.Dialer{Timeout: defaultConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
 	}
 	conn, err := dial(ctx, "tcp", addr)
 	if err != nil {
@@ -378,7 +378,7 @@ func (t *StreamTransport) getIdle(key string) *streamConn {
 func (t *StreamTransport) putIdle(sc *streamConn) {
 	limit := t.MaxIdleConnsPerHost
 	if limit <= 0 {
-		limit = DefaultMaxConns
+		limit = defaultMaxConns
 	}
 	sc.idleAt = time.Now()
 	t.mu.Lock()

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// DefaultMaxConns is the connection pool size of a [Client] without an
+// defaultMaxConns is the connection pool size of a [Client] without an
 // HTTPClient.
-const DefaultMaxConns = 1024
+const defaultMaxConns = 1024
 
 // NewTransport returns an HTTP/1.1 transport for streaming requests to one
 // server with up to conns at once: its idle pool keeps conns connections per
@@ -26,7 +26,7 @@ func NewTransport(conns int) *http.Transport {
 	return &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
 		DialContext: (&net.Dialer{
-			Timeout:   DefaultConnectTimeout,
+			Timeout:   defaultConnectTimeout,
 			KeepAlive: 30 * time.Second,
 		}).DialContext,
 		MaxIdleConns:        conns,
