@@ -14,8 +14,8 @@ import (
 	"github.com/llmload/llmload/loadgen"
 )
 
-// A Record is one entry of a dataset: a conversation, or a prompt.
-type Record struct {
+// A datasetRecord is one entry of a dataset: a conversation, or a prompt.
+type datasetRecord struct {
 	// Line is where the record begins in its file.
 	Line int
 	// Turns is the conversation in order: a system message if there is
@@ -34,22 +34,9 @@ var roles = map[string]string{
 	"system": "system",
 }
 
-// DatasetReader reads the records of a dataset, one at a time, from a
-// stream: memory does not grow with the file. It reads two formats,
-// recognised record by record:
-//
-//   - ShareGPT: {"conversations": [{"from": "human", "value": "..."},
-//     {"from": "gpt", "value": "..."}, ...]} (other fields are ignored),
-//     as a JSON array of such objects or one a line (JSONL). Speakers
-//     are human or user, gpt, assistant, chatgpt, bard, bing or model,
-//     and system.
-//   - Prompts, vLLM's custom dataset: {"prompt": "...", "output_tokens": N}
-//     one a line, output_tokens optional.
-//
-// A record that has no user turn is skipped and counted, as vLLM skips
-// conversations of fewer than two turns; anything else that is not one of
-// these forms is a [*ParseError] naming its line.
-type DatasetReader struct {
+// datasetReader reads the records of a dataset, one at a time, from a
+// stream, in the formats [Dataset] gives.
+type datasetReader struct {
 	name string
 	s    *recordScanner
 	done bool
@@ -57,10 +44,10 @@ type DatasetReader struct {
 	Skipped int
 }
 
-// NewDatasetReader returns a reader of the dataset in r; name, if not
+// newDatasetReader returns a reader of the dataset in r; name, if not
 // empty, names it in errors.
-func NewDatasetReader(r io.Reader, name string) *DatasetReader {
-	return &DatasetReader{name: name, s: newRecordScanner(r)}
+func newDatasetReader(r io.Reader, name string) *datasetReader {
+	return &datasetReader{name: name, s: newRecordScanner(r)}
 }
 
 // rawRecord is a record as it is decoded.
@@ -77,25 +64,25 @@ type rawRecord struct {
 // record is a [*ParseError]; reading may go on after it, unless the file's
 // structure is lost (a JSON array that ends early), in which case the
 // next call returns io.EOF.
-func (d *DatasetReader) Next() (Record, error) {
+func (d *datasetReader) Next() (datasetRecord, error) {
 	for {
 		if d.done {
-			return Record{}, io.EOF
+			return datasetRecord{}, io.EOF
 		}
 		raw, line, err := d.s.next()
 		if errors.Is(err, io.EOF) {
 			d.done = true
-			return Record{}, io.EOF
+			return datasetRecord{}, io.EOF
 		}
 		if err != nil {
 			if _, ok := errors.AsType[errStructure](err); ok {
 				d.done = true
 			}
-			return Record{}, &ParseError{Name: d.name, Line: line, Err: err}
+			return datasetRecord{}, &ParseError{Name: d.name, Line: line, Err: err}
 		}
 		rec, err := parseRecord(raw, line)
 		if err != nil {
-			return Record{}, &ParseError{Name: d.name, Line: errorLine(raw, line, err), Err: describeJSON(err)}
+			return datasetRecord{}, &ParseError{Name: d.name, Line: errorLine(raw, line, err), Err: describeJSON(err)}
 		}
 		if rec.Turns == nil {
 			d.Skipped++
@@ -120,12 +107,12 @@ func errorLine(raw []byte, line int, err error) int {
 
 // parseRecord decodes one record; a record without a user turn has nil
 // Turns.
-func parseRecord(raw []byte, line int) (Record, error) {
+func parseRecord(raw []byte, line int) (datasetRecord, error) {
 	var r rawRecord
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return Record{}, err
+		return datasetRecord{}, err
 	}
-	rec := Record{Line: line}
+	rec := datasetRecord{Line: line}
 	switch {
 	case r.Conversations != nil && r.Prompt != nil:
 		return rec, errors.New(`the record has both "conversations" and "prompt": give one`)
@@ -220,7 +207,7 @@ func jsonKind(t reflect.Type) string {
 // length is the record's OutputTokens, else the estimated length of the
 // reply that follows in the record ([EstimateTokens]), else 0; a non-nil
 // output replaces it with a draw from rng.
-func (r Record) Item(output Length, rng *rand.Rand) Item {
+func (r datasetRecord) Item(output Length, rng *rand.Rand) Item {
 	it := Item{Line: r.Line, OutputTokens: r.OutputTokens}
 	for i, t := range r.Turns {
 		if t.Role != "user" {
@@ -240,7 +227,24 @@ func (r Record) Item(output Length, rng *rand.Rand) Item {
 
 // Dataset is a dataset file read through once: it is well formed, and
 // holds Records usable records. Its records are read from disk again each
-// time they are needed.
+// time they are needed, one at a time: memory does not grow with the
+// file. Two formats are read, recognised record by record:
+//
+//   - ShareGPT: {"conversations": [{"from": "human", "value": "..."},
+//     {"from": "gpt", "value": "..."}, ...]} (other fields are ignored),
+//     as a JSON array of such objects or one a line (JSONL). Speakers
+//     are human or user, gpt, assistant, chatgpt, bard, bing or model,
+//     and system.
+//   - Prompts, vLLM's custom dataset: {"prompt": "...", "output_tokens": N}
+//     one a line, output_tokens optional.
+//
+// A record that has no user turn is skipped and counted, as vLLM skips
+// conversations of fewer than two turns; anything else that is not one of
+// these forms is a [*ParseError] naming its line. A record's request is
+// its conversation up to its first user turn (a system message before it
+// included); its output length is the record's output_tokens, else the
+// estimated length of the reply that follows in the record
+// ([EstimateTokens]).
 type Dataset struct {
 	Path string
 	// Records counts the usable records; Skipped those without a user
@@ -248,8 +252,8 @@ type Dataset struct {
 	Records, Skipped int
 }
 
-// OpenDataset reads the dataset at path through (see [DatasetReader])
-// and returns it when every record is well formed and at least one is
+// OpenDataset reads the dataset at path through (see [Dataset] for its
+// formats) and returns it when every record is well formed and at least one is
 // usable. Otherwise the error is a [*FileError] listing the malformed
 // records by line, or [ErrEmpty]: a run should refuse to start rather
 // than measure another workload than the one asked for.
@@ -261,7 +265,7 @@ func OpenDataset(path string) (*Dataset, error) {
 	defer f.Close()
 	d := &Dataset{Path: path}
 	name := filepath.Base(path)
-	r := NewDatasetReader(f, name)
+	r := newDatasetReader(f, name)
 	fe := &FileError{Name: name}
 	for {
 		_, err := r.Next()
@@ -296,8 +300,9 @@ func (fe *FileError) add(pe *ParseError) {
 }
 
 // Items returns a Reader of the dataset's items, in the file's order and
-// from its start again after its end, each as [Record.Item] makes it with
-// output and a generator seeded by seed. Close it to close the file.
+// from its start again after its end, each a record's request (see
+// [Dataset]), its output length drawn from output, if not nil, by a
+// generator seeded by seed. Close it to close the file.
 func (d *Dataset) Items(output Length, seed uint64) Reader {
 	rng := newRand(seed, 0xda7a)
 	return cycleOf(func() (Reader, error) {
@@ -305,14 +310,14 @@ func (d *Dataset) Items(output Length, seed uint64) Reader {
 		if err != nil {
 			return nil, fmt.Errorf("workload: %w", err)
 		}
-		return &datasetItems{f: f, r: NewDatasetReader(f, filepath.Base(d.Path)), output: output, rng: rng}, nil
+		return &datasetItems{f: f, r: newDatasetReader(f, filepath.Base(d.Path)), output: output, rng: rng}, nil
 	})
 }
 
 // datasetItems reads the items of one pass over a dataset file.
 type datasetItems struct {
 	f      *os.File
-	r      *DatasetReader
+	r      *datasetReader
 	output Length
 	rng    *rand.Rand
 }

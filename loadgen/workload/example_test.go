@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
@@ -39,26 +37,14 @@ func ExampleSynthetic() {
 
 // A malformed record stops a dataset before anything is sent, naming its
 // line.
-func ExampleNewDatasetReader() {
-	data := `{"prompt": "What is the capital of India?", "output_tokens": 10}
-{"prompt": "What is the capital of Iran?", "output_tokens": "ten"}
-{"conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello! How can I help?"}]}
-`
-	r := workload.NewDatasetReader(strings.NewReader(data), "prompts.jsonl")
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		if err != nil {
-			fmt.Println(err)
-			continue
-		}
-		it := rec.Item(nil, nil)
-		fmt.Printf("line %d: %q, %d output tokens\n", rec.Line, it.Messages[0].Content, it.OutputTokens)
+func ExampleOpenDataset() {
+	_, err := workload.OpenDataset("testdata/sharegpt-malformed.jsonl")
+	var fe *workload.FileError
+	if errors.As(err, &fe) {
+		fmt.Println("line", fe.Errs[0].Line)
 	}
+	fmt.Println(err)
 	// Output:
-	// line 1: "What is the capital of India?", 10 output tokens
-	// workload: prompts.jsonl:2: output_tokens is a string, want a number
-	// line 3: "Hi", 7 output tokens
+	// line 2
+	// workload: sharegpt-malformed.jsonl has 3 malformed records: line 2: not valid JSON: unexpected end of JSON input; line 5: conversations[0] is from "robot": want human, gpt or system (or user, assistant, chatgpt, bard, bing, model); line 6: conversations is a string, want an array
 }
