@@ -371,6 +371,9 @@ func ReadResults(rd io.Reader) (*Results, error) {
 	default:
 		return nil, fmt.Errorf("matrix: results have schema %q, want %q (or %q)", r.Schema, Schema, schemaV1)
 	}
+	if err := checkFigures(&r); err != nil {
+		return nil, fmt.Errorf("matrix: read results: %w: the file is damaged or was not written by llmload", err)
+	}
 	for i := range r.Prefill {
 		r.Prefill[i].settleStatus()
 	}

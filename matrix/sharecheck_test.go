@@ -1,10 +1,16 @@
 package matrix
 
 import (
+	"bytes"
 	"errors"
 	"math"
+	"os"
+	"runtime"
+	"strings"
 	"testing"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/llmload/llmload/metrics"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -25,4 +31,39 @@ func TestSpecConcurrencyAShard(t *testing.T) {
 	assert.NoError(t, spec.validateSharded(3))
 	assert.Equal(t, spec.Validate(), spec.validateSharded(0), "no shards is one process")
 	assert.NoError(t, spec.validateSharded(math.MaxInt), "9223372036854775807 shards: checked, not split")
+}
+
+// TestLoadedFiguresChecked: a results file with a negative count, a rate
+// of 1e300 or a histogram of an extreme range is refused with the place
+// of the figure, quickly and without a large allocation.
+func TestLoadedFiguresChecked(t *testing.T) {
+	v1, err := os.ReadFile("testdata/results-v1.json")
+	require.NoError(t, err)
+	r, err := ReadResults(bytes.NewReader(v1))
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, r.WriteJSON(&buf))
+	b := buf.Bytes()
+	for _, tc := range []struct{ from, to, want string }{
+		{`"canceled": `, `"canceled": -7, "y": `, "canceled is -7, below 0"},
+		{`"total_tok_s": `, `"total_tok_s": 1e300, "x": `, "total_tok_s is 1e+300, beyond any measurement"},
+	} {
+		bad := strings.Replace(string(b), tc.from, tc.to, 1)
+		require.NotEqual(t, string(b), bad, tc.from)
+		_, err := ReadResults(strings.NewReader(bad))
+		require.Error(t, err, "%s", tc.want)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+	extreme := hdrhistogram.New(1, 1<<62, 5)
+	require.NoError(t, extreme.RecordValue(5))
+	v2, err := extreme.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	require.NoError(t, err)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	var h metrics.Histogram
+	err = h.UnmarshalJSON([]byte(`{"v2":"` + string(v2) + `"}`))
+	require.ErrorContains(t, err, "geometry")
+	runtime.ReadMemStats(&ms)
+	assert.Less(t, ms.TotalAlloc-before, uint64(1<<20), "refused before its 49 MB of buckets")
 }

@@ -9,11 +9,15 @@ import (
 
 // SaveFile writes r to path as JSON, atomically: it writes a temporary file
 // beside it and renames it into place, so a crash or an interruption never
-// leaves a half-written file.
+// leaves a half-written file. A path that names anything but a regular
+// file (a symbolic link, a named pipe) is refused and left as it is.
 func SaveFile(path string, r *Results) error {
 	var buf bytes.Buffer
 	if err := r.WriteJSON(&buf); err != nil {
 		return err
+	}
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("matrix: save results: %s is a %s, not a regular file: it is left as it is; give another path", path, fileKind(fi.Mode()))
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
@@ -49,4 +53,21 @@ func LoadFile(path string) (*Results, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return r, nil
+}
+
+// fileKind names the kind of a file that is not a regular one.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeSymlink != 0:
+		return "symbolic link"
+	case m&os.ModeNamedPipe != 0:
+		return "named pipe"
+	case m.IsDir():
+		return "directory"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -330,6 +331,8 @@ func TestRefusesWhatCannotWork(t *testing.T) {
 		{[]string{"-warmup-timeout", "-1s"}, "-warmup-timeout is -1s: a negative warm-up"},
 		{[]string{"-warmup-min", "-1s", "-concurrency", "0"}, "-concurrency holds 0, below 1: a concurrency is 1 request or more; -warmup-min is -1s"},
 		{[]string{"-error-threshold", "2"}, "-error-threshold is 2: an error threshold is a share"},
+		{[]string{"-shards", "9223372036854775807", "-listen", "127.0.0.1:0"}, "-shards 9223372036854775807: at most 1024"},
+		{[]string{"-shards", "100000000", "-listen", "127.0.0.1:0"}, "-shards 100000000: at most 1024"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			results := filepath.Join(t.TempDir(), "r.json")
@@ -562,4 +565,65 @@ func TestRogueLeader(t *testing.T) {
 		assert.Equal(t, 2, code)
 		assert.Contains(t, stderr, "-join needs the fleet's secret")
 	})
+}
+
+// TestResultsNeverClobbered: -results at a symbolic link, a named pipe, an
+// existing run's file or a file another run holds is refused before the
+// run starts, and each is left as it was; -resume refuses flags that
+// disagree with the run it finishes.
+func TestResultsNeverClobbered(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "precious.txt")
+	require.NoError(t, os.WriteFile(target, []byte("keep me"), 0o644))
+	link := filepath.Join(dir, "link.json")
+	require.NoError(t, os.Symlink(target, link))
+	pipe := filepath.Join(dir, "pipe.json")
+	require.NoError(t, syscall.Mkfifo(pipe, 0o644))
+	existing := filepath.Join(dir, "existing.json")
+	require.NoError(t, os.WriteFile(existing, []byte(`{"schema":"another run"}`), 0o644))
+	held := filepath.Join(dir, "held.json")
+	unlock, err := lockFile(lockPath(held))
+	require.NoError(t, err)
+	defer unlock()
+	args := []string{"-contexts", "0", "-concurrency", "1", "-prefill", "", "-duration", "1s"}
+	for _, tc := range []struct {
+		path, want string
+	}{
+		{link, "is not a regular file (L---------)"},
+		{pipe, "is not a regular file (p---------)"},
+		{existing, "holds another run's results"},
+		{held, "is another run's, which is still running"},
+	} {
+		t.Run(filepath.Base(tc.path), func(t *testing.T) {
+			start := time.Now()
+			code, _, stderr := command(t, t.Context(), append(args, "-results", tc.path)...)
+			assert.Equal(t, 2, code, stderr)
+			assert.Contains(t, stderr, tc.want)
+			assert.Less(t, time.Since(start), 5*time.Second, "refused before the run")
+		})
+	}
+	b, _ := os.ReadFile(target)
+	assert.Equal(t, "keep me", string(b), "the link's target is untouched")
+	fi, err := os.Lstat(link)
+	require.NoError(t, err)
+	assert.NotZero(t, fi.Mode()&os.ModeSymlink, "the link is still a link")
+	fi, err = os.Lstat(pipe)
+	require.NoError(t, err)
+	assert.NotZero(t, fi.Mode()&os.ModeNamedPipe, "the pipe is still a pipe")
+	b, _ = os.ReadFile(existing)
+	assert.Equal(t, `{"schema":"another run"}`, string(b))
+
+	// The library refuses too.
+	assert.ErrorContains(t, matrix.SaveFile(link, &matrix.Results{}), "is a symbolic link, not a regular file")
+	assert.ErrorContains(t, matrix.SaveFile(pipe, &matrix.Results{}), "is a named pipe, not a regular file")
+
+	saved, err := matrix.LoadFile("../../matrix/testdata/results-v1.json")
+	require.NoError(t, err)
+	resumable := filepath.Join(dir, "resumable.json")
+	require.NoError(t, matrix.SaveFile(resumable, saved))
+	for _, flag := range [][]string{{"-concurrency", "3"}, {"-contexts", "0,1K"}, {"-duration", "7s"}, {"-max-tokens", "5"}} {
+		code, _, stderr := command(t, t.Context(), append([]string{"-resume", resumable}, flag...)...)
+		assert.Equal(t, 2, code, stderr)
+		assert.Contains(t, stderr, "-resume finishes the run as it was planned ("+flag[0])
+	}
 }

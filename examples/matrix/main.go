@@ -84,6 +84,7 @@ type options struct {
 	simReasoning         int
 	headers              cli.Headers
 	compare              bool
+	overwrite            bool
 	quiet                bool
 	shards               shardFlags
 	// set holds the names of the flags given on the command line.
@@ -125,6 +126,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	fs.StringVar(&o.results, "results", "", "save the results as JSON here after every cell (default matrix-results-TIME.json)")
 	fs.StringVar(&o.resume, "resume", "", "continue the interrupted run saved in this file")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve the client's own metrics for Prometheus at http://ADDR/metrics while the matrix runs (requests in flight, tokens, TTFT and time between tokens, errors by kind, labelled by cell), e.g. :9464")
+	fs.BoolVar(&o.overwrite, "overwrite", false, "replace an existing -results file of another run")
 	fs.StringVar(&o.requestsOut, "requests-out", "", "write every request of the cells' streams, as it ends, to this file: a line of JSON each, with its cell, times, tokens, outcome and the server's timings (added to with -resume)")
 	fs.BoolVar(&o.compare, "compare", false, "compare two result files given as arguments, -compare A.json B.json, or repeated runs of each, -compare A1.json,A2.json B1.json,B2.json")
 	fs.StringVar(&o.render, "render", "", "render this results file in -format (to -o), changing nothing in it, and exit")
@@ -270,6 +272,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fail(stderr, err)
 			return 1
 		}
+		if err := o.checkResume(o.spec, resume); err != nil {
+			fail(stderr, err)
+			return 2
+		}
 		if err := o.resumeSpec(resume); err != nil {
 			fail(stderr, err)
 			return 2
@@ -285,6 +291,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fail(stderr, fmt.Errorf("-o %s is the results file; write the %s report elsewhere", o.out, o.format))
 		return 2
 	}
+	unlock, err := o.claimResults()
+	if err != nil {
+		fail(stderr, err)
+		return 2
+	}
+	defer unlock()
 
 	runner := &matrix.Runner{Spec: o.spec, Resume: resume}
 	if o.spec.URL == "" || (resume != nil && resume.Server.Simulated) {

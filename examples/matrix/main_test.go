@@ -146,7 +146,7 @@ func TestAPIKeyNeverWritten(t *testing.T) {
 		"-contexts", "0", "-concurrency", "1", "-prefill", "", "-duration", "4s", "-max-tokens", "64", "-results", results}
 	require.Equal(t, 0, run(t.Context(), args, &out, &errOut), errOut.String())
 	for _, format := range []string{"html", "markdown", "json", "csv"} {
-		require.Equal(t, 0, run(t.Context(), append(args, "-format", format, "-o", filepath.Join(dir, "r."+format)), &out, &errOut), errOut.String())
+		require.Equal(t, 0, run(t.Context(), append(args, "-overwrite", "-format", format, "-o", filepath.Join(dir, "r."+format)), &out, &errOut), errOut.String())
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*"))
 	for _, f := range files {
