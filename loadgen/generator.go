@@ -382,6 +382,11 @@ type runner struct {
 	done  chan struct{}
 	fatal error
 
+	// ahead is an open loop's arrivals read ahead of time; warmed, the
+	// most connections opened ahead of a burst.
+	ahead  *upcoming
+	warmed int
+
 	windowTimer *time.Timer
 	windowEnd   <-chan time.Time // nil until a window of Duration opens
 	ownClient   bool             // client's transport is the run's own
@@ -400,7 +405,11 @@ func (g *Generator) start(ctx context.Context) *runner {
 		rec = &metrics.Recorder{}
 	}
 	r.run = &Run{Recorder: rec}
-	r.st = &runState{start: time.Now(), rec: rec}
+	start := time.Now()
+	if sh.open {
+		start = r.prepareArrivals(ctx, start)
+	}
+	r.st = &runState{start: start, rec: rec}
 	r.st.phase.Store(uint32(PhaseWarmup))
 	g.state.Store(r.st)
 	r.budget.Store(int64(g.Requests))
@@ -679,12 +688,12 @@ func (r *runner) openLoop() error {
 	for i := range cap(slots) {
 		slots <- i
 	}
-	due := r.schedule()
-	for seq := 0; g.Requests <= 0 || seq < g.Requests; seq++ {
-		at, ok := due(seq)
+	for g.Requests <= 0 || r.ahead.seq < g.Requests {
+		seq, at, ok := r.ahead.pop()
 		if !ok {
 			return nil
 		}
+		r.warmForBursts(at)
 		if !sleep(r.launch, time.Until(at)) {
 			return nil
 		}
@@ -711,10 +720,56 @@ func (r *runner) openLoop() error {
 	return nil
 }
 
+// prepareArrivals reads an open loop's schedule ahead from a provisional
+// start and opens, before the first arrival, a connection for each
+// arrival of the largest burst it sees coming: a trace's same-instant
+// burst then finds its connections open instead of dialling them as it
+// is due. It returns the run's start, after the connections are open,
+// and moves the arrivals read ahead to it.
+func (r *runner) prepareArrivals(ctx context.Context, start time.Time) time.Time {
+	due := r.schedule(start)
+	r.ahead = &upcoming{due: due, max: min(r.slots+1, maxAhead)}
+	r.ahead.fill(start.Add(firstLookahead))
+	r.warmed = min(r.ahead.burst(), r.slots)
+	if r.warmed > 1 {
+		r.client.warmConns(ctx, r.warmed)
+		// net/http's transport puts a connection back in its pool from
+		// its own goroutine, a moment after the answer was read.
+		sleep(ctx, warmSettle)
+	}
+	shift := time.Since(start)
+	for i := range r.ahead.at {
+		r.ahead.at[i] = r.ahead.at[i].Add(shift)
+	}
+	r.ahead.due = func(seq int) (time.Time, bool) {
+		at, ok := due(seq)
+		return at.Add(shift), ok
+	}
+	return start.Add(shift)
+}
+
+// warmForBursts looks ahead of the arrival due at: a burst coming larger
+// than any the connections were opened for has more opened, in the
+// background, before it is due.
+func (r *runner) warmForBursts(at time.Time) {
+	r.ahead.fill(at.Add(lookahead))
+	b := min(r.ahead.burst(), r.slots)
+	if b <= r.warmed {
+		return
+	}
+	r.warmed = b
+	// The requests in flight hold connections of their own.
+	n := min(b+int(r.st.inFlight.Load()), r.slots)
+	r.workers.Go(func() error {
+		r.client.warmConns(r.launch, n)
+		return nil
+	})
+}
+
 // schedule returns when each arrival of the open loop is due, from the
 // run's start, and records the seed of random arrivals in the Run: the
 // Load's, or a fresh one.
-func (r *runner) schedule() func(seq int) (time.Time, bool) {
+func (r *runner) schedule(start time.Time) func(seq int) (time.Time, bool) {
 	var seed uint64
 	if r.shape.random {
 		if o, ok := r.g.Load.(Open); ok {
@@ -725,7 +780,7 @@ func (r *runner) schedule() func(seq int) (time.Time, bool) {
 		}
 		r.run.Seed = seed
 	}
-	return r.shape.due(r.st.start, seed)
+	return r.shape.due(start, seed)
 }
 
 // send sends request seq of worker (or slot), with its retries, and records

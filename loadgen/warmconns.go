@@ -1,0 +1,123 @@
+package loadgen
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// warmConnsTimeout bounds the opening of connections ahead of an open
+// loop's arrivals: a server that does not answer by then is left to the
+// arrivals themselves.
+const warmConnsTimeout = 2 * time.Second
+
+// warmConns opens n connections to the server and leaves them idle in the
+// client's pool, so that n arrivals due at once each find one open rather
+// than dialling as they are due: it sends n GET requests for the model
+// list at once and reads each answer to its end. It is best effort: a
+// failure here is the arrivals' to meet and count.
+func (c *Client) warmConns(ctx context.Context, n int) {
+	if n <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, warmConnsTimeout)
+	defer cancel()
+	hc := c.httpClient()
+	url := strings.TrimRight(c.BaseURL, "/") + "/models"
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return
+			}
+			if c.APIKey != "" {
+				req.Header.Set("Authorization", "Bearer "+c.APIKey)
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				return
+			}
+			// Read to the end, within a bound, so the connection goes back
+			// to the pool.
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+			resp.Body.Close()
+		})
+	}
+	wg.Wait()
+}
+
+// warmSettle is how long a run waits after opening its connections for
+// the transport to have them all in its pool.
+const warmSettle = 20 * time.Millisecond
+
+// burstWindow is how close together arrivals must be due to count as
+// one burst: each of them needs a connection of its own at once.
+const burstWindow = 10 * time.Millisecond
+
+// maxAhead bounds the arrivals read ahead.
+const maxAhead = 4096
+
+// firstLookahead is how far into its schedule an open loop looks for its
+// largest burst before its first arrival.
+const firstLookahead = 10 * time.Second
+
+// lookahead is how far ahead of an open loop's next arrival the schedule
+// is read, to see its bursts coming.
+const lookahead = time.Second
+
+// upcoming is the arrivals an open loop has read from its schedule and not
+// yet launched, in order.
+type upcoming struct {
+	due  func(seq int) (time.Time, bool)
+	next int         // the next seq to read
+	at   []time.Time // due times of seq next-len(at) … next-1
+	seq  int         // the seq of at[0]
+	done bool        // the schedule has ended
+	max  int         // bound on len(at)
+}
+
+// fill reads the schedule up to until, or until max arrivals are read
+// ahead.
+func (u *upcoming) fill(until time.Time) {
+	for !u.done && len(u.at) < u.max && (len(u.at) == 0 || !u.at[len(u.at)-1].After(until)) {
+		at, ok := u.due(u.next)
+		if !ok {
+			u.done = true
+			return
+		}
+		u.at = append(u.at, at)
+		u.next++
+	}
+}
+
+// pop returns the next arrival, reading the schedule if none is read.
+func (u *upcoming) pop() (int, time.Time, bool) {
+	if len(u.at) == 0 {
+		u.fill(time.Time{})
+		if len(u.at) == 0 {
+			return 0, time.Time{}, false
+		}
+	}
+	seq, at := u.seq, u.at[0]
+	u.at = u.at[1:]
+	u.seq++
+	return seq, at, true
+}
+
+// burst returns how many of the arrivals read ahead are due within
+// burstWindow of the first of them, at most.
+func (u *upcoming) burst() int {
+	most := 0
+	for i := range u.at {
+		n := 0
+		for j := i; j < len(u.at) && u.at[j].Sub(u.at[i]) <= burstWindow; j++ {
+			n++
+		}
+		most = max(most, n)
+	}
+	return most
+}
