@@ -40,11 +40,11 @@ const (
 //
 // A Client has no whole-request timeout, which would cut long streams.
 // Instead each phase of a request has its own deadline and its own error:
-// connecting and writing the request ([ErrConnectTimeout]), waiting for the
+// connecting and writing the request (KindConnect), waiting for the
 // response headers, informational (1xx) responses and redirects included
-// ([ErrHeaderTimeout]), waiting for the first token after them
-// ([ErrFirstTokenTimeout]), and the longest gap between tokens after that
-// ([ErrStall]; StallRule says what counts). Zero means the default; a
+// (KindHeaderTimeout), waiting for the first token after them
+// (KindFirstTokenTimeout), and the longest gap between tokens after that
+// (KindStall; StallRule says what counts). Zero means the default; a
 // negative value means no deadline.
 //
 // Credentials stay with their origin. The client follows a 307 or 308
@@ -489,7 +489,7 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
 		// net/http's transport decodes gzip itself when it asked for it;
 		// anything still encoded here would be read as garbage.
-		return &Error{Kind: metrics.KindContentEncoding, Err: fmt.Errorf("%w: %q; the request did not ask for it", ErrContentEncoding, enc)}
+		return &Error{Kind: metrics.KindContentEncoding, Err: fmt.Errorf("%w: %q; the request did not ask for it", errContentEncoding, enc)}
 	}
 	label := labelOf(resp.Header.Get("Content-Type"))
 	if label == labelNotSSE {
@@ -549,13 +549,13 @@ const netHTTPHeadersTooLarge = "net/http: server response headers exceeded"
 func (rs *requestState) classify(ctx context.Context, err error, beforeHeaders bool) error {
 	if cause := context.Cause(ctx); cause != nil {
 		switch {
-		case errors.Is(cause, ErrConnectTimeout):
+		case errors.Is(cause, errConnectTimeout):
 			return &Error{Kind: metrics.KindConnect, Err: cause}
-		case errors.Is(cause, ErrHeaderTimeout):
+		case errors.Is(cause, errHeaderTimeout):
 			return &Error{Kind: metrics.KindHeaderTimeout, Err: cause}
-		case errors.Is(cause, ErrFirstTokenTimeout):
+		case errors.Is(cause, errFirstTokenTimeout):
 			return &Error{Kind: metrics.KindFirstTokenTimeout, Err: cause}
-		case errors.Is(cause, ErrStall):
+		case errors.Is(cause, errStall):
 			return &Error{Kind: metrics.KindStall, Err: cause}
 		case errors.Is(cause, errStopped):
 			return nil
@@ -576,11 +576,11 @@ func (rs *requestState) classify(ctx context.Context, err error, beforeHeaders b
 	case strings.Contains(err.Error(), netHTTPHeadersTooLarge):
 		return &Error{Kind: metrics.KindOversize, Err: fmt.Errorf("%w (%s)", ErrHeadersTooLarge, errors.Unwrap(err))}
 	case errors.Is(err, errEventTooLarge):
-		return &Error{Kind: metrics.KindOversize, Err: ErrOversize}
+		return &Error{Kind: metrics.KindOversize, Err: errOversize}
 	case beforeHeaders && rs.tl.Sent.IsZero():
 		return &Error{Kind: metrics.KindConnect, Err: err}
 	}
-	return &Error{Kind: metrics.KindTruncated, Err: &causes{rule: ErrTruncated, err: err}}
+	return &Error{Kind: metrics.KindTruncated, Err: &causes{rule: errTruncated, err: err}}
 }
 
 // read consumes the SSE body of resp, labelled as label says: on a poller,
@@ -722,7 +722,7 @@ func (sr *streamReader) advance() (done bool, err error) {
 		if err := context.Cause(sr.ctx); err != nil {
 			return true, rs.classify(sr.ctx, err, false)
 		}
-		return true, &Error{Kind: metrics.KindTruncated, Err: ErrTruncated}
+		return true, &Error{Kind: metrics.KindTruncated, Err: errTruncated}
 	}
 	return true, nil
 }

@@ -30,7 +30,7 @@
 // # What counts
 //
 // A request succeeds only when its stream ends with [DONE] or a
-// finish_reason: a stream that simply stops is [ErrTruncated], and an error
+// finish_reason: a stream that simply stops is of kind KindTruncated, and an error
 // object inside a 200 stream is a [*StreamError]. The first token is the
 // first chunk that carries content, reasoning (reasoning_content or
 // reasoning), completion text or a tool call; role-only and empty deltas do
@@ -59,18 +59,21 @@
 //
 // Every failure is an [*Error] with a [github.com/llmload/llmload/metrics.ErrorKind]
 // and a cause: [*StatusError] for a response outside 2xx, naming the
-// request (a length rejection matches [ErrTooLong], a 429 [ErrRateLimited]
-// with its Retry-After), [*NotEventStreamError] for an answer that is not
+// request (a length rejection is of kind
+// [github.com/llmload/llmload/metrics.KindTooLong], a 429 of kind
+// KindRateLimited with its Retry-After), [*NotEventStreamError] for an answer that is not
 // an event stream (an HTML page, a whole JSON completion, a peer that is
 // not HTTP), [*StreamError] for an error object in the stream or an SSE
 // event of type "error", [*ChunkError] for a malformed chunk,
 // [*UsageError] for a count that cannot be true, [*RedirectError] for a
 // redirect not followed (a loop, too many, or one that would turn the POST
-// into a GET), [ErrContentEncoding] for a body the transport did not decode
-// (gzip), [ErrOversize], [ErrHeadersTooLarge], [ErrTruncated], the phase
-// deadlines [ErrConnectTimeout], [ErrHeaderTimeout], [ErrFirstTokenTimeout]
-// and [ErrStall], or the context's cause. Whatever was measured before the
-// failure is kept.
+// into a GET), a body the transport did not decode (gzip), an oversized
+// event, [ErrHeadersTooLarge], a truncated stream, the phase deadlines
+// (ConnectTimeout, HeaderTimeout, FirstTokenTimeout, StallTimeout), or the
+// context's cause. [KindOf] classifies any of them into one
+// [github.com/llmload/llmload/metrics.ErrorKind] (KindStall, KindTruncated,
+// KindOversize, KindContentEncoding…), the one spelling of what went
+// wrong. Whatever was measured before the failure is kept.
 //
 // A [Generator], [Client] or [Request] that cannot work is refused before
 // anything is sent, with a [*ConfigError] naming the field and why: a

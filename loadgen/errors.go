@@ -13,33 +13,32 @@ import (
 	"github.com/llmload/llmload/metrics"
 )
 
-// Errors that say which deadline or rule a request broke. A request's error
+// The causes of the deadlines and rules a request broke. A request's error
 // is an [*Error] that wraps one of these, a [*StatusError], a
-// [*StreamError], a [*ChunkError] or the context's cause; test with
-// [errors.Is] and [errors.As].
+// [*StreamError], a [*ChunkError] or the context's cause. Its kind, which
+// [KindOf] reads, says which: one classification, the one every report
+// counts by; [errors.As] reaches the typed causes.
 var (
-	ErrConnectTimeout    = errors.New("loadgen: connecting and writing the request took longer than ConnectTimeout")
-	ErrHeaderTimeout     = errors.New("loadgen: no response headers within HeaderTimeout")
-	ErrFirstTokenTimeout = errors.New("loadgen: no token within FirstTokenTimeout of the response headers")
-	ErrStall             = errors.New("loadgen: no token within StallTimeout; the server stalled")
-	ErrTruncated         = errors.New("loadgen: stream ended without [DONE] or a finish reason")
-	ErrOversize          = errors.New("loadgen: an SSE event is larger than MaxEventSize")
-	ErrTooLong           = errors.New("loadgen: the server rejected the request as too long; lower the prompt or MaxTokens")
-	ErrRateLimited       = errors.New("loadgen: the server is rate limiting (HTTP 429)")
-	// ErrRedirect is the cause of a redirect the client did not follow:
+	errConnectTimeout    = errors.New("loadgen: connecting and writing the request took longer than ConnectTimeout")
+	errHeaderTimeout     = errors.New("loadgen: no response headers within HeaderTimeout")
+	errFirstTokenTimeout = errors.New("loadgen: no token within FirstTokenTimeout of the response headers")
+	errStall             = errors.New("loadgen: no token within StallTimeout; the server stalled")
+	errTruncated         = errors.New("loadgen: stream ended without [DONE] or a finish reason")
+	errOversize          = errors.New("loadgen: an SSE event is larger than MaxEventSize")
+	// errRedirect is the cause of a redirect the client did not follow:
 	// see [RedirectError].
-	ErrRedirect = errors.New("loadgen: a redirect was not followed")
+	errRedirect = errors.New("loadgen: a redirect was not followed")
 	// ErrHeadersTooLarge is the cause of response headers, informational
 	// responses included, larger than the transport allows (net/http's
 	// MaxResponseHeaderBytes, [StreamTransport.MaxResponseHeaderBytes]).
 	ErrHeadersTooLarge = errors.New("loadgen: the response headers exceed the transport's limit")
-	// ErrContentEncoding is the cause of a response body in an encoding
+	// errContentEncoding is the cause of a response body in an encoding
 	// the transport did not decode, such as gzip when the request did not
 	// ask for it.
-	ErrContentEncoding = errors.New("loadgen: the response body has a content encoding the client does not decode")
-	// ErrImplausibleCount is the cause of a token count that cannot be
+	errContentEncoding = errors.New("loadgen: the response body has a content encoding the client does not decode")
+	// errImplausibleCount is the cause of a token count that cannot be
 	// true: see [UsageError].
-	ErrImplausibleCount = errors.New("loadgen: the server reported a token count that cannot be true")
+	errImplausibleCount = errors.New("loadgen: the server reported a token count that cannot be true")
 )
 
 // Error is the failure of one request: its kind, how far the stream got, and
@@ -113,18 +112,6 @@ func (e *StatusError) Error() string {
 		msg += "; is BaseURL the API root? It usually ends in /v1"
 	}
 	return msg
-}
-
-// Is lets errors.Is match [ErrTooLong] for a length rejection and
-// [ErrRateLimited] for a 429.
-func (e *StatusError) Is(target error) bool {
-	switch target {
-	case ErrTooLong:
-		return e.kind() == metrics.KindTooLong
-	case ErrRateLimited:
-		return e.StatusCode == http.StatusTooManyRequests
-	}
-	return false
 }
 
 // kind classifies the status. A 400 or 413 whose message speaks of the
@@ -241,8 +228,8 @@ func (e *RedirectError) Error() string {
 	return fmt.Sprintf("server answered %d to %s: %s", e.StatusCode, textsafe.Escape(e.Location), e.Reason)
 }
 
-// Unwrap returns [ErrRedirect].
-func (e *RedirectError) Unwrap() error { return ErrRedirect }
+// Unwrap returns the cause every redirect not followed shares.
+func (e *RedirectError) Unwrap() error { return errRedirect }
 
 // MaxReportedTokens bounds every token count a server reports for one
 // request (prompt, completion or cached tokens) and the tokens a response
@@ -289,5 +276,5 @@ func (e *UsageError) Error() string {
 	return fmt.Sprintf("%s is %d, beyond the %d any request can carry", e.Field, e.Got, e.Limit)
 }
 
-// Unwrap returns [ErrImplausibleCount].
-func (e *UsageError) Unwrap() error { return ErrImplausibleCount }
+// Unwrap returns the cause every implausible count shares.
+func (e *UsageError) Unwrap() error { return errImplausibleCount }

@@ -16,9 +16,9 @@ import (
 	"github.com/llmload/llmload/metrics"
 )
 
-// ErrNotEventStream is the cause of a response that is not an event
+// errNotEventStream is the cause of a response that is not an event
 // stream: see [NotEventStreamError].
-var ErrNotEventStream = errors.New("loadgen: the response is not an event stream")
+var errNotEventStream = errors.New("loadgen: the response is not an event stream")
 
 // NotEventStreamError is an answer that is not the event stream a streaming
 // request asks for: a 2xx response of another Content-Type (an HTML login
@@ -84,8 +84,8 @@ func (e *NotEventStreamError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns [ErrNotEventStream].
-func (e *NotEventStreamError) Unwrap() error { return ErrNotEventStream }
+// Unwrap returns the cause every such answer shares.
+func (e *NotEventStreamError) Unwrap() error { return errNotEventStream }
 
 // mediaType returns a Content-Type's media type, lower-cased, without
 // parameters.

@@ -136,8 +136,8 @@ func TestPollerCancellation(t *testing.T) {
 	if d := time.Since(start); d > 1300*time.Millisecond {
 		t.Errorf("a 300 ms stall deadline ended the request after %v", d)
 	}
-	if !errors.Is(err, ErrStall) || tl.Tokens != 1 {
-		t.Errorf("stalled: %v, %d tokens; want ErrStall, 1 token", err, tl.Tokens)
+	if !errors.Is(err, errStall) || tl.Tokens != 1 {
+		t.Errorf("stalled: %v, %d tokens; want errStall, 1 token", err, tl.Tokens)
 	}
 	if n := pollStreams.Load(); n != 0 {
 		t.Errorf("%d streams left on the pollers", n)

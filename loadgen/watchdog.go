@@ -18,7 +18,7 @@ const (
 	numPhases
 )
 
-var phaseErrors = [numPhases]error{ErrConnectTimeout, ErrHeaderTimeout, ErrFirstTokenTimeout, ErrStall}
+var phaseErrors = [numPhases]error{errConnectTimeout, errHeaderTimeout, errFirstTokenTimeout, errStall}
 
 // watchdog enforces the phase deadlines of one request with one timer. On the
 // per-chunk path it only stores the time of the chunk; the timer, when it
