@@ -2,14 +2,17 @@ package matrix
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/llmload/llmload/matrix/internal/fleet"
 	"github.com/llmload/llmload/metrics"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,4 +69,27 @@ func TestLoadedFiguresChecked(t *testing.T) {
 	require.ErrorContains(t, err, "geometry")
 	runtime.ReadMemStats(&ms)
 	assert.Less(t, ms.TotalAlloc-before, uint64(1<<20), "refused before its 49 MB of buckets")
+}
+
+// FuzzShardReport reads a follower's report of its share as the leader's
+// Runner does: nothing panics, and a report that passes is within the
+// share's bounds.
+func FuzzShardReport(f *testing.F) {
+	own := fleet.Share{Seq: 1, Concurrency: 4, Streams: 2, Duration: time.Second, WarmupMin: time.Second}
+	var rec metrics.Recorder
+	good, _ := json.Marshal(&sharePart{Recording: rec.Recording(metrics.ScopeAll)})
+	f.Add(good, int64(0))
+	f.Add([]byte(`{"recording":{"summary":{"output_tokens":1000000000000}}}`), int64(0))
+	f.Add([]byte(`{"recording":{"summary":{"requests":1,"requests":2}}}`), int64(1e15))
+	f.Fuzz(func(t *testing.T, b []byte, offset int64) {
+		p, err := readPart(fleet.Part{Index: 1, Streams: 2, Report: b, ClockOffset: time.Duration(offset)}, own)
+		if err != nil {
+			return
+		}
+		s := p.Recording.Summary
+		most := 2 * (own.WarmupMin + own.WarmupTimeout + own.Duration + time.Minute).Seconds() * fleet.MaxTokenRate
+		if s.OutputTokens < 0 || float64(s.OutputTokens) > most || s.Requests < 0 || math.IsNaN(s.AvgActive) || s.AvgActive > 2 {
+			t.Fatalf("an implausible report passed: %+v", s)
+		}
+	})
 }

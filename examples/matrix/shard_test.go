@@ -157,16 +157,17 @@ const (
 type shardProc struct {
 	cmd  *exec.Cmd
 	log  *logbuffer.Buffer
+	out  *logbuffer.Buffer // its standard output
 	done chan error
 }
 
 // startShard starts the command with args; its stderr is kept.
 func startShard(t *testing.T, bin string, args ...string) *shardProc {
 	t.Helper()
-	p := &shardProc{cmd: exec.Command(bin, args...), log: &logbuffer.Buffer{}, done: make(chan error, 1)}
+	p := &shardProc{cmd: exec.Command(bin, args...), log: &logbuffer.Buffer{}, out: &logbuffer.Buffer{}, done: make(chan error, 1)}
 	p.cmd.Env = append(os.Environ(), fleetTokenEnv+"="+fleetToken)
 	p.cmd.Stderr = p.log
-	p.cmd.Stdout = io.Discard
+	p.cmd.Stdout = p.out
 	require.NoError(t, p.cmd.Start())
 	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() {
@@ -311,17 +312,22 @@ func TestShardedRunFaults(t *testing.T) {
 	f2.until(t, 60*time.Second, `cell 1: the window opens`)
 	time.Sleep(time.Second)
 	require.NoError(t, f2.cmd.Process.Kill())
-	// Into the third cell, then interrupt the leader.
+	// Into the third cell, then stop the leader as Kubernetes stops a
+	// pod: SIGTERM, which the command takes as Ctrl-C.
 	leader.until(t, 60*time.Second, `cell 3 of 3`)
 	f1.until(t, 60*time.Second, `cell 3: the window opens`)
 	time.Sleep(time.Second)
-	require.NoError(t, leader.cmd.Process.Signal(syscall.SIGINT))
+	require.NoError(t, leader.cmd.Process.Signal(syscall.SIGTERM))
 
 	assert.Equal(t, 1, leader.wait(t, 20*time.Second), "an interrupted run exits 1: %s", leader.log.String())
 	assert.Equal(t, 0, f1.wait(t, 10*time.Second), "the follower stops when the leader does: %s", f1.log.String())
 
 	res, err := matrix.LoadFile(results)
 	require.NoError(t, err)
+	printed, err := matrix.ReadResults(strings.NewReader(leader.out.String()))
+	require.NoError(t, err, "the results on the leader's standard output: %q", leader.out.String())
+	assert.Len(t, printed.Cells, len(res.Cells), "stdout holds the cells the file holds")
+	assert.NotNil(t, printed.Cell(0, 6).Measurement)
 	assert.False(t, res.Complete)
 	first := res.Cell(0, 4)
 	require.NotNil(t, first.Measurement, leader.log.String())
