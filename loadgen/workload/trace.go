@@ -114,6 +114,11 @@ func (t *TraceReader) Next() (TraceEntry, error) {
 		}
 		raw = bytes.TrimSpace(raw)
 		if t.format == formatUnknown {
+			// A byte-order mark, as editors on Windows write, is not
+			// the record's.
+			if raw = bytes.TrimPrefix(raw, []byte("\ufeff")); len(raw) == 0 {
+				continue
+			}
 			if raw[0] == '{' {
 				t.format = Mooncake
 			} else {
@@ -143,6 +148,10 @@ func (t *TraceReader) Next() (TraceEntry, error) {
 	}
 }
 
+// maxTimestampMs bounds a Mooncake timestamp: a trace's times, in
+// nanoseconds from its first, must fit in a time.Duration (9.22×10^18).
+const maxTimestampMs = 9e12
+
 type mooncakeRecord struct {
 	Timestamp    *float64 `json:"timestamp"`
 	InputLength  *float64 `json:"input_length"`
@@ -163,8 +172,8 @@ func (t *TraceReader) mooncake(raw []byte) (TraceEntry, error) {
 		return TraceEntry{}, errors.New(`no "input_length"`)
 	case r.OutputLength == nil:
 		return TraceEntry{}, errors.New(`no "output_length"`)
-	case !(*r.Timestamp >= 0 && *r.Timestamp < 1e15):
-		return TraceEntry{}, fmt.Errorf("timestamp %v is not a time in milliseconds from 0 to 10^15", *r.Timestamp)
+	case !(*r.Timestamp >= 0 && *r.Timestamp < maxTimestampMs):
+		return TraceEntry{}, fmt.Errorf("timestamp %v is not a time in milliseconds from 0 to %g (about 290 years, the most a time.Duration holds)", *r.Timestamp, float64(maxTimestampMs))
 	}
 	in, err := length("input_length", *r.InputLength)
 	if err != nil {

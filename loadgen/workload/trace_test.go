@@ -154,3 +154,36 @@ func TestReplayCompletions(t *testing.T) {
 	other := rp.Item(workload.TraceEntry{InputTokens: 600, OutputTokens: 7, HashIDs: []int64{5, 9}})
 	assert.Equal(t, strings.Fields(req.Prompt)[:512], strings.Fields(other.Messages[0].Content)[:512], "hash ID 5 is the same 512 tokens")
 }
+
+// TestTraceByteOrderMark: a UTF-8 byte-order mark before a trace's first
+// line is skipped, so a CSV trace keeps its TIMESTAMP column and a
+// Mooncake trace is read as one.
+func TestTraceByteOrderMark(t *testing.T) {
+	for name, tc := range map[string]struct {
+		file   string
+		format workload.TraceFormat
+	}{
+		"azure":    {"\ufeffTIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n", workload.Azure},
+		"mooncake": {"\ufeff{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1}\n", workload.Mooncake},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := workload.NewTraceReader(strings.NewReader(tc.file), "t")
+			es, errs := readTrace(t, r)
+			require.Empty(t, errs)
+			require.Len(t, es, 1)
+			assert.Equal(t, tc.format, r.Format())
+		})
+	}
+}
+
+// TestTraceTimestampOverflow: a Mooncake timestamp whose nanoseconds from
+// the trace's first do not fit a time.Duration is refused as such, not
+// wrapped into a time out of order.
+func TestTraceTimestampOverflow(t *testing.T) {
+	file := "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1}\n{\"timestamp\": 9.3e12, \"input_length\": 4, \"output_length\": 1}\n"
+	es, errs := readTrace(t, workload.NewTraceReader(strings.NewReader(file), "t"))
+	require.Len(t, es, 1)
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs[0].Error(), "not a time in milliseconds from 0 to 9e+12")
+	assert.NotContains(t, errs[0].Error(), "time order")
+}
