@@ -21,9 +21,9 @@ const compareThreshold = 0.05
 
 // Comparison compares two runs cell by cell: every figure of the next run
 // divided by the base run's. Build one with [Compare]; it marshals to JSON
-// as it is, and renders like [Results]: [Comparison.WriteTable],
-// [Comparison.WriteMarkdown], [Comparison.WriteCSV], [Comparison.WriteJSON]
-// and [Comparison.WriteHTML].
+// as it is, and renders like [Results]: [FormatTable],
+// [FormatMarkdown], [FormatCSV], [FormatJSON]
+// and [FormatHTML].
 type Comparison struct {
 	Schema string  `json:"schema"`
 	Base   RunInfo `json:"base"`
@@ -736,8 +736,8 @@ func (c *Comparison) Cell(context, concurrency int) *CellChange {
 	return nil
 }
 
-// WriteJSON writes the comparison as an indented JSON document.
-func (c *Comparison) WriteJSON(w io.Writer) error {
+// writeJSON writes the comparison as an indented JSON document.
+func (c *Comparison) writeJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(c); err != nil {

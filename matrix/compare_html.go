@@ -11,14 +11,14 @@ import (
 	"github.com/llmload/llmload/internal/chart"
 )
 
-// WriteHTML writes the comparison as one self-contained HTML page (inline
+// writeHTML writes the comparison as one self-contained HTML page (inline
 // CSS and SVG, nothing fetched from the network): the two runs, the decode
 // grid as a heat map colored by the total tok/s ratio (green faster, red
 // slower, plain within the 5% threshold) with the TTFT ratio and any
 // status change in each cell and both runs' numbers in its tooltip, a
 // chart of the total tok/s ratio against concurrency, the prefill table
 // and a table of every cell.
-func (c *Comparison) WriteHTML(w io.Writer) error {
+func (c *Comparison) writeHTML(w io.Writer) error {
 	if err := htmlTemplates.ExecuteTemplate(w, "comparison", c.report().htmlPage()); err != nil {
 		return fmt.Errorf("matrix: write comparison HTML: %w", err)
 	}

@@ -156,12 +156,12 @@ func sideStatus(present, measured bool, recorded Status) Status {
 	return Failed
 }
 
-// WriteTable writes the comparison as a plain-text table for a terminal:
+// writeTable writes the comparison as a plain-text table for a terminal:
 // the two runs, the prefill table (prompt tok/s of each run and their
 // ratio), and the decode grid with each cell's total tok/s ratio, its TTFT
 // ratio under it and any status change. Changes beyond
 // the 5% threshold are marked ▲ (better) or ▼ (worse).
-func (c *Comparison) WriteTable(w io.Writer) error {
+func (c *Comparison) writeTable(w io.Writer) error {
 	cr := c.report()
 	bw := bufio.NewWriter(w)
 	bw.WriteString("Speed test matrix comparison — next ÷ base\n")
@@ -204,10 +204,10 @@ func prefillCompareRow(p PrefillChange) []string {
 	return row
 }
 
-// WriteMarkdown writes the comparison as Markdown: the runs, the prefill
-// table, the decode grid of ratios as [Comparison.WriteTable] shows it,
+// writeMarkdown writes the comparison as Markdown: the runs, the prefill
+// table, the decode grid of ratios as [FormatTable] shows it,
 // and a table of every cell with both runs' figures and their ratios.
-func (c *Comparison) WriteMarkdown(w io.Writer) error {
+func (c *Comparison) writeMarkdown(w io.Writer) error {
 	cr := c.report()
 	bw := bufio.NewWriter(w)
 	bw.WriteString("# Speed test matrix comparison\n\n")
@@ -266,7 +266,7 @@ func cmpStatusWords(s Status) string {
 	return s.String()
 }
 
-// comparisonCSVHeader is the header of [Comparison.WriteCSV]'s table.
+// comparisonCSVHeader is the header of [FormatCSV]'s table.
 var comparisonCSVHeader = []string{
 	"phase", "context_tokens", "concurrency", "presence", "base_status", "next_status",
 	"base_total_tok_s", "next_total_tok_s", "total_tok_s_ratio",
@@ -275,14 +275,14 @@ var comparisonCSVHeader = []string{
 	"base_tbt_ms", "next_tbt_ms", "tbt_ms_ratio",
 }
 
-// WriteCSV writes the comparison as CSV with the columns phase,
+// writeCSV writes the comparison as CSV with the columns phase,
 // context_tokens, concurrency, presence, base_status and next_status, then
 // base_, next_ and a ratio for each of total_tok_s, per_request_tok_s,
 // ttft_ms and tbt_ms (such as base_ttft_ms, next_ttft_ms, ttft_ms_ratio):
 // the prefill rows first (the prompt tok/s in the total_tok_s columns, the
 // cold TTFT in the ttft columns), then the decode cells in grid order. Ratios have three decimals; fields that do not apply are
 // empty.
-func (c *Comparison) WriteCSV(w io.Writer) error {
+func (c *Comparison) writeCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	cw.Write(comparisonCSVHeader)
 	ratio := func(rec []string, at int, r *Ratio, dec int) {

@@ -169,7 +169,7 @@ func TestNewRatio(t *testing.T) {
 func TestComparisonJSON(t *testing.T) {
 	cmp := Compare(seedResults(t), nextResults(t))
 	var b bytes.Buffer
-	require.NoError(t, cmp.WriteJSON(&b))
+	require.NoError(t, cmp.writeJSON(&b))
 	var back Comparison
 	require.NoError(t, json.Unmarshal(b.Bytes(), &back))
 	assert.Equal(t, cmp.Cells, back.Cells)
@@ -191,7 +191,7 @@ func TestComparisonGolden(t *testing.T) {
 		ext   string
 		write func(io.Writer) error
 	}{
-		{"txt", cmp.WriteTable}, {"md", cmp.WriteMarkdown}, {"csv", cmp.WriteCSV}, {"json", cmp.WriteJSON},
+		{"txt", cmp.writeTable}, {"md", cmp.writeMarkdown}, {"csv", cmp.writeCSV}, {"json", cmp.writeJSON},
 	} {
 		t.Run(f.ext, func(t *testing.T) {
 			golden(t, "compare."+f.ext, render(t, f.write))
@@ -392,9 +392,9 @@ func TestSparseCellsStayLinear(t *testing.T) {
 	cmp := Compare(a, b)
 	require.Len(t, cmp.Cells, n)
 	writers := map[string]func(io.Writer) error{
-		"compare table": cmp.WriteTable, "compare markdown": cmp.WriteMarkdown, "compare csv": cmp.WriteCSV,
-		"compare html": cmp.WriteHTML, "results table": a.WriteTable, "results markdown": a.WriteMarkdown,
-		"results csv": a.WriteCSV, "results html": a.WriteHTML,
+		"compare table": cmp.writeTable, "compare markdown": cmp.writeMarkdown, "compare csv": cmp.writeCSV,
+		"compare html": cmp.writeHTML, "results table": a.writeTable, "results markdown": a.writeMarkdown,
+		"results csv": a.writeCSV, "results html": a.writeHTML,
 	}
 	for name, write := range writers {
 		var out bytes.Buffer
@@ -411,7 +411,7 @@ func TestSparseCellsStayLinear(t *testing.T) {
 	// A grid that is only partly filled is still drawn.
 	dense := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 1, 20, 0.1, 1), noisyCell(tokensK, 2, 20, 0.1, 1)}}
 	var out bytes.Buffer
-	require.NoError(t, Compare(dense, dense).WriteTable(&out))
+	require.NoError(t, Compare(dense, dense).writeTable(&out))
 	assert.NotContains(t, out.String(), "too sparse")
 	assert.Contains(t, out.String(), "Sustained decode · total tok/s ratio")
 }
@@ -476,7 +476,7 @@ func BenchmarkCompareSparse(b *testing.B) {
 	var size int
 	for b.Loop() {
 		var out bytes.Buffer
-		if err := Compare(x, y).WriteHTML(&out); err != nil {
+		if err := Compare(x, y).writeHTML(&out); err != nil {
 			b.Fatal(err)
 		}
 		size = out.Len()
@@ -503,9 +503,9 @@ func TestComparePrefillOverCapacity(t *testing.T) {
 	assert.Equal(t, Valid, cmp.Prefill[0].NextStatus)
 
 	var table, md, csv bytes.Buffer
-	require.NoError(t, cmp.WriteTable(&table))
-	require.NoError(t, cmp.WriteMarkdown(&md))
-	require.NoError(t, cmp.WriteCSV(&csv))
+	require.NoError(t, cmp.writeTable(&table))
+	require.NoError(t, cmp.writeMarkdown(&md))
+	require.NoError(t, cmp.writeCSV(&csv))
 	assert.Regexp(t, `(?m)^4K\s+Over capacity\s+Over capacity\s+—$`, table.String())
 	assert.Contains(t, md.String(), "| 4K | Over capacity | Over capacity | — |")
 	assert.Contains(t, csv.String(), "prefill,4096,1,both,over_capacity,over_capacity")

@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// csvHeader is the header of [Results.WriteCSV]'s table, the seed's
+// csvHeader is the header of [FormatCSV]'s table, the seed's
 // measurements.csv columns in their order.
 var csvHeader = []string{
 	"phase", "context_tokens", "concurrency", "status",
@@ -18,16 +18,16 @@ var csvHeader = []string{
 	"avg_active", "completed", "output_tokens", "measured_s",
 }
 
-// csvNoisy is the last column [Results.WriteCSV] adds when a cell is
+// csvNoisy is the last column [FormatCSV] adds when a cell is
 // noisy (see [Measurement].Noisy): true for such a cell.
 const csvNoisy = "noisy"
 
-// csvPromptTokens is the column [Results.WriteCSV] adds after csvHeader's
+// csvPromptTokens is the column [FormatCSV] adds after csvHeader's
 // when a prompt's size, as the server counted it, is more than 1% off its
 // context's label.
 const csvPromptTokens = "prompt_tokens"
 
-// WriteCSV writes the "All measurements" table as CSV with the seed's
+// writeCSV writes the "All measurements" table as CSV with the seed's
 // measurements.csv columns: phase, context_tokens, concurrency, status,
 // total_tok_s, per_request_tok_s, ttft_ms, tbt_ms, avg_active, completed,
 // output_tokens and measured_s. The prefill rows come first (phase
@@ -42,7 +42,7 @@ const csvPromptTokens = "prompt_tokens"
 // are written as the seed file writes them: one decimal for tok/s, time
 // between tokens and measured seconds, whole milliseconds for TTFT, two
 // decimals for average active requests.
-func (r *Results) WriteCSV(w io.Writer) error {
+func (r *Results) writeCSV(w io.Writer) error {
 	rp := r.report()
 	cw := csv.NewWriter(w)
 	head := slices.Clone(csvHeader)

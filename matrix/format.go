@@ -8,13 +8,13 @@ import (
 )
 
 // A Report renders in every format: [*Results] and [*Comparison] are
-// Reports.
+// Reports, and [Format.Write] is the one way to write either.
 type Report interface {
-	WriteTable(w io.Writer) error
-	WriteMarkdown(w io.Writer) error
-	WriteCSV(w io.Writer) error
-	WriteJSON(w io.Writer) error
-	WriteHTML(w io.Writer) error
+	writeTable(w io.Writer) error
+	writeMarkdown(w io.Writer) error
+	writeCSV(w io.Writer) error
+	writeJSON(w io.Writer) error
+	writeHTML(w io.Writer) error
 }
 
 // Format names a report format, as a command line takes it. Its zero value
@@ -24,15 +24,15 @@ type Format uint8
 // The report formats.
 const (
 	FormatUnknown Format = iota
-	// FormatTable: a plain-text table for a terminal (WriteTable).
+	// FormatTable: a plain-text table for a terminal.
 	FormatTable
-	// FormatMarkdown: GitHub-flavored Markdown (WriteMarkdown).
+	// FormatMarkdown: GitHub-flavored Markdown.
 	FormatMarkdown
-	// FormatCSV: the "All measurements" table as CSV (WriteCSV).
+	// FormatCSV: the "All measurements" table as CSV.
 	FormatCSV
-	// FormatJSON: the versioned JSON document (WriteJSON).
+	// FormatJSON: the versioned JSON document.
 	FormatJSON
-	// FormatHTML: a self-contained HTML page (WriteHTML).
+	// FormatHTML: a self-contained HTML page.
 	FormatHTML
 )
 
@@ -66,15 +66,15 @@ func (f *Format) UnmarshalText(b []byte) error {
 func (f Format) Write(w io.Writer, rep Report) error {
 	switch f {
 	case FormatTable:
-		return rep.WriteTable(w)
+		return rep.writeTable(w)
 	case FormatMarkdown:
-		return rep.WriteMarkdown(w)
+		return rep.writeMarkdown(w)
 	case FormatCSV:
-		return rep.WriteCSV(w)
+		return rep.writeCSV(w)
 	case FormatJSON:
-		return rep.WriteJSON(w)
+		return rep.writeJSON(w)
 	case FormatHTML:
-		return rep.WriteHTML(w)
+		return rep.writeHTML(w)
 	}
 	return fmt.Errorf("matrix: cannot write a report in format %v: set table, markdown, csv, json or html", f)
 }

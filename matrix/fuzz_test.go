@@ -30,7 +30,7 @@ func FuzzReadResults(f *testing.F) {
 			return
 		}
 		var b bytes.Buffer
-		if err := r.WriteJSON(&b); err != nil {
+		if err := r.writeJSON(&b); err != nil {
 			return // e.g. a status number out of range cannot be written back
 		}
 		back, err := ReadResults(&b)

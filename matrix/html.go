@@ -21,14 +21,14 @@ var htmlSource string
 // they share. html/template escapes every string that reaches the page.
 var htmlTemplates = template.Must(template.New("report").Parse(htmlSource))
 
-// WriteHTML writes the results as one self-contained HTML page: inline CSS
+// writeHTML writes the results as one self-contained HTML page: inline CSS
 // and SVG, no scripts, fonts or anything else fetched from the network. It
 // shows the run's facts, the decode grid as a heat map colored by total
 // tok/s (status-colored where a cell is over capacity, queued, failed or
 // not run; every cell's numbers in its tooltip), charts of total and
 // per-request tok/s against concurrency, the prefill table and the "All
 // measurements" table. It reads well in light and dark mode.
-func (r *Results) WriteHTML(w io.Writer) error {
+func (r *Results) writeHTML(w io.Writer) error {
 	if err := htmlTemplates.ExecuteTemplate(w, "results", r.report().htmlPage()); err != nil {
 		return fmt.Errorf("matrix: write HTML: %w", err)
 	}

@@ -77,10 +77,10 @@ func htmlPages(t *testing.T) []struct {
 		name  string
 		write func(io.Writer) error
 	}{
-		{"seed", seed.WriteHTML},
-		{"simulated", sim.WriteHTML},
-		{"comparison", Compare(seed, nextResults(t)).WriteHTML},
-		{"empty", (&Results{Schema: Schema}).WriteHTML},
+		{"seed", seed.writeHTML},
+		{"simulated", sim.writeHTML},
+		{"comparison", Compare(seed, nextResults(t)).writeHTML},
+		{"empty", (&Results{Schema: Schema}).writeHTML},
 	}
 }
 
@@ -102,7 +102,7 @@ func TestWriteHTMLIsSelfContained(t *testing.T) {
 }
 
 func TestWriteHTMLEscapes(t *testing.T) {
-	out := string(render(t, simulatedResults().WriteHTML))
+	out := string(render(t, simulatedResults().writeHTML))
 	assert.NotContains(t, out, "<script>")
 	assert.NotContains(t, out, "<html>upstream")
 	assert.Contains(t, out, "sim-4b &lt;seed&gt; &amp; &#34;friends&#34;")
@@ -120,7 +120,7 @@ func TestWriteHTMLInChromium(t *testing.T) {
 	g := seed.report().grid
 
 	t.Run("seed DOM", func(t *testing.T) {
-		path := writeHTMLFile(t, seed.WriteHTML)
+		path := writeHTMLFile(t, seed.writeHTML)
 		dom := string(runBrowser(t, browser, "--dump-dom", "file://"+path))
 		require.Contains(t, dom, "</html>")
 		cells := domCell.FindAllStringSubmatch(dom, -1)
@@ -147,7 +147,7 @@ func TestWriteHTMLInChromium(t *testing.T) {
 	})
 
 	t.Run("simulated DOM", func(t *testing.T) {
-		path := writeHTMLFile(t, simulatedResults().WriteHTML)
+		path := writeHTMLFile(t, simulatedResults().writeHTML)
 		dom := string(runBrowser(t, browser, "--dump-dom", "file://"+path))
 		assert.Contains(t, dom, "simulated by llmload at 20× speed")
 		assert.Contains(t, dom, "sim-4b &lt;seed&gt; &amp; \"friends\"", "the model name is text, not markup")
@@ -159,7 +159,7 @@ func TestWriteHTMLInChromium(t *testing.T) {
 	})
 
 	t.Run("comparison DOM", func(t *testing.T) {
-		path := writeHTMLFile(t, Compare(seed, nextResults(t)).WriteHTML)
+		path := writeHTMLFile(t, Compare(seed, nextResults(t)).writeHTML)
 		dom := string(runBrowser(t, browser, "--dump-dom", "file://"+path))
 		assert.Equal(t, 7, strings.Count(dom, `<td class="cell better"`), "context 0's seven measured cells are faster")
 		assert.Equal(t, 5, strings.Count(dom, `<td class="cell worse"`), "16K's five measured cells are slower")
@@ -197,14 +197,14 @@ func TestWriteHTMLInChromium(t *testing.T) {
 // TestWriteHTMLShowsCountedSizes: a row whose prompt the server counted
 // more than 1% off its label shows the counted size, as every report does.
 func TestWriteHTMLShowsCountedSizes(t *testing.T) {
-	out := string(render(t, simulatedResults().WriteHTML))
+	out := string(render(t, simulatedResults().writeHTML))
 	assert.Contains(t, out, "16K (16,800 counted)")
 	assert.Contains(t, out, "the server counted N prompt tokens for this context")
-	md := string(render(t, simulatedResults().WriteMarkdown))
+	md := string(render(t, simulatedResults().writeMarkdown))
 	assert.Contains(t, md, "16K (16,800 counted)")
-	csv := string(render(t, simulatedResults().WriteCSV))
+	csv := string(render(t, simulatedResults().writeCSV))
 	assert.Contains(t, csv, ",measured_s,prompt_tokens\n")
 	assert.Contains(t, csv, "decode,16384,4,requests_queued,150.8,44.7,3310,22.4,3.10,1,4524,30.0,16800\n")
-	seedCSV := string(render(t, seedResults(t).WriteCSV))
+	seedCSV := string(render(t, seedResults(t).writeCSV))
 	assert.NotContains(t, seedCSV, "prompt_tokens", "sizes as labelled: the seed's columns")
 }

@@ -26,7 +26,7 @@ func TestErrorKindsInJSON(t *testing.T) {
 			ErrorKinds: map[metrics.ErrorKind]int{metrics.KindTruncated: 3, metrics.KindServerStatus: 9}}},
 	}
 	var b bytes.Buffer
-	require.NoError(t, res.WriteJSON(&b))
+	require.NoError(t, matrix.FormatJSON.Write(&b, res))
 	assert.Contains(t, b.String(), `"error_kinds": {
         "stall": 3
       }`)
@@ -108,12 +108,12 @@ func TestResultsV1File(t *testing.T) {
 
 	// Its reports still speak in the simulated server's time, as before.
 	var md bytes.Buffer
-	require.NoError(t, res.WriteMarkdown(&md))
+	require.NoError(t, matrix.FormatMarkdown.Write(&md, res))
 	assert.Contains(t, md.String(), "77.6")
 
 	// Written again, it is a version 2 file that reads back the same.
 	var back bytes.Buffer
-	require.NoError(t, res.WriteJSON(&back))
+	require.NoError(t, matrix.FormatJSON.Write(&back, res))
 	assert.Contains(t, back.String(), `"schema": "`+matrix.Schema+`"`)
 	again, err := matrix.ReadResults(&back)
 	require.NoError(t, err)

@@ -8,12 +8,12 @@ import (
 	"strings"
 )
 
-// WriteMarkdown writes the results as Markdown (GitHub-flavored tables):
+// writeMarkdown writes the results as Markdown (GitHub-flavored tables):
 // the same title, prefill table, decode grid and footnotes as
-// [Results.WriteTable], then the "All measurements" table with the seed
+// [FormatTable], then the "All measurements" table with the seed
 // page's columns, "—" where a column does not apply. Strings from the
 // server or the user are escaped.
-func (r *Results) WriteMarkdown(w io.Writer) error {
+func (r *Results) writeMarkdown(w io.Writer) error {
 	rp := r.report()
 	bw := bufio.NewWriter(w)
 	h := rp.header

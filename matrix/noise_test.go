@@ -47,9 +47,9 @@ func TestNoisyInEveryReport(t *testing.T) {
 	r := &Results{Schema: Schema, Spec: Spec{URL: "http://127.0.0.1:8000/v1", Contexts: []int{0}, Concurrency: []int{4}},
 		Complete: true, Cells: []Cell{c}}
 	for name, write := range map[string]func(*bytes.Buffer) error{
-		"table":    func(b *bytes.Buffer) error { return r.WriteTable(b) },
-		"markdown": func(b *bytes.Buffer) error { return r.WriteMarkdown(b) },
-		"html":     func(b *bytes.Buffer) error { return r.WriteHTML(b) },
+		"table":    func(b *bytes.Buffer) error { return r.writeTable(b) },
+		"markdown": func(b *bytes.Buffer) error { return r.writeMarkdown(b) },
+		"html":     func(b *bytes.Buffer) error { return r.writeHTML(b) },
 	} {
 		var b bytes.Buffer
 		require.NoError(t, write(&b), name)
@@ -57,7 +57,7 @@ func TestNoisyInEveryReport(t *testing.T) {
 		assert.Contains(t, b.String(), "only 2 of its 4 streams decoded in the window", name)
 	}
 	var b bytes.Buffer
-	require.NoError(t, r.WriteCSV(&b))
+	require.NoError(t, r.writeCSV(&b))
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	require.Len(t, lines, 2)
 	assert.True(t, strings.HasSuffix(lines[0], ",noisy"), lines[0])

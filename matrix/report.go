@@ -33,8 +33,8 @@ var longHead = []string{"Phase", "Context", "Requests at once", "Status", "Total
 	"TTFT", "Time between tokens", "Average active requests", "Completed requests", "Output tokens", "Measured for"}
 
 // report is what every report of a run shows, gathered once from its
-// [Results]. The renderers ([Results.WriteTable], [Results.WriteMarkdown],
-// [Results.WriteCSV] and [Results.WriteHTML]) only lay it out.
+// [Results]. The renderers ([FormatTable], [FormatMarkdown],
+// [FormatCSV] and [FormatHTML]) only lay it out.
 type report struct {
 	r       *Results
 	header  reportHeader

@@ -40,10 +40,10 @@ func tinyResults() *matrix.Results {
 	}
 }
 
-// WriteTable prints the run as the seed page shows it: the prefill table,
+// A table prints the run as the seed page shows it: the prefill table,
 // then the decode grid of total tok/s with the TTFT under each cell.
-func ExampleResults_WriteTable() {
-	if err := tinyResults().WriteTable(os.Stdout); err != nil {
+func ExampleFormat_Write() {
+	if err := matrix.FormatTable.Write(os.Stdout, tinyResults()); err != nil {
 		panic(err)
 	}
 	// Output:
@@ -90,7 +90,7 @@ func ExampleCompare() {
 		c.TotalTokensPerSec.Ratio, c.TotalTokensPerSec.Change, c.TTFTp50.Ratio, c.TTFTp50.Change)
 	fmt.Println("16K × 1:", cmp.Cell(16*1024, 1).Note())
 	fmt.Println()
-	if err := cmp.WriteTable(os.Stdout); err != nil {
+	if err := matrix.FormatTable.Write(os.Stdout, cmp); err != nil {
 		panic(err)
 	}
 	// Output:

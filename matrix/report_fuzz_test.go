@@ -12,7 +12,7 @@ import (
 func FuzzReports(f *testing.F) {
 	for _, r := range []*Results{seedResults(f), simulatedResults(), {Schema: Schema}} {
 		var b bytes.Buffer
-		if err := r.WriteJSON(&b); err != nil {
+		if err := r.writeJSON(&b); err != nil {
 			f.Fatal(err)
 		}
 		f.Add(b.Bytes())
@@ -31,8 +31,8 @@ func FuzzReports(f *testing.F) {
 		}
 		cmp := Compare(seed, r)
 		for _, write := range []func(io.Writer) error{
-			r.WriteTable, r.WriteMarkdown, r.WriteCSV, r.WriteHTML,
-			cmp.WriteTable, cmp.WriteMarkdown, cmp.WriteCSV, cmp.WriteJSON, cmp.WriteHTML,
+			r.writeTable, r.writeMarkdown, r.writeCSV, r.writeHTML,
+			cmp.writeTable, cmp.writeMarkdown, cmp.writeCSV, cmp.writeJSON, cmp.writeHTML,
 		} {
 			var b bytes.Buffer
 			if err := write(&b); err != nil {
@@ -40,7 +40,7 @@ func FuzzReports(f *testing.F) {
 			}
 		}
 		var b bytes.Buffer
-		if err := r.WriteHTML(&b); err != nil {
+		if err := r.writeHTML(&b); err != nil {
 			t.Fatal(err)
 		}
 		if refs := remoteRef.FindAll(b.Bytes(), -1); len(refs) > 0 {

@@ -52,9 +52,9 @@ func TestReportGolden(t *testing.T) {
 			ext   string
 			write func(io.Writer) error
 		}{
-			{"txt", f.r.WriteTable},
-			{"md", f.r.WriteMarkdown},
-			{"csv", f.r.WriteCSV},
+			{"txt", f.r.writeTable},
+			{"md", f.r.writeMarkdown},
+			{"csv", f.r.writeCSV},
 		}
 		for _, format := range formats {
 			t.Run(f.name+"."+format.ext, func(t *testing.T) {
@@ -68,11 +68,11 @@ func TestWriteCSVReproducesTheSeed(t *testing.T) {
 	want, err := os.ReadFile(seedCSV)
 	require.NoError(t, err)
 	t.Run("from the CSV", func(t *testing.T) {
-		got := render(t, readMeasurementsCSV(t, seedCSV).WriteCSV)
+		got := render(t, readMeasurementsCSV(t, seedCSV).writeCSV)
 		assert.Equal(t, string(want), string(got))
 	})
 	t.Run("with the seed's reasons and server", func(t *testing.T) {
-		got := render(t, seedResults(t).WriteCSV)
+		got := render(t, seedResults(t).writeCSV)
 		assert.Equal(t, string(want), string(got))
 	})
 	t.Run("in any cell order", func(t *testing.T) {
@@ -81,14 +81,14 @@ func TestWriteCSVReproducesTheSeed(t *testing.T) {
 			r.Cells[i], r.Cells[j] = r.Cells[j], r.Cells[i]
 		}
 		r.Spec.Contexts, r.Spec.Concurrency = nil, nil
-		got := render(t, r.WriteCSV)
+		got := render(t, r.writeCSV)
 		assert.Equal(t, string(want), string(got))
 	})
 }
 
 func TestWriteTableMatchesTheSeedPage(t *testing.T) {
 	var b strings.Builder
-	require.NoError(t, seedResults(t).WriteTable(&b))
+	require.NoError(t, seedResults(t).writeTable(&b))
 	out := b.String()
 	// Every figure of the seed page's prefill table and decode grid.
 	for _, s := range []string{
@@ -110,7 +110,7 @@ func TestWriteTableMatchesTheSeedPage(t *testing.T) {
 
 func TestWriteTableSimulated(t *testing.T) {
 	var b strings.Builder
-	require.NoError(t, simulatedResults().WriteTable(&b))
+	require.NoError(t, simulatedResults().writeTable(&b))
 	out := b.String()
 	assert.Contains(t, out, "simulated by llmload at 20× speed; times are the simulated server's own")
 	assert.Contains(t, out, "incomplete: 7 of 9 cells decided")
@@ -123,7 +123,7 @@ func TestWriteTableSimulated(t *testing.T) {
 
 func TestWriteMarkdownEscapes(t *testing.T) {
 	var b strings.Builder
-	require.NoError(t, simulatedResults().WriteMarkdown(&b))
+	require.NoError(t, simulatedResults().writeMarkdown(&b))
 	out := b.String()
 	assert.Contains(t, out, `sim-4b &lt;seed&gt; &amp; "friends"`)
 	assert.NotContains(t, out, "<script>")

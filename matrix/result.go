@@ -24,7 +24,7 @@ const Schema = "llmload.matrix/v2"
 const schemaV1 = "llmload.matrix/v1"
 
 // Results are a matrix run: the spec, the server, the prefill table and the
-// decode grid. It is one Go value, and as JSON (see [Results.WriteJSON]) a
+// decode grid. It is one Go value, and as JSON (see [FormatJSON]) a
 // versioned document that other tools read.
 type Results struct {
 	Schema string `json:"schema"`
@@ -346,8 +346,8 @@ type nothingMeasured string
 func (e nothingMeasured) Error() string        { return "matrix: " + string(e) }
 func (e nothingMeasured) Is(target error) bool { return target == ErrNothingMeasured }
 
-// WriteJSON writes the results as an indented JSON document.
-func (r *Results) WriteJSON(w io.Writer) error {
+// writeJSON writes the results as an indented JSON document.
+func (r *Results) writeJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(r); err != nil {

@@ -45,7 +45,7 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: matrix.Server{Simulated: true, Speed: speed}, Client: &loadgen.Client{HTTPClient: srv.Client()},
 		Log: &log, Save: func(res *matrix.Results) error {
 			var b bytes.Buffer
-			require.NoError(t, res.WriteJSON(&b))
+			require.NoError(t, matrix.FormatJSON.Write(&b, res))
 			back, err := matrix.ReadResults(&b)
 			require.NoError(t, err)
 			saved = append(saved, back)

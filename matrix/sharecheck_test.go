@@ -45,7 +45,7 @@ func TestLoadedFiguresChecked(t *testing.T) {
 	r, err := ReadResults(bytes.NewReader(v1))
 	require.NoError(t, err)
 	var buf bytes.Buffer
-	require.NoError(t, r.WriteJSON(&buf))
+	require.NoError(t, r.writeJSON(&buf))
 	b := buf.Bytes()
 	for _, tc := range []struct{ from, to, want string }{
 		{`"canceled": `, `"canceled": -7, "y": `, "canceled is -7, below 0"},

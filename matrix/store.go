@@ -13,7 +13,7 @@ import (
 // file (a symbolic link, a named pipe) is refused and left as it is.
 func SaveFile(path string, r *Results) error {
 	var buf bytes.Buffer
-	if err := r.WriteJSON(&buf); err != nil {
+	if err := r.writeJSON(&buf); err != nil {
 		return err
 	}
 	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {

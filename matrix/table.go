@@ -9,12 +9,12 @@ import (
 	"unicode/utf8"
 )
 
-// WriteTable writes the results as a plain-text table shaped like the seed
+// writeTable writes the results as a plain-text table shaped like the seed
 // page, for a terminal: a title with the model and server, the prefill
 // table, the decode grid (total tok/s with the TTFT under it, or the
 // cell's status) and the footnotes. It writes no color codes, and strings
 // from the server are stripped of control characters.
-func (r *Results) WriteTable(w io.Writer) error {
+func (r *Results) writeTable(w io.Writer) error {
 	rp := r.report()
 	bw := bufio.NewWriter(w)
 	h := rp.header

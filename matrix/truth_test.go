@@ -205,7 +205,7 @@ func TestPromptsOnATruncatingServer(t *testing.T) {
 	assert.NotContains(t, log, "resized", "a rate calibrated within the context needs no correction here")
 
 	var table bytes.Buffer
-	require.NoError(t, res.WriteTable(&table))
+	require.NoError(t, matrix.FormatTable.Write(&table, res))
 	assert.Contains(t, table.String(), "16K (4,096 counted)", "the table shows the size the server counted")
 }
 
@@ -402,7 +402,7 @@ func TestEveryThirdRequestFails(t *testing.T) {
 	require.Len(t, res.Prefill, 1)
 	assert.Equal(t, matrix.Valid, res.Prefill[0].Status, res.Prefill[0].Reason)
 	var table bytes.Buffer
-	require.NoError(t, res.WriteTable(&table))
+	require.NoError(t, matrix.FormatTable.Write(&table, res))
 	assert.Contains(t, table.String(), "requests failed (server_status")
 }
 

@@ -111,7 +111,7 @@ func runReal(t *testing.T, url, model string, args ...string) *matrix.Results {
 	res, err := matrix.ReadResults(&out)
 	require.NoError(t, err)
 	var table bytes.Buffer
-	require.NoError(t, res.WriteTable(&table))
+	require.NoError(t, matrix.FormatTable.Write(&table, res))
 	t.Log(table.String())
 	return res
 }
