@@ -61,6 +61,7 @@ import (
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/loadgen/sweep"
 	"github.com/llmload/llmload/loadgen/workload"
+	"github.com/llmload/llmload/matrix"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -193,6 +194,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	return o, o.check()
 }
 
+// maxRates bounds -rates: a sweep's runs, each a window long.
+const maxRates = 1000
+
 // check refuses flags that cannot work together, before anything runs.
 func (o *options) check() error {
 	sources := 0
@@ -217,6 +221,11 @@ func (o *options) check() error {
 		if o.traceBlock < 1 {
 			return fmt.Errorf("-trace-block %d: give 1 token or more", o.traceBlock)
 		}
+		for _, f := range []string{"duration", "requests", "warmup"} {
+			if o.set[f] {
+				return fmt.Errorf("-trace replays the whole trace at its own times, with no window or warm-up of its own: drop -%s (cut the trace to replay less of it)", f)
+			}
+		}
 		o.profile = "trace"
 		o.load = loadgen.Schedule{MaxInFlight: o.maxInFlight}
 	}
@@ -228,6 +237,9 @@ func (o *options) check() error {
 	}
 	if o.requests < 0 {
 		return fmt.Errorf("-requests %d cannot be negative", o.requests)
+	}
+	if o.rates < 0 || o.rates > maxRates {
+		return fmt.Errorf("-rates %d: give 0 to %d rates between the sweep's ends", o.rates, maxRates)
 	}
 	if o.duration <= 0 && o.requests == 0 && o.trace == "" {
 		return errors.New("-duration must be above 0, or give -requests")
@@ -289,8 +301,8 @@ func (o *options) loads() error {
 	switch o.profile {
 	case "concurrency":
 		o.load = loadgen.Closed{Streams: o.concurrency}
-		if o.concurrency < 1 {
-			return fmt.Errorf("-concurrency %d: give 1 stream or more", o.concurrency)
+		if o.concurrency < 1 || o.concurrency > matrix.MaxConcurrency {
+			return fmt.Errorf("-concurrency %d: give 1 to %d streams, the most one process runs with honest timing", o.concurrency, matrix.MaxConcurrency)
 		}
 		if o.maxInFlight != 0 {
 			return errors.New("-max-in-flight caps an open loop: a closed loop keeps -concurrency requests in flight")
