@@ -34,10 +34,10 @@ const (
 // if they are random. [NewToken] makes one of 32.
 const MinTokenLen = 16
 
-// ErrToken is wrapped by the errors of a token that is missing or too
+// errToken is wrapped by the errors of a token that is missing or too
 // short, and of a request or an answer whose signature is not the
 // fleet's.
-var ErrToken = errors.New("shard: the fleet's token")
+var errToken = errors.New("shard: the fleet's token")
 
 // NewToken returns a new random token for a fleet: 32 bytes, base64
 // without padding (43 characters).
@@ -49,7 +49,7 @@ func NewToken() string {
 
 func checkToken(token string) error {
 	if len(token) < MinTokenLen {
-		return fmt.Errorf("%w is %d bytes; give every shard the same one of at least %d (shard.NewToken makes one)", ErrToken, len(token), MinTokenLen)
+		return fmt.Errorf("%w is %d bytes; give every shard the same one of at least %d (shard.NewToken makes one)", errToken, len(token), MinTokenLen)
 	}
 	return nil
 }
@@ -99,7 +99,7 @@ func checkResponse(resp *http.Response, token, path, nonce string) (string, erro
 	d := resp.Header.Get(headerBody)
 	want := signature(token, "ANSWER", path, "", nonce, d)
 	if !hmac.Equal([]byte(want), []byte(resp.Header.Get(headerSignature))) {
-		return "", fmt.Errorf("%w: %s: the answer (%d) is not signed with the fleet's token: the leader was given another token, or is not llmload's", ErrToken, path, resp.StatusCode)
+		return "", fmt.Errorf("%w: %s: the answer (%d) is not signed with the fleet's token: the leader was given another token, or is not llmload's", errToken, path, resp.StatusCode)
 	}
 	return d, nil
 }

@@ -312,7 +312,7 @@ func TestUnsignedRequestsRefused(t *testing.T) {
 		err := f.Run(t.Context())
 		require.Error(t, err)
 		if len(token) < MinTokenLen {
-			assert.ErrorIs(t, err, ErrToken)
+			assert.ErrorIs(t, err, errToken)
 			continue
 		}
 		assert.Contains(t, err.Error(), "401")
