@@ -199,7 +199,7 @@ type Run struct {
 	// ends before its window opens, every request is the warm-up's, and
 	// the window is empty, at the run's end.
 	WarmupSummary metrics.Summary
-	// Recorder holds the full distributions (Recorder.Histograms).
+	// Recorder holds the full distributions (Recorder.Recording).
 	Recorder *metrics.Recorder
 	// Warmup is how long the warm-up lasted; WarmupTimedOut reports that
 	// WarmupUntil never agreed and the window opened at WarmupTimeout.
@@ -555,8 +555,8 @@ func (r *runner) finish() (*Run, error) {
 		now := time.Now()
 		rec.SetWindow(metrics.Window{Start: now, End: now})
 	}
-	run.Summary = rec.Summary()
-	run.WarmupSummary = rec.SummaryOf(metrics.ScopeWarmup)
+	run.Summary = rec.Recording(metrics.ScopeWindow).Summary
+	run.WarmupSummary = rec.Recording(metrics.ScopeWarmup).Summary
 	run.Launched = int(st.launched.Load())
 	run.Retried = int(st.retried.Load())
 	run.Late = int(st.late.Load())

@@ -100,7 +100,7 @@ func TestGeneratorMistakes(t *testing.T) {
 			assert.Equal(t, err, run.Err)
 			assert.Zero(t, run.Launched)
 			require.NotNil(t, run.Recorder)
-			assert.Zero(t, run.Recorder.Summary().Requests)
+			assert.Zero(t, run.Recorder.Recording(metrics.ScopeWindow).Summary.Requests)
 			assert.Zero(t, sent.Load(), "nothing was sent")
 		})
 	}
@@ -338,7 +338,7 @@ func TestRecorderWithoutWindowCountsTokens(t *testing.T) {
 		require.NoError(t, c.Measure(t.Context(), completion(20), &tl, &rec))
 		rec.Record(&tl)
 	}
-	s := rec.Summary()
+	s := rec.Recording(metrics.ScopeWindow).Summary
 	assert.Equal(t, 60, s.OutputTokens)
 	assert.Equal(t, 3, s.Completed)
 	assert.Positive(t, s.TotalTokensPerSec)

@@ -47,7 +47,7 @@ func TestOnRequestSeesEveryAttempt(t *testing.T) {
 	}
 	run, err := g.Run(t.Context())
 	require.NoError(t, err)
-	all := run.Recorder.SummaryOf(metrics.ScopeAll)
+	all := run.Recorder.Recording(metrics.ScopeAll).Summary
 	assert.Equal(t, run.Launched, all.Requests)
 	assert.Equal(t, all.Requests, seen[ok]+seen[bad], "one call a request")
 	assert.Equal(t, 2*(seen[bad]/3), run.Retried, "each bad request sent three times")

@@ -82,7 +82,7 @@ func TestWarmupDoesNotMoveTheWindow(t *testing.T) {
 	assert.Equal(t, w.Requests, w.CompletedOutside, "the warm-up's completed requests ended before the window")
 
 	// Everything together, as the matrix reads a cell.
-	all := run.Recorder.SummaryOf(metrics.ScopeAll)
+	all := run.Recorder.Recording(metrics.ScopeAll).Summary
 	assert.Equal(t, s.Requests, all.Requests)
 	assert.EqualValues(t, s.TTFT.Count+w.TTFT.Count, all.TTFT.Count)
 	assert.Equal(t, w.TTFT.Max, all.TTFT.Max)

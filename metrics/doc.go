@@ -7,8 +7,8 @@
 // A [Timeline] is one request as the client saw it. A [Recorder] aggregates
 // timelines online, in bounded memory: [Recorder.Observe] costs O(1) per
 // chunk and allocates nothing, latencies go into HDR [Histogram]s of fixed
-// geometry, and nothing grows with the number of tokens. [Recorder.Summary]
-// returns the columns as a [Summary]. A [Histogram] keeps count, minimum,
+// geometry, and nothing grows with the number of tokens. [Recorder.Recording]
+// returns the columns as a [Summary] with the histograms they come from. A [Histogram] keeps count, minimum,
 // maximum and mean exactly; its quantiles are within 0.1%.
 //
 // Recordings merge exactly. [Histogram.Merge] adds buckets, so the merge of
@@ -49,7 +49,7 @@
 //     the window.
 //   - Warm-up: requests that ended before the window opened. A summary of
 //     the window counts them in Warmup and nowhere else, so cold starts move
-//     none of its figures; [Recorder.SummaryOf] summarises them on their own
+//     none of its figures; [Recorder.Recording] summarises them on their own
 //     ([ScopeWarmup]) or with the window's ([ScopeAll], the speed-test
 //     matrix's view, where TTFT is over every request a cell launched).
 //     Every request is counted in exactly one outcome: Requests = Warmup +

@@ -145,7 +145,7 @@ func TestZeroHistogramsMerge(t *testing.T) {
 		var rec metrics.Recorder
 		rec.SetWindow(metrics.Window{Start: at(0), End: at(10_000)})
 		req{sent: 100, chunks: every(200, 10, 5), end: 300, done: true}.record(&rec)
-		return rec.Histograms()
+		return rec.Recording(metrics.ScopeWindow).Histograms
 	}
 	var total metrics.Histograms
 	require.NoError(t, total.Merge(run()))
@@ -171,7 +171,7 @@ func TestRecorderWithoutWindow(t *testing.T) {
 	// Two requests of 11 tokens, 100 ms apart, over 0 … 2.1 s.
 	req{sent: 0, chunks: every(100, 100, 11), end: 1100, done: true}.record(&rec)
 	req{sent: 1000, chunks: every(1100, 100, 11), end: 2100, done: true}.record(&rec)
-	s := rec.Summary()
+	s := rec.Recording(metrics.ScopeWindow).Summary
 	assert.Equal(t, metrics.Window{Start: at(0), End: at(2100)}, s.Window, "the span of the requests")
 	assert.Equal(t, 2, s.Requests)
 	assert.Equal(t, 2, s.Completed)
@@ -182,8 +182,8 @@ func TestRecorderWithoutWindow(t *testing.T) {
 	assert.InDelta(t, 2.0/2.1, s.AvgActive, 1e-9, "each request active for 1 s of 2.1")
 	assert.EqualValues(t, 2, s.TTFT.Count)
 	assert.EqualValues(t, 20, s.ITL.Count)
-	assert.Equal(t, s, rec.SummaryOf(metrics.ScopeAll))
-	assert.Zero(t, rec.SummaryOf(metrics.ScopeWarmup).Requests, "no window, no warm-up")
+	assert.Equal(t, s, rec.Recording(metrics.ScopeAll).Summary)
+	assert.Zero(t, rec.Recording(metrics.ScopeWarmup).Summary.Requests, "no window, no warm-up")
 }
 
 // TestWarmupIsSetApart: slow first requests that end before the window
@@ -212,7 +212,7 @@ func TestWarmupIsSetApart(t *testing.T) {
 	warmed.SetWindow(window)
 	steadyState(&warmed)
 
-	s, w := warmed.Summary(), steady.Summary()
+	s, w := warmed.Recording(metrics.ScopeWindow).Summary, steady.Recording(metrics.ScopeWindow).Summary
 	assert.Equal(t, 5, s.Warmup)
 	assert.Equal(t, 25, s.Requests)
 	w.Warmup, w.Requests = s.Warmup, s.Requests
@@ -220,7 +220,7 @@ func TestWarmupIsSetApart(t *testing.T) {
 	assert.Equal(t, 50*time.Millisecond, s.TTFT.Max)
 	assert.Zero(t, s.Failed, "the warm-up's failure is the warm-up's")
 
-	wu := warmed.SummaryOf(metrics.ScopeWarmup)
+	wu := warmed.Recording(metrics.ScopeWarmup).Summary
 	assert.Equal(t, 5, wu.Requests)
 	assert.Equal(t, 4, wu.CompletedOutside)
 	assert.Zero(t, wu.Completed)
@@ -230,7 +230,7 @@ func TestWarmupIsSetApart(t *testing.T) {
 	assert.EqualValues(t, 4*9, wu.ITL.Count)
 	assert.Zero(t, wu.OutputTokens, "the warm-up has no throughput")
 
-	all := warmed.SummaryOf(metrics.ScopeAll)
+	all := warmed.Recording(metrics.ScopeAll).Summary
 	assert.Equal(t, 25, all.Requests)
 	assert.Zero(t, all.Warmup)
 	assert.Equal(t, 20, all.Completed)
@@ -240,7 +240,7 @@ func TestWarmupIsSetApart(t *testing.T) {
 	assert.Equal(t, 400*time.Millisecond, all.TTFT.Max)
 	assert.Equal(t, s.OutputTokens, all.OutputTokens, "the window's throughput")
 	assert.EqualValues(t, 24, warmed.Recording(metrics.ScopeAll).Histograms.TTFT.Count())
-	assert.EqualValues(t, 20, warmed.Histograms().TTFT.Count())
+	assert.EqualValues(t, 20, warmed.Recording(metrics.ScopeWindow).Histograms.TTFT.Count())
 }
 
 // TestEveryRequestInOneOutcome: whatever happened to a request, it is
@@ -264,16 +264,16 @@ func TestEveryRequestInOneOutcome(t *testing.T) {
 		q.record(&rec)
 	}
 	for _, scope := range []metrics.Scope{metrics.ScopeWindow, metrics.ScopeWarmup, metrics.ScopeAll} {
-		s := rec.SummaryOf(scope)
+		s := rec.Recording(scope).Summary
 		assert.Equal(t, s.Requests, s.Warmup+s.Completed+s.CompletedOutside+s.Failed+s.Canceled, "%s: %+v", scope, s)
 	}
-	s := rec.Summary()
+	s := rec.Recording(metrics.ScopeWindow).Summary
 	assert.Equal(t, 8, s.Requests)
 	assert.Equal(t, 2, s.Warmup)
 	assert.Equal(t, 2, s.Completed)
 	assert.Equal(t, 1, s.CompletedOutside, "the drained one")
 	assert.Equal(t, 1, s.Failed)
 	assert.Equal(t, 2, s.Canceled)
-	assert.Equal(t, 2, rec.SummaryOf(metrics.ScopeWarmup).Requests)
-	assert.Equal(t, 8, rec.SummaryOf(metrics.ScopeAll).Requests)
+	assert.Equal(t, 2, rec.Recording(metrics.ScopeWarmup).Summary.Requests)
+	assert.Equal(t, 8, rec.Recording(metrics.ScopeAll).Summary.Requests)
 }

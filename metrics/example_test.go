@@ -28,7 +28,7 @@ func Example() {
 		rec.Record(tl)
 	}
 
-	s := rec.Summary()
+	s := rec.Recording(metrics.ScopeWindow).Summary
 	fmt.Println("output tokens:", s.OutputTokens)
 	fmt.Println("measured for:", s.MeasuredFor.Round(time.Millisecond))
 	fmt.Printf("total tok/s: %.1f\n", s.TotalTokensPerSec)
@@ -58,7 +58,7 @@ func ExampleHistogram() {
 // ended before the window opened moves none of its figures, and is
 // summarised on its own. ScopeAll is the speed-test matrix's view, where
 // TTFT is over every request a cell launched.
-func ExampleRecorder_SummaryOf() {
+func ExampleRecorder_Recording_warmup() {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var rec metrics.Recorder
 	request := func(sent, ttft time.Duration) {
@@ -75,7 +75,7 @@ func ExampleRecorder_SummaryOf() {
 	request(3*time.Second, 50*time.Millisecond)
 
 	for _, scope := range []metrics.Scope{metrics.ScopeWindow, metrics.ScopeWarmup, metrics.ScopeAll} {
-		s := rec.SummaryOf(scope)
+		s := rec.Recording(scope).Summary
 		fmt.Printf("%-6s requests %d (warm-up %d, completed %d, outside %d), TTFT max %v\n",
 			scope, s.Requests, s.Warmup, s.Completed, s.CompletedOutside, s.TTFT.Max)
 	}

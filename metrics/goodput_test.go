@@ -32,11 +32,11 @@ func TestCompletedTokens(t *testing.T) {
 	add(200*time.Millisecond, 5, "")        // cut
 	add(-900*time.Millisecond, 4, "length") // the warm-up's
 	add(900*time.Millisecond, 20, "length") // ends after the window
-	s := rec.Summary()
+	s := rec.Recording(metrics.ScopeWindow).Summary
 	assert.Equal(t, 2, s.Completed)
 	assert.Equal(t, 42, s.CompletedTokens)
-	assert.Equal(t, 1, rec.SummaryOf(metrics.ScopeWarmup).CompletedOutside, "the warm-up's request")
-	assert.Zero(t, rec.SummaryOf(metrics.ScopeWarmup).CompletedTokens)
+	assert.Equal(t, 1, rec.Recording(metrics.ScopeWarmup).Summary.CompletedOutside, "the warm-up's request")
+	assert.Zero(t, rec.Recording(metrics.ScopeWarmup).Summary.CompletedTokens)
 }
 
 // A request cut at the end of the window counts as having missed the SLO
@@ -71,7 +71,7 @@ func TestSLOMissed(t *testing.T) {
 		tl := &metrics.Timeline{Sent: ms(0), End: ms(end), Kind: metrics.KindCanceled}
 		rec.Record(tl)
 	}
-	s := rec.Summary()
+	s := rec.Recording(metrics.ScopeWindow).Summary
 	assert.Equal(t, 3, s.Canceled)
 	assert.Equal(t, 2, s.Missed)
 }

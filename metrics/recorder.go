@@ -37,7 +37,7 @@ type shard struct {
 // With a window set ([Recorder.SetWindow] or [Recorder.OpenWindow]), a
 // request that ended before the window opened is a warm-up request: the
 // Summary counts it in Warmup and in nothing else, and
-// [Recorder.SummaryOf](ScopeWarmup) summarises the warm-up on its own.
+// [Recorder.Recording](ScopeWarmup) summarises the warm-up on its own.
 // Without a window, the Summary covers every request recorded, over the
 // span from the first one's start to the last one's end.
 //
@@ -381,12 +381,6 @@ func (hs *Histograms) Merge(o Histograms) error {
 		}
 	}
 	return first
-}
-
-// Histograms returns copies of the distributions that [Recorder.Summary]
-// reduces: the window's, or the whole recording's when no window is set.
-func (r *Recorder) Histograms() Histograms {
-	return r.histogramsOf(ScopeWindow)
 }
 
 // histogramsOf returns copies of the distributions of a scope of the

@@ -21,7 +21,7 @@ type Summary struct {
 	Requests int `json:"requests"`
 	// Warmup is how many of them ended before the window opened: they are
 	// set apart, in no other field of a window's summary (see
-	// [Recorder.SummaryOf] for theirs).
+	// [Recorder.Recording] for theirs).
 	Warmup int `json:"warmup,omitempty"`
 	// Completed is how many finished ([DONE] or a finish reason, no error)
 	// inside the window; CompletedOutside how many finished outside it:
@@ -112,20 +112,6 @@ var scopeNames = [...]string{"window", "warmup", "all"}
 
 // String returns "window", "warmup" or "all".
 func (s Scope) String() string { return enumtext.Name(scopeNames[:], s, "Scope") }
-
-// Summary returns the columns of the window: its throughput, and the
-// requests that ended after it opened, with the warm-up's set apart in
-// Warmup. Without a window, it summarises every request recorded over their
-// span.
-func (r *Recorder) Summary() Summary {
-	return r.SummaryOf(ScopeWindow)
-}
-
-// SummaryOf returns the columns of one scope of the recording.
-func (r *Recorder) SummaryOf(scope Scope) Summary {
-	s, _ := r.summaryOf(scope)
-	return s
-}
 
 // summaryOf returns the columns of one scope of the recording and the
 // distributions they are derived from, merged once.

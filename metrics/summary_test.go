@@ -213,7 +213,7 @@ func TestSummaryColumns(t *testing.T) {
 			for _, q := range tc.reqs {
 				q.record(r)
 			}
-			got := r.Summary()
+			got := r.Recording(metrics.ScopeWindow).Summary
 			w := tc.want
 			assert.Equal(t, win, got.Window)
 			assert.Equal(t, w.Requests, got.Requests, "requests")
@@ -283,7 +283,7 @@ func TestOpenWindowWhileObserving(t *testing.T) {
 	assert.EqualValues(t, 5, snap.Tokens)
 	assert.EqualValues(t, 2, snap.WindowTokens)
 	r.Record(&tl)
-	s := r.Summary()
+	s := r.Recording(metrics.ScopeWindow).Summary
 	assert.Equal(t, 2, s.OutputTokens)
 	assert.Equal(t, time.Duration(0)+10*time.Second, s.MeasuredFor, "the only counted token sits at the start")
 	assert.EqualValues(t, 1, r.Snapshot().Recorded)
@@ -311,7 +311,7 @@ func TestRecorderConcurrentUse(t *testing.T) {
 	for range workers {
 		<-done
 	}
-	s := r.Summary()
+	s := r.Recording(metrics.ScopeWindow).Summary
 	assert.Equal(t, workers*perWorker*tokens, s.OutputTokens)
 	assert.Equal(t, workers*perWorker, s.Completed)
 	assert.EqualValues(t, workers*perWorker*(tokens-1), s.ITL.Count)

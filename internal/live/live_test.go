@@ -115,7 +115,7 @@ func TestScrapeDuringRun(t *testing.T) {
 	fams := scrape(t, url)
 	completed, _ := value(fams["llmload_requests_total"], map[string]string{"cell": "4K × 8", "outcome": "completed", "error": ""})
 	canceled, _ := value(fams["llmload_requests_total"], map[string]string{"cell": "4K × 8", "outcome": "canceled", "error": "canceled"})
-	all := run.Recorder.SummaryOf(metrics.ScopeAll)
+	all := run.Recorder.Recording(metrics.ScopeAll).Summary
 	assert.EqualValues(t, all.Completed+all.CompletedOutside, completed)
 	assert.EqualValues(t, all.Canceled, canceled)
 	tokens, _ = value(fams["llmload_output_tokens_total"], cell)

@@ -309,7 +309,7 @@ func (s *soak) header() Header {
 
 // final builds the final report.
 func (s *soak) final(samples []Sample, r *loadgen.Run, rec *metrics.Recorder) Final {
-	sum := rec.Summary()
+	sum := rec.Recording(metrics.ScopeWindow).Summary
 	f := Final{Samples: len(samples) - 1, Stopped: "duration"}
 	if r != nil {
 		f.Launched = r.Launched

@@ -112,7 +112,7 @@ func (sm *sampler) take(p loadgen.Progress) Sample {
 	}
 	s.Client.runtimeStats = readRuntime()
 	if p.Failed > 0 {
-		s.Errors = sm.rec.Summary().Errors
+		s.Errors = sm.rec.Recording(metrics.ScopeWindow).Summary.Errors
 	}
 	if sm.sim != nil {
 		sp := readProc(sm.sim.pid)

@@ -221,7 +221,7 @@ func resultOf(run *loadgen.Run, load loadgen.Load, label string, obj Objective) 
 	}
 	s := run.Summary
 	r := Result{
-		Label: label, Load: load, Summary: s, Histograms: run.Recorder.Histograms(),
+		Label: label, Load: load, Summary: s, Histograms: run.Recorder.Recording(metrics.ScopeWindow).Histograms,
 		Requests:           s.Requests - s.Warmup,
 		OutputTokensPerSec: s.TotalTokensPerSec,
 		Late:               run.Late, Lateness: run.Lateness, Stopped: run.Stopped,
