@@ -13,6 +13,8 @@ type chunk struct {
 	// reasoningTokens counts those of tokens whose delta carried reasoning
 	// and nothing else.
 	reasoningTokens int
+	// toolCall reports a tool call's name or arguments in a delta.
+	toolCall bool
 	// content and reasoning are choice 0's text deltas (raw JSON strings
 	// with their quotes, or nil).
 	content, reasoning []byte
@@ -120,6 +122,7 @@ func (c *chunk) settleResponses() {
 	case `"response.function_call_arguments.delta"`:
 		if hasDelta {
 			c.tokens++
+			c.toolCall = true
 		}
 	case `"response.completed"`, `"response.incomplete"`:
 		c.end = true
@@ -403,6 +406,7 @@ func (ch *choice) readToolCall(s *scanner) {
 func (c *chunk) addChoice(ch *choice) {
 	// A JSON string's raw form includes its quotes: "" is empty.
 	hasContent, hasText := len(ch.content) > 2, len(ch.text) > 2
+	c.toolCall = c.toolCall || ch.tool
 	if hasContent || hasText || len(ch.reasoning) > 2 || ch.tool {
 		c.tokens++
 		if !hasContent && !hasText && !ch.tool {

@@ -83,6 +83,7 @@ type chunkView struct {
 	prompt, completion, cached   int64
 	errMsg                       string
 	reasoningTokens              int
+	toolCall                     bool
 	hasReasoning                 bool
 	reasoningUsage               int64
 
@@ -97,7 +98,7 @@ func view(c *chunk) chunkView {
 		done: c.done, hasUsage: c.hasUsage, isError: c.isError, end: c.end, tokens: c.tokens,
 		content: decodeString(c.content), reasoning: decodeString(c.reasoning), finish: decodeString(c.finish),
 		prompt: c.prompt, completion: c.completion, cached: c.cached, errMsg: decodeString(c.errMsg),
-		reasoningTokens: c.reasoningTokens, hasReasoning: c.hasReasoning, reasoningUsage: c.reasoningUsage,
+		reasoningTokens: c.reasoningTokens, toolCall: c.toolCall, hasReasoning: c.hasReasoning, reasoningUsage: c.reasoningUsage,
 	}
 }
 
@@ -120,6 +121,7 @@ func (w chunkView) compare(t *testing.T, data []byte, got chunkView) {
 	check("prompt", w.skipPrompt, got.prompt, w.prompt)
 	check("cached", w.skipCached, got.cached, w.cached)
 	check("reasoningTokens", w.skipContent || w.skipReasoning, got.reasoningTokens, w.reasoningTokens)
+	check("toolCall", false, got.toolCall, w.toolCall)
 	check("hasReasoning", w.skipReasoningUsage, got.hasReasoning, w.hasReasoning)
 	check("reasoningUsage", w.skipReasoningUsage, got.reasoningUsage, w.reasoningUsage)
 	if w.isError {
@@ -198,6 +200,7 @@ func referenceChunk(data []byte) (chunkView, error) {
 	contentSources := 0
 	// addChoice mirrors chunk.addChoice.
 	addChoice := func(index int64, content, text, reasoning string, tool bool, finish string, hasFinish bool) {
+		w.toolCall = w.toolCall || tool
 		if content != "" || text != "" || reasoning != "" || tool {
 			w.tokens++
 			if content == "" && text == "" && !tool {
@@ -581,6 +584,7 @@ func referenceChunk(data []byte) (chunkView, error) {
 		w.reasoning = deltaText
 	case typ == "response.function_call_arguments.delta" && deltaText != "":
 		w.tokens++
+		w.toolCall = true
 	case typ == "response.completed" || typ == "response.incomplete":
 		w.end = true
 		if hasOutput {

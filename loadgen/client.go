@@ -770,6 +770,9 @@ func (rs *requestState) onChunk(ch *chunk, t time.Time, wd *watchdog) (bool, err
 	if ch.finish != nil && rs.tl.FinishReason == "" {
 		rs.tl.FinishReason = decodeString(ch.finish)
 	}
+	if ch.toolCall {
+		rs.tl.ToolCall = true
+	}
 	r := rs.kinds.split(ch, k)
 	rs.tl.ReasoningTokens += r
 	if r < k && rs.tl.FirstAnswer.IsZero() {

@@ -29,11 +29,13 @@ func TestTranscripts(t *testing.T) {
 		// rtokens is the reasoning tokens; answerAt the index of the
 		// first chunk of the answer, after them.
 		rtokens, answerAt int
+		// tool: the response called a tool.
+		tool bool
 	}
 	const chunks, usage, final = metrics.SourceChunks, metrics.SourceUsageDeltas, metrics.SourceFinalUsage
 	tests := map[string]want{
 		// Anthropic Messages: 11 non-empty tool-input deltas, usage 70 at the end.
-		"anthropic-messages-1.sse": {tokens: 70, chunks: 11, extra: 59, source: final, prompt: 1293, completion: 70, finish: "tool_use", done: true},
+		"anthropic-messages-1.sse": {tokens: 70, chunks: 11, extra: 59, source: final, prompt: 1293, completion: 70, finish: "tool_use", done: true, tool: true},
 		// The capture ends with a stray quote and no blank line: the finish
 		// chunk is incomplete, so the stream never finished.
 		"cerebras-chat-1.sse":      {tokens: 5, chunks: 5, source: chunks, text: "This is a test.", kind: metrics.KindTruncated},
@@ -42,7 +44,7 @@ func TestTranscripts(t *testing.T) {
 		// arrives with the first visible one.
 		"hyperbolic-chat-1.sse": {tokens: 3, chunks: 2, source: usage, text: "2", prompt: 48, completion: 3, finish: "stop", done: true},
 		// The capture's finish chunk is cut inside a string.
-		"llamacpp-chat-1.sse": {tokens: 3, chunks: 3, source: chunks, kind: metrics.KindMalformed},
+		"llamacpp-chat-1.sse": {tokens: 3, chunks: 3, source: chunks, kind: metrics.KindMalformed, tool: true},
 		// Not a completion stream at all.
 		"mcp-message-1.sse":  {kind: metrics.KindTruncated},
 		"mistral-chat-1.sse": {tokens: 11, chunks: 11, source: chunks, text: "The answer to the equation one + one is two.", prompt: 19, completion: 11, finish: "stop", done: true},
@@ -53,7 +55,7 @@ func TestTranscripts(t *testing.T) {
 		"openai-chat-3.sse": {tokens: 1, chunks: 1, source: chunks, text: `{"`, prompt: 79, completion: 1, finish: "length", done: true},
 		"openai-chat-4.sse": {tokens: 2, chunks: 2, source: chunks, text: "Foo!", prompt: 9, completion: 2, finish: "stop", done: true},
 		// A tool call: 15 deltas of name and arguments, usage says 24.
-		"openai-chat-5.sse": {tokens: 24, chunks: 15, extra: 9, source: final, prompt: 76, completion: 24, finish: "tool_calls", done: true},
+		"openai-chat-5.sse": {tokens: 24, chunks: 15, extra: 9, source: final, prompt: 76, completion: 24, finish: "tool_calls", done: true, tool: true},
 		// Hidden reasoning: one content chunk, 203 tokens billed, 192 of
 		// them reasoning by the usage.
 		"openai-chat-6.sse":    {tokens: 203, chunks: 1, extra: 202, source: final, text: "hello", prompt: 22, completion: 203, finish: "stop", done: true, rtokens: 192},
@@ -77,7 +79,7 @@ func TestTranscripts(t *testing.T) {
 		"vllm-chat-1.sse": {tokens: 26, chunks: 26, source: usage, prompt: 46, completion: 26, finish: "stop", done: true,
 			text: "Hello Sam. It's nice to meet you. Is there something I can help you with or would you like to chat?"},
 		"vllm-chat-2.sse": {tokens: 5, chunks: 5, source: chunks, text: "The image depicts a serene", prompt: 6421, completion: 5, finish: "length", done: true},
-		"vllm-chat-3.sse": {tokens: 4, chunks: 4, source: chunks, finish: "tool_calls", done: true},
+		"vllm-chat-3.sse": {tokens: 4, chunks: 4, source: chunks, finish: "tool_calls", done: true, tool: true},
 
 		// Synthetic: the cases no public capture shows (see the README).
 		// vLLM's error object after two tokens, then [DONE].
@@ -100,7 +102,7 @@ func TestTranscripts(t *testing.T) {
 			prompt: 72, completion: 8, cached: 64, finish: "completed", done: true, rtokens: 5, answerAt: 3},
 		// Cut at max_output_tokens: complete, its reason the finish.
 		"synthetic-responses-incomplete.sse":    {tokens: 3, chunks: 3, source: chunks, text: "Once upon a", prompt: 11, completion: 3, finish: "max_output_tokens", done: true},
-		"synthetic-responses-function-call.sse": {tokens: 7, chunks: 5, extra: 2, source: final, prompt: 58, completion: 7, finish: "completed", done: true},
+		"synthetic-responses-function-call.sse": {tokens: 7, chunks: 5, extra: 2, source: final, prompt: 58, completion: 7, finish: "completed", done: true, tool: true},
 		"synthetic-responses-error.sse":         {tokens: 1, chunks: 1, source: chunks, text: "Hello", kind: metrics.KindStreamError},
 		"synthetic-responses-failed.sse":        {kind: metrics.KindStreamError},
 		// The Messages API: a thinking block, then text; its usage counts
@@ -142,6 +144,7 @@ func TestTranscripts(t *testing.T) {
 			assert.Equal(t, w.done, tl.Done, "[DONE]")
 			assert.Len(t, resp.ChunkTimes, tl.Chunks)
 			assert.Equal(t, w.rtokens, tl.ReasoningTokens, "reasoning tokens")
+			assert.Equal(t, w.tool, tl.ToolCall, "called a tool")
 			if tl.Chunks > w.answerAt && w.kind == metrics.KindNone {
 				assert.Equal(t, resp.ChunkTimes[w.answerAt], tl.FirstAnswer, "the first answer token")
 			}

@@ -88,6 +88,7 @@ func MergeRecordings(recs ...Recording) (Recording, error) {
 		s.CompletedTokens += p.CompletedTokens
 		s.ReasoningTokens += p.ReasoningTokens
 		s.AnswerTokens += p.AnswerTokens
+		s.ToolCalls += p.ToolCalls
 		s.Failed += p.Failed
 		s.Canceled += p.Canceled
 		s.Missed += p.Missed

@@ -68,6 +68,7 @@ type part struct {
 	requests, completed, outside, failed, canceled, good int
 	completedTokens                                      int // the output tokens of the completed requests
 	reasoningTokens, answerTokens                        int // and how many of them were reasoning and answer
+	toolCalls                                            int // completed requests that called a tool
 	missed                                               int // canceled requests that had missed the SLO
 	errors                                               [numKinds]int
 	sources                                              [4]int
@@ -248,6 +249,9 @@ func (r *Recorder) Record(tl *Timeline) {
 		p.completedTokens += tl.OutputTokens()
 		p.reasoningTokens += min(tl.ReasoningTokens, tl.OutputTokens())
 		p.answerTokens += tl.AnswerTokens()
+		if tl.ToolCall {
+			p.toolCalls++
+		}
 		if !r.SLO.IsZero() && r.SLO.Met(tl) {
 			p.good++
 		}

@@ -37,6 +37,8 @@ type Summary struct {
 	// of reasoning (see [Timeline.ReasoningTokens]) and those after it.
 	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
 	AnswerTokens    int `json:"answer_tokens,omitempty"`
+	// ToolCalls is how many of the Completed requests called a tool.
+	ToolCalls int `json:"tool_calls,omitempty"`
 	// Failed is how many ended with an error; Canceled how many were cut
 	// short without one: by cancellation, such as the end of the window, or
 	// by a reader that stopped.
@@ -139,6 +141,7 @@ func (r *Recorder) summaryOf(scope Scope) (Summary, Histograms) {
 			s.CompletedTokens += p.completedTokens
 			s.ReasoningTokens += p.reasoningTokens
 			s.AnswerTokens += p.answerTokens
+			s.ToolCalls += p.toolCalls
 			s.CompletedOutside += p.outside
 			s.Good += p.good
 		}

@@ -178,6 +178,10 @@ type Timeline struct {
 	// usage's reasoning_tokens where the server reported them, else those
 	// of reasoning deltas (and of <think>…</think> in the text).
 	ReasoningTokens int
+	// ToolCall reports that the response called a tool: a tool call's
+	// name or arguments streamed (chat's tool_calls, Responses' function
+	// call, Messages' tool_use input).
+	ToolCall bool
 
 	// Usage as the server reported it; zero when it sent none.
 	PromptTokens     int

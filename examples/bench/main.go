@@ -103,7 +103,7 @@ type options struct {
 	speed                       float64
 	simReasoning                int
 	headers                     cli.Headers
-	bodyExtra                   string
+	body                        cli.BodyFlags
 	extra                       map[string]any
 	quiet                       bool
 	set                         map[string]bool
@@ -119,7 +119,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	api := fs.String("api", "chat", "chat, completions, responses (OpenAI's Responses API) or messages (Anthropic's Messages API)")
 	fs.StringVar(&o.keyEnv, "api-key-env", "", "name of the environment variable holding the API key")
 	fs.Var(&o.headers, "header", "'Name: value' added to every request (repeatable); a credential's (Authorization, *key*, *token*) goes to -url's origin only and is never printed or saved")
-	fs.StringVar(&o.bodyExtra, "body-extra", "", "JSON file of fields merged into every request body")
+	o.body.Register(fs)
 	fs.StringVar(&o.transport, "transport", "stream", "the client's HTTP transport: stream (loadgen.StreamTransport) or http (net/http's: honours HTTP_PROXY)")
 
 	fs.StringVar(&o.dataset, "dataset", "", "a ShareGPT file (JSON or JSONL) or a JSONL file of {\"prompt\": ..., \"output_tokens\": N}")
@@ -265,11 +265,9 @@ func (o *options) check() error {
 	if o.transport != "stream" && o.transport != "http" {
 		return fmt.Errorf("unknown -transport %q (want stream or http)", o.transport)
 	}
-	if o.bodyExtra != "" {
-		var err error
-		if o.extra, err = cli.ReadBodyExtra(o.bodyExtra); err != nil {
-			return err
-		}
+	var err error
+	if o.extra, err = o.body.Extra(o.api); err != nil {
+		return err
 	}
 	if o.simReasoning < 0 {
 		return fmt.Errorf("-sim-reasoning holds %d, below 0", o.simReasoning)

@@ -43,6 +43,7 @@ type result struct {
 	OutputTokens     int                 `json:"output_tokens"`
 	ReasoningTokens  int                 `json:"reasoning_tokens"`
 	AnswerTokens     int                 `json:"answer_tokens"`
+	ToolCall         bool                `json:"tool_call"`
 	ContentChunks    int                 `json:"content_chunks"`
 	ExtraTokens      int                 `json:"extra_tokens"`
 	TokenSource      metrics.TokenSource `json:"token_source"`
@@ -74,7 +75,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stall := fs.Duration("stall-timeout", 0, "longest gap between tokens (0: the client's default)")
 	var headers cli.Headers
 	fs.Var(&headers, "header", "'Name: value' added to the request (repeatable); a credential's (Authorization, *key*, *token*) goes to -url's origin only and is never printed")
-	bodyExtra := fs.String("body-extra", "", "JSON file of fields merged into the request body")
+	var body cli.BodyFlags
+	body.Register(fs)
 	transport := fs.String("transport", "stream", "HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux) or http (net/http's: honours HTTP_PROXY)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -104,12 +106,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	req := &loadgen.Request{API: a, Model: *model, Prompt: *prompt, MaxTokens: *maxTokens, IgnoreEOS: *ignoreEOS}
-	if *bodyExtra != "" {
-		var err error
-		if req.Extra, err = cli.ReadBodyExtra(*bodyExtra); err != nil {
-			fmt.Fprintln(stderr, "stream:", err)
-			return 2
-		}
+	var err error
+	if req.Extra, err = body.Extra(a); err != nil {
+		fmt.Fprintln(stderr, "stream:", err)
+		return 2
 	}
 	if _, err := req.Body(); err != nil {
 		fmt.Fprintln(stderr, "stream:", err)
@@ -123,7 +123,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		TokenSource: resp.Source, PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens,
 		CachedTokens: resp.CachedTokens, FinishReason: resp.FinishReason, Done: resp.Done,
 		ErrorKind: resp.Kind, Text: resp.Text, Reasoning: resp.Reasoning,
-		ReasoningTokens: resp.ReasoningTokens, AnswerTokens: resp.AnswerTokens(),
+		ReasoningTokens: resp.ReasoningTokens, AnswerTokens: resp.AnswerTokens(), ToolCall: resp.ToolCall,
 		TTFTms: ms(resp.TTFT()), TTFOms: ms(resp.TTFO()), LatencyMs: ms(resp.Latency()), ChunkTimesMs: []float64{},
 	}
 	if err != nil {

@@ -83,10 +83,8 @@ type ClientFlags struct {
 	API       loadgen.API
 	KeyEnv    string
 	Transport string
-	// Headers are added to every request; BodyExtra names a JSON file
-	// whose fields are merged into every body (see [ReadBodyExtra]).
-	Headers   Headers
-	BodyExtra string
+	// Headers are added to every request.
+	Headers Headers
 }
 
 // Register defines the flags on fs, with url as -url's default ("" where
@@ -97,7 +95,6 @@ func (f *ClientFlags) Register(fs *flag.FlagSet, url string) {
 	fs.TextVar(&f.API, "api", loadgen.Chat, "the API to call: chat, completions, responses (OpenAI's Responses API) or messages (Anthropic's Messages API)")
 	fs.StringVar(&f.KeyEnv, "api-key-env", "", "name of the environment variable that holds the API key (sent to -url's origin only)")
 	fs.Var(&f.Headers, "header", "'Name: value' added to every request (repeatable); a credential's (Authorization, *key*, *token*) goes to -url's origin only and is never printed or saved")
-	fs.StringVar(&f.BodyExtra, "body-extra", "", "JSON file of fields merged into every request body")
 	fs.StringVar(&f.Transport, "transport", "stream", "HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux) or http (net/http's: honours HTTP_PROXY)")
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/loadgen"
 )
 
 func TestHeaders(t *testing.T) {
@@ -46,4 +48,46 @@ func TestReadBodyExtra(t *testing.T) {
 	}
 	_, err = ReadBodyExtra(filepath.Join(dir, "missing.json"))
 	assert.Error(t, err)
+}
+
+func TestBodyFlags(t *testing.T) {
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools.json")
+	require.NoError(t, os.WriteFile(tools, []byte(`[{"type":"function","function":{"name":"get_weather","description":"d","parameters":{"type":"object"}}}]`), 0o600))
+	format := filepath.Join(dir, "format.json")
+	require.NoError(t, os.WriteFile(format, []byte(`{"type":"json_schema","json_schema":{"name":"w","schema":{"type":"object"}}}`), 0o600))
+	extra := filepath.Join(dir, "extra.json")
+	require.NoError(t, os.WriteFile(extra, []byte(`{"tool_choice":"auto","top_k":3}`), 0o600))
+
+	f := BodyFlags{Tools: tools, ToolChoice: "get_weather", ResponseFormat: format}
+	m, err := f.Extra(loadgen.Chat)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}, m["tool_choice"])
+	assert.Equal(t, "json_schema", m["response_format"].(map[string]any)["type"])
+
+	m, err = f.Extra(loadgen.Responses)
+	require.NoError(t, err)
+	assert.Equal(t, "get_weather", m["tools"].([]any)[0].(map[string]any)["name"], "flat functions")
+	assert.Equal(t, map[string]any{"type": "json_schema", "name": "w", "schema": map[string]any{"type": "object"}}, m["text"].(map[string]any)["format"])
+
+	_, err = f.Extra(loadgen.Messages)
+	assert.ErrorContains(t, err, "-response-format")
+	f.ResponseFormat = ""
+	m, err = f.Extra(loadgen.Messages)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"name": "get_weather", "description": "d", "input_schema": map[string]any{"type": "object"}}, m["tools"].([]any)[0])
+	assert.Equal(t, map[string]any{"type": "tool", "name": "get_weather"}, m["tool_choice"])
+
+	f = BodyFlags{Tools: tools, ToolChoice: "required", BodyExtra: extra}
+	m, err = f.Extra(loadgen.Chat)
+	require.NoError(t, err)
+	assert.Equal(t, "auto", m["tool_choice"], "-body-extra has the last word")
+
+	_, err = (&BodyFlags{ToolChoice: "auto"}).Extra(loadgen.Chat)
+	assert.Error(t, err, "-tool-choice without -tools")
+	_, err = (&BodyFlags{Tools: extra}).Extra(loadgen.Chat)
+	assert.ErrorContains(t, err, "-tools", "an object, not an array")
+	m, err = (&BodyFlags{}).Extra(loadgen.Chat)
+	assert.NoError(t, err)
+	assert.Nil(t, m)
 }

@@ -116,6 +116,9 @@ func writeBlock(w io.Writer, run *Result, objective bool) {
 	if _, closed := run.Load.(loadgen.Closed); !closed && run.Load != nil || run.Lateness.Count > 0 {
 		line("Late arrivals", fmt.Sprintf("%d (start after due: p99 %s ms, max %s ms)", run.Late, ms(run.Lateness.P99), ms(run.Lateness.Max)))
 	}
+	if s.ToolCalls > 0 {
+		line("Requests that called a tool", fmt.Sprint(s.ToolCalls))
+	}
 	if run.Queued > 0 {
 		line("Arrivals queued on the client", fmt.Sprintf("%d (waited for a free slot under the in-flight cap)", run.Queued))
 	}

@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+
+	"github.com/llmload/llmload/loadgen"
+)
+
+// BodyFlags are the flags that add to every request body: -body-extra,
+// -tools, -tool-choice and -response-format. Register them with
+// [BodyFlags.Register]; [BodyFlags.Extra] reads and checks them once
+// the API is known, before anything is sent.
+type BodyFlags struct {
+	BodyExtra, Tools, ToolChoice, ResponseFormat string
+}
+
+// Register defines the flags on fs.
+func (f *BodyFlags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&f.BodyExtra, "body-extra", "", "JSON file of fields merged into every request body")
+	fs.StringVar(&f.Tools, "tools", "", "JSON file of OpenAI tool schemas ([{\"type\":\"function\",\"function\":{...}}]) sent with every request, in the form -api's API takes")
+	fs.StringVar(&f.ToolChoice, "tool-choice", "", "auto, none, required, or a tool's name (with -tools)")
+	fs.StringVar(&f.ResponseFormat, "response-format", "", "JSON file of an OpenAI response_format ({\"type\":\"json_schema\",...}) sent with every request (chat and completions; responses as its text.format)")
+}
+
+// Extra returns the fields the flags add to every body of api, or an
+// error naming the flag.
+func (f *BodyFlags) Extra(api loadgen.API) (map[string]any, error) {
+	m := map[string]any{}
+	if f.Tools != "" {
+		tools, err := readTools(f.Tools, api)
+		if err != nil {
+			return nil, err
+		}
+		m["tools"] = tools
+	}
+	if f.ToolChoice != "" {
+		if f.Tools == "" {
+			return nil, fmt.Errorf("-tool-choice %q without -tools", f.ToolChoice)
+		}
+		m["tool_choice"] = toolChoice(f.ToolChoice, api)
+	}
+	if f.ResponseFormat != "" {
+		var rf map[string]any
+		if err := readJSON(f.ResponseFormat, &rf); err != nil || rf == nil {
+			return nil, fmt.Errorf("-response-format %s: want one JSON object such as {\"type\":\"json_schema\",\"json_schema\":{...}}: %v", f.ResponseFormat, err)
+		}
+		switch api {
+		case loadgen.Responses:
+			format := maps.Clone(rf)
+			if js, ok := rf["json_schema"].(map[string]any); ok { // the Responses API flattens it
+				delete(format, "json_schema")
+				maps.Copy(format, js)
+			}
+			m["text"] = map[string]any{"format": format}
+		case loadgen.Messages:
+			return nil, fmt.Errorf("-response-format: the Messages API has no response_format; use -tools, or -body-extra for a server's own field")
+		default:
+			m["response_format"] = rf
+		}
+	}
+	if f.BodyExtra != "" {
+		extra, err := ReadBodyExtra(f.BodyExtra)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(m, extra) // -body-extra has the last word
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return m, nil
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if len(b) > maxBodyExtra {
+		return fmt.Errorf("larger than %d bytes", maxBodyExtra)
+	}
+	return json.Unmarshal(b, v)
+}
+
+// readTools reads OpenAI chat tool schemas and writes them as api takes
+// them: the Responses API's flat functions, the Messages API's
+// input_schema.
+func readTools(path string, api loadgen.API) ([]any, error) {
+	var tools []map[string]any
+	if err := readJSON(path, &tools); err != nil || len(tools) == 0 {
+		return nil, fmt.Errorf("-tools %s: want a JSON array of tools such as [{\"type\":\"function\",\"function\":{\"name\":...,\"parameters\":{...}}}]: %v", path, err)
+	}
+	out := make([]any, len(tools))
+	for i, t := range tools {
+		fn, ok := t["function"].(map[string]any)
+		name, _ := fn["name"].(string)
+		if t["type"] != "function" || !ok || name == "" {
+			return nil, fmt.Errorf("-tools %s: tool %d is not {\"type\":\"function\",\"function\":{\"name\":...}}", path, i)
+		}
+		switch api {
+		case loadgen.Responses:
+			flat := map[string]any{"type": "function"}
+			maps.Copy(flat, fn)
+			out[i] = flat
+		case loadgen.Messages:
+			schema := fn["parameters"]
+			if schema == nil {
+				schema = map[string]any{"type": "object", "properties": map[string]any{}}
+			}
+			mt := map[string]any{"name": name, "input_schema": schema}
+			if d, ok := fn["description"]; ok {
+				mt["description"] = d
+			}
+			out[i] = mt
+		default:
+			out[i] = t
+		}
+	}
+	return out, nil
+}
+
+// toolChoice writes -tool-choice as api takes it.
+func toolChoice(c string, api loadgen.API) any {
+	switch api {
+	case loadgen.Messages:
+		switch c {
+		case "auto", "none":
+			return map[string]any{"type": c}
+		case "required":
+			return map[string]any{"type": "any"}
+		}
+		return map[string]any{"type": "tool", "name": c}
+	case loadgen.Responses:
+		switch c {
+		case "auto", "none", "required":
+			return c
+		}
+		return map[string]any{"type": "function", "name": c}
+	}
+	switch c {
+	case "auto", "none", "required":
+		return c
+	}
+	return map[string]any{"type": "function", "function": map[string]any{"name": c}}
+}
