@@ -269,7 +269,7 @@ func (cr *cellRun) stuckAfter() time.Duration {
 	if cr.r.StuckAfter > 0 {
 		return cr.r.StuckAfter
 	}
-	return min(DefaultStuckAfter, time.Duration(cr.spec.Duration))
+	return min(defaultStuckAfter, time.Duration(cr.spec.Duration))
 }
 
 // watch reads the streams' state every streamTick, writes the progress

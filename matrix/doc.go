@@ -5,8 +5,7 @@
 // and never sent.
 //
 // A [Spec] says what to measure; its zero fields take the seed page's
-// defaults ([DefaultContexts], [DefaultConcurrency], [DefaultPrefill],
-// [DefaultDuration], [DefaultMaxTokens]). A [Runner] measures it against a
+// defaults (see [Spec.WithDefaults]). A [Runner] measures it against a
 // server and returns [Results]:
 //
 //  1. Plan: every cell's capacity verdict, from the limits the server

@@ -24,23 +24,23 @@ import (
 
 // Defaults of a [Runner].
 const (
-	// DefaultScoutRetries is how many times a scout that failed in a way
+	// defaultScoutRetries is how many times a scout that failed in a way
 	// that may pass (a reset, a 5xx, a 429) is sent again.
-	DefaultScoutRetries = 3
+	defaultScoutRetries = 3
 	// defaultScoutTimeout bounds a scout, plus
 	// scoutTimePerToken for each prompt token until a prefill rate is
 	// known, then ten times the time that rate gives.
 	defaultScoutTimeout = 2 * time.Minute
 	scoutTimePerToken   = 10 * time.Millisecond
-	// DefaultDiscoverTimeout bounds asking the server for its limits.
-	DefaultDiscoverTimeout = 30 * time.Second
-	// DefaultIdleTimeout bounds the wait for the server to be idle before
+	// defaultDiscoverTimeout bounds asking the server for its limits.
+	defaultDiscoverTimeout = 30 * time.Second
+	// defaultIdleTimeout bounds the wait for the server to be idle before
 	// a prefill row or a cell.
-	DefaultIdleTimeout = 2 * time.Minute
-	// DefaultStuckAfter ends a cell early when no token has arrived for
+	defaultIdleTimeout = 2 * time.Minute
+	// defaultStuckAfter ends a cell early when no token has arrived for
 	// this long (or for the spec's Duration, if shorter) while the server
 	// reports requests waiting.
-	DefaultStuckAfter = 30 * time.Second
+	defaultStuckAfter = 30 * time.Second
 	// maxRetryAfter caps the wait a 429's Retry-After asks for.
 	maxRetryAfter = 30 * time.Second
 )
@@ -81,18 +81,17 @@ type Runner struct {
 	// second while a cell runs; nil is silent.
 	Progress io.Writer
 	// IdleTimeout bounds the wait for the server to be idle before a cell;
-	// 0 means DefaultIdleTimeout.
+	// 0 means 2 min.
 	IdleTimeout time.Duration
 	// StuckAfter ends a cell early when no token has arrived for this long
-	// while the server reports requests waiting; 0 means
-	// DefaultStuckAfter or the spec's Duration, whichever is shorter.
+	// while the server reports requests waiting; 0 means 30 s or the
+	// spec's Duration, whichever is shorter.
 	StuckAfter time.Duration
 	// ScoutRetries is how many times a scout that failed transiently is
-	// sent again; 0 means DefaultScoutRetries, negative none.
+	// sent again; 0 means 3, negative none.
 	ScoutRetries int
 	// DiscoverTimeout bounds asking the server for its limits (each of its
-	// requests has capacity.DefaultProbeTimeout); 0 means
-	// DefaultDiscoverTimeout. A server that answers none of them in time
+	// requests has its own 10 s bound); 0 means 30 s. A server that answers none of them in time
 	// ends the run before anything else is sent.
 	DiscoverTimeout time.Duration
 
@@ -142,7 +141,7 @@ func (r *Runner) scoutRetries() int {
 	case r.ScoutRetries < 0:
 		return 0
 	case r.ScoutRetries == 0:
-		return DefaultScoutRetries
+		return defaultScoutRetries
 	}
 	return r.ScoutRetries
 }
@@ -267,7 +266,7 @@ func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Result
 func (r *Runner) discover(ctx context.Context, c *loadgen.Client, hc *http.Client, spec Spec, res *Results) (capacity.Limits, error) {
 	timeout := r.DiscoverTimeout
 	if timeout <= 0 {
-		timeout = DefaultDiscoverTimeout
+		timeout = defaultDiscoverTimeout
 	}
 	dctx, cancel := context.WithTimeoutCause(ctx, timeout, capacity.ErrNoAnswer)
 	d, err := capacity.DiscoverModel(dctx, hc, spec.URL, spec.Model)
@@ -765,7 +764,7 @@ func (cr *cellRun) truncated(p *prompt, target, counted int) string {
 func (cr *cellRun) waitIdle(ctx context.Context) {
 	timeout := cr.r.IdleTimeout
 	if timeout <= 0 {
-		timeout = DefaultIdleTimeout
+		timeout = defaultIdleTimeout
 	}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {

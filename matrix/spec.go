@@ -25,22 +25,22 @@ const maxPrefillRepeat = 100
 
 // Defaults of a [Spec], the seed page's.
 var (
-	DefaultContexts    = []int{0, 16 * tokensK, 32 * tokensK, 64 * tokensK, 128 * tokensK, 248 * tokensK}
-	DefaultConcurrency = []int{1, 2, 4, 8, 16, 32, 64, 128}
-	DefaultPrefill     = []int{8 * tokensK, 16 * tokensK, 32 * tokensK, 64 * tokensK, 128 * tokensK}
+	defaultContexts    = []int{0, 16 * tokensK, 32 * tokensK, 64 * tokensK, 128 * tokensK, 248 * tokensK}
+	defaultConcurrency = []int{1, 2, 4, 8, 16, 32, 64, 128}
+	defaultPrefill     = []int{8 * tokensK, 16 * tokensK, 32 * tokensK, 64 * tokensK, 128 * tokensK}
 )
 
 // More defaults of a [Spec].
 const (
-	DefaultDuration = 30 * time.Second
-	// DefaultPrefillRepeat is how many cold requests measure a prefill
+	defaultDuration = 30 * time.Second
+	// defaultPrefillRepeat is how many cold requests measure a prefill
 	// row: three give its median and a range that holds it (between the
 	// least and the most of them) three times in four.
-	DefaultPrefillRepeat = 3
-	DefaultMaxTokens     = 8192
-	// DefaultErrorThreshold is the share of failed requests above which a
+	defaultPrefillRepeat = 3
+	defaultMaxTokens     = 8192
+	// defaultErrorThreshold is the share of failed requests above which a
 	// cell is Failed.
-	DefaultErrorThreshold = 0.5
+	defaultErrorThreshold = 0.5
 	// MaxConcurrency is the most requests at once one process may keep in
 	// flight: one process holds about 10^4 streams (a connection, a
 	// goroutine and their buffers each) and keeps its timing honest; beyond
@@ -82,8 +82,8 @@ type Warmup struct {
 	PerContextK Duration `json:"per_context_k"`
 }
 
-// DefaultWarmup is the warm-up of a [Spec] that sets none.
-var DefaultWarmup = Warmup{
+// defaultWarmup is the warm-up of a [Spec] that sets none.
+var defaultWarmup = Warmup{
 	Min:         Duration(2 * time.Second),
 	Flow:        Duration(3 * time.Second),
 	Timeout:     Duration(60 * time.Second),
@@ -101,28 +101,32 @@ type Spec struct {
 	// API is "chat" or "completions".
 	API loadgen.API `json:"api"`
 
-	// Contexts are the decode grid's rows, in prompt tokens.
+	// Contexts are the decode grid's rows, in prompt tokens; nil means
+	// 0, 16K, 32K, 64K, 128K and 248K (K = 1,024).
 	Contexts []int `json:"contexts"`
-	// Concurrency levels are its columns.
+	// Concurrency levels are its columns; nil means 1, 2, 4 … 128.
 	Concurrency []int `json:"concurrency"`
 	// Prefill contexts each get PrefillRepeat cold requests whose median
-	// time to first token is the prefill measurement. An empty, non-nil
-	// list skips them.
+	// time to first token is the prefill measurement; nil means 8K, 16K,
+	// 32K, 64K and 128K. An empty, non-nil list skips them.
 	Prefill []int `json:"prefill"`
 	// PrefillRepeat is how many cold requests measure each prefill row,
-	// each a prompt of its own; 0 means DefaultPrefillRepeat.
+	// each a prompt of its own; 0 means 3.
 	PrefillRepeat int `json:"prefill_repeat,omitempty"`
 
-	// Duration is each cell's measurement window.
+	// Duration is each cell's measurement window; 0 means 30 s.
 	Duration Duration `json:"duration"`
-	// MaxTokens is each request's max_tokens, generated with ignore_eos.
-	MaxTokens int     `json:"max_tokens"`
-	Warmup    *Warmup `json:"warmup,omitempty"`
+	// MaxTokens is each request's max_tokens, generated with ignore_eos;
+	// 0 means 8,192.
+	MaxTokens int `json:"max_tokens"`
+	// Warmup says when each cell's window opens; nil means a Min of 2 s,
+	// a Flow of 3 s, a Timeout of 60 s and a PerContextK of 1 s.
+	Warmup *Warmup `json:"warmup,omitempty"`
 
 	// SLO, if set, adds goodput to every cell.
 	SLO *metrics.SLO `json:"slo,omitempty"`
 	// ErrorThreshold is the share of failed requests above which a cell is
-	// Failed; 0 means DefaultErrorThreshold.
+	// Failed; 0 means 0.5.
 	ErrorThreshold float64 `json:"error_threshold,omitempty"`
 	// Limits are capacity limits the user knows (from a start-up log or an
 	// estimate); the server's own figures, where it publishes them, take
@@ -138,29 +142,29 @@ type Spec struct {
 // default.
 func (s Spec) WithDefaults() Spec {
 	if s.Contexts == nil {
-		s.Contexts = DefaultContexts
+		s.Contexts = defaultContexts
 	}
 	if s.Concurrency == nil {
-		s.Concurrency = DefaultConcurrency
+		s.Concurrency = defaultConcurrency
 	}
 	if s.Prefill == nil {
-		s.Prefill = DefaultPrefill
+		s.Prefill = defaultPrefill
 	}
 	if s.Duration == 0 {
-		s.Duration = Duration(DefaultDuration)
+		s.Duration = Duration(defaultDuration)
 	}
 	if s.MaxTokens == 0 {
-		s.MaxTokens = DefaultMaxTokens
+		s.MaxTokens = defaultMaxTokens
 	}
 	if s.PrefillRepeat == 0 {
-		s.PrefillRepeat = DefaultPrefillRepeat
+		s.PrefillRepeat = defaultPrefillRepeat
 	}
 	if s.Warmup == nil {
-		w := DefaultWarmup
+		w := defaultWarmup
 		s.Warmup = &w
 	}
 	if s.ErrorThreshold == 0 {
-		s.ErrorThreshold = DefaultErrorThreshold
+		s.ErrorThreshold = defaultErrorThreshold
 	}
 	return s
 }
@@ -235,7 +239,7 @@ func (s Spec) validateSharded(shards int) error {
 		bad("Duration", "is %v: set a window of 1s or more (0 means the default)", time.Duration(s.Duration))
 	}
 	if s.PrefillRepeat < 0 || s.PrefillRepeat > maxPrefillRepeat {
-		bad("PrefillRepeat", "is %d: set 1 to %d cold requests a prefill row (0 means %d)", s.PrefillRepeat, maxPrefillRepeat, DefaultPrefillRepeat)
+		bad("PrefillRepeat", "is %d: set 1 to %d cold requests a prefill row (0 means %d)", s.PrefillRepeat, maxPrefillRepeat, defaultPrefillRepeat)
 	}
 	if s.MaxTokens < 0 {
 		bad("MaxTokens", "is %d: set 1 or more (0 means the default)", s.MaxTokens)
