@@ -26,11 +26,8 @@ const (
 	histogramDigits  = 3
 )
 
-// ErrDropped is returned by [Histogram.Merge] when some values of the source
-// could not be merged. It is wrapped in a [*DroppedError].
-var ErrDropped = errors.New("metrics: histogram values dropped")
-
-// DroppedError reports how many values [Histogram.Merge] dropped.
+// DroppedError is returned by [Histogram.Merge] when some values of the
+// source could not be merged: it says how many (test with [errors.As]).
 type DroppedError struct {
 	Dropped int64
 }
@@ -39,9 +36,6 @@ type DroppedError struct {
 func (e *DroppedError) Error() string {
 	return fmt.Sprintf("metrics: %d histogram values dropped in merge (outside 1µs–1h)", e.Dropped)
 }
-
-// Unwrap returns [ErrDropped].
-func (e *DroppedError) Unwrap() error { return ErrDropped }
 
 // ErrNilHistogram is returned by [Histogram.Merge] called on a nil
 // *Histogram, which has nowhere to put the values.

@@ -23,10 +23,8 @@ func (r *Recorder) Recording(scope Scope) Recording {
 	return Recording{Summary: s, Histograms: h}
 }
 
-// ErrMerge is wrapped by every error of [MergeRecordings].
-var ErrMerge = errors.New("metrics: recordings do not merge")
-
-// MergeError says which recording could not be merged, and why.
+// MergeError is every error of [MergeRecordings]: which recording could
+// not be merged, and why (test with [errors.As]).
 type MergeError struct {
 	Index  int // the recording's position in the arguments
 	Reason string
@@ -36,9 +34,6 @@ type MergeError struct {
 func (e *MergeError) Error() string {
 	return fmt.Sprintf("metrics: recording %d does not merge: %s", e.Index, e.Reason)
 }
-
-// Unwrap returns [ErrMerge].
-func (e *MergeError) Unwrap() error { return ErrMerge }
 
 // MergeRecordings returns the recording of every request of recs, as one
 // Recorder would have made it had it seen them all: recorders on several
