@@ -21,9 +21,9 @@ const (
 	DefaultThroughput = 512
 	// DefaultMaxRuns bounds the runs of a search.
 	DefaultMaxRuns = 12
-	// DefaultSteps is a search's resolution when it sets no Step: its
+	// defaultSteps is a search's resolution when it sets no Step: its
 	// range in this many steps.
-	DefaultSteps = 20
+	defaultSteps = 20
 )
 
 // Sweep runs a server from idle to saturated, as guidellm's sweep does:
@@ -136,7 +136,7 @@ type Search struct {
 	Low, High  float64
 	Throughput int
 	// Step is the search's resolution, in requests a second; 0 means
-	// (High − Low) ÷ DefaultSteps.
+	// (High − Low) ÷ 20.
 	Step float64
 	// MaxRuns bounds the runs, the throughput run included; 0 means
 	// DefaultMaxRuns.
@@ -218,7 +218,7 @@ func (s *Search) Run(ctx context.Context) (*Found, []Result, error) {
 	}
 	f.Step = s.Step
 	if f.Step == 0 {
-		f.Step = (hi - lo) / DefaultSteps
+		f.Step = (hi - lo) / defaultSteps
 	}
 	// The top of the range first: if it is met, nothing above it can be
 	// asked for.
