@@ -25,9 +25,6 @@ var (
 	errStall             = errors.New("loadgen: no token within StallTimeout; the server stalled")
 	errTruncated         = errors.New("loadgen: stream ended without [DONE] or a finish reason")
 	errOversize          = errors.New("loadgen: an SSE event is larger than MaxEventSize")
-	// errRedirect is the cause of a redirect the client did not follow:
-	// see [RedirectError].
-	errRedirect = errors.New("loadgen: a redirect was not followed")
 	// ErrHeadersTooLarge is the cause of response headers, informational
 	// responses included, larger than the transport allows (net/http's
 	// MaxResponseHeaderBytes, [StreamTransport.MaxResponseHeaderBytes]).
@@ -36,9 +33,6 @@ var (
 	// the transport did not decode, such as gzip when the request did not
 	// ask for it.
 	errContentEncoding = errors.New("loadgen: the response body has a content encoding the client does not decode")
-	// errImplausibleCount is the cause of a token count that cannot be
-	// true: see [UsageError].
-	errImplausibleCount = errors.New("loadgen: the server reported a token count that cannot be true")
 )
 
 // Error is the failure of one request: its kind, how far the stream got, and
@@ -228,9 +222,6 @@ func (e *RedirectError) Error() string {
 	return fmt.Sprintf("server answered %d to %s: %s", e.StatusCode, textsafe.Escape(e.Location), e.Reason)
 }
 
-// Unwrap returns the cause every redirect not followed shares.
-func (e *RedirectError) Unwrap() error { return errRedirect }
-
 // MaxReportedTokens bounds every token count a server reports for one
 // request (prompt, completion or cached tokens) and the tokens a response
 // may carry: no model's context comes near it, and with it no sum of
@@ -275,6 +266,3 @@ func (e *UsageError) Error() string {
 	}
 	return fmt.Sprintf("%s is %d, beyond the %d any request can carry", e.Field, e.Got, e.Limit)
 }
-
-// Unwrap returns the cause every implausible count shares.
-func (e *UsageError) Unwrap() error { return errImplausibleCount }

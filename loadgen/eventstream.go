@@ -3,7 +3,6 @@ package loadgen
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,10 +14,6 @@ import (
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/metrics"
 )
-
-// errNotEventStream is the cause of a response that is not an event
-// stream: see [NotEventStreamError].
-var errNotEventStream = errors.New("loadgen: the response is not an event stream")
 
 // NotEventStreamError is an answer that is not the event stream a streaming
 // request asks for: a 2xx response of another Content-Type (an HTML login
@@ -83,9 +78,6 @@ func (e *NotEventStreamError) Error() string {
 	}
 	return b.String()
 }
-
-// Unwrap returns the cause every such answer shares.
-func (e *NotEventStreamError) Unwrap() error { return errNotEventStream }
 
 // mediaType returns a Content-Type's media type, lower-cased, without
 // parameters.
