@@ -48,7 +48,7 @@ const (
 // negative value means no deadline.
 //
 // Credentials stay with their origin. The client follows a 307 or 308
-// redirect (up to [MaxRedirects]) but a request it sends to another origin
+// redirect (up to 10 in a row) but a request it sends to another origin
 // (scheme, host and port) carries neither the API key nor any other header
 // of the client's or the request's own; it refuses a 301, 302 or 303, which
 // would turn the POST into a GET, and a loop ([RedirectError]). Its errors
@@ -172,8 +172,8 @@ func checkRedirect(req *http.Request, via []*http.Request, then func(*http.Reque
 			return fail("a redirect loop")
 		}
 	}
-	if len(via) >= MaxRedirects {
-		return fail(fmt.Sprintf("stopped after %d redirects", MaxRedirects))
+	if len(via) >= maxRedirects {
+		return fail(fmt.Sprintf("stopped after %d redirects", maxRedirects))
 	}
 	if !sameOrigin(first.URL, req.URL) {
 		for k := range req.Header {

@@ -37,13 +37,13 @@ const (
 )
 
 // tokenLimit is the most tokens a response to a request with maxTokens may
-// carry: MaxTokensFactor times maxTokens, at least 1,000, at most
-// MaxReportedTokens.
+// carry: maxTokensFactor times maxTokens, at least 1,000, at most
+// maxReportedTokens.
 func tokenLimit(maxTokens int) int64 {
-	if maxTokens <= 0 || maxTokens >= MaxReportedTokens/MaxTokensFactor {
-		return MaxReportedTokens
+	if maxTokens <= 0 || maxTokens >= maxReportedTokens/maxTokensFactor {
+		return maxReportedTokens
 	}
-	return max(int64(maxTokens)*MaxTokensFactor, 1000)
+	return max(int64(maxTokens)*maxTokensFactor, 1000)
 }
 
 // add counts ch and returns the tokens to hand out now: the chunk's own
@@ -110,14 +110,14 @@ func (tc *tokenCount) check(ch *chunk) error {
 			return bad("usage.completion_tokens", ch.completion, tc.usage, 0)
 		}
 	}
-	if ch.prompt < 0 || ch.prompt > MaxReportedTokens {
-		return bad("usage.prompt_tokens", ch.prompt, -1, MaxReportedTokens)
+	if ch.prompt < 0 || ch.prompt > maxReportedTokens {
+		return bad("usage.prompt_tokens", ch.prompt, -1, maxReportedTokens)
 	}
-	if ch.reasoningUsage < 0 || ch.reasoningUsage > MaxReportedTokens {
-		return bad("usage.completion_tokens_details.reasoning_tokens", ch.reasoningUsage, -1, MaxReportedTokens)
+	if ch.reasoningUsage < 0 || ch.reasoningUsage > maxReportedTokens {
+		return bad("usage.completion_tokens_details.reasoning_tokens", ch.reasoningUsage, -1, maxReportedTokens)
 	}
-	if ch.cached < 0 || ch.cached > MaxReportedTokens {
-		return bad("usage.cached_tokens", ch.cached, -1, MaxReportedTokens)
+	if ch.cached < 0 || ch.cached > maxReportedTokens {
+		return bad("usage.cached_tokens", ch.cached, -1, maxReportedTokens)
 	}
 	return nil
 }

@@ -66,7 +66,7 @@ func FuzzTokenCount(f *testing.F) {
 			return
 		}
 		tc := tokenCount{limit: tokenLimit(int(maxTokens)), maxTokens: int(maxTokens)}
-		if tc.limit <= 0 || tc.limit > MaxReportedTokens {
+		if tc.limit <= 0 || tc.limit > maxReportedTokens {
 			t.Fatalf("tokenLimit(%d) = %d", maxTokens, tc.limit)
 		}
 		var handed int64

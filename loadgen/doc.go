@@ -42,8 +42,8 @@
 // not grow while text arrives (Ollama's completions API sends an all-zero
 // usage on every chunk) is not a running count, and the client counts the
 // deltas instead. A count that cannot be true — one that goes down, or is
-// larger than any request can carry ([MaxReportedTokens], or
-// [MaxTokensFactor] times the request's MaxTokens) — makes the request
+// larger than any request can carry (10^8 tokens, or 100 times the
+// request's MaxTokens, at least 1,000) — makes the request
 // malformed with a [*UsageError]; the tokens counted before it are kept.
 //
 // The client reads its own response (never through a reconnecting SSE

@@ -198,7 +198,7 @@ func newChunkError(data []byte, err error) *ChunkError {
 }
 
 // RedirectError is a redirect the client would not or could not follow: a
-// loop, more than [MaxRedirects] in a row, or a 301, 302 or 303, which
+// loop, more than 10 in a row, or a 301, 302 or 303, which
 // would re-send the POST as a GET without its body. A redirect the client
 // follows (307 or 308, to the same origin or another) never carries the
 // API key or the client's extra headers to another origin.
@@ -213,31 +213,31 @@ type RedirectError struct {
 	Reason string
 }
 
-// MaxRedirects is the most redirects a [Client] follows for one request, as
+// maxRedirects is the most redirects a [Client] follows for one request, as
 // net/http's client.
-const MaxRedirects = 10
+const maxRedirects = 10
 
 // Error says what the server asked for and why the client did not do it.
 func (e *RedirectError) Error() string {
 	return fmt.Sprintf("server answered %d to %s: %s", e.StatusCode, textsafe.Escape(e.Location), e.Reason)
 }
 
-// MaxReportedTokens bounds every token count a server reports for one
+// maxReportedTokens bounds every token count a server reports for one
 // request (prompt, completion or cached tokens) and the tokens a response
 // may carry: no model's context comes near it, and with it no sum of
 // counts can overflow.
-const MaxReportedTokens = 100_000_000
+const maxReportedTokens = 100_000_000
 
-// MaxTokensFactor is how far a response's tokens may exceed the request's
+// maxTokensFactor is how far a response's tokens may exceed the request's
 // MaxTokens before the count is refused: by this factor, and by at least
 // 1,000 tokens. A server that ignores max_tokens a little, or a request
 // with several choices, stays within it; a count off by orders of
 // magnitude does not.
-const MaxTokensFactor = 100
+const maxTokensFactor = 100
 
 // UsageError is a token count that cannot be true: a count reported larger
-// than any request can carry ([MaxReportedTokens], or [MaxTokensFactor]
-// times the request's MaxTokens), or a running count that went down. The
+// than any request can carry (10^8 tokens, or 100 times the request's
+// MaxTokens, at least 1,000), or a running count that went down. The
 // request is malformed; the tokens counted before it are kept, the count
 // itself is not.
 type UsageError struct {
@@ -261,7 +261,7 @@ func (e *UsageError) Error() string {
 		return fmt.Sprintf("%s is %d: not a count", e.Field, e.Got)
 	case e.Limit == 0:
 		return fmt.Sprintf("%s went down from %d to %d: not a running count", e.Field, e.Before, e.Got)
-	case e.MaxTokens > 0 && e.Limit < MaxReportedTokens:
+	case e.MaxTokens > 0 && e.Limit < maxReportedTokens:
 		return fmt.Sprintf("%s is %d, beyond the %d a request with max_tokens %d can carry", e.Field, e.Got, e.Limit, e.MaxTokens)
 	}
 	return fmt.Sprintf("%s is %d, beyond the %d any request can carry", e.Field, e.Got, e.Limit)
