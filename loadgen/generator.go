@@ -117,8 +117,10 @@ type Generator struct {
 
 	// Duration is the length of the measurement window.
 	Duration time.Duration
-	// Requests, if set, stops the run after that many requests have
-	// started; with Duration zero the window lasts until they finish.
+	// Requests, if set, stops the run once that many requests have been
+	// measured: those in flight when the window opens and those started
+	// in it (the warm-up's are apart). With Duration zero the window
+	// lasts until they finish.
 	Requests int
 	// Drain lets the requests in flight at the end of the window finish
 	// (within DrainTimeout) instead of cancelling them. Tokens after the
@@ -480,6 +482,9 @@ func (r *runner) openWindow() {
 		}
 	}
 	w := r.st.rec.OpenWindow(now, d)
+	// The requests in flight end in the window, and are measured: the
+	// window starts what is left of Requests.
+	r.budget.Store(int64(r.g.Requests) - r.st.inFlight.Load())
 	r.st.phase.Store(uint32(PhaseWindow))
 	if r.g.OnWindow != nil {
 		r.g.OnWindow(w)
@@ -662,7 +667,7 @@ func (r *runner) worker(w int) error {
 		return nil
 	}
 	for seq := 0; r.launch.Err() == nil; seq++ {
-		if g.Requests > 0 && r.budget.Add(-1) < 0 {
+		if !r.spend() {
 			return nil
 		}
 		if pause != nil && !sleep(r.launch, pause(w, seq)) {
@@ -679,22 +684,31 @@ func (r *runner) worker(w int) error {
 	return nil
 }
 
+// spend takes a request from the run's Requests, if it sets any, and
+// reports whether one was left. A request started in the warm-up takes
+// none: the budget is set as the window opens (see openWindow).
+func (r *runner) spend() bool {
+	if r.g.Requests <= 0 || Phase(r.st.phase.Load()) == PhaseWarmup {
+		return true
+	}
+	return r.budget.Add(-1) >= 0
+}
+
 // openLoop launches the arrivals of an Open or a Schedule load, each
 // request in a goroutine of its own holding one of MaxInFlight slots, until
 // launching stops, the schedule ends or the run's Requests have arrived.
 func (r *runner) openLoop() error {
-	g := r.g
 	slots := make(chan int, r.slots)
 	for i := range cap(slots) {
 		slots <- i
 	}
-	for g.Requests <= 0 || r.ahead.seq < g.Requests {
+	for {
 		seq, at, ok := r.ahead.pop()
 		if !ok {
 			return nil
 		}
 		r.warmForBursts(at)
-		if !sleep(r.launch, time.Until(at)) {
+		if !sleep(r.launch, time.Until(at)) || !r.spend() {
 			return nil
 		}
 		var slot int
@@ -717,7 +731,6 @@ func (r *runner) openLoop() error {
 		// (a Schedule's Due may build its request): it is due now.
 		runtime.Gosched()
 	}
-	return nil
 }
 
 // prepareArrivals reads an open loop's schedule ahead from a provisional
