@@ -387,13 +387,6 @@ func (hs *Histograms) Merge(o Histograms) error {
 	return first
 }
 
-// histogramsOf returns copies of the distributions of a scope of the
-// recording.
-func (r *Recorder) histogramsOf(scope Scope) Histograms {
-	_, h := r.summaryOf(scope)
-	return h
-}
-
 // partsOf returns the parts of the recording a scope covers. Without a
 // window, everything recorded is in the warm-up part, and the window and
 // the whole recording are that part.
