@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/cli"
 	"github.com/llmload/llmload/internal/hostileserver"
 	"github.com/llmload/llmload/internal/logbuffer"
 	"github.com/llmload/llmload/loadgen/loadgentest"
@@ -582,7 +583,7 @@ func TestResultsNeverClobbered(t *testing.T) {
 	existing := filepath.Join(dir, "existing.json")
 	require.NoError(t, os.WriteFile(existing, []byte(`{"schema":"another run"}`), 0o644))
 	held := filepath.Join(dir, "held.json")
-	unlock, err := lockFile(lockPath(held))
+	unlock, err := cli.ClaimResults(held, "", false) // another run holds it
 	require.NoError(t, err)
 	defer unlock()
 	args := []string{"-contexts", "0", "-concurrency", "1", "-prefill", "", "-duration", "1s"}

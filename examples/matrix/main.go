@@ -43,25 +43,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"golang.org/x/term"
 
-	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/cli"
-	"github.com/llmload/llmload/internal/live"
-	"github.com/llmload/llmload/internal/redact"
-	"github.com/llmload/llmload/internal/requestlog"
 	"github.com/llmload/llmload/internal/textsafe"
-	"github.com/llmload/llmload/loadgen"
-	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
-	"github.com/llmload/llmload/metrics"
 )
 
 // DefaultSpeed is the simulator's speed factor when none is given: fast
@@ -74,113 +65,52 @@ func main() { cli.Main(run, "stopping the run, keeping whatever it finished") }
 // options are the command's flags.
 type options struct {
 	spec                 matrix.Spec
-	keyEnv, profile, out string
-	results, resume      string
-	requestsOut          string
-	metricsListen        string
-	transport, render    string
+	client               cli.ClientFlags
+	specFlags            cli.SpecFlags
+	sim                  cli.SimFlags
+	shards               cli.ShardFlags
+	out, results, resume string
+	requestsOut, render  string
 	format               matrix.Format
-	speed                float64
-	simReasoning         int
-	headers              cli.Headers
-	compare              bool
+	metricsListen        string
+	compare, quiet       bool
 	overwrite            bool
-	quiet                bool
-	shards               shardFlags
-	// set holds the names of the flags given on the command line.
-	set map[string]bool
+	set                  map[string]bool // the flags given on the command line
 }
 
 func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.spec.URL, "url", "", "base URL of the server's API, e.g. http://127.0.0.1:8000/v1 (empty: the built-in simulator)")
-	fs.StringVar(&o.spec.Model, "model", "", "served model name")
-	api := fs.String("api", "chat", "chat, completions, responses (OpenAI's Responses API) or messages (Anthropic's Messages API)")
-	fs.StringVar(&o.keyEnv, "api-key-env", "", "name of the environment variable holding the API key")
-	fs.Var(&o.headers, "header", "'Name: value' added to every generation request (repeatable); a credential's (Authorization, *key*, *token*) goes to -url's origin only and is never printed or saved")
-	contexts := fs.String("contexts", "0,16K,32K,64K,128K,248K", "context lengths, the grid's rows (K = 1024)")
-	conc := fs.String("concurrency", "1,2,4,8,16,32,64,128", "requests at once, the grid's columns")
-	prefill := fs.String("prefill", "8K,16K,32K,64K,128K", "prefill contexts ('' skips the prefill table)")
-	def := matrix.Spec{}.WithDefaults()
-	fs.IntVar(&o.spec.PrefillRepeat, "prefill-repeat", def.PrefillRepeat, "cold requests that measure each prefill row (their median, and a range to compare)")
-	dur := fs.Duration("duration", time.Duration(def.Duration), "measurement window of each cell")
-	fs.IntVar(&o.spec.MaxTokens, "max-tokens", def.MaxTokens, "max output tokens per request")
-	warmMin := fs.Duration("warmup-min", time.Duration(def.Warmup.Min), "least warm-up of a cell")
-	warmFlow := fs.Duration("warmup-flow", time.Duration(def.Warmup.Flow), "how long tokens must flow from every stream before the window")
-	warmTimeout := fs.Duration("warmup-timeout", time.Duration(def.Warmup.Timeout), "warm-up timeout, plus -warmup-per-k per 1,024 tokens of context")
-	warmPerK := fs.Duration("warmup-per-k", time.Duration(def.Warmup.PerContextK), "warm-up timeout added per 1,024 tokens of context")
-	sloTTFT := fs.Duration("slo-ttft", 0, "SLO on time to first token, for goodput (0: none)")
-	sloTPOT := fs.Duration("slo-tpot", 0, "SLO on time per output token, for goodput (0: none)")
-	sloLatency := fs.Duration("slo-latency", 0, "SLO on end-to-end latency, for goodput (0: none)")
-	fs.Float64Var(&o.spec.ErrorThreshold, "error-threshold", def.ErrorThreshold, "share of failed requests above which a cell is Failed")
-	kv := fs.Int("kv-tokens", 0, "KV-cache capacity in tokens, if the server does not publish it (e.g. from its start-up log)")
-	maxSeqs := fs.Int("max-num-seqs", 0, "the server's max running requests, if known")
-	maxLen := fs.Int("max-model-len", 0, "the server's max_model_len, if it does not publish it")
-	fs.BoolVar(&o.spec.SkipQueued, "skip-queued", false, "do not measure the cells predicted to queue (more requests than -max-num-seqs or the server's own limit)")
-	fs.Float64Var(&o.speed, "speed", DefaultSpeed, "the simulator's speed factor (only without -url)")
-	fs.StringVar(&o.profile, "profile", "seed", "the simulator's profile (only without -url)")
-	fs.IntVar(&o.simReasoning, "sim-reasoning", 0, "the simulator's reasoning tokens before each answer, as a reasoning model's (only without -url)")
+	o.client.Register(fs, "")
+	o.specFlags.Register(fs)
+	o.sim.Register(fs, "profile", DefaultSpeed)
 	fs.StringVar(&o.out, "o", "", "write the report to this file instead of standard output")
-	format := fs.String("format", matrix.FormatTable.String(), "report format: table, markdown, csv, json or html")
+	fs.TextVar(&o.format, "format", matrix.FormatTable, "report format: table, markdown, csv, json or html")
 	fs.StringVar(&o.results, "results", "", "save the results as JSON here after every cell (default matrix-results-TIME.json)")
 	fs.StringVar(&o.resume, "resume", "", "continue the interrupted run saved in this file")
-	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve the client's own metrics for Prometheus at http://ADDR/metrics while the matrix runs (requests in flight, tokens, TTFT and time between tokens, errors by kind, labelled by cell), e.g. :9464")
 	fs.BoolVar(&o.overwrite, "overwrite", false, "replace an existing -results file of another run")
 	fs.StringVar(&o.requestsOut, "requests-out", "", "write every request of the cells' streams, as it ends, to this file: a line of JSON each, with its cell, times, tokens, outcome and the server's timings (added to with -resume)")
 	fs.BoolVar(&o.compare, "compare", false, "compare two result files given as arguments, -compare A.json B.json, or repeated runs of each, -compare A1.json,A2.json B1.json,B2.json")
 	fs.StringVar(&o.render, "render", "", "render this results file in -format (to -o), changing nothing in it, and exit")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the report")
-	fs.StringVar(&o.transport, "transport", "stream", "the client's HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux) or http (net/http's: honours HTTP_PROXY)")
-	o.shards.register(fs)
+	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve the client's own metrics for Prometheus at http://ADDR/metrics while the matrix runs (requests in flight, tokens, TTFT and time between tokens, errors by kind, labelled by cell), e.g. :9464")
+	o.shards.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
 	}
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	var err error
-	if err = o.spec.API.UnmarshalText([]byte(*api)); err != nil {
+	if o.spec, err = o.specFlags.Spec(fs); err != nil {
 		return nil, nil, err
 	}
-	if err = o.format.UnmarshalText([]byte(*format)); err != nil {
+	o.spec.URL, o.spec.Model, o.spec.API = o.client.URL, o.client.Model, o.client.API
+	if _, err := o.client.RoundTripper(1); err != nil {
 		return nil, nil, err
 	}
-	if o.spec.Contexts, err = capacity.ParseTokenList(*contexts); err != nil {
-		return nil, nil, fmt.Errorf("-contexts: %w", err)
-	}
-	if o.spec.Concurrency, err = capacity.ParseTokenList(*conc); err != nil {
-		return nil, nil, fmt.Errorf("-concurrency: %w", err)
-	}
-	if o.spec.Prefill, err = capacity.ParseTokenList(*prefill); err != nil {
-		return nil, nil, fmt.Errorf("-prefill: %w", err)
-	}
-	o.spec.Duration = matrix.Duration(*dur)
-	o.spec.Warmup = &matrix.Warmup{Min: matrix.Duration(*warmMin), Flow: matrix.Duration(*warmFlow),
-		Timeout: matrix.Duration(*warmTimeout), PerContextK: matrix.Duration(*warmPerK)}
-	if *sloTTFT > 0 || *sloTPOT > 0 || *sloLatency > 0 {
-		o.spec.SLO = &metrics.SLO{TTFT: *sloTTFT, TPOT: *sloTPOT, Latency: *sloLatency}
-	}
-	if *kv > 0 || *maxSeqs > 0 || *maxLen > 0 {
-		o.spec.Limits = &capacity.Limits{KVTokens: *kv, MaxRunning: *maxSeqs, MaxModelLen: *maxLen, Source: "flags"}
-	}
-	if o.transport != "stream" && o.transport != "http" {
-		return nil, nil, fmt.Errorf("unknown -transport %q (want stream or http)", o.transport)
-	}
-	if !(o.speed > 0 && o.speed <= maxSpeed) {
-		return nil, nil, fmt.Errorf("-speed %g: the simulator's speed factor must be above 0 and at most %d", o.speed, maxSpeed)
-	}
-	if *dur <= 0 && o.set["duration"] {
-		return nil, nil, fmt.Errorf("-duration %v: the window must be longer than 0", *dur)
-	}
-	if o.spec.MaxTokens <= 0 && o.set["max-tokens"] {
-		return nil, nil, fmt.Errorf("-max-tokens %d: a request must generate at least one token", o.spec.MaxTokens)
-	}
-	if *kv < 0 || *maxSeqs < 0 || *maxLen < 0 {
-		return nil, nil, errors.New("-kv-tokens, -max-num-seqs and -max-model-len cannot be negative")
-	}
-	if o.spec.ErrorThreshold == 0 && o.set["error-threshold"] {
-		return nil, nil, errors.New("-error-threshold 0 would fail a cell for one broken request; give a share above 0 and at most 1")
+	if err := o.sim.Check(); err != nil {
+		return nil, nil, err
 	}
 	// The spec as the run will check it, with a stand-in for the
 	// simulator's URL: refused here, before anything starts.
@@ -188,65 +118,26 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	if check.URL == "" {
 		check.URL = "http://127.0.0.1/v1"
 	}
-	if err := o.shards.checkConcurrency(&check); err != nil {
+	if err := o.shards.CheckConcurrency(&check); err != nil {
 		return nil, nil, err
 	}
 	if err := check.WithDefaults().Validate(); err != nil {
-		return nil, nil, asFlags(err)
+		return nil, nil, cli.AsFlags(err)
 	}
 	if o.render != "" && o.compare {
 		return nil, nil, errors.New("-render and -compare do not go together")
 	}
-	if err := o.shards.check(o); err != nil {
-		return nil, nil, err
-	}
-	return o, fs.Args(), nil
+	return o, fs.Args(), o.shards.Check(o.compare || o.render != "" || o.resume != "")
 }
 
-// maxSpeed bounds -speed: beyond it the simulator's schedule is shorter
-// than the machine's timer resolution.
-const maxSpeed = 1000
-
-// httpClient returns a client on the transport -transport names, sized for
-// the largest concurrency of the spec.
-func (o *options) httpClient() *http.Client {
-	conns := slices.Max(append([]int{1}, o.spec.Concurrency...)) + 4 // and /metrics, /tokenize, the scout
-	if o.transport == "http" {
-		return &http.Client{Transport: loadgen.NewTransport(conns)}
-	}
-	return &http.Client{Transport: loadgen.NewStreamTransport(conns)}
-}
-
-// fail prints err on stderr as one line, without control characters.
-func fail(stderr io.Writer, err error) {
+// fail prints err on stderr as one line, without control characters, and
+// returns the exit status for it: 2 for flags that cannot work, else 1.
+func fail(stderr io.Writer, err error) int {
 	fmt.Fprintln(stderr, "matrix:", textsafe.Line(strings.TrimPrefix(err.Error(), "matrix: ")))
-}
-
-// specFlags are the flags that set each field of matrix.Spec.
-var specFlags = map[string]string{
-	"URL": "-url", "Contexts": "-contexts", "Concurrency": "-concurrency", "Prefill": "-prefill", "PrefillRepeat": "-prefill-repeat",
-	"Duration": "-duration", "MaxTokens": "-max-tokens", "ErrorThreshold": "-error-threshold",
-	"Warmup.Min": "-warmup-min", "Warmup.Flow": "-warmup-flow", "Warmup.Timeout": "-warmup-timeout",
-	"Warmup.PerContextK": "-warmup-per-k", "SLO": "-slo-ttft, -slo-tpot or -slo-latency",
-}
-
-// asFlags words a spec's errors by the flags the user typed rather than
-// the library's field names; an error it cannot word so is returned as it
-// is.
-func asFlags(err error) error {
-	errs := []error{err}
-	if u, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = u.Unwrap()
+	if _, ok := errors.AsType[cli.Usage](err); ok {
+		return 2
 	}
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		se, ok := errors.AsType[*matrix.SpecError](e)
-		if !ok || specFlags[se.Field] == "" {
-			return err
-		}
-		msgs[i] = specFlags[se.Field] + " " + se.Reason
-	}
-	return errors.New(strings.Join(msgs, "; "))
+	return 1
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -257,29 +148,39 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if o.compare {
-		return compare(rest, o, stdout, stderr)
+	var log io.Writer // nil with -quiet
+	if !o.quiet {
+		log = stderr
 	}
-	if o.render != "" {
-		return render(o, stdout, stderr)
+	switch {
+	case o.compare:
+		err = cli.Compare(rest, o.out, o.format, stdout)
+	case o.render != "":
+		err = cli.Render(o.render, o.out, o.format, stdout)
+	case o.shards.Follows():
+		err = o.shards.Follow(ctx, &o.client, o.metricsListen, log, stderr)
+	default:
+		return measure(ctx, o, log, stdout, stderr)
 	}
-	if o.shards.follows() {
-		return follow(ctx, o, stderr)
+	if err != nil {
+		return fail(stderr, err)
 	}
+	return 0
+}
 
+// measure runs the matrix, or the rest of the one -resume names.
+func measure(ctx context.Context, o *options, log, stdout, stderr io.Writer) int {
 	var resume *matrix.Results
+	var err error
 	if o.resume != "" {
 		if resume, err = matrix.LoadFile(o.resume); err != nil {
-			fail(stderr, err)
-			return 1
+			return fail(stderr, err)
 		}
-		if err := o.checkResume(o.spec, resume); err != nil {
-			fail(stderr, err)
-			return 2
+		if err := cli.CheckResume(o.spec, resume, o.set); err != nil {
+			return fail(stderr, cli.Usage{Err: err})
 		}
-		if err := o.resumeSpec(resume); err != nil {
-			fail(stderr, err)
-			return 2
+		if o.spec, err = cli.Resume(resume, o.spec.URL, &o.sim, o.set); err != nil {
+			return fail(stderr, cli.Usage{Err: err})
 		}
 		if o.results == "" {
 			o.results = o.resume
@@ -288,114 +189,47 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.results == "" {
 		o.results = "matrix-results-" + time.Now().Format("20060102-150405") + ".json"
 	}
-	if o.out != "" && o.format != matrix.FormatJSON && sameFile(o.out, o.results) {
-		fail(stderr, fmt.Errorf("-o %s is the results file; write the %s report elsewhere", o.out, o.format))
-		return 2
+	if o.out != "" && o.format != matrix.FormatJSON && cli.SameFile(o.out, o.results) {
+		return fail(stderr, cli.Usage{Err: fmt.Errorf("-o %s is the results file; write the %s report elsewhere", o.out, o.format)})
 	}
-	unlock, err := o.claimResults()
+	unlock, err := cli.ClaimResults(o.results, o.resume, o.overwrite)
 	if err != nil {
-		fail(stderr, err)
-		return 2
+		return fail(stderr, cli.Usage{Err: err})
 	}
 	defer unlock()
 
 	runner := &matrix.Runner{Spec: o.spec, Resume: resume}
+	if runner.Client, err = o.client.Client(slices.Max(append([]int{1}, o.spec.Concurrency...)) + 4); err != nil { // and /metrics, /tokenize, the scout
+		return fail(stderr, cli.Usage{Err: err})
+	}
+	runner.Client.BaseURL = "" // the spec's
 	if o.spec.URL == "" || (resume != nil && resume.Server.Simulated) {
-		srv, err := simulator(o)
+		stop, err := o.sim.Simulate(runner, !o.specFlags.GridSet(), log)
 		if err != nil {
-			fail(stderr, err)
-			return 2
+			return fail(stderr, cli.Usage{Err: err})
 		}
-		defer srv.Close()
-		runner.Spec.URL = srv.URL + "/v1"
-		runner.Spec.Model = srv.Handler.Profile().Model
-		if resume != nil {
-			// A resumed simulated run gets a new simulator; its URL differs.
-			resume.Spec.URL, resume.Spec.Model = runner.Spec.URL, runner.Spec.Model
-		}
-		runner.Client = &loadgen.Client{HTTPClient: o.httpClient()}
-		if resume == nil {
-			runner.Spec = runner.Spec.AtSpeed(o.speed) // a resumed run's spec is already
-		}
-		runner.Server = matrix.Server{Engine: "vllm", Simulated: true, Speed: o.speed, Profile: o.profile,
-			Notes: []string{fmt.Sprintf("llmload's simulated server, profile %q, at %g× speed", o.profile, o.speed)}}
-	} else {
-		c := &loadgen.Client{HTTPClient: o.httpClient()}
-		if o.keyEnv != "" {
-			if c.APIKey = os.Getenv(o.keyEnv); c.APIKey == "" {
-				fmt.Fprintf(stderr, "matrix: environment variable %s is empty\n", o.keyEnv)
-				return 2
-			}
-		}
-		runner.Client = c
+		defer stop()
 	}
-	runner.Client.Header = o.headers.Header()
 	defer runner.Client.CloseIdleConnections()
-	saveDelay, _ := time.ParseDuration(os.Getenv("LLMLOAD_SAVE_DELAY")) // for the interruption tests
-	saved := false                                                      // the results file holds this run's results
-	runner.Save = func(r *matrix.Results) error {
-		time.Sleep(saveDelay)
-		if runner.Server.Simulated {
-			r = withPublicURL(r)
-		}
-		if err := matrix.SaveFile(o.results, r); err != nil {
-			return err
-		}
-		saved = true
-		return nil
-	}
-	if !o.quiet {
-		runner.OnPlan = func(r *matrix.Results) { writeHints(stderr, r) }
+	file := &cli.ResultsFile{Path: o.results, Simulated: runner.Server.Simulated}
+	runner.Save = file.Save
+	if log != nil {
+		runner.OnPlan = func(r *matrix.Results) { cli.WriteHints(stderr, r) }
 		runner.Log = stderr
 		if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 			runner.Progress = stderr
 		}
-		if runner.Server.Simulated {
-			what := "the matrix"
-			if !o.set["contexts"] && !o.set["concurrency"] && !o.set["prefill"] && resume == nil {
-				what = "the seed's matrix"
-			}
-			fmt.Fprintf(stderr, "Running %s against llmload's simulated server (profile %q) at %g× speed; the reports speak in the simulated server's own time, the log and the results file in wall time.\n", what, o.profile, o.speed)
-		}
 	}
 
-	var lm *live.Metrics
-	if o.metricsListen != "" {
-		log := io.Writer(stderr)
-		if o.quiet {
-			log = io.Discard
-		}
-		if lm, err = live.Start(ctx, o.metricsListen, "", log); err != nil {
-			fail(stderr, fmt.Errorf("-metrics-listen: %w", err))
-			return 2
-		}
-		runner.OnCell = func(contextTokens, streams int, g *loadgen.Generator) { lm.Track(cellName(contextTokens, streams), g) }
-		runner.OnRequest = func(contextTokens, streams int, _ metrics.Window, _ *loadgen.Request, tl *metrics.Timeline) {
-			lm.Observe(cellName(contextTokens, streams), tl)
-		}
+	closeRequests, err := cli.Observe(ctx, runner, o.requestsOut, o.metricsListen, log)
+	if err != nil {
+		return fail(stderr, cli.Usage{Err: err})
 	}
-	closeRequests := func() error { return nil }
-	if o.requestsOut != "" {
-		requests, err := openRequests(o.requestsOut, resume != nil)
-		if err != nil {
-			fail(stderr, fmt.Errorf("-requests-out: %w", err))
-			return 2
-		}
-		defer requests.Close() // on an early return; closing twice is harmless
-		closeRequests = requests.Close
-		runner.OnRequest = func(contextTokens, streams int, w metrics.Window, req *loadgen.Request, tl *metrics.Timeline) {
-			name := cellName(contextTokens, streams)
-			requests.Write(name, w, req, tl)
-			if lm != nil {
-				lm.Observe(name, tl)
-			}
-		}
-	}
+	defer closeRequests() // on an early return; closing twice is harmless
 	endFleet := func() {}
-	if o.shards.leads() {
-		if endFleet, err = lead(o, runner, stderr); err != nil {
-			fail(stderr, err)
-			return 2
+	if o.shards.Leads() {
+		if endFleet, err = o.shards.Lead(runner, log, stderr); err != nil {
+			return fail(stderr, cli.Usage{Err: err})
 		}
 	}
 	res, err := runner.Run(ctx)
@@ -407,18 +241,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if res != nil && runner.Server.Simulated {
-		res = withPublicURL(res)
+		res = cli.PublicURL(res)
 	}
 	if res != nil {
-		if werr := write(res, o, stdout); werr != nil {
-			fail(stderr, werr)
-			return 1
+		if werr := cli.WriteOutput(o.out, stdout, func(w io.Writer) error { return o.format.Write(w, res) }); werr != nil {
+			return fail(stderr, werr)
 		}
 	}
 	// The file holds results when this run saved them, or when it is the
 	// one this run resumed.
-	onDisk := saved || (resume != nil && sameFile(o.results, o.resume))
-	if saved {
+	onDisk := file.Saved || (resume != nil && cli.SameFile(o.results, o.resume))
+	if file.Saved {
 		fmt.Fprintf(stderr, "results saved to %s\n", o.results)
 	}
 	if err != nil {
@@ -432,197 +265,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if err := res.Measured(); err != nil {
-		fail(stderr, fmt.Errorf("%w: see the notes above", err))
-		return 1
-	}
-	return 0
-}
-
-// cellName labels a cell's requests and metrics: "16K × 8".
-func cellName(contextTokens, streams int) string {
-	return fmt.Sprintf("%s × %d", matrix.FormatTokens(contextTokens), streams)
-}
-
-// openRequests opens the -requests-out file: a new one, or, for a run
-// resumed, the one its first part wrote to.
-func openRequests(path string, resumed bool) (*requestlog.Writer, error) {
-	if resumed {
-		return requestlog.Append(path)
-	}
-	return requestlog.Create(path)
-}
-
-// resumeSpec takes the spec, and the simulator's speed and profile, of
-// the run being resumed. Its URL's password was not saved: a run against
-// a URL with one needs -url again.
-func (o *options) resumeSpec(r *matrix.Results) error {
-	given := o.spec.URL
-	o.spec = r.Spec
-	if r.Server.Simulated {
-		speed := r.Server.Speed
-		if speed == 0 {
-			speed = 1 // saved runs at speed 1 omit it
-		}
-		if o.set["speed"] && o.speed != speed {
-			return fmt.Errorf("-resume keeps the run's speed (%g×); drop -speed %g", speed, o.speed)
-		}
-		o.speed = speed
-		if r.Server.Profile != "" {
-			if o.set["profile"] && o.profile != r.Server.Profile {
-				return fmt.Errorf("-resume keeps the run's profile (%q); drop -profile %s", r.Server.Profile, o.profile)
-			}
-			o.profile = r.Server.Profile
-		}
-		return nil
-	}
-	u, err := redact.Restore(r.Spec.URL, given)
-	switch {
-	case errors.Is(err, redact.ErrPasswordNeeded):
-		return fmt.Errorf("the run's URL had a password, which was not saved: give it again with -url (%s)", r.Spec.URL)
-	case err != nil:
-		return fmt.Errorf("-url %s is not the URL of the run being resumed (%s)", redact.URL(given), r.Spec.URL)
-	}
-	o.spec.URL = u
-	return nil
-}
-
-// sameFile reports whether two paths name the same file.
-func sameFile(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	fa, errA := os.Stat(a)
-	fb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(fa, fb)
-}
-
-// render writes the results file -render names in -format, changing
-// nothing in it.
-func render(o *options, stdout, stderr io.Writer) int {
-	if o.out != "" && sameFile(o.out, o.render) {
-		fail(stderr, fmt.Errorf("-o %s is the file being rendered; -render never writes it", o.out))
-		return 2
-	}
-	r, err := matrix.LoadFile(o.render)
-	if err != nil {
-		fail(stderr, err)
-		return 1
-	}
-	// A file written before passwords were redacted may hold one.
-	r.Spec.URL, r.Server.URL = redact.URL(r.Spec.URL), redact.URL(r.Server.URL)
-	if err := write(r, o, stdout); err != nil {
-		fail(stderr, err)
-		return 1
-	}
-	return 0
-}
-
-// hints say, for each limit, the flag that gives it and what it means for
-// the plan.
-var hints = map[capacity.LimitName]struct{ flag, what, plan string }{
-	capacity.LimitMaxRunning:  {"-max-num-seqs", "the requests it runs at once", "beyond it cells are predicted to queue"},
-	capacity.LimitKVTokens:    {"-kv-tokens", "its KV cache", ""},
-	capacity.LimitMaxModelLen: {"-max-model-len", "its context length", "longer rows are predicted over capacity"},
-}
-
-// writeHints says, before a run, which flags would make its plan exact:
-// the limits the server did not publish and the user did not give.
-func writeHints(w io.Writer, r *matrix.Results) {
-	if r.Server.Simulated {
-		return // the simulator's limits are its profile's
-	}
-	var engine capacity.Engine
-	_ = engine.UnmarshalText([]byte(r.Server.Engine))
-	gaps := r.Server.Limits.Gaps(engine)
-	if len(gaps) == 0 {
-		return
-	}
-	name := r.Server.Engine
-	if name == "" {
-		name = "the server"
-	}
-	fmt.Fprintf(w, "%s did not publish every limit; to make the plan exact, pass:\n", name)
-	for _, g := range gaps {
-		h := hints[g.Limit]
-		s := h.what
-		switch {
-		case g.FollowsFrom != "":
-			s = "or " + hints[g.FollowsFrom].flag + ": " + g.Where
-		case g.Where != "":
-			s += ", " + g.Where
-		}
-		if h.plan != "" {
-			s += "; " + h.plan
-		}
-		fmt.Fprintf(w, "  %s N (%s)\n", h.flag, s)
-	}
-}
-
-// simulator starts the built-in simulated server.
-func simulator(o *options) (*loadgentest.Server, error) {
-	p, err := loadgentest.ProfileByName(o.profile)
-	if err != nil {
-		return nil, err
-	}
-	if o.speed <= 0 {
-		return nil, fmt.Errorf("-speed must be positive, not %g", o.speed)
-	}
-	if o.simReasoning < 0 {
-		return nil, fmt.Errorf("-sim-reasoning holds %d, below 0", o.simReasoning)
-	}
-	p.Speed = o.speed
-	p.TruthBytes = -1
-	p.ReasoningTokens = o.simReasoning
-	return loadgentest.NewServer(p), nil
-}
-
-// withPublicURL replaces the simulator's ephemeral loopback URL, which means
-// nothing after the run, with a name.
-func withPublicURL(r *matrix.Results) *matrix.Results {
-	c := *r
-	c.Spec.URL = "simulator"
-	c.Server.URL = "simulator"
-	return &c
-}
-
-// write writes a report in -format to -o, or to stdout.
-func write(rep matrix.Report, o *options, stdout io.Writer) error {
-	if o.out == "" {
-		return o.format.Write(stdout, rep)
-	}
-	f, err := os.Create(o.out)
-	if err != nil {
-		return err
-	}
-	err = o.format.Write(f, rep)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func compare(files []string, o *options, stdout, stderr io.Writer) int {
-	if len(files) != 2 {
-		fmt.Fprintln(stderr, "matrix: -compare needs two result files, or two comma-separated lists of repeated runs: -compare A.json B.json")
-		return 2
-	}
-	var sides [2][]*matrix.Results
-	for i, list := range files {
-		for _, name := range strings.Split(list, ",") {
-			if name == "" {
-				continue
-			}
-			r, err := matrix.LoadFile(name)
-			if err != nil {
-				fail(stderr, err)
-				return 1
-			}
-			sides[i] = append(sides[i], r)
-		}
-	}
-	if err := write(matrix.CompareRuns(sides[0], sides[1]), o, stdout); err != nil {
-		fail(stderr, err)
-		return 1
+		return fail(stderr, fmt.Errorf("%w: see the notes above", err))
 	}
 	return 0
 }

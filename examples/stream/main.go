@@ -21,12 +21,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"os"
 	"time"
 
 	"github.com/llmload/llmload/internal/cli"
-	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
@@ -64,50 +61,27 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("stream", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	url := fs.String("url", "http://127.0.0.1:8000/v1", "base URL of the OpenAI-compatible API")
-	model := fs.String("model", "", "model name (empty: let the server choose, if it can)")
-	api := fs.String("api", "chat", "chat, completions, responses (OpenAI's Responses API) or messages (Anthropic's Messages API)")
+	var cf cli.ClientFlags
+	cf.Register(fs, "http://127.0.0.1:8000/v1")
+	var body cli.BodyFlags
+	body.Register(fs)
 	prompt := fs.String("prompt", "Write a haiku about load testing.", "the prompt (chat: one user message)")
 	maxTokens := fs.Int("max-tokens", 64, "max_tokens (0: the server's default)")
 	ignoreEOS := fs.Bool("ignore-eos", false, "ask the server to ignore end-of-sequence and generate max-tokens")
-	keyEnv := fs.String("api-key-env", "", "name of the environment variable that holds the API key")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the timeline")
 	stall := fs.Duration("stall-timeout", 0, "longest gap between tokens (0: the client's default)")
-	var headers cli.Headers
-	fs.Var(&headers, "header", "'Name: value' added to the request (repeatable); a credential's (Authorization, *key*, *token*) goes to -url's origin only and is never printed")
-	var body cli.BodyFlags
-	body.Register(fs)
-	transport := fs.String("transport", "stream", "HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux) or http (net/http's: honours HTTP_PROXY)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	var tr http.RoundTripper
-	switch *transport {
-	case "stream":
-		tr = loadgen.NewStreamTransport(1)
-	case "http":
-		tr = loadgen.NewTransport(1)
-	default:
-		fmt.Fprintf(stderr, "stream: unknown -transport %q (want stream or http)\n", *transport)
+	c, err := cf.Client(1)
+	if err != nil {
+		fmt.Fprintln(stderr, "stream:", err)
 		return 2
 	}
-	var a loadgen.API
-	if err := a.UnmarshalText([]byte(*api)); err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
-	}
-	c := &loadgen.Client{BaseURL: *url, StallTimeout: *stall, Header: headers.Header(), HTTPClient: &http.Client{Transport: tr}}
+	c.StallTimeout = *stall
 	defer c.CloseIdleConnections()
-	if *keyEnv != "" {
-		c.APIKey = os.Getenv(*keyEnv)
-		if c.APIKey == "" {
-			fmt.Fprintf(stderr, "stream: environment variable %s is empty\n", *keyEnv)
-			return 2
-		}
-	}
-	req := &loadgen.Request{API: a, Model: *model, Prompt: *prompt, MaxTokens: *maxTokens, IgnoreEOS: *ignoreEOS}
-	var err error
-	if req.Extra, err = body.Extra(a); err != nil {
+	req := &loadgen.Request{API: cf.API, Model: cf.Model, Prompt: *prompt, MaxTokens: *maxTokens, IgnoreEOS: *ignoreEOS}
+	if req.Extra, err = body.Extra(cf.API); err != nil {
 		fmt.Fprintln(stderr, "stream:", err)
 		return 2
 	}
@@ -115,7 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "stream:", err)
 		return 2
 	}
-	secrets := redact.New(*url, append(headers.Secrets(), c.APIKey)...)
+	secrets := cf.Redactor()
 	resp, err := c.Do(ctx, req)
 
 	r := result{

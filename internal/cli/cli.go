@@ -90,12 +90,16 @@ type ClientFlags struct {
 // Register defines the flags on fs, with url as -url's default ("" where
 // the command's default is a simulator of its own).
 func (f *ClientFlags) Register(fs *flag.FlagSet, url string) {
-	fs.StringVar(&f.URL, "url", url, "base URL of the OpenAI-compatible API, such as http://127.0.0.1:8000/v1")
+	sim := ""
+	if url == "" {
+		sim = " (empty: the built-in simulator)"
+	}
+	fs.StringVar(&f.URL, "url", url, "base URL of the OpenAI-compatible API, such as http://127.0.0.1:8000/v1"+sim)
 	fs.StringVar(&f.Model, "model", "", "model name (empty: the server's only model, where it has one)")
 	fs.TextVar(&f.API, "api", loadgen.Chat, "the API to call: chat, completions, responses (OpenAI's Responses API) or messages (Anthropic's Messages API)")
 	fs.StringVar(&f.KeyEnv, "api-key-env", "", "name of the environment variable that holds the API key (sent to -url's origin only)")
 	fs.Var(&f.Headers, "header", "'Name: value' added to every request (repeatable); a credential's (Authorization, *key*, *token*) goes to -url's origin only and is never printed or saved")
-	fs.StringVar(&f.Transport, "transport", "stream", "HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux) or http (net/http's: honours HTTP_PROXY)")
+	fs.StringVar(&f.Transport, "transport", "stream", "HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux), poll (the same, its bodies read by a few shared pollers, one system call a chunk: less CPU at many streams; Linux, http:// only) or http (net/http's: honours HTTP_PROXY)")
 }
 
 // APIKey returns the key -api-key-env names, or "" when it names none. An
@@ -113,15 +117,20 @@ func (f *ClientFlags) APIKey() (string, error) {
 }
 
 // RoundTripper returns the transport -transport names, sized for streams
-// connections at once.
+// connections at once: a [loadgen.StreamTransport] for stream, the same
+// with its Poll field set for poll, and [loadgen.NewTransport]'s for http.
 func (f *ClientFlags) RoundTripper(streams int) (http.RoundTripper, error) {
 	switch f.Transport {
 	case "stream", "":
 		return loadgen.NewStreamTransport(streams), nil
+	case "poll":
+		t := loadgen.NewStreamTransport(streams)
+		t.Poll = true
+		return t, nil
 	case "http":
 		return loadgen.NewTransport(streams), nil
 	}
-	return nil, fmt.Errorf("-transport %q: want stream or http", f.Transport)
+	return nil, fmt.Errorf("unknown -transport %q (want stream, poll or http)", f.Transport)
 }
 
 // Client returns a client of the server the flags name, for streams

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"syscall"
@@ -128,4 +129,19 @@ func TestClientFlags(t *testing.T) {
 	f.Transport, f.KeyEnv = "stream", "CLI_TEST_EMPTY_KEY"
 	_, err = f.Client(1)
 	assert.ErrorContains(t, err, "CLI_TEST_EMPTY_KEY is empty")
+}
+
+func TestTransportFlag(t *testing.T) {
+	for name, want := range map[string]bool{"stream": false, "poll": true} {
+		f := cli.ClientFlags{Transport: name}
+		rt, err := f.RoundTripper(2)
+		require.NoError(t, err)
+		st, ok := rt.(*loadgen.StreamTransport)
+		require.True(t, ok, "-transport %s: %T", name, rt)
+		assert.Equal(t, want, st.Poll, "-transport %s", name)
+	}
+	f := cli.ClientFlags{Transport: "http"}
+	rt, err := f.RoundTripper(2)
+	require.NoError(t, err)
+	assert.IsType(t, &http.Transport{}, rt)
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -12,13 +12,12 @@ import (
 	"github.com/llmload/llmload/matrix"
 )
 
-// claimResults makes the results file this run's before anything is
-// sent: it must be a regular file or nothing; an existing one must be the
-// file being resumed, or -overwrite given; and it is locked against
-// another run for as long as this one runs (the function returned
-// unlocks it).
-func (o *options) claimResults() (func(), error) {
-	path := o.results
+// ClaimResults makes the results file at path (-results) this run's
+// before anything is sent: it must be a regular file or nothing; an
+// existing one must be the file being resumed (-resume), or overwrite
+// (-overwrite) given; and it is locked against another run for as long
+// as this one runs (the function returned unlocks it).
+func ClaimResults(path, resume string, overwrite bool) (func(), error) {
 	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -26,8 +25,8 @@ func (o *options) claimResults() (func(), error) {
 		return nil, fmt.Errorf("-results %s: %w", path, err)
 	case !fi.Mode().IsRegular():
 		return nil, fmt.Errorf("-results %s is not a regular file (%s): it is left as it is; give another path", path, fi.Mode().Type())
-	case o.resume != "" && sameFile(path, o.resume):
-	case !o.overwrite:
+	case resume != "" && SameFile(path, resume):
+	case !overwrite:
 		return nil, fmt.Errorf("-results %s holds another run's results (saved %s): give another file, finish that run with -resume %s, or replace it with -overwrite",
 			path, fi.ModTime().Format(time.DateTime), path)
 	}
@@ -43,9 +42,10 @@ func lockPath(path string) string {
 	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".lock")
 }
 
-// checkResume refuses flags of the spec that disagree with the run being
-// resumed: -resume finishes that run as it was planned.
-func (o *options) checkResume(given matrix.Spec, r *matrix.Results) error {
+// CheckResume refuses flags of the spec given that disagree with the run
+// r being resumed (set holds the flags given): -resume finishes that run
+// as it was planned.
+func CheckResume(given matrix.Spec, r *matrix.Results, set map[string]bool) error {
 	saved := r.Spec.WithDefaults()
 	given = given.WithDefaults()
 	for _, f := range []struct {
@@ -60,7 +60,7 @@ func (o *options) checkResume(given matrix.Spec, r *matrix.Results) error {
 		{"max-tokens", given.MaxTokens == saved.MaxTokens, saved.MaxTokens},
 		{"model", given.Model == "" || given.Model == saved.Model, saved.Model},
 	} {
-		if o.set[f.flag] && !f.same {
+		if set[f.flag] && !f.same {
 			return fmt.Errorf("-resume finishes the run as it was planned (-%s %v); drop -%s, or start a new run", f.flag, f.was, f.flag)
 		}
 	}

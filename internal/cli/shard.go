@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -22,9 +22,9 @@ import (
 	"github.com/llmload/llmload/metrics"
 )
 
-// shardFlags are the flags of a sharded run: one matrix driven from
+// ShardFlags are the flags of a sharded run: one matrix driven from
 // several processes, a leader and followers (see matrix/shard).
-type shardFlags struct {
+type ShardFlags struct {
 	shards      int
 	listen      string
 	join        string
@@ -35,7 +35,8 @@ type shardFlags struct {
 	leaderURL   bool
 }
 
-func (s *shardFlags) register(fs *flag.FlagSet) {
+// Register defines the flags on fs.
+func (s *ShardFlags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&s.shards, "shards", 0, "lead a sharded run of this many processes, this one and the followers that -join it (with -listen)")
 	fs.StringVar(&s.listen, "listen", "", "the address the leader of a sharded run serves its followers on, e.g. :7070")
 	fs.StringVar(&s.join, "join", "", "follow the leader at this URL (e.g. http://llmload-0.llmload:7070): run the shares of its cells, with its spec")
@@ -48,7 +49,7 @@ func (s *shardFlags) register(fs *flag.FlagSet) {
 
 // token returns the fleet's token: from -fleet-token-env, or, for a leader
 // without it, a new one, printed once for the followers.
-func (s *shardFlags) token(stderr io.Writer) (string, error) {
+func (s *ShardFlags) token(stderr io.Writer) (string, error) {
 	if s.tokenEnv != "" {
 		t := os.Getenv(s.tokenEnv)
 		if len(t) < shard.MinTokenLen {
@@ -57,7 +58,7 @@ func (s *shardFlags) token(stderr io.Writer) (string, error) {
 		}
 		return t, nil
 	}
-	if s.follows() {
+	if s.Follows() {
 		return "", errors.New("-join needs the fleet's secret: put the leader's in an environment variable and name it with -fleet-token-env")
 	}
 	t := shard.NewToken()
@@ -65,13 +66,13 @@ func (s *shardFlags) token(stderr io.Writer) (string, error) {
 	return t, nil
 }
 
-// leads reports whether this process leads a sharded run.
-func (s *shardFlags) leads() bool {
+// Leads reports whether this process leads a sharded run.
+func (s *ShardFlags) Leads() bool {
 	return s.shards > 1 && (s.index <= 0 || s.join == "")
 }
 
-// follows reports whether this process follows a leader.
-func (s *shardFlags) follows() bool {
+// Follows reports whether this process follows a leader.
+func (s *ShardFlags) Follows() bool {
 	return s.join != "" && (s.index > 0 || s.shards == 0)
 }
 
@@ -80,10 +81,10 @@ func (s *shardFlags) follows() bool {
 // is run at.
 const maxShards = 1024
 
-// checkConcurrency checks that every concurrency level of a sharded run
+// CheckConcurrency checks that every concurrency level of a sharded run
 // fits, split over the shards, in matrix.MaxConcurrency a shard, and
 // leaves in spec what is left for matrix.Spec.Validate to check.
-func (s *shardFlags) checkConcurrency(spec *matrix.Spec) error {
+func (s *ShardFlags) CheckConcurrency(spec *matrix.Spec) error {
 	if s.shards <= 1 || s.shards > maxShards {
 		return nil // one process, or -shards refused by check
 	}
@@ -100,7 +101,10 @@ func (s *shardFlags) checkConcurrency(spec *matrix.Spec) error {
 	return nil
 }
 
-func (s *shardFlags) check(o *options) error {
+// Check refuses flags of a sharded run that cannot work together;
+// leaderOnly is whether a flag only a leader takes (-compare, -render,
+// -resume) was given.
+func (s *ShardFlags) Check(leaderOnly bool) error {
 	switch {
 	case s.shards > maxShards:
 		return fmt.Errorf("-shards %d: at most %d processes run one matrix", s.shards, maxShards)
@@ -114,7 +118,7 @@ func (s *shardFlags) check(o *options) error {
 		return errors.New("-shards needs -listen, the address the followers join (e.g. :7070)")
 	case s.join != "" && s.shards > 1 && s.index < 0:
 		return errors.New("-join and -shards are a follower's and a leader's: give one, or both with -shard-index")
-	case s.join != "" && (o.compare || o.render != "" || o.resume != ""):
+	case s.join != "" && leaderOnly:
 		return errors.New("a follower (-join) runs the leader's cells; -compare, -render and -resume are the leader's")
 	}
 	if s.join != "" {
@@ -126,22 +130,22 @@ func (s *shardFlags) check(o *options) error {
 	return nil
 }
 
-// lead serves the followers of a sharded run and makes them the runner's
+// Lead serves the followers of a sharded run and makes them the runner's
 // fleet. The function it returns tells the followers the run is over and
-// stops serving them.
-func lead(o *options, runner *matrix.Runner, stderr io.Writer) (func(), error) {
-	token, err := o.shards.token(stderr)
+// stops serving them. With log nil it prints only the fleet's secret.
+func (s *ShardFlags) Lead(runner *matrix.Runner, log, stderr io.Writer) (func(), error) {
+	token, err := s.token(stderr)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", o.shards.listen)
+	ln, err := net.Listen("tcp", s.listen)
 	if err != nil {
-		return nil, fmt.Errorf("-listen %s: %w", o.shards.listen, err)
+		return nil, fmt.Errorf("-listen %s: %w", s.listen, err)
 	}
-	leader := &shard.Leader{Token: token, Spec: runner.Spec.WithDefaults(), Followers: o.shards.shards - 1, JoinTimeout: o.shards.joinTimeout}
-	if !o.quiet {
-		leader.Log = stderr
-		fmt.Fprintf(stderr, "leading %d shards: followers join http://%s\n", o.shards.shards, ln.Addr())
+	leader := &shard.Leader{Token: token, Spec: runner.Spec.WithDefaults(), Followers: s.shards - 1, JoinTimeout: s.joinTimeout}
+	if log != nil {
+		leader.Log = log
+		fmt.Fprintf(log, "leading %d shards: followers join http://%s\n", s.shards, ln.Addr())
 	}
 	go leader.Serve(ln)
 	runner.Fleet = leader
@@ -152,59 +156,56 @@ func lead(o *options, runner *matrix.Runner, stderr io.Writer) (func(), error) {
 	}, nil
 }
 
-// follow joins the leader at -join and runs the shares of its cells until
-// its run is over.
-func follow(ctx context.Context, o *options, stderr io.Writer) int {
-	token, err := o.shards.token(stderr)
+// Follow joins the leader at -join and runs the shares of its cells on
+// the server c names (or the leader's), until its run is over. With log
+// nil it prints only where its streams go. With metricsListen it serves
+// its metrics there, as the leader does (see internal/live).
+func (s *ShardFlags) Follow(ctx context.Context, c *ClientFlags, metricsListen string, log, stderr io.Writer) error {
+	token, err := s.token(stderr)
 	if err != nil {
-		fail(stderr, err)
-		return 2
+		return Usage{err}
 	}
-	f := &shard.Follower{Token: token, Leader: o.shards.join, Name: o.shards.name, JoinTimeout: o.shards.joinTimeout}
-	if !o.quiet {
-		f.Log = stderr
+	f := &shard.Follower{Token: token, Leader: s.join, Name: s.name, JoinTimeout: s.joinTimeout}
+	if log != nil {
+		f.Log = log
 	}
-	if o.metricsListen != "" {
+	if metricsListen != "" {
 		name := f.Name
 		if name == "" {
 			name, _ = os.Hostname() // as the leader names the follower
 		}
-		lm, err := live.Start(ctx, o.metricsListen, name, f.Log)
+		lm, err := live.Start(ctx, metricsListen, name, f.Log)
 		if err != nil {
-			fail(stderr, fmt.Errorf("-metrics-listen: %w", err))
-			return 2
+			return Usage{fmt.Errorf("-metrics-listen: %w", err)}
 		}
 		f.OnCell = func(contextTokens, streams int, g *loadgen.Generator) {
-			cell := cellName(contextTokens, streams)
+			cell := CellName(contextTokens, streams)
 			lm.Track(cell, g)
 			g.OnRequest = func(_ *loadgen.Request, tl *metrics.Timeline) { lm.Observe(cell, tl) }
 		}
 	}
 	var client *loadgen.Client
 	f.Client = func(spec matrix.Spec) (*loadgen.Client, error) {
-		u, err := redact.Restore(spec.URL, o.spec.URL)
+		u, err := redact.Restore(spec.URL, c.URL)
 		switch {
 		case errors.Is(err, redact.ErrPasswordNeeded):
 			return nil, fmt.Errorf("the leader's server URL has a password, which the leader does not send: give it with -url (%s)", spec.URL)
 		case err != nil:
-			return nil, fmt.Errorf("-url %s is not the leader's server (%s)", redact.URL(o.spec.URL), spec.URL)
-		case o.keyEnv != "" && o.spec.URL == "" && !o.shards.leaderURL:
+			return nil, fmt.Errorf("-url %s is not the leader's server (%s)", redact.URL(c.URL), spec.URL)
+		case c.KeyEnv != "" && c.URL == "" && !s.leaderURL:
 			// The key goes only where this shard's user sent it.
 			return nil, fmt.Errorf("the leader names the server %s; this shard's API key (-api-key-env %s) goes only to a server given here: give it with -url, or allow the leader's with -allow-leader-url",
-				redact.URL(spec.URL), o.keyEnv)
+				redact.URL(spec.URL), c.KeyEnv)
 		}
 		whose := "given with -url"
-		if o.spec.URL == "" {
+		if c.URL == "" {
 			whose = "named by the leader"
 		}
 		fmt.Fprintf(stderr, "sending this shard's streams to %s (%s)\n", textsafe.Line(redact.URL(u)), whose)
-		o.spec.Concurrency = spec.Concurrency // sizes the transport
-		client = &loadgen.Client{BaseURL: u, HTTPClient: o.httpClient()}
-		if o.keyEnv != "" {
-			if client.APIKey = os.Getenv(o.keyEnv); client.APIKey == "" {
-				return nil, fmt.Errorf("environment variable %s is empty", o.keyEnv)
-			}
+		if client, err = c.Client(slices.Max(append([]int{1}, spec.Concurrency...)) + 4); err != nil {
+			return nil, err
 		}
+		client.BaseURL = u
 		return client, client.Validate()
 	}
 	err = f.Run(ctx)
@@ -213,11 +214,15 @@ func follow(ctx context.Context, o *options, stderr io.Writer) int {
 	}
 	switch {
 	case err == nil:
-		return 0
+		return nil
 	case errors.Is(err, shard.ErrRunOver):
 		fmt.Fprintln(stderr, "matrix: the leader's run was over before this shard joined")
-		return 0
+		return nil
 	}
-	fail(stderr, errors.New(strings.TrimPrefix(redact.New(o.spec.URL).Redact(err.Error()), "shard: ")))
-	return 1
+	return errors.New(strings.TrimPrefix(c.Redactor().Redact(err.Error()), "shard: "))
+}
+
+// CellName labels a cell's requests and metrics: "16K × 8".
+func CellName(contextTokens, streams int) string {
+	return fmt.Sprintf("%s × %d", matrix.FormatTokens(contextTokens), streams)
 }
