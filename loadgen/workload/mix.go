@@ -28,9 +28,12 @@ type Mix struct {
 	// the records' own output lengths.
 	Dataset *Dataset
 	// Turns, if set, makes multi-turn sessions for a closed loop: Input
-	// tokens of new text a turn, replies of Output, Think between turns.
-	Turns Length
-	Think time.Duration
+	// tokens of new text a turn, replies of Output, Think between turns,
+	// a session's history capped at MaxContext tokens (see
+	// [Sessions].MaxContext).
+	Turns      Length
+	Think      time.Duration
+	MaxContext int
 	// Input and Output are the lengths of synthetic prompts and their
 	// outputs (and of sessions' turns); Prefix the system prompts they
 	// share.
@@ -60,7 +63,7 @@ func (m *Mix) Validate() error {
 	case m.Dataset != nil:
 		return nil
 	case m.Turns != nil:
-		return (&Sessions{Turns: m.Turns, Input: m.Input, Output: m.Output, Think: m.Think, Sizing: m.Sizing}).Validate()
+		return (&Sessions{Turns: m.Turns, Input: m.Input, Output: m.Output, Think: m.Think, Sizing: m.Sizing, MaxContext: m.MaxContext}).Validate()
 	}
 	return (&Synthetic{Input: m.Input, Output: m.Output, Prefix: m.Prefix, Sizing: m.Sizing}).Validate()
 }
@@ -85,7 +88,7 @@ func (m *Mix) Setup(g *loadgen.Generator, load loadgen.Load) error {
 	case m.Dataset != nil:
 		r = m.Dataset.Items(m.Output, seed)
 	case m.Turns != nil:
-		ss := &Sessions{Turns: m.Turns, Input: m.Input, Output: m.Output, Think: m.Think, Sizing: m.Sizing, Seed: seed, Builder: m.Builder}
+		ss := &Sessions{Turns: m.Turns, Input: m.Input, Output: m.Output, Think: m.Think, Sizing: m.Sizing, Seed: seed, Builder: m.Builder, MaxContext: m.MaxContext}
 		if err := ss.Validate(); err != nil {
 			return err
 		}

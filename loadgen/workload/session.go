@@ -39,11 +39,25 @@ type Sessions struct {
 	// Builder makes the requests; set IgnoreEOS for replies of exactly
 	// Output's lengths.
 	Builder Builder
+	// MaxContext caps a session's history, in tokens, with the next
+	// turn's input and output: a turn that would pass it starts a new
+	// session instead (see [Sessions.Restarted]), so a history never grows
+	// beyond what a server of that context could take. 0 means 1,048,576
+	// tokens; give the server's max_model_len where it is known.
+	MaxContext int
 
-	mu      sync.Mutex
-	workers map[int]*session
-	started int
+	mu        sync.Mutex
+	workers   map[int]*session
+	started   int
+	restarted int
 }
+
+// defaultMaxContext is a session's cap when MaxContext is 0: more than any
+// server's context today.
+const defaultMaxContext = 1 << 20
+
+// maxTurns bounds the mean of a session's turns.
+const maxTurns = 10_000
 
 // session is one conversation in progress.
 type session struct {
@@ -51,6 +65,7 @@ type session struct {
 	rng             *rand.Rand
 	history         []loadgen.Message
 	lastOut         int // the last turn's output length
+	tokens          int // the history's tokens, the last reply's included
 }
 
 // Validate reports Sessions that cannot make requests.
@@ -64,6 +79,12 @@ func (s *Sessions) Validate() error {
 	}
 	if s.Think < 0 {
 		errs = append(errs, fmt.Sprintf("Think %v cannot be negative", s.Think))
+	}
+	if s.Turns != nil && s.Turns.Mean() > maxTurns {
+		errs = append(errs, fmt.Sprintf("Turns averages %.0f, more than %d", s.Turns.Mean(), maxTurns))
+	}
+	if s.MaxContext < 0 {
+		errs = append(errs, fmt.Sprintf("MaxContext %d cannot be negative", s.MaxContext))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("workload: Sessions.%s", strings.Join(errs, "; "))
@@ -87,6 +108,11 @@ func (s *Sessions) next(worker int) Item {
 		s.Seed = freshSeed()
 	}
 	ss := s.workers[worker]
+	if ss != nil && ss.turn < ss.turns && ss.tokens+s.turnTokens(ss) > s.maxContext() {
+		// The history has grown as far as the server's context allows.
+		ss = nil
+		s.restarted++
+	}
 	if ss == nil || ss.turn >= ss.turns {
 		ss = &session{id: s.started, rng: newRand(s.Seed^0x5e55, uint64(s.started))}
 		ss.turns = max(s.Turns.Draw(ss.rng), 1)
@@ -120,7 +146,36 @@ func (s *Sessions) next(worker int) Item {
 	for _, m := range msgs {
 		tokens += s.Sizing.Tokens(len(strings.Fields(m.Content)))
 	}
+	ss.tokens = tokens + ss.lastOut
 	return Item{Messages: msgs, InputTokens: tokens, OutputTokens: out}
+}
+
+// turnTokens is what the next turn of ss adds to its history at most: the
+// last reply, the next input and its output, as the lengths' means allow
+// (a draw above them is caught by the server's own limit).
+func (s *Sessions) turnTokens(ss *session) int {
+	n := s.Input.Mean()
+	if s.Output != nil {
+		n += s.Output.Mean()
+	} else {
+		n += s.Input.Mean()
+	}
+	return int(n) + s.Sizing.Overhead(2)
+}
+
+func (s *Sessions) maxContext() int {
+	if s.MaxContext > 0 {
+		return s.MaxContext
+	}
+	return defaultMaxContext
+}
+
+// Restarted returns how many sessions were started again before their
+// last turn because their history had reached MaxContext.
+func (s *Sessions) Restarted() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restarted
 }
 
 // Pause returns how long worker waits before its request seq: Think

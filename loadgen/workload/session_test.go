@@ -46,3 +46,29 @@ func TestSessionsGrow(t *testing.T) {
 	assert.Len(t, s.Source(1, 0).Messages, 0, "another worker, another session")
 	assert.Equal(t, 3, s.Started())
 }
+
+// TestSessionsCappedByTheContext: a session of many long turns against a
+// server of a small context starts again before its history would pass
+// that context, so no turn is refused for its length and a history never
+// grows beyond it; the restarts are counted.
+func TestSessionsCappedByTheContext(t *testing.T) {
+	_, c := simulator(t)
+	const context = 1024
+	s := &workload.Sessions{
+		Turns: workload.Fixed(100), Input: workload.Fixed(100), Output: workload.Fixed(50),
+		Sizing: workload.SimulatorSizing(true), Seed: 7, MaxContext: context,
+		Builder: workload.Builder{Model: loadgentest.DefaultModel, IgnoreEOS: true},
+	}
+	require.NoError(t, s.Validate())
+	for turn := range 30 {
+		req := s.Source(0, turn)
+		resp, err := c.Do(t.Context(), req)
+		require.NoError(t, err, "turn %d", turn)
+		assert.LessOrEqual(t, resp.PromptTokens+resp.OutputTokens(), context, "turn %d", turn)
+	}
+	assert.Positive(t, s.Restarted(), "sessions restarted at the context")
+	assert.Equal(t, 1+s.Restarted(), s.Started(), "every new session but the first is a restart")
+
+	s.Turns = workload.Fixed(1_000_000)
+	assert.ErrorContains(t, s.Validate(), "Turns averages 1000000, more than 10000")
+}
