@@ -49,7 +49,6 @@ type chunk struct {
 	// status and incomplete_details.reason (raw JSON strings).
 	deltaText          []byte
 	status, incomplete []byte
-	responseFailed     bool
 
 	timings serverTimings // vLLM's per-request metrics
 }
