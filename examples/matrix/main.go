@@ -34,7 +34,9 @@
 //
 // The client runs on [loadgen.StreamTransport] (one goroutine a stream, and
 // on Linux every chunk timed by the kernel's receive timestamp); -transport
-// http uses net/http's transport instead, which honours HTTP_PROXY.
+// http uses net/http's transport instead, which honours HTTP_PROXY, and
+// -transport poll reads every stream on a few shared pollers, one system
+// call a chunk (StreamTransport.Poll).
 package main
 
 import (

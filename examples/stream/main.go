@@ -8,7 +8,8 @@
 //
 // On Linux every chunk is timed by the kernel's receive timestamp
 // ([loadgen.StreamTransport]); -transport http uses net/http's transport
-// instead, which honours HTTP_PROXY.
+// instead, which honours HTTP_PROXY, and -transport poll reads the stream
+// on a shared poller, one system call a chunk (StreamTransport.Poll).
 //
 // The exit status is 0 when the stream completed and 1 when the request
 // failed; with -json the JSON is printed either way.
