@@ -24,7 +24,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestStreamJSON(t *testing.T) {
-	for _, tr := range []string{"stream", "http"} {
+	for _, tr := range []string{"stream", "poll", "http"} {
 		t.Run(tr, func(t *testing.T) { testStreamJSON(t, tr) })
 	}
 }
