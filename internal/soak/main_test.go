@@ -104,7 +104,10 @@ func TestSoakChildSimulator(t *testing.T) {
 	assert.True(t, flowed, "tokens flowed in some interval")
 	last := r.samples[len(r.samples)-1]
 	assert.GreaterOrEqual(t, time.Duration(last.Elapsed), 2*time.Second)
-	assert.Equal(t, 50, last.InFlight)
+	// Requests of 0.2 s are sent again at once: a sample may fall between
+	// one stream's two requests.
+	assert.InDelta(t, 50, last.InFlight, 3, "every stream in flight, but one between its requests")
+	assert.LessOrEqual(t, last.InFlight, 50)
 	assert.Positive(t, last.CumTokensPerSec)
 	assert.GreaterOrEqual(t, last.Launched, int64(50))
 	assert.Positive(t, last.Engine.Running)
