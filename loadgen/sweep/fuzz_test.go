@@ -34,3 +34,13 @@ func FuzzReadResults(f *testing.F) {
 		_ = r.WriteHTML(&bytes.Buffer{})
 	})
 }
+
+// TestReadResultsRunWithoutLoad: a run that says no load is refused with
+// its place, not read into a document whose table cannot be written (the
+// fuzzer found the table dereferencing the missing load).
+func TestReadResultsRunWithoutLoad(t *testing.T) {
+	_, err := sweep.ReadResults(bytes.NewReader([]byte(`{"schema": "llmload.bench/v1", "runs": [{"label": "x", "load": {"kind": "poisson", "rate": 1}}, {"label": "y"}]}`)))
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte(`run 2 ("y") has no load`)) {
+		t.Fatalf("want run 2 refused for its missing load, got %v", err)
+	}
+}

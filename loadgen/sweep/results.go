@@ -78,6 +78,11 @@ func ReadResults(rd io.Reader) (*Results, error) {
 	if major(r.Schema) != major(Schema) {
 		return nil, fmt.Errorf("sweep: the document's schema is %q, not %s: it is not a benchmark's results, or another version's", r.Schema, Schema)
 	}
+	for i, run := range r.Runs {
+		if run.Load == nil {
+			return nil, fmt.Errorf("sweep: read results: run %d (%q) has no load: every run a benchmark writes says its load", i+1, run.Label)
+		}
+	}
 	return &r, nil
 }
 
