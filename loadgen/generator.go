@@ -742,8 +742,7 @@ func (r *runner) openLoop() error {
 func (r *runner) prepareArrivals(ctx context.Context, start time.Time) time.Time {
 	due := r.schedule(start)
 	r.ahead = &upcoming{due: due, max: min(r.slots+1, maxAhead)}
-	r.ahead.fill(start.Add(firstLookahead))
-	r.warmed = min(r.ahead.burst(), r.slots)
+	r.warmed = min(r.ahead.burst(r.ahead.fill(start.Add(firstLookahead))), r.slots)
 	if r.warmed > 1 {
 		r.client.warmConns(ctx, r.warmed)
 		// net/http's transport puts a connection back in its pool from
@@ -765,8 +764,7 @@ func (r *runner) prepareArrivals(ctx context.Context, start time.Time) time.Time
 // than any the connections were opened for has more opened, in the
 // background, before it is due.
 func (r *runner) warmForBursts(at time.Time) {
-	r.ahead.fill(at.Add(lookahead))
-	b := min(r.ahead.burst(), r.slots)
+	b := min(r.ahead.burst(r.ahead.fill(at.Add(lookahead))), r.slots)
 	if b <= r.warmed {
 		return
 	}

@@ -81,17 +81,19 @@ type upcoming struct {
 }
 
 // fill reads the schedule up to until, or until max arrivals are read
-// ahead.
-func (u *upcoming) fill(until time.Time) {
+// ahead, and returns the index in at of the first arrival it read.
+func (u *upcoming) fill(until time.Time) int {
+	first := len(u.at)
 	for !u.done && len(u.at) < u.max && (len(u.at) == 0 || !u.at[len(u.at)-1].After(until)) {
 		at, ok := u.due(u.next)
 		if !ok {
 			u.done = true
-			return
+			break
 		}
 		u.at = append(u.at, at)
 		u.next++
 	}
+	return first
 }
 
 // pop returns the next arrival, reading the schedule if none is read.
@@ -108,13 +110,14 @@ func (u *upcoming) pop() (int, time.Time, bool) {
 	return seq, at, true
 }
 
-// burst returns how many of the arrivals read ahead are due within
-// burstWindow of the first of them, at most.
-func (u *upcoming) burst() int {
+// burst returns the largest number of the arrivals read ahead that are
+// due within burstWindow, counting the bursts that end at at[from:]: each
+// arrival is looked at once when it is read, not at every launch.
+func (u *upcoming) burst(from int) int {
 	most := 0
-	for i := range u.at {
-		n := 0
-		for j := i; j < len(u.at) && u.at[j].Sub(u.at[i]) <= burstWindow; j++ {
+	for j := from; j < len(u.at); j++ {
+		n := 1
+		for i := j - 1; i >= 0 && u.at[j].Sub(u.at[i]) <= burstWindow; i-- {
 			n++
 		}
 		most = max(most, n)
