@@ -20,6 +20,11 @@
 // "before" (a warm-up request, counted in the summary's Warmup alone),
 // "inside" or "after". A failed request has "error" (its kind) and
 // "message".
+//
+// Times and durations are the wall clock's, as the client measured them.
+// Against llmload's simulator at a speed other than 1 the matrix's reports
+// speak in the simulated server's time: a line's durations are that speed
+// times shorter than the report's figures.
 package requestlog
 
 import (
