@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
@@ -35,7 +36,7 @@ func Example() {
 		return
 	}
 	for _, c := range res.Cells {
-		fmt.Printf("%s × %d: %s", matrix.FormatTokens(c.ContextTokens), c.Concurrency, c.Status)
+		fmt.Printf("%s × %d: %s", capacity.FormatTokens(c.ContextTokens), c.Concurrency, c.Status)
 		if c.Measurement != nil {
 			fmt.Printf(", measured %.0f s of the server's time", c.Measurement.MeasuredS)
 		} else {

@@ -320,7 +320,7 @@ func (cr *cellRun) watch(ctx context.Context, g *loadgen.Generator, streams *str
 				left = fmt.Sprintf("%.1fs left", max(time.Until(p.Window.End), 0).Seconds())
 			}
 			fmt.Fprintf(cr.r.Progress, "\rcell %d/%d  %s × %d  %-8s %s  %.1f tok/s  %d/%d streams decoding   ",
-				index, total, FormatTokens(c.ContextTokens), c.Concurrency, p.Phase, left, lastRate.rate, p.WithToken, c.Concurrency)
+				index, total, formatTokens(c.ContextTokens), c.Concurrency, p.Phase, left, lastRate.rate, p.WithToken, c.Concurrency)
 		}
 	}
 }

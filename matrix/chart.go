@@ -69,7 +69,7 @@ func (rp *report) charts() []chart.Chart {
 					Title: label + ": " + fmtRate(c.Measurement.PerRequestTokensPerSec) + " tok/s per request"})
 			}
 		}
-		names = append(names, "context "+FormatTokens(ctx))
+		names = append(names, "context "+formatTokens(ctx))
 		total, perReq = append(total, t), append(perReq, p)
 	}
 	rate := func(v float64) string { return numGroup(v, 0) }

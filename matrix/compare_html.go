@@ -161,7 +161,7 @@ func (cr *comparisonReport) charts() []chart.Chart {
 						fmtRate(x.TotalTokensPerSec.Base), fmtRate(x.TotalTokensPerSec.Next), fmtRatio(x.TotalTokensPerSec))})
 			}
 		}
-		names = append(names, "context "+FormatTokens(ctx))
+		names = append(names, "context "+formatTokens(ctx))
 		series = append(series, pts)
 	}
 	return []chart.Chart{newConcurrencyChart("Total tok/s, next ÷ base", "dashed line: no change; hollow points changed status",

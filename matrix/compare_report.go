@@ -96,7 +96,7 @@ func (c *Comparison) report() *comparisonReport {
 	cr := &comparisonReport{c: c, grid: newGrid(c.Cells, (*CellChange).place, nil, nil)}
 	if g := cr.grid; len(g.contexts) > 0 && g.drawn() {
 		for _, ctx := range g.contexts {
-			row := gridRow{label: FormatTokens(ctx)}
+			row := gridRow{label: formatTokens(ctx)}
 			for _, n := range g.concurrency {
 				row.cells = append(row.cells, compareLines(g.at(ctx, n)))
 			}
@@ -189,7 +189,7 @@ func (c *Comparison) writeTable(w io.Writer) error {
 
 // prefillCompareRow is a prefill row of the comparison's tables.
 func prefillCompareRow(p PrefillChange) []string {
-	row := []string{FormatTokens(p.ContextTokens),
+	row := []string{formatTokens(p.ContextTokens),
 		cmpStatusWords(sideStatus(p.Presence != OnlyInNext, p.BaseMeasured, p.BaseStatus)),
 		cmpStatusWords(sideStatus(p.Presence != OnlyInBase, p.NextMeasured, p.NextStatus)), "—"}
 	if r := p.PromptTokensPerSec; r != nil {
@@ -252,7 +252,7 @@ func compareLongRow(x CellChange) []string {
 	if x.StatusChanged || x.Presence != InBoth {
 		status = cmpStatusWords(x.BaseStatus) + " → " + cmpStatusWords(x.NextStatus)
 	}
-	return []string{FormatTokens(x.ContextTokens), strconv.Itoa(x.Concurrency), status,
+	return []string{formatTokens(x.ContextTokens), strconv.Itoa(x.Concurrency), status,
 		fmtPair(x.TotalTokensPerSec, fmtRate), fmtPair(x.PerRequestTokensPerSec, fmtRate),
 		fmtPair(x.TTFTp50, fmtTTFT), fmtPair(x.TBTp50, fmtTBT), x.Note()}
 }

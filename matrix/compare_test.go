@@ -312,11 +312,11 @@ func TestCompareSameServerTwice(t *testing.T) {
 	a, b, slow := run(1), run(1), run(1.2)
 	for _, r := range []*Results{a, b, slow} {
 		for _, p := range r.Prefill {
-			t.Logf("prefill %s: %s ttft %.1f %v", FormatTokens(p.ContextTokens), p.Status, p.TTFT, p.TTFTs)
+			t.Logf("prefill %s: %s ttft %.1f %v", formatTokens(p.ContextTokens), p.Status, p.TTFT, p.TTFTs)
 		}
 		for _, c := range r.Cells {
 			if m := c.Measurement; m != nil {
-				t.Logf("%s × %d: req %d done %d err %d total %.1f per %.1f active %.2f tokens %d in %.2f s warm %.1f ttft %+v tbt %+v lag %v cpu %.2f limited %v %s", FormatTokens(c.ContextTokens), c.Concurrency, c.Requests, m.Completed, c.Errors, m.TotalTokensPerSec, m.PerRequestTokensPerSec, m.AvgActive, m.OutputTokens, m.MeasuredS, m.WarmupS, m.TTFT, m.TBT, m.Client.Lag.P99, m.Client.CPU, m.ClientLimited, m.Client.Reason)
+				t.Logf("%s × %d: req %d done %d err %d total %.1f per %.1f active %.2f tokens %d in %.2f s warm %.1f ttft %+v tbt %+v lag %v cpu %.2f limited %v %s", formatTokens(c.ContextTokens), c.Concurrency, c.Requests, m.Completed, c.Errors, m.TotalTokensPerSec, m.PerRequestTokensPerSec, m.AvgActive, m.OutputTokens, m.MeasuredS, m.WarmupS, m.TTFT, m.TBT, m.Client.Lag.P99, m.Client.CPU, m.ClientLimited, m.Client.Reason)
 			}
 		}
 	}
@@ -324,17 +324,17 @@ func TestCompareSameServerTwice(t *testing.T) {
 	require.Len(t, same.Prefill, 2)
 	for _, p := range same.Prefill {
 		for name, r := range map[string]*Ratio{"prompt tok/s": p.PromptTokensPerSec, "TTFT": p.TTFT} {
-			require.True(t, r.compared(), "prefill %s %s", FormatTokens(p.ContextTokens), name)
-			require.NotNil(t, r.BaseInterval, "prefill %s %s has an interval", FormatTokens(p.ContextTokens), name)
+			require.True(t, r.compared(), "prefill %s %s", formatTokens(p.ContextTokens), name)
+			require.NotNil(t, r.BaseInterval, "prefill %s %s has an interval", formatTokens(p.ContextTokens), name)
 			assert.NotContains(t, []Change{ChangeBetter, ChangeWorse}, r.Change,
-				"prefill %s %s: %.1f → %.1f (%v, %v)", FormatTokens(p.ContextTokens), name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
+				"prefill %s %s: %.1f → %.1f (%v, %v)", formatTokens(p.ContextTokens), name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
 		}
 	}
 	for _, c := range same.Cells {
 		for name, r := range map[string]*Ratio{"total": c.TotalTokensPerSec, "per request": c.PerRequestTokensPerSec, "TTFT": c.TTFTp50, "TBT": c.TBTp50} {
 			if r.compared() {
 				assert.NotContains(t, []Change{ChangeBetter, ChangeWorse}, r.Change,
-					"%s × %d %s: %.1f → %.1f (%v, %v)", FormatTokens(c.ContextTokens), c.Concurrency, name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
+					"%s × %d %s: %.1f → %.1f (%v, %v)", formatTokens(c.ContextTokens), c.Concurrency, name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
 			}
 		}
 	}
@@ -342,20 +342,20 @@ func TestCompareSameServerTwice(t *testing.T) {
 	slower := Compare(a, slow)
 	for _, p := range slower.Prefill {
 		for name, r := range map[string]*Ratio{"prompt tok/s": p.PromptTokensPerSec, "TTFT": p.TTFT} {
-			assert.Equal(t, ChangeWorse, r.Change, "prefill %s %s: %.1f → %.1f (%v, %v)", FormatTokens(p.ContextTokens), name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
+			assert.Equal(t, ChangeWorse, r.Change, "prefill %s %s: %.1f → %.1f (%v, %v)", formatTokens(p.ContextTokens), name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
 		}
 	}
 	checked := 0
 	for _, c := range slower.Cells {
-		require.True(t, c.TotalTokensPerSec.compared(), "%s × %d", FormatTokens(c.ContextTokens), c.Concurrency)
+		require.True(t, c.TotalTokensPerSec.compared(), "%s × %d", formatTokens(c.ContextTokens), c.Concurrency)
 		if limited(a, c) || limited(slow, c) {
 			// The client's timers were late (a loaded machine): its
 			// figures may be its own, and no change in them is told.
-			t.Logf("%s × %d not checked: the client may have limited it", FormatTokens(c.ContextTokens), c.Concurrency)
+			t.Logf("%s × %d not checked: the client may have limited it", formatTokens(c.ContextTokens), c.Concurrency)
 			continue
 		}
 		checked++
-		assert.Equal(t, ChangeWorse, c.TotalTokensPerSec.Change, "%s × %d total: %.1f → %.1f (%v, %v)", FormatTokens(c.ContextTokens), c.Concurrency,
+		assert.Equal(t, ChangeWorse, c.TotalTokensPerSec.Change, "%s × %d total: %.1f → %.1f (%v, %v)", formatTokens(c.ContextTokens), c.Concurrency,
 			c.TotalTokensPerSec.Base, c.TotalTokensPerSec.Next, c.TotalTokensPerSec.BaseInterval, c.TotalTokensPerSec.NextInterval)
 	}
 	if checked == 0 {

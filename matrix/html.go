@@ -195,15 +195,15 @@ func (rp *report) htmlHighlights() []htmlFact {
 	var out []htmlFact
 	if peak != nil {
 		out = append(out, htmlFact{Label: "Peak throughput", Value: fmtRate(peak.Measurement.TotalTokensPerSec) + " tok/s",
-			Detail: fmt.Sprintf("%d requests at context %s", peak.Concurrency, FormatTokens(peak.ContextTokens))})
+			Detail: fmt.Sprintf("%d requests at context %s", peak.Concurrency, formatTokens(peak.ContextTokens))})
 	}
 	if single != nil {
 		out = append(out, htmlFact{Label: "One request", Value: fmtRate(single.Measurement.TotalTokensPerSec) + " tok/s",
-			Detail: "at context " + FormatTokens(single.ContextTokens) + ", " + fmtTTFT(single.Measurement.TTFT.P50) + " TTFT"})
+			Detail: "at context " + formatTokens(single.ContextTokens) + ", " + fmtTTFT(single.Measurement.TTFT.P50) + " TTFT"})
 	}
 	if best := rp.fastestPrefill(); best != nil {
 		out = append(out, htmlFact{Label: "Fastest prefill", Value: fmtPrefillRate(best.PromptTokensPerSec) + " tok/s",
-			Detail: "at context " + FormatTokens(best.ContextTokens)})
+			Detail: "at context " + formatTokens(best.ContextTokens)})
 	}
 	if len(rp.grid.contexts) > 0 {
 		var parts []string

@@ -74,7 +74,7 @@ func fmtSeconds(d time.Duration) string {
 func tokenList(v []int) string {
 	s := make([]string, len(v))
 	for i, n := range v {
-		s[i] = FormatTokens(n)
+		s[i] = formatTokens(n)
 	}
 	return strings.Join(s, ", ")
 }

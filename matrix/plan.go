@@ -75,7 +75,7 @@ func writeCellPlan(w io.Writer, cells []Cell, limits capacity.Limits) error {
 		src, kv, known(limits.MaxRunning), known(limits.MaxModelLen))
 	fmt.Fprintf(tw, "context\tconcurrency\tverdict\twhy\n")
 	for _, c := range cells {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", FormatTokens(c.ContextTokens), c.Concurrency, verdictWords(c), c.Predicted.Detail)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", formatTokens(c.ContextTokens), c.Concurrency, verdictWords(c), c.Predicted.Detail)
 	}
 	return tw.Flush()
 }
@@ -104,7 +104,7 @@ func writePlan(w io.Writer, res *Results, limits capacity.Limits) error {
 	var over []string
 	for _, p := range res.Prefill {
 		if p.Status == OverCapacity {
-			over = append(over, FormatTokens(p.ContextTokens))
+			over = append(over, formatTokens(p.ContextTokens))
 		}
 	}
 	if len(over) > 0 {

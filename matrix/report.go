@@ -237,9 +237,9 @@ func offLabel(label, counted int) bool {
 // counted)").
 func sizeLabel(label, counted int) string {
 	if offLabel(label, counted) {
-		return FormatTokens(label) + " (" + fmtInt(counted) + " counted)"
+		return formatTokens(label) + " (" + fmtInt(counted) + " counted)"
 	}
-	return FormatTokens(label)
+	return formatTokens(label)
 }
 
 // sortedPrefill returns the prefill rows by context.
@@ -413,7 +413,7 @@ func (rp *report) newHeader() reportHeader {
 	if len(g.contexts) > 0 {
 		shape = append(shape, fmt.Sprintf("%s (%s–%s) × %s (%d–%d)",
 			plural(len(g.contexts), "context", "contexts"),
-			FormatTokens(g.contexts[0]), FormatTokens(g.contexts[len(g.contexts)-1]),
+			formatTokens(g.contexts[0]), formatTokens(g.contexts[len(g.contexts)-1]),
 			plural(len(g.concurrency), "concurrency level", "concurrency levels"),
 			g.concurrency[0], g.concurrency[len(g.concurrency)-1]))
 	}
@@ -600,7 +600,7 @@ func cellNote(c *Cell) string {
 func cellLabel(c *Cell) string { return placeLabel(c.ContextTokens, c.Concurrency) }
 
 // placeLabel names a place in the grid: "128K × 2".
-func placeLabel(ctx, n int) string { return FormatTokens(ctx) + " × " + strconv.Itoa(n) }
+func placeLabel(ctx, n int) string { return formatTokens(ctx) + " × " + strconv.Itoa(n) }
 
 // reasonSuffix is " — reason", or "".
 func reasonSuffix(reason string) string {

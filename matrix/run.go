@@ -583,9 +583,9 @@ func (cr *cellRun) prefill(ctx context.Context) error {
 		row.Predicted = cr.res.Prefill[i].Predicted
 		cr.res.Prefill[i] = row.Prefill
 		if row.Status == Valid {
-			cr.r.logf("prefill %s: %d prompt tokens, TTFT %.1f ms (%s), %.1f tok/s", FormatTokens(tokens), row.PromptTokens, row.TTFT, ttftRange(row.TTFTs), row.PromptTokensPerSec)
+			cr.r.logf("prefill %s: %d prompt tokens, TTFT %.1f ms (%s), %.1f tok/s", formatTokens(tokens), row.PromptTokens, row.TTFT, ttftRange(row.TTFTs), row.PromptTokensPerSec)
 		} else {
-			cr.r.logf("prefill %s: %s: %s", FormatTokens(tokens), row.Status, row.Reason)
+			cr.r.logf("prefill %s: %s: %s", formatTokens(tokens), row.Status, row.Reason)
 		}
 		if err := cr.save(); err != nil {
 			return err
@@ -715,7 +715,7 @@ func (cr *cellRun) scout(ctx context.Context, tokens int, what string) (row scou
 			p.text, p.words = cr.sizer.Resize(tokens, counted, words, prevWords, prevCounted, cr.head(tokens, p.round), cr.seed(tokens))
 			p.tokens = tokens // what the new prompt aims at
 			p.cold = true
-			cr.r.logf("  prompt for %s: the server counted %d tokens; resized from %d to %d words", FormatTokens(tokens), counted, words, p.words)
+			cr.r.logf("  prompt for %s: the server counted %d tokens; resized from %d to %d words", formatTokens(tokens), counted, words, p.words)
 			continue
 		}
 		p.checked = true
@@ -732,7 +732,7 @@ func (cr *cellRun) scout(ctx context.Context, tokens int, what string) (row scou
 		}
 		row.Status = Valid
 		if tokens > 0 && abs(counted-tokens) > tokens/100 {
-			cr.r.logf("  prompt for %s: %d tokens as the server counts them, more than 1%% off", FormatTokens(tokens), counted)
+			cr.r.logf("  prompt for %s: %d tokens as the server counts them, more than 1%% off", formatTokens(tokens), counted)
 		}
 		return row
 	}
@@ -813,7 +813,7 @@ func (cr *cellRun) grid(ctx context.Context) error {
 			continue
 		}
 		done++
-		cr.r.logf("cell %d of %d: context %s × %d", done, todo, FormatTokens(c.ContextTokens), c.Concurrency)
+		cr.r.logf("cell %d of %d: context %s × %d", done, todo, formatTokens(c.ContextTokens), c.Concurrency)
 		err := cr.cell(ctx, c, done, todo)
 		if serr := cr.save(); serr != nil {
 			return serr

@@ -290,7 +290,7 @@ func checkURL(raw string) error {
 	return nil
 }
 
-// FormatTokens writes a token count as the report does: multiples of 1,024
+// formatTokens writes a token count as the report does: multiples of 1,024
 // as "16K", others as digits. It is [capacity.FormatTokens], whose
 // [capacity.ParseTokenList] reads a Spec's lists from a command line.
-func FormatTokens(n int) string { return capacity.FormatTokens(n) }
+func formatTokens(n int) string { return capacity.FormatTokens(n) }

@@ -341,7 +341,7 @@ func TestSeedMatrix(t *testing.T) {
 		}
 		ctx, _ := strconv.Atoi(row[1])
 		n, _ := strconv.Atoi(row[2])
-		label := matrix.FormatTokens(ctx) + " × " + row[2]
+		label := capacity.FormatTokens(ctx) + " × " + row[2]
 		c := res.Cell(ctx, n)
 		require.NotNil(t, c, label)
 		r, ok := got[[2]string{row[1], row[2]}]
