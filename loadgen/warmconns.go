@@ -17,8 +17,12 @@ const warmConnsTimeout = 2 * time.Second
 // warmConns opens n connections to the server and leaves them idle in the
 // client's pool, so that n arrivals due at once each find one open rather
 // than dialling as they are due: it sends n GET requests for the model
-// list at once and reads each answer to its end. It is best effort: a
-// failure here is the arrivals' to meet and count.
+// list at once and, once every one has its answer's header (or has
+// failed), reads each answer to its end. Holding every answer open until
+// all have come keeps a connection from going back to the pool and
+// carrying a second request of the n, which would leave fewer than n
+// open. It is best effort: a failure here is the arrivals' to meet and
+// count.
 func (c *Client) warmConns(ctx context.Context, n int) {
 	if n <= 0 {
 		return
@@ -27,19 +31,21 @@ func (c *Client) warmConns(ctx context.Context, n int) {
 	defer cancel()
 	hc := c.httpClient()
 	url := strings.TrimRight(c.BaseURL, "/") + "/models"
+	var answered sync.WaitGroup
+	answered.Add(n)
+	all := make(chan struct{})
+	go func() { answered.Wait(); close(all) }()
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			resp, err := c.warmRequest(ctx, hc, url)
+			answered.Done()
 			if err != nil {
 				return
 			}
-			if c.APIKey != "" {
-				req.Header.Set("Authorization", "Bearer "+c.APIKey)
-			}
-			resp, err := hc.Do(req)
-			if err != nil {
-				return
+			select {
+			case <-all:
+			case <-ctx.Done():
 			}
 			// Read to the end, within a bound, so the connection goes back
 			// to the pool.
@@ -48,6 +54,22 @@ func (c *Client) warmConns(ctx context.Context, n int) {
 		})
 	}
 	wg.Wait()
+}
+
+// warmRequest sends one request of warmConns and returns its answer, its
+// body unread.
+func (c *Client) warmRequest(ctx context.Context, hc *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	for k, vs := range c.Header {
+		req.Header[k] = vs
+	}
+	return hc.Do(req)
 }
 
 // warmSettle is how long a run waits after opening its connections for
