@@ -19,4 +19,7 @@
 //     concurrency) and renders its reports.
 //
 // Imports point down only: matrix uses loadgen and capacity, which use metrics.
+// metrics and capacity import nothing of the module but leaf helpers in
+// internal/ (such as internal/enumtext): packages that import
+// nothing of the module themselves.
 package llmload
