@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/simtokens"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/metrics"
@@ -369,7 +370,7 @@ func TestCachedPromptTokens(t *testing.T) {
 	srv := loadgentest.NewServer(p)
 	defer srv.Close()
 	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()}
-	r := &loadgen.Request{API: loadgen.Completions, Model: "bench", Prompt: loadgentest.Prompt(1000, t.Name()), MaxTokens: 4}
+	r := &loadgen.Request{API: loadgen.Completions, Model: "bench", Prompt: simtokens.Prompt(1000, t.Name()), MaxTokens: 4}
 	cold, err := c.Do(t.Context(), r)
 	require.NoError(t, err)
 	warm, err := c.Do(t.Context(), r)

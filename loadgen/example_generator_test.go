@@ -8,6 +8,7 @@ import (
 
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/loadgen/workload"
 )
 
 // A closed-loop run: 8 streams kept busy for 2 seconds against a simulated
@@ -21,7 +22,7 @@ func ExampleGenerator() {
 	g := &loadgen.Generator{
 		Client: &loadgen.Client{BaseURL: srv.URL + "/v1"},
 		Source: loadgen.Repeat(&loadgen.Request{
-			API: loadgen.Completions, Model: "bench", Prompt: loadgentest.Prompt(32, "example"),
+			API: loadgen.Completions, Model: "bench", Prompt: workload.Text(32, 1),
 			MaxTokens: 10000, IgnoreEOS: true,
 		}),
 		Load:     loadgen.Closed{Streams: 8},

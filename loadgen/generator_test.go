@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/simtokens"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/metrics"
@@ -35,7 +36,7 @@ func simulated(t testing.TB, step time.Duration, seqs int) (*loadgentest.Server,
 }
 
 func completion(maxTokens int) *loadgen.Request {
-	return &loadgen.Request{API: loadgen.Completions, Model: "bench", Prompt: loadgentest.Prompt(16, "gen"), MaxTokens: maxTokens, IgnoreEOS: true}
+	return &loadgen.Request{API: loadgen.Completions, Model: "bench", Prompt: simtokens.Prompt(16, "gen"), MaxTokens: maxTokens, IgnoreEOS: true}
 }
 
 // TestGeneratorMatchesGroundTruth compares what the generator measured with

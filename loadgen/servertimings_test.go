@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/simtokens"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/metrics"
@@ -51,7 +52,7 @@ func joinRun(t *testing.T, streams, seqs int) (queueErr, sumErr, rest []time.Dur
 	defer srv.Close()
 	client := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: loadgen.NewHTTPClientForTest(streams)}
 	defer client.CloseIdleConnections()
-	req := &loadgen.Request{API: loadgen.Completions, Model: "bench", Prompt: loadgentest.Prompt(256, "join"), MaxTokens: 16, IgnoreEOS: true,
+	req := &loadgen.Request{API: loadgen.Completions, Model: "bench", Prompt: simtokens.Prompt(256, "join"), MaxTokens: 16, IgnoreEOS: true,
 		Extra: map[string]any{"include_metrics": true}}
 
 	var mu sync.Mutex

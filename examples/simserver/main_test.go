@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/llmload/llmload/internal/simtokens"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 )
@@ -50,11 +51,11 @@ func TestServeStreamsAndShutsDown(t *testing.T) {
 	assert.Equal(t, "my-model", models.Data[0].ID)
 	assert.Equal(t, loadgentest.FastProfile().MaxModelLen, models.Data[0].MaxModelLen)
 
-	r := &loadgen.Request{Model: "my-model", Prompt: loadgentest.Prompt(64, "simserver"), MaxTokens: 20, IgnoreEOS: true}
+	r := &loadgen.Request{Model: "my-model", Prompt: simtokens.Prompt(64, "simserver"), MaxTokens: 20, IgnoreEOS: true}
 	got, err := c.Do(ctx, r)
 	require.NoError(t, err)
 	assert.Equal(t, 20, got.OutputTokens())
-	assert.Equal(t, 64+loadgentest.ChatMessageTokens+loadgentest.ChatReplyTokens, got.PromptTokens, "the prompt and its chat template")
+	assert.Equal(t, 64+simtokens.MessageTokens+simtokens.ReplyTokens, got.PromptTokens, "the prompt and its chat template")
 	assert.Zero(t, got.CachedTokens)
 	again, err := c.Do(ctx, r)
 	require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/llmload/llmload/internal/simtokens"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/metrics"
 )
@@ -41,7 +42,7 @@ func testStreamJSON(t *testing.T, transport string) {
 	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
 	assert.Equal(t, 12, r.OutputTokens)
 	assert.Equal(t, 12, r.CompletionTokens)
-	assert.Equal(t, 3+loadgentest.ChatMessageTokens+loadgentest.ChatReplyTokens, r.PromptTokens)
+	assert.Equal(t, 3+simtokens.MessageTokens+simtokens.ReplyTokens, r.PromptTokens)
 	assert.Equal(t, "length", r.FinishReason)
 	assert.Equal(t, metrics.SourceUsageDeltas, r.TokenSource)
 	assert.Contains(t, out.String(), `"token_source": "usage_deltas"`)
@@ -49,7 +50,7 @@ func testStreamJSON(t *testing.T, transport string) {
 	assert.Len(t, r.ChunkTimesMs, r.ContentChunks)
 	assert.Positive(t, r.TTFTms)
 	assert.Equal(t, r.TTFTms, r.ChunkTimesMs[0])
-	assert.Equal(t, 12, loadgentest.CountTokens(r.Text))
+	assert.Equal(t, 12, simtokens.Count(r.Text))
 }
 
 func TestStreamFailureExitsOne(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/llmload/llmload/internal/simtokens"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/metrics"
@@ -85,7 +86,7 @@ func TestScrapeDuringRun(t *testing.T) {
 	require.NoError(t, err)
 	url := "http://" + addr + "/metrics"
 
-	req := &loadgen.Request{API: loadgen.Completions, Model: "bench", Prompt: loadgentest.Prompt(32, "live"), MaxTokens: 40, IgnoreEOS: true}
+	req := &loadgen.Request{API: loadgen.Completions, Model: "bench", Prompt: simtokens.Prompt(32, "live"), MaxTokens: 40, IgnoreEOS: true}
 	g := &loadgen.Generator{Client: client, Load: loadgen.Closed{Streams: 8}, Duration: 1500 * time.Millisecond, Source: loadgen.Repeat(req),
 		OnRequest: func(_ *loadgen.Request, tl *metrics.Timeline) { m.Observe("4K × 8", tl) }}
 	m.Track("4K × 8", g)

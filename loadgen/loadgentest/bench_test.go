@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/llmload/llmload/internal/simtokens"
 )
 
 // BenchmarkEngineStep times one engine step with every request decoding, no
@@ -65,7 +67,7 @@ func benchStreams(b *testing.B, streams int, speed float64) {
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	body := completion(Prompt(32, "bench"), p.MaxModelLen-64, true)
+	body := completion(simtokens.Prompt(32, "bench"), p.MaxModelLen-64, true)
 	for range streams {
 		wg.Add(1)
 		go func() {

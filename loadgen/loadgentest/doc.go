@@ -18,11 +18,11 @@
 //
 // # Tokenizer
 //
-// Each maximal run of non-white-space characters is one token
-// ([CountTokens]); [Prompt] builds a prompt of an exact size. Chat requests go
-// through a ChatML-like template that adds [ChatMessageTokens] around each
-// message and [ChatReplyTokens] for the reply's header, so one user message
-// of N tokens makes N+8 prompt tokens. Output token i is a space and a word,
+// Each maximal run of non-white-space characters is one token, so
+// workload.Text(n, seed) is a prompt of n tokens. Chat requests go through a
+// ChatML-like template that adds 5 tokens around each message and 3 for the
+// reply's header (workload.SimulatorSizing(true)), so one user message of N
+// tokens makes N+8 prompt tokens. Output token i is a space and a word,
 // so the text of n output tokens counts back to n. The simulator has no
 // end-of-sequence token: every request runs to max_tokens (by default, as
 // vLLM, to max_model_len), with or without ignore_eos; min_tokens is checked

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmload/llmload/internal/simtokens"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -36,7 +37,7 @@ func hashes(p Profile, text string) (int, []uint64) {
 }
 
 func testRequest(p Profile, promptLen int, seed string, maxTokens int) *request {
-	n, h := hashes(p, Prompt(promptLen, seed))
+	n, h := hashes(p, simtokens.Prompt(promptLen, seed))
 	return newRequest(n, h, maxTokens)
 }
 
@@ -147,11 +148,11 @@ func TestKVExhaustionMetrics(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 
-	a := stream(t.Context(), t, srv, &wg, completion(Prompt(400, "a"), 300, true))
+	a := stream(t.Context(), t, srv, &wg, completion(simtokens.Prompt(400, "a"), 300, true))
 	waitFor(t, 5*time.Second, "A running", func() bool { return metrics(t, srv)["vllm:num_requests_running"] == 1 })
-	b := stream(t.Context(), t, srv, &wg, completion(Prompt(400, "b"), 300, true))
+	b := stream(t.Context(), t, srv, &wg, completion(simtokens.Prompt(400, "b"), 300, true))
 	waitFor(t, 5*time.Second, "B running", func() bool { return metrics(t, srv)["vllm:num_requests_running"] == 2 })
-	c := stream(t.Context(), t, srv, &wg, completion(Prompt(400, "c"), 10, true))
+	c := stream(t.Context(), t, srv, &wg, completion(simtokens.Prompt(400, "c"), 10, true))
 
 	var m map[string]float64
 	waitFor(t, 5*time.Second, "C waiting", func() bool { m = metrics(t, srv); return m["vllm:num_requests_waiting"] == 1 })
@@ -192,7 +193,7 @@ func TestPrefixCacheHit(t *testing.T) {
 	srv := NewServer(p)
 	defer srv.Close()
 
-	prompt := Prompt(4096, t.Name())
+	prompt := simtokens.Prompt(4096, t.Name())
 	ttft := func() (time.Duration, RequestTruth) {
 		resp, err := post(t.Context(), srv, "/v1/completions", completion(prompt, 1, true), nil)
 		require.NoError(t, err)
@@ -264,7 +265,7 @@ func TestPromptTokensDetails(t *testing.T) {
 				p.PromptTokensDetails = details
 				srv := NewServer(p)
 				defer srv.Close()
-				prompt := Prompt(1000, t.Name())
+				prompt := simtokens.Prompt(1000, t.Name())
 				var got []usage
 				for range 2 {
 					resp, err := post(t.Context(), srv, "/v1/completions", completion(prompt, 3, stream), nil)
@@ -290,7 +291,7 @@ func TestAbortFreesBlocks(t *testing.T) {
 	srv := NewServer(quick())
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(t.Context())
-	resp, err := post(ctx, srv, "/v1/chat/completions", chat(Prompt(1000, "abort"), 10000, true), nil)
+	resp, err := post(ctx, srv, "/v1/chat/completions", chat(simtokens.Prompt(1000, "abort"), 10000, true), nil)
 	require.NoError(t, err)
 	buf := make([]byte, 1)
 	_, err = resp.Body.Read(buf)
@@ -394,7 +395,7 @@ func decodeThroughput(t *testing.T, speed float64, batch int) (measured, predict
 	ids := make([]<-chan string, batch)
 	const promptLen = 32
 	for i := range ids {
-		ids[i] = stream(ctx, t, srv, &wg, completion(Prompt(promptLen, "d"), 100000, true))
+		ids[i] = stream(ctx, t, srv, &wg, completion(simtokens.Prompt(promptLen, "d"), 100000, true))
 	}
 	waitFor(t, 10*time.Second, "every stream's first token", func() bool {
 		return srv.Handler.Stats().Running == batch && srv.Handler.Stats().Waiting == 0 && allStarted(srv, batch)
@@ -469,7 +470,7 @@ func prefillTime(t *testing.T, n int) (got, want float64, late time.Duration) {
 	p.Speed = 10
 	srv := NewServer(p)
 	defer srv.Close()
-	resp, err := post(t.Context(), srv, "/v1/completions", completion(Prompt(n, "prefill"), 1, true), nil)
+	resp, err := post(t.Context(), srv, "/v1/completions", completion(simtokens.Prompt(n, "prefill"), 1, true), nil)
 	require.NoError(t, err)
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()

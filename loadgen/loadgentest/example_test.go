@@ -8,6 +8,7 @@ import (
 	"github.com/tmaxmax/go-sse"
 
 	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/loadgen/workload"
 )
 
 // Start a simulated server and stream one chat completion from it.
@@ -19,7 +20,7 @@ func Example() {
 
 	body, _ := json.Marshal(map[string]any{
 		"model":          "bench",
-		"messages":       []map[string]string{{"role": "user", "content": loadgentest.Prompt(100, "example")}},
+		"messages":       []map[string]string{{"role": "user", "content": workload.Text(100, 1)}},
 		"max_tokens":     8,
 		"stream":         true,
 		"stream_options": map[string]bool{"include_usage": true},
@@ -57,12 +58,13 @@ func Example() {
 			text.WriteString(ch.Delta.Content)
 		}
 		if c.Usage != nil {
+			sizing := workload.SimulatorSizing(true) // the simulator's chat template
 			fmt.Printf("usage: %d prompt tokens (100 + the chat template's %d), %d completion tokens\n",
-				c.Usage.PromptTokens, loadgentest.ChatMessageTokens+loadgentest.ChatReplyTokens, c.Usage.CompletionTokens)
+				c.Usage.PromptTokens, sizing.Overhead(1), c.Usage.CompletionTokens)
 		}
 	}
 	fmt.Printf("text: %q\n", text.String())
-	fmt.Println("tokens in the text:", loadgentest.CountTokens(text.String()))
+	fmt.Println("tokens in the text:", len(strings.Fields(text.String())))
 	// Output:
 	// usage: 108 prompt tokens (100 + the chat template's 8), 8 completion tokens
 	// text: " the of and to in is that it"

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/llmload/llmload/internal/simtokens"
 )
 
 // maxBodyBytes bounds a request body: a 262,144-token prompt is about 2 MB.
@@ -146,7 +148,7 @@ func parsePrompt(raw json.RawMessage) (prompt, *apiError) {
 	default:
 		return prompt{}, badRequest("prompt must be a string, a list of one string, or a list of token ids; the simulator serves one prompt a request")
 	}
-	if CountTokens(s) == 0 {
+	if simtokens.Count(s) == 0 {
 		return prompt{}, badRequest("the prompt is empty")
 	}
 	return prompt{text: s}, nil
@@ -557,7 +559,7 @@ func (h *Handler) serveTokenize(w http.ResponseWriter, r *http.Request) {
 	tokens := []uint32{}
 	p.each(func(id uint32) { tokens = append(tokens, id) })
 	if p.chat && body.AddGenerationPrompt != nil && !*body.AddGenerationPrompt {
-		tokens = tokens[:len(tokens)-ChatReplyTokens]
+		tokens = tokens[:len(tokens)-simtokens.ReplyTokens]
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Count       int      `json:"count"`

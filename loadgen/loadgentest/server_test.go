@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmload/llmload/internal/simtokens"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
@@ -17,7 +18,7 @@ func TestChatStreamShape(t *testing.T) {
 	srv := NewServer(quick())
 	defer srv.Close()
 
-	resp, err := post(t.Context(), srv, "/v1/chat/completions", chat(Prompt(20, t.Name()), 12, true), nil)
+	resp, err := post(t.Context(), srv, "/v1/chat/completions", chat(simtokens.Prompt(20, t.Name()), 12, true), nil)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -37,7 +38,7 @@ func TestChatStreamShape(t *testing.T) {
 
 	final := decodeChunk(t, events[len(events)-2].Data)
 	assert.Empty(t, final.Choices, "the usage chunk has no choices")
-	assert.Equal(t, Usage{20 + ChatMessageTokens + ChatReplyTokens, 12}, Usage{final.Usage.PromptTokens, final.Usage.CompletionTokens})
+	assert.Equal(t, Usage{20 + simtokens.MessageTokens + simtokens.ReplyTokens, 12}, Usage{final.Usage.PromptTokens, final.Usage.CompletionTokens})
 
 	var text strings.Builder
 	prev := 0
@@ -56,7 +57,7 @@ func TestChatStreamShape(t *testing.T) {
 			assert.Nil(t, c.Choices[0].FinishReason)
 		}
 	}
-	assert.Equal(t, 12, CountTokens(text.String()), "the text counts back to its tokens")
+	assert.Equal(t, 12, simtokens.Count(text.String()), "the text counts back to its tokens")
 
 	truth, ok := srv.Truth().Request(id)
 	require.True(t, ok)
@@ -82,8 +83,8 @@ func TestNonStreaming(t *testing.T) {
 		object string
 		prompt int
 	}{
-		{"/v1/completions", completion(Prompt(30, "a"), 7, false), "text_completion", 30},
-		{"/v1/chat/completions", chat(Prompt(30, "b"), 7, false), "chat.completion", 30 + 8},
+		{"/v1/completions", completion(simtokens.Prompt(30, "a"), 7, false), "text_completion", 30},
+		{"/v1/chat/completions", chat(simtokens.Prompt(30, "b"), 7, false), "chat.completion", 30 + 8},
 	} {
 		t.Run(tc.object, func(t *testing.T) {
 			resp, err := post(t.Context(), srv, tc.path, tc.body, nil)
@@ -108,19 +109,19 @@ func TestNonStreaming(t *testing.T) {
 			assert.Equal(t, resp.Header.Get("X-Request-Id"), got.ID)
 			assert.Equal(t, Usage{tc.prompt, 7}, Usage{got.Usage.PromptTokens, got.Usage.CompletionTokens})
 			assert.Equal(t, "length", got.Choices[0].FinishReason)
-			assert.Equal(t, 7, CountTokens(got.Choices[0].Text+got.Choices[0].Message.Content))
+			assert.Equal(t, 7, simtokens.Count(got.Choices[0].Text+got.Choices[0].Message.Content))
 		})
 	}
 }
 
 func TestTokenizer(t *testing.T) {
 	for _, n := range []int{1, 2, 17, 8192} {
-		assert.Equal(t, n, CountTokens(Prompt(n, "seed")))
+		assert.Equal(t, n, simtokens.Count(simtokens.Prompt(n, "seed")))
 	}
-	assert.Equal(t, "", Prompt(0, "x"))
-	assert.Equal(t, Prompt(50, "x"), Prompt(50, "x"))
-	assert.NotEqual(t, strings.Fields(Prompt(5, "x"))[0], strings.Fields(Prompt(5, "y"))[0], "different seeds, different heads")
-	assert.Equal(t, 3, CountTokens("  one\ttwo\n three "))
+	assert.Equal(t, "", simtokens.Prompt(0, "x"))
+	assert.Equal(t, simtokens.Prompt(50, "x"), simtokens.Prompt(50, "x"))
+	assert.NotEqual(t, strings.Fields(simtokens.Prompt(5, "x"))[0], strings.Fields(simtokens.Prompt(5, "y"))[0], "different seeds, different heads")
+	assert.Equal(t, 3, simtokens.Count("  one\ttwo\n three "))
 
 	srv := NewServer(quick())
 	defer srv.Close()
@@ -129,15 +130,15 @@ func TestTokenizer(t *testing.T) {
 		body map[string]any
 		want int
 	}{
-		{"prompt", map[string]any{"prompt": Prompt(100, "t")}, 100},
-		{"messages", map[string]any{"messages": []map[string]any{{"role": "user", "content": Prompt(100, "t")}}}, 108},
+		{"prompt", map[string]any{"prompt": simtokens.Prompt(100, "t")}, 100},
+		{"messages", map[string]any{"messages": []map[string]any{{"role": "user", "content": simtokens.Prompt(100, "t")}}}, 108},
 		{"two messages, no reply header", map[string]any{
 			"messages": []map[string]any{
 				{"role": "system", "content": "be brief"},
 				{"role": "user", "content": []map[string]any{{"type": "text", "text": "hello there"}}},
 			},
 			"add_generation_prompt": false,
-		}, 2 + 2 + 2*ChatMessageTokens},
+		}, 2 + 2 + 2*simtokens.MessageTokens},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, err := post(t.Context(), srv, "/tokenize", tc.body, nil)
@@ -210,14 +211,14 @@ func TestOverLength(t *testing.T) {
 
 	// The seed's 248K row: 253,952 tokens of context + 8,192 of output is
 	// max_model_len exactly, so the chat template's tokens make it too long.
-	resp, err := post(t.Context(), srv, "/v1/chat/completions", chat(Prompt(253952, "248K"), 8192, true), nil)
+	resp, err := post(t.Context(), srv, "/v1/chat/completions", chat(simtokens.Prompt(253952, "248K"), 8192, true), nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	e := readError(t, resp)
 	assert.Equal(t, "BadRequestError", e.Error.Type)
 	assert.Equal(t, "'max_tokens' or 'max_completion_tokens' is too large: 8192. This model's maximum context length is 262144 tokens and your request has 253960 input tokens (8192 > 262144 - 253960).", e.Error.Message)
 
-	resp, err = post(t.Context(), srv, "/v1/completions", completion(Prompt(262144, "all"), 1, false), nil)
+	resp, err = post(t.Context(), srv, "/v1/completions", completion(simtokens.Prompt(262144, "all"), 1, false), nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	e = readError(t, resp)
@@ -231,7 +232,7 @@ func TestOverLength(t *testing.T) {
 	for _, tc := range []struct {
 		prompt, maxTokens, status int
 	}{{60, 4, http.StatusOK}, {60, 5, http.StatusBadRequest}, {63, 1, http.StatusOK}, {64, 1, http.StatusBadRequest}} {
-		resp, err := post(t.Context(), srv2, "/v1/completions", completion(Prompt(tc.prompt, "x"), tc.maxTokens, false), nil)
+		resp, err := post(t.Context(), srv2, "/v1/completions", completion(simtokens.Prompt(tc.prompt, "x"), tc.maxTokens, false), nil)
 		require.NoError(t, err)
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
@@ -282,7 +283,7 @@ func TestBadRequests(t *testing.T) {
 func TestMetricsParse(t *testing.T) {
 	srv := NewServer(SeedProfile())
 	defer srv.Close()
-	gen, err := post(t.Context(), srv, "/v1/completions", completion(Prompt(100, "m"), 5, false), nil)
+	gen, err := post(t.Context(), srv, "/v1/completions", completion(simtokens.Prompt(100, "m"), 5, false), nil)
 	require.NoError(t, err)
 	io.Copy(io.Discard, gen.Body)
 	gen.Body.Close()

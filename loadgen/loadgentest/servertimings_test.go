@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmload/llmload/internal/simtokens"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -36,7 +37,7 @@ func TestIncludeMetrics(t *testing.T) {
 		{"not asked", true, true, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			body := completion(Prompt(64, "m"), 8, tc.stream)
+			body := completion(simtokens.Prompt(64, "m"), 8, tc.stream)
 			if tc.stream && !tc.usage {
 				delete(body, "stream_options")
 			}

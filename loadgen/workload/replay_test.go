@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/simtokens"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/loadgen/workload"
@@ -130,7 +131,7 @@ func TestReplayOnTime(t *testing.T) {
 			a, ok := byPrompt[it.Messages[0].Content]
 			require.True(t, ok, "request %d reached the server", i)
 			assert.Equal(t, e.OutputTokens, a.maxTokens, "request %d: max_tokens is the trace's output length", i)
-			assert.Equal(t, e.InputTokens, loadgentest.CountTokens(a.prompt)+8, "request %d: the prompt is the trace's input length, template included", i)
+			assert.Equal(t, e.InputTokens, simtokens.Count(a.prompt)+8, "request %d: the prompt is the trace's input length, template included", i)
 			if i > 0 {
 				dev := a.at.Sub(first) - (e.At - entries[0].At)
 				devs = append(devs, max(dev, -dev))

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"github.com/llmload/llmload/internal/simtokens"
 	"github.com/llmload/llmload/internal/sizing"
 )
 
@@ -25,16 +26,12 @@ type Sizing struct {
 
 // SimulatorSizing returns the sizing of the simulator's tokenizer for a
 // chat API (chat true) or its completions API: one token a word, and the
-// chat template's [loadgentest.ChatMessageTokens] a message and
-// [loadgentest.ChatReplyTokens] a request.
-//
-// [loadgentest.ChatMessageTokens]: https://pkg.go.dev/github.com/llmload/llmload/loadgen/loadgentest#ChatMessageTokens
-// [loadgentest.ChatReplyTokens]: https://pkg.go.dev/github.com/llmload/llmload/loadgen/loadgentest#ChatReplyTokens
+// chat template's 5 tokens a message and 3 a request.
 func SimulatorSizing(chat bool) Sizing {
 	if !chat {
 		return Sizing{TokensPerWord: 1}
 	}
-	return Sizing{TokensPerWord: 1, MessageTokens: 5, ReplyTokens: 3}
+	return Sizing{TokensPerWord: 1, MessageTokens: simtokens.MessageTokens, ReplyTokens: simtokens.ReplyTokens}
 }
 
 func (s Sizing) perWord() float64 {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/simtokens"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/loadgen/workload"
@@ -148,7 +149,7 @@ func TestReplayCompletions(t *testing.T) {
 	it := rp.Item(workload.TraceEntry{InputTokens: 1000, OutputTokens: 7, HashIDs: []int64{5}})
 	b := &workload.Builder{API: loadgen.Completions}
 	req := b.Request(it)
-	assert.Equal(t, 1000, loadgentest.CountTokens(req.Prompt))
+	assert.Equal(t, 1000, simtokens.Count(req.Prompt))
 	assert.Equal(t, 7, req.MaxTokens)
 	assert.Equal(t, 1000, it.InputTokens)
 	other := rp.Item(workload.TraceEntry{InputTokens: 600, OutputTokens: 7, HashIDs: []int64{5, 9}})
