@@ -225,7 +225,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	if werr := cli.WriteOutput(o.out, stdout, func(w io.Writer) error { return write(w, res, o.format) }); werr != nil {
+	if werr := cli.WriteOutput(o.out, stdout, func(w io.Writer) error { return res.Write(w, o.format) }); werr != nil {
 		fail(stderr, werr)
 		return 1
 	}
@@ -251,13 +251,3 @@ func serverName(s sweep.Server) string {
 	return s.URL
 }
 
-// write writes the report in format.
-func write(w io.Writer, r *sweep.Results, format string) error {
-	switch format {
-	case "json":
-		return r.WriteJSON(w)
-	case "html":
-		return r.WriteHTML(w)
-	}
-	return r.WriteTable(w)
-}

@@ -11,8 +11,7 @@
 // each run (the client, the requests, a run's length); [Run] gives it a
 // load, runs it and reduces it to a [Result]: the figures vLLM's
 // benchmark prints, the run's summary and its full histograms.
-// [Results] gathers the runs as a versioned JSON document
-// ([Results.WriteJSON], [ReadResults]), a terminal table
-// ([Results.WriteTable]) or an HTML page with latency–throughput curves
-// ([Results.WriteHTML]).
+// [Results] gathers the runs and [Results.Write] writes them as a versioned
+// JSON document (read back by [ReadResults]), a terminal table or an HTML
+// page with latency–throughput curves.
 package sweep

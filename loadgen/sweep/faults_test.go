@@ -49,7 +49,7 @@ func TestFailuresCountAgainstTheObjective(t *testing.T) {
 	assert.False(t, r.Met)
 
 	var table bytes.Buffer
-	require.NoError(t, (&sweep.Results{Runs: []sweep.Result{r}, Objective: &obj}).WriteTable(&table))
+	require.NoError(t, (&sweep.Results{Runs: []sweep.Result{r}, Objective: &obj}).Write(&table, "table"))
 	assert.Contains(t, table.String(), "Failed requests:                         8 (server_status ×4, stall ×4)")
 	assert.Contains(t, table.String(), "Met the objective:                       no (33.3% of requests)")
 }

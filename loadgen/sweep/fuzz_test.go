@@ -24,14 +24,14 @@ func FuzzReadResults(f *testing.F) {
 			return
 		}
 		var out bytes.Buffer
-		if err := r.WriteJSON(&out); err != nil {
+		if err := r.Write(&out, "json"); err != nil {
 			return // a value JSON cannot hold, such as a histogram it cannot encode
 		}
 		if _, err := sweep.ReadResults(&out); err != nil {
 			t.Fatalf("a document written back does not read: %v", err)
 		}
-		_ = r.WriteTable(&bytes.Buffer{})
-		_ = r.WriteHTML(&bytes.Buffer{})
+		_ = r.Write(&bytes.Buffer{}, "table")
+		_ = r.Write(&bytes.Buffer{}, "html")
 	})
 }
 

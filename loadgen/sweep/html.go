@@ -20,13 +20,8 @@ var reportHTML string
 
 var htmlTemplate = template.Must(template.New("report").Parse(reportHTML))
 
-// WriteHTML writes the results as a page of its own: the runs' table and,
-// for two runs or more, latency–throughput curves (time to first token,
-// time per output token and end-to-end latency, median and 99th
-// percentile, against each run's Capacity, the requests a second its
-// output rate stands for), with a search's answer marked. Latencies that
-// span more than a factor of 30 are drawn on a logarithmic scale.
-func (r *Results) WriteHTML(w io.Writer) error {
+// writeHTML writes the results as a page of its own (see [Results.Write]).
+func (r *Results) writeHTML(w io.Writer) error {
 	page := htmlPage{Title: r.what(), Server: r.Server.describe()}
 	for _, n := range r.Notes {
 		page.Notes = append(page.Notes, textsafe.Line(n))

@@ -16,7 +16,7 @@ const Schema = "llmload.bench/v1"
 
 // Results are a benchmark's runs against one server: a single load, a
 // sweep, or a search. It is one Go value, and as JSON (see
-// [Results.WriteJSON]) a versioned document, with every run's histograms,
+// [Results.Write]) a versioned document, with every run's histograms,
 // that other tools read.
 type Results struct {
 	Schema string `json:"schema"`
@@ -54,8 +54,35 @@ type Server struct {
 	Profile   string  `json:"profile,omitempty"`
 }
 
-// WriteJSON writes the results as an indented JSON document.
-func (r *Results) WriteJSON(w io.Writer) error {
+// Write writes the results to w in format:
+//
+//   - "table" (or ""): for a terminal, a single run as vLLM's benchmark
+//     prints one (request and token throughput, goodput, then TTFT, TPOT,
+//     ITL and end-to-end latency by mean, median, p90 and p99), several as
+//     one row each, then a search's answer and the notes;
+//   - "json": the versioned, indented JSON document [ReadResults] reads;
+//   - "html": a page of its own, the runs' table and, for two runs or
+//     more, latency–throughput curves (time to first token, time per
+//     output token and end-to-end latency, median and 99th percentile,
+//     against each run's Capacity, the requests a second its output rate
+//     stands for), with a search's answer marked; latencies that span more
+//     than a factor of 30 are drawn on a logarithmic scale.
+//
+// Another format is an error that names the three.
+func (r *Results) Write(w io.Writer, format string) error {
+	switch format {
+	case "", "table":
+		return r.writeTable(w)
+	case "json":
+		return r.writeJSON(w)
+	case "html":
+		return r.writeHTML(w)
+	}
+	return fmt.Errorf("sweep: unknown format %q: write table, json or html", format)
+}
+
+// writeJSON writes the results as an indented JSON document.
+func (r *Results) writeJSON(w io.Writer) error {
 	c := *r
 	if c.Schema == "" {
 		c.Schema = Schema
@@ -68,7 +95,7 @@ func (r *Results) WriteJSON(w io.Writer) error {
 	return nil
 }
 
-// ReadResults reads a document written by [Results.WriteJSON]. A
+// ReadResults reads a document written by [Results.Write] in "json". A
 // document of another major version, or none, is refused.
 func ReadResults(rd io.Reader) (*Results, error) {
 	var r Results

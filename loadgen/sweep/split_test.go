@@ -59,7 +59,7 @@ func TestServerSplitFlagsTheNetwork(t *testing.T) {
 	}
 	assert.Equal(t, whose, slow.OutsideServer)
 	var b bytes.Buffer
-	require.NoError(t, (&sweep.Results{Runs: []sweep.Result{slow}}).WriteTable(&b))
+	require.NoError(t, (&sweep.Results{Runs: []sweep.Result{slow}}).Write(&b, "table"))
 	assert.Contains(t, b.String(), "Mean network and client (ms):")
 	assert.Contains(t, b.String(), "of TTFT: the "+whose+"'s")
 

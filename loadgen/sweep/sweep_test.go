@@ -144,7 +144,7 @@ func TestResultsDocument(t *testing.T) {
 		Objective: &sweep.Objective{SLO: metrics.SLO{TTFT: time.Second}}, Notes: []string{"a note \x1b[31mred\x1b[0m"}}
 
 	var doc bytes.Buffer
-	require.NoError(t, res.WriteJSON(&doc))
+	require.NoError(t, res.Write(&doc, "json"))
 	var raw map[string]any
 	require.NoError(t, json.Unmarshal(doc.Bytes(), &raw))
 	assert.Equal(t, sweep.Schema, raw["schema"])
@@ -172,7 +172,7 @@ func TestResultsDocument(t *testing.T) {
 
 	var table bytes.Buffer
 	res.Runs[1].ClientLimited = "the client's timers fired up to 9ms late (p99), above 5ms"
-	require.NoError(t, res.WriteTable(&table))
+	require.NoError(t, res.Write(&table, "table"))
 	out := table.String()
 	assert.Contains(t, out, "throughput (concurrency 4) †")
 	assert.Contains(t, out, "† throughput (concurrency 4): the client may have limited this run (the client's timers fired up to 9ms late (p99), above 5ms)")
@@ -183,7 +183,7 @@ func TestResultsDocument(t *testing.T) {
 	assert.NotContains(t, out, "\x1b")
 
 	var page bytes.Buffer
-	require.NoError(t, res.WriteHTML(&page))
+	require.NoError(t, res.Write(&page, "html"))
 	html := page.String()
 	assert.Equal(t, 3, strings.Count(html, "<svg class=\"plot\""), "TTFT, TPOT and latency curves")
 	assert.Contains(t, html, "requests a second")
@@ -193,13 +193,13 @@ func TestResultsDocument(t *testing.T) {
 	// One run reads as vLLM's benchmark prints it.
 	one := &sweep.Results{Profile: "concurrency", Runs: runs[:1], Server: res.Server}
 	table.Reset()
-	require.NoError(t, one.WriteTable(&table))
+	require.NoError(t, one.Write(&table, "table"))
 	for _, want := range []string{"Serving Benchmark Result", "Successful requests:", "Request throughput (req/s):", "Output token throughput (tok/s):",
 		"Mean TTFT (ms):", "Median TPOT (ms):", "P99 ITL (ms):", "P90 E2E (ms):"} {
 		assert.Contains(t, table.String(), want)
 	}
 	page.Reset()
-	require.NoError(t, one.WriteHTML(&page))
+	require.NoError(t, one.Write(&page, "html"))
 	assert.NotContains(t, page.String(), "<svg class=\"plot\"", "no curve of one point")
 }
 
@@ -256,4 +256,13 @@ func TestOverCapacityStoppedEarly(t *testing.T) {
 			assert.False(t, r.Met, "an over-capacity rate meets no objective")
 		})
 	}
+}
+
+func TestWriteRefusesAnUnknownFormat(t *testing.T) {
+	var out bytes.Buffer
+	err := (&sweep.Results{}).Write(&out, "markdown")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"markdown"`)
+	assert.Contains(t, err.Error(), "table, json or html")
+	assert.Zero(t, out.Len(), "nothing written")
 }

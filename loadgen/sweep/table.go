@@ -13,11 +13,8 @@ import (
 	"github.com/llmload/llmload/metrics"
 )
 
-// WriteTable writes the results for a terminal: a single run as vLLM's
-// benchmark prints one (request and token throughput, goodput, then TTFT,
-// TPOT, ITL and end-to-end latency by mean, median, p90 and p99), several
-// as one row each, then a search's answer and the notes.
-func (r *Results) WriteTable(w io.Writer) error {
+// writeTable writes the results for a terminal (see [Results.Write]).
+func (r *Results) writeTable(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "%s against %s\n", r.what(), r.Server.describe())
 	if r.Objective != nil {
