@@ -250,4 +250,3 @@ func serverName(s sweep.Server) string {
 	}
 	return s.URL
 }
-
