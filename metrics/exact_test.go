@@ -102,10 +102,10 @@ func TestHistogramMergeKeepsExactFigures(t *testing.T) {
 	assert.Equal(t, 300*time.Millisecond, a.Max())
 	assert.Equal(t, 200*time.Millisecond, a.Mean())
 
-	text, err := b.MarshalText()
+	text, err := b.EncodeV2()
 	require.NoError(t, err)
 	var decoded metrics.Histogram
-	require.NoError(t, decoded.UnmarshalText(text))
+	require.NoError(t, decoded.DecodeV2(text))
 	require.NoError(t, a.Merge(&decoded))
 	assert.EqualValues(t, 3, a.Count())
 	assert.InEpsilon(t, float64(100*time.Millisecond), float64(a.Min()), 1e-3)
@@ -125,10 +125,10 @@ func TestNilHistogramDoesNotPanic(t *testing.T) {
 	assert.Equal(t, metrics.Distribution{}, h.Summary())
 	assert.Zero(t, h.Clone().Count())
 	h.Reset()
-	text, err := h.MarshalText()
+	text, err := h.EncodeV2()
 	require.NoError(t, err)
 	var back metrics.Histogram
-	require.NoError(t, back.UnmarshalText(text))
+	require.NoError(t, back.DecodeV2(text))
 	assert.Zero(t, back.Count())
 
 	some := metrics.NewHistogram()

@@ -271,11 +271,11 @@ func (h *Histogram) Summary() Distribution {
 	}
 }
 
-// MarshalText encodes the histogram in HdrHistogram's V2 compressed,
+// encodeV2 encodes the histogram in HdrHistogram's V2 compressed,
 // base64 form (a string beginning "HISTF"), readable by every HdrHistogram
 // implementation. The format holds the buckets alone: the clamped count
 // and the exact minimum, maximum and mean are not part of it.
-func (h *Histogram) MarshalText() ([]byte, error) {
+func (h *Histogram) encodeV2() ([]byte, error) {
 	var hh *hdrhistogram.Histogram
 	if h != nil {
 		hh = h.h
@@ -290,7 +290,7 @@ func (h *Histogram) MarshalText() ([]byte, error) {
 	return b, nil
 }
 
-// UnmarshalText decodes a histogram written by [Histogram.MarshalText]. A
+// decodeV2 decodes a histogram written by [Histogram.encodeV2]. A
 // histogram of another geometry is merged into this one's geometry; values
 // that do not fit are an error. The format has no exact figures, so the
 // decoded histogram's Min, Max and Mean are its buckets' estimates (within
@@ -300,7 +300,7 @@ func (h *Histogram) MarshalText() ([]byte, error) {
 // A histogram whose geometry would take more than [maxDecodedCounts]
 // buckets (an extreme range, or more significant digits) is refused before
 // anything is allocated for it.
-func (h *Histogram) UnmarshalText(b []byte) error {
+func (h *Histogram) decodeV2(b []byte) error {
 	if err := checkGeometry(b); err != nil {
 		return fmt.Errorf("metrics: decode histogram: %w", err)
 	}
@@ -327,15 +327,15 @@ type histogramJSON struct {
 }
 
 // MarshalJSON encodes the histogram as a JSON object: "v2" holds its
-// buckets in HdrHistogram's V2 compressed encoding (see
-// [Histogram.MarshalText]), and "min_ns", "max_ns" and "sum_ns" its exact
+// buckets in HdrHistogram's V2 compressed, base64 encoding (a string
+// beginning "HISTF", readable by every HdrHistogram implementation), and "min_ns", "max_ns" and "sum_ns" its exact
 // minimum, maximum and sum, in nanoseconds, so that a histogram read back,
 // or merged from several read back, has the exact figures of the values
 // recorded. A histogram that has only its buckets' estimates (one decoded
 // from the bare V2 text, or merged with one) writes "v2" alone. "clamped"
 // counts the values recorded at the ends of the range.
 func (h *Histogram) MarshalJSON() ([]byte, error) {
-	b, err := h.MarshalText()
+	b, err := h.encodeV2()
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +364,7 @@ func (h *Histogram) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("metrics: histogram JSON must be an object with \"v2\", or a string: %w", err)
 	}
 	var d Histogram
-	if err := d.UnmarshalText([]byte(j.V2)); err != nil {
+	if err := d.decodeV2([]byte(j.V2)); err != nil {
 		return err
 	}
 	if j.Clamped < 0 || j.Clamped > d.Count() {

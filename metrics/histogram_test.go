@@ -50,15 +50,15 @@ func TestHistogramMergeAndEncoding(t *testing.T) {
 	assert.EqualValues(t, 4, a.Count())
 	assert.InEpsilon(t, float64(20*time.Millisecond), float64(a.Max()), 1e-3)
 
-	text, err := a.MarshalText()
+	text, err := a.EncodeV2()
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(text), "HISTF"), "V2 compressed, base64: %.10s", text)
 
 	// The format holds the buckets: they come back as they were, and the
 	// figures are the buckets' estimates, within their resolution.
 	var back metrics.Histogram
-	require.NoError(t, back.UnmarshalText(text))
-	again, err := back.MarshalText()
+	require.NoError(t, back.DecodeV2(text))
+	again, err := back.EncodeV2()
 	require.NoError(t, err)
 	assert.Equal(t, string(text), string(again))
 	assertWithinResolution(t, a.Summary(), back.Summary())
@@ -76,7 +76,7 @@ func TestHistogramMergeAndEncoding(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"H": `+string(bare)+`}`), &decoded))
 	assert.Equal(t, back.Summary(), decoded.H.Summary())
 
-	assert.Error(t, back.UnmarshalText([]byte("HISTFAAAnotbase64!")))
+	assert.Error(t, back.DecodeV2([]byte("HISTFAAAnotbase64!")))
 	assert.Error(t, json.Unmarshal([]byte(`{"H": 12}`), &decoded))
 }
 

@@ -111,9 +111,9 @@ func assertSameHistograms(t *testing.T, want, got metrics.Histograms) {
 	}
 	for name, p := range pairs {
 		a, b := p[0], p[1]
-		ta, err := a.MarshalText()
+		ta, err := a.EncodeV2()
 		require.NoError(t, err)
-		tb, err := b.MarshalText()
+		tb, err := b.EncodeV2()
 		require.NoError(t, err)
 		assert.Equal(t, string(ta), string(tb), "%s: buckets", name)
 		assert.Equal(t, a.Count(), b.Count(), name)
