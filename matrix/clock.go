@@ -1,7 +1,9 @@
 package matrix
 
 import (
+	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/llmload/llmload/metrics"
@@ -23,17 +25,19 @@ func (r *Results) inServerTime() *Results {
 	if !(s > 0) || s == 1 {
 		return r
 	}
+	to := toServer(s)
 	c := *r
-	c.Spec = r.Spec.scaled(s)
+	c.Spec = r.Spec.converted(to)
 	c.Prefill = make([]Prefill, len(r.Prefill))
 	for i, p := range r.Prefill {
-		c.Prefill[i] = p.scaled(s)
+		c.Prefill[i] = p.converted(to)
 	}
 	c.Cells = make([]Cell, len(r.Cells))
 	for i, cell := range r.Cells {
 		c.Cells[i] = cell
 		if m := cell.Measurement; m != nil {
-			sm := m.scaled(s)
+			sm := m.converted(to)
+			sm.Client.Lag = to.distribution(m.Client.Lag)
 			sm.Recording = nil
 			c.Cells[i].Measurement = sm
 		}
@@ -50,74 +54,7 @@ func (s Spec) AtSpeed(speed float64) Spec {
 	if !(speed > 0) || speed == 1 {
 		return s
 	}
-	return s.scaled(1 / speed)
-}
-
-// scaled returns the spec with its durations multiplied by f.
-func (s Spec) scaled(f float64) Spec {
-	s.Duration = Duration(scaleDuration(time.Duration(s.Duration), f))
-	if s.Warmup != nil {
-		w := *s.Warmup
-		for _, d := range []*Duration{&w.Min, &w.Flow, &w.Timeout, &w.PerContextK} {
-			*d = Duration(scaleDuration(time.Duration(*d), f))
-		}
-		s.Warmup = &w
-	}
-	if s.SLO != nil {
-		slo := *s.SLO
-		for _, d := range []*time.Duration{&slo.TTFT, &slo.TPOT, &slo.Latency} {
-			*d = scaleDuration(*d, f)
-		}
-		s.SLO = &slo
-	}
-	return s
-}
-
-// scaled returns the row with its time multiplied by f and its rate
-// divided by f.
-func (p Prefill) scaled(f float64) Prefill {
-	p.TTFT *= f
-	if p.TTFTs != nil {
-		p.TTFTs = slices.Clone(p.TTFTs)
-		for i := range p.TTFTs {
-			p.TTFTs[i] *= f
-		}
-	}
-	p.PromptTokensPerSec /= f
-	return p
-}
-
-// scaled returns a copy of the measurement with its times multiplied by f
-// and its rates divided by f.
-func (m *Measurement) scaled(f float64) *Measurement {
-	c := *m
-	c.TotalTokensPerSec /= f
-	c.PerRequestTokensPerSec /= f
-	c.Goodput /= f
-	for _, q := range []*Quantiles{&c.TTFT, &c.TBT, &c.ITL, &c.TTFO} {
-		q.P50, q.P90, q.P99 = q.P50*f, q.P90*f, q.P99*f
-	}
-	c.MeasuredS *= f
-	c.WarmupS *= f
-	if m.Streams != nil {
-		st := *m.Streams
-		st.MeanWaitMs *= f
-		st.DecodeMs *= f
-		c.Streams = &st
-	}
-	c.Client.Lag = scaleDistribution(m.Client.Lag, f)
-	return &c
-}
-
-func scaleDistribution(d metrics.Distribution, f float64) metrics.Distribution {
-	for _, v := range []*time.Duration{&d.Min, &d.Mean, &d.P50, &d.P90, &d.P99, &d.Max} {
-		*v = scaleDuration(*v, f)
-	}
-	return d
-}
-
-func scaleDuration(d time.Duration, f float64) time.Duration {
-	return time.Duration(float64(d) * f)
+	return s.converted(toWall(speed))
 }
 
 // toWallTime converts results of schema v1, whose figures (but not their
@@ -128,16 +65,128 @@ func (r *Results) toWallTime() {
 	if !(s > 0) || s == 1 {
 		return
 	}
-	f := 1 / s
-	r.Spec = r.Spec.scaled(f)
+	to := toWall(s)
+	r.Spec = r.Spec.converted(to)
 	for i := range r.Prefill {
-		r.Prefill[i] = r.Prefill[i].scaled(f)
+		r.Prefill[i] = r.Prefill[i].converted(to)
 	}
 	for i := range r.Cells {
 		if m := r.Cells[i].Measurement; m != nil {
-			w := m.scaled(f)
-			w.Client.Lag = m.Client.Lag // the client's health was in wall time
-			r.Cells[i].Measurement = w
+			r.Cells[i].Measurement = m.converted(to) // the client's health was in wall time
 		}
 	}
+}
+
+// A clockConversion carries figures from one clock to the other: from wall
+// time to the simulated server's time, where times grow by the speed and
+// rates shrink by it, or back. It multiplies and divides by the speed
+// itself, never by its inverse (1/3 or 1/20 is not exact in binary), and
+// rounds what it gives in the server's time to 12 significant digits: a
+// figure read from a file in the server's time, carried into wall time and
+// back for a report, comes back as it was written, not as 2811.5999999999995.
+// Twelve digits are far more than any figure measures.
+type clockConversion struct {
+	speed    float64
+	toServer bool
+}
+
+// toServer converts wall time into the time of a server simulated at speed ×.
+func toServer(speed float64) clockConversion { return clockConversion{speed, true} }
+
+// toWall converts the time of a server simulated at speed × into wall time.
+func toWall(speed float64) clockConversion { return clockConversion{speed, false} }
+
+// time converts a time (of any unit) between the clocks.
+func (c clockConversion) time(x float64) float64 {
+	if c.toServer {
+		return roundFigure(x * c.speed)
+	}
+	return x / c.speed
+}
+
+// rate converts a rate (anything per second) between the clocks.
+func (c clockConversion) rate(x float64) float64 {
+	if c.toServer {
+		return roundFigure(x / c.speed)
+	}
+	return x * c.speed
+}
+
+// duration converts a duration between the clocks, to the nanosecond.
+func (c clockConversion) duration(d time.Duration) time.Duration {
+	return time.Duration(math.Round(c.time(float64(d))))
+}
+
+// distribution converts each of a distribution's durations.
+func (c clockConversion) distribution(d metrics.Distribution) metrics.Distribution {
+	for _, v := range []*time.Duration{&d.Min, &d.Mean, &d.P50, &d.P90, &d.P99, &d.Max} {
+		*v = c.duration(*v)
+	}
+	return d
+}
+
+// roundFigure rounds x to 12 significant digits.
+func roundFigure(x float64) float64 {
+	if x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+		return x
+	}
+	v, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 12, 64), 64)
+	if err != nil {
+		return x
+	}
+	return v
+}
+
+// converted returns the spec with its durations in the other clock.
+func (s Spec) converted(to clockConversion) Spec {
+	s.Duration = Duration(to.duration(time.Duration(s.Duration)))
+	if s.Warmup != nil {
+		w := *s.Warmup
+		for _, d := range []*Duration{&w.Min, &w.Flow, &w.Timeout, &w.PerContextK} {
+			*d = Duration(to.duration(time.Duration(*d)))
+		}
+		s.Warmup = &w
+	}
+	if s.SLO != nil {
+		slo := *s.SLO
+		for _, d := range []*time.Duration{&slo.TTFT, &slo.TPOT, &slo.Latency} {
+			*d = to.duration(*d)
+		}
+		s.SLO = &slo
+	}
+	return s
+}
+
+// converted returns the row with its time and rate in the other clock.
+func (p Prefill) converted(to clockConversion) Prefill {
+	p.TTFT = to.time(p.TTFT)
+	if p.TTFTs != nil {
+		p.TTFTs = slices.Clone(p.TTFTs)
+		for i := range p.TTFTs {
+			p.TTFTs[i] = to.time(p.TTFTs[i])
+		}
+	}
+	p.PromptTokensPerSec = to.rate(p.PromptTokensPerSec)
+	return p
+}
+
+// converted returns a copy of the measurement with its times and rates in
+// the other clock; the client's own timer lag is left as it was.
+func (m *Measurement) converted(to clockConversion) *Measurement {
+	c := *m
+	for _, r := range []*float64{&c.TotalTokensPerSec, &c.PerRequestTokensPerSec, &c.Goodput} {
+		*r = to.rate(*r)
+	}
+	for _, q := range []*Quantiles{&c.TTFT, &c.TBT, &c.ITL, &c.TTFO} {
+		q.P50, q.P90, q.P99 = to.time(q.P50), to.time(q.P90), to.time(q.P99)
+	}
+	c.MeasuredS = to.time(c.MeasuredS)
+	c.WarmupS = to.time(c.WarmupS)
+	if m.Streams != nil {
+		st := *m.Streams
+		st.MeanWaitMs = to.time(st.MeanWaitMs)
+		st.DecodeMs = to.time(st.DecodeMs)
+		c.Streams = &st
+	}
+	return &c
 }

@@ -331,7 +331,7 @@ func newRatio(base, next estimate) *Ratio {
 	if base.v == 0 || next.v == 0 || !ok(next.v/base.v) {
 		return r
 	}
-	r.Ratio, r.Change = next.v/base.v, ChangeSame
+	r.Ratio, r.Change = roundFigure(next.v/base.v), ChangeSame // a ratio of two decimals shows as one: 1.12, not 1.1199999999999999
 	switch {
 	case r.Ratio > 1+compareThreshold:
 		r.Change = ChangeBetter
