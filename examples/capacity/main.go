@@ -16,6 +16,10 @@
 //	    -max-model-len 262144 -max-num-seqs 128 -enable-prefix-caching \
 //	    -language-model-only
 //	capacity -url http://localhost:8000 -max-num-seqs 128 -json
+//
+// With -url, the server is asked as the other commands ask it: -model
+// names the model on a server of several, -api-key-env and -header send
+// credentials to -url's origin only, and -transport picks the client.
 package main
 
 import (
@@ -25,13 +29,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/cli"
-	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/textsafe"
 )
 
@@ -54,7 +56,8 @@ func main() {
 // options are the command's flags.
 type options struct {
 	engine                                    capacity.Engine
-	config, url, version, dtype               string
+	client                                    cli.ClientFlags
+	config, version, dtype                    string
 	kvCacheDType, quantization                string
 	gpuMemGiB, utilization                    float64
 	maxModelLen, maxNumSeqs, maxBatchedTokens int
@@ -73,7 +76,7 @@ type options struct {
 func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.config, "config", "", "model `config.json` or model directory (safetensors headers give the exact weights)")
 	fs.TextVar(&o.engine, "engine", capacity.EngineVLLM, "`name` of the engine whose rules to apply: vllm or sglang")
-	fs.StringVar(&o.url, "url", "", "read the capacity from the running server at this `URL` instead of estimating it")
+	o.client.RegisterServer(fs, "read the capacity from the running server at this `URL` instead of estimating it")
 	fs.StringVar(&o.version, "vllm-version", "", "vLLM `version` whose memory profile and formulas to use; empty means the server's with -url, else "+capacity.DefaultVLLMVersion+"'s estimate with a range spanning every version's profile")
 	fs.StringVar(&o.dtype, "dtype", "auto", "model dtype vLLM serves in: auto, bfloat16, float16 or float32")
 	fs.Float64Var(&o.gpuMemGiB, "gpu-mem-gib", 0, "total memory of one GPU in GiB, as PyTorch reports it (11.76 for a 12 GB RTX 3060)")
@@ -156,8 +159,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	r := &report{MaxTokens: o.maxTokens}
 	var limits capacity.Limits
-	if o.url != "" {
-		d, err := discover(ctx, o.url, o.timeout)
+	if o.client.URL != "" {
+		d, err := discover(ctx, &o.client, o.timeout)
 		if err != nil {
 			return err
 		}
@@ -194,7 +197,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			// fill in what the server does not publish.
 			limits = limits.Merge(e.Limits())
 		}
-	case o.url != "":
+	case o.client.URL != "":
 	default:
 		return errors.New("give -config (a config.json or model directory) or -url (a running server)")
 	}
@@ -242,16 +245,19 @@ func tokenList(name, s string) ([]int, error) {
 	return list, nil
 }
 
-// discover reads the capacity of the server at url. The URL's password is
-// sent, never printed; the server's words are kept without their control
-// characters.
-func discover(ctx context.Context, url string, timeout time.Duration) (*capacity.Discovery, error) {
+// discover reads the capacity of the server the client flags name. The
+// URL's password, the API key and credential headers are sent, never
+// printed; the server's words are kept without their control characters.
+func discover(ctx context.Context, client *cli.ClientFlags, timeout time.Duration) (*capacity.Discovery, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	sec := redact.New(url)
-	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	sec := client.Redactor()
+	hc, err := client.HTTPClient(1)
+	if err != nil {
+		return nil, err
+	}
 	defer hc.CloseIdleConnections()
-	d, err := capacity.DiscoverModel(ctx, hc, url, "")
+	d, err := capacity.DiscoverModel(ctx, hc, client.URL, client.Model)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return nil, fmt.Errorf("%w (-timeout %v bounds the whole discovery: raise it for a slow server)", sec.Error(err), timeout)

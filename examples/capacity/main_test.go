@@ -456,3 +456,59 @@ func TestRunLiveTrickling(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Regexp(t, `GET http://127\.0\.0\.1:\d+/metrics: \d+ bytes of the answer read when the caller's deadline passed: context deadline exceeded \(-timeout 300ms bounds the whole discovery: raise it for a slow server\)$`, err.Error())
 }
+
+// TestRunLiveCredentials reads the capacity of a server behind a gateway
+// that wants an API key and a header of its own, given as the other
+// commands take them: -api-key-env and -header. Both reach the server; the
+// key is printed nowhere; without them the server's refusals are what
+// the report shows.
+func TestRunLiveCredentials(t *testing.T) {
+	const key = "sk-capacity-k3y"
+	open := vllmServer(t)
+	var asked atomic.Int32
+	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		if r.Header.Get("Authorization") != "Bearer "+key || r.Header.Get("X-Gateway-Tenant") != "bench" {
+			http.Error(w, "missing credentials", http.StatusUnauthorized)
+			return
+		}
+		r2, err := http.NewRequestWithContext(r.Context(), r.Method, open.URL+r.URL.Path, nil)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		resp, err := http.DefaultClient.Do(r2)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		_, _ = w.Write(b.Bytes())
+	}))
+	t.Cleanup(gateway.Close)
+	t.Setenv("CAPACITY_TEST_KEY", key)
+
+	var out, errOut bytes.Buffer
+	err := run(t.Context(), []string{"-url", gateway.URL + "/v1", "-max-num-seqs", "128",
+		"-api-key-env", "CAPACITY_TEST_KEY", "-header", "X-Gateway-Tenant: bench", "-transport", "http"}, &out, &errOut)
+	require.NoError(t, err, errOut.String())
+	assert.Contains(t, out.String(), "kv_tokens 707,789", "the server's figures came through the gateway")
+	assert.NotContains(t, out.String()+errOut.String(), key)
+	assert.Positive(t, asked.Load())
+
+	out.Reset()
+	errOut.Reset()
+	require.NoError(t, run(t.Context(), []string{"-url", gateway.URL + "/v1", "-json"}, &out, &errOut), errOut.String())
+	var r report
+	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+	assert.Zero(t, r.KVTokens, "without credentials the gateway tells nothing")
+	require.NotEmpty(t, r.Discovery.Probes)
+	assert.Equal(t, http.StatusUnauthorized, r.Discovery.Probes[0].Status, "and says why")
+
+	err = run(t.Context(), []string{"-url", gateway.URL, "-api-key-env", "CAPACITY_TEST_UNSET"}, &out, &errOut)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "CAPACITY_TEST_UNSET is empty")
+}

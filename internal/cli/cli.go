@@ -1,6 +1,6 @@
 // Package cli holds what llmload's commands share, so each command is its
 // flags and its work: the handling of Ctrl-C and SIGTERM, and the flags
-// that make a client (-url, -model, -api, -api-key-env, -transport).
+// that make a client (-url, -model, -api, -api-key-env, -header, -transport).
 package cli
 
 import (
@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/llmload/llmload/internal/redact"
@@ -94,9 +96,20 @@ func (f *ClientFlags) Register(fs *flag.FlagSet, url string) {
 	if url == "" {
 		sim = " (empty: the built-in simulator)"
 	}
-	fs.StringVar(&f.URL, "url", url, "base URL of the OpenAI-compatible API, such as http://127.0.0.1:8000/v1"+sim)
-	fs.StringVar(&f.Model, "model", "", "model name (empty: the server's only model, where it has one)")
+	f.register(fs, url, "base URL of the OpenAI-compatible API, such as http://127.0.0.1:8000/v1"+sim)
 	fs.TextVar(&f.API, "api", loadgen.Chat, "the API to call: chat, completions, responses (OpenAI's Responses API) or messages (Anthropic's Messages API)")
+}
+
+// RegisterServer defines the flags of a command that asks a server about
+// itself and sends it no prompt: all of Register's but -api. -url has no
+// default; urlUsage says what giving it does.
+func (f *ClientFlags) RegisterServer(fs *flag.FlagSet, urlUsage string) {
+	f.register(fs, "", urlUsage)
+}
+
+func (f *ClientFlags) register(fs *flag.FlagSet, defaultURL, urlUsage string) {
+	fs.StringVar(&f.URL, "url", defaultURL, urlUsage)
+	fs.StringVar(&f.Model, "model", "", "model name (empty: the server's only model, where it has one)")
 	fs.StringVar(&f.KeyEnv, "api-key-env", "", "name of the environment variable that holds the API key (sent to -url's origin only)")
 	fs.Var(&f.Headers, "header", "'Name: value' added to every request (repeatable); a credential's (Authorization, *key*, *token*) goes to -url's origin only and is never printed or saved")
 	fs.StringVar(&f.Transport, "transport", "stream", "HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux), poll (the same, its bodies read by a few shared pollers, one system call a chunk: less CPU at many streams; Linux, http:// only) or http (net/http's: honours HTTP_PROXY)")
@@ -145,6 +158,70 @@ func (f *ClientFlags) Client(streams int) (*loadgen.Client, error) {
 		return nil, err
 	}
 	return &loadgen.Client{BaseURL: f.URL, APIKey: key, Header: f.Headers.Header(), HTTPClient: &http.Client{Transport: tr}}, nil
+}
+
+// HTTPClient returns a plain HTTP client for asking the server about
+// itself (its models, limits, /metrics), for streams connections at once:
+// the API key and the -header headers go with every request to -url's
+// origin and to no other, over the transport -transport names.
+func (f *ClientFlags) HTTPClient(streams int) (*http.Client, error) {
+	key, err := f.APIKey()
+	if err != nil {
+		return nil, err
+	}
+	tr, err := f.RoundTripper(streams)
+	if err != nil {
+		return nil, err
+	}
+	h := f.Headers.Header()
+	if key != "" {
+		if h == nil {
+			h = make(http.Header)
+		}
+		h.Set("Authorization", "Bearer "+key)
+	}
+	if len(h) == 0 {
+		return &http.Client{Transport: tr}, nil
+	}
+	u, err := url.Parse(f.URL)
+	if err != nil {
+		return nil, fmt.Errorf("-url: %w", redact.New(f.URL).Error(err))
+	}
+	return &http.Client{Transport: &originHeaders{origin: origin(u), header: h, next: tr}}, nil
+}
+
+// originHeaders adds its headers to every request to one origin.
+type originHeaders struct {
+	origin string
+	header http.Header
+	next   http.RoundTripper
+}
+
+func (o *originHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
+	if origin(req.URL) != o.origin {
+		return o.next.RoundTrip(req)
+	}
+	req = req.Clone(req.Context())
+	for k, vs := range o.header {
+		req.Header[k] = append(req.Header[k], vs...)
+	}
+	return o.next.RoundTrip(req)
+}
+
+// CloseIdleConnections closes the idle connections of the transport below.
+func (o *originHeaders) CloseIdleConnections() {
+	if c, ok := o.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// origin is a URL's "scheme://host:port", its port spelled out.
+func origin(u *url.URL) string {
+	scheme, port := strings.ToLower(u.Scheme), u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[scheme]
+	}
+	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }
 
 // Redactor returns what removes the password of -url and the API key from

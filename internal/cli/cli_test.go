@@ -7,6 +7,7 @@ import (
 	"flag"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"syscall"
@@ -144,4 +145,31 @@ func TestTransportFlag(t *testing.T) {
 	rt, err := f.RoundTripper(2)
 	require.NoError(t, err)
 	assert.IsType(t, &http.Transport{}, rt)
+}
+
+// TestHTTPClientOriginOnly: the plain client sends the API key and the
+// -header headers to -url's origin and to no other.
+func TestHTTPClientOriginOnly(t *testing.T) {
+	seen := make(chan http.Header, 2)
+	record := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen <- r.Header.Clone() })
+	own, other := httptest.NewServer(record), httptest.NewServer(record)
+	defer own.Close()
+	defer other.Close()
+	t.Setenv("CLI_TEST_KEY", "sk-cli-test-0123456789")
+	f := cli.ClientFlags{URL: own.URL + "/v1", KeyEnv: "CLI_TEST_KEY", Transport: "http"}
+	require.NoError(t, f.Headers.Set("X-Tenant: bench"))
+	hc, err := f.HTTPClient(1)
+	require.NoError(t, err)
+	defer hc.CloseIdleConnections()
+	for _, u := range []string{own.URL + "/metrics", other.URL + "/metrics"} {
+		resp, err := hc.Get(u)
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	h := <-seen
+	assert.Equal(t, "Bearer sk-cli-test-0123456789", h.Get("Authorization"))
+	assert.Equal(t, "bench", h.Get("X-Tenant"))
+	h = <-seen
+	assert.Empty(t, h.Get("Authorization"), "another origin")
+	assert.Empty(t, h.Get("X-Tenant"), "another origin")
 }
