@@ -20,7 +20,7 @@ func ExampleSweep() {
 	// Each run gets its own requests: 8 synthetic prompts of 100 to 400
 	// tokens, with 8-token outputs.
 	target := func(loadgen.Load) (*loadgen.Generator, error) {
-		syn := &workload.Synthetic{Input: workload.Uniform{Min: 100, Max: 400}, Output: workload.Fixed(8), Sizing: workload.SimulatorSizing(true)}
+		syn := &workload.Synthetic{Input: workload.Uniform(100, 400), Output: workload.Fixed(8), Sizing: workload.SimulatorSizing(true)}
 		feed := workload.NewFeed(syn.Reader(), &workload.Builder{Model: loadgentest.DefaultModel, IgnoreEOS: true})
 		return &loadgen.Generator{Client: client, Source: feed.Source, Requests: 8}, nil
 	}

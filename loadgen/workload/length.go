@@ -14,8 +14,11 @@ import (
 const MaxLength = 1 << 24
 
 // A Length is a distribution of token counts, such as the input or the
-// output lengths of synthetic requests. Draw returns a count in [Min, Max]
-// from rng; it is deterministic for a given rng state.
+// output lengths of synthetic requests. Draw returns a count within the
+// distribution's bounds from rng; it is deterministic for a given rng
+// state. [Fixed], [Uniform], [Normal] and [LogNormal] make the usual
+// ones and [ParseLength] reads them; any type with these methods is a
+// Length too.
 type Length interface {
 	Draw(rng *rand.Rand) int
 	// Mean is the distribution's mean after rounding and clamping, where
@@ -25,77 +28,71 @@ type Length interface {
 	String() string
 }
 
-// Fixed is a length that is always the same.
-type Fixed int
+// Fixed returns a length that is always n.
+func Fixed(n int) Length { return fixed(n) }
 
-// Draw returns f.
-func (f Fixed) Draw(*rand.Rand) int { return int(f) }
+// Uniform returns a length drawn uniformly from [min, max], both included.
+func Uniform(min, max int) Length { return uniform{min: min, max: max} }
 
-// Mean returns f.
-func (f Fixed) Mean() float64 { return float64(f) }
-
-// String returns the length, such as "128".
-func (f Fixed) String() string { return strconv.Itoa(int(f)) }
-
-// Uniform draws a length uniformly from [Min, Max], both included.
-type Uniform struct{ Min, Max int }
-
-// Draw returns a length in [Min, Max].
-func (u Uniform) Draw(rng *rand.Rand) int { return u.Min + rng.IntN(u.Max-u.Min+1) }
-
-// Mean returns (Min + Max) / 2.
-func (u Uniform) Mean() float64 { return float64(u.Min+u.Max) / 2 }
-
-// String returns "uniform:MIN,MAX".
-func (u Uniform) String() string { return fmt.Sprintf("uniform:%d,%d", u.Min, u.Max) }
-
-// Normal draws a length from a normal distribution of Mean and StdDev,
-// rounded, and clamped to [Min, Max] (Min 0 means 1; Max 0 means
-// [MaxLength]).
-type Normal struct {
-	Mu, Sigma float64
-	Min, Max  int
+// Normal returns a length drawn from a normal distribution of mean mu and
+// standard deviation sigma, rounded, and clamped to [min, max] (min 0
+// means 1; max 0 means [MaxLength]). Its Mean is mu: the clamping's bias
+// is not counted.
+func Normal(mu, sigma float64, min, max int) Length {
+	return normal{mu: mu, sigma: sigma, min: min, max: max}
 }
 
-// Draw returns a rounded, clamped normal draw.
-func (n Normal) Draw(rng *rand.Rand) int {
-	return clampLength(math.Round(n.Mu+n.Sigma*rng.NormFloat64()), n.Min, n.Max)
-}
-
-// Mean returns Mu: the clamping's bias is not counted.
-func (n Normal) Mean() float64 { return n.Mu }
-
-// String returns "normal:MEAN,STDDEV".
-func (n Normal) String() string { return "normal:" + bounds(n.Mu, n.Sigma, n.Min, n.Max) }
-
-// LogNormal draws a length whose logarithm is normal: the shape of real
-// prompt and output lengths, with a long tail. Mu and Sigma are the mean
+// LogNormal returns a length whose logarithm is normal: the shape of real
+// prompt and output lengths, with a long tail. mu and sigma are the mean
 // and the standard deviation of the lengths themselves (not of their
-// logarithms), so "lognormal:512,256" has a mean of 512. The draw is
-// rounded and clamped to [Min, Max] (Min 0 means 1; Max 0 means
-// [MaxLength]).
-type LogNormal struct {
-	Mu, Sigma float64
-	Min, Max  int
+// logarithms), so LogNormal(512, 256, 0, 0) has a mean of 512. The draw is
+// rounded and clamped to [min, max] (min 0 means 1; max 0 means
+// [MaxLength]); its Mean is mu.
+func LogNormal(mu, sigma float64, min, max int) Length {
+	return logNormal{mu: mu, sigma: sigma, min: min, max: max}
 }
 
-// Draw returns a rounded, clamped log-normal draw.
-func (l LogNormal) Draw(rng *rand.Rand) int {
+type fixed int
+
+func (f fixed) Draw(*rand.Rand) int { return int(f) }
+func (f fixed) Mean() float64       { return float64(f) }
+func (f fixed) String() string      { return strconv.Itoa(int(f)) }
+
+type uniform struct{ min, max int }
+
+func (u uniform) Draw(rng *rand.Rand) int { return u.min + rng.IntN(u.max-u.min+1) }
+func (u uniform) Mean() float64           { return float64(u.min+u.max) / 2 }
+func (u uniform) String() string          { return fmt.Sprintf("uniform:%d,%d", u.min, u.max) }
+
+type normal struct {
+	mu, sigma float64
+	min, max  int
+}
+
+func (n normal) Draw(rng *rand.Rand) int {
+	return clampLength(math.Round(n.mu+n.sigma*rng.NormFloat64()), n.min, n.max)
+}
+func (n normal) Mean() float64  { return n.mu }
+func (n normal) String() string { return "normal:" + bounds(n.mu, n.sigma, n.min, n.max) }
+
+type logNormal struct {
+	mu, sigma float64
+	min, max  int
+}
+
+func (l logNormal) Draw(rng *rand.Rand) int {
 	m, s := l.params()
-	return clampLength(math.Round(math.Exp(m+s*rng.NormFloat64())), l.Min, l.Max)
+	return clampLength(math.Round(math.Exp(m+s*rng.NormFloat64())), l.min, l.max)
 }
 
 // params returns the mean and the standard deviation of the logarithm.
-func (l LogNormal) params() (float64, float64) {
-	v := math.Log1p(l.Sigma * l.Sigma / (l.Mu * l.Mu))
-	return math.Log(l.Mu) - v/2, math.Sqrt(v)
+func (l logNormal) params() (float64, float64) {
+	v := math.Log1p(l.sigma * l.sigma / (l.mu * l.mu))
+	return math.Log(l.mu) - v/2, math.Sqrt(v)
 }
 
-// Mean returns Mu: the clamping's bias is not counted.
-func (l LogNormal) Mean() float64 { return l.Mu }
-
-// String returns "lognormal:MEAN,STDDEV".
-func (l LogNormal) String() string { return "lognormal:" + bounds(l.Mu, l.Sigma, l.Min, l.Max) }
+func (l logNormal) Mean() float64  { return l.mu }
+func (l logNormal) String() string { return "lognormal:" + bounds(l.mu, l.sigma, l.min, l.max) }
 
 func bounds(mu, sigma float64, lo, hi int) string {
 	s := strconv.FormatFloat(mu, 'g', -1, 64) + "," + strconv.FormatFloat(sigma, 'g', -1, 64)
@@ -171,7 +168,7 @@ func ParseLength(s string) (Length, error) {
 		if !ok1 || !ok2 || lo < 1 || hi < lo {
 			return bad(fmt.Sprintf("uniform needs whole lengths 1 ≤ MIN ≤ MAX ≤ %d", MaxLength))
 		}
-		return Uniform{Min: lo, Max: hi}, nil
+		return Uniform(lo, hi), nil
 	case "normal", "lognormal":
 		if len(nums) != 2 && len(nums) != 4 {
 			return bad(kind + " takes MEAN,STDDEV or MEAN,STDDEV,MIN,MAX")
@@ -190,9 +187,9 @@ func ParseLength(s string) (Length, error) {
 			}
 		}
 		if strings.ToLower(kind) == "normal" {
-			return Normal{Mu: mu, Sigma: sigma, Min: lo, Max: hi}, nil
+			return Normal(mu, sigma, lo, hi), nil
 		}
-		return LogNormal{Mu: mu, Sigma: sigma, Min: lo, Max: hi}, nil
+		return LogNormal(mu, sigma, lo, hi), nil
 	}
 	return bad(fmt.Sprintf("unknown distribution %q (want uniform, normal or lognormal)", kind))
 }

@@ -19,11 +19,11 @@ func TestParseLength(t *testing.T) {
 	}{
 		{"128", workload.Fixed(128)},
 		{" 0 ", workload.Fixed(0)},
-		{"uniform:64,256", workload.Uniform{Min: 64, Max: 256}},
-		{"UNIFORM: 1 , 1", workload.Uniform{Min: 1, Max: 1}},
-		{"normal:512,128", workload.Normal{Mu: 512, Sigma: 128}},
-		{"normal:512,128,64,1024", workload.Normal{Mu: 512, Sigma: 128, Min: 64, Max: 1024}},
-		{"lognormal:512,256", workload.LogNormal{Mu: 512, Sigma: 256}},
+		{"uniform:64,256", workload.Uniform(64, 256)},
+		{"UNIFORM: 1 , 1", workload.Uniform(1, 1)},
+		{"normal:512,128", workload.Normal(512, 128, 0, 0)},
+		{"normal:512,128,64,1024", workload.Normal(512, 128, 64, 1024)},
+		{"lognormal:512,256", workload.LogNormal(512, 256, 0, 0)},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := workload.ParseLength(tc.in)
@@ -53,10 +53,10 @@ func TestLengthDraws(t *testing.T) {
 		mean, sd float64
 	}{
 		{workload.Fixed(7), 7, 7, 7, 0},
-		{workload.Uniform{Min: 10, Max: 20}, 10, 20, 15, math.Sqrt(11*11-1) / math.Sqrt(12)},
-		{workload.Normal{Mu: 500, Sigma: 50}, 1, workload.MaxLength, 500, 50},
-		{workload.Normal{Mu: 500, Sigma: 400, Min: 100, Max: 600}, 100, 600, -1, -1},
-		{workload.LogNormal{Mu: 400, Sigma: 300}, 1, workload.MaxLength, 400, 300},
+		{workload.Uniform(10, 20), 10, 20, 15, math.Sqrt(11*11-1) / math.Sqrt(12)},
+		{workload.Normal(500, 50, 0, 0), 1, workload.MaxLength, 500, 50},
+		{workload.Normal(500, 400, 100, 600), 100, 600, -1, -1},
+		{workload.LogNormal(400, 300, 0, 0), 1, workload.MaxLength, 400, 300},
 	} {
 		t.Run(tc.l.String(), func(t *testing.T) {
 			const n = 40000

@@ -120,7 +120,7 @@ func TestMixRuns(t *testing.T) {
 	srv := loadgentest.NewServer(loadgentest.FastProfile())
 	defer srv.Close()
 	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()}
-	mix := &workload.Mix{Input: workload.Uniform{Min: 100, Max: 300}, Output: workload.Fixed(4), Sizing: workload.SimulatorSizing(true), Seed: 3,
+	mix := &workload.Mix{Input: workload.Uniform(100, 300), Output: workload.Fixed(4), Sizing: workload.SimulatorSizing(true), Seed: 3,
 		Builder: workload.Builder{Model: loadgentest.DefaultModel, IgnoreEOS: true}}
 	defer mix.Close()
 	for range 2 {

@@ -17,7 +17,7 @@ import (
 func TestSessionsGrow(t *testing.T) {
 	_, c := simulator(t)
 	s := &workload.Sessions{
-		Turns: workload.Fixed(3), Input: workload.Uniform{Min: 20, Max: 60}, Output: workload.Fixed(24),
+		Turns: workload.Fixed(3), Input: workload.Uniform(20, 60), Output: workload.Fixed(24),
 		Think: 2 * time.Second, Sizing: workload.SimulatorSizing(true), Seed: 5,
 		Builder: workload.Builder{Model: loadgentest.DefaultModel, IgnoreEOS: true},
 	}

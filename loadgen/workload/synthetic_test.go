@@ -33,8 +33,8 @@ func TestSyntheticSizesAsTheServerCounts(t *testing.T) {
 	for _, api := range []loadgen.API{loadgen.Chat, loadgen.Completions} {
 		t.Run(api.String(), func(t *testing.T) {
 			s := &workload.Synthetic{
-				Input:  workload.Uniform{Min: 20, Max: 400},
-				Output: workload.LogNormal{Mu: 12, Sigma: 6, Max: 40},
+				Input:  workload.Uniform(20, 400),
+				Output: workload.LogNormal(12, 6, 0, 40),
 				Prefix: workload.SharedPrefix{Groups: 2, Tokens: 64},
 				Sizing: workload.SimulatorSizing(api == loadgen.Chat),
 				Seed:   7,
