@@ -11,21 +11,50 @@ import (
 // loadJSON is how a result stores its load: {"kind": "concurrency",
 // "concurrency": 8}, {"kind": "poisson", "rate": 3.2}, {"kind": "gamma",
 // "rate": 3.2, "burstiness": 0.5}, {"kind": "schedule"}, with the ramp,
-// the cap on requests in flight and the arrivals' seed when set.
+// the cap on requests in flight and the arrivals' seed when set. The ramp
+// is a setting, so it is text ("30s") as a person gives it.
 type loadJSON struct {
-	Kind        string        `json:"kind"`
-	Concurrency int           `json:"concurrency,omitempty"`
-	Ramp        time.Duration `json:"ramp,omitempty"`
-	Rate        float64       `json:"rate,omitempty"`
-	Burstiness  float64       `json:"burstiness,omitempty"`
-	MaxInFlight int           `json:"max_in_flight,omitempty"`
-	Seed        uint64        `json:"seed,omitempty"`
+	Kind        string       `json:"kind"`
+	Concurrency int          `json:"concurrency,omitempty"`
+	Ramp        durationText `json:"ramp,omitempty"`
+	Rate        float64      `json:"rate,omitempty"`
+	Burstiness  float64      `json:"burstiness,omitempty"`
+	MaxInFlight int          `json:"max_in_flight,omitempty"`
+	Seed        uint64       `json:"seed,omitempty"`
+}
+
+// durationText is a duration written as text ("1m30s"). It reads that, and
+// a number of nanoseconds, as files written before wrote a ramp.
+type durationText time.Duration
+
+// MarshalJSON writes the duration as time.Duration.String does.
+func (d durationText) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads a duration's text or a number of nanoseconds.
+func (d *durationText) UnmarshalJSON(b []byte) error {
+	var ns int64
+	if err := json.Unmarshal(b, &ns); err == nil {
+		*d = durationText(ns)
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("sweep: a ramp is %s: want a duration such as \"30s\"", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("sweep: a ramp is %q: want a duration such as \"30s\": %w", s, err)
+	}
+	*d = durationText(v)
+	return nil
 }
 
 func encodeLoad(l loadgen.Load) *loadJSON {
 	switch l := l.(type) {
 	case loadgen.Closed:
-		return &loadJSON{Kind: "concurrency", Concurrency: max(l.Streams, 1), Ramp: l.Ramp}
+		return &loadJSON{Kind: "concurrency", Concurrency: max(l.Streams, 1), Ramp: durationText(l.Ramp)}
 	case loadgen.Open:
 		return &loadJSON{Kind: l.Arrival.String(), Rate: l.Rate, Burstiness: l.Burstiness, MaxInFlight: l.MaxInFlight, Seed: l.Seed}
 	case loadgen.Schedule:
@@ -42,7 +71,7 @@ func decodeLoad(j *loadJSON) (loadgen.Load, error) {
 	}
 	switch j.Kind {
 	case "concurrency":
-		return loadgen.Closed{Streams: j.Concurrency, Ramp: j.Ramp}, nil
+		return loadgen.Closed{Streams: j.Concurrency, Ramp: time.Duration(j.Ramp)}, nil
 	case "schedule":
 		return loadgen.Schedule{MaxInFlight: j.MaxInFlight}, nil
 	}

@@ -114,6 +114,7 @@ func TestLoadStored(t *testing.T) {
 		json string
 	}{
 		{loadgen.Closed{Streams: 8}, `{"kind":"concurrency","concurrency":8}`},
+		{loadgen.Closed{Streams: 8, Ramp: 90 * time.Second}, `{"kind":"concurrency","concurrency":8,"ramp":"1m30s"}`},
 		{loadgen.Open{Arrival: loadgen.Constant, Rate: 3.25}, `{"kind":"constant","rate":3.25}`},
 		{loadgen.Open{Rate: 0.05, Seed: 7, MaxInFlight: 4}, `{"kind":"poisson","rate":0.05,"max_in_flight":4,"seed":7}`},
 		{loadgen.Open{Arrival: loadgen.Gamma, Rate: 12.3456, Burstiness: 0.5}, `{"kind":"gamma","rate":12.3456,"burstiness":0.5}`},
@@ -131,6 +132,10 @@ func TestLoadStored(t *testing.T) {
 	}
 	var back sweep.Result
 	assert.ErrorContains(t, json.Unmarshal([]byte(`{"load":{"kind":"sometimes"}}`), &back), `"sometimes"`)
+	// A ramp written as nanoseconds, as files did before it was text, reads.
+	require.NoError(t, json.Unmarshal([]byte(`{"load":{"kind":"concurrency","concurrency":2,"ramp":5000000000}}`), &back))
+	assert.Equal(t, loadgen.Closed{Streams: 2, Ramp: 5 * time.Second}, back.Load)
+	assert.ErrorContains(t, json.Unmarshal([]byte(`{"load":{"kind":"concurrency","ramp":"soon"}}`), &back), `"soon"`)
 }
 
 // The results are a versioned document that reads back, histograms
