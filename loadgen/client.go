@@ -31,6 +31,10 @@ const (
 	// defaultMaxEventSize bounds one SSE event, so a hostile or broken
 	// server cannot make the client buffer without limit.
 	defaultMaxEventSize = 1 << 20
+	// defaultMaxBodySize bounds the whole answer of an Embeddings or Rerank
+	// request: 64 inputs of 4,096 dimensions, written as decimals, take
+	// about 5 MiB.
+	defaultMaxBodySize = 64 << 20
 )
 
 // Client streams completions from one OpenAI-compatible server and
@@ -86,6 +90,10 @@ type Client struct {
 	// MaxEventSize bounds one SSE event in bytes, so a hostile or broken
 	// server cannot make the client buffer without limit; 0 means 1 MiB.
 	MaxEventSize int
+	// MaxBodySize bounds, in bytes, the whole answer of an Embeddings or
+	// Rerank request, which comes as one JSON body rather than a stream;
+	// 0 means 64 MiB.
+	MaxBodySize int
 
 	// The state below is made on first use and never copied (a Client
 	// holds a sync.Once): Clone copies the settings above, field by
@@ -112,6 +120,7 @@ func (c *Client) Clone() *Client {
 		StallTimeout:      c.StallTimeout,
 		StallRule:         c.StallRule,
 		MaxEventSize:      c.MaxEventSize,
+		MaxBodySize:       c.MaxBodySize,
 	}
 }
 
@@ -359,6 +368,9 @@ func (c *Client) stream(ctx context.Context, req *Request, tl *metrics.Timeline,
 	rs := requestState{tl: tl, obs: obs, emit: emit, ownEmit: ownEmit, id: id}
 	err = rs.run(ctx, c, req, body)
 	tl.End = time.Now()
+	if !rs.end.IsZero() {
+		tl.End = rs.end // a whole answer's arrival, read from the socket
+	}
 	rs.finish()
 	if err != nil {
 		var e *Error
@@ -401,6 +413,7 @@ type requestState struct {
 	count     tokenCount
 	kinds     reasoningSplit
 	lastTime  time.Time
+	end       time.Time // when a whole answer (Embeddings, Rerank) came
 	done      bool
 	streamErr error
 }
@@ -440,7 +453,11 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 		return &Error{Kind: metrics.KindOther, Err: err}
 	}
 	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "text/event-stream")
+	if req.API.pooled() {
+		hreq.Header.Set("Accept", "application/json")
+	} else {
+		hreq.Header.Set("Accept", "text/event-stream")
+	}
 	if c.APIKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
@@ -490,6 +507,9 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 		// net/http's transport decodes gzip itself when it asked for it;
 		// anything still encoded here would be read as garbage.
 		return &Error{Kind: metrics.KindContentEncoding, Err: fmt.Errorf("%w: %q; the request did not ask for it", errContentEncoding, enc)}
+	}
+	if req.API.pooled() {
+		return rs.readAnswer(ctx, c, resp, req)
 	}
 	label := labelOf(resp.Header.Get("Content-Type"))
 	if label == labelNotSSE {

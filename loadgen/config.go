@@ -92,9 +92,9 @@ func (g *Generator) Validate() error {
 
 // Validate reports the settings of c that cannot work as [*ConfigError]s:
 // a BaseURL that is not an http or https URL, an HTTPClient with a Timeout
-// (which would cut every stream longer than it), a negative MaxEventSize.
-// A Client checks itself before its first request and refuses every
-// request while one stands.
+// (which would cut every stream longer than it), a negative MaxEventSize
+// or MaxBodySize. A Client checks itself before its first request and
+// refuses every request while one stands.
 func (c *Client) Validate() error {
 	if c == nil {
 		return &ConfigError{Field: "Client", Reason: "is nil"}
@@ -107,6 +107,9 @@ func (c *Client) Validate() error {
 	}
 	if c.MaxEventSize < 0 {
 		errs.add("Client.MaxEventSize", "is %d: set a size in bytes, or 0 for 1 MiB", c.MaxEventSize)
+	}
+	if c.MaxBodySize < 0 {
+		errs.add("Client.MaxBodySize", "is %d: set a size in bytes, or 0 for 64 MiB", c.MaxBodySize)
 	}
 	return errs.err()
 }
@@ -147,8 +150,15 @@ func (r *Request) Validate() error {
 		return &ConfigError{Field: "Request", Reason: "is nil"}
 	}
 	var errs configErrors
-	if r.API > Messages {
-		errs.add("Request.API", "is %v: use Chat, Completions, Responses or Messages", r.API)
+	if r.API > Rerank {
+		errs.add("Request.API", "is %v: use Chat, Completions, Responses, Messages, Embeddings or Rerank", r.API)
+	}
+	if r.API.pooled() {
+		r.validatePooled(&errs)
+		return errs.err()
+	}
+	if len(r.Documents) > 0 {
+		errs.add("Request.Documents", "are set on a %v request, which does not send them: they are the inputs of Embeddings and Rerank", r.API)
 	}
 	if r.API == Messages && r.MaxTokens == 0 {
 		errs.add("Request.MaxTokens", "is 0, and the Messages API requires max_tokens: set 1 or more")
@@ -175,4 +185,25 @@ func (r *Request) Validate() error {
 		errs.add("Request.Temperature", "is %v: JSON has no such number", *r.Temperature)
 	}
 	return errs.err()
+}
+
+// validatePooled checks an Embeddings or Rerank request: it has inputs,
+// and none of the settings of a generation.
+func (r *Request) validatePooled(errs *configErrors) {
+	switch {
+	case r.API == Rerank && r.Prompt == "":
+		errs.add("Request.Prompt", "is empty: a Rerank request's Prompt is its query")
+	case r.API == Rerank && len(r.Documents) == 0:
+		errs.add("Request.Documents", "are empty: a Rerank request ranks Documents against its Prompt")
+	case r.API == Embeddings && r.Prompt != "" && len(r.Documents) > 0:
+		errs.add("Request.Prompt", "is set beside Documents, and an Embeddings request sends one or the other: put the text in Documents")
+	case r.API == Embeddings && r.Prompt == "" && len(r.Documents) == 0:
+		errs.add("Request.Documents", "are empty, and so is Prompt: an Embeddings request needs an input")
+	}
+	if len(r.Messages) > 0 {
+		errs.add("Request.Messages", "are set on a %v request, which does not send them: use Prompt or Documents", r.API)
+	}
+	if r.MaxTokens != 0 || r.MinTokens != 0 || r.IgnoreEOS || r.Temperature != nil {
+		errs.add("Request.MaxTokens", "or MinTokens, IgnoreEOS or Temperature is set on a %v request, which generates nothing: leave them unset", r.API)
+	}
 }

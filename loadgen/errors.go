@@ -175,15 +175,21 @@ func (e *StreamError) Error() string {
 }
 
 // ChunkError is a chunk that could not be read: not JSON, or not of the shape
-// of a streamed completion. Data holds its start.
+// of a streamed completion; or the whole answer of an Embeddings or Rerank
+// request, not of its API's shape. Data holds its start.
 type ChunkError struct {
 	Data string
 	Err  error
+	what string // what was read, when not a chunk: "embeddings answer"
 }
 
 // Error quotes the start of the chunk and says what is wrong with it.
 func (e *ChunkError) Error() string {
-	return fmt.Sprintf("malformed chunk %q: %v", e.Data, e.Err)
+	what := e.what
+	if what == "" {
+		what = "chunk"
+	}
+	return fmt.Sprintf("malformed %s %q: %v", what, e.Data, e.Err)
 }
 
 // Unwrap returns the cause.

@@ -29,17 +29,28 @@ const (
 	// vLLM): messages, a system prompt apart, and max_tokens, which it
 	// requires; content blocks, usage in message_delta.
 	Messages
+	// Embeddings is POST /embeddings: input, Prompt alone as a string or
+	// Documents as an array. Its answer is one JSON body, not a stream:
+	// the request records its input tokens, from the usage, and its
+	// latency, and no output.
+	Embeddings
+	// Rerank is POST /rerank (vLLM's, Cohere's and Jina's shape): Prompt
+	// as the query, Documents to rank against it. Like Embeddings, its
+	// answer is one JSON body.
+	Rerank
 )
 
-var apiNames = [...]string{Chat: "chat", Completions: "completions", Responses: "responses", Messages: "messages"}
+var apiNames = [...]string{Chat: "chat", Completions: "completions", Responses: "responses", Messages: "messages", Embeddings: "embeddings", Rerank: "rerank"}
 
-// String returns "chat", "completions", "responses" or "messages".
+// String returns "chat", "completions", "responses", "messages",
+// "embeddings" or "rerank".
 func (a API) String() string { return enumtext.Name(apiNames[:], a, "API") }
 
 // MarshalText implements [encoding.TextMarshaler].
 func (a API) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
 
-// UnmarshalText accepts "chat", "completions", "responses" or "messages".
+// UnmarshalText accepts "chat", "completions", "responses", "messages",
+// "embeddings" or "rerank".
 func (a *API) UnmarshalText(b []byte) error {
 	if len(b) == 0 {
 		*a = Chat
@@ -51,7 +62,7 @@ func (a *API) UnmarshalText(b []byte) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("loadgen: unknown API %q (want chat, completions, responses or messages)", b)
+	return fmt.Errorf("loadgen: unknown API %q (want chat, completions, responses, messages, embeddings or rerank)", b)
 }
 
 func (a API) path() string {
@@ -62,9 +73,17 @@ func (a API) path() string {
 		return "/responses"
 	case Messages:
 		return "/messages"
+	case Embeddings:
+		return "/embeddings"
+	case Rerank:
+		return "/rerank"
 	}
 	return "/chat/completions"
 }
+
+// pooled reports that the API answers with one JSON body, not a stream:
+// Embeddings and Rerank.
+func (a API) pooled() bool { return a == Embeddings || a == Rerank }
 
 // Usage selects which usage reports the request asks for in
 // stream_options.
@@ -102,6 +121,11 @@ type Request struct {
 	// is empty, it is sent as one user message.
 	Prompt   string
 	Messages []Message
+	// Documents are the texts of an Embeddings request, sent as its input
+	// array (without them, Prompt is sent as one string), or the documents
+	// a Rerank request ranks against Prompt, its query. Other APIs refuse
+	// them.
+	Documents []string
 
 	// MaxTokens caps the output; 0 leaves it to the server.
 	MaxTokens int
@@ -151,7 +175,7 @@ func (r *Request) Body() ([]byte, error) {
 // snapshot copies the fields a body is made of.
 func (r *Request) snapshot() *Request {
 	s := &Request{
-		API: r.API, Model: r.Model, Prompt: r.Prompt, Messages: slices.Clone(r.Messages),
+		API: r.API, Model: r.Model, Prompt: r.Prompt, Messages: slices.Clone(r.Messages), Documents: slices.Clone(r.Documents),
 		MaxTokens: r.MaxTokens, MinTokens: r.MinTokens, IgnoreEOS: r.IgnoreEOS, Usage: r.Usage,
 		Extra: maps.Clone(r.Extra), Header: r.Header.Clone(),
 	}
@@ -177,6 +201,8 @@ func (r *Request) changed() string {
 		return "Prompt"
 	case !slices.Equal(r.Messages, s.Messages):
 		return "Messages"
+	case !slices.Equal(r.Documents, s.Documents):
+		return "Documents"
 	case r.MaxTokens != s.MaxTokens:
 		return "MaxTokens"
 	case r.MinTokens != s.MinTokens:
@@ -242,6 +268,9 @@ func equal(a, b any) (eq bool) {
 }
 
 func (r *Request) encode() ([]byte, error) {
+	if r.API.pooled() {
+		return r.encodePooled()
+	}
 	m := map[string]any{"stream": true}
 	if r.Model != "" {
 		m["model"] = r.Model
@@ -300,6 +329,32 @@ func (r *Request) encode() ([]byte, error) {
 		m["stream_options"] = map[string]bool{"include_usage": true, "continuous_usage_stats": true}
 	case r.Usage == UsageFinal:
 		m["stream_options"] = map[string]bool{"include_usage": true}
+	}
+	for k, v := range r.Extra {
+		m[k] = v
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: encode request: %w", err)
+	}
+	return b, nil
+}
+
+// encodePooled is the body of an Embeddings or Rerank request: not
+// streamed, with no output settings.
+func (r *Request) encodePooled() ([]byte, error) {
+	m := map[string]any{}
+	if r.Model != "" {
+		m["model"] = r.Model
+	}
+	switch {
+	case r.API == Rerank:
+		m["query"] = r.Prompt
+		m["documents"] = r.Documents
+	case len(r.Documents) > 0:
+		m["input"] = r.Documents
+	default:
+		m["input"] = r.Prompt
 	}
 	for k, v := range r.Extra {
 		m[k] = v

@@ -81,6 +81,7 @@ func MergeRecordings(recs ...Recording) (Recording, error) {
 		s.Completed += p.Completed
 		s.CompletedOutside += p.CompletedOutside
 		s.CompletedTokens += p.CompletedTokens
+		s.InputTokens += p.InputTokens
 		s.ReasoningTokens += p.ReasoningTokens
 		s.AnswerTokens += p.AnswerTokens
 		s.ToolCalls += p.ToolCalls

@@ -67,6 +67,7 @@ type Recorder struct {
 type part struct {
 	requests, completed, outside, failed, canceled, good int
 	completedTokens                                      int // the output tokens of the completed requests
+	inputTokens                                          int // and their input tokens, from the usage
 	reasoningTokens, answerTokens                        int // and how many of them were reasoning and answer
 	toolCalls                                            int // completed requests that called a tool
 	missed                                               int // canceled requests that had missed the SLO
@@ -247,6 +248,7 @@ func (r *Recorder) Record(tl *Timeline) {
 		// (the window is then the recording's span).
 		p.completed++
 		p.completedTokens += tl.OutputTokens()
+		p.inputTokens += tl.PromptTokens
 		p.reasoningTokens += min(tl.ReasoningTokens, tl.OutputTokens())
 		p.answerTokens += tl.AnswerTokens()
 		if tl.ToolCall {

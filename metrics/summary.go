@@ -33,6 +33,10 @@ type Summary struct {
 	// whole of each, inside the window or not: CompletedTokens ÷ Completed
 	// is a completed request's mean output.
 	CompletedTokens int `json:"completed_tokens,omitempty"`
+	// InputTokens is the input tokens of the Completed requests, as the
+	// server's usage counted them (prompt_tokens): of an Embeddings or
+	// Rerank run, its whole throughput.
+	InputTokens int `json:"input_tokens,omitempty"`
 	// ReasoningTokens and AnswerTokens split CompletedTokens: the tokens
 	// of reasoning (see [Timeline.ReasoningTokens]) and those after it.
 	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
@@ -139,6 +143,7 @@ func (r *Recorder) summaryOf(scope Scope) (Summary, Histograms) {
 		} else {
 			s.Completed += p.completed
 			s.CompletedTokens += p.completedTokens
+			s.InputTokens += p.inputTokens
 			s.ReasoningTokens += p.reasoningTokens
 			s.AnswerTokens += p.answerTokens
 			s.ToolCalls += p.toolCalls

@@ -107,6 +107,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if _, err := o.client.RoundTripper(1); err != nil {
 		return nil, err
 	}
+	if err := o.bench.CheckAPI(o.client.API); err != nil {
+		return nil, err
+	}
 	var err error
 	if o.extra, err = o.body.Extra(o.client.API); err != nil {
 		return nil, err
@@ -150,7 +153,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer srv.Close()
 		client.BaseURL = srv.URL + "/v1"
 		model = srv.Handler.Profile().Model
-		mix.Sizing = workload.SimulatorSizing(api != loadgen.Completions)
+		mix.Sizing = workload.SimulatorSizing(api != loadgen.Completions && !pooled(api))
 		res.Server = sweep.Server{URL: "simulator", Model: model, API: api, Simulated: true, Speed: o.sim.Speed, Profile: o.sim.Profile}
 		res.Notes = append(res.Notes, fmt.Sprintf("llmload's simulated server, profile %q, at %g× speed: figures are in wall-clock time, of a server %g times faster than the profile's", o.sim.Profile, o.sim.Speed, o.sim.Speed))
 	} else {
@@ -172,7 +175,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer client.CloseIdleConnections()
 
 	mix.Builder = workload.Builder{API: api, Model: model, IgnoreEOS: o.bench.IgnoreEOS()}
-	if o.serverTimings || o.client.URL == "" {
+	if pooled(api) {
+		mix.Builder = workload.Builder{API: api, Model: model, Batch: o.bench.Batch()}
+	} else if o.serverTimings || o.client.URL == "" {
 		mix.Builder.Extra = map[string]any{"include_metrics": true}
 	}
 	for k, v := range o.extra {
@@ -207,8 +212,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	onResult := func(r sweep.Result) {
 		if !o.quiet {
-			fmt.Fprintf(stderr, "%-28s %6.2f req/s  %8.1f out tok/s  TTFT p50 %s ms  TPOT p50 %s ms  %d completed, %d failed\n",
-				r.Label, r.RequestRate, r.OutputTokensPerSec, fmtMS(r.Summary.TTFT.P50), fmtMS(r.Summary.TPOT.P50), r.Summary.Completed, r.Summary.Failed)
+			if pooled(api) {
+				fmt.Fprintf(stderr, "%-28s %6.2f req/s  %8.1f in tok/s  latency p50 %s ms  %d completed, %d failed\n",
+					r.Label, r.RequestRate, r.InputTokensPerSec, fmtMS(r.Summary.Latency.P50), r.Summary.Completed, r.Summary.Failed)
+			} else {
+				fmt.Fprintf(stderr, "%-28s %6.2f req/s  %8.1f out tok/s  TTFT p50 %s ms  TPOT p50 %s ms  %d completed, %d failed\n",
+					r.Label, r.RequestRate, r.OutputTokensPerSec, fmtMS(r.Summary.TTFT.P50), fmtMS(r.Summary.TPOT.P50), r.Summary.Completed, r.Summary.Failed)
+			}
 			if r.OverCapacity != "" {
 				fmt.Fprintf(stderr, "%-28s over capacity: %s\n", "", r.OverCapacity)
 			}
@@ -241,6 +251,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// pooled reports that api answers in one body: Embeddings and Rerank.
+func pooled(api loadgen.API) bool { return api == loadgen.Embeddings || api == loadgen.Rerank }
 
 func fmtMS(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
 

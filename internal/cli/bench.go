@@ -44,6 +44,7 @@ type BenchFlags struct {
 	objective                   sweep.Objective
 	sloLow, sloHigh, sloStep    float64
 	sloMaxRuns                  int
+	batch                       int
 	set                         map[string]bool
 	inputFlag, outputFlag, turn string
 	arrivalFlag                 string
@@ -63,6 +64,7 @@ func (b *BenchFlags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&b.traceBlock, "trace-block", workload.DefaultBlockTokens, "prompt tokens a Mooncake hash ID stands for")
 	fs.Uint64Var(&b.seed, "seed", 0, "seed of the synthetic text, the lengths and the arrivals (0: a fresh one, reported in the results; give it again to repeat them)")
 	fs.BoolVar(&b.ignoreEOS, "ignore-eos", true, "ask the server to generate every output in full (vLLM, SGLang)")
+	fs.IntVar(&b.batch, "batch", 1, "with -api embeddings, the inputs a request embeds; with -api rerank, the documents a query ranks (each input and the query of -input-len tokens)")
 
 	fs.StringVar(&b.profile, "profile", "concurrency", "concurrency, rate, poisson, gamma, sweep or slo")
 	fs.IntVar(&b.concurrency, "concurrency", 8, "streams of -profile concurrency")
@@ -172,8 +174,36 @@ func (b *BenchFlags) check() error {
 	if b.prefix.Groups < 0 || b.prefix.Tokens < 0 || (b.prefix.Groups > 0) != (b.prefix.Tokens > 0) {
 		return errors.New("-prefix-groups and -prefix-len go together, each above 0")
 	}
+	if b.batch < 1 || b.batch > maxBatch {
+		return fmt.Errorf("-batch %d: give 1 to %d inputs a request", b.batch, maxBatch)
+	}
 	return nil
 }
+
+// maxBatch bounds -batch.
+const maxBatch = 4096
+
+// CheckAPI refuses the flags that do not apply to api: -batch beside a
+// generation, and on Embeddings and Rerank, which answer at once with
+// no tokens, sessions and objectives on tokens.
+func (b *BenchFlags) CheckAPI(api loadgen.API) error {
+	if api != loadgen.Embeddings && api != loadgen.Rerank {
+		if b.set["batch"] {
+			return fmt.Errorf("-batch applies to -api embeddings and rerank, not %v", api)
+		}
+		return nil
+	}
+	switch {
+	case b.turns != nil:
+		return fmt.Errorf("-turns makes conversations, and -api %v sends none: drop it", api)
+	case b.objective.SLO.TTFT > 0 || b.objective.SLO.TPOT > 0:
+		return fmt.Errorf("-api %v answers in one body, with no tokens to time: set -slo-latency instead of -slo-ttft and -slo-tpot", api)
+	}
+	return nil
+}
+
+// Batch reports -batch.
+func (b *BenchFlags) Batch() int { return b.batch }
 
 // loads makes the loads the flags ask for, in one place: the single run's
 // (-profile concurrency, rate, poisson or gamma), and the open loop of a

@@ -159,6 +159,13 @@ const (
 func Calibrate(ctx context.Context, send Send, api loadgen.API, model string, maxModelLen int, text func(words int) string) (Rate, error) {
 	usage := func(words int) (int, error) {
 		req := &loadgen.Request{API: api, Model: model, Prompt: text(words), MaxTokens: 1, Usage: loadgen.UsageFinal}
+		switch api {
+		case loadgen.Embeddings:
+			req = &loadgen.Request{API: api, Model: model, Prompt: text(words)}
+		case loadgen.Rerank:
+			// The query grows; one document of one word stays.
+			req = &loadgen.Request{API: api, Model: model, Prompt: text(words), Documents: []string{text(1)}}
+		}
 		tl, err := send(ctx, req)
 		if err != nil {
 			return 0, fmt.Errorf("calibrate prompt sizes: %w", err)

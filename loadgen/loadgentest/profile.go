@@ -101,6 +101,18 @@ type Profile struct {
 	// as SGLang and earlier vLLM do. "" means "reasoning".
 	ReasoningField string
 
+	// PoolStep and PoolPerToken are the costs of the pooling model that
+	// serves /v1/embeddings and /v1/rerank (a rerank request's tokens are
+	// its query's and a document's, for each document): a step takes every
+	// waiting request whose input tokens fit MaxNumBatchedTokens (at least
+	// one), in order of arrival, and costs PoolStep + PoolPerToken·(its
+	// input tokens), in seconds. Zero PoolPerToken means PrefillPerToken,
+	// and zero PoolStep the cost of a decode step of one request: a
+	// pooling model's forward pass is a prefill without decoding.
+	PoolStep, PoolPerToken float64
+	// EmbeddingSize is the length of each embedding; 0 means 64.
+	EmbeddingSize int
+
 	// TruthBytes caps the memory of the ground truth the server records
 	// (about 16 bytes a chunk and 256 a request); 0 means
 	// 32 MiB, negative records nothing. See [Truth].
@@ -268,6 +280,15 @@ func (p Profile) withDefaults() Profile {
 	p.ReasoningTokens = max(p.ReasoningTokens, 0)
 	if p.TruthBytes == 0 {
 		p.TruthBytes = defaultTruthBytes
+	}
+	if p.PoolPerToken <= 0 {
+		p.PoolPerToken = p.PrefillPerToken
+	}
+	if p.PoolStep <= 0 {
+		p.PoolStep = p.decodeBase(1)
+	}
+	if p.EmbeddingSize <= 0 {
+		p.EmbeddingSize = defaultEmbeddingSize
 	}
 	p.DecodeBase = slices.Clone(p.DecodeBase)
 	return p

@@ -41,6 +41,8 @@ func (s *Server) Truth() *Truth { return s.Handler.Truth() }
 //	POST /v1/chat/completions    streaming and not
 //	POST /v1/responses           streaming (OpenAI's Responses API, as vLLM serves it)
 //	POST /v1/messages            streaming (Anthropic's Messages API, as vLLM serves it)
+//	POST /v1/embeddings          OpenAI's shape, on a pooling model (see [Profile.PoolStep])
+//	POST /v1/rerank              vLLM's (Cohere's, Jina's) shape, on the same pooling model
 //	GET  /v1/models              with max_model_len
 //	POST /tokenize               {"prompt": ...} or {"messages": ...}
 //	GET  /health
@@ -51,6 +53,7 @@ func (s *Server) Truth() *Truth { return s.Handler.Truth() }
 type Handler struct {
 	p       Profile
 	eng     *engine
+	pool    *pooler
 	truth   *Truth
 	mux     *http.ServeMux
 	done    chan struct{}
@@ -78,10 +81,13 @@ func NewHandler(p Profile) *Handler {
 		started: time.Now(),
 	}
 	h.eng.start()
+	h.pool = newPooler(p, h.done)
 	h.mux.HandleFunc("POST /v1/completions", h.serveGenerate)
 	h.mux.HandleFunc("POST /v1/chat/completions", h.serveGenerate)
 	h.mux.HandleFunc("POST /v1/responses", h.serveGenerate)
 	h.mux.HandleFunc("POST /v1/messages", h.serveGenerate)
+	h.mux.HandleFunc("POST /v1/embeddings", h.servePool)
+	h.mux.HandleFunc("POST /v1/rerank", h.servePool)
 	h.mux.HandleFunc("GET /v1/models", h.serveModels)
 	h.mux.HandleFunc("POST /tokenize", h.serveTokenize)
 	h.mux.HandleFunc("GET /health", func(http.ResponseWriter, *http.Request) {})

@@ -105,6 +105,10 @@ type Result struct {
 	Capacity float64 `json:"capacity"`
 	// OutputTokensPerSec is the window's output tokens a second.
 	OutputTokensPerSec float64 `json:"output_tok_s"`
+	// InputTokensPerSec is the input tokens of the requests completed in
+	// the window (the server's usage), a second of window: with
+	// RequestRate, the throughput of an Embeddings or Rerank run.
+	InputTokensPerSec float64 `json:"input_tok_s,omitempty"`
 	// Summary holds every column of the window; Histograms its full
 	// distributions (HdrHistogram's V2 encoding), for merging and
 	// re-rendering without the run.
@@ -239,6 +243,7 @@ func resultOf(run *loadgen.Run, load loadgen.Load, label string, obj Objective) 
 	}
 	if d := s.Window.Duration(); d > 0 {
 		r.RequestRate = float64(s.Completed) / d.Seconds()
+		r.InputTokensPerSec = float64(s.InputTokens) / d.Seconds()
 	}
 	r.Capacity = r.RequestRate
 	if s.CompletedTokens > 0 {

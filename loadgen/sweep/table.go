@@ -20,9 +20,13 @@ func (r *Results) writeTable(w io.Writer) error {
 	if r.Objective != nil {
 		fmt.Fprintf(bw, "Objective: %v\n", r.Objective)
 	}
-	if len(r.Runs) == 1 {
-		writeBlock(bw, &r.Runs[0], r.Objective != nil)
-	} else {
+	pooled := r.Server.API == loadgen.Embeddings || r.Server.API == loadgen.Rerank
+	switch {
+	case len(r.Runs) == 1:
+		writeBlock(bw, &r.Runs[0], r.Objective != nil, pooled)
+	case pooled:
+		writePooledRows(bw, r.Runs, r.Objective != nil)
+	default:
 		writeRows(bw, r.Runs, r.Objective != nil)
 	}
 	for i := range r.Runs {
@@ -84,8 +88,10 @@ func ms(d time.Duration) string {
 	return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond))
 }
 
-// writeBlock writes one run as vLLM's benchmark does.
-func writeBlock(w io.Writer, run *Result, objective bool) {
+// writeBlock writes one run as vLLM's benchmark does; for an Embeddings
+// or Rerank run (pooled), input tokens and latency alone, as there is no
+// output.
+func writeBlock(w io.Writer, run *Result, objective, pooled bool) {
 	s := &run.Summary
 	line := func(label, value string) { fmt.Fprintf(w, "%-40s %s\n", label+":", value) }
 	head := func(title string) {
@@ -103,9 +109,15 @@ func writeBlock(w io.Writer, run *Result, objective bool) {
 		line("Warm-up requests (not counted)", fmt.Sprint(s.Warmup))
 	}
 	line("Benchmark duration (s)", fmt.Sprintf("%.2f", s.Window.Duration().Seconds()))
-	line("Total generated tokens", fmt.Sprint(s.OutputTokens))
-	line("Request throughput (req/s)", fmt.Sprintf("%.2f", run.RequestRate))
-	line("Output token throughput (tok/s)", fmt.Sprintf("%.2f", run.OutputTokensPerSec))
+	if pooled {
+		line("Total input tokens", fmt.Sprint(s.InputTokens))
+		line("Request throughput (req/s)", fmt.Sprintf("%.2f", run.RequestRate))
+		line("Input token throughput (tok/s)", fmt.Sprintf("%.2f", run.InputTokensPerSec))
+	} else {
+		line("Total generated tokens", fmt.Sprint(s.OutputTokens))
+		line("Request throughput (req/s)", fmt.Sprintf("%.2f", run.RequestRate))
+		line("Output token throughput (tok/s)", fmt.Sprintf("%.2f", run.OutputTokensPerSec))
+	}
 	if objective {
 		line("Request goodput (req/s)", fmt.Sprintf("%.2f", s.Goodput))
 		line("Met the objective", fmt.Sprintf("%v (%.1f%% of requests)", yesNo(run.Met), run.GoodShare*100))
@@ -132,6 +144,9 @@ func writeBlock(w io.Writer, run *Result, objective bool) {
 	} {
 		if d.d.Count == 0 && d.name == "E2E from arrival" {
 			continue // a closed loop has no schedule
+		}
+		if pooled && !strings.HasPrefix(d.name, "E2E") {
+			continue // one body, no tokens
 		}
 		if d.name == "TTFO" && s.ReasoningTokens == 0 {
 			continue // no reasoning: TTFO is TTFT
@@ -205,6 +220,27 @@ func writeRows(w io.Writer, runs []Result, objective bool) {
 		for _, d := range []metrics.Distribution{s.TTFT, s.TPOT, s.ITL, s.Latency} {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t", ms(d.Mean), ms(d.P50), ms(d.P99))
 		}
+		if objective {
+			fmt.Fprintf(tw, "%.2f\t%s %.0f%%\t", s.Goodput, yesNo(r.Met), r.GoodShare*100)
+		}
+		fmt.Fprintln(tw)
+	}
+	_ = tw.Flush()
+}
+
+// writePooledRows writes one row an Embeddings or Rerank run: requests
+// and input tokens a second, and latency.
+func writePooledRows(w io.Writer, runs []Result, objective bool) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "run\trequests\tfailed\treq/s\tin tok/s\tE2E ms mean\tp50\tp90\tp99\t"
+	if objective {
+		head += "goodput\tmet\t"
+	}
+	fmt.Fprintln(tw, head)
+	for _, r := range runs {
+		s := &r.Summary
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.1f\t%s\t%s\t%s\t%s\t", r.name(), r.Requests, s.Failed, r.RequestRate, r.InputTokensPerSec,
+			ms(s.Latency.Mean), ms(s.Latency.P50), ms(s.Latency.P90), ms(s.Latency.P99))
 		if objective {
 			fmt.Fprintf(tw, "%.2f\t%s %.0f%%\t", s.Goodput, yesNo(r.Met), r.GoodShare*100)
 		}

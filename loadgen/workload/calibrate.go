@@ -22,7 +22,10 @@ const calibrateSeed = 0xca11
 // words to about a thousand tokens as one message (within half the
 // server's context where it publishes none, and checked to lie on a line,
 // so that a server that cut the longest is not believed), and, on every
-// API that sends messages, a short text as two messages. Every OpenAI-compatible server
+// API that sends messages, a short text as two messages; on Embeddings,
+// texts to embed, and on Rerank, queries against a one-word document
+// (whose tokens, and those of the rerank template, count once a request).
+// Every OpenAI-compatible server
 // reports prompt_tokens; a server that reports none, or counts that do
 // not grow with the text, is [ErrUncalibrated].
 func Calibrate(ctx context.Context, c *loadgen.Client, api loadgen.API, model string) (Sizing, error) {
@@ -39,7 +42,7 @@ func Calibrate(ctx context.Context, c *loadgen.Client, api loadgen.API, model st
 	}
 	base := int(math.Round(rate.Base)) // the template's tokens for one message
 	s := Sizing{TokensPerWord: rate.PerWord, ReplyTokens: max(base, 0)}
-	if api != loadgen.Completions {
+	if api != loadgen.Completions && api != loadgen.Embeddings && api != loadgen.Rerank {
 		const words = 16
 		b := Builder{API: api, Model: model, Usage: loadgen.UsageFinal}
 		req := b.Request(Item{Messages: []loadgen.Message{

@@ -63,12 +63,36 @@ func (f *Feed) Source(_, seq int) *loadgen.Request {
 		f.mu.Unlock()
 		return req
 	}
-	it, ok := f.next()
+	items := f.batch()
 	f.mu.Unlock()
-	if !ok {
+	if items == nil {
 		return nil
 	}
-	return f.b.Request(it)
+	return f.request(items)
+}
+
+// batch reads the items of the next request: one, or a Builder's batch of
+// Embeddings or Rerank inputs (fewer at the end of the items); nil at the
+// end. f.mu is held.
+func (f *Feed) batch() []Item {
+	n := f.b.batch()
+	var items []Item
+	for len(items) < n {
+		it, ok := f.next()
+		if !ok {
+			break
+		}
+		items = append(items, it)
+	}
+	return items
+}
+
+// request makes the request of items.
+func (f *Feed) request(items []Item) *loadgen.Request {
+	if len(items) == 1 && f.b.batch() == 1 {
+		return f.b.Request(items[0])
+	}
+	return f.b.pooled(items)
 }
 
 // Load returns the schedule of the items' arrivals: arrival seq is due
@@ -84,12 +108,13 @@ func (f *Feed) Load() loadgen.Schedule {
 // due times arrival seq; a Generator calls it in order of seq.
 func (f *Feed) due(seq int) (time.Duration, bool) {
 	f.mu.Lock()
-	it, ok := f.next()
+	items := f.batch()
 	f.mu.Unlock()
-	if !ok {
+	if items == nil {
 		return 0, false
 	}
-	req := f.b.Request(it)
+	it := items[0]
+	req := f.request(items)
 	_, _ = req.Body() // a request that cannot work is refused when it is sent
 	f.mu.Lock()
 	f.pending[seq] = req

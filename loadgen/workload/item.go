@@ -55,10 +55,18 @@ type Builder struct {
 	// Extra and Header are shared by every request (see [loadgen.Request]).
 	Extra  map[string]any
 	Header http.Header
+	// Batch is how many items an Embeddings request embeds, or how many
+	// documents a Rerank request ranks against its query (the text of
+	// one more item), when a [Feed] makes them; 0 means 1.
+	Batch int
 }
 
-// Request returns a new request for it.
+// Request returns a new request for it. An Embeddings request embeds its
+// text; a Rerank request ranks it, as its one document, against itself.
 func (b *Builder) Request(it Item) *loadgen.Request {
+	if b.API == loadgen.Embeddings || b.API == loadgen.Rerank {
+		return b.pooled([]Item{it})
+	}
 	req := &loadgen.Request{
 		API: b.API, Model: b.Model, MaxTokens: it.OutputTokens, IgnoreEOS: b.IgnoreEOS && it.OutputTokens > 0,
 		Temperature: b.Temperature, Usage: b.Usage, Extra: b.Extra, Header: b.Header,
@@ -70,6 +78,39 @@ func (b *Builder) Request(it Item) *loadgen.Request {
 		req.Prompt = it.Messages[0].Content
 	default:
 		req.Messages = it.Messages
+	}
+	return req
+}
+
+// batch is how many items make one request: Batch for an Embeddings
+// request, one more for a Rerank request's query, 1 for the others.
+func (b *Builder) batch() int {
+	switch b.API {
+	case loadgen.Embeddings:
+		return max(b.Batch, 1)
+	case loadgen.Rerank:
+		return max(b.Batch, 1) + 1
+	}
+	return 1
+}
+
+// pooled is the Embeddings or Rerank request of items: each one's text an
+// input, but for Rerank the first one's, the query.
+func (b *Builder) pooled(items []Item) *loadgen.Request {
+	req := &loadgen.Request{API: b.API, Model: b.Model, Extra: b.Extra, Header: b.Header}
+	texts := make([]string, len(items))
+	for i, it := range items {
+		texts[i] = joinContents(it.Messages)
+	}
+	switch {
+	case b.API == loadgen.Rerank && len(texts) > 1:
+		req.Prompt, req.Documents = texts[0], texts[1:]
+	case b.API == loadgen.Rerank:
+		req.Prompt, req.Documents = texts[0], texts
+	case b.Batch <= 1 && len(texts) == 1:
+		req.Prompt = texts[0]
+	default:
+		req.Documents = texts
 	}
 	return req
 }

@@ -164,7 +164,15 @@ func (m *Mix) String() string {
 	case m.Turns != nil:
 		return fmt.Sprintf("sessions of %v turns, %v tokens in and %v out a turn, %v think time", m.Turns, m.Input, m.Output, m.Think)
 	}
-	d := fmt.Sprintf("synthetic prompts, %v tokens in, %v out", m.Input, m.Output)
+	var d string
+	switch m.Builder.API {
+	case loadgen.Embeddings:
+		d = fmt.Sprintf("synthetic inputs of %v tokens, %d a request", m.Input, max(m.Builder.Batch, 1))
+	case loadgen.Rerank:
+		d = fmt.Sprintf("synthetic queries and documents of %v tokens, %d documents a query", m.Input, max(m.Builder.Batch, 1))
+	default:
+		d = fmt.Sprintf("synthetic prompts, %v tokens in, %v out", m.Input, m.Output)
+	}
 	if m.Prefix.Groups > 0 {
 		d += fmt.Sprintf(", %d shared prefixes of %d tokens", m.Prefix.Groups, m.Prefix.Tokens)
 	}
