@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/simtokens"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/metrics"
@@ -33,14 +34,14 @@ func TestEmbeddingsAndRerankAgainstTheSimulator(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, tr func(int) http.RoundTripper) {
 		c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: &http.Client{Transport: tr(2)}}
 		defer c.CloseIdleConnections()
-		docs := []string{loadgentest.Prompt(10, "a"), loadgentest.Prompt(10, "b"), loadgentest.Prompt(10, "c"), loadgentest.Prompt(10, "d")}
+		docs := []string{simtokens.Prompt(10, "a"), simtokens.Prompt(10, "b"), simtokens.Prompt(10, "c"), simtokens.Prompt(10, "d")}
 		for _, tc := range []struct {
 			req    *loadgen.Request
 			tokens int
 		}{
 			{&loadgen.Request{API: loadgen.Embeddings, Documents: docs}, 40},
-			{&loadgen.Request{API: loadgen.Embeddings, Prompt: loadgentest.Prompt(7, "e")}, 7},
-			{&loadgen.Request{API: loadgen.Rerank, Prompt: loadgentest.Prompt(3, "q"), Documents: docs[:2], Extra: map[string]any{"top_n": 1}}, 2 * (3 + 10)},
+			{&loadgen.Request{API: loadgen.Embeddings, Prompt: simtokens.Prompt(7, "e")}, 7},
+			{&loadgen.Request{API: loadgen.Rerank, Prompt: simtokens.Prompt(3, "q"), Documents: docs[:2], Extra: map[string]any{"top_n": 1}}, 2 * (3 + 10)},
 		} {
 			before := time.Now()
 			resp, err := c.Do(t.Context(), tc.req)
@@ -69,7 +70,7 @@ func TestPoolingStepsAreBatched(t *testing.T) {
 	errs := make(chan error, 8)
 	for i := range 8 {
 		go func() {
-			_, err := c.Do(t.Context(), &loadgen.Request{API: loadgen.Embeddings, Prompt: loadgentest.Prompt(10, fmt.Sprint(i))})
+			_, err := c.Do(t.Context(), &loadgen.Request{API: loadgen.Embeddings, Prompt: simtokens.Prompt(10, fmt.Sprint(i))})
 			errs <- err
 		}()
 	}

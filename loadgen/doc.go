@@ -16,6 +16,13 @@
 // and [github.com/llmload/llmload/loadgen/sweep] runs it in sweeps and SLO
 // searches.
 //
+// Embeddings and rerank requests ([Embeddings], [Rerank]) are not
+// streamed: the answer is one JSON body, read whole within
+// [Client.MaxBodySize] and checked for its API's shape. Such a request
+// records its input tokens (the usage's prompt_tokens, as PromptTokens),
+// its latency to the body's last byte, and no output; it completes when
+// the answer is whole and well formed.
+//
 // # Connections
 //
 // A Client without an HTTPClient uses [NewTransport], net/http's transport

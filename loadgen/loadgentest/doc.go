@@ -4,8 +4,10 @@
 //
 // The server speaks vLLM's OpenAI-compatible API over real HTTP: streamed
 // and whole completions and chat completions, /v1/models, /tokenize, /health
-// and /metrics with vLLM's metric names. Behind it an engine steps like
-// vLLM's V1 scheduler: each step decodes one token for every running request
+// and /metrics with vLLM's metric names, and /v1/embeddings and /v1/rerank
+// on a batched pooling model of their own ([Profile].PoolStep). Behind
+// the generation APIs an engine steps like vLLM's V1 scheduler: each step
+// decodes one token for every running request
 // and prefills waiting prompts in chunks under a token budget; KV-cache
 // blocks are allocated as contexts grow, a request is admitted only when its
 // blocks are free and otherwise waits in FIFO order, the newest request is

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llmload/llmload/internal/simtokens"
 )
 
 // defaultEmbeddingSize is the length of an embedding when the profile
@@ -152,9 +154,9 @@ func (h *Handler) servePool(w http.ResponseWriter, r *http.Request) {
 			writeError(w, badRequest("a rerank request needs a query and at least one document"))
 			return
 		}
-		q := CountTokens(*body.Query)
+		q := simtokens.Count(*body.Query)
 		for _, d := range body.Documents {
-			tokens += q + CountTokens(d) // each document is scored with the query
+			tokens += q + simtokens.Count(d) // each document is scored with the query
 		}
 		inputs = body.Documents
 	} else {
@@ -168,11 +170,11 @@ func (h *Handler) servePool(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, in := range inputs {
-			tokens += CountTokens(in)
+			tokens += simtokens.Count(in)
 		}
 	}
 	for _, in := range inputs {
-		if n := CountTokens(in); n > h.p.MaxModelLen {
+		if n := simtokens.Count(in); n > h.p.MaxModelLen {
 			writeError(w, badRequest("This model's maximum context length is %d tokens. However, you requested %d tokens in the input.", h.p.MaxModelLen, n))
 			return
 		}
