@@ -24,6 +24,13 @@ import (
 // wait. A stream thus costs one system call a chunk, plus its share of the
 // waits for all the sockets that became readable together.
 //
+// The one exception is a socket whose peer has closed or reset the
+// connection (epoll says so with EPOLLRDHUP, EPOLLHUP or EPOLLERR): its
+// end, queued behind the bytes a read takes, keeps it readable, but no new
+// bytes will come to wake the poller for it (the runtime's poller watches
+// the epoll instance edge-triggered), so it is read again at once, and
+// that read returns the end (0 bytes, or the reset) rather than nothing.
+//
 // The poller waits in the Go runtime's own poller, which watches its epoll
 // instance, so a waiting poller holds no thread or P. The sockets are taken
 // out of the runtime's poller (their descriptor duplicated, the net.Conn
@@ -43,9 +50,19 @@ type poller struct {
 
 	// Used by the poller's goroutine alone.
 	events [256]syscall.EpollEvent
-	ready  []*pollStream
+	ready  []readyStream
 	again  bool // a read filled its buffer: the socket may hold more
 }
+
+// readyStream is a stream epoll reported readable, and how.
+type readyStream struct {
+	ps     *pollStream
+	ending bool // the peer had closed or reset the connection (EPOLLRDHUP, EPOLLHUP, EPOLLERR)
+}
+
+// pollEnding are the epoll events that say a socket's end is queued behind
+// its bytes.
+const pollEnding = syscall.EPOLLRDHUP | syscall.EPOLLHUP | syscall.EPOLLERR
 
 // pollGather is how long a poller that woke for few sockets waits for more
 // before it reads them (0: it reads at once). A wait costs one more system
@@ -217,13 +234,13 @@ func (p *poller) wake(fd uintptr) bool {
 	p.mu.Lock()
 	for i := range n {
 		if ps := p.streams[eventID(&p.events[i])]; ps != nil {
-			p.ready = append(p.ready, ps)
+			p.ready = append(p.ready, readyStream{ps, p.events[i].Events&pollEnding != 0})
 		}
 	}
 	p.mu.Unlock()
 	p.again = false
-	for _, ps := range p.ready {
-		ps.handle(&p.again)
+	for _, r := range p.ready {
+		r.ps.handle(r.ending, &p.again)
 	}
 	clear(p.ready)
 	p.ready = p.ready[:0]
@@ -265,6 +282,7 @@ type pollStream struct {
 	pre     []byte    // bytes read with the headers, not yet decoded
 	last    time.Time // arrival of the bytes the last Read returned
 	mayRecv bool      // the wake's one recvmsg is still to make
+	ending  bool      // the wake found the peer gone: read on to the end
 	full    bool      // the wake's recvmsg filled the buffer
 	err     error     // set once the body has ended or failed: what Read returns from then on
 	oob     [64]byte
@@ -345,6 +363,7 @@ func (ps *pollStream) Read(p []byte) (int, error) {
 			ps.err = ps.dec.atEOF()
 			return 0, ps.err
 		}
+		ps.mayRecv = ps.ending // the end is still to read, and no event will say so
 	}
 	m, err := ps.dec.decode(p[:n])
 	if err != nil {
@@ -400,16 +419,17 @@ func (ps *pollStream) recv(p []byte) (int, error) {
 func (ps *pollStream) arrival() time.Time { return ps.last }
 
 // handle is the poller's turn at the stream: one recvmsg, and what it
-// completes.
-func (ps *pollStream) handle(full *bool) {
+// completes; with ending (the peer has closed or reset the connection), as
+// many as it takes to read to the end.
+func (ps *pollStream) handle(ending bool, full *bool) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.closed || ps.finished {
 		return
 	}
-	ps.mayRecv, ps.full = true, false
+	ps.mayRecv, ps.ending, ps.full = true, ending, false
 	done, err := ps.advance()
-	ps.mayRecv = false
+	ps.mayRecv, ps.ending = false, false
 	if ps.full && !done {
 		*full = true
 	}

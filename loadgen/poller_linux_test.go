@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -164,5 +166,108 @@ func TestPollerManyStreams(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// endingServer answers each request with an event stream of three tokens
+// on a connection it then ends: the headers first, then, once the client
+// waits on its poller, the whole body together with the connection's end
+// (with reset, an RST; else a FIN in the same segment as the bytes, by
+// TCP_CORK), so both are queued before the poller wakes.
+func endingServer(t *testing.T, framing string, reset bool) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	body := ""
+	for i := range 3 {
+		body += fmt.Sprintf("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w%d \"}}]}\n\n", i)
+	}
+	if !reset {
+		body += "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+	}
+	header := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+	switch framing {
+	case "close":
+		header += "Connection: close\r\n\r\n"
+	case "chunked":
+		header += "Transfer-Encoding: chunked\r\n\r\n"
+		body = fmt.Sprintf("%x\r\n%s\r\n", len(body), body)
+		if !reset {
+			body += "0\r\n\r\n"
+		}
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c *net.TCPConn) {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				if _, err := io.WriteString(c, header); err != nil {
+					return
+				}
+				time.Sleep(50 * time.Millisecond) // the client reads the headers and registers its stream
+				if reset {
+					io.WriteString(c, body)
+					c.SetLinger(0) // Close sends an RST
+					return
+				}
+				rc, err := c.SyscallConn()
+				if err != nil {
+					return
+				}
+				rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CORK, 1) })
+				io.WriteString(c, body)
+				c.CloseWrite() // the FIN joins the corked bytes
+			}(c.(*net.TCPConn))
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// TestPollerReadsToTheEnd: a stream whose last bytes come together with the
+// connection's end (a FIN, or a reset) ends at once on a poller, not at its
+// stall deadline: the end keeps the socket readable without new bytes, and
+// the poller reads on to it.
+func TestPollerReadsToTheEnd(t *testing.T) {
+	before := pollEmptyReads.Load()
+	for _, tc := range []struct {
+		framing string
+		reset   bool
+		kind    metrics.ErrorKind
+	}{
+		{"close", false, metrics.KindNone},
+		{"chunked", false, metrics.KindNone},
+		{"close", true, metrics.KindTruncated},
+		{"chunked", true, metrics.KindTruncated},
+	} {
+		c := pollClient(endingServer(t, tc.framing, tc.reset))
+		c.StallTimeout = 5 * time.Second
+		for round := range 5 {
+			var tl metrics.Timeline
+			start := time.Now()
+			err := c.Measure(t.Context(), &Request{Model: "m", Prompt: "p", MaxTokens: 3}, &tl, nil)
+			d := time.Since(start)
+			if KindOf(err) != tc.kind || tl.Tokens != 3 {
+				t.Errorf("%s body, reset %v, round %d: %v (kind %q), %d tokens; want kind %q, 3 tokens",
+					tc.framing, tc.reset, round, err, KindOf(err), tl.Tokens, tc.kind)
+			}
+			if d > 2*time.Second {
+				t.Errorf("%s body, reset %v, round %d: took %v, want about 50 ms", tc.framing, tc.reset, round, d)
+			}
+		}
+		c.CloseIdleConnections()
+	}
+	if n := pollEmptyReads.Load() - before; n != 0 {
+		t.Errorf("%d reads found their socket empty", n)
 	}
 }
