@@ -223,10 +223,10 @@ func (p *poller) loop() {
 // wait can return. It reports true, to have loop look, when no stream is
 // left.
 func (p *poller) wake(fd uintptr) bool {
-	n, err := syscall.EpollWait(int(fd), p.events[:], 0)
+	n, err := p.readyNow(fd)
 	if gather := time.Duration(pollGather.Load()); err == nil && n > 0 && n < pollGatherBelow && gather > 0 {
 		time.Sleep(gather)
-		n, err = syscall.EpollWait(int(fd), p.events[:], 0)
+		n, err = p.readyNow(fd)
 	}
 	if err != nil || n <= 0 {
 		return false // EINTR, or nothing: wait
@@ -245,6 +245,19 @@ func (p *poller) wake(fd uintptr) bool {
 	clear(p.ready)
 	p.ready = p.ready[:0]
 	return p.again || n == len(p.events) || p.count.Load() == 0
+}
+
+// readyNow fills p.events with the sockets that are readable, without
+// waiting. It is a raw system call: one that does not block needs no word
+// to the Go scheduler, whose notice (syscall.EpollWait's) wakes the
+// runtime's monitor thread from its sleep, for a burst of short sleeps of
+// its own, at every wake of the poller.
+func (p *poller) readyNow(fd uintptr) (int, error) {
+	r, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&p.events[0])), uintptr(len(p.events)), 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
 }
 
 // failAll ends every stream with err; it is for a poller that cannot wait
