@@ -523,7 +523,8 @@ func benchTimestampError(b *testing.B, n int, step time.Duration, newTransport f
 // `perf stat -e raw_syscalls:sys_enter -p` (it skips without perf):
 // syscalls/token in all, and recvmsg, epoll (epoll_wait and epoll_pwait),
 // futex and nanosleep a token. cpu-µs/token is the client's user + system
-// CPU per token.
+// CPU per token. With LLMLOAD_PERF_ALL=1 and -v, it also logs the count of
+// every kind of system call (those above 0.001 a token).
 //
 //	go test -run '^$' -bench 'ClientSyscalls' -benchtime 1x -count 3 ./loadgen
 func BenchmarkClientSyscalls(b *testing.B) {
@@ -558,7 +559,11 @@ type perfCount struct {
 
 func startPerfCount() (*perfCount, error) {
 	pc := &perfCount{}
-	pc.cmd = exec.Command("perf", "stat", "-x", ",", "-e", strings.Join(syscallEvents, ","), "-p", strconv.Itoa(os.Getpid()))
+	events := strings.Join(syscallEvents, ",")
+	if os.Getenv("LLMLOAD_PERF_ALL") != "" {
+		events += ",syscalls:sys_enter_*"
+	}
+	pc.cmd = exec.Command("perf", "stat", "-x", ",", "-e", events, "-p", strconv.Itoa(os.Getpid()))
 	pc.cmd.Stderr = &pc.out
 	if err := pc.cmd.Start(); err != nil {
 		return nil, err
@@ -649,6 +654,13 @@ func benchSyscalls(b *testing.B, baseURL string, n int, newTransport func(int) h
 		lagP99 = max(lagP99, run.Health.Lag.P99)
 	}
 	per := func(event string) float64 { return counts[event] / float64(tokens) }
+	if os.Getenv("LLMLOAD_PERF_ALL") != "" {
+		for k, v := range counts {
+			if v/float64(tokens) >= 0.001 {
+				b.Logf("%-40s %.4f/token", k, v/float64(tokens))
+			}
+		}
+	}
 	b.ReportMetric(float64(tokens)/window.Seconds(), "tokens/s")
 	b.ReportMetric(per("raw_syscalls:sys_enter"), "syscalls/token")
 	b.ReportMetric(per("syscalls:sys_enter_recvmsg"), "recvmsg/token")

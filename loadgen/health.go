@@ -12,18 +12,20 @@ import (
 
 // The thresholds of the client's health; Health's doc gives them.
 const (
-	healthTick    = 10 * time.Millisecond // the period of the timer whose lateness is measured
+	healthTick    = 20 * time.Millisecond // the period of the timer whose lateness is measured
 	maxHealthyLag = 5 * time.Millisecond  // the 99th-percentile lateness above which a run is limited
 	maxHealthyCPU = 0.9                   // the share of the CPUs above which a run is limited
 )
 
 // Health is the client's own view of whether it kept up during a window:
-// how late a 10 ms timer fired in the client's process, and how busy its
+// how late a 20 ms timer fired in the client's process, and how busy its
 // CPUs were. A client that cannot keep up reads streams late, and the
 // server looks slower than it is. The run is Limited when the timer's
 // 99th-percentile lateness is above 5 ms or the CPU share above 90%.
 type Health struct {
-	// Lag is the distribution of how late the 10 ms timer fired.
+	// Lag is the distribution of how late the 20 ms timer fired. (Each
+	// firing wakes the Go scheduler, some six to ten system calls, so the
+	// period is no shorter.)
 	Lag metrics.Distribution `json:"lag"`
 	// CPU is the process's CPU time over the window ÷ (window × GOMAXPROCS),
 	// 0–1; 0 when the platform does not say.

@@ -92,7 +92,7 @@ func writeMooncake(t *testing.T, n int, span time.Duration) string {
 // the prompt, and the run counts every request.
 //
 // A replay that misses the tolerance while the machine stopped the
-// client's process for longer than it (a 10 ms timer of its Health fired
+// client's process for longer than it (a 20 ms timer of its Health fired
 // more than that late) proves nothing about the client's timing — a
 // request due then could not be sent by anyone — and is made again, up to
 // five times.
