@@ -48,10 +48,7 @@ var faults = []fault{
 // transports are the transports every fault is tried on: net/http's, as
 // NewTransport sets it up, and StreamTransport, reading bodies on each
 // request's goroutine (stream) and, with LLMLOAD_TEST_READ=poll, on its
-// pollers (stream-poll). The poller path is opt-in and not yet in the
-// default run: a response after 103 Early Hints on a connection the server
-// closes (no length, no chunks) took 5 s there where the other paths take
-// milliseconds, and one run of the reset-mid-stream case hung.
+// pollers (stream-poll); .ci/run runs the suite both ways.
 var transports = []struct {
 	name string
 	new  func(conns int) http.RoundTripper

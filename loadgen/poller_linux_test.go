@@ -84,11 +84,18 @@ func TestPollerReadsTheStream(t *testing.T) {
 		if resp.Tokens != 20 || len(resp.ChunkTimes) != 20 || resp.Text[:6] != "w0 w1 " || resp.FinishReason != "stop" {
 			t.Errorf("round %d: %d tokens, %d chunk times, text %q, finish %q", round, resp.Tokens, len(resp.ChunkTimes), resp.Text, resp.FinishReason)
 		}
+		// A client kept from its CPU for longer than the server's 5 ms reads
+		// two chunks at once, and both take the arrival of the later one; a
+		// loaded machine may do that a few times, but most chunks have times
+		// of their own.
+		merged := 0
 		for i := 1; i < len(resp.ChunkTimes); i++ {
 			if d := resp.ChunkTimes[i].Sub(resp.ChunkTimes[i-1]); d < 2*time.Millisecond {
-				t.Errorf("round %d: chunks %d and %d %v apart, want about 5 ms", round, i-1, i, d)
-				break
+				merged++
 			}
+		}
+		if merged > len(resp.ChunkTimes)/4 {
+			t.Errorf("round %d: %d of %d chunks less than 2 ms after the one before, want about 5 ms", round, merged, len(resp.ChunkTimes)-1)
 		}
 	}
 	if n := pollStreams.Load(); n != 0 {
