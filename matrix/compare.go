@@ -49,118 +49,72 @@ type RunInfo struct {
 	Runs int `json:"runs,omitempty"`
 }
 
-// Presence says which runs hold a cell or a prefill row.
-type Presence uint8
+// Presence says which runs hold a cell or a prefill row, as JSON and CSV
+// write it: "both", "base_only" or "next_only".
+type Presence string
 
-// Presences. The zero value means "not set".
+// Presences.
 const (
-	PresenceUnknown Presence = iota
 	// InBoth: both runs hold it.
-	InBoth
+	InBoth Presence = "both"
 	// OnlyInBase: only the base run holds it.
-	OnlyInBase
+	OnlyInBase Presence = "base_only"
 	// OnlyInNext: only the next run holds it.
-	OnlyInNext
+	OnlyInNext Presence = "next_only"
 )
 
-var presenceText = [...]struct{ words, token string }{
-	{"", ""}, {"in both", "both"}, {"only in base", "base_only"}, {"only in next", "next_only"},
-}
-
-// String returns the presence as reports show it: "in both", "only in
+// words returns the presence as reports show it: "in both", "only in
 // base" or "only in next".
-func (p Presence) String() string {
-	if int(p) < len(presenceText) {
-		return presenceText[p].words
+func (p Presence) words() string {
+	switch p {
+	case InBoth:
+		return "in both"
+	case OnlyInBase:
+		return "only in base"
+	case OnlyInNext:
+		return "only in next"
 	}
-	return fmt.Sprintf("Presence(%d)", p)
-}
-
-// MarshalText returns the presence as JSON and CSV write it: "both",
-// "base_only" or "next_only".
-func (p Presence) MarshalText() ([]byte, error) {
-	if int(p) < len(presenceText) {
-		return []byte(presenceText[p].token), nil
-	}
-	return nil, fmt.Errorf("matrix: invalid presence %d", p)
-}
-
-// UnmarshalText reads what MarshalText writes.
-func (p *Presence) UnmarshalText(b []byte) error {
-	for i, t := range presenceText {
-		if t.token == string(b) {
-			*p = Presence(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("matrix: unknown presence %q", b)
+	return string(p)
 }
 
 // Change says whether a figure got better or worse: by more than
 // the 5% threshold, and beyond what the runs' own noise explains (see
 // [Interval]). Better means faster: a higher rate, or a lower latency.
-type Change uint8
+// The empty Change means the figure was not compared.
+type Change string
 
-// Changes. The zero value means "not set".
+// Changes.
 const (
-	ChangeUnknown Change = iota
 	// ChangeSame: within compareThreshold.
-	ChangeSame
+	ChangeSame Change = "same"
 	// ChangeBetter: faster by more than compareThreshold, and the two
 	// runs' intervals do not overlap.
-	ChangeBetter
+	ChangeBetter Change = "better"
 	// ChangeWorse: slower by more than compareThreshold, and the two runs'
 	// intervals do not overlap.
-	ChangeWorse
+	ChangeWorse Change = "worse"
 	// ChangeNoise: more than compareThreshold apart, but the two runs'
 	// intervals overlap: the difference is within the runs' own noise.
-	ChangeNoise
+	ChangeNoise Change = "noise"
 )
-
-var changeText = [...]struct{ mark, token string }{
-	{"", ""}, {"", "same"}, {"▲", "better"}, {"▼", "worse"}, {"~", "noise"},
-}
-
-// String returns the change's name: "same", "better", "worse" or
-// "noise".
-func (c Change) String() string {
-	if int(c) < len(changeText) {
-		return changeText[c].token
-	}
-	return fmt.Sprintf("Change(%d)", c)
-}
 
 // mark returns the reports' marker: "▲" better, "▼" worse, "~" within
 // noise, "" otherwise.
 func (c Change) mark() string {
-	if int(c) < len(changeText) {
-		return changeText[c].mark
+	switch c {
+	case ChangeBetter:
+		return "▲"
+	case ChangeWorse:
+		return "▼"
+	case ChangeNoise:
+		return "~"
 	}
 	return ""
 }
 
-// MarshalText returns the String form.
-func (c Change) MarshalText() ([]byte, error) {
-	if int(c) < len(changeText) {
-		return []byte(changeText[c].token), nil
-	}
-	return nil, fmt.Errorf("matrix: invalid change %d", c)
-}
-
-// UnmarshalText reads what MarshalText writes.
-func (c *Change) UnmarshalText(b []byte) error {
-	for i, t := range changeText {
-		if t.token == string(b) {
-			*c = Change(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("matrix: unknown change %q", b)
-}
-
 // Ratio compares one figure of two runs. A side without the figure (not
 // measured, or not in that run) is 0, and then Ratio is 0 and Change
-// ChangeUnknown.
+// empty.
 type Ratio struct {
 	Base float64 `json:"base,omitempty"`
 	Next float64 `json:"next,omitempty"`
@@ -346,8 +300,13 @@ func newRatio(base, next estimate) *Ratio {
 			r.Change = ChangeNoise // the intervals overlap
 		}
 	}
-	if base.cmp && (r.Change == ChangeBetter || r.Change == ChangeWorse) {
-		r.Change = ChangeBetter + ChangeWorse - r.Change
+	if base.cmp {
+		switch r.Change {
+		case ChangeBetter:
+			r.Change = ChangeWorse
+		case ChangeWorse:
+			r.Change = ChangeBetter
+		}
 	}
 	return r
 }
@@ -403,7 +362,7 @@ type CellChange struct {
 func (c CellChange) Note() string {
 	switch {
 	case c.Presence == OnlyInBase || c.Presence == OnlyInNext:
-		return c.Presence.String()
+		return c.Presence.words()
 	case c.StatusChanged:
 		return c.BaseStatus.String() + " → " + c.NextStatus.String()
 	case c.BaseMeasured && !c.NextMeasured:
@@ -722,7 +681,7 @@ func presence(inBase, inNext bool) Presence {
 	case inNext:
 		return OnlyInNext
 	}
-	return PresenceUnknown
+	return ""
 }
 
 // Cell returns the comparison of the cell at context × concurrency, or

@@ -206,9 +206,9 @@ func htmlCompareCell(x *CellChange) htmlCell {
 	}
 	switch x.TotalTokensPerSec.Change {
 	case ChangeSame, ChangeNoise:
-		hc.Class = x.TotalTokensPerSec.Change.String()
+		hc.Class = string(x.TotalTokensPerSec.Change)
 	default:
-		hc.Class = x.TotalTokensPerSec.Change.String()
+		hc.Class = string(x.TotalTokensPerSec.Change)
 		t := 0.5 + math.Max(-1, math.Min(1, math.Log2(x.TotalTokensPerSec.Ratio)))/2
 		col := rampColor(diverging, t)
 		hc.Style = template.CSS("background:" + hexColor(col) + ";color:" + textOn(col))
@@ -230,7 +230,7 @@ func (r *Ratio) changeToken() string {
 	if !r.compared() {
 		return "none"
 	}
-	return r.Change.String()
+	return string(r.Change)
 }
 
 // geomean is the geometric mean of positive values.

@@ -296,7 +296,7 @@ func (c *Comparison) writeCSV(w io.Writer) error {
 	}
 	for _, p := range c.Prefill {
 		rec := make([]string, len(comparisonCSVHeader))
-		presence, _ := p.Presence.MarshalText()
+		presence := p.Presence
 		rec[0], rec[1], rec[2], rec[3] = "prefill", strconv.Itoa(p.ContextTokens), "1", string(presence)
 		rec[4] = sideStatus(p.Presence != OnlyInNext, p.BaseMeasured, p.BaseStatus).token()
 		rec[5] = sideStatus(p.Presence != OnlyInBase, p.NextMeasured, p.NextStatus).token()
@@ -306,7 +306,7 @@ func (c *Comparison) writeCSV(w io.Writer) error {
 	}
 	for _, x := range c.Cells {
 		rec := make([]string, len(comparisonCSVHeader))
-		presence, _ := x.Presence.MarshalText()
+		presence := x.Presence
 		rec[0], rec[1], rec[2], rec[3] = "decode", strconv.Itoa(x.ContextTokens), strconv.Itoa(x.Concurrency), string(presence)
 		rec[4], rec[5] = x.BaseStatus.token(), x.NextStatus.token()
 		ratio(rec, 6, x.TotalTokensPerSec, 1)

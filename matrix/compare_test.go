@@ -81,9 +81,9 @@ func TestCompare(t *testing.T) {
 		{"slower", 16 * tokensK, 8, InBoth, ChangeWorse, ChangeWorse, 0.87, true, true, ""},
 		{"within the threshold", 32 * tokensK, 4, InBoth, ChangeSame, ChangeSame, 1.01, true, true, ""},
 		{"status change", 128 * tokensK, 1, InBoth, ChangeSame, ChangeSame, 1.01, true, true, "Requests queued → Valid"},
-		{"measured in next only", 64 * tokensK, 16, InBoth, ChangeUnknown, ChangeUnknown, 0, false, true, "Over capacity → Valid"},
-		{"in base only", 248 * tokensK, 1, OnlyInBase, ChangeUnknown, ChangeUnknown, 0, false, false, "only in base"},
-		{"over capacity in both", 0, 128, InBoth, ChangeUnknown, ChangeUnknown, 0, false, false, ""},
+		{"measured in next only", 64 * tokensK, 16, InBoth, "", "", 0, false, true, "Over capacity → Valid"},
+		{"in base only", 248 * tokensK, 1, OnlyInBase, "", "", 0, false, false, "only in base"},
+		{"over capacity in both", 0, 128, InBoth, "", "", 0, false, false, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
