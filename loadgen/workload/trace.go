@@ -15,37 +15,27 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llmload/llmload/internal/enumtext"
 	"github.com/llmload/llmload/loadgen"
 )
 
-// TraceFormat names the format of a trace file.
-type TraceFormat uint8
+// TraceFormat names the format of a trace file: "mooncake" or "azure".
+type TraceFormat string
 
-// The trace formats [TraceReader] reads.
+// The trace formats [TraceReader] reads. The empty TraceFormat means no
+// record has been read yet.
 const (
-	// formatUnknown: no record read yet.
-	formatUnknown TraceFormat = iota
 	// Mooncake is the JSONL trace of Mooncake (FAST '25), one request a
 	// line: {"timestamp": MS, "input_length": N, "output_length": N,
 	// "hash_ids": [ID, ...]}, timestamp in milliseconds and hash_ids
 	// optional: one ID for each block of [DefaultBlockTokens] prompt
 	// tokens, equal IDs for equal prefixes.
-	Mooncake
+	Mooncake TraceFormat = "mooncake"
 	// Azure is the CSV of Azure's LLM inference traces (2023, 2024): a
 	// header naming TIMESTAMP, ContextTokens and GeneratedTokens (in any
 	// order, with any other columns), then one request a line, its
 	// TIMESTAMP as "2023-11-16 18:15:46.6805900".
-	Azure
+	Azure TraceFormat = "azure"
 )
-
-var traceFormatNames = [...]string{"", "mooncake", "azure"}
-
-// String returns "mooncake" or "azure".
-func (f TraceFormat) String() string { return enumtext.Name(traceFormatNames[:], f, "TraceFormat") }
-
-// MarshalText implements [encoding.TextMarshaler].
-func (f TraceFormat) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
 
 // DefaultBlockTokens is the prompt tokens one Mooncake hash ID stands for.
 const DefaultBlockTokens = 512
@@ -113,7 +103,7 @@ func (t *TraceReader) Next() (TraceEntry, error) {
 			return fail(err)
 		}
 		raw = bytes.TrimSpace(raw)
-		if t.format == formatUnknown {
+		if t.format == "" {
 			// A byte-order mark, as editors on Windows write, is not
 			// the record's.
 			if raw = bytes.TrimPrefix(raw, []byte("\ufeff")); len(raw) == 0 {
