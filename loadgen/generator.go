@@ -229,38 +229,25 @@ type Run struct {
 	Err     error
 }
 
-// StopReason says why a run ended. Its zero value means it is not set.
-type StopReason uint8
+// StopReason says why a run ended: "window", "requests", "canceled" or
+// "failed". Its zero value, [StopUnknown], means it is not set.
+type StopReason string
 
 // The reasons a run ends.
 const (
 	// StopUnknown is the zero StopReason: not set.
-	StopUnknown StopReason = iota
+	StopUnknown StopReason = ""
 	// StopWindow: the window's Duration passed.
-	StopWindow
+	StopWindow StopReason = "window"
 	// StopRequests: the run's Requests were sent and every one has ended.
-	StopRequests
+	StopRequests StopReason = "requests"
 	// StopCanceled: the caller's context ended; Run.Err is its cause.
-	StopCanceled
+	StopCanceled StopReason = "canceled"
 	// StopFailed: the run could not go on, or could not start: a setting
 	// that cannot work (a [*ConfigError]) or an unreachable server
 	// ([ErrUnreachable]); Run.Err says which.
-	StopFailed
+	StopFailed StopReason = "failed"
 )
-
-var stopNames = [...]string{"", "window", "requests", "canceled", "failed"}
-
-// String returns the reason's name: "window", "requests", "canceled" or
-// "failed"; [StopUnknown] is "".
-func (s StopReason) String() string { return enumtext.Name(stopNames[:], s, "StopReason") }
-
-// MarshalText implements [encoding.TextMarshaler].
-func (s StopReason) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-// UnmarshalText implements [encoding.TextUnmarshaler].
-func (s *StopReason) UnmarshalText(b []byte) error {
-	return enumtext.Parse(s, stopNames[:], b, "loadgen: unknown stop reason")
-}
 
 // runState is what a run shares between its goroutines.
 type runState struct {

@@ -300,22 +300,6 @@ func TestGeneratorCancelEndsAnOpenWindow(t *testing.T) {
 		"the rate is over the window that ran")
 }
 
-func TestStopReasonText(t *testing.T) {
-	for _, r := range []loadgen.StopReason{loadgen.StopUnknown, loadgen.StopWindow, loadgen.StopRequests, loadgen.StopCanceled, loadgen.StopFailed} {
-		b, err := r.MarshalText()
-		require.NoError(t, err)
-		assert.Equal(t, r.String(), string(b))
-		var back loadgen.StopReason
-		require.NoError(t, back.UnmarshalText(b))
-		assert.Equal(t, r, back)
-	}
-	assert.Equal(t, "window", loadgen.StopWindow.String())
-	assert.Equal(t, "failed", loadgen.StopFailed.String())
-	assert.Empty(t, loadgen.StopUnknown.String(), "the zero value is not set")
-	var r loadgen.StopReason
-	assert.Error(t, r.UnmarshalText([]byte("timeout")))
-}
-
 func TestGeneratorWarmupUntilAndProgress(t *testing.T) {
 	_, c := simulated(t, 5*time.Millisecond, 8)
 	var g *loadgen.Generator

@@ -103,6 +103,11 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
+	switch r.Stopped {
+	case loadgen.StopUnknown, loadgen.StopWindow, loadgen.StopRequests, loadgen.StopCanceled, loadgen.StopFailed:
+	default:
+		return fmt.Errorf("sweep: unknown stop reason %q (want window, requests, canceled or failed)", r.Stopped)
+	}
 	l, err := decodeLoad(v.Load)
 	r.Load = l
 	return err

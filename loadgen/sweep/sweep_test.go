@@ -271,3 +271,18 @@ func TestWriteRefusesAnUnknownFormat(t *testing.T) {
 	assert.Contains(t, err.Error(), "table, json or html")
 	assert.Zero(t, out.Len(), "nothing written")
 }
+
+func TestReadResultsRefusesAnUnknownStopReason(t *testing.T) {
+	res := &sweep.Results{Runs: []sweep.Result{{Load: loadgen.Closed{Streams: 1}, Stopped: loadgen.StopWindow}}}
+	var doc bytes.Buffer
+	require.NoError(t, res.Write(&doc, "json"))
+	back, err := sweep.ReadResults(bytes.NewReader(doc.Bytes()))
+	require.NoError(t, err)
+	assert.Equal(t, loadgen.StopWindow, back.Runs[0].Stopped)
+
+	bad := bytes.Replace(doc.Bytes(), []byte(`"stopped": "window"`), []byte(`"stopped": "timeout"`), 1)
+	require.NotEqual(t, doc.Bytes(), bad, "the document names the stop reason")
+	_, err = sweep.ReadResults(bytes.NewReader(bad))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `unknown stop reason "timeout"`)
+}
