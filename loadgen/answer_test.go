@@ -210,3 +210,30 @@ func TestAnswerCutShort(t *testing.T) {
 		assert.Equal(t, metrics.KindFirstTokenTimeout, loadgen.KindOf(err), "%v", err)
 	})
 }
+
+// Requests whose client went away leave the pooling model's queue, as
+// vLLM aborts them: eight abandoned requests, each a 200 ms step alone,
+// do not hold up the next one for eight steps.
+func TestPoolingDropsAbandonedRequests(t *testing.T) {
+	srv := loadgentest.NewServer(loadgentest.Profile{MaxNumSeqs: 1, MaxNumBatchedTokens: 10, PoolStep: 0.200, PoolPerToken: 1e-6, TruthBytes: -1})
+	defer srv.Close()
+	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: &http.Client{Transport: loadgen.NewStreamTransport(16)}}
+	defer c.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			_, err := c.Do(ctx, &loadgen.Request{API: loadgen.Embeddings, Prompt: simtokens.Prompt(10, fmt.Sprint(i))})
+			errs <- err
+		}()
+	}
+	for range 8 {
+		assert.Equal(t, metrics.KindCanceled, loadgen.KindOf(<-errs))
+	}
+	start := time.Now()
+	_, err := c.Do(t.Context(), &loadgen.Request{API: loadgen.Embeddings, Prompt: simtokens.Prompt(10, "next")})
+	require.NoError(t, err)
+	took := time.Since(start)
+	assert.Less(t, took, time.Second, "at most the step in progress and its own: eight would take 1.6 s")
+}

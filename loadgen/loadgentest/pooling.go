@@ -33,8 +33,10 @@ type pooler struct {
 
 // pooled is one request waiting for, or in, a pooling step.
 type pooled struct {
-	tokens int
-	done   chan struct{}
+	tokens  int
+	arrived time.Time
+	gone    <-chan struct{} // closed when the client has gone away
+	done    chan struct{}
 }
 
 func newPooler(p Profile, done chan struct{}) *pooler {
@@ -49,10 +51,10 @@ func (p Profile) stepCost(tokens int) float64 {
 	return p.PoolStep + p.PoolPerToken*float64(tokens)
 }
 
-// submit queues a request of tokens input tokens and returns what is
-// closed when its step has ended.
-func (pl *pooler) submit(tokens int) <-chan struct{} {
-	r := &pooled{tokens: tokens, done: make(chan struct{})}
+// submit queues a request of tokens input tokens, whose client goes away
+// when gone is closed, and returns what is closed when its step has ended.
+func (pl *pooler) submit(tokens int, gone <-chan struct{}) <-chan struct{} {
+	r := &pooled{tokens: tokens, arrived: time.Now(), gone: gone, done: make(chan struct{})}
 	pl.mu.Lock()
 	pl.wait = append(pl.wait, r)
 	pl.mu.Unlock()
@@ -63,16 +65,19 @@ func (pl *pooler) submit(tokens int) <-chan struct{} {
 	return r.done
 }
 
-// run steps until the handler closes. Steps follow one another on a
-// schedule: a step that starts while the last one's end is still to come
-// starts at that end, so the timers' lateness does not add up.
+// run steps until the handler closes. Steps keep to the model's own
+// timeline, not to when the goroutine happens to wake: a step starts when
+// the last one ended, or at the arrival of the first request it takes if
+// the model was idle, and takes the requests that had arrived by then. A
+// timer that fires late delays the answers by its lateness, and no more:
+// the lateness does not add up from step to step.
 func (pl *pooler) run() {
 	var end time.Time
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		pl.mu.Lock()
-		batch, tokens := pl.take()
+		batch, tokens, start := pl.take(end)
 		pl.mu.Unlock()
 		if len(batch) == 0 {
 			select {
@@ -81,10 +86,6 @@ func (pl *pooler) run() {
 			case <-pl.done:
 				return
 			}
-		}
-		start := time.Now()
-		if end.After(start) {
-			start = end
 		}
 		end = start.Add(time.Duration(pl.p.stepCost(tokens) / pl.p.Speed * float64(time.Second)))
 		timer.Reset(time.Until(end))
@@ -99,17 +100,35 @@ func (pl *pooler) run() {
 	}
 }
 
-// take removes the next step's batch from the queue: the requests, in
-// order of arrival, whose tokens fit MaxNumBatchedTokens, and at least one.
-func (pl *pooler) take() ([]*pooled, int) {
+// take removes the next step's batch from the queue, given that the last
+// step ended at end, and returns it with its tokens and its start: the
+// requests, in order of arrival, that had arrived by the start and whose
+// tokens fit MaxNumBatchedTokens, at least one. Requests whose client has
+// gone are dropped, as vLLM aborts them.
+func (pl *pooler) take(end time.Time) ([]*pooled, int, time.Time) {
+	pl.wait = slices.DeleteFunc(pl.wait, func(r *pooled) bool {
+		select {
+		case <-r.gone:
+			return true
+		default:
+			return false
+		}
+	})
+	if len(pl.wait) == 0 {
+		return nil, 0, time.Time{}
+	}
+	start := end
+	if first := pl.wait[0].arrived; first.After(start) {
+		start = first
+	}
 	n, tokens := 0, 0
-	for n < len(pl.wait) && (n == 0 || tokens+pl.wait[n].tokens <= pl.p.MaxNumBatchedTokens) {
+	for n < len(pl.wait) && !pl.wait[n].arrived.After(start) && (n == 0 || tokens+pl.wait[n].tokens <= pl.p.MaxNumBatchedTokens) {
 		tokens += pl.wait[n].tokens
 		n++
 	}
 	batch := slices.Clone(pl.wait[:n])
 	pl.wait = slices.Delete(pl.wait, 0, n)
-	return batch, tokens
+	return batch, tokens, start
 }
 
 // poolRequest is the body of /v1/embeddings and /v1/rerank.
@@ -208,7 +227,7 @@ func (h *Handler) servePool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	select {
-	case <-h.pool.submit(tokens):
+	case <-h.pool.submit(tokens, ctx.Done()):
 	case <-ctx.Done():
 		return
 	case <-h.done:
