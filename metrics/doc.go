@@ -11,7 +11,7 @@
 // returns the columns as a [Summary] with the histograms they come from. A [Histogram] keeps count, minimum,
 // maximum and mean exactly; its quantiles are within 0.1%.
 //
-// Recordings merge exactly. [Histogram.Merge] adds buckets, so the merge of
+// Recordings merge exactly. Merging histograms adds buckets, so the merge of
 // several histograms is the histogram of all their values, and a
 // histogram's JSON holds its buckets (HdrHistogram's V2 encoding) with its
 // exact figures, so the merge stays exact across machines and files.

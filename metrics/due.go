@@ -11,7 +11,7 @@ func (r *Recorder) LatencyFromDueOf(scope Scope) Distribution {
 	var h Histogram
 	r.mu.Lock()
 	for _, i := range r.partsOf(scope) {
-		_ = h.Merge(&r.parts[i].fromDue) // same geometry: nothing is dropped
+		_ = h.merge(&r.parts[i].fromDue) // same geometry: nothing is dropped
 	}
 	r.mu.Unlock()
 	return h.Summary()

@@ -26,8 +26,9 @@ const (
 	histogramDigits  = 3
 )
 
-// DroppedError is returned by [Histogram.Merge] when some values of the
-// source could not be merged: it says how many (test with [errors.As]).
+// DroppedError is returned when some values of a histogram read back
+// ([Histogram.UnmarshalJSON]) or merged ([MergeRecordings]) do not fit the
+// geometry: it says how many (test with [errors.As]).
 type DroppedError struct {
 	Dropped int64
 }
@@ -37,22 +38,23 @@ func (e *DroppedError) Error() string {
 	return fmt.Sprintf("metrics: %d histogram values dropped in merge (outside 1µs–1h)", e.Dropped)
 }
 
-// ErrNilHistogram is returned by [Histogram.Merge] called on a nil
+// errNilHistogram is returned by [Histogram.merge] called on a nil
 // *Histogram, which has nowhere to put the values.
-var ErrNilHistogram = errors.New("metrics: Merge into a nil *Histogram")
+var errNilHistogram = errors.New("metrics: Merge into a nil *Histogram")
 
 // Histogram is a high-dynamic-range histogram of durations, backed by
 // HdrHistogram with the fixed geometry above (about 188 KB). Its zero value is
 // an empty histogram ready to use, and so is a nil *Histogram for every method
-// but Merge and the decoders.
+// but UnmarshalJSON.
 //
 // Beside the buckets it keeps the count, the minimum, the maximum and the
-// sum of the values exactly, to the nanosecond, so Count, Min, Max and Mean
-// return what was recorded, not a bucket's bound. Only the quantiles are
+// sum of the values exactly, to the nanosecond, so Count and the Min, Max
+// and Mean of its [Histogram.Summary] are what was recorded, not a bucket's bound. Only the quantiles are
 // bucketed (see [Histogram.Quantile]).
 //
 // Durations below 0 are recorded as 0; durations above an hour are recorded
-// as an hour. Both are counted in [Histogram.Clamped].
+// as an hour. Both are counted, and the count is written as "clamped" in
+// its JSON.
 //
 // A Histogram is not safe for concurrent use.
 type Histogram struct {
@@ -65,11 +67,6 @@ type Histogram struct {
 	min, max     time.Duration
 	sumHi, sumLo uint64 // the sum of the values in nanoseconds, 128 bits
 	estimated    bool
-}
-
-// NewHistogram returns an empty histogram.
-func NewHistogram() *Histogram {
-	return &Histogram{h: newHDR()}
 }
 
 func newHDR() *hdrhistogram.Histogram {
@@ -95,11 +92,11 @@ func clamp(d time.Duration) (time.Duration, bool) {
 
 // Record adds one duration.
 func (h *Histogram) Record(d time.Duration) {
-	h.RecordN(d, 1)
+	h.recordN(d, 1)
 }
 
-// RecordN adds n equal durations in one step; n ≤ 0 records nothing.
-func (h *Histogram) RecordN(d time.Duration, n int64) {
+// recordN adds n equal durations in one step; n ≤ 0 records nothing.
+func (h *Histogram) recordN(d time.Duration, n int64) {
 	if n <= 0 {
 		return
 	}
@@ -133,9 +130,9 @@ func (h *Histogram) Count() int64 {
 	return h.h.TotalCount()
 }
 
-// Clamped returns how many recorded values were outside 0–1 h and were
+// clampedCount returns how many recorded values were outside 0–1 h and were
 // recorded at the nearest end instead.
-func (h *Histogram) Clamped() int64 {
+func (h *Histogram) clampedCount() int64 {
 	if h == nil {
 		return 0
 	}
@@ -161,12 +158,12 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 	}
 	q = min(max(q, 0), 1)
 	v := time.Duration(h.h.ValueAtPercentile(q*100)) * time.Microsecond
-	return min(max(v, h.Min()), h.Max())
+	return min(max(v, h.minimum()), h.maximum())
 }
 
-// Mean returns the mean of the recorded values, or 0 when there are none. It
+// mean returns the mean of the recorded values, or 0 when there are none. It
 // is exact, to the nanosecond, for values recorded in this process.
-func (h *Histogram) Mean() time.Duration {
+func (h *Histogram) mean() time.Duration {
 	n := h.Count()
 	if n == 0 {
 		return 0
@@ -179,9 +176,9 @@ func (h *Histogram) Mean() time.Duration {
 	return time.Duration(mean)
 }
 
-// Min returns the smallest recorded value, or 0 when there are none. It is
+// minimum returns the smallest recorded value, or 0 when there are none. It is
 // exact for values recorded in this process.
-func (h *Histogram) Min() time.Duration {
+func (h *Histogram) minimum() time.Duration {
 	if h.Count() == 0 {
 		return 0
 	}
@@ -191,9 +188,9 @@ func (h *Histogram) Min() time.Duration {
 	return h.min
 }
 
-// Max returns the largest recorded value, or 0 when there are none. It is
+// maximum returns the largest recorded value, or 0 when there are none. It is
 // exact for values recorded in this process.
-func (h *Histogram) Max() time.Duration {
+func (h *Histogram) maximum() time.Duration {
 	if h.Count() == 0 {
 		return 0
 	}
@@ -203,12 +200,12 @@ func (h *Histogram) Max() time.Duration {
 	return h.max
 }
 
-// Merge adds every value of o to h; a nil or empty o adds nothing. It
+// merge adds every value of o to h; a nil or empty o adds nothing. It
 // returns a [*DroppedError] if any value could not be added (the others are
-// added regardless), and [ErrNilHistogram] when h is nil.
-func (h *Histogram) Merge(o *Histogram) error {
+// added regardless), and [errNilHistogram] when h is nil.
+func (h *Histogram) merge(o *Histogram) error {
 	if h == nil {
-		return ErrNilHistogram
+		return errNilHistogram
 	}
 	if o == nil {
 		return nil
@@ -244,9 +241,9 @@ func (h *Histogram) Reset() {
 	*h = Histogram{h: h.h}
 }
 
-// Clone returns an independent copy of h; the copy of a nil histogram is an
+// clone returns an independent copy of h; the copy of a nil histogram is an
 // empty one.
-func (h *Histogram) Clone() *Histogram {
+func (h *Histogram) clone() *Histogram {
 	if h == nil {
 		return &Histogram{}
 	}
@@ -262,12 +259,12 @@ func (h *Histogram) Clone() *Histogram {
 func (h *Histogram) Summary() Distribution {
 	return Distribution{
 		Count: h.Count(),
-		Min:   h.Min(),
-		Mean:  h.Mean(),
+		Min:   h.minimum(),
+		Mean:  h.mean(),
 		P50:   h.Quantile(0.50),
 		P90:   h.Quantile(0.90),
 		P99:   h.Quantile(0.99),
-		Max:   h.Max(),
+		Max:   h.maximum(),
 	}
 }
 
@@ -339,7 +336,7 @@ func (h *Histogram) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := histogramJSON{V2: string(b), Clamped: h.Clamped()}
+	j := histogramJSON{V2: string(b), Clamped: h.clampedCount()}
 	if h.Count() > 0 && !h.estimated {
 		lo, hi := int64(h.min), int64(h.max)
 		j.Min, j.Max = &lo, &hi

@@ -71,7 +71,7 @@ func MergeRecordings(recs ...Recording) (Recording, error) {
 		if err := r.check(); err != nil {
 			return Recording{}, &MergeError{Index: i, Reason: err.Error()}
 		}
-		if err := out.Histograms.Merge(r.Histograms); err != nil {
+		if err := out.Histograms.merge(r.Histograms); err != nil {
 			return Recording{}, &MergeError{Index: i, Reason: err.Error()}
 		}
 		p := r.Summary

@@ -160,7 +160,7 @@ func (r *Recorder) Observe(tl *Timeline, t time.Time, tokens int) {
 	tl.Observe(t, tokens)
 	s := &r.shards[tl.shard]
 	s.tokens.Add(int64(tokens))
-	if w != nil && w.Contains(t) {
+	if w != nil && w.contains(t) {
 		tl.win.tokens += tokens
 		tl.win.chunks++
 		tl.win.last = t
@@ -192,9 +192,9 @@ func (r *Recorder) flush(tl *Timeline) {
 	s.mu.Lock()
 	for _, g := range tl.gapBuf[:tl.gapN] {
 		if g.n < 0 {
-			s.itl[partWarmup].RecordN(g.d, -g.n)
+			s.itl[partWarmup].recordN(g.d, -g.n)
 		} else {
-			s.itl[partWindow].RecordN(g.d, g.n)
+			s.itl[partWindow].recordN(g.d, g.n)
 		}
 	}
 	s.mu.Unlock()
@@ -228,7 +228,7 @@ func (r *Recorder) Record(tl *Timeline) {
 	switch {
 	case tl.Kind == KindCanceled:
 		p.canceled++
-		if !r.SLO.IsZero() && r.SLO.Missed(tl) {
+		if !r.SLO.IsZero() && r.SLO.missed(tl) {
 			p.missed++
 		}
 	case tl.Kind != KindNone || tl.Err != nil:
@@ -240,10 +240,10 @@ func (r *Recorder) Record(tl *Timeline) {
 		p.errors[k]++
 	case !tl.OK():
 		p.canceled++ // ended early without an error: a reader that stopped
-		if !r.SLO.IsZero() && r.SLO.Missed(tl) {
+		if !r.SLO.IsZero() && r.SLO.missed(tl) {
 			p.missed++
 		}
-	case w == nil || w.Contains(tl.End):
+	case w == nil || w.contains(tl.End):
 		// Inside the window; without a window, every completed request is
 		// (the window is then the recording's span).
 		p.completed++
@@ -254,7 +254,7 @@ func (r *Recorder) Record(tl *Timeline) {
 		if tl.ToolCall {
 			p.toolCalls++
 		}
-		if !r.SLO.IsZero() && r.SLO.Met(tl) {
+		if !r.SLO.IsZero() && r.SLO.met(tl) {
 			p.good++
 		}
 	default:
@@ -366,10 +366,10 @@ type Histograms struct {
 	TTFO *Histogram `json:"ttfo,omitempty"`
 }
 
-// Merge adds every distribution of o to hs, creating those hs lacks. It
-// returns the first error of [Histogram.Merge]; the other distributions are
+// merge adds every distribution of o to hs, creating those hs lacks. It
+// returns the first error of [Histogram.merge]; the other distributions are
 // merged regardless.
-func (hs *Histograms) Merge(o Histograms) error {
+func (hs *Histograms) merge(o Histograms) error {
 	var first error
 	for _, p := range []struct {
 		dst **Histogram
@@ -382,7 +382,7 @@ func (hs *Histograms) Merge(o Histograms) error {
 		if *p.dst == nil {
 			*p.dst = &Histogram{}
 		}
-		if err := (*p.dst).Merge(p.src); err != nil && first == nil {
+		if err := (*p.dst).merge(p.src); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -415,7 +415,7 @@ func (r *Recorder) itl(parts []int) *Histogram {
 		s := &r.shards[i]
 		s.mu.Lock()
 		for _, p := range parts {
-			_ = itl.Merge(&s.itl[p]) // same geometry: nothing is dropped
+			_ = itl.merge(&s.itl[p]) // same geometry: nothing is dropped
 		}
 		s.mu.Unlock()
 	}

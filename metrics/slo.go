@@ -8,6 +8,11 @@ import (
 
 // SLO holds optional service-level objectives. A zero field is not checked.
 // A request meets the SLO when it completed and every set objective holds.
+// A request that ended without completing (cut short by cancellation, such
+// as the end of a window) has missed it when it had already missed an
+// objective as it ended: no first token within TTFT of being written, or a
+// first token later than that, or no end within Latency; TPOT, an average
+// over the whole output, is not judged before the end.
 //
 // As JSON, each objective set is a duration string as [time.Duration.String]
 // writes it and [time.ParseDuration] reads it: {"ttft":"250ms"}.
@@ -20,8 +25,8 @@ type SLO struct {
 // IsZero reports whether no objective is set.
 func (s SLO) IsZero() bool { return s == SLO{} }
 
-// Met reports whether tl completed within every set objective.
-func (s SLO) Met(tl *Timeline) bool {
+// met reports whether tl completed within every set objective.
+func (s SLO) met(tl *Timeline) bool {
 	if !tl.OK() {
 		return false
 	}
@@ -30,12 +35,12 @@ func (s SLO) Met(tl *Timeline) bool {
 		(s.Latency == 0 || tl.Latency() <= s.Latency)
 }
 
-// Missed reports whether tl, which ended without completing (cut short by
+// missed reports whether tl, which ended without completing (cut short by
 // cancellation, such as the end of a window), had already missed an
 // objective when it ended: no first token within TTFT of being written,
 // or a first token later than that, or no end within Latency. TPOT, an
 // average over the whole output, is not judged before the end.
-func (s SLO) Missed(tl *Timeline) bool {
+func (s SLO) missed(tl *Timeline) bool {
 	if tl.Sent.IsZero() || tl.End.IsZero() {
 		return false
 	}

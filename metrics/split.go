@@ -47,10 +47,10 @@ func (r *Recorder) SplitOf(scope Scope) TTFTSplit {
 	r.mu.Lock()
 	for _, i := range r.partsOf(scope) {
 		p := &r.parts[i].split
-		_ = all.ttft.Merge(&p.ttft) // same geometry: nothing is dropped
-		_ = all.queue.Merge(&p.queue)
-		_ = all.prefill.Merge(&p.prefill)
-		_ = all.rest.Merge(&p.rest)
+		_ = all.ttft.merge(&p.ttft) // same geometry: nothing is dropped
+		_ = all.queue.merge(&p.queue)
+		_ = all.prefill.merge(&p.prefill)
+		_ = all.rest.merge(&p.rest)
 	}
 	r.mu.Unlock()
 	return TTFTSplit{Requests: all.ttft.Count(), TTFT: all.ttft.Summary(), Queue: all.queue.Summary(),

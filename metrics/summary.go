@@ -49,7 +49,7 @@ type Summary struct {
 	Failed   int `json:"failed"`
 	Canceled int `json:"canceled"`
 	// Missed is how many of the Canceled had already missed the SLO when
-	// they were cut (see [SLO.Missed]); zero without an SLO.
+	// they were cut (see [SLO]); zero without an SLO.
 	Missed int `json:"missed,omitempty"`
 	// Errors counts failed requests by kind.
 	Errors map[ErrorKind]int `json:"errors,omitempty"`
@@ -167,7 +167,7 @@ func (r *Recorder) summaryOf(scope Scope) (Summary, Histograms) {
 			}
 		}
 		// Same geometry: nothing is dropped.
-		_ = h.Merge(Histograms{TTFT: &p.ttft, TBT: &p.tbt, TPOT: &p.tpot, Latency: &p.latency, ClientWait: &p.wait, TTFO: &p.ttfo})
+		_ = h.merge(Histograms{TTFT: &p.ttft, TBT: &p.tbt, TPOT: &p.tpot, Latency: &p.latency, ClientWait: &p.wait, TTFO: &p.ttfo})
 	}
 	for _, d := range []**Histogram{&h.TTFT, &h.TBT, &h.TPOT, &h.Latency, &h.ClientWait, &h.TTFO} {
 		if *d == nil {
@@ -222,7 +222,7 @@ func (s *Summary) rates(last time.Time, activeSeconds float64) {
 // counted token at last, at most the window's length, and the whole window
 // when no token was counted (last is zero or outside it).
 func measuredFor(w Window, last time.Time) time.Duration {
-	if !w.Contains(last) || !last.After(w.Start) {
+	if !w.contains(last) || !last.After(w.Start) {
 		return w.Duration()
 	}
 	return last.Sub(w.Start)

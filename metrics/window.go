@@ -9,8 +9,8 @@ type Window struct {
 	End   time.Time `json:"end"`
 }
 
-// Contains reports whether t falls in [Start, End).
-func (w Window) Contains(t time.Time) bool {
+// contains reports whether t falls in [Start, End).
+func (w Window) contains(t time.Time) bool {
 	return !t.Before(w.Start) && t.Before(w.End)
 }
 

@@ -30,7 +30,7 @@ const DefaultQuantile = 0.9
 // 99% of the requests must complete, each within both. A run judges the
 // requests that completed or failed in its window, and those cut at its
 // end that had already missed the SLO (see
-// [github.com/llmload/llmload/metrics.SLO.Missed]); a request cut before
+// [github.com/llmload/llmload/metrics.SLO]); a request cut before
 // it could miss it counts neither way. A TPOT objective alone does not
 // see requests wait in a server's queue; a TTFT or latency objective
 // does.
