@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -654,7 +653,7 @@ func (r *runner) worker(w int) error {
 		return nil
 	}
 	for seq := 0; r.launch.Err() == nil; seq++ {
-		if !r.spend() {
+		if ok, _ := r.spend(); !ok {
 			return nil
 		}
 		if pause != nil && !sleep(r.launch, pause(w, seq)) {
@@ -674,16 +673,19 @@ func (r *runner) worker(w int) error {
 // spend takes a request from the run's Requests, if it sets any, and
 // reports whether one was left. A request started in the warm-up takes
 // none: the budget is set as the window opens (see openWindow).
-func (r *runner) spend() bool {
+// It also reports whether it took one.
+func (r *runner) spend() (ok, took bool) {
 	if r.g.Requests <= 0 || Phase(r.st.phase.Load()) == PhaseWarmup {
-		return true
+		return true, false
 	}
-	return r.budget.Add(-1) >= 0
+	return r.budget.Add(-1) >= 0, true
 }
 
 // openLoop launches the arrivals of an Open or a Schedule load, each
 // request in a goroutine of its own holding one of MaxInFlight slots, until
 // launching stops, the schedule ends or the run's Requests have arrived.
+// The arrivals due at one instant are made ready a little ahead of it and
+// released together as it comes (see gate).
 func (r *runner) openLoop() error {
 	slots := make(chan int, r.slots)
 	for i := range cap(slots) {
@@ -691,33 +693,96 @@ func (r *runner) openLoop() error {
 	}
 	for {
 		seq, at, ok := r.ahead.pop()
-		if !ok {
+		if !ok || r.spent() {
 			return nil
 		}
 		r.warmForBursts(at)
-		if !sleep(r.launch, time.Until(at)) || !r.spend() {
+		if !sleep(r.launch, time.Until(at)-releaseLead) {
 			return nil
 		}
-		var slot int
-		select {
-		case slot = <-slots:
-		default: // every slot is taken: wait for one
-			r.st.queued.Add(1)
-			select {
-			case slot = <-slots:
-			case <-r.launch.Done():
+		gt, first := newGate(at), at
+		for ok {
+			slot, free := r.takeSlot(slots, gt)
+			if !free {
 				return nil
 			}
+			s, due := seq, at
+			r.workers.Go(func() error {
+				defer func() { slots <- slot }()
+				return r.arrive(slot, s, due, gt)
+			})
+			if gt.opened { // an arrival waited for a slot: the next has a gate of its own
+				break
+			}
+			seq, at, ok = r.ahead.popBy(first.Add(sameInstant))
+			if ok {
+				gt.at = at // never before an arrival's due time
+			}
 		}
-		r.workers.Go(func() error {
-			defer func() { slots <- slot }()
-			_, err := r.send(slot, seq, at)
-			return err
-		})
-		// Let the request start before the next arrival is prepared
-		// (a Schedule's Due may build its request): it is due now.
-		runtime.Gosched()
+		if !gt.open(r.launch) {
+			return nil
+		}
 	}
+}
+
+// takeSlot takes a free slot for an arrival of gt. When none is free by
+// the gate's time, the arrivals ready go then, and this one waits for a
+// slot, counted in Queued. It reports false if launching stopped first.
+func (r *runner) takeSlot(slots chan int, gt *gate) (int, bool) {
+	select {
+	case slot := <-slots:
+		return slot, true
+	default:
+	}
+	if !gt.opened {
+		t := time.NewTimer(time.Until(gt.at) - coarseMargin)
+		defer t.Stop()
+		select {
+		case slot := <-slots:
+			return slot, true
+		case <-t.C:
+		case <-r.launch.Done():
+			return 0, false
+		}
+		if !gt.open(r.launch) {
+			return 0, false
+		}
+	}
+	r.st.queued.Add(1)
+	select {
+	case slot := <-slots:
+		return slot, true
+	case <-r.launch.Done():
+		return 0, false
+	}
+}
+
+// arrive makes the request of arrival seq ready, waits for its gate to
+// open and sends it, unless the run's Requests are spent.
+func (r *runner) arrive(slot, seq int, due time.Time, gt *gate) error {
+	ok, took := r.spend()
+	if !ok {
+		return nil
+	}
+	req, err := r.request(slot, seq)
+	if err != nil {
+		return err
+	}
+	if !gt.wait(r.launch) {
+		return nil
+	}
+	if !took { // made ready in the warm-up: it counts if the window has opened since
+		if ok, _ = r.spend(); !ok {
+			return nil
+		}
+	}
+	_, err = r.sendRequest(req, slot, seq, due)
+	return err
+}
+
+// spent reports that the run's Requests are all sent: no more may start.
+func (r *runner) spent() bool {
+	return r.g.Requests > 0 && Phase(r.st.phase.Load()) != PhaseWarmup && r.budget.Load() <= 0
 }
 
 // prepareArrivals reads an open loop's schedule ahead from a provisional
@@ -786,14 +851,30 @@ func (r *runner) schedule(start time.Time) func(seq int) (time.Time, bool) {
 // that ends the run: the Source gave no request that can be sent, or the
 // server is unreachable.
 func (r *runner) send(worker, seq int, due time.Time) (*metrics.Timeline, error) {
-	g, st := r.g, r.st
-	req := g.Source(worker, seq)
+	req, err := r.request(worker, seq)
+	if err != nil {
+		return nil, err
+	}
+	return r.sendRequest(req, worker, seq, due)
+}
+
+// request returns the Source's request seq of worker, its body encoded,
+// or the error that ends the run: the Source gave none, or one that cannot
+// work.
+func (r *runner) request(worker, seq int) (*Request, error) {
+	req := r.g.Source(worker, seq)
 	if req == nil {
 		return nil, &ConfigError{Field: "Generator.Source", Reason: fmt.Sprintf("returned nil for worker %d, request %d: a Source must return a *Request", worker, seq)}
 	}
 	if _, err := r.client.check(req); err != nil {
 		return nil, err
 	}
+	return req, nil
+}
+
+// sendRequest sends req, request seq of worker, as send does.
+func (r *runner) sendRequest(req *Request, worker, seq int, due time.Time) (*metrics.Timeline, error) {
+	g, st := r.g, r.st
 	var tl *metrics.Timeline
 	for attempt := 0; attempt <= g.Retries; attempt++ {
 		if attempt > 0 {

@@ -51,7 +51,11 @@ func completion(maxTokens int) *loadgen.Request {
 // stamps arrivals in the kernel, but what arrived and was not yet read when
 // the window ends is cut with its request. So when those comparisons fail,
 // the run is measured once more, with the figures logged; a second failure
-// fails the test.
+// fails the test. An attempt in which the machine starved the process —
+// the simulator fell behind its own schedule by more than a step, or the
+// client's timers fired more than 5 ms late at the 99th percentile —
+// proves nothing about the client's timing either way and does not count;
+// if every one of four attempts is starved the test is skipped, saying so.
 func TestGeneratorMatchesGroundTruth(t *testing.T) {
 	for _, tc := range []struct {
 		streams int
@@ -72,19 +76,27 @@ func TestGeneratorMatchesGroundTruth(t *testing.T) {
 				// chunk: give it time to read each step's 512 chunks.
 				tc.step = 100 * time.Millisecond
 			}
-			for try := 1; ; try++ {
+			failed := 0
+			for range 4 {
 				timing := &failures{}
-				matchGroundTruth(t, timing, tc.streams, tc.step, tc.stream)
-				if len(timing.msgs) == 0 {
+				starved := matchGroundTruth(t, timing, tc.streams, tc.step, tc.stream)
+				switch {
+				case len(timing.msgs) == 0:
 					return
+				case starved != "":
+					t.Logf("measuring once more: the machine starved the process (%s), and the client's timing was off:\n%s", starved, strings.Join(timing.msgs, "\n"))
+					continue
 				}
-				if try == 2 {
+				if failed++; failed == 2 {
 					for _, m := range timing.msgs {
 						t.Error(m)
 					}
 					return
 				}
 				t.Logf("measuring once more: the client's timing was off, as on a busy machine:\n%s", strings.Join(timing.msgs, "\n"))
+			}
+			if failed == 0 {
+				t.Skip("the machine is too loaded to time the client: it starved the process in every attempt")
 			}
 		})
 	}
@@ -99,8 +111,9 @@ func (f *failures) Errorf(format string, args ...any) {
 
 // matchGroundTruth runs streams closed-loop streams for 4 s and compares
 // the summary with the server's truth: what the client's timing does not
-// decide is asserted on t, the rest on timing.
-func matchGroundTruth(t *testing.T, timing *failures, streams int, step time.Duration, stream bool) {
+// decide is asserted on t, the rest on timing. It returns how the machine
+// starved the process, if it did.
+func matchGroundTruth(t *testing.T, timing *failures, streams int, step time.Duration, stream bool) (starved string) {
 	srv, c := simulated(t, step, streams)
 	if stream {
 		c.HTTPClient = &http.Client{Transport: loadgen.NewStreamTransport(streams)}
@@ -148,6 +161,13 @@ func matchGroundTruth(t *testing.T, timing *failures, streams int, step time.Dur
 	if len(timing.msgs) > 0 {
 		t.Logf("client health: %+v", run.Health)
 	}
+	switch behind := srv.Handler.Stats().Behind; {
+	case behind > step:
+		return fmt.Sprintf("the simulator fell %v behind its schedule", behind)
+	case run.Health.Lag.P99 > 5*time.Millisecond:
+		return fmt.Sprintf("the client's timers fired %v late at the 99th percentile", run.Health.Lag.P99)
+	}
+	return ""
 }
 
 func TestGeneratorFixedRequests(t *testing.T) {
@@ -183,10 +203,19 @@ func TestGeneratorSourceSeesWorkersAndSequence(t *testing.T) {
 func TestGeneratorOpenLoop(t *testing.T) {
 	_, c := simulated(t, time.Millisecond, 64)
 	g := &loadgen.Generator{Client: c, Source: loadgen.Repeat(completion(5)), Load: loadgen.Open{Rate: 100, Seed: 7}, Duration: 2 * time.Second}
+	stop := probeDelay()
 	run, err := g.Run(t.Context())
+	delay := stop()
 	require.NoError(t, err)
-	// 200 arrivals expected; a Poisson count's σ is √200 ≈ 14.
-	assert.InDelta(t, 200, run.Launched, 60)
+	// The seed's arrivals due in the 2 s window all start in it, but for
+	// those due while the machine stopped the process at the window's end.
+	due := 0
+	gap := loadgen.NewArrivalsForTest(100, 1, 7)
+	for at := gap(); at <= 2*time.Second; at += gap() {
+		due++
+	}
+	assert.LessOrEqual(t, run.Launched, due+2, "no arrival before its time")
+	assert.GreaterOrEqual(t, run.Launched, due-2-int(100*delay.Seconds()), "every arrival due in the window, but those due while the machine stopped the process (up to %v)", delay)
 	assert.Zero(t, run.Queued, "slots were always free")
 
 	// With one slot and requests slower than the arrivals, arrivals wait.

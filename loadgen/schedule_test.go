@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/metrics"
 )
 
 // every returns a schedule of n arrivals, gap apart.
@@ -104,58 +105,91 @@ func TestLoadString(t *testing.T) {
 
 // Constant arrivals are evenly spaced from the start of the run; a zero
 // seed draws a fresh one, which the Run reports, and giving it again
-// repeats the arrivals.
+// repeats the arrivals. Each request starts at its due time, never before,
+// and after it by no more than 60 ms plus the longest the machine stopped
+// the process meanwhile (measured beside the run).
 func TestOpenLoopArrivals(t *testing.T) {
 	_, c := simulated(t, time.Millisecond, 16)
-	var mu sync.Mutex
-	var starts []time.Time
-	source := func(_, seq int) *loadgen.Request {
-		mu.Lock()
-		starts = append(starts, time.Now())
-		mu.Unlock()
-		return completion(2)
-	}
-	g := &loadgen.Generator{Client: c, Source: source, Requests: 5, Load: loadgen.Open{Rate: 20, Arrival: loadgen.Constant}}
-	begin := time.Now()
-	run, err := g.Run(t.Context())
-	require.NoError(t, err)
-	assert.Zero(t, run.Seed, "constant arrivals draw no seed")
-	require.Len(t, starts, 5)
-	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
-	assert.GreaterOrEqual(t, starts[4].Sub(begin), 195*time.Millisecond, "the fifth arrival is due at 200 ms")
-
-	// Poisson arrivals: when each request started, from the run's start.
-	arrivals := func(seed uint64) (uint64, []time.Duration) {
+	// arrivals runs 5 arrivals of load and returns the run's seed and each
+	// request's due time, from the first's, in order.
+	arrivals := func(load loadgen.Open) (uint64, []time.Duration) {
+		t.Helper()
 		var mu sync.Mutex
-		var at []time.Duration
-		var begin time.Time
-		g := &loadgen.Generator{Client: c, Requests: 5, Load: loadgen.Open{Rate: 20, Seed: seed}}
-		g.Source = func(int, int) *loadgen.Request {
-			mu.Lock()
-			at = append(at, time.Since(begin))
-			mu.Unlock()
-			return completion(1)
-		}
-		begin = time.Now()
+		var tls []metrics.Timeline
+		g := &loadgen.Generator{Client: c, Requests: 5, Load: load, Source: loadgen.Repeat(completion(1)),
+			OnRequest: func(_ *loadgen.Request, tl *metrics.Timeline) {
+				mu.Lock()
+				tls = append(tls, *tl)
+				mu.Unlock()
+			}}
+		stop := probeDelay()
 		run, err := g.Run(t.Context())
+		delay := stop()
 		require.NoError(t, err)
-		slices.Sort(at)
-		return run.Seed, at
+		require.Len(t, tls, 5)
+		slices.SortFunc(tls, func(a, b metrics.Timeline) int { return a.Due.Compare(b.Due) })
+		var due []time.Duration
+		for i, tl := range tls {
+			late := tl.Start.Sub(tl.Due)
+			assert.GreaterOrEqual(t, late, time.Duration(0), "arrival %d started before it was due", i)
+			assert.Less(t, late, 60*time.Millisecond+delay, "arrival %d started on time: the machine stopped the process for up to %v", i, delay)
+			due = append(due, tl.Due.Sub(tls[0].Due))
+		}
+		return run.Seed, due
 	}
-	seedA, _ := arrivals(0)
-	seedB, _ := arrivals(0)
+	seed, due := arrivals(loadgen.Open{Rate: 20, Arrival: loadgen.Constant})
+	assert.Zero(t, seed, "constant arrivals draw no seed")
+	for i, d := range due {
+		assert.Equal(t, time.Duration(i)*50*time.Millisecond, d, "arrival %d is due 50 ms after the one before", i)
+	}
+
+	// Poisson arrivals: a fresh seed each time, and the same arrivals when
+	// the seed is given again.
+	seedA, _ := arrivals(loadgen.Open{Rate: 20})
+	seedB, _ := arrivals(loadgen.Open{Rate: 20})
 	assert.NotZero(t, seedA, "a zero seed is replaced by a fresh one, reported")
 	assert.NotEqual(t, seedA, seedB, "each zero seed is a fresh one")
-	// Given again, the seed gives the arrivals its gaps say.
-	seed, at := arrivals(seedA)
+	seed, due = arrivals(loadgen.Open{Rate: 20, Seed: seedA})
 	assert.Equal(t, seedA, seed)
 	gap := loadgen.NewArrivalsForTest(20, 1, seedA)
-	var due time.Duration
-	require.Len(t, at, 5)
-	for i := range at {
-		due += gap()
-		assert.GreaterOrEqual(t, at[i], due-time.Millisecond, "arrival %d is not early", i)
-		assert.Less(t, at[i], due+60*time.Millisecond, "arrival %d is on its seed's schedule", i)
+	first := gap()
+	at := first
+	for i := range due {
+		if i > 0 {
+			at += gap()
+		}
+		assert.Equal(t, at-first, due[i], "arrival %d is on its seed's schedule", i)
+	}
+}
+
+// probeDelay measures the machine's own scheduling delay until the
+// returned function is called, which returns the longest: a goroutine of
+// the test's process sleeps 1 ms again and again and notes how late it
+// wakes. A request due while the process could not run is late by that
+// much, whoever sends it.
+func probeDelay() func() time.Duration {
+	var worst time.Duration
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTimer(time.Millisecond)
+		defer tick.Stop()
+		for {
+			start := time.Now()
+			tick.Reset(time.Millisecond)
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			worst = max(worst, time.Since(start)-time.Millisecond)
+		}
+	}()
+	return func() time.Duration {
+		close(done)
+		<-stopped
+		return worst
 	}
 }
 

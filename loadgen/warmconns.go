@@ -132,6 +132,17 @@ func (u *upcoming) pop() (int, time.Time, bool) {
 	return seq, at, true
 }
 
+// popBy returns the next arrival if it is due by t.
+func (u *upcoming) popBy(t time.Time) (int, time.Time, bool) {
+	if len(u.at) == 0 {
+		u.fill(t)
+	}
+	if len(u.at) == 0 || u.at[0].After(t) {
+		return 0, time.Time{}, false
+	}
+	return u.pop()
+}
+
 // burst returns the largest number of the arrivals read ahead that are
 // due within burstWindow, counting the bursts that end at at[from:]: each
 // arrival is looked at once when it is read, not at every launch.

@@ -87,7 +87,10 @@ func TestRequestsOutMatchesReport(t *testing.T) {
 		assert.False(t, l.Start.Before(l.Due), "started before it was due")
 		if l.Outcome == "completed" {
 			assert.Positive(t, l.OutputTokens)
-			assert.InDelta(t, float64(l.First.Sub(l.Sent))/1e6, l.TTFT, 0.001)
+			// ttft_ms is read on the monotonic clock, the times are the
+			// wall clock's, which the system may slew by up to 0.05%
+			// while it is corrected: 1 µs of rounding, and that.
+			assert.InDelta(t, float64(l.First.Sub(l.Sent))/1e6, l.TTFT, 0.001+l.TTFT*5e-4)
 		}
 	}
 	assert.Equal(t, s.Warmup, count["before"], "warm-up")

@@ -9,13 +9,15 @@
 //	{"run":"8 streams","id":"cmpl-…","model":"m","window":"inside","outcome":"completed",
 //	 "due":"2026-01-02T03:04:05.000001Z","start":"…","sent":"…","headers":"…",
 //	 "first":"…","first_answer":"…","last":"…","end":"…",
-//	 "queue_ms":0.012,"ttft_ms":41.2,"ttfo_ms":160.3,"latency_ms":812.5,"from_due_ms":812.6,
+//	 "queue_ms":0.012,"late_ms":0.061,"ttft_ms":41.2,"ttfo_ms":160.3,"latency_ms":812.5,"from_due_ms":812.6,
 //	 "output_tokens":128,"reasoning_tokens":20,"chunks":128,"prompt_tokens":512,"completion_tokens":128,
 //	 "finish_reason":"length","source":"usage_deltas",
 //	 "server":{"source":"vllm","queue_ms":3.1,"prefill_ms":36.4,"generation_ms":770.2,"mean_itl_ms":6.06},
 //	 "split":{"queue_ms":3.1,"prefill_ms":36.4,"rest_ms":1.7}}
 //
-// id is the server's X-Request-Id; first_answer and ttfo_ms the first
+// queue_ms is from when the request was due to when the client began it;
+// late_ms to when it was written: in an open loop, its lateness against
+// the schedule. id is the server's X-Request-Id; first_answer and ttfo_ms the first
 // token of the answer after any reasoning. window is where the request ended relative to the measurement window:
 // "before" (a warm-up request, counted in the summary's Warmup alone),
 // "inside" or "after". A failed request has "error" (its kind) and
@@ -170,6 +172,9 @@ func appendLine(b []byte, run string, window metrics.Window, req *loadgen.Reques
 	}
 	if !tl.Due.IsZero() && !tl.Start.IsZero() {
 		b = appendMS(b, "queue_ms", tl.Start.Sub(tl.Due))
+	}
+	if !tl.Due.IsZero() && !tl.Sent.IsZero() {
+		b = appendMS(b, "late_ms", tl.Sent.Sub(tl.Due))
 	}
 	if d := tl.TTFT(); d > 0 {
 		b = appendMS(b, "ttft_ms", d)

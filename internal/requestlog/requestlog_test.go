@@ -43,6 +43,7 @@ func TestLine(t *testing.T) {
 	assert.Equal(t, "2026-01-02T03:04:05.200000000Z", l["due"])
 	assert.Equal(t, "2026-01-02T03:04:05.901000000Z", l["end"])
 	assert.Equal(t, 5.0, l["queue_ms"])
+	assert.Equal(t, 6.0, l["late_ms"], "from due to written")
 	assert.Equal(t, 44.0, l["ttft_ms"])
 	assert.Equal(t, 94.0, l["ttfo_ms"])
 	assert.Equal(t, 3.0, l["reasoning_tokens"])

@@ -123,7 +123,7 @@ func writeBlock(w io.Writer, run *Result, objective, pooled bool) {
 		line("Met the objective", fmt.Sprintf("%v (%.1f%% of requests)", yesNo(run.Met), run.GoodShare*100))
 	}
 	if _, closed := run.Load.(loadgen.Closed); !closed && run.Load != nil || run.Lateness.Count > 0 {
-		line("Late arrivals", fmt.Sprintf("%d (start after due: p99 %s ms, max %s ms)", run.Late, ms(run.Lateness.P99), ms(run.Lateness.Max)))
+		line("Late arrivals", fmt.Sprintf("%d (start after due: p50 %s ms, p99 %s ms, max %s ms)", run.Late, ms(run.Lateness.P50), ms(run.Lateness.P99), ms(run.Lateness.Max)))
 	}
 	if s.ToolCalls > 0 {
 		line("Requests that called a tool", fmt.Sprint(s.ToolCalls))

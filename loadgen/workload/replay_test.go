@@ -3,6 +3,7 @@ package workload_test
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -22,6 +23,7 @@ import (
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/loadgen/workload"
+	"github.com/llmload/llmload/metrics"
 )
 
 // arrival is a request as the server received it.
@@ -31,8 +33,8 @@ type arrival struct {
 	prompt    string
 }
 
-// recorder is a simulated server that records when each request arrived,
-// as its handler is called, and what it asked for.
+// recorder is a simulated server that records when each streaming
+// request arrived, as its handler is called, and what it asked for.
 type recorder struct {
 	next http.Handler
 	mu   sync.Mutex
@@ -41,6 +43,10 @@ type recorder struct {
 
 func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	at := time.Now()
+	if r.Method != http.MethodPost { // the connections opened ahead of a burst
+		rc.next.ServeHTTP(w, r)
+		return
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -86,74 +92,165 @@ func writeMooncake(t *testing.T, n int, span time.Duration) string {
 	return path
 }
 
-// Replaying a trace sends each request when the trace says, as the server
-// sees it: within 5 ms of its time from the first (99th percentile), each
-// with the trace's output length as max_tokens and its input length as
-// the prompt, and the run counts every request.
+// strictArrivals asks TestReplayOnTime for the strict bound, whatever
+// the machine's own delays: run it by hand, on a loaded machine, with
 //
-// A replay that misses the tolerance while the machine stopped the
-// client's process for longer than it (a 20 ms timer of its Health fired
-// more than that late) proves nothing about the client's timing — a
-// request due then could not be sent by anyone — and is made again, up to
-// five times.
+//	go test ./loadgen/workload -run TestReplayOnTime -count=10 -arrivals.strict
+var strictArrivals = flag.Bool("arrivals.strict", false, "hold trace replay's arrivals to 2 ms at the 99th percentile, however loaded the machine")
+
+// writeBursts writes a Mooncake trace of arrivals spread over about three
+// seconds, a few milliseconds to a few tens apart, and among them
+// same-instant bursts of 10, 12, 16 and 20 requests.
+func writeBursts(t *testing.T) string {
+	t.Helper()
+	var ms []int
+	at := 0
+	for i, burst := range []int{10, 1, 1, 12, 1, 1, 1, 16, 1, 1, 20, 1, 1, 10, 1} {
+		for range burst {
+			ms = append(ms, at)
+		}
+		at += 40 + (i*37)%160
+		for k := range 6 { // singles between the bursts
+			at += 3 + (i*7+k*13)%29
+			ms = append(ms, at)
+		}
+		at += 50
+	}
+	var b bytes.Buffer
+	for i, m := range ms {
+		in := 100 + (i*397)%900
+		ids := make([]int, 0, (in+511)/512)
+		for k := range (in + 511) / 512 {
+			ids = append(ids, 1000*i+k)
+		}
+		hash, _ := json.Marshal(ids)
+		fmt.Fprintf(&b, `{"timestamp": %d, "input_length": %d, "output_length": %d, "hash_ids": %s}`+"\n", m, in, 4+(i*7)%13, hash)
+	}
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	require.NoError(t, os.WriteFile(path, b.Bytes(), 0o600))
+	return path
+}
+
+// Replaying a trace sends each request when the trace says, same-instant
+// bursts of 10 to 20 requests included: each request's lateness — from
+// when it was due to when it was written, as the client measured it, and
+// its arrival at the server against the trace's time — is within 2 ms at
+// the 99th percentile, each with the trace's output length as max_tokens
+// and its input length as the prompt, and the run counts every request.
+//
+// The machine's own delay is measured beside the replay: a goroutine that
+// sleeps 1 ms, again and again, notes how late it wakes. What the client
+// adds to that is its own; on a machine that stops the process for longer
+// than 2 ms, the bound is 2 ms more than the longest stop. With
+// -arrivals.strict the bound is 2 ms however loaded the machine.
 func TestReplayOnTime(t *testing.T) {
-	const n = 60
-	path := writeMooncake(t, n, 6*time.Second)
+	path := writeBursts(t)
 	tr, err := workload.OpenTrace(path)
 	require.NoError(t, err)
-	require.Equal(t, n, tr.Requests)
+	n := tr.Requests
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
 	entries, errs := readTrace(t, workload.NewTraceReader(f, ""))
 	require.Empty(t, errs)
+	require.Len(t, entries, n)
 
-	const within = 5 * time.Millisecond
-	for attempt := 1; attempt <= 5; attempt++ {
-		run, got := replay(t, tr)
-		assert.Equal(t, loadgen.StopRequests, run.Stopped, "the run ends with the trace")
-		assert.Equal(t, n, run.Summary.Completed, "every request of the trace, completed")
-		assert.Equal(t, n, run.Summary.Requests)
-		assert.Equal(t, n, run.Launched)
-		assert.Equal(t, int64(n), run.Lateness.Count, "every arrival's lateness is recorded")
-		require.Len(t, got, n)
+	stop := probeDelay()
+	run, got, sent := replay(t, tr)
+	delay := stop()
+	assert.Equal(t, loadgen.StopRequests, run.Stopped, "the run ends with the trace")
+	assert.Equal(t, n, run.Summary.Completed, "every request of the trace, completed")
+	assert.Equal(t, n, run.Summary.Requests)
+	assert.Equal(t, n, run.Launched)
+	assert.Equal(t, int64(n), run.Lateness.Count, "every arrival's lateness is recorded")
+	require.Len(t, got, n)
+	require.Len(t, sent, n)
 
-		// Requests arrive in the trace's order but for ties; match them by
-		// prompt.
-		byPrompt := map[string]arrival{}
-		for _, a := range got {
-			byPrompt[a.prompt] = a
-		}
-		var devs []time.Duration
-		first := got[0].at
-		for i, e := range entries {
-			it := (&workload.Replay{Sizing: workload.SimulatorSizing(true), Seed: 1}).Item(e)
-			a, ok := byPrompt[it.Messages[0].Content]
-			require.True(t, ok, "request %d reached the server", i)
-			assert.Equal(t, e.OutputTokens, a.maxTokens, "request %d: max_tokens is the trace's output length", i)
-			assert.Equal(t, e.InputTokens, simtokens.Count(a.prompt)+8, "request %d: the prompt is the trace's input length, template included", i)
-			if i > 0 {
-				dev := a.at.Sub(first) - (e.At - entries[0].At)
-				devs = append(devs, max(dev, -dev))
-			}
-		}
-		slices.Sort(devs)
-		p99 := devs[int(math.Ceil(0.99*float64(len(devs))))-1]
-		t.Logf("attempt %d: arrival at the server vs the trace, after the first: median %v, p99 %v, max %v; the client's lateness p99 %v, late %d; the client's timer lag max %v",
-			attempt, devs[len(devs)/2], p99, devs[len(devs)-1], run.Lateness.P99, run.Late, run.Health.Lag.Max)
-		if p99 > within && run.Health.Lag.Max > within {
-			t.Logf("attempt %d: the machine stopped the client for %v: its timing proves nothing", attempt, run.Health.Lag.Max)
-			continue
-		}
-		assert.LessOrEqual(t, p99, within, "each request reaches the server within %v of its time (p99)", within)
-		return
+	// Requests arrive in the trace's order but for ties; match them by
+	// prompt. The server's clock is the client's, but its arrivals are
+	// read from the run's start, which the test does not see: they are
+	// measured against the median offset from the trace's times.
+	byPrompt := map[string]arrival{}
+	for _, a := range got {
+		byPrompt[a.prompt] = a
 	}
-	t.Fatal("the machine stopped the client in every attempt: rerun the test alone")
+	offsets := make([]time.Duration, n)
+	for i, e := range entries {
+		it := (&workload.Replay{Sizing: workload.SimulatorSizing(true), Seed: 1}).Item(e)
+		a, ok := byPrompt[it.Messages[0].Content]
+		require.True(t, ok, "request %d reached the server", i)
+		assert.Equal(t, e.OutputTokens, a.maxTokens, "request %d: max_tokens is the trace's output length", i)
+		assert.Equal(t, e.InputTokens, simtokens.Count(a.prompt)+8, "request %d: the prompt is the trace's input length, template included", i)
+		offsets[i] = a.at.Sub(got[0].at) - (e.At - entries[0].At)
+	}
+	slices.Sort(offsets)
+	median := offsets[n/2]
+	devs := make([]time.Duration, n)
+	for i, o := range offsets {
+		devs[i] = max(o-median, median-o)
+	}
+	slices.Sort(devs)
+	slices.Sort(sent)
+	serverP99, sentP99 := p99(devs), p99(sent)
+	t.Logf("%d requests, bursts of 10 to 20: started after due p50 %v, p99 %v; written after due p50 %v, p99 %v, max %v; at the server against the trace p50 %v, p99 %v, max %v; the machine's own delay (a 1 ms sleep woke late) p99 %v, max %v",
+		n, run.Lateness.P50, run.Lateness.P99, sent[n/2], sentP99, sent[n-1], devs[n/2], serverP99, devs[n-1], delay.p99, delay.max)
+
+	bound := 2 * time.Millisecond
+	if !*strictArrivals && delay.max > bound {
+		bound += delay.max
+		t.Logf("the machine stopped the process for up to %v: the bound is %v", delay.max, bound)
+	}
+	assert.LessOrEqual(t, sentP99, bound, "each request is written within %v of its due time (p99)", bound)
+	assert.LessOrEqual(t, serverP99, bound, "each request reaches the server within %v of its time (p99)", bound)
+}
+
+// p99 returns the 99th percentile of sorted ds.
+func p99(ds []time.Duration) time.Duration {
+	return ds[int(math.Ceil(0.99*float64(len(ds))))-1]
+}
+
+// machineDelay is how late the machine woke a sleeping goroutine.
+type machineDelay struct{ p99, max time.Duration }
+
+// probeDelay measures the machine's own scheduling delay until the
+// returned function is called: a goroutine of the test's process sleeps
+// 1 ms again and again and notes how late it wakes each time. A request
+// due while the process could not run is late by that much, whoever sends
+// it.
+func probeDelay() func() machineDelay {
+	var lates []time.Duration
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTimer(time.Millisecond)
+		defer tick.Stop()
+		for {
+			start := time.Now()
+			tick.Reset(time.Millisecond)
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			lates = append(lates, time.Since(start)-time.Millisecond)
+		}
+	}()
+	return func() machineDelay {
+		close(done)
+		<-stopped
+		if len(lates) == 0 {
+			return machineDelay{}
+		}
+		slices.Sort(lates)
+		return machineDelay{p99: p99(lates), max: lates[len(lates)-1]}
+	}
 }
 
 // replay replays the trace against a simulated server that records what
-// it received, sorted by arrival.
-func replay(t *testing.T, tr *workload.Trace) (*loadgen.Run, []arrival) {
+// it received, sorted by arrival, and returns with the run how long after
+// its due time each request was written.
+func replay(t *testing.T, tr *workload.Trace) (*loadgen.Run, []arrival, []time.Duration) {
 	t.Helper()
 	p := loadgentest.FastProfile()
 	p.Speed = 10
@@ -168,7 +265,13 @@ func replay(t *testing.T, tr *workload.Trace) (*loadgen.Run, []arrival) {
 	items := tr.Items(workload.Replay{Sizing: workload.SimulatorSizing(true), Seed: 1})
 	feed := workload.NewFeed(items, &workload.Builder{Model: loadgentest.DefaultModel, IgnoreEOS: true})
 	defer feed.Close()
-	g := &loadgen.Generator{Client: c, Source: feed.Source, Load: feed.Load()}
+	var mu sync.Mutex
+	var sent []time.Duration
+	g := &loadgen.Generator{Client: c, Source: feed.Source, Load: feed.Load(), OnRequest: func(_ *loadgen.Request, tl *metrics.Timeline) {
+		mu.Lock()
+		sent = append(sent, tl.Sent.Sub(tl.Due))
+		mu.Unlock()
+	}}
 	run, err := g.Run(t.Context())
 	require.NoError(t, err)
 	require.NoError(t, feed.Err())
@@ -177,7 +280,7 @@ func replay(t *testing.T, tr *workload.Trace) (*loadgen.Run, []arrival) {
 	got := slices.Clone(rc.got)
 	rc.mu.Unlock()
 	slices.SortFunc(got, func(a, b arrival) int { return a.at.Compare(b.at) })
-	return run, got
+	return run, got, sent
 }
 
 // A replay with a zero seed writes text of its own: a second replay of a

@@ -1,0 +1,80 @@
+package loadgen
+
+import (
+	"context"
+	"time"
+)
+
+// How an open loop releases its arrivals on time. Each arrival's request
+// is made, and its goroutine started, a little ahead of its due time; the
+// goroutine then waits on a gate, which the launcher opens at the due
+// time. Arrivals due at the same instant share one gate, so a burst of N
+// is released by one close of a channel rather than N goroutines starting
+// one after another, and none of them waits on another's preparation.
+const (
+	// releaseLead is how long before its due time an arrival is made
+	// ready.
+	releaseLead = 3 * time.Millisecond
+	// sameInstant is how close together arrivals must be due to share a
+	// gate, released at the last one's due time: the others start at most
+	// this late.
+	sameInstant = 50 * time.Microsecond
+	// coarseMargin is how long before a gate's time the launcher stops
+	// sleeping on the runtime's timer, which may wake it up to a
+	// millisecond late, and waits finely (see waitFine).
+	coarseMargin = 1200 * time.Microsecond
+	// spinMargin is how long before a gate's time the launcher stops
+	// sleeping altogether and watches the clock.
+	spinMargin = 80 * time.Microsecond
+)
+
+// A gate holds the arrivals due at one instant until it opens, at the
+// latest due time among them.
+type gate struct {
+	at     time.Time
+	ch     chan struct{}
+	opened bool
+}
+
+func newGate(at time.Time) *gate { return &gate{at: at, ch: make(chan struct{})} }
+
+// open waits until the gate's time, or until ctx ends, and opens it; it
+// reports whether the time came. It is called from one goroutine.
+func (g *gate) open(ctx context.Context) bool {
+	if g.opened {
+		return true
+	}
+	if !waitUntil(ctx, g.at) {
+		return false
+	}
+	g.opened = true
+	close(g.ch)
+	return true
+}
+
+// wait waits for the gate to open, or ctx to end; it reports whether it
+// opened.
+func (g *gate) wait(ctx context.Context) bool {
+	select {
+	case <-g.ch:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// waitUntil returns at t, as closely as it can, or when ctx ends; it
+// reports whether t came. It sleeps on the runtime's timer until shortly
+// before t, then more finely (waitFine), then watches the clock for the
+// last few tens of microseconds.
+func waitUntil(ctx context.Context, t time.Time) bool {
+	if !sleep(ctx, time.Until(t)-coarseMargin) {
+		return false
+	}
+	if d := time.Until(t) - spinMargin; d > 0 {
+		waitFine(d)
+	}
+	for time.Now().Before(t) {
+	}
+	return ctx.Err() == nil
+}
