@@ -368,7 +368,7 @@ func TestNothingMeasuredExitsOne(t *testing.T) {
 
 // TestResumeKeepsTheSpeed finishes, with -resume, a simulated run made at
 // -speed 10: the resumed cell runs at 10× too, so its figures agree with
-// the ones measured before the interruption.
+// the ones measured before the interruption, within a factor of two.
 func TestResumeKeepsTheSpeed(t *testing.T) {
 	results := filepath.Join(t.TempDir(), "r.json")
 	code, _, stderr := command(t, t.Context(), "-contexts", "0", "-concurrency", "1,4", "-prefill", "", "-duration", "4s",
@@ -395,10 +395,19 @@ func TestResumeKeepsTheSpeed(t *testing.T) {
 	assert.EqualValues(t, 10, r.Server.Speed)
 	after := r.Cells[1].Measurement
 	require.NotNil(t, after)
-	assert.InEpsilon(t, before.PerRequestTokensPerSec, after.PerRequestTokensPerSec, 0.25,
-		"per-request tok/s %.1f before, %.1f resumed", before.PerRequestTokensPerSec, after.PerRequestTokensPerSec)
-	assert.InEpsilon(t, before.TotalTokensPerSec, after.TotalTokensPerSec, 0.25,
-		"total tok/s %.1f before, %.1f resumed", before.TotalTokensPerSec, after.TotalTokensPerSec)
+	// Another speed would be the default, 1×, ten times slower: within a
+	// factor of two tells them apart however a loaded machine slows one
+	// of the two runs (by 25% and more under the race detector).
+	for _, f := range []struct {
+		name          string
+		before, after float64
+	}{
+		{"per-request tok/s", before.PerRequestTokensPerSec, after.PerRequestTokensPerSec},
+		{"total tok/s", before.TotalTokensPerSec, after.TotalTokensPerSec},
+	} {
+		t.Logf("%s: %.1f before, %.1f resumed", f.name, f.before, f.after)
+		assert.InDelta(t, 1, f.after/f.before, 0.5, "%s %.1f before, %.1f resumed: the resumed cell ran at another speed", f.name, f.before, f.after)
+	}
 }
 
 // TestRenderChangesNothing renders a finished results file in every format:

@@ -66,5 +66,11 @@ func TestServerSplitFlagsTheNetwork(t *testing.T) {
 	fast, err := sweep.Run(t.Context(), splitTarget(t, 40, 0), load, "fast", sweep.Objective{})
 	require.NoError(t, err)
 	require.NotNil(t, fast.ServerSplit)
-	assert.Empty(t, fast.OutsideServer, "rest p50 %v of TTFT p50 %v", fast.ServerSplit.Rest.P50, fast.ServerSplit.TTFT.P50)
+	if fast.ClientLimited == "" {
+		assert.Empty(t, fast.OutsideServer, "rest p50 %v of TTFT p50 %v", fast.ServerSplit.Rest.P50, fast.ServerSplit.TTFT.P50)
+	} else {
+		// A loaded machine kept the client from its timers: the time
+		// outside the server may be the client's, never the network's.
+		assert.NotEqual(t, "network", fast.OutsideServer, "rest p50 %v of TTFT p50 %v, the client limited: %s", fast.ServerSplit.Rest.P50, fast.ServerSplit.TTFT.P50, fast.ClientLimited)
+	}
 }

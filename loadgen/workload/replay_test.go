@@ -139,10 +139,14 @@ func writeBursts(t *testing.T) string {
 // and its input length as the prompt, and the run counts every request.
 //
 // The machine's own delay is measured beside the replay: a goroutine that
-// sleeps 1 ms, again and again, notes how late it wakes. What the client
-// adds to that is its own; on a machine that stops the process for longer
-// than 2 ms, the bound is 2 ms more than the longest stop. With
-// -arrivals.strict the bound is 2 ms however loaded the machine.
+// sleeps 1 ms, again and again, notes how late it wakes. The bound is 2 ms
+// more than the longest the machine stopped the process. On a loaded
+// machine a replay may miss even that (a burst needs CPU time the process
+// is not given): when the machine stopped the process for longer than
+// 2 ms, such a replay proves nothing about the client and is made again,
+// up to three times, and the test is skipped, saying so, if each was
+// starved. With -arrivals.strict the bound is 2 ms, in one replay,
+// however loaded the machine: run it by hand.
 func TestReplayOnTime(t *testing.T) {
 	path := writeBursts(t)
 	tr, err := workload.OpenTrace(path)
@@ -155,53 +159,65 @@ func TestReplayOnTime(t *testing.T) {
 	require.Empty(t, errs)
 	require.Len(t, entries, n)
 
-	stop := probeDelay()
-	run, got, sent := replay(t, tr)
-	delay := stop()
-	assert.Equal(t, loadgen.StopRequests, run.Stopped, "the run ends with the trace")
-	assert.Equal(t, n, run.Summary.Completed, "every request of the trace, completed")
-	assert.Equal(t, n, run.Summary.Requests)
-	assert.Equal(t, n, run.Launched)
-	assert.Equal(t, int64(n), run.Lateness.Count, "every arrival's lateness is recorded")
-	require.Len(t, got, n)
-	require.Len(t, sent, n)
+	for range 3 {
+		stop := probeDelay()
+		run, got, sent := replay(t, tr)
+		delay := stop()
+		assert.Equal(t, loadgen.StopRequests, run.Stopped, "the run ends with the trace")
+		assert.Equal(t, n, run.Summary.Completed, "every request of the trace, completed")
+		assert.Equal(t, n, run.Summary.Requests)
+		assert.Equal(t, n, run.Launched)
+		assert.Equal(t, int64(n), run.Lateness.Count, "every arrival's lateness is recorded")
+		require.Len(t, got, n)
+		require.Len(t, sent, n)
 
-	// Requests arrive in the trace's order but for ties; match them by
-	// prompt. The server's clock is the client's, but its arrivals are
-	// read from the run's start, which the test does not see: they are
-	// measured against the median offset from the trace's times.
-	byPrompt := map[string]arrival{}
-	for _, a := range got {
-		byPrompt[a.prompt] = a
-	}
-	offsets := make([]time.Duration, n)
-	for i, e := range entries {
-		it := (&workload.Replay{Sizing: workload.SimulatorSizing(true), Seed: 1}).Item(e)
-		a, ok := byPrompt[it.Messages[0].Content]
-		require.True(t, ok, "request %d reached the server", i)
-		assert.Equal(t, e.OutputTokens, a.maxTokens, "request %d: max_tokens is the trace's output length", i)
-		assert.Equal(t, e.InputTokens, simtokens.Count(a.prompt)+8, "request %d: the prompt is the trace's input length, template included", i)
-		offsets[i] = a.at.Sub(got[0].at) - (e.At - entries[0].At)
-	}
-	slices.Sort(offsets)
-	median := offsets[n/2]
-	devs := make([]time.Duration, n)
-	for i, o := range offsets {
-		devs[i] = max(o-median, median-o)
-	}
-	slices.Sort(devs)
-	slices.Sort(sent)
-	serverP99, sentP99 := p99(devs), p99(sent)
-	t.Logf("%d requests, bursts of 10 to 20: started after due p50 %v, p99 %v; written after due p50 %v, p99 %v, max %v; at the server against the trace p50 %v, p99 %v, max %v; the machine's own delay (a 1 ms sleep woke late) p99 %v, max %v",
-		n, run.Lateness.P50, run.Lateness.P99, sent[n/2], sentP99, sent[n-1], devs[n/2], serverP99, devs[n-1], delay.p99, delay.max)
+		// Requests arrive in the trace's order but for ties; match them by
+		// prompt. The server's clock is the client's, but its arrivals are
+		// read from the run's start, which the test does not see: they are
+		// measured against the median offset from the trace's times.
+		byPrompt := map[string]arrival{}
+		for _, a := range got {
+			byPrompt[a.prompt] = a
+		}
+		offsets := make([]time.Duration, n)
+		for i, e := range entries {
+			it := (&workload.Replay{Sizing: workload.SimulatorSizing(true), Seed: 1}).Item(e)
+			a, ok := byPrompt[it.Messages[0].Content]
+			require.True(t, ok, "request %d reached the server", i)
+			assert.Equal(t, e.OutputTokens, a.maxTokens, "request %d: max_tokens is the trace's output length", i)
+			assert.Equal(t, e.InputTokens, simtokens.Count(a.prompt)+8, "request %d: the prompt is the trace's input length, template included", i)
+			offsets[i] = a.at.Sub(got[0].at) - (e.At - entries[0].At)
+		}
+		slices.Sort(offsets)
+		median := offsets[n/2]
+		devs := make([]time.Duration, n)
+		for i, o := range offsets {
+			devs[i] = max(o-median, median-o)
+		}
+		slices.Sort(devs)
+		slices.Sort(sent)
+		serverP99, sentP99 := p99(devs), p99(sent)
+		t.Logf("%d requests, bursts of 10 to 20: started after due p50 %v, p99 %v; written after due p50 %v, p99 %v, max %v; at the server against the trace p50 %v, p99 %v, max %v; the machine's own delay (a 1 ms sleep woke late) p99 %v, max %v",
+			n, run.Lateness.P50, run.Lateness.P99, sent[n/2], sentP99, sent[n-1], devs[n/2], serverP99, devs[n-1], delay.p99, delay.max)
 
-	bound := 2 * time.Millisecond
-	if !*strictArrivals && delay.max > bound {
+		bound := 2 * time.Millisecond
+		if *strictArrivals {
+			assert.LessOrEqual(t, sentP99, bound, "each request is written within %v of its due time (p99)", bound)
+			assert.LessOrEqual(t, serverP99, bound, "each request reaches the server within %v of its time (p99)", bound)
+			return
+		}
 		bound += delay.max
-		t.Logf("the machine stopped the process for up to %v: the bound is %v", delay.max, bound)
+		if sentP99 <= bound && serverP99 <= bound {
+			return
+		}
+		if delay.max <= 2*time.Millisecond {
+			assert.LessOrEqual(t, sentP99, bound, "each request is written within %v of its due time (p99)", bound)
+			assert.LessOrEqual(t, serverP99, bound, "each request reaches the server within %v of its time (p99)", bound)
+			return
+		}
+		t.Logf("the machine stopped the process for up to %v, and the replay missed %v: replaying again", delay.max, bound)
 	}
-	assert.LessOrEqual(t, sentP99, bound, "each request is written within %v of its due time (p99)", bound)
-	assert.LessOrEqual(t, serverP99, bound, "each request reaches the server within %v of its time (p99)", bound)
+	t.Skip("the machine is too loaded to time the replay: it starved the process in every attempt")
 }
 
 // p99 returns the 99th percentile of sorted ds.
