@@ -60,7 +60,7 @@ func Example() {
 		if c.Usage != nil {
 			sizing := workload.SimulatorSizing(true) // the simulator's chat template
 			fmt.Printf("usage: %d prompt tokens (100 + the chat template's %d), %d completion tokens\n",
-				c.Usage.PromptTokens, sizing.Overhead(1), c.Usage.CompletionTokens)
+				c.Usage.PromptTokens, sizing.MessageTokens+sizing.ReplyTokens, c.Usage.CompletionTokens)
 		}
 	}
 	fmt.Printf("text: %q\n", text.String())

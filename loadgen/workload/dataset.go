@@ -205,7 +205,7 @@ func jsonKind(t reflect.Type) string {
 // Item returns the request a record makes: its conversation up to its
 // first user turn (a system message before it included). Its output
 // length is the record's OutputTokens, else the estimated length of the
-// reply that follows in the record ([EstimateTokens]), else 0; a non-nil
+// reply that follows in the record (four for every three words), else 0; a non-nil
 // output replaces it with a draw from rng.
 func (r datasetRecord) Item(output Length, rng *rand.Rand) Item {
 	it := Item{Line: r.Line, OutputTokens: r.OutputTokens}
@@ -215,7 +215,7 @@ func (r datasetRecord) Item(output Length, rng *rand.Rand) Item {
 		}
 		it.Messages = r.Turns[:i+1]
 		if it.OutputTokens == 0 && i+1 < len(r.Turns) {
-			it.OutputTokens = EstimateTokens(r.Turns[i+1].Content)
+			it.OutputTokens = estimateTokens(r.Turns[i+1].Content)
 		}
 		break
 	}
@@ -244,7 +244,7 @@ func (r datasetRecord) Item(output Length, rng *rand.Rand) Item {
 // its conversation up to its first user turn (a system message before it
 // included); its output length is the record's output_tokens, else the
 // estimated length of the reply that follows in the record
-// ([EstimateTokens]).
+// (four for every three words).
 type Dataset struct {
 	Path string
 	// Records counts the usable records; Skipped those without a user

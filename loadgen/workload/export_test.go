@@ -11,3 +11,6 @@ type (
 
 // NewDatasetReader returns a reader of the dataset in r, for the tests.
 var NewDatasetReader = newDatasetReader
+
+// EstimateTokens is the estimate of a dataset reply's tokens, for the tests.
+var EstimateTokens = estimateTokens

@@ -125,7 +125,7 @@ func (s *Sessions) next(worker int) Item {
 	if ss.turn > 0 {
 		reply := ss.lastOut
 		var b strings.Builder
-		writeWords(&b, s.Sizing.Words(reply), ss.rng)
+		writeWords(&b, s.Sizing.words(reply), ss.rng)
 		ss.history = append(ss.history, loadgen.Message{Role: "assistant", Content: b.String()})
 	}
 	in := s.Input.Draw(ss.rng)
@@ -134,7 +134,7 @@ func (s *Sessions) next(worker int) Item {
 		out = s.Output.Draw(ss.rng)
 	}
 	var b strings.Builder
-	writeWords(&b, s.Sizing.Words(in), ss.rng)
+	writeWords(&b, s.Sizing.words(in), ss.rng)
 	ss.history = append(ss.history, loadgen.Message{Role: "user", Content: b.String()})
 	ss.lastOut = out
 	if out == 0 {
@@ -142,9 +142,9 @@ func (s *Sessions) next(worker int) Item {
 	}
 	ss.turn++
 	msgs := slices.Clip(ss.history) // a later append makes a new array
-	tokens := s.Sizing.Overhead(len(msgs))
+	tokens := s.Sizing.overhead(len(msgs))
 	for _, m := range msgs {
-		tokens += s.Sizing.Tokens(len(strings.Fields(m.Content)))
+		tokens += s.Sizing.tokens(len(strings.Fields(m.Content)))
 	}
 	ss.tokens = tokens + ss.lastOut
 	return Item{Messages: msgs, InputTokens: tokens, OutputTokens: out}
@@ -160,7 +160,7 @@ func (s *Sessions) turnTokens(ss *session) int {
 	} else {
 		n += s.Input.Mean()
 	}
-	return int(n) + s.Sizing.Overhead(2)
+	return int(n) + s.Sizing.overhead(2)
 }
 
 func (s *Sessions) maxContext() int {

@@ -54,7 +54,7 @@ func (s *Synthetic) Validate() error {
 	if s.Prefix.Groups > 0 && s.Prefix.Tokens <= s.Sizing.MessageTokens {
 		errs = append(errs, fmt.Sprintf("Prefix.Tokens %d leaves no text beside the template's %d tokens a message", s.Prefix.Tokens, s.Sizing.MessageTokens))
 	}
-	if need := s.Prefix.Tokens + s.Sizing.Overhead(1) + 1; s.Prefix.Groups > 0 && s.Input != nil && s.Input.Mean() < float64(need) {
+	if need := s.Prefix.Tokens + s.Sizing.overhead(1) + 1; s.Prefix.Groups > 0 && s.Input != nil && s.Input.Mean() < float64(need) {
 		errs = append(errs, fmt.Sprintf("Input %v is shorter than the shared prefix's %d tokens and a question: prompts would be longer than asked; give Input a mean of %d or more", s.Input, s.Prefix.Tokens, need))
 	}
 	if !(s.Sizing.TokensPerWord >= 0) || s.Sizing.MessageTokens < 0 || s.Sizing.ReplyTokens < 0 {
@@ -78,19 +78,19 @@ func (s *Synthetic) Item(i int) Item {
 	var prefixTokens int
 	if s.Prefix.Groups > 0 {
 		g := i % s.Prefix.Groups
-		words := s.Sizing.Words(s.Prefix.Tokens - s.Sizing.MessageTokens)
+		words := s.Sizing.words(s.Prefix.Tokens - s.Sizing.MessageTokens)
 		msgs = append(msgs, loadgen.Message{Role: "system", Content: Text(words, s.Seed^0x5eed0000^uint64(g)<<20)})
-		prefixTokens = s.Sizing.MessageTokens + s.Sizing.Tokens(words)
+		prefixTokens = s.Sizing.MessageTokens + s.Sizing.tokens(words)
 	}
 	own := input - prefixTokens - s.Sizing.MessageTokens - s.Sizing.ReplyTokens
-	words := s.Sizing.Words(max(own, 1))
+	words := s.Sizing.words(max(own, 1))
 	var b strings.Builder
 	b.Grow(words * 7)
 	writeWords(&b, words, rng)
 	msgs = append(msgs, loadgen.Message{Role: "user", Content: b.String()})
 	return Item{
 		Messages:     msgs,
-		InputTokens:  prefixTokens + s.Sizing.MessageTokens + s.Sizing.ReplyTokens + s.Sizing.Tokens(words),
+		InputTokens:  prefixTokens + s.Sizing.MessageTokens + s.Sizing.ReplyTokens + s.Sizing.tokens(words),
 		OutputTokens: out,
 	}
 }

@@ -41,23 +41,23 @@ func (s Sizing) perWord() float64 {
 	return 1
 }
 
-// Overhead returns the tokens a request of messages messages adds to its
+// overhead returns the tokens a request of messages messages adds to its
 // text.
-func (s Sizing) Overhead(messages int) int {
+func (s Sizing) overhead(messages int) int {
 	return s.MessageTokens*messages + s.ReplyTokens
 }
 
-// Words returns how many words make text of tokens tokens: at least 1 for
+// words returns how many words make text of tokens tokens: at least 1 for
 // a positive count.
-func (s Sizing) Words(tokens int) int {
+func (s Sizing) words(tokens int) int {
 	if tokens <= 0 {
 		return 0
 	}
 	return max(int(math.Round(float64(tokens)/s.perWord())), 1)
 }
 
-// Tokens returns the tokens of words words of the vocabulary.
-func (s Sizing) Tokens(words int) int {
+// tokens returns the tokens of words words of the vocabulary.
+func (s Sizing) tokens(words int) int {
 	return int(math.Round(float64(words) * s.perWord()))
 }
 
@@ -66,10 +66,10 @@ func (s Sizing) Tokens(words int) int {
 // four tokens for every three words of English in BPE vocabularies.
 const textTokensPerWord = 4.0 / 3
 
-// EstimateTokens estimates the tokens of natural text, such as a dataset's
+// estimateTokens estimates the tokens of natural text, such as a dataset's
 // reference reply, without the server's tokenizer: four for every three
 // words, at least one for text with a word.
-func EstimateTokens(text string) int {
+func estimateTokens(text string) int {
 	n := 0
 	for range strings.FieldsSeq(text) {
 		n++

@@ -363,11 +363,11 @@ func (rp *Replay) Item(e TraceEntry) Item {
 	}
 	block := rp.blockTokens()
 	sz := rp.Sizing
-	left := sz.Words(max(e.InputTokens-sz.Overhead(1), 1))
+	left := sz.words(max(e.InputTokens-sz.overhead(1), 1))
 	words := left
 	var b strings.Builder
 	b.Grow(left * 7)
-	blockWords := sz.Words(block)
+	blockWords := sz.words(block)
 	for _, h := range e.HashIDs {
 		if left == 0 {
 			break
@@ -380,7 +380,7 @@ func (rp *Replay) Item(e TraceEntry) Item {
 	return Item{
 		At:           time.Duration(float64(e.At) * scale),
 		Messages:     []loadgen.Message{{Role: "user", Content: b.String()}},
-		InputTokens:  sz.Overhead(1) + sz.Tokens(words),
+		InputTokens:  sz.overhead(1) + sz.tokens(words),
 		OutputTokens: e.OutputTokens,
 		Line:         e.Line,
 	}
