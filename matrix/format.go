@@ -23,9 +23,8 @@ type Format uint8
 
 // The report formats.
 const (
-	FormatUnknown Format = iota
 	// FormatTable: a plain-text table for a terminal.
-	FormatTable
+	FormatTable Format = iota + 1
 	// FormatMarkdown: GitHub-flavored Markdown.
 	FormatMarkdown
 	// FormatCSV: the "All measurements" table as CSV.
