@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
@@ -36,7 +35,7 @@ func Example() {
 		return
 	}
 	for _, c := range res.Cells {
-		fmt.Printf("%s × %d: %s", capacity.FormatTokens(c.ContextTokens), c.Concurrency, c.Status)
+		fmt.Printf("%gK × %d: %s", float64(c.ContextTokens)/1024, c.Concurrency, c.Status)
 		if c.Measurement != nil {
 			fmt.Printf(", measured %.0f s of the server's time", c.Measurement.MeasuredS)
 		} else {
@@ -45,8 +44,8 @@ func Example() {
 		fmt.Println()
 	}
 	// Output:
-	// 0 × 1: Valid, measured 5 s of the server's time
-	// 0 × 2: Valid, measured 5 s of the server's time
+	// 0K × 1: Valid, measured 5 s of the server's time
+	// 0K × 2: Valid, measured 5 s of the server's time
 	// 248K × 1: Over capacity (max_model_len)
 	// 248K × 2: Over capacity (max_model_len)
 }

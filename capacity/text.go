@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/llmload/llmload/internal/tokencount"
 )
 
 // WriteText writes the estimate's derivation, term by term: the model's
@@ -153,7 +155,7 @@ func (g *Grid) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintln(tw, "at once\t")
 	for i, c := range g.Contexts {
-		fmt.Fprintf(tw, "%s\t", FormatTokens(c))
+		fmt.Fprintf(tw, "%s\t", tokencount.Format(c))
 		for j := range g.Concurrency {
 			fmt.Fprintf(tw, "%s\t", g.Cells[i*len(g.Concurrency)+j].mark())
 		}

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/hostileserver"
+	"github.com/llmload/llmload/internal/tokencount"
 	"github.com/llmload/llmload/matrix"
 )
 
@@ -36,7 +36,7 @@ func TestCellsOfAServerThatDoesNotStream(t *testing.T) {
 			require.Len(t, res.Cells, 4)
 			t.Logf("a cell says: %s", res.Cells[0].Reason)
 			for _, c := range res.Cells {
-				assert.Equal(t, matrix.Failed, c.Status, "%s × %d: %s", capacity.FormatTokens(c.ContextTokens), c.Concurrency, c.Reason)
+				assert.Equal(t, matrix.Failed, c.Status, "%s × %d: %s", tokencount.Format(c.ContextTokens), c.Concurrency, c.Reason)
 				assert.Contains(t, c.Reason, "not_event_stream")
 				assert.Contains(t, c.Reason, tc.says)
 				assert.NotContains(t, c.Reason, "truncated")

@@ -11,6 +11,7 @@ import (
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/errlist"
 	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/internal/tokencount"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix/internal/fleet"
 	"github.com/llmload/llmload/metrics"
@@ -293,4 +294,4 @@ func checkURL(raw string) error {
 // formatTokens writes a token count as the report does: multiples of 1,024
 // as "16K", others as digits. It is [capacity.FormatTokens], whose
 // [capacity.ParseTokenList] reads a Spec's lists from a command line.
-func formatTokens(n int) string { return capacity.FormatTokens(n) }
+func formatTokens(n int) string { return tokencount.Format(n) }

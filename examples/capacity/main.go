@@ -35,6 +35,7 @@ import (
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/cli"
 	"github.com/llmload/llmload/internal/textsafe"
+	"github.com/llmload/llmload/internal/tokencount"
 )
 
 func main() {
@@ -235,7 +236,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // tokenList reads a flag's list of token counts ("0,16K,32K"); it may not
 // be empty.
 func tokenList(name, s string) ([]int, error) {
-	list, err := capacity.ParseTokenList(s)
+	list, err := tokencount.ParseList(s)
 	if err == nil && len(list) == 0 {
 		err = errors.New("empty list")
 	}

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/tokencount"
 )
 
 func TestMain(m *testing.M) {
@@ -243,7 +244,7 @@ func TestRunLists(t *testing.T) {
 
 	var out bytes.Buffer
 	err := run(t.Context(), []string{"-config", "x", "-contexts", "0,1.5"}, &out, &out)
-	require.ErrorIs(t, err, capacity.ErrTokenCount)
+	require.ErrorIs(t, err, tokencount.Err)
 	assert.Equal(t, `-contexts: "1.5" is not a token count: 1.5 is not whole`, err.Error())
 	err = run(t.Context(), []string{"-config", "x", "-concurrency", " , "}, &out, &out)
 	assert.EqualError(t, err, "-concurrency: empty list")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/cli"
+	"github.com/llmload/llmload/internal/tokencount"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
 )
@@ -341,7 +342,7 @@ func TestSeedMatrix(t *testing.T) {
 		}
 		ctx, _ := strconv.Atoi(row[1])
 		n, _ := strconv.Atoi(row[2])
-		label := capacity.FormatTokens(ctx) + " × " + row[2]
+		label := tokencount.Format(ctx) + " × " + row[2]
 		c := res.Cell(ctx, n)
 		require.NotNil(t, c, label)
 		r, ok := got[[2]string{row[1], row[2]}]

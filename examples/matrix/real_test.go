@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/tokencount"
 	"github.com/llmload/llmload/matrix"
 )
 
@@ -132,17 +133,17 @@ func checkReal(t *testing.T, res *matrix.Results, ctxLen, slots int) {
 		assert.InEpsilon(t, p.ContextTokens, p.PromptTokens, 0.05, "prefill %s", near(p.ContextTokens, p.PromptTokens))
 	}
 	for _, p := range res.Prefill {
-		t.Logf("prefill %-5s %-15s prompt_tokens %5d", capacity.FormatTokens(p.ContextTokens), p.Status, p.PromptTokens)
+		t.Logf("prefill %-5s %-15s prompt_tokens %5d", tokencount.Format(p.ContextTokens), p.Status, p.PromptTokens)
 	}
 	for _, c := range res.Cells {
 		warm := 0.0
 		if c.Measurement != nil {
 			warm = c.Measurement.WarmupS
 		}
-		t.Logf("cell %-5s × %-3d %-15s prompt_tokens %5d  warm-up %4.1f s  %s", capacity.FormatTokens(c.ContextTokens), c.Concurrency, c.Status, c.PromptTokens, warm, c.Reason)
+		t.Logf("cell %-5s × %-3d %-15s prompt_tokens %5d  warm-up %4.1f s  %s", tokencount.Format(c.ContextTokens), c.Concurrency, c.Status, c.PromptTokens, warm, c.Reason)
 	}
 	for _, c := range res.Cells {
-		label := fmt.Sprintf("%s × %d", capacity.FormatTokens(c.ContextTokens), c.Concurrency)
+		label := fmt.Sprintf("%s × %d", tokencount.Format(c.ContextTokens), c.Concurrency)
 		if !fits(c.ContextTokens) {
 			assert.Equal(t, matrix.OverCapacity, c.Status, "%s beyond the context: %s", label, c.Reason)
 			continue

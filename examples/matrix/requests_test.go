@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/tokencount"
 	"github.com/llmload/llmload/matrix"
 )
 
@@ -48,7 +48,7 @@ func TestRequestsOut(t *testing.T) {
 	require.Len(t, res.Cells, 4)
 	for _, c := range res.Cells {
 		require.NotNil(t, c.Measurement, "%d × %d", c.ContextTokens, c.Concurrency)
-		label := fmt.Sprintf("%s × %d", capacity.FormatTokens(c.ContextTokens), c.Concurrency)
+		label := fmt.Sprintf("%s × %d", tokencount.Format(c.ContextTokens), c.Concurrency)
 		s := c.Measurement.Recording.Summary
 		assert.Equal(t, s.Requests, perRun[label], "%s: a line for every request of the streams", label)
 		assert.Equal(t, c.Measurement.Completed, count[key{label, "inside", "completed"}], "%s: completed in the window", label)

@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/live"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/textsafe"
+	"github.com/llmload/llmload/internal/tokencount"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix"
 	"github.com/llmload/llmload/matrix/shard"
@@ -225,5 +225,5 @@ func (s *ShardFlags) Follow(ctx context.Context, c *ClientFlags, metricsListen s
 
 // CellName labels a cell's requests and metrics: "16K × 8".
 func CellName(contextTokens, streams int) string {
-	return fmt.Sprintf("%s × %d", capacity.FormatTokens(contextTokens), streams)
+	return fmt.Sprintf("%s × %d", tokencount.Format(contextTokens), streams)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/tokencount"
 	"github.com/llmload/llmload/matrix"
 	"github.com/llmload/llmload/metrics"
 )
@@ -56,7 +57,7 @@ func (f *SpecFlags) Register(fs *flag.FlagSet) {
 func tokenList(ns []int) string {
 	s := make([]string, len(ns))
 	for i, n := range ns {
-		s[i] = capacity.FormatTokens(n)
+		s[i] = tokencount.Format(n)
 	}
 	return strings.Join(s, ",")
 }
@@ -80,13 +81,13 @@ func (f *SpecFlags) Spec(fs *flag.FlagSet) (matrix.Spec, error) {
 	})
 	s := f.spec
 	var err error
-	if s.Contexts, err = capacity.ParseTokenList(f.contexts); err != nil {
+	if s.Contexts, err = tokencount.ParseList(f.contexts); err != nil {
 		return s, fmt.Errorf("-contexts: %w", err)
 	}
-	if s.Concurrency, err = capacity.ParseTokenList(f.concurrency); err != nil {
+	if s.Concurrency, err = tokencount.ParseList(f.concurrency); err != nil {
 		return s, fmt.Errorf("-concurrency: %w", err)
 	}
-	if s.Prefill, err = capacity.ParseTokenList(f.prefill); err != nil {
+	if s.Prefill, err = tokencount.ParseList(f.prefill); err != nil {
 		return s, fmt.Errorf("-prefill: %w", err)
 	}
 	s.Duration = matrix.Duration(f.duration)

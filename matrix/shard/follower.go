@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/textsafe"
+	"github.com/llmload/llmload/internal/tokencount"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix"
 	"github.com/llmload/llmload/matrix/internal/fleet"
@@ -323,7 +323,7 @@ func (f *Follower) start(ctx context.Context, sh fleet.Share) {
 	f.mu.Lock()
 	f.share = a
 	f.mu.Unlock()
-	f.logf("cell %d: context %s × %d, %d streams here, launch in %v", sh.Seq, capacity.FormatTokens(sh.ContextTokens), sh.Concurrency, sh.Streams,
+	f.logf("cell %d: context %s × %d, %d streams here, launch in %v", sh.Seq, tokencount.Format(sh.ContextTokens), sh.Concurrency, sh.Streams,
 		time.Until(local.Launch).Round(time.Millisecond))
 	go func() {
 		defer close(a.done)

@@ -1,4 +1,4 @@
-package capacity
+package tokencount
 
 import (
 	"strings"
@@ -40,7 +40,7 @@ func TestParseTokens(t *testing.T) {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := parseTokens(tc.in)
 			if tc.want < 0 {
-				require.ErrorIs(t, err, ErrTokenCount)
+				require.ErrorIs(t, err, Err)
 				assert.Contains(t, err.Error(), `"`+strings.TrimSpace(tc.in)+`"`, "the error quotes the text")
 				return
 			}
@@ -50,27 +50,27 @@ func TestParseTokens(t *testing.T) {
 	}
 }
 
-func TestParseTokenList(t *testing.T) {
-	got, err := ParseTokenList(" 0, 16K,32k ,1M,248K")
+func TestParseList(t *testing.T) {
+	got, err := ParseList(" 0, 16K,32k ,1M,248K")
 	require.NoError(t, err)
 	assert.Equal(t, []int{0, 16384, 32768, 1 << 20, 253952}, got)
 
-	got, err = ParseTokenList("")
+	got, err = ParseList("")
 	require.NoError(t, err)
 	assert.NotNil(t, got, "an empty list, not nil")
 	assert.Empty(t, got)
-	got, err = ParseTokenList(" , ,")
+	got, err = ParseList(" , ,")
 	require.NoError(t, err)
 	assert.Empty(t, got)
 
-	_, err = ParseTokenList("1,2,x,4")
-	require.ErrorIs(t, err, ErrTokenCount)
+	_, err = ParseList("1,2,x,4")
+	require.ErrorIs(t, err, Err)
 	assert.Contains(t, err.Error(), `"x"`)
 }
 
-func TestFormatTokens(t *testing.T) {
+func TestFormat(t *testing.T) {
 	for n, want := range map[int]string{0: "0", 1: "1", 1000: "1000", 1024: "1K", 16384: "16K", 253952: "248K", 1 << 20: "1024K", 1536: "1536"} {
-		assert.Equal(t, want, FormatTokens(n))
+		assert.Equal(t, want, Format(n))
 	}
 }
 
@@ -89,14 +89,14 @@ func FuzzParseTokens(f *testing.F) {
 		if v < 0 || v > maxTokenCount {
 			t.Fatalf("%q parsed to %d", s, v)
 		}
-		back, err := parseTokens(FormatTokens(v))
+		back, err := parseTokens(Format(v))
 		if err != nil || back != v {
-			t.Fatalf("%q → %d → %q → %d, %v", s, v, FormatTokens(v), back, err)
+			t.Fatalf("%q → %d → %q → %d, %v", s, v, Format(v), back, err)
 		}
 		if strings.Contains(s, ",") {
 			return
 		}
-		list, err := ParseTokenList(strings.Repeat(s+",", 3))
+		list, err := ParseList(strings.Repeat(s+",", 3))
 		if err != nil || len(list) != 3 || list[0] != v || list[2] != v {
 			t.Fatalf("a list of %q: %v, %v", s, list, err)
 		}
