@@ -82,8 +82,8 @@ type StreamTransport struct {
 	// instead of on each request's goroutine: one recvmsg a chunk, with
 	// its kernel receive timestamp, and the chunk framed, parsed and its
 	// tokens recorded where the bytes land, with no goroutine woken for
-	// it. At 64–256 streams of 100 tokens a second it makes 40% fewer
-	// system calls a token, and takes a fifth to a third less CPU. The
+	// it. At 64 streams of 100 tokens a second it makes half the system
+	// calls a token (about one in all), and takes about 40% less CPU. The
 	// request's goroutine waits for the end of its stream; an [Observer]
 	// is then called on a poller's goroutine and must not block.
 	// [Client.Stream], whose loop body is the caller's, and https
