@@ -158,7 +158,7 @@ func (r *Request) Validate() error {
 		return errs.err()
 	}
 	if len(r.Documents) > 0 {
-		errs.add("Request.Documents", "are set on a %v request, which does not send them: they are the inputs of Embeddings and Rerank", r.API)
+		errs.add("Request.Documents", "are set, and %v requests do not send them: they are the inputs of Embeddings and Rerank", r.API)
 	}
 	if r.API == Messages && r.MaxTokens == 0 {
 		errs.add("Request.MaxTokens", "is 0, and the Messages API requires max_tokens: set 1 or more")
@@ -201,9 +201,9 @@ func (r *Request) validatePooled(errs *configErrors) {
 		errs.add("Request.Documents", "are empty, and so is Prompt: an Embeddings request needs an input")
 	}
 	if len(r.Messages) > 0 {
-		errs.add("Request.Messages", "are set on a %v request, which does not send them: use Prompt or Documents", r.API)
+		errs.add("Request.Messages", "are set, and %v requests do not send them: use Prompt or Documents", r.API)
 	}
 	if r.MaxTokens != 0 || r.MinTokens != 0 || r.IgnoreEOS || r.Temperature != nil {
-		errs.add("Request.MaxTokens", "or MinTokens, IgnoreEOS or Temperature is set on a %v request, which generates nothing: leave them unset", r.API)
+		errs.add("Request.MaxTokens", "or MinTokens, IgnoreEOS or Temperature is set, and %v requests generate nothing: leave them unset", r.API)
 	}
 }

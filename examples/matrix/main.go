@@ -108,6 +108,9 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 		return nil, nil, err
 	}
 	o.spec.URL, o.spec.Model, o.spec.API = o.client.URL, o.client.Model, o.client.API
+	if err := o.client.Generating("matrix"); err != nil {
+		return nil, nil, err
+	}
 	if _, err := o.client.RoundTripper(1); err != nil {
 		return nil, nil, err
 	}

@@ -74,6 +74,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if err := cf.Generating("stream"); err != nil {
+		fmt.Fprintln(stderr, "stream:", err)
+		return 2
+	}
 	c, err := cf.Client(1)
 	if err != nil {
 		fmt.Fprintln(stderr, "stream:", err)

@@ -97,7 +97,7 @@ func (f *ClientFlags) Register(fs *flag.FlagSet, url string) {
 		sim = " (empty: the built-in simulator)"
 	}
 	f.register(fs, url, "base URL of the OpenAI-compatible API, such as http://127.0.0.1:8000/v1"+sim)
-	fs.TextVar(&f.API, "api", loadgen.Chat, "the API to call: chat, completions, responses (OpenAI's Responses API) or messages (Anthropic's Messages API)")
+	fs.TextVar(&f.API, "api", loadgen.Chat, "the API to call: chat, completions, responses (OpenAI's Responses API) or messages (Anthropic's Messages API); in bench also embeddings or rerank")
 }
 
 // RegisterServer defines the flags of a command that asks a server about
@@ -113,6 +113,16 @@ func (f *ClientFlags) register(fs *flag.FlagSet, defaultURL, urlUsage string) {
 	fs.StringVar(&f.KeyEnv, "api-key-env", "", "name of the environment variable that holds the API key (sent to -url's origin only)")
 	fs.Var(&f.Headers, "header", "'Name: value' added to every request (repeatable); a credential's (Authorization, *key*, *token*) goes to -url's origin only and is never printed or saved")
 	fs.StringVar(&f.Transport, "transport", "stream", "HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux), poll (the same, its bodies read by a few shared pollers, one system call a chunk: less CPU at many streams; Linux, http:// only) or http (net/http's: honours HTTP_PROXY)")
+}
+
+// Generating refuses an -api that generates nothing (embeddings, rerank)
+// in command, which measures generation: bench is the command that loads
+// them.
+func (f *ClientFlags) Generating(command string) error {
+	if f.API == loadgen.Embeddings || f.API == loadgen.Rerank {
+		return fmt.Errorf("-api %v: %s measures generation; load embeddings and rerank with bench (go run ./examples/bench -api %v)", f.API, command, f.API)
+	}
+	return nil
 }
 
 // APIKey returns the key -api-key-env names, or "" when it names none. An

@@ -173,3 +173,48 @@ func TestHTTPClientOriginOnly(t *testing.T) {
 	assert.Empty(t, h.Get("Authorization"), "another origin")
 	assert.Empty(t, h.Get("X-Tenant"), "another origin")
 }
+
+// -api embeddings and rerank are refused by the commands that measure
+// generation, naming bench; the generation APIs pass. Bench refuses the
+// flags that do not apply to them.
+func TestAPIsOfTheCommands(t *testing.T) {
+	for _, api := range []loadgen.API{loadgen.Embeddings, loadgen.Rerank} {
+		f := cli.ClientFlags{API: api}
+		err := f.Generating("matrix")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "bench -api "+api.String())
+	}
+	for _, api := range []loadgen.API{loadgen.Chat, loadgen.Completions, loadgen.Responses, loadgen.Messages} {
+		f := cli.ClientFlags{API: api}
+		assert.NoError(t, f.Generating("matrix"))
+	}
+	for _, tc := range []struct {
+		api  loadgen.API
+		args []string
+		says string
+	}{
+		{loadgen.Chat, []string{"-batch", "4"}, "-batch applies to -api embeddings and rerank"},
+		{loadgen.Embeddings, []string{"-slo-ttft", "1s"}, "set -slo-latency"},
+		{loadgen.Rerank, []string{"-turns", "3"}, "-turns"},
+		{loadgen.Embeddings, []string{"-batch", "0"}, "-batch 0"},
+	} {
+		var b cli.BenchFlags
+		fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		b.Register(fs)
+		require.NoError(t, fs.Parse(tc.args))
+		err := b.Parse(fs)
+		if err == nil {
+			err = b.CheckAPI(tc.api)
+		}
+		require.Error(t, err, "%v %q", tc.api, tc.args)
+		assert.Contains(t, err.Error(), tc.says)
+	}
+	var b cli.BenchFlags
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	b.Register(fs)
+	require.NoError(t, fs.Parse([]string{"-batch", "8", "-slo-latency", "1s"}))
+	require.NoError(t, b.Parse(fs))
+	assert.NoError(t, b.CheckAPI(loadgen.Embeddings))
+	assert.Equal(t, 8, b.Batch())
+}

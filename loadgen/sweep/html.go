@@ -44,11 +44,17 @@ func (r *Results) writeHTML(w io.Writer) error {
 			page.Answer = "No rate met the objective — " + f.Reason + "."
 		}
 	}
+	page.Pooled = r.pooled()
 	for _, run := range r.Runs {
 		s := &run.Summary
 		row := htmlRow{Label: run.name(), Requests: run.Requests, Failed: s.Failed,
 			RequestRate: fmt.Sprintf("%.2f", run.RequestRate), OutputTokS: fmt.Sprintf("%.1f", run.OutputTokensPerSec)}
-		for _, d := range []metrics.Distribution{s.TTFT, s.TPOT, s.ITL, s.Latency} {
+		ds := []metrics.Distribution{s.TTFT, s.TPOT, s.ITL, s.Latency}
+		if page.Pooled {
+			row.OutputTokS = fmt.Sprintf("%.1f", run.InputTokensPerSec)
+			ds = ds[3:]
+		}
+		for _, d := range ds {
 			row.Cells = append(row.Cells, ms(d.Mean), ms(d.P50), ms(d.P99))
 		}
 		if r.Objective != nil {
@@ -67,6 +73,7 @@ func (r *Results) writeHTML(w io.Writer) error {
 type htmlPage struct {
 	Title, Server, Objective, Answer string
 	HasObjective                     bool
+	Pooled                           bool // Embeddings or Rerank: input tokens and latency alone
 	Notes                            []string
 	Rows                             []htmlRow
 	Charts                           []chart.Chart
@@ -101,14 +108,19 @@ func (r *Results) curves() []chart.Chart {
 		mark = r.Search.Rate
 	}
 	var charts []chart.Chart
-	for _, c := range []struct {
+	kinds := []struct {
 		title, caption string
 		of             func(*metrics.Summary) metrics.Distribution
 	}{
 		{"Time to first token", "from the request written to its first token", func(s *metrics.Summary) metrics.Distribution { return s.TTFT }},
 		{"Time per output token", "after the first, over completed requests", func(s *metrics.Summary) metrics.Distribution { return s.TPOT }},
 		{"End-to-end latency", "from the request written to its last token", func(s *metrics.Summary) metrics.Distribution { return s.Latency }},
-	} {
+	}
+	if r.pooled() {
+		kinds = kinds[2:]
+		kinds[0].caption = "from the request written to the answer's last byte"
+	}
+	for _, c := range kinds {
 		var pts [2][]chart.Point
 		for _, run := range runs {
 			d := c.of(&run.Summary)

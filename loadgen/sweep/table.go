@@ -20,7 +20,7 @@ func (r *Results) writeTable(w io.Writer) error {
 	if r.Objective != nil {
 		fmt.Fprintf(bw, "Objective: %v\n", r.Objective)
 	}
-	pooled := r.Server.API == loadgen.Embeddings || r.Server.API == loadgen.Rerank
+	pooled := r.pooled()
 	switch {
 	case len(r.Runs) == 1:
 		writeBlock(bw, &r.Runs[0], r.Objective != nil, pooled)
@@ -48,6 +48,12 @@ func (r *Results) writeTable(w io.Writer) error {
 		fmt.Fprintf(bw, "Note: %s\n", textsafe.Line(n))
 	}
 	return bw.Flush()
+}
+
+// pooled reports that the runs are of Embeddings or Rerank requests,
+// which have input tokens and latency, and no output.
+func (r *Results) pooled() bool {
+	return r.Server.API == loadgen.Embeddings || r.Server.API == loadgen.Rerank
 }
 
 // what names the benchmark: "Sweep of synthetic prompts, ...".

@@ -1,0 +1,68 @@
+package sweep_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/loadgen/sweep"
+)
+
+// An embeddings run reports requests and input tokens a second and
+// latency, in every format, and nothing of tokens it has not: no TTFT,
+// TPOT or output throughput.
+func TestEmbeddingsResultsSayInputAndLatency(t *testing.T) {
+	srv := loadgentest.NewServer(loadgentest.Profile{PoolStep: 0.002, PoolPerToken: 1e-5, TruthBytes: -1})
+	defer srv.Close()
+	target := embedTarget(srv, 0, 0, 20)
+	a, err := sweep.Run(t.Context(), target, loadgen.Closed{Streams: 2}, "closed", sweep.Objective{})
+	require.NoError(t, err)
+	b, err := sweep.Run(t.Context(), target, loadgen.Open{Rate: 200, Arrival: loadgen.Constant}, "open", sweep.Objective{})
+	require.NoError(t, err)
+	for _, r := range []sweep.Result{a, b} {
+		assert.Equal(t, 20, r.Summary.Completed)
+		assert.Equal(t, 20*embedReq, r.Summary.InputTokens, "the usage's tokens, exactly")
+		assert.InEpsilon(t, float64(r.Summary.InputTokens)/r.Summary.Window.Duration().Seconds(), r.InputTokensPerSec, 1e-9)
+		assert.Positive(t, r.Summary.Latency.P50)
+		assert.Greater(t, r.Summary.Latency.P50, 2*time.Millisecond, "at least a step")
+	}
+	server := sweep.Server{URL: "simulator", API: loadgen.Embeddings, Simulated: true}
+
+	var one bytes.Buffer
+	require.NoError(t, (&sweep.Results{Server: server, Runs: []sweep.Result{a}}).Write(&one, "table"))
+	assert.Contains(t, one.String(), "Input token throughput (tok/s):")
+	assert.Contains(t, one.String(), "Total input tokens:                      2560")
+	assert.Contains(t, one.String(), "Median E2E (ms):")
+	assert.NotContains(t, one.String(), "TTFT")
+	assert.NotContains(t, one.String(), "Output token throughput")
+
+	var rows bytes.Buffer
+	require.NoError(t, (&sweep.Results{Server: server, Runs: []sweep.Result{a, b}}).Write(&rows, "table"))
+	assert.Contains(t, rows.String(), "in tok/s")
+	assert.NotContains(t, rows.String(), "TTFT")
+
+	var page bytes.Buffer
+	require.NoError(t, (&sweep.Results{Server: server, Runs: []sweep.Result{a, b}}).Write(&page, "html"))
+	assert.Contains(t, page.String(), "input tok/s")
+	assert.NotContains(t, page.String(), "Time to first token")
+
+	var doc bytes.Buffer
+	require.NoError(t, (&sweep.Results{Schema: sweep.Schema, Server: server, Runs: []sweep.Result{a}}).Write(&doc, "json"))
+	var back struct {
+		Runs []struct {
+			InputTokS float64 `json:"input_tok_s"`
+			Summary   struct {
+				InputTokens int `json:"input_tokens"`
+			} `json:"summary"`
+		} `json:"runs"`
+	}
+	require.NoError(t, json.Unmarshal(doc.Bytes(), &back))
+	assert.Equal(t, 20*embedReq, back.Runs[0].Summary.InputTokens)
+	assert.InEpsilon(t, a.InputTokensPerSec, back.Runs[0].InputTokS, 1e-9)
+}
