@@ -181,6 +181,24 @@ func (r *Request) Validate() error {
 	if r.API != Completions && len(r.Messages) > 0 && r.Prompt != "" {
 		errs.add("Request.Prompt", "is set beside Messages, and a %v request with Messages sends them alone: put the prompt in a message", r.API)
 	}
+	if len(r.Images) > 0 {
+		user := len(r.Messages) == 0
+		for _, m := range r.Messages {
+			user = user || m.Role == "user"
+		}
+		switch {
+		case r.API == Completions:
+			errs.add("Request.Images", "are set on a Completions request, which sends text alone: use Chat, Responses or Messages")
+		case !user:
+			errs.add("Request.Images", "go in the last user message, and Messages has none: add one")
+		}
+		for i, u := range r.Images {
+			if why := checkImage(u); why != "" {
+				errs.add(fmt.Sprintf("Request.Images[%d]", i), "%s", why)
+				break
+			}
+		}
+	}
 	if r.Temperature != nil && !finite(*r.Temperature) {
 		errs.add("Request.Temperature", "is %v: JSON has no such number", *r.Temperature)
 	}

@@ -126,6 +126,13 @@ type Request struct {
 	// a Rerank request ranks against Prompt, its query. Other APIs refuse
 	// them.
 	Documents []string
+	// Images go with the prompt, after its text, in the last user message
+	// (the prompt's own message when Messages is empty): each a data URL
+	// ("data:image/png;base64,...") or an http(s) URL the server fetches.
+	// Chat sends them as image_url content parts, Responses as
+	// input_image parts, Messages as image blocks (a data URL's base64
+	// source). A Completions request cannot carry them.
+	Images []string
 
 	// MaxTokens caps the output; 0 leaves it to the server.
 	MaxTokens int
@@ -175,7 +182,7 @@ func (r *Request) Body() ([]byte, error) {
 // snapshot copies the fields a body is made of.
 func (r *Request) snapshot() *Request {
 	s := &Request{
-		API: r.API, Model: r.Model, Prompt: r.Prompt, Messages: slices.Clone(r.Messages), Documents: slices.Clone(r.Documents),
+		API: r.API, Model: r.Model, Prompt: r.Prompt, Messages: slices.Clone(r.Messages), Documents: slices.Clone(r.Documents), Images: slices.Clone(r.Images),
 		MaxTokens: r.MaxTokens, MinTokens: r.MinTokens, IgnoreEOS: r.IgnoreEOS, Usage: r.Usage,
 		Extra: maps.Clone(r.Extra), Header: r.Header.Clone(),
 	}
@@ -203,6 +210,8 @@ func (r *Request) changed() string {
 		return "Messages"
 	case !slices.Equal(r.Documents, s.Documents):
 		return "Documents"
+	case !slices.Equal(r.Images, s.Images):
+		return "Images"
 	case r.MaxTokens != s.MaxTokens:
 		return "MaxTokens"
 	case r.MinTokens != s.MinTokens:
@@ -283,9 +292,12 @@ func (r *Request) encode() ([]byte, error) {
 	case Completions:
 		m["prompt"] = r.Prompt
 	case Responses:
-		if len(r.Messages) == 0 {
+		switch {
+		case len(r.Images) > 0:
+			m["input"] = withImages(r.API, msgs, r.Images)
+		case len(r.Messages) == 0:
 			m["input"] = r.Prompt
-		} else {
+		default:
 			m["input"] = msgs
 		}
 	case Messages:
@@ -302,9 +314,9 @@ func (r *Request) encode() ([]byte, error) {
 		if len(system) > 0 {
 			m["system"] = strings.Join(system, "\n\n")
 		}
-		m["messages"] = rest
+		m["messages"] = withImages(r.API, rest, r.Images)
 	default:
-		m["messages"] = msgs
+		m["messages"] = withImages(r.API, msgs, r.Images)
 	}
 	if r.MaxTokens > 0 {
 		if r.API == Responses {
@@ -364,4 +376,80 @@ func (r *Request) encodePooled() ([]byte, error) {
 		return nil, fmt.Errorf("loadgen: encode request: %w", err)
 	}
 	return b, nil
+}
+
+// withImages returns msgs with images added to the last user message, as
+// content parts of api, or msgs as they are when there are none.
+func withImages(api API, msgs []Message, images []string) any {
+	if len(images) == 0 {
+		return msgs
+	}
+	last := -1
+	for i, m := range msgs {
+		if m.Role == "user" {
+			last = i
+		}
+	}
+	out := make([]any, len(msgs))
+	for i, m := range msgs {
+		out[i] = m
+	}
+	if last < 0 {
+		return out // Validate refuses images without a user message
+	}
+	text := "text"
+	if api == Responses {
+		text = "input_text"
+	}
+	parts := make([]any, 0, 1+len(images))
+	if msgs[last].Content != "" {
+		parts = append(parts, map[string]any{"type": text, "text": msgs[last].Content})
+	}
+	for _, u := range images {
+		parts = append(parts, imagePart(api, u))
+	}
+	out[last] = map[string]any{"role": "user", "content": parts}
+	return out
+}
+
+// imagePart is one image as a content part of api.
+func imagePart(api API, u string) any {
+	switch api {
+	case Responses:
+		return map[string]any{"type": "input_image", "image_url": u}
+	case Messages:
+		if mediaType, data, ok := splitDataURL(u); ok {
+			return map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": mediaType, "data": data}}
+		}
+		return map[string]any{"type": "image", "source": map[string]any{"type": "url", "url": u}}
+	}
+	return map[string]any{"type": "image_url", "image_url": map[string]any{"url": u}}
+}
+
+// splitDataURL splits "data:MEDIATYPE;base64,DATA".
+func splitDataURL(u string) (mediaType, data string, ok bool) {
+	rest, ok := strings.CutPrefix(u, "data:")
+	if !ok {
+		return "", "", false
+	}
+	head, data, ok := strings.Cut(rest, ",")
+	if !ok {
+		return "", "", false
+	}
+	mediaType, ok = strings.CutSuffix(head, ";base64")
+	return mediaType, data, ok && strings.HasPrefix(mediaType, "image/")
+}
+
+// checkImage says what is wrong with an image URL, or "".
+func checkImage(u string) string {
+	switch {
+	case strings.HasPrefix(u, "data:"):
+		if _, _, ok := splitDataURL(u); !ok {
+			return "is a data URL that is not data:image/TYPE;base64,DATA"
+		}
+	case strings.HasPrefix(u, "https://"), strings.HasPrefix(u, "http://"):
+	default:
+		return "is neither a data URL nor an http(s) URL"
+	}
+	return ""
 }

@@ -68,6 +68,7 @@ func main() { cli.Main(run, "reporting the runs so far") }
 type options struct {
 	client                     cli.ClientFlags
 	body                       cli.BodyFlags
+	images                     cli.ImageFlags
 	bench                      cli.BenchFlags
 	sim                        cli.SimFlags
 	format, out                string
@@ -82,6 +83,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.SetOutput(stderr)
 	o.client.Register(fs, "")
 	o.body.Register(fs)
+	o.images.Register(fs)
 	o.bench.Register(fs)
 	fs.StringVar(&o.format, "format", "table", "report format: table, json or html")
 	fs.StringVar(&o.out, "o", "", "write the report to this file instead of standard output")
@@ -112,6 +114,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	var err error
 	if o.extra, err = o.body.Extra(o.client.API); err != nil {
+		return nil, err
+	}
+	if err := o.images.Check(o.client.API); err != nil {
 		return nil, err
 	}
 	return o, o.sim.Check()
@@ -186,7 +191,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		mix.Builder.Extra[k] = v
 	}
+	if mix.Builder.Images, err = o.images.URLs(mix.Seed); err != nil {
+		fail(stderr, err)
+		return 2
+	}
 	res.Workload = mix.String()
+	if d := o.images.Describe(); d != "" {
+		res.Workload += ", " + d
+	}
 	defer mix.Close()
 	if err := mix.Validate(); err != nil {
 		fail(stderr, err)

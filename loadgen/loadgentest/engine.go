@@ -25,6 +25,10 @@ type request struct {
 	promptLen int
 	hashes    []uint64 // chained hashes of the prompt's full blocks
 	maxTokens int
+	// encode is its images' vision-encoder cost, in profile seconds,
+	// paid in the step that first admits it, unless the prefix cache
+	// holds its whole prompt.
+	encode float64
 
 	arrived time.Time // set by the handler before submit
 
@@ -317,6 +321,9 @@ func (e *engine) schedule() (cost float64, ok bool) {
 		e.running = append(e.running, r)
 		r.cached.Store(int64(cached))
 		if !r.admitted {
+			if cached < r.promptLen {
+				prefill += r.encode
+			}
 			r.admitted = true
 			e.admitted = append(e.admitted, r)
 			e.histMu.Lock()

@@ -155,12 +155,15 @@ func parsePrompt(raw json.RawMessage) (prompt, *apiError) {
 }
 
 // parseMessages flattens chat messages to text: string content as is, and
-// the text parts of a list content joined by newlines.
-func parseMessages(msgs []chatMessage) (prompt, *apiError) {
+// the text parts of a list content joined by newlines; its image parts
+// are read as vision's rule says. It returns the prompt and the encoder's
+// cost of its images, in profile seconds.
+func parseMessages(msgs []chatMessage, vision *Profile) (prompt, float64, *apiError) {
 	if len(msgs) == 0 {
-		return prompt{}, badRequest("messages must hold at least one message")
+		return prompt{}, 0, badRequest("messages must hold at least one message")
 	}
 	p := prompt{chat: true, msgs: make([]message, len(msgs))}
+	images, visionTokens := 0, 0
 	for i, m := range msgs {
 		p.msgs[i].Role = m.Role
 		if len(m.Content) == 0 || string(m.Content) == "null" {
@@ -169,22 +172,39 @@ func parseMessages(msgs []chatMessage) (prompt, *apiError) {
 		if err := json.Unmarshal(m.Content, &p.msgs[i].Content); err == nil {
 			continue
 		}
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
+		var parts []json.RawMessage
 		if err := json.Unmarshal(m.Content, &parts); err != nil {
-			return prompt{}, badRequest("messages[%d].content must be a string or a list of parts", i)
+			return prompt{}, 0, badRequest("messages[%d].content must be a string or a list of parts", i)
 		}
 		var texts []string
-		for _, part := range parts {
+		for j, raw := range parts {
+			var part struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}
+			if err := json.Unmarshal(raw, &part); err != nil {
+				return prompt{}, 0, badRequest("messages[%d].content[%d] must be an object with a type", i, j)
+			}
 			if part.Type == "text" || part.Type == "input_text" {
 				texts = append(texts, part.Text)
+				continue
 			}
+			img, ok, err := vision.imagePart(part.Type, raw)
+			if !ok {
+				continue
+			}
+			if err != nil {
+				return prompt{}, 0, badRequest("messages[%d].content[%d]: %v", i, j, err)
+			}
+			if images++; images > maxImages {
+				return prompt{}, 0, badRequest("more than %d images in one request", maxImages)
+			}
+			visionTokens += img.tokens
+			p.msgs[i].images = append(p.msgs[i].images, img)
 		}
 		p.msgs[i].Content = strings.Join(texts, "\n")
 	}
-	return p, nil
+	return p, float64(visionTokens) * vision.VisionEncodePerToken, nil
 }
 
 // generation is one accepted generation request.
@@ -256,8 +276,9 @@ func (h *Handler) parseGeneration(w http.ResponseWriter, r *http.Request) (*gene
 	}
 	var p prompt
 	var perr *apiError
+	var encode float64
 	if chat {
-		p, perr = parseMessages(body.Messages)
+		p, encode, perr = parseMessages(body.Messages, &h.p)
 	} else {
 		p, perr = parsePrompt(body.Prompt)
 	}
@@ -300,6 +321,7 @@ func (h *Handler) parseGeneration(w http.ResponseWriter, r *http.Request) (*gene
 	}
 	g.id = fmt.Sprintf("%s%s%016x", prefix, h.idBase, h.seq.Add(1))
 	g.req = newRequest(g.promptLen, hb.hashes, g.maxTokens)
+	g.req.encode = encode
 	return g, nil
 }
 
@@ -548,7 +570,7 @@ func (h *Handler) serveTokenize(w http.ResponseWriter, r *http.Request) {
 	var p prompt
 	var err *apiError
 	if body.Messages != nil {
-		p, err = parseMessages(body.Messages)
+		p, _, err = parseMessages(body.Messages, &h.p)
 	} else {
 		p, err = parsePrompt(body.Prompt)
 	}

@@ -112,6 +112,19 @@ type Profile struct {
 	PoolStep, PoolPerToken float64
 	// EmbeddingSize is the length of each embedding; 0 means 64.
 	EmbeddingSize int
+	// VisionPatch is the side, in pixels, of the square patch one image
+	// token stands for: an image of W×H pixels costs
+	// ceil(W/VisionPatch)·ceil(H/VisionPatch) prompt tokens, as Qwen2-VL
+	// counts them (14-pixel patches merged 2×2), but at least
+	// VisionMinTokens and at most VisionMaxTokens (where Qwen resizes the
+	// image). 0 means 28, 4 and 16384. Images come as data URLs of PNG
+	// or JPEG pictures; their size is read from their headers.
+	VisionPatch                      int
+	VisionMinTokens, VisionMaxTokens int
+	// VisionEncodePerToken is the vision encoder's cost per image token,
+	// in seconds, paid in the step that admits a request (not when the
+	// prefix cache holds its whole prompt). 0 means none.
+	VisionEncodePerToken float64
 
 	// TruthBytes caps the memory of the ground truth the server records
 	// (about 16 bytes a chunk and 256 a request); 0 means
@@ -152,6 +165,9 @@ func SeedProfile() Profile {
 		},
 		DecodePerContextToken:    0.0945e-6,
 		DecodePerMaxContextToken: 0.0405e-6,
+		// A vision encoder of about 0.6B parameters: a 448×448 image,
+		// 256 tokens, takes 26 ms.
+		VisionEncodePerToken: 0.1e-3,
 	}
 }
 
@@ -278,6 +294,17 @@ func (p Profile) withDefaults() Profile {
 		p.ReasoningField = "reasoning"
 	}
 	p.ReasoningTokens = max(p.ReasoningTokens, 0)
+	if p.VisionPatch <= 0 {
+		p.VisionPatch = defaultVisionPatch
+	}
+	if p.VisionMinTokens <= 0 {
+		p.VisionMinTokens = defaultVisionMinTokens
+	}
+	if p.VisionMaxTokens <= 0 {
+		p.VisionMaxTokens = defaultVisionMaxTokens
+	}
+	p.VisionMaxTokens = max(p.VisionMaxTokens, p.VisionMinTokens)
+	p.VisionEncodePerToken = max(p.VisionEncodePerToken, 0)
 	if p.TruthBytes == 0 {
 		p.TruthBytes = defaultTruthBytes
 	}

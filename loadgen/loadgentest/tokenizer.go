@@ -42,6 +42,7 @@ func roleToken(role string) uint32 {
 // A message is one chat message, its content flattened to text.
 type message struct {
 	Role, Content string
+	images        []visionImage // after the text
 }
 
 // promptTokens calls yield with each token id of a prompt: the text as is
@@ -59,6 +60,11 @@ func promptTokens(text string, msgs []message, chat bool, yield func(id uint32))
 		yield(tokNewline)
 		for w := range strings.FieldsSeq(m.Content) {
 			yield(wordToken(w))
+		}
+		for _, img := range m.images {
+			for i := range img.tokens {
+				yield(visionToken(img, i))
+			}
 		}
 		yield(tokImEnd)
 		yield(tokNewline)

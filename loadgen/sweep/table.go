@@ -120,6 +120,10 @@ func writeBlock(w io.Writer, run *Result, objective, pooled bool) {
 		line("Request throughput (req/s)", fmt.Sprintf("%.2f", run.RequestRate))
 		line("Input token throughput (tok/s)", fmt.Sprintf("%.2f", run.InputTokensPerSec))
 	} else {
+		if s.InputTokens > 0 && s.Completed > 0 {
+			line("Total input tokens", fmt.Sprint(s.InputTokens))
+			line("Mean input tokens a request", fmt.Sprintf("%.1f", float64(s.InputTokens)/float64(s.Completed)))
+		}
 		line("Total generated tokens", fmt.Sprint(s.OutputTokens))
 		line("Request throughput (req/s)", fmt.Sprintf("%.2f", run.RequestRate))
 		line("Output token throughput (tok/s)", fmt.Sprintf("%.2f", run.OutputTokensPerSec))

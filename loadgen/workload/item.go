@@ -59,6 +59,9 @@ type Builder struct {
 	// documents a Rerank request ranks against its query (the text of
 	// one more item), when a [Feed] makes them; 0 means 1.
 	Batch int
+	// Images go with every prompt, after its text (see
+	// [loadgen.Request].Images).
+	Images []string
 }
 
 // Request returns a new request for it. An Embeddings request embeds its
@@ -69,7 +72,7 @@ func (b *Builder) Request(it Item) *loadgen.Request {
 	}
 	req := &loadgen.Request{
 		API: b.API, Model: b.Model, MaxTokens: it.OutputTokens, IgnoreEOS: b.IgnoreEOS && it.OutputTokens > 0,
-		Temperature: b.Temperature, Usage: b.Usage, Extra: b.Extra, Header: b.Header,
+		Temperature: b.Temperature, Usage: b.Usage, Extra: b.Extra, Header: b.Header, Images: b.Images,
 	}
 	switch {
 	case b.API == loadgen.Completions:

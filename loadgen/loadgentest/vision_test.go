@@ -1,0 +1,131 @@
+package loadgentest
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"hash/crc32"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/internal/picture"
+)
+
+func dataURL(t testing.TB, w, h int, f picture.Format) string {
+	u, err := picture.DataURL(picture.Size{W: w, H: h}, f, 1)
+	require.NoError(t, err)
+	return u
+}
+
+// withImage is a chat request of text and one image_url part.
+func withImage(text, url string) map[string]any {
+	body := chat("", 1, false)
+	body["messages"] = []map[string]any{{"role": "user", "content": []map[string]any{
+		{"type": "text", "text": text},
+		{"type": "image_url", "image_url": map[string]any{"url": url}},
+	}}}
+	return body
+}
+
+func promptTokensOf(t *testing.T, srv *Server, body map[string]any) (int, int, string) {
+	resp, err := post(t.Context(), srv, "/v1/chat/completions", body, nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var out struct {
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	json.Unmarshal(b, &out)
+	return resp.StatusCode, out.Usage.PromptTokens, string(b)
+}
+
+// TestVisionTokens: an image costs ceil(W/28)·ceil(H/28) prompt tokens,
+// within the profile's bounds, on top of the text's, PNG or JPEG.
+func TestVisionTokens(t *testing.T) {
+	p := quick()
+	p.VisionMaxTokens = 2000
+	srv := NewServer(p)
+	defer srv.Close()
+	text := "describe this picture in words"
+	textOnly := CountTokens(text) + ChatMessageTokens + ChatReplyTokens
+	for _, tc := range []struct {
+		w, h   int
+		f      picture.Format
+		tokens int
+	}{
+		{448, 448, picture.PNG, 16 * 16},
+		{448, 448, picture.JPEG, 16 * 16},
+		{449, 28, picture.PNG, 17 * 1},
+		{10, 10, picture.PNG, 4},          // at least VisionMinTokens
+		{2000, 2000, picture.JPEG, 2000},  // at most VisionMaxTokens
+		{1280, 720, picture.PNG, 46 * 26}, // 1196
+	} {
+		status, got, body := promptTokensOf(t, srv, withImage(text, dataURL(t, tc.w, tc.h, tc.f)))
+		require.Equal(t, http.StatusOK, status, body)
+		assert.Equal(t, textOnly+tc.tokens, got, "%dx%d %s", tc.w, tc.h, tc.f)
+	}
+}
+
+// TestVisionRefused: images that are not what they say, or too large, or
+// not data URLs, get a 400 that says why.
+func TestVisionRefused(t *testing.T) {
+	srv := NewServer(quick())
+	defer srv.Close()
+	png448 := dataURL(t, 448, 448, picture.PNG)
+	jpeg448 := dataURL(t, 448, 448, picture.JPEG)
+	for _, tc := range []struct{ name, url, want string }{
+		{"http", "https://example.com/cat.png", "data URLs only"},
+		{"not base64", "data:image/png,abc", "base64"},
+		{"media type", strings.Replace(png448, "image/png", "image/gif", 1), "image/png and image/jpeg"},
+		{"png said jpeg", strings.Replace(png448, "image/png", "image/jpeg", 1), "is a png"},
+		{"jpeg said png", strings.Replace(jpeg448, "image/jpeg", "image/png", 1), "is a jpeg"},
+		{"garbage", "data:image/png;base64,AAAA", "does not decode"},
+		{"huge", "data:image/png;base64," + base64.StdEncoding.EncodeToString(pngHeader(100000, 3)), "each side"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, body := promptTokensOf(t, srv, withImage("hi", tc.url))
+			assert.Equal(t, http.StatusBadRequest, status)
+			assert.Contains(t, body, tc.want)
+		})
+	}
+}
+
+// pngHeader is the start of a PNG whose header claims w×h pixels.
+func pngHeader(w, h uint32) []byte {
+	var b bytes.Buffer
+	b.WriteString("\x89PNG\r\n\x1a\n")
+	ihdr := make([]byte, 13)
+	binary.BigEndian.PutUint32(ihdr[0:], w)
+	binary.BigEndian.PutUint32(ihdr[4:], h)
+	ihdr[8], ihdr[9] = 8, 2 // 8-bit RGB
+	binary.Write(&b, binary.BigEndian, uint32(len(ihdr)))
+	chunk := append([]byte("IHDR"), ihdr...)
+	b.Write(chunk)
+	binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(chunk))
+	return b.Bytes()
+}
+
+// FuzzImagePart: any image part is read or refused, never a panic, and a
+// part read costs tokens within the profile's bounds.
+func FuzzImagePart(f *testing.F) {
+	f.Add("image_url", `{"type":"image_url","image_url":{"url":"`+dataURL(f, 30, 30, picture.PNG)+`"}}`)
+	f.Add("input_image", `{"type":"input_image","image_url":"`+dataURL(f, 60, 20, picture.JPEG)+`"}`)
+	f.Add("image", `{"type":"image","source":{"type":"base64","media_type":"image/png","data":"`+base64.StdEncoding.EncodeToString(pngHeader(5, 5))+`"}}`)
+	f.Add("image_url", `{"type":"image_url","image_url":"data:image/png;base64,`+base64.StdEncoding.EncodeToString(pngHeader(1<<31, 1))+`"}`)
+	f.Add("image", `{"source":{"type":"url","url":"http://x"}}`)
+	p := quick().withDefaults()
+	f.Fuzz(func(t *testing.T, typ, raw string) {
+		img, ok, err := p.imagePart(typ, json.RawMessage(raw))
+		if ok && err == nil && (img.tokens < p.VisionMinTokens || img.tokens > p.VisionMaxTokens) {
+			t.Fatalf("%d tokens, outside [%d, %d]", img.tokens, p.VisionMinTokens, p.VisionMaxTokens)
+		}
+	})
+}
