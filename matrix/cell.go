@@ -25,7 +25,7 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	c.PromptTokens = sc.PromptTokens
+	c.PromptTokens, c.ImageTokens = sc.PromptTokens, sc.ImageTokens
 	c.Requests, c.Errors, c.ErrorKinds = sc.Requests, sc.Errors, maps.Clone(sc.ErrorKinds)
 	if sc.Status != Valid {
 		c.Status, c.Reason = sc.Status, sc.Reason
@@ -33,7 +33,7 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	}
 	p := cr.prompts[c.ContextTokens]
 	req := &loadgen.Request{
-		API: spec.API, Model: spec.Model, Prompt: p.text,
+		API: spec.API, Model: spec.Model, Prompt: p.text, Images: cr.images,
 		MaxTokens: spec.MaxTokens, IgnoreEOS: true, Usage: loadgen.UsageContinuous,
 	}
 

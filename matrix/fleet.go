@@ -68,7 +68,7 @@ func (cr *cellRun) startFleet(ctx context.Context, c *Cell, req *loadgen.Request
 	w := *cr.spec.Warmup
 	sh := fleet.Share{
 		Seq: cr.seq, ContextTokens: c.ContextTokens, Concurrency: c.Concurrency,
-		API: req.API, Model: req.Model, Prompt: req.Prompt, MaxTokens: req.MaxTokens,
+		API: req.API, Model: req.Model, Prompt: req.Prompt, Images: req.Images, MaxTokens: req.MaxTokens,
 		WarmupMin:     time.Duration(w.Min),
 		Flow:          time.Duration(w.Flow),
 		QueueAfter:    queueAfter,

@@ -86,7 +86,7 @@ func (r *Results) report() *report {
 	rp := &report{r: r, grid: newGrid(r.Cells, (*Cell).place, r.Spec.Contexts, r.Spec.Concurrency)}
 	rp.cells = rp.grid.ordered()
 	for _, p := range sortedPrefill(r.Prefill) {
-		rp.prefill = append(rp.prefill, prefillRow{Prefill: p, label: sizeLabel(p.ContextTokens, p.PromptTokens),
+		rp.prefill = append(rp.prefill, prefillRow{Prefill: p, label: promptLabel(p.ContextTokens, p.PromptTokens, p.ImageTokens),
 			status: prefillStatus(p), measured: prefillMeasured(p)})
 	}
 	for _, p := range r.Prefill {
@@ -98,7 +98,7 @@ func (r *Results) report() *report {
 	rp.header = rp.newHeader()
 	if len(rp.grid.contexts) > 0 && rp.grid.drawn() {
 		for _, ctx := range rp.grid.contexts {
-			row := gridRow{label: sizeLabel(ctx, rp.promptTokens(ctx))}
+			row := gridRow{label: promptLabel(ctx, rp.promptTokens(ctx), rp.imageTokens(ctx))}
 			for _, n := range rp.grid.concurrency {
 				row.cells = append(row.cells, gridLines(rp.grid.at(ctx, n)))
 			}
@@ -232,6 +232,29 @@ func offLabel(label, counted int) bool {
 	return label > 0 && counted > 0 && abs(counted-label)*100 > label
 }
 
+// promptLabel is sizeLabel, with the prompt tokens that were the images'
+// where there were images: "16K (256 image)".
+func promptLabel(label, counted, images int) string {
+	switch {
+	case images <= 0:
+		return sizeLabel(label, counted)
+	case offLabel(label, counted):
+		return formatTokens(label) + " (" + fmtInt(counted) + " counted, " + fmtInt(images) + " image)"
+	}
+	return formatTokens(label) + " (" + fmtInt(images) + " image)"
+}
+
+// imageTokens returns the prompt tokens the server counted for a
+// context's images, from the first cell that has them.
+func (rp *report) imageTokens(ctx int) int {
+	for _, n := range rp.grid.concurrency {
+		if c := rp.grid.at(ctx, n); c != nil && c.ImageTokens > 0 {
+			return c.ImageTokens
+		}
+	}
+	return 0
+}
+
 // sizeLabel names a context as the reports do: its label ("16K"), and the
 // size the server counted where that is more than 1% off ("16K (17,010
 // counted)").
@@ -323,7 +346,7 @@ func gridLines(c *Cell) []string {
 
 // longCellRow is one decode cell's row of the "All measurements" table.
 func longCellRow(c *Cell) []string {
-	row := []string{"Sustained decode", sizeLabel(c.ContextTokens, c.PromptTokens), strconv.Itoa(c.Concurrency),
+	row := []string{"Sustained decode", promptLabel(c.ContextTokens, c.PromptTokens, c.ImageTokens), strconv.Itoa(c.Concurrency),
 		statusWords(c), "—", "—", "—", "—", "—", "—", "—", "—"}
 	m := c.Measurement
 	if m == nil {

@@ -77,8 +77,10 @@ type Prefill struct {
 	// Predicted is the plan's capacity verdict for one request of
 	// ContextTokens and one output token.
 	Predicted capacity.Verdict `json:"predicted"`
-	// PromptTokens is the prompt's size as the server counted it.
+	// PromptTokens is the prompt's size as the server counted it;
+	// ImageTokens how many of them were the images' (Spec.Images).
 	PromptTokens int `json:"prompt_tokens"`
+	ImageTokens  int `json:"image_tokens,omitempty"`
 	// TTFT is the row's time to first token, in milliseconds: the median
 	// of TTFTs.
 	TTFT float64 `json:"ttft_ms"`
@@ -116,8 +118,10 @@ type Cell struct {
 	Predicted capacity.Verdict `json:"predicted"`
 
 	// PromptTokens is the cell's prompt as the server counted it, zero for
-	// a cell never sent.
+	// a cell never sent; ImageTokens how many of them were the images'
+	// (Spec.Images).
 	PromptTokens int `json:"prompt_tokens"`
+	ImageTokens  int `json:"image_tokens,omitempty"`
 	// Requests counts requests sent in the cell: the scout (with its
 	// retries), the warm-up and the window. Errors counts those that
 	// failed, ErrorKinds by kind, the scout's too.

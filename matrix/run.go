@@ -241,6 +241,9 @@ func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Result
 	run.sizer = &promptSizer{Client: c, API: spec.API, Model: spec.Model, HTTPClient: hc,
 		MaxModelLen: limits.MaxModelLen, Send: run.sendSizing}
 	run.runID = newRunID()
+	if err := run.measureImages(ctx); err != nil {
+		return res, err
+	}
 
 	if err := run.prefill(ctx); err != nil {
 		return res, err
@@ -434,6 +437,10 @@ type cellRun struct {
 	queueCap int
 	// seq numbers the cells sent to a fleet.
 	seq int
+	// images go with every prompt (Spec.Images); imageTokens is what the
+	// server counted for them, 0 when it reports no usage.
+	images      []string
+	imageTokens int
 }
 
 // tally counts requests and their failures by kind.
@@ -472,13 +479,22 @@ func (cr *cellRun) promptFor(ctx context.Context, tokens int) (*prompt, error) {
 		return p, nil
 	}
 	head := cr.head(tokens, 0)
-	text, n, err := cr.sizer.Build(ctx, tokens, head, cr.seed(tokens))
+	// The images' tokens are part of the context: the text is that much
+	// shorter.
+	target := tokens
+	if tokens > 0 && cr.imageTokens > 0 {
+		target = max(tokens-cr.imageTokens, 1)
+	}
+	text, n, err := cr.sizer.Build(ctx, target, head, cr.seed(tokens))
 	if err != nil {
 		return nil, err
 	}
+	if tokens > 0 {
+		n += cr.imageTokens
+	}
 	p := &prompt{text: text, tokens: n, cold: true}
 	if cr.sizer.method == sizedByUsage {
-		p.words, _ = cr.sizer.WordsFor(tokens)
+		p.words, _ = cr.sizer.WordsFor(target)
 	} else {
 		p.checked = tokens == 0 || abs(n-tokens) <= tokens/100 // counted by /tokenize
 	}
@@ -612,7 +628,7 @@ func (cr *cellRun) repeatPrefill(ctx context.Context, row *scoutResult) {
 	for k := 1; k < cr.spec.PrefillRepeat && ctx.Err() == nil; k++ {
 		cr.waitIdle(ctx)
 		prompt := fmt.Sprintf("[llmload run %s, context %d, cold %d]", cr.runID, tokens, k) + body
-		req := &loadgen.Request{API: cr.spec.API, Model: cr.spec.Model, Prompt: prompt, MaxTokens: 1, Usage: loadgen.UsageFinal}
+		req := &loadgen.Request{API: cr.spec.API, Model: cr.spec.Model, Prompt: prompt, Images: cr.images, MaxTokens: 1, Usage: loadgen.UsageFinal}
 		tl, err := cr.send(ctx, req, cr.scoutTimeout(tokens), &t)
 		if err == nil && tl.TTFT() > 0 && tl.OutputTokens() > 0 {
 			ttfts = append(ttfts, tl.TTFT())
@@ -682,7 +698,7 @@ func (cr *cellRun) scout(ctx context.Context, tokens int, what string) (row scou
 	}
 	for {
 		cr.waitIdle(ctx)
-		req := &loadgen.Request{API: cr.spec.API, Model: cr.spec.Model, Prompt: p.text, MaxTokens: 1, Usage: loadgen.UsageFinal}
+		req := &loadgen.Request{API: cr.spec.API, Model: cr.spec.Model, Prompt: p.text, Images: cr.images, MaxTokens: 1, Usage: loadgen.UsageFinal}
 		tl, err := cr.send(ctx, req, cr.scoutTimeout(tokens), &t)
 		wasCold := p.cold
 		p.cold = false
@@ -702,6 +718,7 @@ func (cr *cellRun) scout(ctx context.Context, tokens int, what string) (row scou
 			counted = p.tokens // the server reports no usage: /tokenize's count
 		}
 		row.PromptTokens = counted
+		row.ImageTokens = cr.imageTokens
 		if why := cr.truncated(p, tokens, counted); why != "" {
 			row.Status, row.Reason = OverCapacity, why
 			return row

@@ -39,7 +39,7 @@ type sharePart struct {
 
 // shareRequest returns the loadgen request of a share's streams.
 func shareRequest(sh *fleet.Share) *loadgen.Request {
-	return &loadgen.Request{API: sh.API, Model: sh.Model, Prompt: sh.Prompt, MaxTokens: sh.MaxTokens,
+	return &loadgen.Request{API: sh.API, Model: sh.Model, Prompt: sh.Prompt, Images: sh.Images, MaxTokens: sh.MaxTokens,
 		IgnoreEOS: true, Usage: loadgen.UsageContinuous}
 }
 

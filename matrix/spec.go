@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/errlist"
+	"github.com/llmload/llmload/internal/picture"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/tokencount"
 	"github.com/llmload/llmload/loadgen"
@@ -133,6 +134,15 @@ type Spec struct {
 	// estimate); the server's own figures, where it publishes them, take
 	// precedence over unknown ones.
 	Limits *capacity.Limits `json:"limits,omitempty"`
+	// Images are pictures sent with every prompt, after its text: each
+	// "WIDTHxHEIGHT" in pixels (at most 64), drawn by llmload
+	// from the run's id, the same in every request of the run, encoded as
+	// ImageFormat: "png" ("" too) or "jpeg". The tokens the server counts
+	// for them are part of each context (its text is that much shorter)
+	// and are reported beside each row's and cell's prompt tokens. The
+	// completions API cannot carry them.
+	Images      []string `json:"images,omitempty"`
+	ImageFormat string   `json:"image_format,omitempty"`
 	// SkipQueued leaves unmeasured the cells predicted to queue (more
 	// requests than the server runs at once): they are Requests queued by
 	// prediction. By default they are measured.
@@ -260,6 +270,21 @@ func (s Spec) validateSharded(shards int) error {
 	}
 	if o := s.SLO; o != nil && (o.TTFT < 0 || o.TPOT < 0 || o.Latency < 0) {
 		bad("SLO", "has a negative objective: each is a duration, or 0 for none")
+	}
+	if _, err := picture.ParseFormat(s.ImageFormat); err != nil {
+		bad("ImageFormat", "is %q: set png or jpeg", s.ImageFormat)
+	}
+	if len(s.Images) > 0 && s.API == loadgen.Completions {
+		bad("Images", "are set, and the completions API sends text alone: use chat, responses or messages")
+	}
+	if len(s.Images) > fleet.MaxImages {
+		bad("Images", "holds %d, above %d a request", len(s.Images), fleet.MaxImages)
+	}
+	for _, im := range s.Images {
+		if sizes, err := picture.ParseSizes(im); err != nil || len(sizes) != 1 {
+			bad("Images", "holds %q: give each picture as WIDTHxHEIGHT, 1 to %d pixels a side", im, picture.MaxSide)
+			break
+		}
 	}
 	return errs.Err()
 }

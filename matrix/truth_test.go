@@ -110,7 +110,9 @@ func (o *ollamaLike) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		overhead = chatOverhead
 		msgs := body["messages"].([]any)
 		m := msgs[0].(map[string]any)
-		m["content"] = o.rewrite(m["content"].(string), overhead)
+		if text, ok := m["content"].(string); ok { // content parts (images) are sent as they are
+			m["content"] = o.rewrite(text, overhead)
+		}
 	} else {
 		body["prompt"] = o.rewrite(body["prompt"].(string), 0)
 	}

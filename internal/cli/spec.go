@@ -28,6 +28,7 @@ type SpecFlags struct {
 	kvTokens, maxSeqs, maxLen    int
 	durationSet, maxTokensSet    bool
 	thresholdSet, gridSet        bool
+	images                       ImageFlags
 }
 
 // Register defines the flags on fs.
@@ -50,6 +51,7 @@ func (f *SpecFlags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&f.kvTokens, "kv-tokens", 0, "KV-cache capacity in tokens, if the server does not publish it (e.g. from its start-up log)")
 	fs.IntVar(&f.maxSeqs, "max-num-seqs", 0, "the server's max running requests, if known")
 	fs.IntVar(&f.maxLen, "max-model-len", 0, "the server's max_model_len, if it does not publish it")
+	f.images.Register(fs)
 	fs.BoolVar(&f.spec.SkipQueued, "skip-queued", false, "do not measure the cells predicted to queue (more requests than -max-num-seqs or the server's own limit)")
 }
 
@@ -91,6 +93,12 @@ func (f *SpecFlags) Spec(fs *flag.FlagSet) (matrix.Spec, error) {
 		return s, fmt.Errorf("-prefill: %w", err)
 	}
 	s.Duration = matrix.Duration(f.duration)
+	s.Images, s.ImageFormat = f.images.Sizes()
+	if len(s.Images) == 0 {
+		s.ImageFormat = ""
+	} else if s.ImageFormat == "" {
+		s.ImageFormat = f.images.format // an unknown one, for Validate to refuse
+	}
 	s.Warmup = &matrix.Warmup{Min: matrix.Duration(f.warmMin), Flow: matrix.Duration(f.warmFlow),
 		Timeout: matrix.Duration(f.warmTO), PerContextK: matrix.Duration(f.warmPerK)}
 	if f.sloTTFT > 0 || f.sloTPOT > 0 || f.sloLatency > 0 {
@@ -122,6 +130,7 @@ var specFlagNames = map[string]string{
 	"Duration": "-duration", "MaxTokens": "-max-tokens", "ErrorThreshold": "-error-threshold",
 	"Warmup.Min": "-warmup-min", "Warmup.Flow": "-warmup-flow", "Warmup.Timeout": "-warmup-timeout",
 	"Warmup.PerContextK": "-warmup-per-k", "SLO": "-slo-ttft, -slo-tpot or -slo-latency",
+	"Images": "-image", "ImageFormat": "-image-format",
 }
 
 // AsFlags words a spec's errors ([matrix.SpecError]) by the flags the

@@ -26,9 +26,10 @@ type request struct {
 	hashes    []uint64 // chained hashes of the prompt's full blocks
 	maxTokens int
 	// encode is its images' vision-encoder cost, in profile seconds,
-	// paid in the step that first admits it, unless the prefix cache
-	// holds its whole prompt.
-	encode float64
+	// paid in the step that first admits it unless the prefix cache
+	// holds every image token, the last of which ends at visionEnd.
+	encode    float64
+	visionEnd int
 
 	arrived time.Time // set by the handler before submit
 
@@ -321,7 +322,7 @@ func (e *engine) schedule() (cost float64, ok bool) {
 		e.running = append(e.running, r)
 		r.cached.Store(int64(cached))
 		if !r.admitted {
-			if cached < r.promptLen {
+			if cached < r.visionEnd {
 				prefill += r.encode
 			}
 			r.admitted = true

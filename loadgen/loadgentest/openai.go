@@ -321,7 +321,7 @@ func (h *Handler) parseGeneration(w http.ResponseWriter, r *http.Request) (*gene
 	}
 	g.id = fmt.Sprintf("%s%s%016x", prefix, h.idBase, h.seq.Add(1))
 	g.req = newRequest(g.promptLen, hb.hashes, g.maxTokens)
-	g.req.encode = encode
+	g.req.encode, g.req.visionEnd = encode, p.visionEnd()
 	return g, nil
 }
 

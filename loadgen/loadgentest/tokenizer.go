@@ -45,6 +45,21 @@ type message struct {
 	images        []visionImage // after the text
 }
 
+// visionEnd is where the prompt's last image token ends, as promptTokens
+// orders them, or 0 when it has none.
+func (p *prompt) visionEnd() int {
+	end, n := 0, 0
+	for _, m := range p.msgs {
+		n += 3 + simtokens.Count(m.Content)
+		for _, img := range m.images {
+			n += img.tokens
+			end = n
+		}
+		n += 2
+	}
+	return end
+}
+
 // promptTokens calls yield with each token id of a prompt: the text as is
 // for completions, or the messages through the chat template.
 func promptTokens(text string, msgs []message, chat bool, yield func(id uint32)) {

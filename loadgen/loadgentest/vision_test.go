@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmload/llmload/internal/picture"
+	"github.com/llmload/llmload/internal/simtokens"
 )
 
 func dataURL(t testing.TB, w, h int, f picture.Format) string {
@@ -55,7 +57,7 @@ func TestVisionTokens(t *testing.T) {
 	srv := NewServer(p)
 	defer srv.Close()
 	text := "describe this picture in words"
-	textOnly := CountTokens(text) + ChatMessageTokens + ChatReplyTokens
+	textOnly := simtokens.Count(text) + simtokens.MessageTokens + simtokens.ReplyTokens
 	for _, tc := range []struct {
 		w, h   int
 		f      picture.Format
@@ -128,4 +130,28 @@ func FuzzImagePart(f *testing.F) {
 			t.Fatalf("%d tokens, outside [%d, %d]", img.tokens, p.VisionMinTokens, p.VisionMaxTokens)
 		}
 	})
+}
+
+// TestVisionEncoderTime: a request's images cost the encoder's time when
+// it is admitted cold, and nothing when the prefix cache holds every image
+// token (as vLLM runs the encoder for an image any of whose tokens it must
+// compute).
+func TestVisionEncoderTime(t *testing.T) {
+	p := FastProfile()
+	p.TruthBytes = 0
+	p.VisionEncodePerToken = 2e-3 // 256 tokens: 512 ms
+	srv := NewServer(p)
+	defer srv.Close()
+	body := withImage("a picture", dataURL(t, 448, 448, picture.PNG))
+	// A message after the picture's: its blocks, and the picture's, cache.
+	body["messages"] = append(body["messages"].([]map[string]any), map[string]any{"role": "user", "content": simtokens.Prompt(40, "after")})
+	ttft := func() time.Duration {
+		start := time.Now()
+		status, _, b := promptTokensOf(t, srv, body) // one token: TTFT is the whole request
+		require.Equal(t, http.StatusOK, status, b)
+		return time.Since(start)
+	}
+	cold, warm := ttft(), ttft()
+	assert.GreaterOrEqual(t, cold, 512*time.Millisecond, "cold: the encoder's 512 ms")
+	assert.Less(t, warm, cold-300*time.Millisecond, "warm: the images' tokens were cached")
 }

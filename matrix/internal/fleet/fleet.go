@@ -76,6 +76,7 @@ type Share struct {
 	API       loadgen.API `json:"api"`
 	Model     string      `json:"model,omitempty"`
 	Prompt    string      `json:"prompt"`
+	Images    []string    `json:"images,omitempty"`
 	MaxTokens int         `json:"max_tokens"`
 
 	// Launch is when the streams start, on the clock of the process that
@@ -161,6 +162,11 @@ const (
 	// histograms in HdrHistogram's compressed encoding take tens of
 	// kilobytes for a cell of 1,000 streams.
 	MaxReportBytes = 16 << 20
+	// MaxImageBytes bounds the images of a share's request, as data
+	// URLs, all together.
+	MaxImageBytes = 4 << 20
+	// MaxImages bounds the images of a request.
+	MaxImages = 64
 	// MaxNameBytes bounds a follower's name, as a host's name is bounded.
 	MaxNameBytes = 253
 	// MaxText bounds every other string a peer sends (a reason, an
