@@ -155,6 +155,9 @@ func (r *Request) Validate() error {
 	}
 	if r.API.pooled() {
 		r.validatePooled(&errs)
+		if len(r.Images) > 0 {
+			errs.add("Request.Images", "are set on a %v request, which sends text alone: use Chat, Responses or Messages", r.API)
+		}
 		return errs.err()
 	}
 	if len(r.Documents) > 0 {
@@ -187,8 +190,8 @@ func (r *Request) Validate() error {
 			user = user || m.Role == "user"
 		}
 		switch {
-		case r.API == Completions:
-			errs.add("Request.Images", "are set on a Completions request, which sends text alone: use Chat, Responses or Messages")
+		case r.API != Chat && r.API != Responses && r.API != Messages:
+			errs.add("Request.Images", "are set on a %v request, which sends text alone: use Chat, Responses or Messages", r.API)
 		case !user:
 			errs.add("Request.Images", "go in the last user message, and Messages has none: add one")
 		}

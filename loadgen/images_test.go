@@ -74,6 +74,7 @@ func TestImagesRefused(t *testing.T) {
 		want string
 	}{
 		{"completions", &loadgen.Request{API: loadgen.Completions, Prompt: "hi", Images: []string{"https://x/y.png"}}, "Request.Images"},
+		{"embeddings", &loadgen.Request{API: loadgen.Embeddings, Prompt: "hi", Images: []string{"https://x/y.png"}}, "Request.Images"},
 		{"no user message", &loadgen.Request{Messages: []loadgen.Message{{Role: "system", Content: "x"}}, Images: []string{"https://x/y.png"}}, "Request.Images"},
 		{"not a URL", &loadgen.Request{Prompt: "hi", Images: []string{"cat.png"}}, "Request.Images[0]"},
 		{"not base64", &loadgen.Request{Prompt: "hi", Images: []string{"data:image/png,abc"}}, "Request.Images[0]"},

@@ -274,8 +274,8 @@ func (s Spec) validateSharded(shards int) error {
 	if _, err := picture.ParseFormat(s.ImageFormat); err != nil {
 		bad("ImageFormat", "is %q: set png or jpeg", s.ImageFormat)
 	}
-	if len(s.Images) > 0 && s.API == loadgen.Completions {
-		bad("Images", "are set, and the completions API sends text alone: use chat, responses or messages")
+	if len(s.Images) > 0 && s.API != loadgen.Chat && s.API != loadgen.Responses && s.API != loadgen.Messages {
+		bad("Images", "are set, and the %v API sends text alone: use chat, responses or messages", s.API)
 	}
 	if len(s.Images) > fleet.MaxImages {
 		bad("Images", "holds %d, above %d a request", len(s.Images), fleet.MaxImages)

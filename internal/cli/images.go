@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -56,8 +55,8 @@ func (f *ImageFlags) Check(api loadgen.API) error {
 	if _, err := picture.ParseFormat(f.format); err != nil {
 		return fmt.Errorf("-image-format: %w", err)
 	}
-	if len(f.sizes) > 0 && api == loadgen.Completions {
-		return errors.New("-image: the completions API sends text alone; use -api chat, responses or messages")
+	if len(f.sizes) > 0 && api != loadgen.Chat && api != loadgen.Responses && api != loadgen.Messages {
+		return fmt.Errorf("-image: the %v API sends text alone; use -api chat, responses or messages", api)
 	}
 	return nil
 }
