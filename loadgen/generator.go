@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/llmload/llmload/internal/enumtext"
+	"github.com/llmload/llmload/internal/errorkinds"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -611,7 +612,7 @@ func (e *NothingMeasuredError) Error() string {
 	if e.Early {
 		msg = fmt.Sprintf("loadgen: the run stopped: its first %d requests in a row failed for a cause that sending again would not change (%d requests sent)", refusedLimit, e.Launched)
 	}
-	if kinds := metrics.FormatErrorKinds(e.Errors); kinds != "" {
+	if kinds := errorkinds.Format(e.Errors); kinds != "" {
 		msg += "; failures: " + kinds
 	}
 	if e.Last != nil {

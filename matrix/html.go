@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/internal/chart"
-	"github.com/llmload/llmload/metrics"
+	"github.com/llmload/llmload/internal/errorkinds"
 )
 
 //go:embed report.html.tmpl
@@ -320,7 +320,7 @@ func cellTooltip(c *Cell) string {
 			"Measured for "+numGroup(m.MeasuredS, 1)+" s · warm-up "+numGroup(m.WarmupS, 1)+" s")
 		if c.Requests > 0 || c.Errors > 0 {
 			s := "Requests " + fmtInt(c.Requests) + " · errors " + fmtInt(c.Errors)
-			if k := metrics.FormatErrorKinds(c.ErrorKinds); k != "" {
+			if k := errorkinds.Format(c.ErrorKinds); k != "" {
 				s += " (" + k + ")"
 			}
 			lines = append(lines, s)

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmload/llmload/internal/errorkinds"
 	"github.com/llmload/llmload/internal/redact"
-	"github.com/llmload/llmload/metrics"
 )
 
 // What the reports say about the marks and the numbers, in the seed page's
@@ -550,7 +550,7 @@ func (rp *report) cellNotes() []string {
 		if why := p.why(); p.Status != Valid && why != "" {
 			s := fmt.Sprintf("Prefill %s: %s — %s", p.label, p.status.shown(), cleanText(why))
 			if p.Errors > 0 {
-				s += "; " + failedOf(p.Errors, p.Requests) + " (" + metrics.FormatErrorKinds(p.ErrorKinds) + ")"
+				s += "; " + failedOf(p.Errors, p.Requests) + " (" + errorkinds.Format(p.ErrorKinds) + ")"
 			}
 			out = append(out, s)
 		}
@@ -577,7 +577,7 @@ func cellNote(c *Cell) string {
 		if c.Status == Failed || (c.Status != OverCapacity && c.Reason != "") || (c.Status == OverCapacity && c.PromptTokens > 0) {
 			s := cellLabel(c) + ": " + statusWords(c) + reasonSuffix(c.Reason)
 			if c.Errors > 0 {
-				s += "; " + failedOf(c.Errors, c.Requests) + " (" + metrics.FormatErrorKinds(c.ErrorKinds) + ")"
+				s += "; " + failedOf(c.Errors, c.Requests) + " (" + errorkinds.Format(c.ErrorKinds) + ")"
 			}
 			return s
 		}
@@ -589,7 +589,7 @@ func cellNote(c *Cell) string {
 	var parts []string
 	if c.Errors > 0 {
 		s := failedOf(c.Errors, c.Requests)
-		if k := metrics.FormatErrorKinds(c.ErrorKinds); k != "" {
+		if k := errorkinds.Format(c.ErrorKinds); k != "" {
 			s += " (" + k + ")"
 		}
 		parts = append(parts, s)

@@ -127,11 +127,3 @@ func ExampleMergeRecordings() {
 	// TBT p50: 10ms p99: 20ms
 	// TBT values: 5
 }
-
-// List a run's failures by kind, as llmload's reports do.
-func ExampleFormatErrorKinds() {
-	fmt.Println(metrics.FormatErrorKinds(map[metrics.ErrorKind]int{
-		metrics.KindStall: 3, metrics.KindServerStatus: 1205, metrics.KindTruncated: 3,
-	}))
-	// Output: server_status ×1,205, stall ×3, truncated ×3
-}

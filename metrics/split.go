@@ -15,15 +15,6 @@ type TTFTSplit struct {
 	Rest     Distribution `json:"rest"`
 }
 
-// RestShare returns the share of the mean TTFT spent outside the server,
-// from 0 to 1; 0 when nothing was split.
-func (s TTFTSplit) RestShare() float64 {
-	if s.Requests == 0 || s.TTFT.Mean <= 0 {
-		return 0
-	}
-	return min(max(float64(s.Rest.Mean)/float64(s.TTFT.Mean), 0), 1)
-}
-
 // splitHists holds a part's split, one histogram a term.
 type splitHists struct {
 	ttft, queue, prefill, rest Histogram

@@ -111,7 +111,7 @@ func TestDecodeBase(t *testing.T) {
 	// Chunks of a prompt add up to the whole prompt's cost.
 	var sum time.Duration
 	for o := 0; o < 32768; o += 2048 {
-		sum += p.PrefillChunkTime(o, 2048)
+		sum += p.prefillChunkTime(o, 2048)
 	}
 	assert.InDelta(t, p.PrefillTime(32768).Seconds(), sum.Seconds(), 1e-6)
 	assert.InDelta(t, 32768*(3.4e-4+1e-8*32768), p.PrefillTime(32768).Seconds(), 1e-6)

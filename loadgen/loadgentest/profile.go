@@ -217,10 +217,10 @@ func (p Profile) PrefillTime(promptTokens int) time.Duration {
 	return seconds(p.prefillCost(0, promptTokens))
 }
 
-// PrefillChunkTime is the cost of prefilling tokens prompt tokens that start
+// prefillChunkTime is the cost of prefilling tokens prompt tokens that start
 // at offset (tokens already in the cache, from earlier chunks or a prefix
 // cache hit), in the profile's own time.
-func (p Profile) PrefillChunkTime(offset, tokens int) time.Duration {
+func (p Profile) prefillChunkTime(offset, tokens int) time.Duration {
 	return seconds(p.prefillCost(offset, tokens))
 }
 

@@ -140,7 +140,7 @@ type Result struct {
 	// prefill and the rest, over the requests whose server reported its
 	// timings; nil when none did. OutsideServer, when not empty, flags a
 	// run whose TTFT was largely spent outside the server (see
-	// [metrics.TTFTSplit.RestShare]), as the client's ("client": it was
+	// the share of the mean TTFT outside it), as the client's ("client": it was
 	// short of CPU) or the network's ("network").
 	ServerSplit   *metrics.TTFTSplit `json:"server_split,omitempty"`
 	OutsideServer string             `json:"outside_server,omitempty"`
@@ -267,10 +267,19 @@ const (
 // client was short of CPU, "network" otherwise; "" when it was small.
 func outsideServer(sp metrics.TTFTSplit, clientLimited bool) string {
 	switch {
-	case sp.RestShare() <= restShare || sp.Rest.Mean < restFloor:
+	case outsideShare(sp) <= restShare || sp.Rest.Mean < restFloor:
 		return ""
 	case clientLimited:
 		return "client"
 	}
 	return "network"
+}
+
+// outsideShare returns the share of the mean TTFT spent outside the
+// server, from 0 to 1; 0 when nothing was split.
+func outsideShare(s metrics.TTFTSplit) float64 {
+	if s.Requests == 0 || s.TTFT.Mean <= 0 {
+		return 0
+	}
+	return min(max(float64(s.Rest.Mean)/float64(s.TTFT.Mean), 0), 1)
 }

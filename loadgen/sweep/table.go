@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/llmload/llmload/internal/errorkinds"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
@@ -181,7 +182,7 @@ func writeBlock(w io.Writer, run *Result, objective, pooled bool) {
 			line("P99 "+d.name+" (ms)", ms(d.d.P99))
 		}
 		if run.OutsideServer != "" {
-			line("Outside the server", fmt.Sprintf("%.0f%% of TTFT: the %s's", 100*sp.RestShare(), run.OutsideServer))
+			line("Outside the server", fmt.Sprintf("%.0f%% of TTFT: the %s's", 100*outsideShare(*sp), run.OutsideServer))
 		}
 	}
 	fmt.Fprintln(w, "==================================================")
@@ -196,7 +197,7 @@ func yesNo(b bool) string {
 
 // errorKinds lists failures by kind: " (stall ×2, server_status ×1)".
 func errorKinds(m map[metrics.ErrorKind]int) string {
-	if s := metrics.FormatErrorKinds(m); s != "" {
+	if s := errorkinds.Format(m); s != "" {
 		return " (" + s + ")"
 	}
 	return ""
