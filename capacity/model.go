@@ -159,8 +159,8 @@ type Model struct {
 	Weights *Weights `json:"weights,omitempty"`
 }
 
-// Count returns how many layers are of kind k.
-func (m *Model) Count(k LayerKind) int {
+// count returns how many layers are of kind k.
+func (m *Model) count(k LayerKind) int {
 	n := 0
 	for _, l := range m.Layers {
 		if l == k {
@@ -173,14 +173,14 @@ func (m *Model) Count(k LayerKind) int {
 // hybrid reports whether the model mixes attention with layers that keep a
 // per-sequence state (linear attention or Mamba).
 func (m *Model) hybrid() bool {
-	return m.Count(LinearAttention)+m.Count(Mamba) > 0 && m.Count(FullAttention)+m.Count(SlidingAttention) > 0
+	return m.count(LinearAttention)+m.count(Mamba) > 0 && m.count(FullAttention)+m.count(SlidingAttention) > 0
 }
 
 // String summarizes the layers, e.g. "32 layers: 8 full_attention, 24 linear_attention".
 func (m *Model) String() string {
 	var parts []string
 	for k := FullAttention; k <= NoCache; k++ {
-		if n := m.Count(k); n > 0 {
+		if n := m.count(k); n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, k))
 		}
 	}
@@ -534,7 +534,7 @@ func ParseConfig(data []byte) (*Model, error) {
 		return nil, err
 	}
 	m.Layers = layers
-	if m.Count(LinearAttention) > 0 {
+	if m.count(LinearAttention) > 0 {
 		m.GatedDeltaNet = &GatedDeltaNet{
 			NumKeyHeads:   c.int("linear_num_key_heads"),
 			NumValueHeads: c.int("linear_num_value_heads"),
@@ -544,7 +544,7 @@ func ParseConfig(data []byte) (*Model, error) {
 			StateDType:    normalizeDType(c.str("mamba_ssm_dtype")),
 		}
 	}
-	if m.Count(Mamba) > 0 {
+	if m.count(Mamba) > 0 {
 		mb := &Mamba2{
 			NumHeads:   c.int("mamba_num_heads", "mamba_n_heads"),
 			HeadDim:    c.int("mamba_head_dim", "mamba_d_head"),

@@ -65,7 +65,7 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 		return nil, err
 	}
 	e.AttentionBytesPerToken = perLayer
-	attention := m.Count(FullAttention) + m.Count(SlidingAttention)
+	attention := m.count(FullAttention) + m.count(SlidingAttention)
 	cell := perLayer * attention
 	e.PageBytes = cell
 	e.MaxModelLen = l.ContextLength
@@ -103,9 +103,9 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 		e.Expected.Reasons = []string{"SGLang: no start-up log in the table checks its budget, so the range of this estimate is unknown (shown as none)"}
 	}
 	avail := b.AvailableKV.Bytes
-	if states := m.Count(LinearAttention) + m.Count(Mamba); states > 0 {
+	if states := m.count(LinearAttention) + m.count(Mamba); states > 0 {
 		kind := LinearAttention
-		if m.Count(Mamba) > 0 {
+		if m.count(Mamba) > 0 {
 			kind = Mamba
 		}
 		conv, ssm, err := stateBytes(m, kind, tp, "", "")

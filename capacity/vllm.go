@@ -429,7 +429,7 @@ func isKnownKVCacheDType(d string) bool {
 // geometry sets the per-token and per-sequence sizes, the block size and the
 // page size.
 func (e *Estimate) geometry(m *Model, l VLLM, tp int) error {
-	hasAttention := m.Count(FullAttention)+m.Count(SlidingAttention) > 0
+	hasAttention := m.count(FullAttention)+m.count(SlidingAttention) > 0
 	if hasAttention {
 		b, err := attentionBytesPerToken(m, e.KVCacheDType, tp)
 		if err != nil {
@@ -439,9 +439,9 @@ func (e *Estimate) geometry(m *Model, l VLLM, tp int) error {
 	}
 	stateKind := layerUnset
 	switch {
-	case m.Count(LinearAttention) > 0:
+	case m.count(LinearAttention) > 0:
 		stateKind = LinearAttention
-	case m.Count(Mamba) > 0:
+	case m.count(Mamba) > 0:
 		stateKind = Mamba
 	}
 	if stateKind != layerUnset {
@@ -666,7 +666,7 @@ func (mm *memoryModel) budget(e *Estimate, m *Model, l VLLM, tp, pp int) []strin
 		b.NonTorch = estimated(n, max(n+mm.NonTorchLow, 0), n+mm.NonTorchHigh, "estimated: "+detail)
 		reasons = append(reasons, fmt.Sprintf("non-torch memory: %s, %+.2f … %+.2f GiB on the table (leave-one-out)", gib(n), float64(mm.NonTorchLow)/gibibyte, float64(mm.NonTorchHigh)/gibibyte))
 	}
-	hybrid := m.Count(LinearAttention) > 0
+	hybrid := m.count(LinearAttention) > 0
 	switch {
 	case l.CUDAGraphBytes > 0:
 		b.CUDAGraphs = given(l.CUDAGraphBytes)

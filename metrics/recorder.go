@@ -228,7 +228,7 @@ func (r *Recorder) Record(tl *Timeline) {
 	switch {
 	case tl.Kind == KindCanceled:
 		p.canceled++
-		if !r.SLO.IsZero() && r.SLO.missed(tl) {
+		if r.SLO != (SLO{}) && r.SLO.missed(tl) {
 			p.missed++
 		}
 	case tl.Kind != KindNone || tl.Err != nil:
@@ -240,7 +240,7 @@ func (r *Recorder) Record(tl *Timeline) {
 		p.errors[k]++
 	case !tl.OK():
 		p.canceled++ // ended early without an error: a reader that stopped
-		if !r.SLO.IsZero() && r.SLO.missed(tl) {
+		if r.SLO != (SLO{}) && r.SLO.missed(tl) {
 			p.missed++
 		}
 	case w == nil || w.contains(tl.End):
@@ -254,7 +254,7 @@ func (r *Recorder) Record(tl *Timeline) {
 		if tl.ToolCall {
 			p.toolCalls++
 		}
-		if !r.SLO.IsZero() && r.SLO.met(tl) {
+		if r.SLO != (SLO{}) && r.SLO.met(tl) {
 			p.good++
 		}
 	default:

@@ -22,9 +22,6 @@ type SLO struct {
 	Latency time.Duration
 }
 
-// IsZero reports whether no objective is set.
-func (s SLO) IsZero() bool { return s == SLO{} }
-
 // met reports whether tl completed within every set objective.
 func (s SLO) met(tl *Timeline) bool {
 	if !tl.OK() {

@@ -259,7 +259,7 @@ func (b *BenchFlags) loads() error {
 // and objective.
 func (b *BenchFlags) Results() *sweep.Results {
 	res := &sweep.Results{Schema: sweep.Schema, Profile: b.profile, Started: time.Now(), Seed: b.seed}
-	if !b.objective.IsZero() {
+	if b.objective.SLO != (metrics.SLO{}) {
 		obj := b.objective
 		res.Objective = &obj
 	}

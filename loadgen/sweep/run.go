@@ -41,9 +41,6 @@ type Objective struct {
 	Quantile float64 `json:"quantile,omitempty"`
 }
 
-// IsZero reports whether the objective sets nothing.
-func (o Objective) IsZero() bool { return o.SLO.IsZero() }
-
 func (o Objective) quantile() float64 {
 	if o.Quantile > 0 {
 		return o.Quantile
@@ -54,7 +51,7 @@ func (o Objective) quantile() float64 {
 // Validate reports an objective that cannot be met or checked.
 func (o Objective) Validate() error {
 	switch {
-	case o.SLO.IsZero():
+	case o.SLO == (metrics.SLO{}):
 		return errors.New("sweep: the objective sets no TTFT, TPOT or latency: give at least one")
 	case o.SLO.TTFT < 0 || o.SLO.TPOT < 0 || o.SLO.Latency < 0:
 		return fmt.Errorf("sweep: the objective %+v has a negative time", o.SLO)
@@ -176,7 +173,7 @@ func Run(ctx context.Context, target Target, load loadgen.Load, label string, ob
 		g.Load = load
 	}
 	load = g.Load
-	if !obj.IsZero() {
+	if obj.SLO != (metrics.SLO{}) {
 		if g.Recorder == nil {
 			g.Recorder = &metrics.Recorder{}
 		}
@@ -249,7 +246,7 @@ func resultOf(run *loadgen.Run, load loadgen.Load, label string, obj Objective) 
 	if s.CompletedTokens > 0 {
 		r.Capacity = r.OutputTokensPerSec / (float64(s.CompletedTokens) / float64(s.Completed))
 	}
-	if judged := s.Completed + s.Failed + s.Missed; !obj.IsZero() && judged > 0 {
+	if judged := s.Completed + s.Failed + s.Missed; obj.SLO != (metrics.SLO{}) && judged > 0 {
 		r.GoodShare = float64(s.Good) / float64(judged)
 		r.Met = r.GoodShare >= obj.quantile()
 	}
