@@ -3,8 +3,6 @@ package capacity
 import (
 	"fmt"
 	"strings"
-
-	"github.com/llmload/llmload/internal/enumtext"
 )
 
 // DefaultTemplateOverhead is the number of tokens a chat template adds around
@@ -84,43 +82,30 @@ func (l Limits) TemplateTokens() int {
 	return l.TemplateOverhead
 }
 
-// Reason says why a cell fits or not.
-type Reason uint8
+// Reason says why a cell fits or not, by the name the JSON writes:
+// "within_limits", "limits_unknown", "max_model_len", "max_running" or
+// "kv_tokens". The empty Reason means not set.
+type Reason string
 
-// Reasons. The zero value means "not set".
+// Reasons.
 const (
-	reasonUnset Reason = iota
 	// WithinLimits: every limit is known and the cell respects them all.
-	WithinLimits
+	WithinLimits Reason = "within_limits"
 	// LimitsUnknown: the cell respects every known limit, but at least one
 	// limit is unknown, so it is not predicted over capacity but not
 	// guaranteed to fit either.
-	LimitsUnknown
+	LimitsUnknown Reason = "limits_unknown"
 	// OverMaxModelLen: one request (context + max output + template
 	// overhead) is longer than max_model_len; it can never run.
-	OverMaxModelLen
+	OverMaxModelLen Reason = "max_model_len"
 	// OverMaxRunning: more concurrent requests than the server runs at
 	// once. The cell still fits: the server runs MaxRunning of them and the
 	// rest wait in its queue ([Verdict.Queued]).
-	OverMaxRunning
+	OverMaxRunning Reason = "max_running"
 	// OverKVTokens: concurrency × (context + max output) is more than the
 	// KV cache holds.
-	OverKVTokens
+	OverKVTokens Reason = "kv_tokens"
 )
-
-var reasonNames = [...]string{"", "within_limits", "limits_unknown", "max_model_len", "max_running", "kv_tokens"}
-
-// String returns the reason's name: "within_limits", "limits_unknown",
-// "max_model_len", "max_running" or "kv_tokens".
-func (r Reason) String() string { return enumtext.Name(reasonNames[:], r, "Reason") }
-
-// MarshalText returns the String form.
-func (r Reason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
-
-// UnmarshalText parses the String form.
-func (r *Reason) UnmarshalText(b []byte) error {
-	return enumtext.Parse(r, reasonNames[:], b, "capacity: unknown reason")
-}
 
 // Verdict is the capacity verdict for one cell. Need and Have are the
 // numbers behind the deciding limit (tokens, or requests for OverMaxRunning);

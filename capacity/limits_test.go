@@ -61,9 +61,6 @@ func TestVerdictJSON(t *testing.T) {
 	var back Verdict
 	require.NoError(t, json.Unmarshal(b, &back))
 	assert.Equal(t, v, back)
-	assert.Error(t, back.Reason.UnmarshalText([]byte("nope")))
-	assert.Equal(t, "", reasonUnset.String())
-	assert.Equal(t, "Reason(99)", Reason(99).String())
 }
 
 // TestCheckRange: with an estimate's range, a cell is over capacity only

@@ -346,11 +346,11 @@ func cellTooltip(c *Cell) string {
 	}
 	v := c.Predicted
 	switch {
-	case v.Reason == 0:
+	case v.Reason == "":
 	case v.Fits:
-		lines = append(lines, "Plan: fits ("+v.Reason.String()+")")
+		lines = append(lines, "Plan: fits ("+string(v.Reason)+")")
 	default:
-		s := "Plan: over capacity (" + v.Reason.String() + ")"
+		s := "Plan: over capacity (" + string(v.Reason) + ")"
 		if d := cleanText(v.Detail); d != "" {
 			s += ": " + d
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/matrix"
 	"github.com/llmload/llmload/metrics"
 )
@@ -171,4 +172,24 @@ func TestResultsMeasured(t *testing.T) {
 			assert.EqualError(t, err, tc.want)
 		})
 	}
+}
+
+// TestUnknownCapacityReasonRefused: a cell's predicted verdict holds one
+// of capacity's reasons by name; a results file with another is refused,
+// naming it and the cell.
+func TestUnknownCapacityReasonRefused(t *testing.T) {
+	res := &matrix.Results{Schema: matrix.Schema, Cells: []matrix.Cell{
+		{ContextTokens: 1024, Concurrency: 2, Status: matrix.OverCapacity, Predicted: capacity.Verdict{Reason: capacity.OverKVTokens}},
+	}}
+	var doc bytes.Buffer
+	require.NoError(t, matrix.FormatJSON.Write(&doc, res))
+	back, err := matrix.ReadResults(bytes.NewReader(doc.Bytes()))
+	require.NoError(t, err)
+	assert.Equal(t, capacity.OverKVTokens, back.Cells[0].Predicted.Reason)
+
+	bad := bytes.Replace(doc.Bytes(), []byte(`"reason": "kv_tokens"`), []byte(`"reason": "gpu_on_fire"`), 1)
+	require.NotEqual(t, doc.Bytes(), bad, "the document names the reason")
+	_, err = matrix.ReadResults(bytes.NewReader(bad))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `cell 1024 × 2: unknown capacity reason "gpu_on_fire"`)
 }

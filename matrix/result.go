@@ -378,6 +378,9 @@ func ReadResults(rd io.Reader) (*Results, error) {
 	if err := checkFigures(&r); err != nil {
 		return nil, fmt.Errorf("matrix: read results: %w: the file is damaged or was not written by llmload", err)
 	}
+	if err := checkReasons(&r); err != nil {
+		return nil, fmt.Errorf("matrix: read results: %w: the file is damaged or was not written by llmload", err)
+	}
 	for i := range r.Prefill {
 		r.Prefill[i].settleStatus()
 	}
@@ -396,4 +399,27 @@ func (p *Prefill) settleStatus() {
 	case p.PromptTokensPerSec > 0:
 		p.Status = Valid
 	}
+}
+
+// checkReasons refuses a predicted verdict whose reason capacity does not
+// name.
+func checkReasons(r *Results) error {
+	known := func(x capacity.Reason) bool {
+		switch x {
+		case "", capacity.WithinLimits, capacity.LimitsUnknown, capacity.OverMaxModelLen, capacity.OverMaxRunning, capacity.OverKVTokens:
+			return true
+		}
+		return false
+	}
+	for i := range r.Cells {
+		if c := &r.Cells[i]; !known(c.Predicted.Reason) {
+			return fmt.Errorf("cell %d × %d: unknown capacity reason %q", c.ContextTokens, c.Concurrency, c.Predicted.Reason)
+		}
+	}
+	for i := range r.Prefill {
+		if p := &r.Prefill[i]; !known(p.Predicted.Reason) {
+			return fmt.Errorf("prefill row %d: unknown capacity reason %q", p.ContextTokens, p.Predicted.Reason)
+		}
+	}
+	return nil
 }
