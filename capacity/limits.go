@@ -38,9 +38,6 @@ type Limits struct {
 	Source string `json:"source,omitempty"`
 }
 
-// Known reports whether at least one limit is known.
-func (l Limits) Known() bool { return l.KVTokens > 0 || l.MaxRunning > 0 || l.MaxModelLen > 0 }
-
 // Merge returns l with each unknown limit taken from other, e.g. a live
 // KV figure completed by the max_num_seqs flag the server was started with.
 func (l Limits) Merge(other Limits) Limits {

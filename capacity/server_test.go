@@ -177,7 +177,7 @@ func TestDiscover(t *testing.T) {
 			if tc.note != "" {
 				assert.Contains(t, joinNotes(d.Notes), tc.note)
 			}
-			if tc.want.Known() {
+			if tc.want.known() {
 				assert.NotEmpty(t, d.Limits.Source)
 			}
 		})
@@ -210,7 +210,7 @@ func TestDiscoverErrors(t *testing.T) {
 		srv.Close()
 		d, err := discover(t.Context(), srv.Client(), url)
 		require.ErrorIs(t, err, ErrUnreachable)
-		assert.False(t, d.Limits.Known())
+		assert.False(t, d.Limits.known())
 		require.NotEmpty(t, d.Probes)
 		assert.Zero(t, d.Probes[0].Status)
 		assert.NotEmpty(t, d.Probes[0].Error)

@@ -463,7 +463,7 @@ func (rp *report) newHeader() reportHeader {
 	}
 	h.Run = strings.Join(run, " · ")
 
-	if l := r.Server.Limits; l.Known() {
+	if l := r.Server.Limits; l.KVTokens > 0 || l.MaxRunning > 0 || l.MaxModelLen > 0 {
 		var lim []string
 		if l.KVTokens > 0 {
 			lim = append(lim, fmtInt(l.KVTokens)+" KV tokens")
