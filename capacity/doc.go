@@ -17,6 +17,5 @@
 // context × concurrency grid its [Verdict]: it fits, fits with some requests
 // queued, fits at risk, or is over capacity, and why; [Limits.MaxConcurrency]
 // says how many requests of one size run at once. [Limits.Grid] checks a
-// whole grid, and [ParseTokenList] reads the grid's lists as people write
-// them ("0,16K,32K,248K").
+// whole grid.
 package capacity

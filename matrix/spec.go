@@ -317,6 +317,6 @@ func checkURL(raw string) error {
 }
 
 // formatTokens writes a token count as the report does: multiples of 1,024
-// as "16K", others as digits. It is [capacity.FormatTokens], whose
-// [capacity.ParseTokenList] reads a Spec's lists from a command line.
+// as "16K", others as digits, as internal/tokencount writes it for every
+// report and command.
 func formatTokens(n int) string { return tokencount.Format(n) }
