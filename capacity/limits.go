@@ -3,6 +3,8 @@ package capacity
 import (
 	"fmt"
 	"strings"
+
+	"github.com/llmload/llmload/internal/setting"
 )
 
 // DefaultTemplateOverhead is the number of tokens a chat template adds around
@@ -70,13 +72,7 @@ func (l Limits) Merge(other Limits) Limits {
 // prompt, as Check counts them: TemplateOverhead, DefaultTemplateOverhead
 // when that is zero, none when it is negative.
 func (l Limits) TemplateTokens() int {
-	switch {
-	case l.TemplateOverhead < 0:
-		return 0
-	case l.TemplateOverhead == 0:
-		return DefaultTemplateOverhead
-	}
-	return l.TemplateOverhead
+	return setting.Resolve(l.TemplateOverhead, DefaultTemplateOverhead)
 }
 
 // Reason says why a cell fits or not, by the name the JSON writes:

@@ -13,6 +13,8 @@ import (
 
 	"github.com/llmload/llmload/internal/enumtext"
 	"github.com/llmload/llmload/internal/errorkinds"
+	"github.com/llmload/llmload/internal/setting"
+	"github.com/llmload/llmload/internal/sleep"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -630,14 +632,14 @@ func (e *NothingMeasuredError) Unwrap() error { return e.Last }
 // warmup waits for the window to be allowed to open, or for ctx to end. It
 // returns how long it waited and whether it gave up at WarmupTimeout.
 func (g *Generator) warmup(ctx context.Context, st *runState) (time.Duration, bool) {
-	if !sleep(ctx, g.Warmup) || g.WarmupUntil == nil {
+	if !sleep.For(ctx, g.Warmup) || g.WarmupUntil == nil {
 		return time.Since(st.start), false
 	}
 	for !g.WarmupUntil(g.Progress()) {
 		if g.WarmupTimeout > 0 && time.Since(st.start) >= g.WarmupTimeout {
 			return time.Since(st.start), true
 		}
-		if !sleep(ctx, defaultWarmupPoll) {
+		if !sleep.For(ctx, defaultWarmupPoll) {
 			break
 		}
 	}
@@ -650,14 +652,14 @@ func (g *Generator) warmup(ctx context.Context, st *runState) (time.Duration, bo
 func (r *runner) worker(w int) error {
 	g := r.g
 	ramp, pause := r.shape.ramp, r.shape.pause
-	if ramp > 0 && r.slots > 1 && !sleep(r.launch, ramp*time.Duration(w)/time.Duration(r.slots)) {
+	if ramp > 0 && r.slots > 1 && !sleep.For(r.launch, ramp*time.Duration(w)/time.Duration(r.slots)) {
 		return nil
 	}
 	for seq := 0; r.launch.Err() == nil; seq++ {
 		if ok, _ := r.spend(); !ok {
 			return nil
 		}
-		if pause != nil && !sleep(r.launch, pause(w, seq)) {
+		if pause != nil && !sleep.For(r.launch, pause(w, seq)) {
 			return nil
 		}
 		tl, err := r.send(w, seq, time.Time{})
@@ -665,7 +667,7 @@ func (r *runner) worker(w int) error {
 			return err
 		}
 		if tl.Kind != metrics.KindNone && r.launch.Err() == nil {
-			sleep(r.launch, g.pauseAfter(tl))
+			sleep.For(r.launch, g.pauseAfter(tl))
 		}
 	}
 	return nil
@@ -698,7 +700,7 @@ func (r *runner) openLoop() error {
 			return nil
 		}
 		r.warmForBursts(at)
-		if !sleep(r.launch, time.Until(at)-releaseLead) {
+		if !sleep.For(r.launch, time.Until(at)-releaseLead) {
 			return nil
 		}
 		gt, first := newGate(at), at
@@ -800,7 +802,7 @@ func (r *runner) prepareArrivals(ctx context.Context, start time.Time) time.Time
 		r.client.warmConns(ctx, r.warmed)
 		// net/http's transport puts a connection back in its pool from
 		// its own goroutine, a moment after the answer was read.
-		sleep(ctx, warmSettle)
+		sleep.For(ctx, warmSettle)
 	}
 	shift := time.Since(start)
 	for i := range r.ahead.at {
@@ -983,26 +985,5 @@ func (g *Generator) pauseAfter(tl *metrics.Timeline) time.Duration {
 	if errors.As(tl.Err, &se) && se.RetryAfter > 0 {
 		return min(se.RetryAfter, 5*time.Second)
 	}
-	switch {
-	case g.FailurePause < 0:
-		return 0
-	case g.FailurePause == 0:
-		return defaultFailurePause
-	}
-	return g.FailurePause
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return setting.Resolve(g.FailurePause, defaultFailurePause)
 }

@@ -3,6 +3,8 @@ package loadgen
 import (
 	"context"
 	"time"
+
+	"github.com/llmload/llmload/internal/sleep"
 )
 
 // How an open loop releases its arrivals on time. Each arrival's request
@@ -68,7 +70,7 @@ func (g *gate) wait(ctx context.Context) bool {
 // before t, then more finely (waitFine), then watches the clock for the
 // last few tens of microseconds.
 func waitUntil(ctx context.Context, t time.Time) bool {
-	if !sleep(ctx, time.Until(t)-coarseMargin) {
+	if !sleep.For(ctx, time.Until(t)-coarseMargin) {
 		return false
 	}
 	if d := time.Until(t) - spinMargin; d > 0 {

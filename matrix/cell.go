@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmload/llmload/internal/counts"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
 )
@@ -140,12 +141,7 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	s := run.Summary
 	c.Requests += s.Requests
 	c.Errors += s.Failed
-	for k, v := range s.Errors {
-		if c.ErrorKinds == nil {
-			c.ErrorKinds = map[metrics.ErrorKind]int{}
-		}
-		c.ErrorKinds[k] += v
-	}
+	c.ErrorKinds = counts.Add(c.ErrorKinds, s.Errors)
 	m.WarmupEnded = warm.reason
 	if run.WarmupTimedOut {
 		m.WarmupEnded = warm.timedOut()

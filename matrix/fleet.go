@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmload/llmload/internal/sleep"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix/internal/fleet"
@@ -102,7 +103,10 @@ func (f *fleetCell) launch(ctx context.Context) error {
 		return nil
 	}
 	f.gate.start = f.own.Launch
-	return sleepUntil(ctx, f.own.Launch)
+	if !sleep.Until(ctx, f.own.Launch) {
+		return ctx.Err()
+	}
+	return nil
 }
 
 // merge collects the followers' parts and merges them with the leader's

@@ -15,7 +15,10 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/counts"
 	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/internal/setting"
+	"github.com/llmload/llmload/internal/sleep"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix/internal/fleet"
@@ -137,13 +140,7 @@ func (r *Runner) logf(format string, args ...any) {
 }
 
 func (r *Runner) scoutRetries() int {
-	switch {
-	case r.ScoutRetries < 0:
-		return 0
-	case r.ScoutRetries == 0:
-		return defaultScoutRetries
-	}
-	return r.ScoutRetries
+	return setting.Resolve(r.ScoutRetries, defaultScoutRetries)
 }
 
 // Run runs the matrix. Once it has started, it returns the results even
@@ -464,12 +461,7 @@ func (t *tally) add(tl *metrics.Timeline) {
 func (t *tally) merge(o tally) {
 	t.requests += o.requests
 	t.errors += o.errors
-	for k, n := range o.kinds {
-		if t.kinds == nil {
-			t.kinds = map[metrics.ErrorKind]int{}
-		}
-		t.kinds[k] += n
-	}
+	t.kinds = counts.Add(t.kinds, o.kinds)
 }
 
 // promptFor returns the prompt of a context of the given size, building it
@@ -552,7 +544,7 @@ func (cr *cellRun) send(ctx context.Context, req *loadgen.Request, timeout time.
 			pause = min(se.RetryAfter, maxRetryAfter)
 		}
 		cr.r.logf("  the request failed (%v); sending it again in %v", err, pause.Round(time.Millisecond))
-		sleepCtx(ctx, pause)
+		sleep.For(ctx, pause)
 	}
 }
 
@@ -636,12 +628,7 @@ func (cr *cellRun) repeatPrefill(ctx context.Context, row *scoutResult) {
 	}
 	row.Requests += t.requests
 	row.Errors += t.errors
-	for k, n := range t.kinds {
-		if row.ErrorKinds == nil {
-			row.ErrorKinds = map[metrics.ErrorKind]int{}
-		}
-		row.ErrorKinds[k] += n
-	}
+	row.ErrorKinds = counts.Add(row.ErrorKinds, t.kinds)
 	row.TTFTs = make([]float64, len(ttfts))
 	for i, d := range ttfts {
 		row.TTFTs[i] = ms(d)
@@ -795,7 +782,7 @@ func (cr *cellRun) waitIdle(ctx context.Context) {
 		if g.Running == 0 && g.Waiting <= 0 {
 			return
 		}
-		sleepCtx(ctx, min(cr.sampler.every, 250*time.Millisecond))
+		sleep.For(ctx, min(cr.sampler.every, 250*time.Millisecond))
 	}
 }
 
@@ -804,15 +791,6 @@ func (cr *cellRun) waitIdle(ctx context.Context) {
 // samples (at most twenty a second).
 func sampleEvery(spec Spec) time.Duration {
 	return min(max(time.Duration(spec.Duration)/30, 50*time.Millisecond), time.Second)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // grid measures every undecided cell.

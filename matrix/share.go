@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmload/llmload/internal/sleep"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix/internal/fleet"
 	"github.com/llmload/llmload/metrics"
@@ -61,7 +62,7 @@ func runShare(ctx context.Context, c *loadgen.Client, sh fleet.Share, ctl fleet.
 }
 
 func measureShare(ctx context.Context, c *loadgen.Client, sh fleet.Share, ctl fleet.Control) *sharePart {
-	if err := sleepUntil(ctx, sh.Launch); err != nil {
+	if !sleep.Until(ctx, sh.Launch) {
 		return &sharePart{Error: fmt.Sprintf("stopped before launch: %v", context.Cause(ctx)),
 			Recording: (&metrics.Recorder{}).Recording(metrics.ScopeAll)}
 	}
@@ -170,20 +171,4 @@ func (s *shareGate) until(p loadgen.Progress) bool {
 func (s *shareGate) openAt() time.Time {
 	at, _ := s.ctl.WindowStart()
 	return at
-}
-
-// sleepUntil waits until t, or until ctx ends and returns its error.
-func sleepUntil(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/llmload/llmload/internal/counts"
 )
 
 // Recording is what a [Recorder] measured, in a form that travels: the
@@ -90,8 +92,8 @@ func MergeRecordings(recs ...Recording) (Recording, error) {
 		s.Missed += p.Missed
 		s.Good += p.Good
 		s.OutputTokens += p.OutputTokens
-		s.Errors = addCounts(s.Errors, p.Errors)
-		s.Sources = addCounts(s.Sources, p.Sources)
+		s.Errors = counts.Add(s.Errors, p.Errors)
+		s.Sources = counts.Add(s.Sources, p.Sources)
 		if p.OutputTokens > 0 && p.MeasuredFor > 0 {
 			if l := p.Window.Start.Add(p.MeasuredFor); l.After(last) {
 				last = l
@@ -149,17 +151,4 @@ func intersect(a, b Window) Window {
 		a.End = b.End
 	}
 	return a
-}
-
-func addCounts[K comparable](to, from map[K]int) map[K]int {
-	for k, n := range from {
-		if n == 0 {
-			continue
-		}
-		if to == nil {
-			to = make(map[K]int)
-		}
-		to[k] += n
-	}
-	return to
 }

@@ -159,11 +159,7 @@ func (f *ClientFlags) RoundTripper(streams int) (http.RoundTripper, error) {
 // Client returns a client of the server the flags name, for streams
 // connections at once. Its errors name the flag at fault.
 func (f *ClientFlags) Client(streams int) (*loadgen.Client, error) {
-	key, err := f.APIKey()
-	if err != nil {
-		return nil, err
-	}
-	tr, err := f.RoundTripper(streams)
+	key, tr, err := f.keyAndTransport(streams)
 	if err != nil {
 		return nil, err
 	}
@@ -175,11 +171,7 @@ func (f *ClientFlags) Client(streams int) (*loadgen.Client, error) {
 // the API key and the -header headers go with every request to -url's
 // origin and to no other, over the transport -transport names.
 func (f *ClientFlags) HTTPClient(streams int) (*http.Client, error) {
-	key, err := f.APIKey()
-	if err != nil {
-		return nil, err
-	}
-	tr, err := f.RoundTripper(streams)
+	key, tr, err := f.keyAndTransport(streams)
 	if err != nil {
 		return nil, err
 	}
@@ -232,6 +224,16 @@ func origin(u *url.URL) string {
 		port = map[string]string{"http": "80", "https": "443"}[scheme]
 	}
 	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
+}
+
+// keyAndTransport returns the API key and the transport the flags name.
+func (f *ClientFlags) keyAndTransport(streams int) (string, http.RoundTripper, error) {
+	key, err := f.APIKey()
+	if err != nil {
+		return "", nil, err
+	}
+	tr, err := f.RoundTripper(streams)
+	return key, tr, err
 }
 
 // Redactor returns what removes the password of -url and the API key from

@@ -341,20 +341,31 @@ func (h *Handler) serveGenerate(w http.ResponseWriter, r *http.Request) {
 	h.truth.scheduled(g.rec, g.req)
 }
 
+// delayHeaders holds the answer's headers back for d (the headerDelay
+// fault). It returns "" once d has passed, else how the wait ended:
+// "aborted" (the client left) or "closed" (the server is closing).
+func (h *Handler) delayHeaders(ctx context.Context, d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return ""
+	case <-ctx.Done():
+		return "aborted"
+	case <-h.done:
+		return "closed"
+	}
+}
+
 // generate answers g and returns how it ended, for the record.
 func (h *Handler) generate(w http.ResponseWriter, r *http.Request, g *generation) string {
 	f := &g.faults
 	ctx := r.Context()
-	if f.headerDelay > 0 {
-		t := time.NewTimer(f.headerDelay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return "aborted"
-		case <-h.done:
-			return "closed"
-		}
+	if end := h.delayHeaders(ctx, f.headerDelay); end != "" {
+		return end
 	}
 	switch {
 	case f.stall:
@@ -418,13 +429,13 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, g *generation
 		usage.PromptTokensDetails = &promptDetails{CachedTokens: g.cachedTokens()}
 	}
 	if g.chat {
-		writeJSON(w, http.StatusOK, chatCompletion{
+		writeJSON(w, http.StatusOK, wholeAnswer[chatChoice]{
 			ID: g.id, Object: "chat.completion", Created: g.created, Model: g.model,
 			Choices: []chatChoice{{Message: chatReply{Role: "assistant", Content: text, ToolCalls: []any{}}, FinishReason: "length"}},
 			Usage:   usage, Metrics: g.timings(),
 		})
 	} else {
-		writeJSON(w, http.StatusOK, textCompletion{
+		writeJSON(w, http.StatusOK, wholeAnswer[textChoice]{
 			ID: g.id, Object: "text_completion", Created: g.created, Model: g.model,
 			Choices: []textChoice{{Text: text, FinishReason: "length"}},
 			Usage:   usage, Metrics: g.timings(),
@@ -456,12 +467,14 @@ func (g *generation) cachedTokens() int {
 	return min(int(g.req.cached.Load()), g.promptLen)
 }
 
-type chatCompletion struct {
+// wholeAnswer is a whole (not streamed) answer of the chat API (its
+// choices chatChoice) or of the completions API (textChoice).
+type wholeAnswer[C chatChoice | textChoice] struct {
 	ID      string       `json:"id"`
 	Object  string       `json:"object"`
 	Created int64        `json:"created"`
 	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
+	Choices []C          `json:"choices"`
 	Usage   usageJSON    `json:"usage"`
 	Metrics *timingsJSON `json:"metrics,omitempty"`
 }
@@ -478,16 +491,6 @@ type chatReply struct {
 	Role      string `json:"role"`
 	Content   string `json:"content"`
 	ToolCalls []any  `json:"tool_calls"`
-}
-
-type textCompletion struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []textChoice `json:"choices"`
-	Usage   usageJSON    `json:"usage"`
-	Metrics *timingsJSON `json:"metrics,omitempty"`
 }
 
 type textChoice struct {

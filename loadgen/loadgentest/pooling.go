@@ -201,16 +201,8 @@ func (h *Handler) servePool(w http.ResponseWriter, r *http.Request) {
 	id := fmt.Sprintf("%s%s%016x", map[bool]string{false: "embd-", true: "rerank-"}[rerank], h.idBase, h.seq.Add(1))
 	w.Header().Set("X-Request-Id", id)
 	ctx := r.Context()
-	if f.headerDelay > 0 {
-		t := time.NewTimer(f.headerDelay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return
-		case <-h.done:
-			return
-		}
+	if h.delayHeaders(ctx, f.headerDelay) != "" {
+		return
 	}
 	switch {
 	case f.stall:

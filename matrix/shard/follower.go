@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/internal/sleep"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/internal/tokencount"
 	"github.com/llmload/llmload/loadgen"
@@ -178,7 +179,7 @@ func (f *Follower) join(ctx context.Context) error {
 		if attempt == 0 {
 			f.logf("waiting for the leader at %s (%v)", f.shown, err)
 		}
-		if !sleep(ctx, 500*time.Millisecond) {
+		if !sleep.For(ctx, 500*time.Millisecond) {
 			return context.Cause(ctx)
 		}
 	}
@@ -252,7 +253,7 @@ func (f *Follower) loop(ctx context.Context) error {
 				f.logf("the leader has not answered for %v (%v): stopping", time.Since(f.lastOK).Round(time.Millisecond), err)
 				return fmt.Errorf("%w: no answer from %s for %v: %v", ErrLeaderGone, f.shown, time.Since(f.lastOK).Round(time.Millisecond), err)
 			}
-			sleep(ctx, 200*time.Millisecond)
+			sleep.For(ctx, 200*time.Millisecond)
 			continue
 		}
 		f.lastOK = time.Now()
@@ -379,7 +380,7 @@ func (f *Follower) report(ctx context.Context, a *active, part fleet.Result) {
 			f.logf("cell %d: could not report (%v)", a.seq, err)
 			return
 		}
-		if !sleep(ctx, 200*time.Millisecond) {
+		if !sleep.For(ctx, 200*time.Millisecond) {
 			return
 		}
 	}
@@ -437,16 +438,4 @@ func (c *control) WindowStart() (time.Time, bool) {
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()
 	return c.a.window, !c.a.window.IsZero()
-}
-
-// sleep waits d, or until ctx ends, and reports whether it waited.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
