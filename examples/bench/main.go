@@ -49,6 +49,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/llmload/llmload/internal/benchcmd"
 	"github.com/llmload/llmload/internal/cli"
 	"github.com/llmload/llmload/internal/live"
 	"github.com/llmload/llmload/internal/redact"
@@ -69,7 +70,7 @@ type options struct {
 	client                     cli.ClientFlags
 	body                       cli.BodyFlags
 	images                     cli.ImageFlags
-	bench                      cli.BenchFlags
+	bench                      benchcmd.Flags
 	sim                        cli.SimFlags
 	format, out                string
 	requestsOut, metricsListen string

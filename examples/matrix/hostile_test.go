@@ -19,9 +19,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llmload/llmload/internal/cli"
 	"github.com/llmload/llmload/internal/hostileserver"
 	"github.com/llmload/llmload/internal/logbuffer"
+	"github.com/llmload/llmload/internal/matrixcmd"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
 	"github.com/llmload/llmload/matrix/shard"
@@ -592,7 +592,7 @@ func TestResultsNeverClobbered(t *testing.T) {
 	existing := filepath.Join(dir, "existing.json")
 	require.NoError(t, os.WriteFile(existing, []byte(`{"schema":"another run"}`), 0o644))
 	held := filepath.Join(dir, "held.json")
-	unlock, err := cli.ClaimResults(held, "", false) // another run holds it
+	unlock, err := matrixcmd.ClaimResults(held, "", false) // another run holds it
 	require.NoError(t, err)
 	defer unlock()
 	args := []string{"-contexts", "0", "-concurrency", "1", "-prefill", "", "-duration", "1s"}

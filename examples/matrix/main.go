@@ -53,6 +53,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/llmload/llmload/internal/cli"
+	"github.com/llmload/llmload/internal/matrixcmd"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/matrix"
 )
@@ -68,9 +69,9 @@ func main() { cli.Main(run, "stopping the run, keeping whatever it finished") }
 type options struct {
 	spec                 matrix.Spec
 	client               cli.ClientFlags
-	specFlags            cli.SpecFlags
+	specFlags            matrixcmd.SpecFlags
 	sim                  cli.SimFlags
-	shards               cli.ShardFlags
+	shards               matrixcmd.ShardFlags
 	out, results, resume string
 	requestsOut, render  string
 	format               matrix.Format
@@ -127,7 +128,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 		return nil, nil, err
 	}
 	if err := check.WithDefaults().Validate(); err != nil {
-		return nil, nil, cli.AsFlags(err)
+		return nil, nil, matrixcmd.AsFlags(err)
 	}
 	if o.render != "" && o.compare {
 		return nil, nil, errors.New("-render and -compare do not go together")
@@ -139,7 +140,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 // returns the exit status for it: 2 for flags that cannot work, else 1.
 func fail(stderr io.Writer, err error) int {
 	fmt.Fprintln(stderr, "matrix:", textsafe.Line(strings.TrimPrefix(err.Error(), "matrix: ")))
-	if _, ok := errors.AsType[cli.Usage](err); ok {
+	if _, ok := errors.AsType[matrixcmd.Usage](err); ok {
 		return 2
 	}
 	return 1
@@ -159,9 +160,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case o.compare:
-		err = cli.Compare(rest, o.out, o.format, stdout)
+		err = matrixcmd.Compare(rest, o.out, o.format, stdout)
 	case o.render != "":
-		err = cli.Render(o.render, o.out, o.format, stdout)
+		err = matrixcmd.Render(o.render, o.out, o.format, stdout)
 	case o.shards.Follows():
 		err = o.shards.Follow(ctx, &o.client, o.metricsListen, log, stderr)
 	default:
@@ -181,11 +182,11 @@ func measure(ctx context.Context, o *options, log, stdout, stderr io.Writer) int
 		if resume, err = matrix.LoadFile(o.resume); err != nil {
 			return fail(stderr, err)
 		}
-		if err := cli.CheckResume(o.spec, resume, o.set); err != nil {
-			return fail(stderr, cli.Usage{Err: err})
+		if err := matrixcmd.CheckResume(o.spec, resume, o.set); err != nil {
+			return fail(stderr, matrixcmd.Usage{Err: err})
 		}
-		if o.spec, err = cli.Resume(resume, o.spec.URL, &o.sim, o.set); err != nil {
-			return fail(stderr, cli.Usage{Err: err})
+		if o.spec, err = matrixcmd.Resume(resume, o.spec.URL, &o.sim, o.set); err != nil {
+			return fail(stderr, matrixcmd.Usage{Err: err})
 		}
 		if o.results == "" {
 			o.results = o.resume
@@ -195,46 +196,46 @@ func measure(ctx context.Context, o *options, log, stdout, stderr io.Writer) int
 		o.results = "matrix-results-" + time.Now().Format("20060102-150405") + ".json"
 	}
 	if o.out != "" && o.format != matrix.FormatJSON && cli.SameFile(o.out, o.results) {
-		return fail(stderr, cli.Usage{Err: fmt.Errorf("-o %s is the results file; write the %s report elsewhere", o.out, o.format)})
+		return fail(stderr, matrixcmd.Usage{Err: fmt.Errorf("-o %s is the results file; write the %s report elsewhere", o.out, o.format)})
 	}
-	unlock, err := cli.ClaimResults(o.results, o.resume, o.overwrite)
+	unlock, err := matrixcmd.ClaimResults(o.results, o.resume, o.overwrite)
 	if err != nil {
-		return fail(stderr, cli.Usage{Err: err})
+		return fail(stderr, matrixcmd.Usage{Err: err})
 	}
 	defer unlock()
 
 	runner := &matrix.Runner{Spec: o.spec, Resume: resume}
 	if runner.Client, err = o.client.Client(slices.Max(append([]int{1}, o.spec.Concurrency...)) + 4); err != nil { // and /metrics, /tokenize, the scout
-		return fail(stderr, cli.Usage{Err: err})
+		return fail(stderr, matrixcmd.Usage{Err: err})
 	}
 	runner.Client.BaseURL = "" // the spec's
 	if o.spec.URL == "" || (resume != nil && resume.Server.Simulated) {
-		stop, err := o.sim.Simulate(runner, !o.specFlags.GridSet(), log)
+		stop, err := matrixcmd.Simulate(&o.sim, runner, !o.specFlags.GridSet(), log)
 		if err != nil {
-			return fail(stderr, cli.Usage{Err: err})
+			return fail(stderr, matrixcmd.Usage{Err: err})
 		}
 		defer stop()
 	}
 	defer runner.Client.CloseIdleConnections()
-	file := &cli.ResultsFile{Path: o.results, Simulated: runner.Server.Simulated}
+	file := &matrixcmd.ResultsFile{Path: o.results, Simulated: runner.Server.Simulated}
 	runner.Save = file.Save
 	if log != nil {
-		runner.OnPlan = func(r *matrix.Results) { cli.WriteHints(stderr, r) }
+		runner.OnPlan = func(r *matrix.Results) { matrixcmd.WriteHints(stderr, r) }
 		runner.Log = stderr
 		if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 			runner.Progress = stderr
 		}
 	}
 
-	closeRequests, err := cli.Observe(ctx, runner, o.requestsOut, o.metricsListen, log)
+	closeRequests, err := matrixcmd.Observe(ctx, runner, o.requestsOut, o.metricsListen, log)
 	if err != nil {
-		return fail(stderr, cli.Usage{Err: err})
+		return fail(stderr, matrixcmd.Usage{Err: err})
 	}
 	defer closeRequests() // on an early return; closing twice is harmless
 	endFleet := func() {}
 	if o.shards.Leads() {
 		if endFleet, err = o.shards.Lead(runner, log, stderr); err != nil {
-			return fail(stderr, cli.Usage{Err: err})
+			return fail(stderr, matrixcmd.Usage{Err: err})
 		}
 	}
 	res, err := runner.Run(ctx)
@@ -246,7 +247,7 @@ func measure(ctx context.Context, o *options, log, stdout, stderr io.Writer) int
 		}
 	}
 	if res != nil && runner.Server.Simulated {
-		res = cli.PublicURL(res)
+		res = matrixcmd.PublicURL(res)
 	}
 	if res != nil {
 		if werr := cli.WriteOutput(o.out, stdout, func(w io.Writer) error { return o.format.Write(w, res) }); werr != nil {

@@ -21,7 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmload/llmload/capacity"
-	"github.com/llmload/llmload/internal/cli"
+	"github.com/llmload/llmload/internal/matrixcmd"
 	"github.com/llmload/llmload/internal/tokencount"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
@@ -275,7 +275,7 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 	// A build whose every save takes 5 s, so the first interrupt's
 	// clean-up is slow.
 	bin := filepath.Join(t.TempDir(), "matrix")
-	build := exec.Command("go", "build", "-o", bin, "-ldflags", "-X github.com/llmload/llmload/internal/cli.saveDelay=5s", ".")
+	build := exec.Command("go", "build", "-o", bin, "-ldflags", "-X github.com/llmload/llmload/internal/matrixcmd.saveDelay=5s", ".")
 	build.Stderr = os.Stderr
 	require.NoError(t, build.Run())
 	results := filepath.Join(t.TempDir(), "r.json")
@@ -370,16 +370,16 @@ func TestSeedMatrix(t *testing.T) {
 // it and what it means for the plan; a simulated run needs none.
 func TestWriteHints(t *testing.T) {
 	var b strings.Builder
-	cli.WriteHints(&b, &matrix.Results{Server: matrix.Server{Engine: "vllm", Limits: capacity.Limits{KVTokens: 1000, MaxModelLen: 4096}}})
+	matrixcmd.WriteHints(&b, &matrix.Results{Server: matrix.Server{Engine: "vllm", Limits: capacity.Limits{KVTokens: 1000, MaxModelLen: 4096}}})
 	assert.Equal(t, "vllm did not publish every limit; to make the plan exact, pass:\n"+
 		"  -max-num-seqs N (the requests it runs at once, vLLM's --max-num-seqs, 256 by default; beyond it cells are predicted to queue)\n", b.String())
 
 	b.Reset()
-	cli.WriteHints(&b, &matrix.Results{Server: matrix.Server{Engine: "ollama"}})
+	matrixcmd.WriteHints(&b, &matrix.Results{Server: matrix.Server{Engine: "ollama"}})
 	assert.Contains(t, b.String(), "  -kv-tokens N (or -max-num-seqs: ollama holds a context per slot)\n")
 	assert.Contains(t, b.String(), "  -max-model-len N (its context length, Ollama's OLLAMA_CONTEXT_LENGTH")
 
 	b.Reset()
-	cli.WriteHints(&b, &matrix.Results{Server: matrix.Server{Simulated: true}})
+	matrixcmd.WriteHints(&b, &matrix.Results{Server: matrix.Server{Simulated: true}})
 	assert.Empty(t, b.String())
 }

@@ -1,6 +1,10 @@
 // Package cli holds what llmload's commands share, so each command is its
-// flags and its work: the handling of Ctrl-C and SIGTERM, and the flags
-// that make a client (-url, -model, -api, -api-key-env, -header, -transport).
+// flags and its work: the handling of Ctrl-C and SIGTERM, the flags that
+// make a client (-url, -model, -api, -api-key-env, -header, -transport),
+// the flags that shape a request body (-body-extra, -tools), the built-in
+// simulator's flags, and writing a report to a file or standard output.
+// What only one command needs lives in its own package (matrixcmd,
+// benchcmd).
 package cli
 
 import (

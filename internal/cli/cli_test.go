@@ -175,8 +175,7 @@ func TestHTTPClientOriginOnly(t *testing.T) {
 }
 
 // -api embeddings and rerank are refused by the commands that measure
-// generation, naming bench; the generation APIs pass. Bench refuses the
-// flags that do not apply to them.
+// generation, naming bench; the generation APIs pass.
 func TestAPIsOfTheCommands(t *testing.T) {
 	for _, api := range []loadgen.API{loadgen.Embeddings, loadgen.Rerank} {
 		f := cli.ClientFlags{API: api}
@@ -188,33 +187,4 @@ func TestAPIsOfTheCommands(t *testing.T) {
 		f := cli.ClientFlags{API: api}
 		assert.NoError(t, f.Generating("matrix"))
 	}
-	for _, tc := range []struct {
-		api  loadgen.API
-		args []string
-		says string
-	}{
-		{loadgen.Chat, []string{"-batch", "4"}, "-batch applies to -api embeddings and rerank"},
-		{loadgen.Embeddings, []string{"-slo-ttft", "1s"}, "set -slo-latency"},
-		{loadgen.Rerank, []string{"-turns", "3"}, "-turns"},
-		{loadgen.Embeddings, []string{"-batch", "0"}, "-batch 0"},
-	} {
-		var b cli.BenchFlags
-		fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		b.Register(fs)
-		require.NoError(t, fs.Parse(tc.args))
-		err := b.Parse(fs)
-		if err == nil {
-			err = b.CheckAPI(tc.api)
-		}
-		require.Error(t, err, "%v %q", tc.api, tc.args)
-		assert.Contains(t, err.Error(), tc.says)
-	}
-	var b cli.BenchFlags
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	b.Register(fs)
-	require.NoError(t, fs.Parse([]string{"-batch", "8", "-slo-latency", "1s"}))
-	require.NoError(t, b.Parse(fs))
-	assert.NoError(t, b.CheckAPI(loadgen.Embeddings))
-	assert.Equal(t, 8, b.Batch())
 }

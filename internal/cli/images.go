@@ -106,3 +106,6 @@ func (f *ImageFlags) Describe() string {
 	}
 	return fmt.Sprintf("%d %s of %s (%s) a request", len(f.sizes), noun, f.sizes.String(), format)
 }
+
+// Format returns -image-format as given, known or not.
+func (f *ImageFlags) Format() string { return f.format }

@@ -1,4 +1,7 @@
-package cli
+// Package benchcmd is the serving benchmark's command (examples/bench) but
+// its main: the flags that say what a benchmark sends and how, and the
+// runs they make. What every command shares is package cli's.
+package benchcmd
 
 import (
 	"context"
@@ -17,11 +20,11 @@ import (
 	"github.com/llmload/llmload/metrics"
 )
 
-// BenchFlags are the flags that say what a benchmark sends (a dataset,
+// Flags are the flags that say what a benchmark sends (a dataset,
 // synthetic lengths, sessions or a trace) and how (the profile and its
-// load, the window, a sweep's and an SLO search's settings); [BenchFlags.Mix]
-// and [BenchFlags.Run] make and run them.
-type BenchFlags struct {
+// load, the window, a sweep's and an SLO search's settings); [Flags.Mix]
+// and [Flags.Run] make and run them.
+type Flags struct {
 	dataset                     string
 	input, output               workload.Length
 	prefix                      workload.SharedPrefix
@@ -51,7 +54,7 @@ type BenchFlags struct {
 }
 
 // Register defines the flags on fs.
-func (b *BenchFlags) Register(fs *flag.FlagSet) {
+func (b *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&b.dataset, "dataset", "", "a ShareGPT file (JSON or JSONL) or a JSONL file of {\"prompt\": ..., \"output_tokens\": N}")
 	fs.StringVar(&b.inputFlag, "input-len", "uniform:256,1024", "synthetic prompts' length in tokens, template included: N, uniform:MIN,MAX, normal:MEAN,SD or lognormal:MEAN,SD")
 	fs.StringVar(&b.outputFlag, "output-len", "128", "output length in tokens, as -input-len (with -dataset, replaces the records' own; 0 leaves it to the server)")
@@ -90,7 +93,7 @@ func (b *BenchFlags) Register(fs *flag.FlagSet) {
 
 // Parse reads the flags on fs, parsed, and refuses those that cannot work
 // together, before anything runs.
-func (b *BenchFlags) Parse(fs *flag.FlagSet) error {
+func (b *Flags) Parse(fs *flag.FlagSet) error {
 	b.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { b.set[f.Name] = true })
 	var err error
@@ -115,7 +118,7 @@ func (b *BenchFlags) Parse(fs *flag.FlagSet) error {
 const maxRates = 1000
 
 // check refuses flags that cannot work together, before anything runs.
-func (b *BenchFlags) check() error {
+func (b *Flags) check() error {
 	sources := 0
 	for _, f := range []string{"dataset", "trace", "turns"} {
 		if b.set[f] {
@@ -186,7 +189,7 @@ const maxBatch = 4096
 // CheckAPI refuses the flags that do not apply to api: -batch beside a
 // generation, and on Embeddings and Rerank, which answer at once with
 // no tokens, sessions and objectives on tokens.
-func (b *BenchFlags) CheckAPI(api loadgen.API) error {
+func (b *Flags) CheckAPI(api loadgen.API) error {
 	if api != loadgen.Embeddings && api != loadgen.Rerank {
 		if b.set["batch"] {
 			return fmt.Errorf("-batch applies to -api embeddings and rerank, not %v", api)
@@ -203,13 +206,13 @@ func (b *BenchFlags) CheckAPI(api loadgen.API) error {
 }
 
 // Batch reports -batch.
-func (b *BenchFlags) Batch() int { return b.batch }
+func (b *Flags) Batch() int { return b.batch }
 
 // loads makes the loads the flags ask for, in one place: the single run's
 // (-profile concurrency, rate, poisson or gamma), and the open loop of a
 // sweep's or a search's rate runs (-arrival, -burstiness), each with
 // -max-in-flight and the run's seed.
-func (b *BenchFlags) loads() error {
+func (b *Flags) loads() error {
 	if b.seed == 0 {
 		b.seed = rand.Uint64() | 1 // a fresh one, reported, so that it can be given again
 	}
@@ -257,7 +260,7 @@ func (b *BenchFlags) loads() error {
 
 // Results returns the results a benchmark starts from: its profile, seed
 // and objective.
-func (b *BenchFlags) Results() *sweep.Results {
+func (b *Flags) Results() *sweep.Results {
 	res := &sweep.Results{Schema: sweep.Schema, Profile: b.profile, Started: time.Now(), Seed: b.seed}
 	if b.objective.SLO != (metrics.SLO{}) {
 		obj := b.objective
@@ -269,7 +272,7 @@ func (b *BenchFlags) Results() *sweep.Results {
 // Open reads -dataset's or -trace's file through, before a server is
 // started or a request sent: a malformed record stops everything. A
 // benchmark sized by its dataset's own prompts needs no calibration.
-func (b *BenchFlags) Open() (m *workload.Mix, sized bool, err error) {
+func (b *Flags) Open() (m *workload.Mix, sized bool, err error) {
 	m = &workload.Mix{Replay: workload.Replay{TimeScale: b.traceScale, BlockTokens: b.traceBlock},
 		Turns: b.turns, Think: b.think, Input: b.input, Output: b.output, Prefix: b.prefix, Seed: b.seed}
 	if b.dataset != "" {
@@ -289,12 +292,12 @@ func (b *BenchFlags) Open() (m *workload.Mix, sized bool, err error) {
 }
 
 // IgnoreEOS reports -ignore-eos.
-func (b *BenchFlags) IgnoreEOS() bool { return b.ignoreEOS }
+func (b *Flags) IgnoreEOS() bool { return b.ignoreEOS }
 
 // Run runs the benchmark the flags ask for against the runs target makes,
 // writing each request to requests and counting it in lm (either may be
 // nil), into res; onResult is called with each run's result.
-func (b *BenchFlags) Run(ctx context.Context, client *loadgen.Client, mix *workload.Mix, requests *requestlog.Writer, lm *live.Metrics, res *sweep.Results, onResult func(sweep.Result)) error {
+func (b *Flags) Run(ctx context.Context, client *loadgen.Client, mix *workload.Mix, requests *requestlog.Writer, lm *live.Metrics, res *sweep.Results, onResult func(sweep.Result)) error {
 	target := func(load loadgen.Load) (*loadgen.Generator, error) {
 		g := &loadgen.Generator{Client: client, Duration: b.duration, Warmup: b.warmup, Requests: b.requests}
 		observe(g, requests, lm, load.String())
@@ -334,7 +337,7 @@ func (b *BenchFlags) Run(ctx context.Context, client *loadgen.Client, mix *workl
 
 // Conns is how many connections the benchmark's client keeps to the
 // server: enough for its most streams and a few more.
-func (b *BenchFlags) Conns() int {
+func (b *Flags) Conns() int {
 	return max(b.concurrency, b.throughput, b.maxInFlight, loadgen.DefaultMaxInFlight) + 4
 }
 

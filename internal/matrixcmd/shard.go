@@ -1,4 +1,4 @@
-package cli
+package matrixcmd
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmload/llmload/internal/cli"
 	"github.com/llmload/llmload/internal/live"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/textsafe"
@@ -161,7 +162,7 @@ func (s *ShardFlags) Lead(runner *matrix.Runner, log, stderr io.Writer) (func(),
 // the server c names (or the leader's), until its run is over. With log
 // nil it prints only where its streams go. With metricsListen it serves
 // its metrics there, as the leader does (see internal/live).
-func (s *ShardFlags) Follow(ctx context.Context, c *ClientFlags, metricsListen string, log, stderr io.Writer) error {
+func (s *ShardFlags) Follow(ctx context.Context, c *cli.ClientFlags, metricsListen string, log, stderr io.Writer) error {
 	token, err := s.token(stderr)
 	if err != nil {
 		return Usage{err}

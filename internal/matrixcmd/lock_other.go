@@ -1,6 +1,6 @@
 //go:build !unix
 
-package cli
+package matrixcmd
 
 // lockFile does not lock where flock is not: two runs on one results
 // file are then the user's to avoid.

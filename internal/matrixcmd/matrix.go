@@ -1,4 +1,9 @@
-package cli
+// Package matrixcmd is the speed-test matrix's command (examples/matrix)
+// but its main: the flags that make a spec and a sharded run, the results
+// file (claimed, saved, resumed), rendering and comparing saved results,
+// the simulator and the observers of a run. What every command shares is
+// package cli's.
+package matrixcmd
 
 import (
 	"context"
@@ -9,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/cli"
 	"github.com/llmload/llmload/internal/live"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/requestlog"
@@ -27,7 +33,7 @@ func (u Usage) Unwrap() error { return u.Err }
 // Render writes the results file at path in format to out (stdout when
 // out is empty), changing nothing in it.
 func Render(path, out string, format matrix.Format, stdout io.Writer) error {
-	if out != "" && SameFile(out, path) {
+	if out != "" && cli.SameFile(out, path) {
 		return Usage{fmt.Errorf("-o %s is the file being rendered; -render never writes it", out)}
 	}
 	r, err := matrix.LoadFile(path)
@@ -36,7 +42,7 @@ func Render(path, out string, format matrix.Format, stdout io.Writer) error {
 	}
 	// A file written before passwords were redacted may hold one.
 	r.Spec.URL, r.Server.URL = redact.URL(r.Spec.URL), redact.URL(r.Server.URL)
-	return WriteOutput(out, stdout, func(w io.Writer) error { return format.Write(w, r) })
+	return cli.WriteOutput(out, stdout, func(w io.Writer) error { return format.Write(w, r) })
 }
 
 // Compare sets the runs of two results files side by side, or two
@@ -59,7 +65,7 @@ func Compare(files []string, out string, format matrix.Format, stdout io.Writer)
 			sides[i] = append(sides[i], r)
 		}
 	}
-	return WriteOutput(out, stdout, func(w io.Writer) error { return format.Write(w, matrix.CompareRuns(sides[0], sides[1])) })
+	return cli.WriteOutput(out, stdout, func(w io.Writer) error { return format.Write(w, matrix.CompareRuns(sides[0], sides[1])) })
 }
 
 // PublicURL returns r with the simulator's ephemeral loopback URL, which
@@ -114,7 +120,7 @@ func WriteHints(w io.Writer, r *matrix.Results) {
 
 // saveDelay slows every save of a [ResultsFile] by a duration, for the
 // tests of an interruption during a save, which set it at build time:
-// -ldflags "-X github.com/llmload/llmload/internal/cli.saveDelay=5s".
+// -ldflags "-X github.com/llmload/llmload/internal/matrixcmd.saveDelay=5s".
 var saveDelay string
 
 // A ResultsFile is the file a run's results are saved to after every
@@ -145,7 +151,7 @@ func (f *ResultsFile) Save(r *matrix.Results) error {
 // to its simulator's speed and profile, refusing a -speed or -profile
 // (in set, the flags given) that differs. The URL's password was not
 // saved: a run against a URL with one needs it again in url (-url).
-func Resume(r *matrix.Results, url string, sim *SimFlags, set map[string]bool) (matrix.Spec, error) {
+func Resume(r *matrix.Results, url string, sim *cli.SimFlags, set map[string]bool) (matrix.Spec, error) {
 	spec := r.Spec
 	if r.Server.Simulated {
 		speed := r.Server.Speed
@@ -175,12 +181,12 @@ func Resume(r *matrix.Results, url string, sim *SimFlags, set map[string]bool) (
 	return spec, nil
 }
 
-// Simulate points runner at a new simulated server the flags describe,
+// Simulate points runner at a new simulated server the flags f describe,
 // for a run against no -url or the rest of a simulated one
 // (runner.Resume), and returns what stops it. It says so on log (nil:
 // nowhere), naming the matrix the seed's when seedGrid (the grid's flags
 // were not given).
-func (f *SimFlags) Simulate(runner *matrix.Runner, seedGrid bool, log io.Writer) (func(), error) {
+func Simulate(f *cli.SimFlags, runner *matrix.Runner, seedGrid bool, log io.Writer) (func(), error) {
 	srv, err := f.Start()
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package cli
+package matrixcmd
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/llmload/llmload/internal/cli"
 	"github.com/llmload/llmload/matrix"
 )
 
@@ -25,7 +26,7 @@ func ClaimResults(path, resume string, overwrite bool) (func(), error) {
 		return nil, fmt.Errorf("-results %s: %w", path, err)
 	case !fi.Mode().IsRegular():
 		return nil, fmt.Errorf("-results %s is not a regular file (%s): it is left as it is; give another path", path, fi.Mode().Type())
-	case resume != "" && SameFile(path, resume):
+	case resume != "" && cli.SameFile(path, resume):
 	case !overwrite:
 		return nil, fmt.Errorf("-results %s holds another run's results (saved %s): give another file, finish that run with -resume %s, or replace it with -overwrite",
 			path, fi.ModTime().Format(time.DateTime), path)

@@ -1,4 +1,4 @@
-package cli
+package matrixcmd
 
 import (
 	"errors"
@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/cli"
 	"github.com/llmload/llmload/internal/tokencount"
 	"github.com/llmload/llmload/matrix"
 	"github.com/llmload/llmload/metrics"
 )
 
 // SpecFlags are the flags that set each field of a [matrix.Spec] but the
-// server's (-url, -model and -api are [ClientFlags]'): the grid, the
+// server's (-url, -model and -api are the client flags): the grid, the
 // window, the warm-up, the objectives and the server's limits. Their
 // defaults are the library's, from [matrix.Spec.WithDefaults].
 type SpecFlags struct {
@@ -28,7 +29,7 @@ type SpecFlags struct {
 	kvTokens, maxSeqs, maxLen    int
 	durationSet, maxTokensSet    bool
 	thresholdSet, gridSet        bool
-	images                       ImageFlags
+	images                       cli.ImageFlags
 }
 
 // Register defines the flags on fs.
@@ -97,7 +98,7 @@ func (f *SpecFlags) Spec(fs *flag.FlagSet) (matrix.Spec, error) {
 	if len(s.Images) == 0 {
 		s.ImageFormat = ""
 	} else if s.ImageFormat == "" {
-		s.ImageFormat = f.images.format // an unknown one, for Validate to refuse
+		s.ImageFormat = f.images.Format() // an unknown one, for Validate to refuse
 	}
 	s.Warmup = &matrix.Warmup{Min: matrix.Duration(f.warmMin), Flow: matrix.Duration(f.warmFlow),
 		Timeout: matrix.Duration(f.warmTO), PerContextK: matrix.Duration(f.warmPerK)}
