@@ -886,7 +886,7 @@ func (r *runner) sendRequest(req *Request, worker, seq int, due time.Time) (*met
 			}
 			st.retried.Add(1)
 		}
-		tl = &metrics.Timeline{Due: due}
+		tl = &metrics.Timeline{Due: due, Model: req.Model}
 		st.launched.Add(1)
 		st.inFlight.Add(1)
 		tl.Start = time.Now()

@@ -3,6 +3,7 @@ package metrics
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/llmload/llmload/internal/counts"
@@ -16,13 +17,26 @@ import (
 type Recording struct {
 	Summary    Summary    `json:"summary"`
 	Histograms Histograms `json:"histograms"`
+	// Models holds each model's recording, by name, from a Recorder with
+	// ByModel; nil without.
+	Models map[string]Recording `json:"models,omitempty"`
 }
 
 // Recording returns the summary and the distributions of one scope of the
 // recording.
 func (r *Recorder) Recording(scope Scope) Recording {
 	s, h := r.summaryOf(scope)
-	return Recording{Summary: s, Histograms: h}
+	rec := Recording{Summary: s, Histograms: h}
+	r.modelsMu.Lock()
+	models := maps.Clone(r.models)
+	r.modelsMu.Unlock()
+	for name, m := range models {
+		if rec.Models == nil {
+			rec.Models = make(map[string]Recording, len(models))
+		}
+		rec.Models[name] = m.Recording(scope)
+	}
+	return rec
 }
 
 // MergeError is every error of [MergeRecordings]: which recording could
@@ -64,6 +78,27 @@ func MergeRecordings(recs ...Recording) (Recording, error) {
 	var out Recording
 	if len(recs) == 0 {
 		return out, nil
+	}
+	for _, r := range recs {
+		for name := range r.Models {
+			if _, done := out.Models[name]; done {
+				continue
+			}
+			var of []Recording
+			for _, o := range recs {
+				if m, ok := o.Models[name]; ok {
+					of = append(of, m)
+				}
+			}
+			m, err := MergeRecordings(of...)
+			if err != nil {
+				return Recording{}, fmt.Errorf("model %q: %w", name, err)
+			}
+			if out.Models == nil {
+				out.Models = map[string]Recording{}
+			}
+			out.Models[name] = m
+		}
 	}
 	s := &out.Summary
 	s.Window = recs[0].Summary.Window

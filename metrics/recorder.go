@@ -48,6 +48,14 @@ type shard struct {
 type Recorder struct {
 	// SLO decides which completed requests count toward goodput.
 	SLO SLO
+	// ByModel keeps a recording of each model's requests
+	// ([Timeline].Model) beside the whole one, in the same window:
+	// [Recording].Models. Set it before the first call.
+	ByModel bool
+
+	parent   *Recorder // a model's recorder: its window is parent's
+	modelsMu sync.Mutex
+	models   map[string]*Recorder // guarded by modelsMu
 
 	win     atomic.Pointer[Window]
 	opening atomic.Bool
@@ -116,6 +124,9 @@ func (r *Recorder) OpenWindow(now func() time.Time, d time.Duration) Window {
 
 // Window returns the measurement window, zero until one is set.
 func (r *Recorder) Window() Window {
+	if r.parent != nil {
+		return r.parent.Window()
+	}
 	if w := r.win.Load(); w != nil {
 		return *w
 	}
@@ -124,6 +135,9 @@ func (r *Recorder) Window() Window {
 
 // window returns the current window, waiting out an OpenWindow in progress.
 func (r *Recorder) window() *Window {
+	if r.parent != nil {
+		return r.parent.window()
+	}
 	w := r.win.Load()
 	for w == nil && r.opening.Load() {
 		runtime.Gosched()
@@ -144,6 +158,9 @@ func (r *Recorder) Observe(tl *Timeline, t time.Time, tokens int) {
 	if !tl.sharded {
 		tl.shard = uint16(r.next.Add(1) % numShards)
 		tl.sharded = true
+		if r.ByModel {
+			tl.model = r.modelOf(tl.Model)
+		}
 	}
 	w := r.window()
 	if tl.Chunks > 0 {
@@ -160,12 +177,35 @@ func (r *Recorder) Observe(tl *Timeline, t time.Time, tokens int) {
 	tl.Observe(t, tokens)
 	s := &r.shards[tl.shard]
 	s.tokens.Add(int64(tokens))
+	var ms *shard
+	if tl.model != nil && r.ByModel {
+		ms = &tl.model.shards[tl.shard]
+		ms.tokens.Add(int64(tokens))
+	}
 	if w != nil && w.contains(t) {
 		tl.win.tokens += tokens
 		tl.win.chunks++
 		tl.win.last = t
 		s.inWin.Add(int64(tokens))
+		if ms != nil {
+			ms.inWin.Add(int64(tokens))
+		}
 	}
+}
+
+// modelOf returns the recorder of a model's requests, made on first use.
+func (r *Recorder) modelOf(name string) *Recorder {
+	r.modelsMu.Lock()
+	defer r.modelsMu.Unlock()
+	m := r.models[name]
+	if m == nil {
+		if r.models == nil {
+			r.models = map[string]*Recorder{}
+		}
+		m = &Recorder{SLO: r.SLO, parent: r}
+		r.models[name] = m
+	}
+	return m
 }
 
 // Observe records, on the timeline alone, that a chunk carrying tokens
@@ -188,16 +228,24 @@ func (r *Recorder) flush(tl *Timeline) {
 	if tl.gapN == 0 {
 		return
 	}
-	s := &r.shards[tl.shard]
-	s.mu.Lock()
-	for _, g := range tl.gapBuf[:tl.gapN] {
-		if g.n < 0 {
-			s.itl[partWarmup].recordN(g.d, -g.n)
-		} else {
-			s.itl[partWindow].recordN(g.d, g.n)
-		}
+	shards := [2]*shard{&r.shards[tl.shard]}
+	if tl.model != nil && r.ByModel {
+		shards[1] = &tl.model.shards[tl.shard]
 	}
-	s.mu.Unlock()
+	for _, s := range shards {
+		if s == nil {
+			continue
+		}
+		s.mu.Lock()
+		for _, g := range tl.gapBuf[:tl.gapN] {
+			if g.n < 0 {
+				s.itl[partWarmup].recordN(g.d, -g.n)
+			} else {
+				s.itl[partWindow].recordN(g.d, g.n)
+			}
+		}
+		s.mu.Unlock()
+	}
 	tl.gapN = 0
 }
 
@@ -212,6 +260,14 @@ func (r *Recorder) flush(tl *Timeline) {
 // reader stopped).
 func (r *Recorder) Record(tl *Timeline) {
 	r.flush(tl)
+	if r.ByModel {
+		m := tl.model
+		if m == nil {
+			m = r.modelOf(tl.Model)
+		}
+		tl.model = nil
+		defer m.Record(tl) // its gaps flushed above, into m's too
+	}
 	w := r.window()
 	end := tl.End
 	if end.IsZero() {
@@ -393,7 +449,7 @@ func (hs *Histograms) merge(o Histograms) error {
 // window, everything recorded is in the warm-up part, and the window and
 // the whole recording are that part.
 func (r *Recorder) partsOf(scope Scope) []int {
-	if r.win.Load() == nil {
+	if r.window() == nil {
 		if scope == ScopeWarmup {
 			return nil
 		}

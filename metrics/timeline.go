@@ -158,8 +158,12 @@ type Timeline struct {
 	// header), to find it in the server's logs.
 	Server ServerTimings
 	ID     string
+	// Model is the model the request named, which a Recorder with
+	// ByModel keeps apart; set it before the first Observe.
+	Model string
 
 	// Filled by Recorder.Observe.
+	model   *Recorder // the model's, under a Recorder with ByModel
 	win     windowTally
 	gapBuf  [gapBufLen]gap
 	gapN    uint8

@@ -150,6 +150,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	model, api := o.client.Model, o.client.API
+	models, err := cli.ParseModels(model)
+	if err == nil && models != nil && mix.Turns != nil {
+		err = errors.New("-model with weights: a session's turns would go to different models; give one -model with -turns")
+	}
+	if err != nil {
+		fail(stderr, err)
+		return 2
+	}
+	if models != nil {
+		model = models.Names[0] // sizes the prompts
+		o.sim.Adapters = models.Names
+	}
 	if o.client.URL == "" {
 		srv, err := o.sim.Start()
 		if err != nil {
@@ -158,7 +170,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		defer srv.Close()
 		client.BaseURL = srv.URL + "/v1"
-		model = srv.Handler.Profile().Model
+		if models == nil {
+			model = srv.Handler.Profile().Model
+		}
 		mix.Sizing = workload.SimulatorSizing(api != loadgen.Completions && !pooled(api))
 		res.Server = sweep.Server{URL: "simulator", Model: model, API: api, Simulated: true, Speed: o.sim.Speed, Profile: o.sim.Profile}
 		res.Notes = append(res.Notes, fmt.Sprintf("llmload's simulated server, profile %q, at %g× speed: figures are in wall-clock time, of a server %g times faster than the profile's", o.sim.Profile, o.sim.Speed, o.sim.Speed))
@@ -191,6 +205,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			mix.Builder.Extra = make(map[string]any, len(o.extra))
 		}
 		mix.Builder.Extra[k] = v
+	}
+	if models != nil {
+		mix.Builder.Models = models.Cycle(mix.Seed)
+		res.Server.Model = models.String()
+		res.Notes = append(res.Notes, fmt.Sprintf("requests name the models %s in turn by smooth weighted round robin, a cycle of %d from a place drawn from the seed: each model's share is exact to within one request a cycle", models, len(mix.Builder.Models)))
 	}
 	if mix.Builder.Images, err = o.images.URLs(mix.Seed); err != nil {
 		fail(stderr, err)

@@ -63,7 +63,7 @@ func readRequests(t *testing.T, path string) []requestLine {
 // cuts requests, so every kind of line is there.
 func TestRequestsOutMatchesReport(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "requests.jsonl")
-	code, out, errOut := bench(t, append(quick, "-profile", "poisson", "-rate", "60", "-duration", "2s", "-warmup", "400ms",
+	code, out, errOut := bench(t, append(quick, "-profile", "poisson", "-rate", "60", "-duration", "1s", "-warmup", "400ms",
 		"-output-len", "300", "-format", "json", "-quiet", "-requests-out", path)...)
 	require.Equal(t, 0, code, errOut)
 	res, err := sweep.ReadResults(strings.NewReader(out))
@@ -83,13 +83,14 @@ func TestRequestsOutMatchesReport(t *testing.T) {
 				count["outside"]++
 			}
 		}
-		if !l.Sent.IsZero() { // a request cut before it was written has no sent
-			assert.False(t, l.Sent.Before(l.Start), "sent before it started: %+v", l)
-		}
+		assert.False(t, l.Sent.Before(l.Start), "sent before it started")
 		assert.False(t, l.Start.Before(l.Due), "started before it was due")
 		if l.Outcome == "completed" {
 			assert.Positive(t, l.OutputTokens)
-			assert.InDelta(t, float64(l.First.Sub(l.Sent))/1e6, l.TTFT, 0.001)
+			// ttft_ms is read on the monotonic clock, the times are the
+			// wall clock's, which the system may slew by up to 0.05%
+			// while it is corrected: 1 µs of rounding, and that.
+			assert.InDelta(t, float64(l.First.Sub(l.Sent))/1e6, l.TTFT, 0.001+l.TTFT*5e-4)
 		}
 	}
 	assert.Equal(t, s.Warmup, count["before"], "warm-up")

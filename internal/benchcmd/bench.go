@@ -300,6 +300,12 @@ func (b *Flags) IgnoreEOS() bool { return b.ignoreEOS }
 func (b *Flags) Run(ctx context.Context, client *loadgen.Client, mix *workload.Mix, requests *requestlog.Writer, lm *live.Metrics, res *sweep.Results, onResult func(sweep.Result)) error {
 	target := func(load loadgen.Load) (*loadgen.Generator, error) {
 		g := &loadgen.Generator{Client: client, Duration: b.duration, Warmup: b.warmup, Requests: b.requests}
+		if len(mix.Builder.Models) > 0 {
+			if g.Recorder == nil {
+				g.Recorder = &metrics.Recorder{}
+			}
+			g.Recorder.ByModel = true
+		}
 		observe(g, requests, lm, load.String())
 		if b.requests > 0 {
 			g.Duration = 0

@@ -14,6 +14,9 @@ type SimFlags struct {
 	Speed     float64
 	Profile   string
 	Reasoning int
+	// Adapters are more model names the simulator serves (see
+	// loadgentest.Profile.Adapters), the profile's own left out.
+	Adapters []string
 }
 
 // maxSpeed bounds -speed: beyond it the simulator's schedule is shorter
@@ -51,5 +54,10 @@ func (f *SimFlags) Start() (*loadgentest.Server, error) {
 		return nil, err
 	}
 	p.Speed, p.TruthBytes, p.ReasoningTokens = f.Speed, -1, f.Reasoning
+	for _, a := range f.Adapters {
+		if a != p.Model {
+			p.Adapters = append(p.Adapters, a)
+		}
+	}
 	return loadgentest.NewServer(p), nil
 }

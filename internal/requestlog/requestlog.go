@@ -23,9 +23,7 @@
 // "inside" or "after". A failed request has "error" (its kind) and
 // "message".
 //
-// Times and durations are the wall clock's, as the client measured them,
-// the times on one clock with the durations: a line's times are one
-// wall-clock reading plus the monotonic time since it.
+// Times and durations are the wall clock's, as the client measured them.
 // Against llmload's simulator at a speed other than 1 the matrix's reports
 // speak in the simulated server's time: a line's durations are that speed
 // times shorter than the report's figures.
@@ -140,17 +138,6 @@ func Where(window metrics.Window, tl *metrics.Timeline) string {
 	return "inside"
 }
 
-// base is the reading of both clocks that onOneClock counts from.
-var base = time.Now()
-
-// onOneClock returns t's wall-clock time as base's plus the monotonic time
-// between them. A time's wall and monotonic readings are taken one after
-// the other, and a process stopped between the two puts them apart: read
-// from its wall clock alone, a request could be written before it started,
-// and its times would not give the durations measured on the monotonic
-// clock. A time without a monotonic reading is its wall-clock time.
-func onOneClock(t time.Time) time.Time { return base.Add(t.Sub(base)) }
-
 func appendLine(b []byte, run string, window metrics.Window, req *loadgen.Request, tl *metrics.Timeline) []byte {
 	b = append(b, '{')
 	b = appendString(b, "run", run)
@@ -179,7 +166,7 @@ func appendLine(b []byte, run string, window metrics.Window, req *loadgen.Reques
 			b = append(b, '"')
 			b = append(b, t.name...)
 			b = append(b, `":"`...)
-			b = onOneClock(t.t).UTC().AppendFormat(b, "2006-01-02T15:04:05.000000000Z07:00")
+			b = t.t.UTC().AppendFormat(b, "2006-01-02T15:04:05.000000000Z07:00")
 			b = append(b, `",`...)
 		}
 	}

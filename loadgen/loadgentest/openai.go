@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -253,10 +254,13 @@ func (h *Handler) parseGeneration(w http.ResponseWriter, r *http.Request) (*gene
 			g.fault = name
 		}
 	}
-	if model != "" && model != h.p.Model {
+	if !h.serves(model) {
 		return nil, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("The model `%s` does not exist.", model), param: "model"}
 	}
 	g.model = h.p.Model
+	if model != "" {
+		g.model = model
+	}
 	g.details = h.p.PromptTokensDetails
 	if chat {
 		g.reasoning, g.reasoningField = h.p.ReasoningTokens, h.p.ReasoningField
@@ -548,13 +552,22 @@ func (h *Handler) serveModels(w http.ResponseWriter, r *http.Request) {
 		Data   []card `json:"data"`
 	}
 	created := h.started.Unix()
-	writeJSON(w, http.StatusOK, list{Object: "list", Data: []card{{
-		ID: h.p.Model, Object: "model", Created: created, OwnedBy: "vllm", Root: h.p.Model, MaxModelLen: h.p.MaxModelLen,
-		Permission: []permission{{
-			ID: "modelperm-" + h.idBase, Object: "model_permission", Created: created,
-			AllowSampling: true, AllowLogprobs: true, AllowView: true, Organization: "*",
-		}},
-	}}})
+	perm := []permission{{
+		ID: "modelperm-" + h.idBase, Object: "model_permission", Created: created,
+		AllowSampling: true, AllowLogprobs: true, AllowView: true, Organization: "*",
+	}}
+	cards := []card{{ID: h.p.Model, Object: "model", Created: created, OwnedBy: "vllm", Root: h.p.Model, MaxModelLen: h.p.MaxModelLen, Permission: perm}}
+	for _, a := range h.p.Adapters {
+		parent := h.p.Model
+		cards = append(cards, card{ID: a, Object: "model", Created: created, OwnedBy: "vllm", Root: "/adapters/" + a, Parent: &parent, MaxModelLen: h.p.MaxModelLen, Permission: perm})
+	}
+	writeJSON(w, http.StatusOK, list{Object: "list", Data: cards})
+}
+
+// serves reports whether a request naming model is served: no model, the
+// profile's, or one of its adapters.
+func (h *Handler) serves(model string) bool {
+	return model == "" || model == h.p.Model || slices.Contains(h.p.Adapters, model)
 }
 
 // serveTokenize serves /tokenize: {"prompt": ...} or {"messages": ...}, as

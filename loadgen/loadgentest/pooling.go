@@ -162,7 +162,7 @@ func (h *Handler) servePool(w http.ResponseWriter, r *http.Request) {
 			name = n
 		}
 	}
-	if model != "" && model != h.p.Model {
+	if !h.serves(model) {
 		writeError(w, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("The model `%s` does not exist.", model), param: "model"})
 		return
 	}

@@ -40,6 +40,11 @@ type Profile struct {
 	// naming none is served. The name may carry fault selectors (see the
 	// package documentation).
 	Model string
+	// Adapters are LoRA adapters served beside Model, as vLLM serves
+	// --lora-modules: a request may name any of them and is served as
+	// Model's (its usage and answer name the adapter); /v1/models lists
+	// each after Model, with Model as its parent.
+	Adapters []string
 	// Speed divides every cost: 10 runs the model ten times faster than
 	// real time. Everything the server reports uses the wall clock, so
 	// clients see throughputs Speed times the profile's. 0 means 1.
@@ -318,6 +323,7 @@ func (p Profile) withDefaults() Profile {
 		p.EmbeddingSize = defaultEmbeddingSize
 	}
 	p.DecodeBase = slices.Clone(p.DecodeBase)
+	p.Adapters = slices.Clone(p.Adapters)
 	return p
 }
 

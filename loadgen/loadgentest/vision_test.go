@@ -155,3 +155,32 @@ func TestVisionEncoderTime(t *testing.T) {
 	assert.GreaterOrEqual(t, cold, 512*time.Millisecond, "cold: the encoder's 512 ms")
 	assert.Less(t, warm, cold-300*time.Millisecond, "warm: the images' tokens were cached")
 }
+
+// TestAdapters: the simulator serves its adapters' names beside its
+// model's, lists each with the model as its parent, and refuses others.
+func TestAdapters(t *testing.T) {
+	p := quick()
+	p.Adapters = []string{"sql-lora"}
+	srv := NewServer(p)
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + "/v1/models")
+	require.NoError(t, err)
+	var list struct {
+		Data []struct {
+			ID     string  `json:"id"`
+			Parent *string `json:"parent"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&list))
+	resp.Body.Close()
+	require.Len(t, list.Data, 2)
+	assert.Equal(t, "sql-lora", list.Data[1].ID)
+	require.NotNil(t, list.Data[1].Parent)
+	assert.Equal(t, DefaultModel, *list.Data[1].Parent)
+	for model, want := range map[string]int{"sql-lora": http.StatusOK, DefaultModel: http.StatusOK, "other": http.StatusNotFound} {
+		body := chat("hi", 1, false)
+		body["model"] = model
+		status, _, b := promptTokensOf(t, srv, body)
+		assert.Equal(t, want, status, "%s: %s", model, b)
+	}
+}

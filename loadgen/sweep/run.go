@@ -146,6 +146,10 @@ type Result struct {
 	// the objective's quantile; both are zero without an objective.
 	GoodShare float64 `json:"good_share,omitempty"`
 	Met       bool    `json:"met,omitempty"`
+	// Models holds each model's share of the run, by name, when the
+	// requests named several (the generator's Recorder with ByModel):
+	// its requests, rates, summary and distributions in the same window.
+	Models map[string]Result `json:"models,omitempty"`
 }
 
 // Run runs one load against the generator target makes, checks it
@@ -238,6 +242,23 @@ func resultOf(run *loadgen.Run, load loadgen.Load, label string, obj Objective) 
 		r.ServerSplit = &sp
 		r.OutsideServer = outsideServer(sp, run.Health.Limited)
 	}
+	r.rates(obj)
+	if rec := run.Recorder.Recording(metrics.ScopeWindow); len(rec.Models) > 1 {
+		r.Models = make(map[string]Result, len(rec.Models))
+		for name, m := range rec.Models {
+			mr := Result{Label: label, Load: load, Summary: m.Summary, Histograms: m.Histograms,
+				Requests: m.Summary.Requests - m.Summary.Warmup, OutputTokensPerSec: m.Summary.TotalTokensPerSec}
+			mr.rates(obj)
+			r.Models[name] = mr
+		}
+	}
+	return r
+}
+
+// rates sets the figures r's summary gives: its request rate, capacity and
+// share of requests that met obj.
+func (r *Result) rates(obj Objective) {
+	s := &r.Summary
 	if d := s.Window.Duration(); d > 0 {
 		r.RequestRate = float64(s.Completed) / d.Seconds()
 		r.InputTokensPerSec = float64(s.InputTokens) / d.Seconds()
@@ -250,7 +271,6 @@ func resultOf(run *loadgen.Run, load loadgen.Load, label string, obj Objective) 
 		r.GoodShare = float64(s.Good) / float64(judged)
 		r.Met = r.GoodShare >= obj.quantile()
 	}
-	return r
 }
 
 // Outside the server, a run's TTFT is flagged once the rest takes more

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,6 +15,39 @@ import (
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
 )
+
+// modelNames returns the models of a run, in order of name.
+func (r *Result) modelNames() []string {
+	return slices.Sorted(maps.Keys(r.Models))
+}
+
+// share says a model's part of a run: "1500 of 2000 requests (75.0%)".
+func (r *Result) share(m Result) string {
+	pct := 0.0
+	if r.Requests > 0 {
+		pct = 100 * float64(m.Requests) / float64(r.Requests)
+	}
+	return fmt.Sprintf("%d of %d requests (%.1f%%)", m.Requests, r.Requests, pct)
+}
+
+// withModels returns runs with, after each run of several models, a row
+// for each model: "· model NAME (75.0%)".
+func withModels(runs []Result) []Result {
+	out := make([]Result, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, r)
+		for _, name := range r.modelNames() {
+			m := r.Models[name]
+			pct := 0.0
+			if r.Requests > 0 {
+				pct = 100 * float64(m.Requests) / float64(r.Requests)
+			}
+			m.Label, m.Load, m.ClientLimited, m.Models = fmt.Sprintf("· model %s (%.1f%%)", name, pct), nil, "", nil
+			out = append(out, m)
+		}
+	}
+	return out
+}
 
 // writeTable writes the results for a terminal (see [Results.Write]).
 func (r *Results) writeTable(w io.Writer) error {
@@ -24,11 +59,17 @@ func (r *Results) writeTable(w io.Writer) error {
 	pooled := r.pooled()
 	switch {
 	case len(r.Runs) == 1:
-		writeBlock(bw, &r.Runs[0], r.Objective != nil, pooled)
+		run := &r.Runs[0]
+		writeBlock(bw, run, r.Objective != nil, pooled)
+		for _, name := range run.modelNames() {
+			m := run.Models[name]
+			fmt.Fprintf(bw, "\nModel %s: %s\n", textsafe.Line(name), run.share(m))
+			writeBlock(bw, &m, r.Objective != nil, pooled)
+		}
 	case pooled:
-		writePooledRows(bw, r.Runs, r.Objective != nil)
+		writePooledRows(bw, withModels(r.Runs), r.Objective != nil)
 	default:
-		writeRows(bw, r.Runs, r.Objective != nil)
+		writeRows(bw, withModels(r.Runs), r.Objective != nil)
 	}
 	for i := range r.Runs {
 		if why := r.Runs[i].ClientLimited; why != "" {

@@ -26,6 +26,7 @@ type Feed struct {
 	mu      sync.Mutex
 	pending map[int]*loadgen.Request // arrivals timed, not yet sent
 	read    int                      // items read
+	made    int                      // requests made
 	err     error
 	ended   bool
 }
@@ -64,11 +65,13 @@ func (f *Feed) Source(_, seq int) *loadgen.Request {
 		return req
 	}
 	items := f.batch()
+	n := f.made
+	f.made++
 	f.mu.Unlock()
 	if items == nil {
 		return nil
 	}
-	return f.request(items)
+	return f.request(items, n)
 }
 
 // batch reads the items of the next request: one, or a Builder's batch of
@@ -87,12 +90,19 @@ func (f *Feed) batch() []Item {
 	return items
 }
 
-// request makes the request of items.
-func (f *Feed) request(items []Item) *loadgen.Request {
+// request makes the request of items, the n-th the Feed made: it names
+// the Builder's Models in turn, where it has them.
+func (f *Feed) request(items []Item, n int) *loadgen.Request {
+	var req *loadgen.Request
 	if len(items) == 1 && f.b.batch() == 1 {
-		return f.b.Request(items[0])
+		req = f.b.Request(items[0])
+	} else {
+		req = f.b.pooled(items)
 	}
-	return f.b.pooled(items)
+	if m := f.b.Models; len(m) > 0 {
+		req.Model = m[n%len(m)]
+	}
+	return req
 }
 
 // Load returns the schedule of the items' arrivals: arrival seq is due
@@ -109,12 +119,14 @@ func (f *Feed) Load() loadgen.Schedule {
 func (f *Feed) due(seq int) (time.Duration, bool) {
 	f.mu.Lock()
 	items := f.batch()
+	n := f.made
+	f.made++
 	f.mu.Unlock()
 	if items == nil {
 		return 0, false
 	}
 	it := items[0]
-	req := f.request(items)
+	req := f.request(items, n)
 	_, _ = req.Body() // a request that cannot work is refused when it is sent
 	f.mu.Lock()
 	f.pending[seq] = req

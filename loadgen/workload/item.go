@@ -62,6 +62,11 @@ type Builder struct {
 	// Images go with every prompt, after its text (see
 	// [loadgen.Request].Images).
 	Images []string
+	// Models, if set, are the models the requests a [Feed] makes name in
+	// turn, in place of Model: its n-th request names Models[n mod
+	// len(Models)]. A weighted choice is a list that holds each model as
+	// often as its weight.
+	Models []string
 }
 
 // Request returns a new request for it. An Embeddings request embeds its
