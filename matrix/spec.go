@@ -268,7 +268,7 @@ func (s Spec) validateSharded(shards int) error {
 			}
 		}
 	}
-	if o := s.SLO; o != nil && (o.TTFT < 0 || o.TPOT < 0 || o.Latency < 0) {
+	if o := s.SLO; o != nil && (o.TTFT < 0 || o.TPOT < 0 || o.Latency < 0 || o.TTFO < 0) {
 		bad("SLO", "has a negative objective: each is a duration, or 0 for none")
 	}
 	if _, err := picture.ParseFormat(s.ImageFormat); err != nil {

@@ -49,3 +49,25 @@ func TestRecorderByModel(t *testing.T) {
 	plain.Record(&metrics.Timeline{Model: "a"})
 	assert.Nil(t, plain.Recording(metrics.ScopeAll).Models, "without ByModel")
 }
+
+// TestSLOOnTTFO: a TTFO objective judges the first answer token, after
+// reasoning: a request that answered late misses it though its first
+// token was early, and one that never answered misses it.
+func TestSLOOnTTFO(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	r := &metrics.Recorder{SLO: metrics.SLO{TTFO: 500 * time.Millisecond}}
+	for _, answer := range []time.Duration{100 * time.Millisecond, 2 * time.Second, 0} {
+		tl := &metrics.Timeline{Start: t0, Sent: t0}
+		r.Observe(tl, t0.Add(50*time.Millisecond), 1)
+		if answer > 0 {
+			tl.FirstAnswer = t0.Add(answer)
+			r.Observe(tl, t0.Add(answer), 1)
+		}
+		tl.ReasoningTokens = 1
+		tl.End, tl.FinishReason, tl.Done = tl.Last, "length", true
+		r.Record(tl)
+	}
+	s := r.Recording(metrics.ScopeAll).Summary
+	assert.Equal(t, 3, s.Completed)
+	assert.Equal(t, 1, s.Good, "only the request that answered within 500 ms")
+}

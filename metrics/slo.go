@@ -20,6 +20,10 @@ type SLO struct {
 	TTFT    time.Duration
 	TPOT    time.Duration
 	Latency time.Duration
+	// TTFO is an objective on the time to the first answer token, after
+	// any reasoning ([Timeline.TTFO]): what the end user of a reasoning
+	// model waits for. A request with no answer token misses it.
+	TTFO time.Duration
 }
 
 // met reports whether tl completed within every set objective.
@@ -29,7 +33,8 @@ func (s SLO) met(tl *Timeline) bool {
 	}
 	return (s.TTFT == 0 || tl.TTFT() <= s.TTFT) &&
 		(s.TPOT == 0 || tl.TPOT() <= s.TPOT) &&
-		(s.Latency == 0 || tl.Latency() <= s.Latency)
+		(s.Latency == 0 || tl.Latency() <= s.Latency) &&
+		(s.TTFO == 0 || (!tl.FirstAnswer.IsZero() && tl.TTFO() <= s.TTFO))
 }
 
 // missed reports whether tl, which ended without completing (cut short by
@@ -49,6 +54,10 @@ func (s SLO) missed(tl *Timeline) bool {
 		return true
 	case s.Latency > 0 && waited > s.Latency:
 		return true
+	case s.TTFO > 0 && tl.FirstAnswer.IsZero() && waited > s.TTFO:
+		return true
+	case s.TTFO > 0 && !tl.FirstAnswer.IsZero() && tl.TTFO() > s.TTFO:
+		return true
 	}
 	return false
 }
@@ -58,11 +67,12 @@ type sloJSON struct {
 	TTFT    durationText `json:"ttft,omitempty"`
 	TPOT    durationText `json:"tpot,omitempty"`
 	Latency durationText `json:"latency,omitempty"`
+	TTFO    durationText `json:"ttfo,omitempty"`
 }
 
 // MarshalJSON writes the objectives set, each as a duration string.
 func (s SLO) MarshalJSON() ([]byte, error) {
-	return json.Marshal(sloJSON{durationText(s.TTFT), durationText(s.TPOT), durationText(s.Latency)})
+	return json.Marshal(sloJSON{durationText(s.TTFT), durationText(s.TPOT), durationText(s.Latency), durationText(s.TTFO)})
 }
 
 // UnmarshalJSON reads objectives written by MarshalJSON.
@@ -71,7 +81,7 @@ func (s *SLO) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*s = SLO{TTFT: time.Duration(j.TTFT), TPOT: time.Duration(j.TPOT), Latency: time.Duration(j.Latency)}
+	*s = SLO{TTFT: time.Duration(j.TTFT), TPOT: time.Duration(j.TPOT), Latency: time.Duration(j.Latency), TTFO: time.Duration(j.TTFO)}
 	return nil
 }
 

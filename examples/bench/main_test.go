@@ -164,7 +164,7 @@ func TestFlagsRefused(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"-profile", "slo"}, "-profile slo: sweep: the objective sets no TTFT, TPOT or latency"},
+		{[]string{"-profile", "slo"}, "-profile slo: sweep: the objective sets no TTFT, TTFO, TPOT or latency"},
 		{[]string{"-profile", "poisson"}, "-profile poisson: loadgen: Open.Rate is 0: set requests per second above 0"},
 		{[]string{"-profile", "gamma", "-rate", "2"}, "-profile gamma: loadgen: Open.Burstiness is 0: Gamma arrivals need a shape above 0"},
 		{[]string{"-profile", "sweep", "-arrival", "gamma"}, "-arrival gamma: loadgen: Open.Burstiness is 0"},

@@ -47,3 +47,22 @@ func TestWeightedModelsRefused(t *testing.T) {
 		assert.Contains(t, errOut, "-model", m)
 	}
 }
+
+// TestSLOOnTTFO: -slo-ttfo judges the first answer token after the
+// simulator's reasoning: an objective below the reasoning's time is met by
+// no request, a generous one by every request.
+func TestSLOOnTTFO(t *testing.T) {
+	for _, tc := range []struct {
+		slo  string
+		good float64
+	}{{"1us", 0}, {"1m", 1}} {
+		args := append(quick, "-sim-reasoning", "8", "-requests", "20", "-concurrency", "2", "-warmup", "0s", "-slo-ttfo", tc.slo, "-format", "json")
+		code, out, errOut := bench(t, args...)
+		require.Equal(t, 0, code, errOut)
+		var res sweep.Results
+		require.NoError(t, json.Unmarshal([]byte(out), &res))
+		require.Len(t, res.Runs, 1)
+		assert.Positive(t, res.Runs[0].Summary.ReasoningTokens)
+		assert.Equal(t, tc.good, res.Runs[0].GoodShare, "-slo-ttfo %s", tc.slo)
+	}
+}

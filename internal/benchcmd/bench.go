@@ -82,6 +82,7 @@ func (b *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&b.arrivalFlag, "arrival", "constant", "arrivals of a sweep's and a search's rate runs: constant, poisson or gamma (with -burstiness)")
 
 	fs.DurationVar(&b.objective.SLO.TTFT, "slo-ttft", 0, "objective on time to first token, for goodput and -profile slo")
+	fs.DurationVar(&b.objective.SLO.TTFO, "slo-ttfo", 0, "objective on time to first output token, the first answer token after any reasoning, for goodput and -profile slo")
 	fs.DurationVar(&b.objective.SLO.TPOT, "slo-tpot", 0, "objective on time per output token")
 	fs.DurationVar(&b.objective.SLO.Latency, "slo-latency", 0, "objective on end-to-end latency")
 	fs.Float64Var(&b.objective.Quantile, "slo-quantile", sweep.DefaultQuantile, "share of requests that must meet the objectives")
@@ -169,7 +170,7 @@ func (b *Flags) check() error {
 	}
 	if b.profile == "slo" {
 		if err := b.objective.Validate(); err != nil {
-			return fmt.Errorf("-profile slo: %w (set -slo-ttft, -slo-tpot or -slo-latency)", err)
+			return fmt.Errorf("-profile slo: %w (set -slo-ttft, -slo-ttfo, -slo-tpot or -slo-latency)", err)
 		}
 	} else if !(b.objective.Quantile >= 0 && b.objective.Quantile <= 1) {
 		return fmt.Errorf("-slo-quantile %g: give a share from 0 to 1", b.objective.Quantile)
@@ -199,8 +200,8 @@ func (b *Flags) CheckAPI(api loadgen.API) error {
 	switch {
 	case b.turns != nil:
 		return fmt.Errorf("-turns makes conversations, and -api %v sends none: drop it", api)
-	case b.objective.SLO.TTFT > 0 || b.objective.SLO.TPOT > 0:
-		return fmt.Errorf("-api %v answers in one body, with no tokens to time: set -slo-latency instead of -slo-ttft and -slo-tpot", api)
+	case b.objective.SLO.TTFT > 0 || b.objective.SLO.TPOT > 0 || b.objective.SLO.TTFO > 0:
+		return fmt.Errorf("-api %v answers in one body, with no tokens to time: set -slo-latency instead of -slo-ttft, -slo-ttfo and -slo-tpot", api)
 	}
 	return nil
 }

@@ -52,8 +52,8 @@ func (o Objective) quantile() float64 {
 func (o Objective) Validate() error {
 	switch {
 	case o.SLO == (metrics.SLO{}):
-		return errors.New("sweep: the objective sets no TTFT, TPOT or latency: give at least one")
-	case o.SLO.TTFT < 0 || o.SLO.TPOT < 0 || o.SLO.Latency < 0:
+		return errors.New("sweep: the objective sets no TTFT, TTFO, TPOT or latency: give at least one")
+	case o.SLO.TTFT < 0 || o.SLO.TPOT < 0 || o.SLO.Latency < 0 || o.SLO.TTFO < 0:
 		return fmt.Errorf("sweep: the objective %+v has a negative time", o.SLO)
 	case !(o.Quantile >= 0 && o.Quantile <= 1):
 		return fmt.Errorf("sweep: the objective's quantile %v is not a share from 0 to 1", o.Quantile)
@@ -69,7 +69,7 @@ func (o Objective) String() string {
 	for _, f := range []struct {
 		name string
 		d    time.Duration
-	}{{"TTFT", o.SLO.TTFT}, {"TPOT", o.SLO.TPOT}, {"latency", o.SLO.Latency}} {
+	}{{"TTFT", o.SLO.TTFT}, {"TTFO", o.SLO.TTFO}, {"TPOT", o.SLO.TPOT}, {"latency", o.SLO.Latency}} {
 		if f.d > 0 {
 			s += sep + f.name + " " + f.d.String()
 			sep = ", "

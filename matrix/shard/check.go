@@ -77,7 +77,7 @@ func checkShare(sh *fleet.Share, now time.Time) error {
 	if len(sh.Images) > fleet.MaxImages || size > fleet.MaxImageBytes {
 		return bad("%d images of %d bytes (at most %d images of %d bytes)", len(sh.Images), size, fleet.MaxImages, fleet.MaxImageBytes)
 	}
-	if s := sh.SLO; s != nil && (s.TTFT < 0 || s.TPOT < 0 || s.Latency < 0) {
+	if s := sh.SLO; s != nil && (s.TTFT < 0 || s.TPOT < 0 || s.Latency < 0 || s.TTFO < 0) {
 		return bad("a negative SLO")
 	}
 	return nil
