@@ -66,6 +66,10 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	if spec.SLO != nil {
 		rec.SLO = *spec.SLO
 	}
+	if every := time.Duration(spec.Series); every > 0 {
+		rec.Every = every
+		cr.sampler.Keep()
+	}
 	streams := newStreamTracker(local)
 	warm := &warmup{
 		n: local, cellN: n, streams: streams, sampler: cr.sampler,
@@ -107,6 +111,7 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	close(watch)
 	wg.Wait()
 	samples := cr.sampler.Summary()
+	readings := cr.sampler.Kept()
 	if _, ok := errors.AsType[*loadgen.ConfigError](runErr); ok {
 		return runErr // nothing was sent
 	}
@@ -132,6 +137,9 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 
 	m := cr.measurement(run, samples, st)
 	m.Recording = &recording
+	if m.Series = rec.Series(); m.Series != nil {
+		addServer(m.Series, readings)
+	}
 	if st := m.Streams; st != nil {
 		if m.TotalTokensPerSec > 0 && st.AvgDecoding > 0 {
 			st.DecodeMs = 1000 * float64(spec.MaxTokens) * st.AvgDecoding / m.TotalTokensPerSec

@@ -140,6 +140,9 @@ func roundFigure(x float64) float64 {
 // converted returns the spec with its durations in the other clock.
 func (s Spec) converted(to clockConversion) Spec {
 	s.Duration = Duration(to.duration(time.Duration(s.Duration)))
+	if s.Series > 0 {
+		s.Series = Duration(to.duration(time.Duration(s.Series)))
+	}
 	if s.Warmup != nil {
 		w := *s.Warmup
 		for _, d := range []*Duration{&w.Min, &w.Flow, &w.Timeout, &w.PerContextK} {
@@ -188,5 +191,36 @@ func (m *Measurement) converted(to clockConversion) *Measurement {
 		st.DecodeMs = to.time(st.DecodeMs)
 		c.Streams = &st
 	}
+	c.Series = to.series(m.Series)
 	return &c
+}
+
+// series returns a copy of a time series in the other clock: its interval
+// and latencies converted as times, its throughput as a rate; its start
+// stays the wall-clock time it was, its end and window as far from it as
+// the clock makes them.
+func (c clockConversion) series(s *metrics.Series) *metrics.Series {
+	if s == nil {
+		return nil
+	}
+	out := *s
+	out.Every = c.duration(s.Every)
+	at := func(t time.Time) time.Time {
+		if t.IsZero() {
+			return t
+		}
+		return s.Start.Add(c.duration(t.Sub(s.Start)))
+	}
+	out.End, out.Window.Start, out.Window.End = at(s.End), at(s.Window.Start), at(s.Window.End)
+	conv := func(col []float64, f func(float64) float64) []float64 {
+		res := make([]float64, len(col))
+		for i, v := range col {
+			res[i] = f(v)
+		}
+		return res
+	}
+	out.TokensPerSec = conv(s.TokensPerSec, c.rate)
+	out.TTFTP50, out.TTFTP90, out.TTFTP99 = conv(s.TTFTP50, c.time), conv(s.TTFTP90, c.time), conv(s.TTFTP99, c.time)
+	out.ITLP50, out.ITLP90, out.ITLP99 = conv(s.ITLP50, c.time), conv(s.ITLP90, c.time), conv(s.ITLP99, c.time)
+	return &out
 }

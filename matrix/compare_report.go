@@ -3,6 +3,7 @@ package matrix
 import (
 	"bufio"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -282,6 +283,11 @@ var comparisonCSVHeader = []string{
 // the prefill rows first (the prompt tok/s in the total_tok_s columns, the
 // cold TTFT in the ttft columns), then the decode cells in grid order. Ratios have three decimals; fields that do not apply are
 // empty.
+// writeSeriesCSV refuses: a comparison has no time series of its own.
+func (c *Comparison) writeSeriesCSV(io.Writer) error {
+	return errors.New("matrix: a comparison has no time series of its own: write each run's with -render FILE -format series-csv")
+}
+
 func (c *Comparison) writeCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	cw.Write(comparisonCSVHeader)

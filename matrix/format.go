@@ -15,6 +15,7 @@ type Report interface {
 	writeCSV(w io.Writer) error
 	writeJSON(w io.Writer) error
 	writeHTML(w io.Writer) error
+	writeSeriesCSV(w io.Writer) error
 }
 
 // Format names a report format, as a command line takes it. Its zero value
@@ -33,12 +34,15 @@ const (
 	FormatJSON
 	// FormatHTML: a self-contained HTML page.
 	FormatHTML
+	// FormatSeriesCSV: every measured cell's time series (see
+	// [Measurement].Series) as CSV, a row a bucket.
+	FormatSeriesCSV
 )
 
-var formatNames = [...]string{"", "table", "markdown", "csv", "json", "html"}
+var formatNames = [...]string{"", "table", "markdown", "csv", "json", "html", "series-csv"}
 
-// String returns the format's name: "table", "markdown", "csv", "json" or
-// "html".
+// String returns the format's name: "table", "markdown", "csv", "json",
+// "html" or "series-csv".
 func (f Format) String() string { return enumtext.Name(formatNames[:], f, "Format") }
 
 // MarshalText returns the format's name.
@@ -58,7 +62,7 @@ func (f *Format) UnmarshalText(b []byte) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("matrix: unknown format %q (want table, markdown, csv, json or html)", b)
+	return fmt.Errorf("matrix: unknown format %q (want table, markdown, csv, json, html or series-csv)", b)
 }
 
 // Write writes rep to w in the format f.
@@ -74,6 +78,8 @@ func (f Format) Write(w io.Writer, rep Report) error {
 		return rep.writeJSON(w)
 	case FormatHTML:
 		return rep.writeHTML(w)
+	case FormatSeriesCSV:
+		return rep.writeSeriesCSV(w)
 	}
-	return fmt.Errorf("matrix: cannot write a report in format %v: set table, markdown, csv, json or html", f)
+	return fmt.Errorf("matrix: cannot write a report in format %v: set table, markdown, csv, json, html or series-csv", f)
 }

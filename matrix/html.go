@@ -82,6 +82,7 @@ type htmlResultsPage struct {
 	ScaleMax    string
 	Counts      []htmlStatusCount
 	Charts      []chart.Chart
+	Series      []htmlSeriesCell
 	Prefill     []htmlBar
 	Legend      []string
 	Notes       []string
@@ -114,6 +115,7 @@ func (rp *report) htmlPage() htmlResultsPage {
 		p.GridNote = g.sparseNote()
 	}
 	p.Highlights = rp.htmlHighlights()
+	p.Series = rp.htmlSeries()
 	p.Prefill = rp.htmlPrefill()
 	return p
 }

@@ -2,58 +2,42 @@ package matrix
 
 import (
 	"bytes"
-	"context"
-	"errors"
+	"encoding/csv"
 	"image/png"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// browserNames are the headless browsers the HTML test looks for on PATH.
-var browserNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
+	"github.com/llmload/llmload/internal/headless"
+	"github.com/llmload/llmload/metrics"
+)
 
 // findBrowser returns a headless Chromium's path, or skips the test.
 func findBrowser(t *testing.T) string {
 	t.Helper()
-	for _, name := range browserNames {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
+	p := headless.Find()
+	if p == "" {
+		t.Skipf("no headless Chromium on PATH (looked for %s); install Debian's chromium package (.ci/run does) to run the HTML browser test",
+			strings.Join(headless.Names, ", "))
 	}
-	t.Skipf("no headless Chromium on PATH (looked for %s); install Debian's chromium package (.ci/run does) to run the HTML browser test",
-		strings.Join(browserNames, ", "))
-	return ""
+	return p
 }
 
-// runBrowser runs headless Chromium with args after the usual isolation
-// flags, bounded by a 60-second timeout, and returns its standard output.
+// runBrowser runs headless Chromium with args and returns its standard
+// output.
 func runBrowser(t *testing.T, browser string, args ...string) []byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-dev-shm-usage", "--hide-scrollbars", "--user-data-dir=" + t.TempDir()}
-	cmd := exec.CommandContext(ctx, browser, append(base, args...)...)
-	var stdout, stderr bytes.Buffer
-	killBrowserGroup(cmd)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Fatalf("chromium did not finish within 60 s; stderr:\n%s", stderr.String())
-	}
-	require.NoError(t, err, "chromium failed; stderr:\n%s", stderr.String())
-	return stdout.Bytes()
+	out, err := headless.Run(t.Context(), browser, t.TempDir(), args...)
+	require.NoError(t, err)
+	return out
 }
 
 // writeHTMLFile writes a page into a temporary file and returns its path.
@@ -207,4 +191,116 @@ func TestWriteHTMLShowsCountedSizes(t *testing.T) {
 	assert.Contains(t, csv, "decode,16384,4,requests_queued,150.8,44.7,3310,22.4,3.10,1,4524,30.0,16800\n")
 	seedCSV := string(render(t, seedResults(t).writeCSV))
 	assert.NotContains(t, seedCSV, "prompt_tokens", "sizes as labelled: the seed's columns")
+}
+
+// withSeries gives every measured cell of r a time series, recorded as a
+// run of n streams would be: each stream sends a request, waits 200 ms
+// for its first token (800 ms after the tenth second), then decodes 100
+// tokens 10 ms apart, over 20 s of wall time with the window from the
+// fifth second; and a server that runs them all. It returns r.
+func withSeries(r *Results) *Results {
+	t0 := time.Date(2026, 5, 2, 18, 5, 0, 0, time.UTC)
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		if c.Measurement == nil {
+			continue
+		}
+		rec := &metrics.Recorder{Every: time.Second}
+		rec.SetWindow(metrics.Window{Start: t0.Add(5 * time.Second), End: t0.Add(20 * time.Second)})
+		for stream := range c.Concurrency {
+			at := t0.Add(time.Duration(stream) * 37 * time.Millisecond)
+			for at.Before(t0.Add(20 * time.Second)) {
+				ttft := 200 * time.Millisecond
+				if at.After(t0.Add(10 * time.Second)) {
+					ttft = 800 * time.Millisecond
+				}
+				tl := metrics.Timeline{Start: at, Sent: at}
+				for k := range 100 {
+					rec.Observe(&tl, at.Add(ttft+time.Duration(k)*10*time.Millisecond), 1)
+				}
+				tl.End, tl.Done = tl.Last, true
+				rec.Record(&tl)
+				at = tl.End
+			}
+		}
+		s := rec.Series()
+		var readings []gauges
+		for k := range 40 {
+			readings = append(readings, gauges{Time: t0.Add(time.Duration(k) * 500 * time.Millisecond),
+				Running: float64(c.Concurrency), Waiting: 0, KVUsage: 0.5, Preemptions: float64(k / 10)})
+		}
+		addServer(s, readings)
+		c.Measurement.Series = s
+	}
+	return r
+}
+
+func TestSeriesCSV(t *testing.T) {
+	r := withSeries(simulatedResults())
+	out, err := csv.NewReader(bytes.NewReader(render(t, r.writeSeriesCSV))).ReadAll()
+	require.NoError(t, err)
+	require.Equal(t, seriesHead, out[0])
+	rows, measured, cells := 0, 0, map[string]int{}
+	for _, c := range r.Cells {
+		if c.Measurement != nil {
+			rows += seriesLen(c.Measurement.Series)
+			measured++
+		}
+	}
+	require.Len(t, out, rows+1, "a row a bucket")
+	col := map[string]int{}
+	for i, h := range out[0] {
+		col[h] = i
+	}
+	for _, row := range out[1:] {
+		cells[row[0]+"×"+row[1]]++
+	}
+	assert.Len(t, cells, measured, "every measured cell")
+	// The report speaks in the simulated server's time (20× speed): a
+	// bucket of 1 s of wall time is 20 s, its tok/s a twentieth.
+	first := out[1]
+	assert.Equal(t, "20", first[col["bucket_s"]])
+	second := out[2]
+	assert.Equal(t, "20", second[col["t_s"]])
+	tokS, err := strconv.ParseFloat(out[5][col["tok_s"]], 64)
+	require.NoError(t, err)
+	assert.InDelta(t, 100.0/20*0.99/1.19, tokS, 0.5, "one stream's tok/s in the server's time")
+	assert.Equal(t, "1", out[1+7][col["in_window"]], "the window opens at the fifth second")
+	assert.Equal(t, "0", out[1][col["in_window"]])
+	assert.Equal(t, "0.5", first[col["server_kv_usage"]])
+	_, err = strconv.ParseFloat(second[col["ttft_p50_ms"]], 64)
+	assert.NoError(t, err)
+
+	var b bytes.Buffer
+	assert.ErrorContains(t, FormatSeriesCSV.Write(&b, Compare(r, r)), "no time series of its own")
+}
+
+// TestWriteHTMLChartsEachCellOverTime: in Chromium, the page shows each
+// measured cell's series as line charts, their figures on hover.
+func TestWriteHTMLChartsEachCellOverTime(t *testing.T) {
+	browser := findBrowser(t)
+	r := withSeries(simulatedResults())
+	path := writeHTMLFile(t, r.writeHTML)
+	dom := string(runBrowser(t, browser, "--dump-dom", "file://"+path))
+	require.Contains(t, dom, `id="series"`)
+	want, buckets := map[string]bool{}, map[string]int{}
+	for i := range r.Cells {
+		if c := &r.Cells[i]; c.Measurement != nil {
+			want[cellLabel(c)] = true
+			buckets[cellLabel(c)] = seriesLen(c.Measurement.Series)
+		}
+	}
+	got := map[string]bool{}
+	blocks := strings.Split(dom, `<div class="seriescell" data-cell="`)[1:]
+	for _, b := range blocks {
+		label, _, _ := strings.Cut(b, `"`)
+		got[label] = true
+		assert.Equal(t, 3, strings.Count(b, `<svg class="plot"`), "%s: three charts", label)
+		assert.GreaterOrEqual(t, strings.Count(b, "<polyline"), 5, "%s: lines of tok/s, latencies and requests", label)
+		assert.Equal(t, 3*buckets[label], strings.Count(b, `<rect class="band"`), "%s: a hover band a bucket in each chart", label)
+		assert.Contains(t, b, "tok/s · ", "%s: the figures on hover", label)
+		assert.Contains(t, b, ">window<", "%s: the window's start marked", label)
+	}
+	assert.Equal(t, want, got, "a block of charts for every measured cell")
+	assert.Contains(t, dom, "20 s–40 s: ", "hover text in the server's time")
 }

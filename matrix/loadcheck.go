@@ -13,7 +13,7 @@ import (
 const maxFigure = 1e12
 
 // signedFigures are the fields whose figures may be negative.
-var signedFigures = map[string]bool{"clock_offset_ms": true}
+var signedFigures = map[string]bool{"clock_offset_ms": true, "series": true}
 
 // checkFigures reports the first figure of loaded results that cannot be
 // a measurement: a NaN or an infinity, a negative count or time, or a

@@ -164,5 +164,5 @@ func ExampleFormat() {
 	// decode,0,4,valid,288.8,72.7,227,13.7,4.00,0,8660,30.0
 	// decode,16384,1,requests_queued,69.0,69.2,1272,14.4,0.90,0,2072,30.0
 	// decode,16384,4,over_capacity,,,,,,,,
-	// matrix: unknown format "pdf" (want table, markdown, csv, json or html)
+	// matrix: unknown format "pdf" (want table, markdown, csv, json, html or series-csv)
 }

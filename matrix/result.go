@@ -204,6 +204,13 @@ type Measurement struct {
 	// Streams is the client's own view of the window: how many streams
 	// decoded at once and how many waited for a first token.
 	Streams *Streams `json:"streams,omitempty"`
+	// Series is the cell over time, warm-up and window, in buckets of
+	// Spec.Series: throughput, requests begun and ended, TTFT and
+	// inter-token percentiles, the client's streams decoding and waiting,
+	// and the server's running, waiting, KV cache usage and preemptions
+	// from its /metrics. In a sharded run it is this process's share of
+	// the streams, with the server's whole figures.
+	Series *metrics.Series `json:"series,omitempty"`
 	// Notes explain figures that would otherwise contradict each other,
 	// such as a total rate far below the per-request rate × streams.
 	Notes []string `json:"notes,omitempty"`

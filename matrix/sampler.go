@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -102,6 +103,8 @@ type sampler struct {
 	preFirst float64
 	preLast  float64
 	maxKV    float64
+	keeping  bool
+	kept     []gauges // the readings since Keep, for a cell's time series
 
 	stop chan struct{}
 	done chan struct{}
@@ -184,6 +187,17 @@ func (s *sampler) sample(ctx context.Context) {
 		return
 	}
 	s.last, s.ok, s.err = g, true, nil
+	if s.keeping {
+		if len(s.kept) == maxKept {
+			// Thin to every other reading: the span stays, its
+			// resolution halves.
+			for i := range maxKept / 2 {
+				s.kept[i] = s.kept[2*i+1]
+			}
+			s.kept = s.kept[:maxKept/2]
+		}
+		s.kept = append(s.kept, g)
+	}
 	if !s.marking || !g.Time.Before(s.until) || g.Time.Before(s.from) {
 		return
 	}
@@ -223,6 +237,27 @@ func (s *sampler) Failing() bool {
 	return s.err != nil
 }
 
+// maxKept bounds the readings kept for a cell's time series: 18 hours at
+// one a second.
+const maxKept = 1 << 16
+
+// Keep starts keeping every reading afresh, until Kept.
+func (s *sampler) Keep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keeping, s.kept = true, nil
+}
+
+// Kept stops keeping readings and returns those kept since Keep, oldest
+// first.
+func (s *sampler) Kept() []gauges {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := s.kept
+	s.keeping, s.kept = false, nil
+	return kept
+}
+
 // MarkWindow starts a summary afresh of the samples taken in w, whose
 // start may be still to come.
 func (s *sampler) MarkWindow(w metrics.Window) {
@@ -256,4 +291,76 @@ func (s *sampler) Summary() *serverSamples {
 		out.WaitingShare = float64(s.waited) / float64(s.count)
 	}
 	return out
+}
+
+// addServer sets a series' server columns from the readings of its span:
+// the mean of the readings in each bucket, or the last one before it
+// where none was taken in it, and the preemptions counted in it. A column
+// the server does not publish stays empty.
+func addServer(s *metrics.Series, readings []gauges) {
+	n := seriesLen(s)
+	if n == 0 || s.Every <= 0 || len(readings) == 0 {
+		return
+	}
+	type column struct {
+		out       *[]float64
+		value     func(g gauges) float64
+		sum, last []float64
+		count     []int
+	}
+	cols := []*column{
+		{out: &s.ServerRunning, value: func(g gauges) float64 { return g.Running }},
+		{out: &s.ServerWaiting, value: func(g gauges) float64 { return g.Waiting }},
+		{out: &s.ServerKVUsage, value: func(g gauges) float64 { return g.KVUsage }},
+	}
+	preempt := make([]float64, n)
+	hasPreempt := false
+	for _, c := range cols {
+		c.sum, c.count = make([]float64, n), make([]int, n)
+	}
+	prev := -1.0
+	for _, g := range readings {
+		i := int(g.Time.Sub(s.Start) / s.Every)
+		if g.Preemptions >= 0 {
+			if prev >= 0 && i >= 0 && i < n && g.Preemptions > prev {
+				preempt[i] += g.Preemptions - prev
+			}
+			prev, hasPreempt = g.Preemptions, true
+		}
+		for _, c := range cols {
+			v := c.value(g)
+			if v < 0 {
+				continue
+			}
+			if c.last == nil {
+				c.last = []float64{v}
+			}
+			switch {
+			case i < 0:
+				c.last[0] = v // before the series: the value it starts with
+			case i < n:
+				c.sum[i] += v
+				c.count[i]++
+			}
+		}
+	}
+	for _, c := range cols {
+		if c.last == nil {
+			continue // the server does not publish it
+		}
+		// Before the first reading in the series, the last one before it
+		// (or, for none, the first one taken).
+		out := make([]float64, n)
+		held := c.last[0]
+		for i := range n {
+			if c.count[i] > 0 {
+				held = c.sum[i] / float64(c.count[i])
+			}
+			out[i] = math.Round(held*1000) / 1000
+		}
+		*c.out = out
+	}
+	if hasPreempt {
+		s.ServerPreemptions = preempt
+	}
 }

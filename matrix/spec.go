@@ -35,6 +35,8 @@ var (
 // More defaults of a [Spec].
 const (
 	defaultDuration = 30 * time.Second
+	// defaultSeries is the interval of a cell's time series.
+	defaultSeries = time.Second
 	// defaultPrefillRepeat is how many cold requests measure a prefill
 	// row: three give its median and a range that holds it (between the
 	// least and the most of them) three times in four.
@@ -121,6 +123,9 @@ type Spec struct {
 	// MaxTokens is each request's max_tokens, generated with ignore_eos;
 	// 0 means 8,192.
 	MaxTokens int `json:"max_tokens"`
+	// Series is the interval of each measured cell's time series (see
+	// [Measurement].Series); 0 means 1 s, a negative one keeps none.
+	Series Duration `json:"series,omitempty"`
 	// Warmup says when each cell's window opens; nil means a Min of 2 s,
 	// a Flow of 3 s, a Timeout of 60 s and a PerContextK of 1 s.
 	Warmup *Warmup `json:"warmup,omitempty"`
@@ -166,6 +171,9 @@ func (s Spec) WithDefaults() Spec {
 	}
 	if s.MaxTokens == 0 {
 		s.MaxTokens = defaultMaxTokens
+	}
+	if s.Series == 0 {
+		s.Series = Duration(defaultSeries)
 	}
 	if s.PrefillRepeat == 0 {
 		s.PrefillRepeat = defaultPrefillRepeat

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,7 @@ const (
 type shard struct {
 	mu     sync.Mutex
 	itl    [numParts]Histogram // guarded by mu
+	series seriesPart          // tokens and gaps over time, when the recorder keeps a series; guarded by mu
 	tokens atomic.Int64        // tokens observed, window or not
 	inWin  atomic.Int64        // tokens observed inside the window
 	_      [64]byte            // keep shards on separate cache lines
@@ -56,6 +58,10 @@ type Recorder struct {
 	parent   *Recorder // a model's recorder: its window is parent's
 	modelsMu sync.Mutex
 	models   map[string]*Recorder // guarded by modelsMu
+	// Every, when above 0, makes the recorder keep a time series of the
+	// run in buckets this long (see [Recorder.Series]); set it before the
+	// first call.
+	Every time.Duration
 
 	win     atomic.Pointer[Window]
 	opening atomic.Bool
@@ -65,9 +71,10 @@ type Recorder struct {
 	recorded atomic.Int64
 	failed   atomic.Int64
 
-	mu    sync.Mutex
-	parts [numParts]part // guarded by mu
-	tally tally          // guarded by mu
+	mu     sync.Mutex
+	parts  [numParts]part // guarded by mu
+	tally  tally          // guarded by mu
+	series seriesPart     // guarded by mu
 }
 
 // part holds what Record folds in for the requests of one part of the
@@ -163,12 +170,19 @@ func (r *Recorder) Observe(tl *Timeline, t time.Time, tokens int) {
 		}
 	}
 	w := r.window()
-	if tl.Chunks > 0 {
+	if tl.Chunks > 0 || r.Every > 0 {
 		n := int64(tokens)
 		if w == nil || t.Before(w.Start) {
 			n = -n // a warm-up gap
 		}
-		tl.gapBuf[tl.gapN] = gap{d: t.Sub(tl.Last) / time.Duration(tokens), n: n}
+		g := gap{d: -1, n: n} // a first chunk: its tokens, no gap (kept for a series alone)
+		if tl.Chunks > 0 {
+			g.d = t.Sub(tl.Last) / time.Duration(tokens)
+		}
+		if r.Every > 0 {
+			g.at = t.UnixNano()
+		}
+		tl.gapBuf[tl.gapN] = g
 		tl.gapN++
 		if tl.gapN == gapBufLen {
 			r.flush(tl)
@@ -232,16 +246,31 @@ func (r *Recorder) flush(tl *Timeline) {
 	if tl.model != nil && r.ByModel {
 		shards[1] = &tl.model.shards[tl.shard]
 	}
-	for _, s := range shards {
+	for i, s := range shards {
 		if s == nil {
 			continue
 		}
 		s.mu.Lock()
 		for _, g := range tl.gapBuf[:tl.gapN] {
-			if g.n < 0 {
-				s.itl[partWarmup].recordN(g.d, -g.n)
-			} else {
-				s.itl[partWindow].recordN(g.d, g.n)
+			n := g.n
+			switch {
+			case g.d < 0:
+				n = max(n, -n)
+			case n < 0:
+				n = -n
+				s.itl[partWarmup].recordN(g.d, n)
+			default:
+				s.itl[partWindow].recordN(g.d, n)
+			}
+			if i == 0 && r.Every > 0 { // the run's series; a model's recorder keeps none
+				if s.series.every == 0 {
+					s.series.every = r.Every
+				}
+				b := s.series.at(time.Unix(0, g.at))
+				b.tokens += n
+				if g.d >= 0 {
+					b.itl.add(sketchKey(g.d), uint32(min(n, math.MaxUint32)))
+				}
 			}
 		}
 		s.mu.Unlock()
@@ -369,6 +398,12 @@ func (r *Recorder) Record(tl *Timeline) {
 		if end.After(tl.First) {
 			a.activeAll += end.Sub(tl.First)
 		}
+	}
+	if r.Every > 0 {
+		if r.series.every == 0 {
+			r.series.every = r.Every
+		}
+		r.recordSeries(tl)
 	}
 	r.recorded.Add(1)
 	if tl.Kind != KindNone && tl.Kind != KindCanceled {

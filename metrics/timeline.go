@@ -178,9 +178,14 @@ type windowTally struct {
 	last   time.Time
 }
 
+// gap is a chunk's gap since the one before, for n tokens (negative in
+// the warm-up); d is -1 for a request's first chunk, kept only for a
+// series, whose bucket at (Unix nanoseconds) is set when the recorder
+// keeps one.
 type gap struct {
-	d time.Duration
-	n int64
+	d  time.Duration
+	n  int64
+	at int64
 }
 
 const gapBufLen = 16

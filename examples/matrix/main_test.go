@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/headless"
 	"github.com/llmload/llmload/internal/matrixcmd"
 	"github.com/llmload/llmload/internal/tokencount"
 	"github.com/llmload/llmload/loadgen/loadgentest"
@@ -363,6 +365,57 @@ func TestSeedMatrix(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 48, cells)
+	checkSeries(t, res)
+}
+
+// checkSeries checks the time series of a default matrix's results: each
+// measured cell has one; as JSON, they add at most 2 MB to the file; and
+// the HTML report, opened in Chromium, shows each cell's charts.
+func checkSeries(t *testing.T, res *matrix.Results) {
+	var with, without bytes.Buffer
+	require.NoError(t, matrix.FormatJSON.Write(&with, res))
+	bare := *res
+	bare.Cells = slices.Clone(res.Cells)
+	measured := map[string]bool{}
+	buckets := 0
+	for i := range bare.Cells {
+		c := &bare.Cells[i]
+		if c.Measurement == nil {
+			continue
+		}
+		label := tokencount.Format(c.ContextTokens) + " × " + strconv.Itoa(c.Concurrency)
+		require.NotNil(t, c.Measurement.Series, "%s has a time series", label)
+		measured[label] = true
+		buckets += len(c.Measurement.Series.TokensPerSec)
+		m := *c.Measurement
+		m.Series = nil
+		c.Measurement = &m
+	}
+	require.NoError(t, matrix.FormatJSON.Write(&without, &bare))
+	t.Logf("JSON of %d cells (%d measured, %d buckets of series): %d bytes with the series, %d without: %d more",
+		len(res.Cells), len(measured), buckets, with.Len(), without.Len(), with.Len()-without.Len())
+	assert.Less(t, with.Len()-without.Len(), 2<<20, "the series add at most 2 MB")
+
+	browser := headless.Find()
+	if browser == "" {
+		t.Skipf("no headless Chromium on PATH (looked for %s): the HTML report is not opened", strings.Join(headless.Names, ", "))
+	}
+	page := filepath.Join(t.TempDir(), "report.html")
+	f, err := os.Create(page)
+	require.NoError(t, err)
+	require.NoError(t, matrix.FormatHTML.Write(f, res))
+	require.NoError(t, f.Close())
+	dom, err := headless.Run(t.Context(), browser, t.TempDir(), "--dump-dom", "file://"+page)
+	require.NoError(t, err)
+	charted := map[string]bool{}
+	for _, b := range strings.Split(string(dom), `<div class="seriescell" data-cell="`)[1:] {
+		label, _, _ := strings.Cut(b, `"`)
+		charted[label] = true
+		assert.Equal(t, 3, strings.Count(b, `<svg class="plot"`), "%s: three charts", label)
+		assert.Contains(t, b, "<polyline", "%s: its lines", label)
+		assert.Contains(t, b, "<title>", "%s: its figures on hover", label)
+	}
+	assert.Equal(t, measured, charted, "the report charts every measured cell over time")
 }
 
 // TestWriteHints: before a run against a server that did not publish every

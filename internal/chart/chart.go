@@ -26,6 +26,18 @@ type Chart struct {
 	RefY      float64
 	Mark      float64
 	MarkLabel string
+	// Bands are hover areas the height of the plot, each with its
+	// tooltip: a time series' values over one span of x.
+	Bands []Band
+}
+
+// PlotH is the plot area's height.
+func (c Chart) PlotH() float64 { return c.Bottom - c.Top }
+
+// Band is a hover area from X, W wide, with its tooltip.
+type Band struct {
+	X, W  float64
+	Title string
 }
 
 // Tick is an axis tick: its position and label.

@@ -22,7 +22,7 @@ type SpecFlags struct {
 	spec                         matrix.Spec
 	contexts, concurrency        string
 	prefill                      string
-	duration                     time.Duration
+	duration, series             time.Duration
 	warmMin, warmFlow, warmTO    time.Duration
 	warmPerK                     time.Duration
 	sloTTFT, sloTPOT, sloLatency time.Duration
@@ -41,6 +41,7 @@ func (f *SpecFlags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&f.spec.PrefillRepeat, "prefill-repeat", d.PrefillRepeat, "cold requests that measure each prefill row (their median, and a range to compare)")
 	fs.DurationVar(&f.duration, "duration", time.Duration(d.Duration), "measurement window of each cell")
 	fs.IntVar(&f.spec.MaxTokens, "max-tokens", d.MaxTokens, "max output tokens per request")
+	fs.DurationVar(&f.series, "series", time.Duration(d.Series), "interval of each cell's time series, in the results and the reports (0 keeps none)")
 	fs.DurationVar(&f.warmMin, "warmup-min", time.Duration(d.Warmup.Min), "least warm-up of a cell")
 	fs.DurationVar(&f.warmFlow, "warmup-flow", time.Duration(d.Warmup.Flow), "how long tokens must flow from every stream before the window")
 	fs.DurationVar(&f.warmTO, "warmup-timeout", time.Duration(d.Warmup.Timeout), "warm-up timeout, plus -warmup-per-k per 1,024 tokens of context")
@@ -100,6 +101,10 @@ func (f *SpecFlags) Spec(fs *flag.FlagSet) (matrix.Spec, error) {
 	} else if s.ImageFormat == "" {
 		s.ImageFormat = f.images.Format() // an unknown one, for Validate to refuse
 	}
+	s.Series = matrix.Duration(f.series)
+	if f.series <= 0 {
+		s.Series = -1 // none
+	}
 	s.Warmup = &matrix.Warmup{Min: matrix.Duration(f.warmMin), Flow: matrix.Duration(f.warmFlow),
 		Timeout: matrix.Duration(f.warmTO), PerContextK: matrix.Duration(f.warmPerK)}
 	if f.sloTTFT > 0 || f.sloTPOT > 0 || f.sloLatency > 0 {
@@ -128,7 +133,7 @@ func (f *SpecFlags) GridSet() bool { return f.gridSet }
 // specFlagNames are the flags that set each field of matrix.Spec.
 var specFlagNames = map[string]string{
 	"URL": "-url", "Contexts": "-contexts", "Concurrency": "-concurrency", "Prefill": "-prefill", "PrefillRepeat": "-prefill-repeat",
-	"Duration": "-duration", "MaxTokens": "-max-tokens", "ErrorThreshold": "-error-threshold",
+	"Duration": "-duration", "Series": "-series", "MaxTokens": "-max-tokens", "ErrorThreshold": "-error-threshold",
 	"Warmup.Min": "-warmup-min", "Warmup.Flow": "-warmup-flow", "Warmup.Timeout": "-warmup-timeout",
 	"Warmup.PerContextK": "-warmup-per-k", "SLO": "-slo-ttft, -slo-tpot or -slo-latency",
 	"Images": "-image", "ImageFormat": "-image-format",
