@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmload/llmload/internal/headless"
+	"github.com/llmload/llmload/internal/seriesview"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -243,7 +244,7 @@ func TestSeriesCSV(t *testing.T) {
 	rows, measured, cells := 0, 0, map[string]int{}
 	for _, c := range r.Cells {
 		if c.Measurement != nil {
-			rows += seriesLen(c.Measurement.Series)
+			rows += seriesview.Len(c.Measurement.Series)
 			measured++
 		}
 	}
@@ -287,7 +288,7 @@ func TestWriteHTMLChartsEachCellOverTime(t *testing.T) {
 	for i := range r.Cells {
 		if c := &r.Cells[i]; c.Measurement != nil {
 			want[cellLabel(c)] = true
-			buckets[cellLabel(c)] = seriesLen(c.Measurement.Series)
+			buckets[cellLabel(c)] = seriesview.Len(c.Measurement.Series)
 		}
 	}
 	got := map[string]bool{}

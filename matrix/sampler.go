@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/llmload/llmload/internal/seriesview"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -298,7 +299,7 @@ func (s *sampler) Summary() *serverSamples {
 // where none was taken in it, and the preemptions counted in it. A column
 // the server does not publish stays empty.
 func addServer(s *metrics.Series, readings []gauges) {
-	n := seriesLen(s)
+	n := seriesview.Len(s)
 	if n == 0 || s.Every <= 0 || len(readings) == 0 {
 		return
 	}

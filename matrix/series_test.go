@@ -64,13 +64,19 @@ func TestCellSeries(t *testing.T) {
 		in := windowBuckets(s)
 		require.GreaterOrEqual(t, len(in), 5, "0 × %d: the window's buckets", n)
 		var tokens, decoding, running, waiting float64
+		flowed := 0
 		for _, i := range in {
 			tokens += s.TokensPerSec[i]
 			decoding += s.Decoding[i]
 			running += s.ServerRunning[i]
 			waiting += s.ServerWaiting[i]
-			assert.Positive(t, s.ITLP50[i], "0 × %d bucket %d: tokens flowed", n, i)
+			if s.ITLP50[i] > 0 {
+				flowed++
+			}
 		}
+		// A loaded machine (or the race detector) may stall the client for
+		// a bucket of 100 ms now and then.
+		assert.GreaterOrEqual(t, flowed, len(in)*4/5, "0 × %d: tokens flowed in the window's buckets", n)
 		k := float64(len(in))
 		assert.InEpsilon(t, m.TotalTokensPerSec, tokens/k, 0.1, "0 × %d: the window's buckets average to its rate", n)
 		running4 := float64(min(n, 4))
@@ -79,7 +85,9 @@ func TestCellSeries(t *testing.T) {
 		assert.InDelta(t, float64(n)-running4, waiting/k, 0.3, "0 × %d: the server's waiting requests", n)
 		var p50s []float64
 		for _, i := range in {
-			p50s = append(p50s, s.ITLP50[i])
+			if s.ITLP50[i] > 0 {
+				p50s = append(p50s, s.ITLP50[i])
+			}
 		}
 		slices.Sort(p50s)
 		assert.InEpsilon(t, m.ITL.P50, p50s[len(p50s)/2], 0.2, "0 × %d: the gaps between tokens, bucket by bucket", n)

@@ -24,7 +24,8 @@ import (
 //
 // ns/token is the recording alone, contention included. fixed-ms is what a
 // cell pays once: allocating the histograms and merging them (or, for the
-// recorder, merging its shards as Summary does). heap-B is the memory the
+// recorder, merging its shards as Summary does). recorder+series is the
+// recorder keeping a time series of 1 s buckets as well. heap-B is the memory the
 // scheme holds (histograms, and for the recorder the workers' timelines),
 // measured as live heap growth: a histogram takes about 188 KB. A cell
 // records about 6 million gaps a minute at 1,000 streams of 100 tokens/s.
@@ -38,7 +39,8 @@ func BenchmarkConcurrentGaps(b *testing.B) {
 		}{
 			{"guarded", benchGuarded},
 			{"per-worker", benchPerWorker},
-			{"recorder", benchRecorder},
+			{"recorder", func(b *testing.B, workers int) (time.Duration, uint64) { return benchRecorder(b, workers, 0) }},
+			{"recorder+series", func(b *testing.B, workers int) (time.Duration, uint64) { return benchRecorder(b, workers, time.Second) }},
 		} {
 			b.Run(fmt.Sprintf("workers=%d/%s", workers, sc.name), func(b *testing.B) {
 				procs := runtime.GOMAXPROCS(0)
@@ -137,9 +139,11 @@ func benchPerWorker(b *testing.B, workers int) (time.Duration, uint64) {
 // streams before Record.
 const tokensPerRequest = 1000
 
-func benchRecorder(b *testing.B, workers int) (time.Duration, uint64) {
+// benchRecorder runs the recorder, keeping a time series of buckets of
+// every when above 0.
+func benchRecorder(b *testing.B, workers int, every time.Duration) (time.Duration, uint64) {
 	t0 := time.Now()
-	r := &Recorder{}
+	r := &Recorder{Every: every}
 	r.SetWindow(Window{Start: t0, End: t0.Add(24 * time.Hour)})
 	// The per-request histograms (TTFT, latency, ...) would exist in every
 	// scheme: create them before the baseline.

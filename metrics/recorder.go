@@ -266,10 +266,9 @@ func (r *Recorder) flush(tl *Timeline) {
 				if s.series.every == 0 {
 					s.series.every = r.Every
 				}
-				b := s.series.at(time.Unix(0, g.at))
-				b.tokens += n
+				s.series.atNanos(g.at).tokens += n
 				if g.d >= 0 {
-					b.itl.add(sketchKey(g.d), uint32(min(n, math.MaxUint32)))
+					s.series.recordGaps(g.at, g.d, uint32(min(n, math.MaxUint32)))
 				}
 			}
 		}

@@ -34,7 +34,7 @@ const seriesCap = 3600
 type Series struct {
 	Start time.Time     `json:"start"`
 	End   time.Time     `json:"end"`
-	Every time.Duration `json:"every"`
+	Every time.Duration `json:"every_ns"`
 	// Window is the recording's measurement window, zero without one.
 	Window Window `json:"window,omitzero"`
 
@@ -112,12 +112,20 @@ func sketchValue(key uint16) time.Duration {
 }
 
 func (s *sketch) add(key uint16, n uint32) {
-	i, found := slices.BinarySearchFunc(s.bins, key, func(b sketchBin, k uint16) int { return int(b.key) - int(k) })
-	if found {
-		s.bins[i].n += n
+	lo, hi := 0, len(s.bins)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s.bins[m].key < key {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(s.bins) && s.bins[lo].key == key {
+		s.bins[lo].n += n
 		return
 	}
-	s.bins = slices.Insert(s.bins, i, sketchBin{key, n})
+	s.bins = slices.Insert(s.bins, lo, sketchBin{key, n})
 	if len(s.bins) > sketchMaxBins {
 		s.bins[1].n += s.bins[0].n
 		s.bins = slices.Delete(s.bins, 0, 1)
@@ -178,6 +186,60 @@ type seriesPart struct {
 	every time.Duration
 	first int64
 	b     []seriesBucket
+	gaps  *gapCounts // the gaps of the bucket most recently given one, not yet in its sketch
+}
+
+// gapCounts counts the gaps of one bucket in every bin of a sketch, so that
+// a gap costs an increment; they go into the bucket's sketch when gaps
+// come for another bucket, when the part coarsens, and before it is read.
+// A shard's gaps come in the order of their times, give or take a
+// timeline's buffer, so nearly every gap goes to the bucket of the one
+// before it.
+type gapCounts struct {
+	on     bool
+	k      int64 // the bucket
+	lo, hi uint16
+	n      [1 << 11]uint32
+}
+
+// atNanos returns the bucket holding the Unix time ns.
+func (p *seriesPart) atNanos(ns int64) *seriesBucket {
+	if i := ns/int64(p.every) - p.first; i >= 0 && i < int64(len(p.b)) {
+		return &p.b[i]
+	}
+	return p.at(time.Unix(0, ns))
+}
+
+// recordGaps counts n gaps of d, the later token at the Unix time ns.
+func (p *seriesPart) recordGaps(ns int64, d time.Duration, n uint32) {
+	if p.gaps == nil {
+		p.gaps = new(gapCounts)
+	}
+	g := p.gaps
+	k := ns / int64(p.every)
+	if !g.on || g.k != k {
+		p.spill()
+		g.on, g.k, g.lo, g.hi = true, k, math.MaxUint16, 0
+	}
+	key := sketchKey(d)
+	g.n[key] += n
+	g.lo, g.hi = min(g.lo, key), max(g.hi, key)
+}
+
+// spill puts the counted gaps into their bucket's sketch.
+func (p *seriesPart) spill() {
+	g := p.gaps
+	if g == nil || !g.on {
+		return
+	}
+	g.on = false
+	b := p.at(time.Unix(0, g.k*int64(p.every)))
+	for key := int(g.lo); key <= int(g.hi); key++ {
+		if g.n[key] > 0 {
+			b.itl.add(uint16(key), g.n[key])
+			g.n[key] = 0
+		}
+	}
 }
 
 // bucketOf returns the number of the bucket holding t.
@@ -185,6 +247,7 @@ func (p *seriesPart) bucketOf(t time.Time) int64 { return t.UnixNano() / int64(p
 
 // coarsen merges the buckets in pairs and doubles the interval.
 func (p *seriesPart) coarsen() {
+	p.spill()
 	p.every *= 2
 	if len(p.b) == 0 {
 		return
@@ -380,6 +443,7 @@ func (r *Recorder) Series() *Series {
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.Lock()
+		s.series.spill()
 		all.add(&s.series)
 		s.mu.Unlock()
 	}

@@ -79,6 +79,26 @@ func TestJSONContract(t *testing.T) {
 	res, err := sweep.ReadResults(strings.NewReader(out))
 	require.NoError(t, err)
 	assert.Equal(t, loadgen.Open{Rate: 40, Seed: res.Seed}, res.Runs[0].Load)
+
+	// The run over time, in buckets of -series (1 s by default): every
+	// request begun and completed is in one.
+	series := res.Runs[0].Series
+	require.NotNil(t, series)
+	assert.Equal(t, time.Second, series.Every)
+	started, finished := 0, 0
+	for i := range series.TokensPerSec {
+		started += series.Started[i]
+		finished += series.Finished[i]
+	}
+	assert.Equal(t, 30, started)
+	assert.Equal(t, 30, finished)
+	for _, k := range []string{"tok_s", "started", "finished", "ttft_p50_ms", "itl_p99_ms", "decoding", "waiting"} {
+		assert.Contains(t, r["series"], k)
+	}
+
+	code, out, errOut = bench(t, append(quick, "-requests", "4", "-warmup", "0", "-series", "0", "-format", "json", "-quiet")...)
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, `"series"`, "-series 0 keeps none")
 }
 
 // A dataset with a malformed line stops the command before anything is

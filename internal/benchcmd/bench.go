@@ -41,7 +41,7 @@ type Flags struct {
 	arrival                     loadgen.Arrival
 	load                        loadgen.Load // the load of a single run
 	open                        loadgen.Open // the rate runs of a sweep or a search
-	duration, warmup            time.Duration
+	duration, warmup, series    time.Duration
 	requests                    int
 	rates, throughput           int
 	objective                   sweep.Objective
@@ -76,6 +76,7 @@ func (b *Flags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&b.maxInFlight, "max-in-flight", 0, fmt.Sprintf("cap on an open loop's requests in flight (0: %d)", loadgen.DefaultMaxInFlight))
 	fs.DurationVar(&b.duration, "duration", 10*time.Second, "measurement window of each run")
 	fs.DurationVar(&b.warmup, "warmup", 2*time.Second, "warm-up before each run's window; its requests are reported apart")
+	fs.DurationVar(&b.series, "series", time.Second, "interval of each run's time series, in the results (0 keeps none)")
 	fs.IntVar(&b.requests, "requests", 0, "send this many requests a run and wait for them all, instead of a -duration window")
 	fs.IntVar(&b.rates, "rates", sweep.DefaultRates, "rates a sweep runs between its synchronous and throughput runs")
 	fs.IntVar(&b.throughput, "throughput", sweep.DefaultThroughput, "streams of a sweep's or a search's throughput run")
@@ -301,6 +302,9 @@ func (b *Flags) IgnoreEOS() bool { return b.ignoreEOS }
 func (b *Flags) Run(ctx context.Context, client *loadgen.Client, mix *workload.Mix, requests *requestlog.Writer, lm *live.Metrics, res *sweep.Results, onResult func(sweep.Result)) error {
 	target := func(load loadgen.Load) (*loadgen.Generator, error) {
 		g := &loadgen.Generator{Client: client, Duration: b.duration, Warmup: b.warmup, Requests: b.requests}
+		if b.series > 0 {
+			g.Recorder = &metrics.Recorder{Every: b.series}
+		}
 		if len(mix.Builder.Models) > 0 {
 			if g.Recorder == nil {
 				g.Recorder = &metrics.Recorder{}

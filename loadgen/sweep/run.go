@@ -122,6 +122,9 @@ type Result struct {
 	// send). Both are zero in a closed loop.
 	Queued         int                  `json:"queued,omitempty"`
 	LatencyFromDue metrics.Distribution `json:"latency_from_due,omitzero"`
+	// Series is the run over time, warm-up and window (see
+	// [metrics.Series]), when its Recorder kept one ([metrics.Recorder].Every).
+	Series *metrics.Series `json:"series,omitempty"`
 	// Stopped says why the run ended.
 	Stopped loadgen.StopReason `json:"stopped"`
 	// OverCapacity, when not empty, says why an open-loop run was
@@ -234,6 +237,7 @@ func resultOf(run *loadgen.Run, load loadgen.Load, label string, obj Objective) 
 	if run.Health.Limited {
 		r.ClientLimited = run.Health.Reason
 	}
+	r.Series = run.Recorder.Series()
 	if _, closed := load.(loadgen.Closed); !closed && load != nil {
 		r.Queued = run.Queued
 		r.LatencyFromDue = run.Recorder.LatencyFromDueOf(metrics.ScopeWindow)
