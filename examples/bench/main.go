@@ -86,7 +86,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	o.body.Register(fs)
 	o.images.Register(fs)
 	o.bench.Register(fs)
-	fs.StringVar(&o.format, "format", "table", "report format: table, json or html")
+	fs.StringVar(&o.format, "format", "table", "report format: table, json, html, or series-csv (each run's time series)")
 	fs.StringVar(&o.out, "o", "", "write the report to this file instead of standard output")
 	fs.BoolVar(&o.serverTimings, "server-timings", false, "ask the server for its own timings of each request (include_metrics: vLLM with --enable-per-request-metrics) and split TTFT into its queue, its prefill and the rest; always on with the simulator")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve the client's own metrics for Prometheus at http://ADDR/metrics while the runs go on (requests in flight, tokens, TTFT and time between tokens, errors by kind, labelled by run), e.g. :9464")
@@ -103,9 +103,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		return nil, err
 	}
 	switch o.format {
-	case "table", "json", "html":
+	case "table", "json", "html", "series-csv":
 	default:
-		return nil, fmt.Errorf("unknown -format %q (want table, json or html)", o.format)
+		return nil, fmt.Errorf("unknown -format %q (want table, json, html or series-csv)", o.format)
 	}
 	if _, err := o.client.RoundTripper(1); err != nil {
 		return nil, err

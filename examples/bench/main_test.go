@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +98,21 @@ func TestJSONContract(t *testing.T) {
 		assert.Contains(t, r["series"], k)
 	}
 
+	code, out, errOut = bench(t, append(quick, "-requests", "30", "-warmup", "0", "-format", "series-csv", "-quiet")...)
+	require.Equal(t, 0, code, errOut)
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	require.NoError(t, err)
+	require.Greater(t, len(rows), 1)
+	assert.Equal(t, []string{"run", "t_s", "bucket_s", "in_window", "tok_s"}, rows[0][:5])
+	started = 0
+	for _, row := range rows[1:] {
+		assert.Equal(t, "concurrency 8", row[0])
+		n, err := strconv.Atoi(row[5])
+		require.NoError(t, err)
+		started += n
+	}
+	assert.Equal(t, 30, started, "every request in a row")
+
 	code, out, errOut = bench(t, append(quick, "-requests", "4", "-warmup", "0", "-series", "0", "-format", "json", "-quiet")...)
 	require.Equal(t, 0, code, errOut)
 	assert.NotContains(t, out, `"series"`, "-series 0 keeps none")
@@ -148,7 +165,13 @@ func TestSweepPage(t *testing.T) {
 	require.NoError(t, err)
 	html := string(b)
 	assert.Contains(t, html, "<title>Sweep of synthetic prompts")
-	assert.Equal(t, 3, strings.Count(html, `<svg class="plot"`))
+	curves, overTime, _ := strings.Cut(html, `<h2 class="over">Over time</h2>`)
+	assert.Equal(t, 3, strings.Count(curves, `<svg class="plot"`), "the latency–throughput curves")
+	// Each of the four runs over time: three charts, their figures on hover.
+	assert.Equal(t, 4, strings.Count(overTime, `<div class="charts series" data-run=`))
+	assert.Equal(t, 4*3, strings.Count(overTime, `<svg class="plot"`))
+	assert.Contains(t, overTime, `<rect class="band"`)
+	assert.Contains(t, overTime, " started · ")
 	for _, label := range []string{"synchronous (concurrency 1)", "throughput (concurrency 16)", "constant "} {
 		assert.Contains(t, html, label)
 	}

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/internal/chart"
+	"github.com/llmload/llmload/internal/seriesview"
 	"github.com/llmload/llmload/internal/textsafe"
+	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -67,6 +69,18 @@ func (r *Results) writeHTML(w io.Writer) error {
 	if len(r.Runs) >= 2 {
 		page.Charts = r.curves()
 	}
+	for _, run := range r.Runs {
+		if run.Series == nil {
+			continue
+		}
+		most := 1.0
+		if c, ok := run.Load.(loadgen.Closed); ok {
+			most = float64(c.Streams)
+		}
+		if caption, charts := seriesview.Charts(run.Series, most); len(charts) > 0 {
+			page.Series = append(page.Series, htmlSeries{Label: run.name(), Caption: caption, Charts: charts})
+		}
+	}
 	return htmlTemplate.Execute(w, page)
 }
 
@@ -77,6 +91,13 @@ type htmlPage struct {
 	Notes                            []string
 	Rows                             []htmlRow
 	Charts                           []chart.Chart
+	Series                           []htmlSeries
+}
+
+// htmlSeries is one run's charts over time.
+type htmlSeries struct {
+	Label, Caption string
+	Charts         []chart.Chart
 }
 
 type htmlRow struct {

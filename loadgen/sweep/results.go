@@ -1,12 +1,15 @@
 package sweep
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/llmload/llmload/internal/seriesview"
 	"github.com/llmload/llmload/loadgen"
 )
 
@@ -67,8 +70,14 @@ type Server struct {
 //     against each run's Capacity, the requests a second its output rate
 //     stands for), with a search's answer marked; latencies that span more
 //     than a factor of 30 are drawn on a logarithmic scale.
+//     Each run's time series (Result.Series), where it kept one, is drawn
+//     under them: output tok/s, latencies and requests at once, each
+//     bucket's figures on hover;
+//   - "series-csv": each run's time series, a row a bucket (the run's
+//     label, the bucket's start in seconds from the run's first and its
+//     length, whether it starts in the window, then its figures).
 //
-// Another format is an error that names the three.
+// Another format is an error that names the four.
 func (r *Results) Write(w io.Writer, format string) error {
 	switch format {
 	case "", "table":
@@ -77,8 +86,40 @@ func (r *Results) Write(w io.Writer, format string) error {
 		return r.writeJSON(w)
 	case "html":
 		return r.writeHTML(w)
+	case "series-csv":
+		return r.writeSeriesCSV(w)
 	}
-	return fmt.Errorf("sweep: unknown format %q: write table, json or html", format)
+	return fmt.Errorf("sweep: unknown format %q: write table, json, html or series-csv", format)
+}
+
+// writeSeriesCSV writes each run's time series as CSV, a row a bucket.
+func (r *Results) writeSeriesCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"run", "t_s", "bucket_s", "in_window", "tok_s", "started", "finished", "failed",
+		"ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p90_ms", "itl_p99_ms",
+		"streams_decoding", "streams_waiting"})
+	num := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	for _, run := range r.Runs {
+		s := run.Series
+		if s == nil || s.Every <= 0 {
+			continue
+		}
+		for i, row := range seriesview.Rows(s, 1) {
+			in := "0"
+			if start := s.Start.Add(time.Duration(i) * s.Every); !start.Before(s.Window.Start) && start.Before(s.Window.End) {
+				in = "1"
+			}
+			_ = cw.Write([]string{run.Label, num(row.From), num(s.Every.Seconds()), in, num(row.TokS),
+				strconv.Itoa(row.Started), strconv.Itoa(row.Finished), strconv.Itoa(row.Failed),
+				num(row.TTFT50), num(row.TTFT90), num(row.TTFT99), num(row.ITL50), num(row.ITL90), num(row.ITL99),
+				num(row.Decoding), num(row.Waiting)})
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("sweep: write series CSV: %w", err)
+	}
+	return nil
 }
 
 // writeJSON writes the results as an indented JSON document.

@@ -268,7 +268,7 @@ func TestWriteRefusesAnUnknownFormat(t *testing.T) {
 	err := (&sweep.Results{}).Write(&out, "markdown")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `"markdown"`)
-	assert.Contains(t, err.Error(), "table, json or html")
+	assert.Contains(t, err.Error(), "table, json, html or series-csv")
 	assert.Zero(t, out.Len(), "nothing written")
 }
 
