@@ -4,13 +4,22 @@ import (
 	"bytes"
 	"io"
 	"testing"
+	"time"
 )
 
 // FuzzReports renders every results document ReadResults accepts, alone
 // and compared with the seed, in every format: no renderer may fail or
 // panic, and the HTML never refers to anything outside the page.
 func FuzzReports(f *testing.F) {
-	for _, r := range []*Results{seedResults(f), simulatedResults(), {Schema: Schema}} {
+	damaged := withSeries(simulatedResults())
+	for i := range damaged.Cells {
+		if m := damaged.Cells[i].Measurement; m != nil {
+			m.Series.ITLP99 = m.Series.ITLP99[:i%3]
+			m.Series.ServerRunning = m.Series.ServerRunning[:i%5]
+			m.Series.Every *= time.Duration(i)
+		}
+	}
+	for _, r := range []*Results{seedResults(f), simulatedResults(), {Schema: Schema}, withSeries(simulatedResults()), damaged} {
 		var b bytes.Buffer
 		if err := r.writeJSON(&b); err != nil {
 			f.Fatal(err)
@@ -31,7 +40,7 @@ func FuzzReports(f *testing.F) {
 		}
 		cmp := Compare(seed, r)
 		for _, write := range []func(io.Writer) error{
-			r.writeTable, r.writeMarkdown, r.writeCSV, r.writeHTML,
+			r.writeTable, r.writeMarkdown, r.writeCSV, r.writeHTML, r.writeSeriesCSV,
 			cmp.writeTable, cmp.writeMarkdown, cmp.writeCSV, cmp.writeJSON, cmp.writeHTML,
 		} {
 			var b bytes.Buffer
