@@ -107,6 +107,8 @@ type engine struct {
 	histMu                    sync.Mutex // guards the histograms
 	ttft, itl, e2e, queueTime histogram
 	lastStep                  time.Time // when the last step ended
+
+	power *powerMeter // nil without a power model
 }
 
 func newEngine(p Profile) *engine {
@@ -421,6 +423,7 @@ func (e *engine) apply(now time.Time) {
 	e.generationTokens.Add(generated)
 	e.finished.Add(finished)
 	e.nRunning.Store(int64(len(e.running)) - finished)
+	e.power.set(time.Now(), len(e.running)-int(finished))
 	e.nUsed.Store(int64(e.cache.used))
 	for _, r := range e.running {
 		if !r.sampled {
@@ -440,6 +443,7 @@ func (e *engine) apply(now time.Time) {
 
 func (e *engine) publish() {
 	e.nRunning.Store(int64(len(e.running)))
+	e.power.set(time.Now(), len(e.running))
 	e.nWaiting.Store(int64(e.nwait))
 	e.nUsed.Store(int64(e.cache.used))
 }

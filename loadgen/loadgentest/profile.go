@@ -130,6 +130,18 @@ type Profile struct {
 	// in seconds, paid in the step that admits a request (not when the
 	// prefix cache holds its whole prompt). 0 means none.
 	VisionEncodePerToken float64
+	// IdleWatts, BusyWatts, RunningWatts and MaxWatts are the power
+	// model of the simulated GPUs, which /dcgm/metrics publishes as an
+	// NVIDIA DCGM exporter does: the GPUs draw IdleWatts, plus BusyWatts
+	// while any request runs and RunningWatts for each running request,
+	// at most MaxWatts (0: no cap), in the profile's own time. A server
+	// at Speed does Speed times the work a second, so it draws Speed
+	// times the power and the energy of a token stays the profile's. All
+	// zero: no power model, and /dcgm/metrics answers 404.
+	IdleWatts, BusyWatts, RunningWatts, MaxWatts float64
+	// GPUs is how many GPUs the power is split over, each a series of
+	// /dcgm/metrics; 0 means 1.
+	GPUs int
 
 	// TruthBytes caps the memory of the ground truth the server records
 	// (about 16 bytes a chunk and 256 a request); 0 means
@@ -173,6 +185,10 @@ func SeedProfile() Profile {
 		// A vision encoder of about 0.6B parameters: a 448×448 image,
 		// 256 tokens, takes 26 ms.
 		VisionEncodePerToken: 0.1e-3,
+		// An RTX 3060's draw: about 15 W idle with the model loaded,
+		// about 100 W decoding one stream, its 170 W limit from about
+		// 25 streams.
+		IdleWatts: 15, BusyWatts: 85, RunningWatts: 3, MaxWatts: 170,
 	}
 }
 
@@ -194,6 +210,7 @@ func FastProfile() Profile {
 		PrefillPerToken:     10e-6,
 		DecodeBase:          []BatchCost{{1, 10e-3}},
 		TruthBytes:          -1,
+		IdleWatts:           60, BusyWatts: 240, RunningWatts: 0.05, MaxWatts: 700,
 	}
 }
 
@@ -324,7 +341,26 @@ func (p Profile) withDefaults() Profile {
 	}
 	p.DecodeBase = slices.Clone(p.DecodeBase)
 	p.Adapters = slices.Clone(p.Adapters)
+	p.GPUs = max(p.GPUs, 1)
 	return p
+}
+
+// hasPower reports whether the profile has a power model.
+func (p Profile) hasPower() bool {
+	return p.IdleWatts > 0 || p.BusyWatts > 0 || p.RunningWatts > 0
+}
+
+// watts is the draw of all the GPUs, in wall time, with running requests
+// in the running set.
+func (p Profile) watts(running int) float64 {
+	w := p.IdleWatts
+	if running > 0 {
+		w += p.BusyWatts + p.RunningWatts*float64(running)
+	}
+	if p.MaxWatts > 0 {
+		w = min(w, p.MaxWatts)
+	}
+	return w * p.Speed
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -48,6 +48,7 @@ func (s *Server) Truth() *Truth { return s.Handler.Truth() }
 //	GET  /health
 //	GET  /metrics                Prometheus text format, vLLM's metric names
 //	GET  /debug/truth            the ground truth as JSON (see [Truth])
+//	GET  /dcgm/metrics           the GPUs' power and energy as NVIDIA's DCGM exporter publishes them, from the profile's power model
 //
 // Its engine runs in a goroutine of its own until Close.
 type Handler struct {
@@ -63,6 +64,7 @@ type Handler struct {
 	chunks  atomic.Int64
 	written atomic.Int64
 	started time.Time
+	power   *powerMeter // nil without a power model
 }
 
 // NewHandler returns a handler simulating p, its engine started. The caller
@@ -80,6 +82,10 @@ func NewHandler(p Profile) *Handler {
 		idBase:  hex.EncodeToString(b[:]),
 		started: time.Now(),
 	}
+	if p.hasPower() {
+		h.power = newPowerMeter(p, h.started)
+		h.eng.power = h.power
+	}
 	h.eng.start()
 	h.pool = newPooler(p, h.done)
 	h.mux.HandleFunc("POST /v1/completions", h.serveGenerate)
@@ -93,6 +99,7 @@ func NewHandler(p Profile) *Handler {
 	h.mux.HandleFunc("GET /health", func(http.ResponseWriter, *http.Request) {})
 	h.mux.HandleFunc("GET /metrics", h.serveMetrics)
 	h.mux.HandleFunc("GET /debug/truth", h.serveTruth)
+	h.mux.HandleFunc("GET /dcgm/metrics", h.serveDCGM)
 	return h
 }
 
@@ -134,11 +141,13 @@ type Stats struct {
 	Chunks             int64         // chunks written that carried output tokens
 	WrittenTokens      int64         // output tokens written in those chunks
 	Behind             time.Duration // wall time the engine fell behind its schedule and skipped
+	Joules             float64       // energy the power model drew since the server started, over all GPUs, in wall time: /dcgm/metrics's ground truth
 }
 
 // Stats returns a snapshot of the engine's state and counters.
 func (h *Handler) Stats() Stats {
 	e := h.eng
+	joules, _, _ := h.power.read(time.Now())
 	return Stats{
 		Running:            int(e.nRunning.Load()),
 		Waiting:            int(e.nWaiting.Load()),
@@ -154,5 +163,6 @@ func (h *Handler) Stats() Stats {
 		Chunks:             h.chunks.Load(),
 		WrittenTokens:      h.written.Load(),
 		Behind:             time.Duration(e.behind.Load()),
+		Joules:             joules,
 	}
 }
