@@ -1,0 +1,343 @@
+// Package dcgm reads the GPUs' power, energy, utilization and memory from
+// NVIDIA's DCGM exporter (dcgm-exporter) while a run goes on, and gives
+// what a window of it drew: the difference of each GPU's energy counter
+// where it publishes one, its power integrated over time where not,
+// summed over every GPU of every exporter.
+package dcgm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/llmload/llmload/metrics"
+)
+
+// The DCGM exporter's metric names, and their units.
+const (
+	powerName  = "DCGM_FI_DEV_POWER_USAGE"              // W, a gauge
+	energyName = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" // mJ since boot, a counter
+	utilName   = "DCGM_FI_DEV_GPU_UTIL"                 // %, a gauge
+	memoryName = "DCGM_FI_DEV_FB_USED"                  // MiB, a gauge
+)
+
+// ErrNoPower is the error of a reading or a window without the power or
+// the energy of any GPU.
+var ErrNoPower = errors.New("dcgm: no GPU's " + energyName + " or " + powerName +
+	": point -gpu-metrics at a DCGM exporter's /metrics (dcgm-exporter listens on :9400)")
+
+// point is one GPU's figures at one time; NaN where the exporter gave
+// none.
+type point struct {
+	at                            time.Time
+	energy, power, util, memoryMB float64
+}
+
+// parse reads one exposition into a point for each GPU, keyed by key and
+// the GPU's UUID (or its host and index, where it has none).
+func parse(r io.Reader, key string, at time.Time) (map[string]point, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("dcgm: parse the exporter's metrics: %w", err)
+	}
+	gpus := map[string]point{}
+	for _, name := range []string{energyName, powerName, utilName, memoryName} {
+		f, ok := families[name]
+		if !ok {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			id := key + "/" + gpuID(m)
+			p, ok := gpus[id]
+			if !ok {
+				p = point{at: at, energy: math.NaN(), power: math.NaN(), util: math.NaN(), memoryMB: math.NaN()}
+			}
+			v := value(m)
+			switch name {
+			case energyName:
+				p.energy = v
+			case powerName:
+				p.power = v
+			case utilName:
+				p.util = v
+			case memoryName:
+				p.memoryMB = v
+			}
+			gpus[id] = p
+		}
+	}
+	return gpus, nil
+}
+
+// gpuID names a series' GPU: its UUID, else its host and index. A MIG
+// instance's series (GPU_I_ID) are the GPU's own.
+func gpuID(m *dto.Metric) string {
+	var uuid, host, gpu string
+	for _, l := range m.GetLabel() {
+		switch l.GetName() {
+		case "UUID":
+			uuid = l.GetValue()
+		case "Hostname":
+			host = l.GetValue()
+		case "gpu":
+			gpu = l.GetValue()
+		}
+	}
+	if uuid != "" {
+		return uuid
+	}
+	return host + "#" + gpu
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.Gauge != nil:
+		return m.GetGauge().GetValue()
+	case m.Counter != nil:
+		return m.GetCounter().GetValue()
+	case m.Untyped != nil:
+		return m.GetUntyped().GetValue()
+	}
+	return math.NaN()
+}
+
+// readTimeout bounds one reading of an exporter.
+const readTimeout = 5 * time.Second
+
+// maxPoints bounds the points kept of each GPU: past it, every other one
+// of the oldest half is dropped.
+const maxPoints = 4096
+
+// A Meter reads DCGM exporters in the background, every so often, and
+// keeps each GPU's readings until a window's energy has been taken from
+// them. It is safe for concurrent use.
+type Meter struct {
+	client *http.Client
+	urls   []string
+	every  time.Duration
+
+	mu     sync.Mutex
+	gpus   map[string][]point
+	err    error // the last reading's failure
+	marked chan time.Time
+
+	stop, done chan struct{}
+}
+
+// New returns a meter of the exporters at urls (each a URL of the
+// exporter's metrics, such as http://gpu-node:9400/metrics), read every
+// every, not yet started. A nil client means http.DefaultClient.
+func New(client *http.Client, urls []string, every time.Duration) *Meter {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return &Meter{client: client, urls: slices.Clone(urls), every: every, gpus: map[string][]point{}, marked: make(chan time.Time, 1)}
+}
+
+// ParseURLs splits a comma-separated list of exporters' URLs, refusing
+// one that is not an http or https URL.
+func ParseURLs(list string) ([]string, error) {
+	var urls []string
+	for u := range strings.SplitSeq(list, ",") {
+		u = strings.TrimSpace(u)
+		if u == "" {
+			continue
+		}
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return nil, fmt.Errorf("%q is not a URL: give the exporter's, such as http://gpu-node:9400/metrics", u)
+		}
+		urls = append(urls, u)
+	}
+	return urls, nil
+}
+
+// Read reads every exporter once, now, and keeps what they said. Its
+// error says which exporter failed and why; a reading that gives no
+// GPU's power or energy is ErrNoPower.
+func (m *Meter) Read(ctx context.Context) error {
+	got := map[string]point{}
+	for i, u := range m.urls {
+		gpus, err := m.read(ctx, u, fmt.Sprint(i))
+		if err != nil {
+			m.setErr(err)
+			return err
+		}
+		for k, p := range gpus {
+			if !math.IsNaN(p.energy) || !math.IsNaN(p.power) {
+				got[k] = p
+			}
+		}
+	}
+	if len(got) == 0 {
+		m.setErr(ErrNoPower)
+		return ErrNoPower
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.err = nil
+	for k, p := range got {
+		pts := append(m.gpus[k], p)
+		if len(pts) > maxPoints {
+			pts = thin(pts)
+		}
+		m.gpus[k] = pts
+	}
+	return nil
+}
+
+func (m *Meter) setErr(err error) {
+	m.mu.Lock()
+	m.err = err
+	m.mu.Unlock()
+}
+
+// thin drops every other point of the oldest half.
+func thin(pts []point) []point {
+	half := len(pts) / 2
+	out := pts[:0:0]
+	for i, p := range pts {
+		if i >= half || i%2 == 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// read reads one exporter; its points are stamped halfway through the
+// request.
+func (m *Meter) read(ctx context.Context, url, key string) (map[string]point, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("dcgm: %w", err)
+	}
+	sent := time.Now()
+	resp, err := m.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("dcgm: GET %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		return nil, fmt.Errorf("dcgm: GET %s: %s; check -gpu-metrics", url, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("dcgm: GET %s: %w", url, err)
+	}
+	at := sent.Add(time.Since(sent) / 2)
+	gpus, err := parse(strings.NewReader(string(body)), key, at)
+	if err != nil {
+		return nil, fmt.Errorf("%w (from %s)", err, url)
+	}
+	return gpus, nil
+}
+
+// Start reads the exporters every Meter.every, and at the start of each
+// window Mark gives, until Close or ctx ends.
+func (m *Meter) Start(ctx context.Context) {
+	m.stop, m.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(m.done)
+		t := time.NewTimer(0)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				_ = m.Read(ctx)
+				t.Reset(m.every)
+			case at := <-m.marked:
+				if !t.Stop() {
+					select {
+					case <-t.C:
+					default:
+					}
+				}
+				t.Reset(max(time.Until(at), 0))
+			case <-m.stop:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+}
+
+// Close stops the readings and waits for them to end.
+func (m *Meter) Close() {
+	if m.stop == nil {
+		return
+	}
+	close(m.stop)
+	<-m.done
+	m.stop = nil
+}
+
+// Mark has the next reading taken at w's start, so that the window's
+// energy starts from a reading of its own.
+func (m *Meter) Mark(w metrics.Window) {
+	select {
+	case <-m.marked:
+	default:
+	}
+	m.marked <- w.Start
+}
+
+// Energy returns what the GPUs drew in w (up to now, for a window not
+// yet ended), for tokens output tokens, at hourlyCost dollars a GPU an
+// hour (0: no cost), reading the exporters once more if the window ends
+// after the last reading. The readings before w are then forgotten.
+func (m *Meter) Energy(ctx context.Context, w metrics.Window, tokens int, hourlyCost float64) (*metrics.Energy, error) {
+	end := w.End
+	if now := time.Now(); end.IsZero() || end.After(now) {
+		end = now
+	}
+	if !end.After(w.Start) {
+		return nil, fmt.Errorf("dcgm: the window %v–%v is empty", w.Start, end)
+	}
+	if m.lastBefore(end) {
+		if err := m.Read(ctx); err != nil && m.lastBefore(w.Start) {
+			return nil, err
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, err := energy(m.gpus, w.Start, end, tokens, hourlyCost)
+	if err != nil && m.err != nil {
+		err = fmt.Errorf("%w (the last reading: %v)", err, m.err)
+	}
+	for k, pts := range m.gpus {
+		// Keep the last point before end: the next window's start.
+		i := 0
+		for i+1 < len(pts) && !pts[i+1].at.After(end) {
+			i++
+		}
+		m.gpus[k] = slices.Clone(pts[i:])
+	}
+	return e, err
+}
+
+// lastBefore reports whether every reading was taken before t.
+func (m *Meter) lastBefore(t time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, pts := range m.gpus {
+		if len(pts) > 0 && !pts[len(pts)-1].at.Before(t) {
+			return false
+		}
+	}
+	return true
+}
