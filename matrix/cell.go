@@ -87,6 +87,9 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 		Duration:      time.Duration(spec.Duration),
 		OnWindow: func(w metrics.Window) {
 			cr.sampler.MarkWindow(w)
+			if cr.gpus != nil {
+				cr.gpus.Mark(w)
+			}
 			streams.mark(w.Start, w.End)
 		},
 	}
@@ -139,6 +142,13 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	m.Recording = &recording
 	if m.Series = rec.Series(); m.Series != nil {
 		addServer(m.Series, readings)
+	}
+	if cr.gpus != nil && !run.Summary.Window.Start.IsZero() {
+		e, err := cr.gpus.Energy(ctx, run.Summary.Window, m.OutputTokens, cr.r.GPUHourlyCost)
+		if err != nil {
+			cr.r.logf("  the GPUs' energy: %v", err)
+		}
+		m.Energy = e
 	}
 	if st := m.Streams; st != nil {
 		if m.TotalTokensPerSec > 0 && st.AvgDecoding > 0 {

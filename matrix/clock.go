@@ -192,6 +192,15 @@ func (m *Measurement) converted(to clockConversion) *Measurement {
 		c.Streams = &st
 	}
 	c.Series = to.series(m.Series)
+	if m.Energy != nil {
+		// Energy is an amount, as tokens are; power is its rate, and the
+		// cost of a token grows with the time it took.
+		e := *m.Energy
+		e.Seconds = to.time(e.Seconds)
+		e.MeanWatts = to.rate(e.MeanWatts)
+		e.DollarsPerMillionTokens = to.time(e.DollarsPerMillionTokens)
+		c.Energy = &e
+	}
 	return &c
 }
 

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/llmload/llmload/metrics"
 )
 
 // csvHeader is the header of [FormatCSV]'s table, the seed's
@@ -36,7 +38,10 @@ const csvPromptTokens = "prompt_tokens"
 // prompt more than 1% off its context's label, a last column,
 // prompt_tokens, gives every row's size as counted (context_tokens stays
 // the label). When a cell is noisy (see [Measurement].Noisy), a last
-// column, noisy, says which (true) and which not. Fields that do not
+// column, noisy, says which (true) and which not. When the GPUs' energy was
+// read (see [Measurement].Energy), columns gpu_energy_j, gpu_mean_w,
+// tokens_per_joule, joules_per_token and, with a cost, usd_per_million_tokens
+// come last. Fields that do not
 // apply are empty: rates and latencies of a
 // cell without output, everything of a cell that was not measured. Numbers
 // are written as the seed file writes them: one decimal for tok/s, time
@@ -53,6 +58,7 @@ func (r *Results) writeCSV(w io.Writer) error {
 	if noise {
 		head = append(head, csvNoisy)
 	}
+	head = append(head, rp.energy.csvHead()...)
 	cw.Write(head)
 	for _, p := range rp.prefill {
 		rec := make([]string, len(head))
@@ -64,7 +70,7 @@ func (r *Results) writeCSV(w io.Writer) error {
 		if rp.counted {
 			rec[len(csvHeader)] = csvCount(p.PromptTokens)
 		}
-		cw.Write(rec)
+		cw.Write(rec) // the energy's columns, if any, empty
 	}
 	for _, c := range rp.cells {
 		rec := csvCell(c)
@@ -74,6 +80,11 @@ func (r *Results) writeCSV(w io.Writer) error {
 		if noise {
 			rec = append(rec, strconv.FormatBool(c.Measurement != nil && c.Measurement.Noisy != ""))
 		}
+		if c.Measurement != nil {
+			rec = append(rec, rp.energy.csvRow(c.Measurement.Energy)...)
+		} else {
+			rec = append(rec, rp.energy.csvRow(nil)...)
+		}
 		cw.Write(rec)
 	}
 	cw.Flush()
@@ -81,6 +92,32 @@ func (r *Results) writeCSV(w io.Writer) error {
 		return fmt.Errorf("matrix: write CSV: %w", err)
 	}
 	return nil
+}
+
+// csvHead is the energy's CSV columns, when a cell has them.
+func (ec energyCols) csvHead() []string {
+	if !ec.shown {
+		return nil
+	}
+	h := []string{"gpu_energy_j", "gpu_mean_w", "tokens_per_joule", "joules_per_token"}
+	if ec.cost {
+		h = append(h, "usd_per_million_tokens")
+	}
+	return h
+}
+
+// csvRow is a cell's energy columns, empty where e is nil.
+func (ec energyCols) csvRow(e *metrics.Energy) []string {
+	rec := make([]string, len(ec.csvHead()))
+	if e == nil || len(rec) == 0 {
+		return rec
+	}
+	rec[0], rec[1] = csvFloat(e.Joules, 1), csvFloat(e.MeanWatts, 1)
+	rec[2], rec[3] = csvPositive(e.TokensPerJoule, 4), csvPositive(e.JoulesPerToken, 4)
+	if ec.cost {
+		rec[4] = csvPositive(e.DollarsPerMillionTokens, 4)
+	}
+	return rec
 }
 
 // csvCell is one decode cell's CSV record.

@@ -96,7 +96,7 @@ func (rp *report) htmlPage() htmlResultsPage {
 	h, g := rp.header, rp.grid
 	p := htmlResultsPage{Title: h.Title + " — " + h.Model, H: h, Concurrency: g.concurrency,
 		Facts: rp.htmlFacts(), ScaleCSS: rampGradient(viridis), Counts: rp.htmlCounts(),
-		Legend: rp.legend, Notes: rp.notes, LongHead: longHead, LongRows: rp.long}
+		Legend: rp.legend, Notes: rp.notes, LongHead: rp.head, LongRows: rp.long}
 	scale, ok := rp.heatScale()
 	if ok {
 		p.ScaleMin, p.ScaleMax = fmtRate(scale.lo), fmtRate(scale.hi)
@@ -280,6 +280,9 @@ func htmlGridCell(c *Cell, ctx, n int, scale heatScale) htmlCell {
 	if c.Measurement.TTFT.P50 > 0 {
 		hc.Sub = fmtTTFT(c.Measurement.TTFT.P50) + " TTFT"
 	}
+	if e := c.Measurement.Energy; e != nil && e.TokensPerJoule > 0 {
+		hc.Sub = strings.TrimPrefix(hc.Sub+" · ", " · ") + fmtSignificant(e.TokensPerJoule) + " tok/J"
+	}
 	var badge []string
 	if c.Status != Valid {
 		badge = append(badge, c.Status.String())
@@ -329,6 +332,9 @@ func cellTooltip(c *Cell) string {
 		}
 		if m.Goodput > 0 {
 			lines = append(lines, "Goodput "+numGroup(m.Goodput, 2)+" requests/s within the SLO")
+		}
+		if e := m.Energy; e != nil {
+			lines = append(lines, energyText(e))
 		}
 		if s := m.Server; s != nil && s.Count > 0 {
 			lines = append(lines, fmt.Sprintf("Server: running %s avg / %s peak · waiting max %s · preemptions %s · KV use max %s%%",

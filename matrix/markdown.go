@@ -58,8 +58,8 @@ func (r *Results) writeMarkdown(w io.Writer) error {
 
 	if len(rp.long) > 0 {
 		bw.WriteString("## All measurements\n\n" + noteMedians + "\n\n")
-		mdRow(bw, longHead...)
-		bw.WriteString("|:--|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		mdRow(bw, rp.head...)
+		bw.WriteString("|:--|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|" + strings.Repeat("--:|", len(rp.head)-len(longHead)) + "\n")
 		for _, row := range rp.long {
 			mdRow(bw, row...)
 		}

@@ -59,6 +59,16 @@ func fmtTTFT(ms float64) string { return numGroup(ms, 0) + " ms" }
 // fmtTBT is a time between tokens: "12.2 ms".
 func fmtTBT(ms float64) string { return numGroup(ms, 1) + " ms" }
 
+// fmtSignificant is a ratio with three significant digits at least:
+// 0.0123, 1.23, 12.3, 1,234.
+func fmtSignificant(v float64) string {
+	dec := 0
+	if v > 0 {
+		dec = max(0, 2-int(math.Floor(math.Log10(v))))
+	}
+	return numGroup(v, dec)
+}
+
 // fmtInt is a count: "15,112".
 func fmtInt(n int) string { return numGroup(float64(n), 0) }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmload/llmload/internal/errorkinds"
 	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/metrics"
 )
 
 // What the reports say about the marks and the numbers, in the seed page's
@@ -45,7 +46,9 @@ type report struct {
 	legend  []string     // the footnotes under the grid
 	notes   []string     // the server's notes, then a line for each cell worth one
 	long    [][]string   // the "All measurements" table: the prefill rows, then the cells
+	head    []string     // its head: longHead, and the energy's columns where a cell has them
 	counted bool         // a prompt was counted more than 1% off its label
+	energy  energyCols   // the energy's columns the reports show
 }
 
 // prefillRow is a row of the prefill table as the reports show it.
@@ -107,15 +110,21 @@ func (r *Results) report() *report {
 	}
 	rp.legend = rp.newLegend()
 	rp.notes = append(slices.Clone(rp.header.Notes), rp.cellNotes()...)
+	rp.energy = energyColumns(rp.cells)
+	rp.head = append(slices.Clone(longHead), rp.energy.head()...)
 	for _, p := range rp.prefill {
 		row := []string{"Prefill", p.label, "1", p.status.shown(), "—", "—", "—", "—", "—", "—", "—", "—"}
 		if p.measured {
 			row[4], row[6], row[9] = fmtRate(p.PromptTokensPerSec), fmtTTFT(p.TTFT), "1"
 		}
-		rp.long = append(rp.long, row)
+		rp.long = append(rp.long, append(row, rp.energy.row(nil)...))
 	}
 	for _, c := range rp.cells {
-		rp.long = append(rp.long, longCellRow(c))
+		var e *metrics.Energy
+		if c.Measurement != nil {
+			e = c.Measurement.Energy
+		}
+		rp.long = append(rp.long, append(longCellRow(c), rp.energy.row(e)...))
 	}
 	return rp
 }
@@ -341,7 +350,72 @@ func gridLines(c *Cell) []string {
 	if c.Measurement.TTFO.P50 > 0 {
 		lines = append(lines, fmtTTFT(c.Measurement.TTFO.P50)+" TTFO")
 	}
+	if e := c.Measurement.Energy; e != nil && e.TokensPerJoule > 0 {
+		lines = append(lines, fmtSignificant(e.TokensPerJoule)+" tok/J")
+	}
 	return lines
+}
+
+// energyText says a cell's energy in a line: "GPUs: 4,215 J at 140.5 W
+// mean · 1.23 tok/J · 0.813 J a token · $0.42 per million tokens".
+func energyText(e *metrics.Energy) string {
+	s := "GPUs: " + numGroup(e.Joules, 0) + " J at " + numGroup(e.MeanWatts, 1) + " W mean"
+	if e.TokensPerJoule > 0 {
+		s += " · " + fmtSignificant(e.TokensPerJoule) + " tok/J · " + fmtSignificant(e.JoulesPerToken) + " J a token"
+	}
+	if e.DollarsPerMillionTokens > 0 {
+		s += " · $" + numGroup(e.DollarsPerMillionTokens, 2) + " per million tokens"
+	}
+	return s
+}
+
+// energyCols says which of the energy's columns the reports show: none
+// when no cell's GPUs were read, the cost's only when one was given.
+type energyCols struct{ shown, cost bool }
+
+func energyColumns(cells []*Cell) energyCols {
+	var ec energyCols
+	for _, c := range cells {
+		if c.Measurement != nil && c.Measurement.Energy != nil {
+			ec.shown = true
+			ec.cost = ec.cost || c.Measurement.Energy.HourlyCost > 0
+		}
+	}
+	return ec
+}
+
+// head is the energy's columns in the "All measurements" table.
+func (ec energyCols) head() []string {
+	if !ec.shown {
+		return nil
+	}
+	h := []string{"GPU energy", "Mean GPU power", "Tokens per joule", "Joules per token"}
+	if ec.cost {
+		h = append(h, "$ per million tokens")
+	}
+	return h
+}
+
+// row is a row's energy columns, "—" where e is nil or has no figure.
+func (ec energyCols) row(e *metrics.Energy) []string {
+	if !ec.shown {
+		return nil
+	}
+	row := []string{"—", "—", "—", "—"}
+	if ec.cost {
+		row = append(row, "—")
+	}
+	if e == nil {
+		return row
+	}
+	row[0] = numGroup(e.Joules, 0) + " J"
+	row[1] = numGroup(e.MeanWatts, 1) + " W"
+	row[2] = dashUnlessPositive(e.TokensPerJoule, fmtSignificant)
+	row[3] = dashUnlessPositive(e.JoulesPerToken, func(v float64) string { return fmtSignificant(v) + " J" })
+	if ec.cost {
+		row[4] = dashUnlessPositive(e.DollarsPerMillionTokens, func(v float64) string { return "$" + numGroup(v, 2) })
+	}
+	return row
 }
 
 // longCellRow is one decode cell's row of the "All measurements" table.

@@ -211,6 +211,10 @@ type Measurement struct {
 	// from its /metrics. In a sharded run it is this process's share of
 	// the streams, with the server's whole figures.
 	Series *metrics.Series `json:"series,omitempty"`
+	// Energy is what the server's GPUs drew in the window, read from their
+	// DCGM exporters (see [Runner].GPUMetrics), and what an output token
+	// cost; nil when they were not read.
+	Energy *metrics.Energy `json:"energy,omitempty"`
 	// Notes explain figures that would otherwise contradict each other,
 	// such as a total rate far below the per-request rate × streams.
 	Notes []string `json:"notes,omitempty"`

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"sort"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/counts"
+	"github.com/llmload/llmload/internal/dcgm"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/setting"
 	"github.com/llmload/llmload/internal/sleep"
@@ -114,6 +116,18 @@ type Runner struct {
 	// request's goroutine, so concurrently; tl must not be kept after it
 	// returns. With a Fleet, it sees this process's share of the streams.
 	OnRequest func(contextTokens, streams int, window metrics.Window, req *loadgen.Request, tl *metrics.Timeline)
+	// GPUMetrics, if set, are the URLs of the DCGM exporters (NVIDIA's
+	// dcgm-exporter, such as http://gpu-node:9400/metrics) of the
+	// server's GPUs, one a node: they are read about once a second while a
+	// cell runs, and each cell gets the energy its window drew (see
+	// [Measurement].Energy), over every GPU they list. An exporter that
+	// cannot be read before the run starts ends it before anything is
+	// sent. With a Fleet, the leader reads them. GPUHourlyCost, if set, is
+	// the price of one GPU for an hour, in dollars, for each cell's cost of
+	// a million output tokens.
+	GPUMetrics    []string
+	GPUHourlyCost float64
+
 	// OnCell, if set, is called with each cell's generator before it
 	// runs (with a Fleet, the generator of this process's share): its
 	// Progress may be read while the cell runs.
@@ -173,6 +187,12 @@ func (r *Runner) Run(ctx context.Context) (*Results, error) {
 		c = r.Client.Clone()
 	}
 	c.BaseURL = spec.URL
+	switch h := r.GPUHourlyCost; {
+	case !(h >= 0) || math.IsInf(h, 0):
+		return nil, fmt.Errorf("matrix: Runner.GPUHourlyCost is %v: give a price in dollars, 0 or more", h)
+	case h > 0 && len(r.GPUMetrics) == 0:
+		return nil, errors.New("matrix: Runner.GPUHourlyCost is a GPU's price: it needs Runner.GPUMetrics, which count the GPUs")
+	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("matrix: Runner.Client: %w", err)
 	}
@@ -210,6 +230,16 @@ func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Result
 
 	hc := withKey(c.HTTPClient, c.APIKey, spec.URL)
 
+	var gpus *dcgm.Meter
+	if len(r.GPUMetrics) > 0 {
+		gpus = dcgm.New(&http.Client{}, r.GPUMetrics, sampleEvery(spec))
+		if err := gpus.Read(ctx); err != nil {
+			return res, fmt.Errorf("matrix: Runner.GPUMetrics: %w", err)
+		}
+		gpus.Start(ctx)
+		defer gpus.Close()
+	}
+
 	// The plan: the server's own limits where it publishes them, completed
 	// by the ones the user gave.
 	limits, err := r.discover(ctx, c, hc, spec, res)
@@ -233,7 +263,7 @@ func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Result
 	sampler.Start(ctx)
 	defer sampler.Close()
 
-	run := &cellRun{r: r, spec: spec, client: c, sampler: sampler, res: res, save: save,
+	run := &cellRun{r: r, spec: spec, client: c, sampler: sampler, gpus: gpus, res: res, save: save,
 		limits: limits, prompts: map[int]*prompt{}}
 	run.sizer = &promptSizer{Client: c, API: spec.API, Model: spec.Model, HTTPClient: hc,
 		MaxModelLen: limits.MaxModelLen, Send: run.sendSizing}
@@ -417,6 +447,7 @@ type cellRun struct {
 	spec    Spec
 	client  *loadgen.Client
 	sampler *sampler
+	gpus    *dcgm.Meter // nil without Runner.GPUMetrics
 	sizer   *promptSizer
 	res     *Results
 	save    func() error
@@ -836,6 +867,9 @@ func describe(c *Cell) string {
 	}
 	if len(m.Shards) > 0 {
 		s += "; shards " + shardList(m.Shards)
+	}
+	if m.Energy != nil {
+		s += "; " + energyText(m.Energy)
 	}
 	return s
 }

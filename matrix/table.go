@@ -48,11 +48,23 @@ func (r *Results) writeTable(w io.Writer) error {
 		for _, row := range rp.long[len(rp.prefill):] {
 			rows = append(rows, row[1:]) // without the phase
 		}
-		writeAligned(bw, longHead[1:], rows, false)
+		writeAligned(bw, rp.head[1:], rows, false)
 	case len(g.contexts) > 0:
 		bw.WriteString("\nSustained decode · total tok/s with the TTFT under it · " +
 			"rows are context length, columns are simultaneous requests\n\n")
 		writeGrid(bw, g.concurrency, rp.rows)
+	}
+
+	if rp.energy.shown && rp.grid.drawn() {
+		bw.WriteString("\nGPU energy · over each cell's window, every GPU its exporters list\n\n")
+		var rows [][]string
+		for i, c := range rp.cells {
+			if c.Measurement != nil && c.Measurement.Energy != nil {
+				row := rp.long[len(rp.prefill)+i]
+				rows = append(rows, append([]string{row[1], row[2]}, row[len(longHead):]...))
+			}
+		}
+		writeAligned(bw, append([]string{"Context", "Requests at once"}, rp.energy.head()...), rows, false)
 	}
 
 	if len(rp.legend) > 0 {

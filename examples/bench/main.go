@@ -72,6 +72,7 @@ type options struct {
 	images                     cli.ImageFlags
 	bench                      benchcmd.Flags
 	sim                        cli.SimFlags
+	gpu                        cli.GPUFlags
 	format, out                string
 	requestsOut, metricsListen string
 	serverTimings, quiet       bool
@@ -92,6 +93,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve the client's own metrics for Prometheus at http://ADDR/metrics while the runs go on (requests in flight, tokens, TTFT and time between tokens, errors by kind, labelled by run), e.g. :9464")
 	fs.StringVar(&o.requestsOut, "requests-out", "", "write every request, as it ends, to this file: a line of JSON each, with its run, times, tokens, outcome and the server's timings")
 	o.sim.Register(fs, "sim-profile", DefaultSpeed)
+	o.gpu.Register(fs)
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the report")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -120,8 +122,14 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if err := o.images.Check(o.client.API); err != nil {
 		return nil, err
 	}
+	if err := o.gpu.Check(o.client.URL); err != nil {
+		return nil, err
+	}
 	return o, o.sim.Check()
 }
+
+// gpuEvery is how often -gpu-metrics are read.
+const gpuEvery = time.Second
 
 // fail prints err on stderr as one line, without control characters.
 func fail(stderr io.Writer, err error) {
@@ -259,7 +267,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !o.quiet {
 		fmt.Fprintf(stderr, "Benchmarking %s against %s\n", res.Workload, serverName(res.Server))
 	}
-	runErr := o.bench.Run(ctx, client, mix, requests, lm, res, onResult)
+	simBase := ""
+	if o.client.URL == "" {
+		simBase = client.BaseURL
+	}
+	gpus, err := o.gpu.Meter(ctx, simBase, gpuEvery)
+	if err != nil {
+		fail(stderr, err)
+		return 2
+	}
+	if gpus != nil {
+		defer gpus.Close()
+	}
+	runErr := o.bench.Run(ctx, client, mix, requests, lm, gpus, o.gpu.HourlyCost, res, onResult)
 	res.Finished = time.Now()
 	if requests != nil {
 		if err := requests.Close(); err != nil {

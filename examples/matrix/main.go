@@ -72,6 +72,7 @@ type options struct {
 	specFlags            matrixcmd.SpecFlags
 	sim                  cli.SimFlags
 	shards               matrixcmd.ShardFlags
+	gpu                  cli.GPUFlags
 	out, results, resume string
 	requestsOut, render  string
 	format               matrix.Format
@@ -98,6 +99,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	fs.StringVar(&o.render, "render", "", "render this results file in -format (to -o), changing nothing in it, and exit")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the report")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve the client's own metrics for Prometheus at http://ADDR/metrics while the matrix runs (requests in flight, tokens, TTFT and time between tokens, errors by kind, labelled by cell), e.g. :9464")
+	o.gpu.Register(fs)
 	o.shards.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
@@ -132,6 +134,12 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	}
 	if o.render != "" && o.compare {
 		return nil, nil, errors.New("-render and -compare do not go together")
+	}
+	if err := o.gpu.Check(o.client.URL); err != nil {
+		return nil, nil, err
+	}
+	if o.gpu.Set() && o.shards.Follows() {
+		return nil, nil, errors.New("-gpu-metrics is the leader's: it reads the server's GPUs for the whole run")
 	}
 	return o, fs.Args(), o.shards.Check(o.compare || o.render != "" || o.resume != "")
 }
@@ -217,6 +225,14 @@ func measure(ctx context.Context, o *options, log, stdout, stderr io.Writer) int
 		defer stop()
 	}
 	defer runner.Client.CloseIdleConnections()
+	simBase := ""
+	if runner.Server.Simulated {
+		simBase = runner.Spec.URL
+	}
+	if runner.GPUMetrics, err = o.gpu.URLs(simBase); err != nil {
+		return fail(stderr, matrixcmd.Usage{Err: err})
+	}
+	runner.GPUHourlyCost = o.gpu.HourlyCost
 	file := &matrixcmd.ResultsFile{Path: o.results, Simulated: runner.Server.Simulated}
 	runner.Save = file.Save
 	if log != nil {

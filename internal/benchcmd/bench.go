@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/llmload/llmload/internal/dcgm"
 	"github.com/llmload/llmload/internal/live"
 	"github.com/llmload/llmload/internal/requestlog"
 	"github.com/llmload/llmload/loadgen"
@@ -297,9 +298,12 @@ func (b *Flags) Open() (m *workload.Mix, sized bool, err error) {
 func (b *Flags) IgnoreEOS() bool { return b.ignoreEOS }
 
 // Run runs the benchmark the flags ask for against the runs target makes,
-// writing each request to requests and counting it in lm (either may be
-// nil), into res; onResult is called with each run's result.
-func (b *Flags) Run(ctx context.Context, client *loadgen.Client, mix *workload.Mix, requests *requestlog.Writer, lm *live.Metrics, res *sweep.Results, onResult func(sweep.Result)) error {
+// writing each request to requests, counting it in lm and giving each
+// run the energy gpus read in its window at hourlyCost dollars a GPU an
+// hour (requests, lm and gpus may be nil), into res; onResult is called
+// with each run's result.
+func (b *Flags) Run(ctx context.Context, client *loadgen.Client, mix *workload.Mix, requests *requestlog.Writer, lm *live.Metrics,
+	gpus *dcgm.Meter, hourlyCost float64, res *sweep.Results, onResult func(sweep.Result)) error {
 	target := func(load loadgen.Load) (*loadgen.Generator, error) {
 		g := &loadgen.Generator{Client: client, Duration: b.duration, Warmup: b.warmup, Requests: b.requests}
 		if b.series > 0 {
@@ -311,6 +315,9 @@ func (b *Flags) Run(ctx context.Context, client *loadgen.Client, mix *workload.M
 			}
 			g.Recorder.ByModel = true
 		}
+		if gpus != nil {
+			g.OnWindow = gpus.Mark
+		}
 		observe(g, requests, lm, load.String())
 		if b.requests > 0 {
 			g.Duration = 0
@@ -320,6 +327,27 @@ func (b *Flags) Run(ctx context.Context, client *loadgen.Client, mix *workload.M
 		}
 		return g, nil
 	}
+	// Each run's energy, taken as it ends, in the order of the runs.
+	var energies []*metrics.Energy
+	if gpus != nil {
+		report := onResult
+		onResult = func(r sweep.Result) {
+			if w := r.Summary.Window; !w.Start.IsZero() {
+				e, err := gpus.Energy(ctx, w, r.Summary.OutputTokens, hourlyCost)
+				if err != nil {
+					res.Notes = append(res.Notes, r.Label+": the GPUs' energy: "+err.Error())
+				}
+				r.Energy = e
+			}
+			energies = append(energies, r.Energy)
+			report(r)
+		}
+	}
+	defer func() {
+		for i := range min(len(energies), len(res.Runs)) {
+			res.Runs[i].Energy = energies[i]
+		}
+	}()
 	var err error
 	switch b.profile {
 	case "sweep":

@@ -64,6 +64,11 @@ func parse(r io.Reader, key string, at time.Time) (map[string]point, error) {
 			if !ok {
 				p = point{at: at, energy: math.NaN(), power: math.NaN(), util: math.NaN(), memoryMB: math.NaN()}
 			}
+			if ms := m.GetTimestampMs(); ms > 0 && (name == energyName || name == powerName && math.IsNaN(p.energy)) {
+				// The exporter says when it read the energy (or, without
+				// it, the power): better than when it was scraped.
+				p.at = time.UnixMilli(ms)
+			}
 			v := value(m)
 			switch name {
 			case energyName:
@@ -131,7 +136,7 @@ type Meter struct {
 	mu     sync.Mutex
 	gpus   map[string][]point
 	err    error // the last reading's failure
-	marked chan time.Time
+	marked chan metrics.Window
 
 	stop, done chan struct{}
 }
@@ -143,7 +148,7 @@ func New(client *http.Client, urls []string, every time.Duration) *Meter {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	return &Meter{client: client, urls: slices.Clone(urls), every: every, gpus: map[string][]point{}, marked: make(chan time.Time, 1)}
+	return &Meter{client: client, urls: slices.Clone(urls), every: every, gpus: map[string][]point{}, marked: make(chan metrics.Window, 1)}
 }
 
 // ParseURLs splits a comma-separated list of exporters' URLs, refusing
@@ -246,27 +251,39 @@ func (m *Meter) read(ctx context.Context, url, key string) (map[string]point, er
 	return gpus, nil
 }
 
-// Start reads the exporters every Meter.every, and at the start of each
-// window Mark gives, until Close or ctx ends.
+// Start reads the exporters every Meter.every, and at the start and the
+// end of each window Mark gives, until Close or ctx ends.
 func (m *Meter) Start(ctx context.Context) {
 	m.stop, m.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(m.done)
+		next := time.Now()
+		var marks []time.Time // readings due at a window's edges, in order
 		t := time.NewTimer(0)
 		defer t.Stop()
 		for {
+			due := next
+			if len(marks) > 0 && marks[0].Before(due) {
+				due = marks[0]
+			}
+			t.Reset(max(time.Until(due), 0))
 			select {
 			case <-t.C:
 				_ = m.Read(ctx)
-				t.Reset(m.every)
-			case at := <-m.marked:
-				if !t.Stop() {
-					select {
-					case <-t.C:
-					default:
+				now := time.Now()
+				for len(marks) > 0 && !marks[0].After(now) {
+					marks = marks[1:]
+				}
+				if !next.After(now) {
+					next = now.Add(m.every)
+				}
+			case w := <-m.marked:
+				marks = marks[:0]
+				for _, at := range []time.Time{w.Start, w.End} {
+					if !at.IsZero() {
+						marks = append(marks, at)
 					}
 				}
-				t.Reset(max(time.Until(at), 0))
 			case <-m.stop:
 				return
 			case <-ctx.Done():
@@ -286,14 +303,14 @@ func (m *Meter) Close() {
 	m.stop = nil
 }
 
-// Mark has the next reading taken at w's start, so that the window's
-// energy starts from a reading of its own.
+// Mark has readings taken at w's start and end, so that the window's
+// energy starts and ends with readings of its own.
 func (m *Meter) Mark(w metrics.Window) {
 	select {
 	case <-m.marked:
 	default:
 	}
-	m.marked <- w.Start
+	m.marked <- w
 }
 
 // Energy returns what the GPUs drew in w (up to now, for a window not

@@ -65,13 +65,18 @@ const simFBUsedMiB = 11060
 // serveDCGM serves the GPUs' power, energy, utilization and memory in
 // the Prometheus text format, with the metric names, units and labels of
 // NVIDIA's DCGM exporter (dcgm-exporter): the power model's draw and its
-// integral since the server started, split evenly over Profile.GPUs.
+// integral since the server started, split evenly over Profile.GPUs, each
+// value stamped with the millisecond it was read at.
 func (h *Handler) serveDCGM(w http.ResponseWriter, r *http.Request) {
 	if h.power == nil {
 		http.Error(w, "the simulated server's profile has no power model (IdleWatts, BusyWatts, RunningWatts)", http.StatusNotFound)
 		return
 	}
-	joules, watts, running := h.power.read(time.Now())
+	// Each value is stamped with the millisecond it was read at, which the
+	// text format allows (the DCGM exporter leaves it to the scraper).
+	at := time.Now().Truncate(time.Millisecond)
+	joules, watts, running := h.power.read(at)
+	stamp := strconv.FormatInt(at.UnixMilli(), 10)
 	n := h.p.GPUs
 	util := 0.0
 	if running > 0 {
@@ -81,8 +86,8 @@ func (h *Handler) serveDCGM(w http.ResponseWriter, r *http.Request) {
 	metric := func(name, typ, help string, v float64, format byte, prec int) {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
 		for i := range n {
-			fmt.Fprintf(&b, "%s{gpu=\"%d\",UUID=\"GPU-%s-%04d\",device=\"nvidia%d\",modelName=\"llmload simulated GPU\",Hostname=\"loadgentest\"} %s\n",
-				name, i, h.idBase, i, i, strconv.FormatFloat(v, format, prec, 64))
+			fmt.Fprintf(&b, "%s{gpu=\"%d\",UUID=\"GPU-%s-%04d\",device=\"nvidia%d\",modelName=\"llmload simulated GPU\",Hostname=\"loadgentest\"} %s %s\n",
+				name, i, h.idBase, i, i, strconv.FormatFloat(v, format, prec, 64), stamp)
 		}
 	}
 	metric("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", watts/float64(n), 'f', 3)

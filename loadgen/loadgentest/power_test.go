@@ -75,6 +75,7 @@ func TestDCGMExporter(t *testing.T) {
 			labels = append(labels, l.GetName())
 		}
 		assert.ElementsMatch(t, []string{"gpu", "UUID", "device", "modelName", "Hostname"}, labels, name)
+		assert.InDelta(t, time.Now().UnixMilli(), f.GetMetric()[0].GetTimestampMs(), 1000, "%s: stamped with when it was read", name)
 	}
 	// Idle, each of the two GPUs draws half of 10 W at 10× speed.
 	for uuid, w := range idle["DCGM_FI_DEV_POWER_USAGE"] {
@@ -93,7 +94,7 @@ func TestDCGMExporter(t *testing.T) {
 	again, _ := dcgm(t, srv)
 	after := srv.Handler.Stats().Joules
 	second := sum(again["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]) / 1000
-	assert.InDelta(t, after, second, 100*time.Since(start).Seconds()+0.001, "the counter read is the ground truth")
+	assert.InDelta(t, after, second, 100*(time.Since(start).Seconds()+0.001)+0.001, "the counter read is the ground truth, as of the millisecond it is stamped with")
 	assert.Greater(t, second-first, 100*0.2*0.99, "100 W for 200 ms at least")
 
 	// One request running: 10 + 90 + 5 W, at 10×, over two GPUs.

@@ -63,7 +63,22 @@ func (r *Results) writeHTML(w io.Writer) error {
 			row.Goodput = fmt.Sprintf("%.2f", s.Goodput)
 			row.Met = fmt.Sprintf("%s, %.0f%%", yesNo(run.Met), run.GoodShare*100)
 		}
+		row.Energy = []string{"—", "—", "—", "—", "—"}
+		if e := run.Energy; e != nil {
+			page.HasEnergy = true
+			row.Energy = []string{fmt.Sprintf("%.1f", e.Joules), fmt.Sprintf("%.1f", e.MeanWatts),
+				fmt.Sprintf("%.4g", e.TokensPerJoule), fmt.Sprintf("%.4g", e.JoulesPerToken), "—"}
+			if e.HourlyCost > 0 {
+				page.HasCost = true
+				row.Energy[4] = fmt.Sprintf("%.4g", e.DollarsPerMillionTokens)
+			}
+		}
 		page.Rows = append(page.Rows, row)
+	}
+	for i := range page.Rows {
+		if !page.HasCost {
+			page.Rows[i].Energy = page.Rows[i].Energy[:4]
+		}
 	}
 	page.HasObjective = r.Objective != nil
 	if len(r.Runs) >= 2 {
@@ -88,6 +103,7 @@ type htmlPage struct {
 	Title, Server, Objective, Answer string
 	HasObjective                     bool
 	Pooled                           bool // Embeddings or Rerank: input tokens and latency alone
+	HasEnergy, HasCost               bool // a run has the GPUs' energy; one has a cost
 	Notes                            []string
 	Rows                             []htmlRow
 	Charts                           []chart.Chart
@@ -106,6 +122,7 @@ type htmlRow struct {
 	RequestRate, OutputTokS string
 	Cells                   []string
 	Goodput, Met            string
+	Energy                  []string // GPU J, mean W, tok/J, J/tok and $/M tok
 }
 
 // curves are the latency–throughput curves of the runs, by request rate.

@@ -153,6 +153,10 @@ type Result struct {
 	// requests named several (the generator's Recorder with ByModel):
 	// its requests, rates, summary and distributions in the same window.
 	Models map[string]Result `json:"models,omitempty"`
+	// Energy is what the server's GPUs drew in the window, as their DCGM
+	// exporters reported it, and what an output token cost; nil when they
+	// were not read (the bench command's -gpu-metrics reads them).
+	Energy *metrics.Energy `json:"energy,omitempty"`
 }
 
 // Run runs one load against the generator target makes, checks it

@@ -226,6 +226,20 @@ func writeBlock(w io.Writer, run *Result, objective, pooled bool) {
 			line("Outside the server", fmt.Sprintf("%.0f%% of TTFT: the %s's", 100*outsideShare(*sp), run.OutsideServer))
 		}
 	}
+	if e := run.Energy; e != nil {
+		head("GPU Energy")
+		line("GPUs read", fmt.Sprintf("%d (%d readings in the window)", e.GPUs, e.Samples))
+		line("Energy (J)", fmt.Sprintf("%.1f", e.Joules))
+		line("Mean power (W)", fmt.Sprintf("%.1f", e.MeanWatts))
+		line("Output tokens per joule", fmt.Sprintf("%.4g", e.TokensPerJoule))
+		line("Joules per output token", fmt.Sprintf("%.4g", e.JoulesPerToken))
+		if e.Utilization > 0 {
+			line("Mean GPU utilization (%)", fmt.Sprintf("%.1f", e.Utilization))
+		}
+		if e.HourlyCost > 0 {
+			line("Dollars per million output tokens", fmt.Sprintf("%.4g (at $%g a GPU an hour)", e.DollarsPerMillionTokens, e.HourlyCost))
+		}
+	}
 	fmt.Fprintln(w, "==================================================")
 }
 
@@ -265,6 +279,13 @@ func writeRows(w io.Writer, runs []Result, objective bool) {
 	if objective {
 		head += "goodput\tmet\t"
 	}
+	energy := slices.ContainsFunc(runs, func(r Result) bool { return r.Energy != nil })
+	if energy {
+		head += "GPU J\tW\ttok/J\tJ/tok\t"
+		if slices.ContainsFunc(runs, func(r Result) bool { return r.Energy != nil && r.Energy.HourlyCost > 0 }) {
+			head += "$/M tok\t"
+		}
+	}
 	fmt.Fprintln(tw, head)
 	for _, r := range runs {
 		s := &r.Summary
@@ -274,6 +295,14 @@ func writeRows(w io.Writer, runs []Result, objective bool) {
 		}
 		if objective {
 			fmt.Fprintf(tw, "%.2f\t%s %.0f%%\t", s.Goodput, yesNo(r.Met), r.GoodShare*100)
+		}
+		if e := r.Energy; e != nil {
+			fmt.Fprintf(tw, "%.1f\t%.1f\t%.4g\t%.4g\t", e.Joules, e.MeanWatts, e.TokensPerJoule, e.JoulesPerToken)
+			if e.HourlyCost > 0 {
+				fmt.Fprintf(tw, "%.4g\t", e.DollarsPerMillionTokens)
+			}
+		} else if energy {
+			fmt.Fprint(tw, "—\t—\t—\t—\t")
 		}
 		fmt.Fprintln(tw)
 	}

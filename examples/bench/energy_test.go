@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/loadgen/sweep"
+)
+
+// -gpu-metrics sim reads the simulator's power model: every run gets its
+// energy, and every format shows tokens per joule.
+func TestGPUEnergy(t *testing.T) {
+	code, out, errOut := bench(t, append(quick, "-concurrency", "4", "-duration", "1500ms", "-warmup", "300ms",
+		"-gpu-metrics", "sim", "-gpu-hourly-cost", "2", "-format", "json", "-quiet")...)
+	require.Equal(t, 0, code, errOut)
+	res, err := sweep.ReadResults(strings.NewReader(out))
+	require.NoError(t, err)
+	require.Len(t, res.Runs, 1)
+	e := res.Runs[0].Energy
+	require.NotNil(t, e, out)
+	// The fast profile's GPU with 4 requests running, at 20× speed: at
+	// most 60 + 240 + 4 × 0.05 W, at least its idle 60 W.
+	p := loadgentest.FastProfile()
+	assert.LessOrEqual(t, e.MeanWatts, 20*(p.IdleWatts+p.BusyWatts+4*p.RunningWatts)*1.01)
+	assert.GreaterOrEqual(t, e.MeanWatts, 20*p.IdleWatts)
+	assert.InDelta(t, e.Joules, e.MeanWatts*e.Seconds, 1e-6)
+	assert.Equal(t, res.Runs[0].Summary.OutputTokens, e.OutputTokens)
+	assert.InDelta(t, float64(e.OutputTokens)/e.Joules, e.TokensPerJoule, 1e-9)
+	assert.InDelta(t, 2*e.Seconds/3600/float64(e.OutputTokens)*1e6, e.DollarsPerMillionTokens, 1e-9)
+
+	var table, page bytes.Buffer
+	require.NoError(t, res.WriteTable(&table))
+	assert.Contains(t, table.String(), "Output tokens per joule:")
+	assert.Contains(t, table.String(), "Dollars per million output tokens:")
+	require.NoError(t, res.WriteHTML(&page))
+	assert.Contains(t, page.String(), "<th>tokens per joule</th>")
+	assert.Contains(t, page.String(), "<th>$ per million tokens</th>")
+}
+
+func TestGPUFlagsRefused(t *testing.T) {
+	for args, want := range map[string]string{
+		"-gpu-hourly-cost 2":                          "give -gpu-metrics too",
+		"-gpu-metrics sim -gpu-hourly-cost -1":        "0 or more",
+		"-gpu-metrics gpu-node:9400":                  "is not a URL",
+		"-gpu-metrics sim -url http://127.0.0.1:9/v1": "needs no -url",
+		"-gpu-metrics http://127.0.0.1:9/metrics":     "-gpu-metrics: dcgm: GET http://127.0.0.1:9/metrics",
+	} {
+		code, _, errOut := bench(t, append(quick, strings.Fields(args)...)...)
+		assert.Equal(t, 2, code, args)
+		assert.Contains(t, errOut, want, args)
+	}
+}
