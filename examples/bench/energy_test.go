@@ -34,10 +34,10 @@ func TestGPUEnergy(t *testing.T) {
 	assert.InDelta(t, 2*e.Seconds/3600/float64(e.OutputTokens)*1e6, e.DollarsPerMillionTokens, 1e-9)
 
 	var table, page bytes.Buffer
-	require.NoError(t, res.WriteTable(&table))
+	require.NoError(t, res.Write(&table, "table"))
 	assert.Contains(t, table.String(), "Output tokens per joule:")
 	assert.Contains(t, table.String(), "Dollars per million output tokens:")
-	require.NoError(t, res.WriteHTML(&page))
+	require.NoError(t, res.Write(&page, "html"))
 	assert.Contains(t, page.String(), "<th>tokens per joule</th>")
 	assert.Contains(t, page.String(), "<th>$ per million tokens</th>")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/simtokens"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/metrics"
 )
@@ -52,7 +53,7 @@ func load(ctx context.Context, t *testing.T, srv *loadgentest.Server, streams in
 		wg.Go(func() {
 			for k := 0; ctx.Err() == nil; k++ {
 				body := fmt.Sprintf(`{"model":%q,"prompt":%q,"max_tokens":%d,"stream":true}`,
-					loadgentest.DefaultModel, loadgentest.Prompt(50, fmt.Sprint(i, k)), 20+37*((i+k)%7))
+					loadgentest.DefaultModel, simtokens.Prompt(50, fmt.Sprint(i, k)), 20+37*((i+k)%7))
 				req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/completions", strings.NewReader(body))
 				if err != nil {
 					t.Error(err)

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/internal/simtokens"
 )
 
 // dcgm reads the server's /dcgm/metrics: each family's series by GPU
@@ -98,7 +100,7 @@ func TestDCGMExporter(t *testing.T) {
 	assert.Greater(t, second-first, 100*0.2*0.99, "100 W for 200 ms at least")
 
 	// One request running: 10 + 90 + 5 W, at 10×, over two GPUs.
-	resp, err := post(t.Context(), srv, "/v1/completions", completion(Prompt(10, "p"), 2000, true), nil)
+	resp, err := post(t.Context(), srv, "/v1/completions", completion(simtokens.Prompt(10, "p"), 2000, true), nil)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	buf := make([]byte, 256)
