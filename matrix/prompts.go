@@ -165,7 +165,7 @@ func (p *promptSizer) count(ctx context.Context, text string) (int, error) {
 	if hc == nil {
 		hc = p.Client.HTTPClient
 	}
-	hc = withKey(hc, p.Client.APIKey, p.Client.BaseURL)
+	hc = withKey(hc, p.Client, p.Client.BaseURL)
 	req := map[string]any{"model": p.Model}
 	if p.API != loadgen.Completions { // messages, as chat, responses and messages send them
 		req["messages"] = []map[string]string{{"role": "user", "content": text}}

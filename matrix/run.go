@@ -228,7 +228,7 @@ func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Result
 		return r.Save(res)
 	}
 
-	hc := withKey(c.HTTPClient, c.APIKey, spec.URL)
+	hc := withKey(c.HTTPClient, c, spec.URL)
 
 	var gpus *dcgm.Meter
 	if len(r.GPUMetrics) > 0 {

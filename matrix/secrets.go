@@ -3,36 +3,55 @@ package matrix
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+
+	"github.com/llmload/llmload/loadgen"
 
 	"github.com/llmload/llmload/internal/redact"
 )
 
-// bearer adds an API key to the requests sent to the origin it was given
-// for, and to no other: a redirect to another scheme, host or port gets
-// no key (net/http's client keeps a header it was given on a redirect to
-// the same host on another port; this does not).
+// bearer adds an API key and the client's extra headers (a gateway's
+// routing or credential headers, -header) to the requests sent to the
+// origin it was given for, and to no other: a redirect to another scheme,
+// host or port gets neither (net/http's client keeps a header it was given
+// on a redirect to the same host on another port; this does not).
 type bearer struct {
 	key    string
+	header http.Header
 	origin string
 	next   http.RoundTripper
 }
 
-// withKey returns a client that sends key to baseURL's origin only. A
+// withKey returns a client that sends the key and the extra headers of c
+// to baseURL's origin only: the matrix's own requests beside the load
+// (discovery, /tokenize, /metrics) reach a gateway as the load does. A
 // client that already does is returned as it is.
-func withKey(hc *http.Client, key, baseURL string) *http.Client {
+func withKey(hc *http.Client, c *loadgen.Client, baseURL string) *http.Client {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	if key == "" {
+	if c.APIKey == "" && len(c.Header) == 0 {
 		return hc
 	}
-	if b, ok := hc.Transport.(bearer); ok && b.key == key {
+	if b, ok := hc.Transport.(bearer); ok && b.key == c.APIKey && sameHeader(b.header, c.Header) {
 		return hc
 	}
-	c := *hc
-	c.Transport = bearer{key: key, origin: originOf(baseURL), next: transport(hc)}
-	return &c
+	out := *hc
+	out.Transport = bearer{key: c.APIKey, header: c.Header.Clone(), origin: originOf(baseURL), next: transport(hc)}
+	return &out
+}
+
+func sameHeader(a, b http.Header) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, vs := range a {
+		if !slices.Equal(vs, b[k]) {
+			return false
+		}
+	}
+	return true
 }
 
 func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -40,7 +59,14 @@ func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 		return b.next.RoundTrip(req)
 	}
 	req = req.Clone(req.Context())
-	req.Header.Set("Authorization", "Bearer "+b.key)
+	for k, vs := range b.header {
+		if req.Header.Get(k) == "" {
+			req.Header[k] = slices.Clone(vs)
+		}
+	}
+	if b.key != "" {
+		req.Header.Set("Authorization", "Bearer "+b.key)
+	}
 	return b.next.RoundTrip(req)
 }
 
