@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/llmload/llmload/internal/chart"
+	"github.com/llmload/llmload/internal/thousands"
 )
 
 // newConcurrencyChart lays out a chart of values against concurrency (a
@@ -72,7 +73,7 @@ func (rp *report) charts() []chart.Chart {
 		names = append(names, "context "+formatTokens(ctx))
 		total, perReq = append(total, t), append(perReq, p)
 	}
-	rate := func(v float64) string { return numGroup(v, 0) }
+	rate := func(v float64) string { return thousands.Float(v, 0) }
 	return []chart.Chart{
 		newConcurrencyChart("Total tok/s", "output across all simultaneous requests; hollow points were not Valid",
 			"tok/s", g.concurrency, names, total, rate, false),

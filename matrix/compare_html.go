@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llmload/llmload/internal/chart"
+	"github.com/llmload/llmload/internal/thousands"
 )
 
 // writeHTML writes the comparison as one self-contained HTML page (inline
@@ -134,7 +135,7 @@ func (cr *comparisonReport) htmlHighlights() []htmlFact {
 	var out []htmlFact
 	if ratios := cr.ratios(); len(ratios) > 0 {
 		out = append(out, htmlFact{Label: "Total tok/s, geometric mean",
-			Value: numGroup(geomean(ratios), 2) + "×", Detail: "over " + plural(len(ratios), "cell", "cells") + " measured in both"})
+			Value: thousands.Float(geomean(ratios), 2) + "×", Detail: "over " + plural(len(ratios), "cell", "cells") + " measured in both"})
 	}
 	return append(out,
 		htmlFact{Label: "Faster cells", Value: strconv.Itoa(n.better), Detail: "total tok/s up by more than 5% and beyond the runs' noise"},

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/llmload/llmload/internal/thousands"
 )
 
 // compareLegend explains the comparison's ratios and markers.
@@ -20,7 +22,7 @@ func fmtRatio(r *Ratio) string {
 	if !r.compared() {
 		return "—"
 	}
-	s := numGroup(r.Ratio, 2) + "×"
+	s := thousands.Float(r.Ratio, 2) + "×"
 	if m := r.Change.mark(); m != "" {
 		s += " " + m
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmload/llmload/internal/chart"
 	"github.com/llmload/llmload/internal/errorkinds"
+	"github.com/llmload/llmload/internal/thousands"
 )
 
 //go:embed report.html.tmpl
@@ -320,9 +321,9 @@ func cellTooltip(c *Cell) string {
 			}
 		}
 		lines = append(lines,
-			"Average active "+numGroup(m.AvgActive, 2)+" · completed "+fmtInt(m.Completed)+
+			"Average active "+thousands.Float(m.AvgActive, 2)+" · completed "+fmtInt(m.Completed)+
 				" · output tokens "+fmtInt(m.OutputTokens),
-			"Measured for "+numGroup(m.MeasuredS, 1)+" s · warm-up "+numGroup(m.WarmupS, 1)+" s")
+			"Measured for "+thousands.Float(m.MeasuredS, 1)+" s · warm-up "+thousands.Float(m.WarmupS, 1)+" s")
 		if c.Requests > 0 || c.Errors > 0 {
 			s := "Requests " + fmtInt(c.Requests) + " · errors " + fmtInt(c.Errors)
 			if k := errorkinds.Format(c.ErrorKinds); k != "" {
@@ -331,15 +332,15 @@ func cellTooltip(c *Cell) string {
 			lines = append(lines, s)
 		}
 		if m.Goodput > 0 {
-			lines = append(lines, "Goodput "+numGroup(m.Goodput, 2)+" requests/s within the SLO")
+			lines = append(lines, "Goodput "+thousands.Float(m.Goodput, 2)+" requests/s within the SLO")
 		}
 		if e := m.Energy; e != nil {
 			lines = append(lines, energyText(e))
 		}
 		if s := m.Server; s != nil && s.Count > 0 {
 			lines = append(lines, fmt.Sprintf("Server: running %s avg / %s peak · waiting max %s · preemptions %s · KV use max %s%%",
-				numGroup(s.AvgRunning, 1), numGroup(s.PeakRunning, 0), numGroup(s.MaxWaiting, 0),
-				numGroup(s.Preemptions, 0), numGroup(100*s.MaxKVUsage, 0)))
+				thousands.Float(s.AvgRunning, 1), thousands.Float(s.PeakRunning, 0), thousands.Float(s.MaxWaiting, 0),
+				thousands.Float(s.Preemptions, 0), thousands.Float(100*s.MaxKVUsage, 0)))
 		}
 		if m.Partial {
 			w := partialWords(m)
@@ -376,7 +377,7 @@ func quantileText(q Quantiles, dec int) string {
 		v    float64
 	}{{"p50", q.P50}, {"p90", q.P90}, {"p99", q.P99}} {
 		if x.v > 0 {
-			s = append(s, x.name+" "+numGroup(x.v, dec)+" ms")
+			s = append(s, x.name+" "+thousands.Float(x.v, dec)+" ms")
 		}
 	}
 	if len(s) == 0 {

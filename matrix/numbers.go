@@ -7,57 +7,26 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/internal/textsafe"
+	"github.com/llmload/llmload/internal/thousands"
 )
 
-// numGroup formats v with dec decimals and thousands separators:
-// 1054.66 → "1,054.7". NaN and infinities are "—".
-func numGroup(v float64, dec int) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "—"
-	}
-	s := strconv.FormatFloat(v, 'f', dec, 64)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-		if strings.Trim(s, "0.") == "" {
-			neg = false // no "-0.0"
-		}
-	}
-	whole, frac, hasFrac := strings.Cut(s, ".")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, d := range whole {
-		if i > 0 && (len(whole)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(d)
-	}
-	if hasFrac {
-		b.WriteByte('.')
-		b.WriteString(frac)
-	}
-	return b.String()
-}
-
 // fmtRate is a tok/s figure: "1,054.7".
-func fmtRate(v float64) string { return numGroup(v, 1) }
+func fmtRate(v float64) string { return thousands.Float(v, 1) }
 
 // fmtPrefillRate is a prompt tok/s figure as the seed's prefill table shows
 // it: whole numbers from 1,000 up ("2,343"), one decimal below ("990.0").
 func fmtPrefillRate(v float64) string {
 	if v >= 999.95 {
-		return numGroup(v, 0)
+		return thousands.Float(v, 0)
 	}
-	return numGroup(v, 1)
+	return thousands.Float(v, 1)
 }
 
 // fmtTTFT is a time to first token: "12,178 ms".
-func fmtTTFT(ms float64) string { return numGroup(ms, 0) + " ms" }
+func fmtTTFT(ms float64) string { return thousands.Float(ms, 0) + " ms" }
 
 // fmtTBT is a time between tokens: "12.2 ms".
-func fmtTBT(ms float64) string { return numGroup(ms, 1) + " ms" }
+func fmtTBT(ms float64) string { return thousands.Float(ms, 1) + " ms" }
 
 // fmtSignificant is a ratio with three significant digits at least:
 // 0.0123, 1.23, 12.3, 1,234.
@@ -66,11 +35,11 @@ func fmtSignificant(v float64) string {
 	if v > 0 {
 		dec = max(0, 2-int(math.Floor(math.Log10(v))))
 	}
-	return numGroup(v, dec)
+	return thousands.Float(v, dec)
 }
 
 // fmtInt is a count: "15,112".
-func fmtInt(n int) string { return numGroup(float64(n), 0) }
+func fmtInt(n int) string { return thousands.Int(n) }
 
 // fmtSpeed is a speed factor: 20 → "20", 12.5 → "12.5".
 func fmtSpeed(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

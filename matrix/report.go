@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmload/llmload/internal/errorkinds"
 	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/internal/thousands"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -359,12 +360,12 @@ func gridLines(c *Cell) []string {
 // energyText says a cell's energy in a line: "GPUs: 4,215 J at 140.5 W
 // mean · 1.23 tok/J · 0.813 J a token · $0.42 per million tokens".
 func energyText(e *metrics.Energy) string {
-	s := "GPUs: " + numGroup(e.Joules, 0) + " J at " + numGroup(e.MeanWatts, 1) + " W mean"
+	s := "GPUs: " + thousands.Float(e.Joules, 0) + " J at " + thousands.Float(e.MeanWatts, 1) + " W mean"
 	if e.TokensPerJoule > 0 {
 		s += " · " + fmtSignificant(e.TokensPerJoule) + " tok/J · " + fmtSignificant(e.JoulesPerToken) + " J a token"
 	}
 	if e.DollarsPerMillionTokens > 0 {
-		s += " · $" + numGroup(e.DollarsPerMillionTokens, 2) + " per million tokens"
+		s += " · $" + thousands.Float(e.DollarsPerMillionTokens, 2) + " per million tokens"
 	}
 	return s
 }
@@ -408,12 +409,12 @@ func (ec energyCols) row(e *metrics.Energy) []string {
 	if e == nil {
 		return row
 	}
-	row[0] = numGroup(e.Joules, 0) + " J"
-	row[1] = numGroup(e.MeanWatts, 1) + " W"
+	row[0] = thousands.Float(e.Joules, 0) + " J"
+	row[1] = thousands.Float(e.MeanWatts, 1) + " W"
 	row[2] = dashUnlessPositive(e.TokensPerJoule, fmtSignificant)
 	row[3] = dashUnlessPositive(e.JoulesPerToken, func(v float64) string { return fmtSignificant(v) + " J" })
 	if ec.cost {
-		row[4] = dashUnlessPositive(e.DollarsPerMillionTokens, func(v float64) string { return "$" + numGroup(v, 2) })
+		row[4] = dashUnlessPositive(e.DollarsPerMillionTokens, func(v float64) string { return "$" + thousands.Float(v, 2) })
 	}
 	return row
 }
@@ -432,10 +433,10 @@ func longCellRow(c *Cell) []string {
 		row[6] = dashUnlessPositive(m.TTFT.P50, fmtTTFT)
 		row[7] = dashUnlessPositive(m.TBT.P50, fmtTBT)
 	}
-	row[8] = numGroup(m.AvgActive, 2)
+	row[8] = thousands.Float(m.AvgActive, 2)
 	row[9] = fmtInt(m.Completed)
 	row[10] = fmtInt(m.OutputTokens)
-	row[11] = numGroup(m.MeasuredS, 1) + " s"
+	row[11] = thousands.Float(m.MeasuredS, 1) + " s"
 	return row
 }
 

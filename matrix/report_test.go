@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmload/llmload/internal/thousands"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -154,7 +155,7 @@ func TestNumGroup(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.want, func(t *testing.T) {
-			assert.Equal(t, tc.want, numGroup(tc.v, tc.dec))
+			assert.Equal(t, tc.want, thousands.Float(tc.v, tc.dec))
 		})
 	}
 }

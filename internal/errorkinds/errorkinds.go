@@ -5,9 +5,9 @@ package errorkinds
 import (
 	"cmp"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/llmload/llmload/internal/thousands"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -30,22 +30,7 @@ func Format(counts map[metrics.ErrorKind]int) string {
 	})
 	parts := make([]string, len(kinds))
 	for i, k := range kinds {
-		parts[i] = k.String() + " ×" + groupThousands(counts[k])
+		parts[i] = k.String() + " ×" + thousands.Int(counts[k])
 	}
 	return strings.Join(parts, ", ")
-}
-
-// groupThousands writes n with a comma between thousands: 1205 → "1,205".
-func groupThousands(n int) string {
-	s := strconv.Itoa(n)
-	digits := strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	b.WriteString(s[:len(s)-len(digits)])
-	for i, d := range digits {
-		if i > 0 && (len(digits)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(d)
-	}
-	return b.String()
 }

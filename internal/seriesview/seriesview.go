@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/llmload/llmload/internal/chart"
+	"github.com/llmload/llmload/internal/thousands"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -157,7 +157,7 @@ func shortNum(v float64) string {
 	for dec < 6 && math.Abs(r*math.Pow(10, float64(dec))-math.Round(r*math.Pow(10, float64(dec)))) > 1e-9 {
 		dec++
 	}
-	return group(r, dec)
+	return thousands.Float(r, dec)
 }
 
 // at is a time as a tooltip says it: "12.5 s", "3 min 20 s".
@@ -237,11 +237,11 @@ func Charts(s *metrics.Series, most float64) (caption string, charts []chart.Cha
 	for _, r := range rows {
 		hi = max(hi, r.TokS)
 	}
-	y := tp.YLinear(max(hi, 1), func(v float64) string { return group(v, 0) })
+	y := tp.YLinear(max(hi, 1), func(v float64) string { return thousands.Float(v, 0) })
 	line(&tp, "tok/s", 0, func(r Row) float64 { return r.TokS }, x, y, nil)
 	for i, r := range rows {
 		tp.Bands[i].Title = fmt.Sprintf("%s: %s tok/s · %d started · %d finished · %d failed",
-			when(r), group(r.TokS, 1), r.Started, r.Finished, r.Failed)
+			when(r), thousands.Float(r.TokS, 1), r.Started, r.Finished, r.Failed)
 	}
 
 	// Latencies, on a log scale: TTFT and the gaps between tokens are
@@ -294,18 +294,18 @@ func Charts(s *metrics.Series, most float64) (caption string, charts []chart.Cha
 	line(&st, "running (server)", 7, func(r Row) float64 { return r.Running }, x, y, nil)
 	line(&st, "waiting (server)", 8, func(r Row) float64 { return r.ServerWaiting }, x, y, nil)
 	for i, r := range rows {
-		t := fmt.Sprintf("%s: client %s decoding · %s waiting", when(r), group(r.Decoding, 2), group(r.Waiting, 2))
+		t := fmt.Sprintf("%s: client %s decoding · %s waiting", when(r), thousands.Float(r.Decoding, 2), thousands.Float(r.Waiting, 2))
 		if !math.IsNaN(r.Running) {
-			t += fmt.Sprintf("; server %s running", group(r.Running, 1))
+			t += fmt.Sprintf("; server %s running", thousands.Float(r.Running, 1))
 		}
 		if !math.IsNaN(r.ServerWaiting) {
-			t += fmt.Sprintf(" · %s waiting", group(r.ServerWaiting, 1))
+			t += fmt.Sprintf(" · %s waiting", thousands.Float(r.ServerWaiting, 1))
 		}
 		if !math.IsNaN(r.KVUsage) {
-			t += fmt.Sprintf(" · KV cache %s%%", group(100*r.KVUsage, 0))
+			t += fmt.Sprintf(" · KV cache %s%%", thousands.Float(100*r.KVUsage, 0))
 		}
 		if !math.IsNaN(r.Preempted) {
-			t += fmt.Sprintf(" · %s preemptions", group(r.Preempted, 0))
+			t += fmt.Sprintf(" · %s preemptions", thousands.Float(r.Preempted, 0))
 		}
 		st.Bands[i].Title = t
 	}
@@ -326,34 +326,4 @@ func fmtDuration(d time.Duration) string {
 		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64) + " ms"
 	}
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
-}
-
-// group formats v with dec decimals and thousands separators: 1054.66 →
-// "1,054.7"; NaN and infinities are "—".
-func group(v float64, dec int) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "—"
-	}
-	s := strconv.FormatFloat(v, 'f', dec, 64)
-	sign := ""
-	if strings.HasPrefix(s, "-") {
-		s = s[1:]
-		if strings.Trim(s, "0.") != "" {
-			sign = "-"
-		}
-	}
-	whole, frac, hasFrac := strings.Cut(s, ".")
-	var b strings.Builder
-	b.WriteString(sign)
-	for i, d := range whole {
-		if i > 0 && (len(whole)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(d)
-	}
-	if hasFrac {
-		b.WriteByte('.')
-		b.WriteString(frac)
-	}
-	return b.String()
 }
