@@ -227,7 +227,7 @@ func (l Limits) Gaps(e Engine) []Gap {
 	if l.KVTokens <= 0 {
 		g := Gap{Limit: LimitKVTokens, Where: "from the server's start-up log"}
 		if e == EngineOllama || e == EngineLlamaCpp {
-			g.Where, g.FollowsFrom = e.String()+" holds a context per slot", LimitMaxRunning
+			g.Where, g.FollowsFrom = string(e)+" holds a context per slot", LimitMaxRunning
 		}
 		out = append(out, g)
 	}

@@ -11,45 +11,33 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/llmload/llmload/internal/enumtext"
 )
 
 // LayerKind is what one decoder layer keeps between steps, which decides how
-// its cache grows.
-type LayerKind uint8
+// its cache grows. Its values are the names config.json's layer_types uses.
+type LayerKind string
 
 // Layer kinds. The zero value means "not set".
 const (
-	layerUnset LayerKind = iota
+	layerUnset LayerKind = ""
 	// FullAttention keeps keys and values for every token of the sequence.
-	FullAttention
+	FullAttention LayerKind = "full_attention"
 	// SlidingAttention keeps keys and values for the last SlidingWindow tokens.
-	SlidingAttention
+	SlidingAttention LayerKind = "sliding_attention"
 	// LinearAttention is a Gated DeltaNet layer: a fixed-size state per
 	// sequence (a short-convolution state and a recurrent state), whatever
 	// the length.
-	LinearAttention
+	LinearAttention LayerKind = "linear_attention"
 	// Mamba is a Mamba2 layer: a fixed-size convolution and SSM state per
 	// sequence.
-	Mamba
+	Mamba LayerKind = "mamba"
 	// NoCache is a layer that keeps nothing (an MLP-only layer of a hybrid
 	// pattern such as Nemotron-H's).
-	NoCache
+	NoCache LayerKind = "none"
 )
 
-var layerKindNames = [...]string{"", "full_attention", "sliding_attention", "linear_attention", "mamba", "none"}
-
-// String returns the name config.json's layer_types uses for k.
-func (k LayerKind) String() string { return enumtext.Name(layerKindNames[:], k, "LayerKind") }
-
-// MarshalText returns the String form.
-func (k LayerKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
-
-// UnmarshalText parses the String form.
-func (k *LayerKind) UnmarshalText(b []byte) error {
-	return enumtext.Parse(k, layerKindNames[:], b, "capacity: unknown layer kind")
-}
+// everyLayerKind lists the kinds, in the order a summary gives them.
+var everyLayerKind = [...]LayerKind{FullAttention, SlidingAttention, LinearAttention, Mamba, NoCache}
 
 // MLA describes multi-head latent attention (DeepSeek V2/V3, Kimi K2): each
 // token stores one compressed latent of KVLoraRank plus QKRopeHeadDim values
@@ -179,7 +167,7 @@ func (m *Model) hybrid() bool {
 // String summarizes the layers, e.g. "32 layers: 8 full_attention, 24 linear_attention".
 func (m *Model) String() string {
 	var parts []string
-	for k := FullAttention; k <= NoCache; k++ {
+	for _, k := range everyLayerKind {
 		if n := m.count(k); n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, k))
 		}

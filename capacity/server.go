@@ -15,8 +15,6 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
-	"github.com/llmload/llmload/internal/enumtext"
 )
 
 // maxProbeBody bounds the bytes read from one probe's response.
@@ -51,32 +49,19 @@ func (e *statusError) Error() string {
 // DefaultProbeTimeout: a server that accepts connections and says nothing.
 var ErrNoAnswer = errors.New("capacity: no answer in time")
 
-// Engine identifies an inference server.
-type Engine uint8
+// Engine names an inference server's engine, as results files write it:
+// "vllm", "sglang", "llama.cpp", "tgi" or "ollama"; "" when not identified.
+type Engine string
 
 // Engines. The zero value means "not identified".
 const (
-	EngineUnknown Engine = iota
-	EngineVLLM
-	EngineSGLang
-	EngineLlamaCpp
-	EngineTGI
-	EngineOllama
+	EngineUnknown  Engine = ""
+	EngineVLLM     Engine = "vllm"
+	EngineSGLang   Engine = "sglang"
+	EngineLlamaCpp Engine = "llama.cpp"
+	EngineTGI      Engine = "tgi"
+	EngineOllama   Engine = "ollama"
 )
-
-var engineNames = [...]string{"unknown", "vllm", "sglang", "llama.cpp", "tgi", "ollama"}
-
-// String returns "vllm", "sglang", "llama.cpp", "tgi", "ollama" or
-// "unknown".
-func (e Engine) String() string { return enumtext.Name(engineNames[:], e, "Engine") }
-
-// MarshalText returns the String form.
-func (e Engine) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
-
-// UnmarshalText parses the String form.
-func (e *Engine) UnmarshalText(b []byte) error {
-	return enumtext.Parse(e, engineNames[:], b, "capacity: unknown engine")
-}
 
 // Probe is one request Discover made and what came of it.
 type Probe struct {
@@ -163,7 +148,7 @@ func (d *Discovery) Complete(given Limits) Limits {
 		if l.Source != "" {
 			l.Source += "; "
 		}
-		l.Source += "kv_tokens = max_running × max_model_len (" + d.Engine.String() + " holds a context per slot)"
+		l.Source += "kv_tokens = max_running × max_model_len (" + string(d.Engine) + " holds a context per slot)"
 	}
 	return l
 }

@@ -268,7 +268,7 @@ func TestDiscoverOllamaModel(t *testing.T) {
 	assert.Equal(t, 4096, d.Limits.MaxModelLen, "the named model's context, not the first loaded")
 	assert.Equal(t, "tiny:latest", d.Model)
 	assert.Equal(t, "ollama /api/ps context_length", d.Limits.Source)
-	assert.Equal(t, "ollama", d.Engine.String())
+	assert.Equal(t, "ollama", string(d.Engine))
 }
 
 // TestDiscoverSilentServer: a server that accepts connections and never

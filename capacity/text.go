@@ -55,7 +55,7 @@ func (e *Estimate) WriteText(w io.Writer) error {
 // writeBudget writes the memory of one GPU, term by term.
 func (e *Estimate) writeBudget(p *textWriter) {
 	b := e.Budget
-	engine := e.Engine.String()
+	engine := string(e.Engine)
 	if e.Version != "" {
 		engine += " " + e.Version
 	}
@@ -194,7 +194,7 @@ func (p *textWriter) f(format string, args ...any) {
 // from, vLLM's block figures, and the notes.
 func (d *Discovery) WriteText(w io.Writer) error {
 	p := &textWriter{w: w}
-	engine := d.Engine.String()
+	engine := string(d.Engine)
 	switch {
 	case d.Engine == EngineUnknown:
 		engine = "unknown engine (it publishes none of the limits llmload reads)"

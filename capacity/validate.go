@@ -3,6 +3,7 @@ package capacity
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -97,8 +98,8 @@ func (m *Model) Validate() error {
 	var c fieldCheck
 	c.in("num_hidden_layers", len(m.Layers), 1, maxLayers)
 	for i, k := range m.Layers {
-		if c.err == nil && (k == layerUnset || k > NoCache) {
-			c.err = &ConfigError{Field: fmt.Sprintf("layers[%d]", i), Value: k.String(), Reason: "not a layer kind"}
+		if c.err == nil && !slices.Contains(everyLayerKind[:], k) {
+			c.err = &ConfigError{Field: fmt.Sprintf("layers[%d]", i), Value: strconv.Quote(string(k)), Reason: "not a layer kind"}
 		}
 	}
 	c.in("hidden_size", m.HiddenSize, 1, maxHidden)

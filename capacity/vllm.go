@@ -173,7 +173,7 @@ func (e *Estimate) Limits() Limits {
 		KVTokens:    e.KVTokens,
 		MaxRunning:  e.MaxNumSeqs,
 		MaxModelLen: e.MaxModelLen,
-		Source:      "estimate (" + e.Engine.String() + ")",
+		Source:      "estimate (" + string(e.Engine) + ")",
 	}
 	if x := e.Expected; x.KVTokensLow < x.KVTokensHigh {
 		l.KVTokensLow, l.KVTokensHigh = x.KVTokensLow, x.KVTokensHigh

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/redact"
 )
 
@@ -37,13 +38,13 @@ type Comparison struct {
 
 // RunInfo identifies one run of a comparison.
 type RunInfo struct {
-	Model     string    `json:"model,omitempty"`
-	Engine    string    `json:"engine,omitempty"`
-	URL       string    `json:"url,omitempty"`
-	Simulated bool      `json:"simulated,omitempty"`
-	Speed     float64   `json:"speed,omitempty"`
-	Started   time.Time `json:"started,omitzero"`
-	Complete  bool      `json:"complete"`
+	Model     string          `json:"model,omitempty"`
+	Engine    capacity.Engine `json:"engine,omitempty"`
+	URL       string          `json:"url,omitempty"`
+	Simulated bool            `json:"simulated,omitempty"`
+	Speed     float64         `json:"speed,omitempty"`
+	Started   time.Time       `json:"started,omitzero"`
+	Complete  bool            `json:"complete"`
 	// Runs counts the side's runs when it has more than one (see
 	// [CompareRuns]); the other fields are its first run's.
 	Runs int `json:"runs,omitempty"`

@@ -55,7 +55,7 @@ func (i RunInfo) describe() string {
 		model = "unknown model"
 	}
 	var srv []string
-	if e := cleanText(i.Engine); e != "" {
+	if e := cleanText(string(i.Engine)); e != "" {
 		srv = append(srv, e)
 	}
 	if u := cleanText(i.URL); u != "" {

@@ -492,7 +492,7 @@ func (rp *report) newHeader() reportHeader {
 		h.Model = "unknown model"
 	}
 	var srv []string
-	if e := cleanText(r.Server.Engine); e != "" {
+	if e := cleanText(string(r.Server.Engine)); e != "" {
 		srv = append(srv, e)
 	}
 	url := cleanText(redact.URL(r.Server.URL))

@@ -48,9 +48,9 @@ type Server struct {
 	// Engine is "vllm", "sglang", "llama.cpp", "tgi", "ollama", or "" when
 	// unknown; Version the engine's version where it tells it. Simulated
 	// marks llmload's simulator.
-	Engine    string `json:"engine,omitempty"`
-	Version   string `json:"version,omitempty"`
-	Simulated bool   `json:"simulated,omitempty"`
+	Engine    capacity.Engine `json:"engine,omitempty"`
+	Version   string          `json:"version,omitempty"`
+	Simulated bool            `json:"simulated,omitempty"`
 	// Speed is the simulator's speed factor: it ran Speed times faster
 	// than the server it simulates. Every figure of the results is in wall
 	// time; the reports speak in the simulated server's own time,

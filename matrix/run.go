@@ -334,8 +334,8 @@ func (r *Runner) discover(ctx context.Context, c *loadgen.Client, hc *http.Clien
 		if limits.Source == "" {
 			limits.Source = given.Source
 		}
-		if res.Server.Engine == "" && d.Engine != capacity.EngineUnknown {
-			res.Server.Engine = d.Engine.String()
+		if res.Server.Engine == capacity.EngineUnknown {
+			res.Server.Engine = d.Engine
 		}
 		if res.Server.Version == "" {
 			res.Server.Version = d.Version

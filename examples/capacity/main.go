@@ -76,7 +76,14 @@ type options struct {
 
 func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.config, "config", "", "model `config.json` or model directory (safetensors headers give the exact weights)")
-	fs.TextVar(&o.engine, "engine", capacity.EngineVLLM, "`name` of the engine whose rules to apply: vllm or sglang")
+	o.engine = capacity.EngineVLLM
+	fs.Func("engine", "`name` of the engine whose rules to apply: vllm (default) or sglang", func(s string) error {
+		if e := capacity.Engine(s); e == capacity.EngineVLLM || e == capacity.EngineSGLang {
+			o.engine = e
+			return nil
+		}
+		return fmt.Errorf("want vllm or sglang, not %q", s)
+	})
 	o.client.RegisterServer(fs, "read the capacity from the running server at this `URL` instead of estimating it")
 	fs.StringVar(&o.version, "vllm-version", "", "vLLM `version` whose memory profile and formulas to use; empty means the server's with -url, else "+capacity.DefaultVLLMVersion+"'s estimate with a range spanning every version's profile")
 	fs.StringVar(&o.dtype, "dtype", "auto", "model dtype vLLM serves in: auto, bfloat16, float16 or float32")

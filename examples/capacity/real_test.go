@@ -29,7 +29,7 @@ func TestRealServerCapacity(t *testing.T) {
 	require.NoError(t, run(t.Context(), []string{"-url", url, "-contexts", "0", "-concurrency", "1"}, &out, &out))
 	text := out.String()
 	t.Log(text)
-	assert.Contains(t, text, "Server     "+r.Engine.String()+" "+r.Version)
+	assert.Contains(t, text, "Server     "+string(r.Engine)+" "+r.Version)
 	assert.Contains(t, text, "Found      max_model_len "+comma(r.MaxModelLen)+" (from "+r.Source)
 }
 

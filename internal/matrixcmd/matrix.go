@@ -91,13 +91,11 @@ func WriteHints(w io.Writer, r *matrix.Results) {
 	if r.Server.Simulated {
 		return // the simulator's limits are its profile's
 	}
-	var engine capacity.Engine
-	_ = engine.UnmarshalText([]byte(r.Server.Engine))
-	gaps := r.Server.Limits.Gaps(engine)
+	gaps := r.Server.Limits.Gaps(r.Server.Engine)
 	if len(gaps) == 0 {
 		return
 	}
-	name := r.Server.Engine
+	name := string(r.Server.Engine)
 	if name == "" {
 		name = "the server"
 	}
