@@ -124,6 +124,7 @@ func (f *fleetCell) merge(ctx context.Context, run *loadgen.Run, recording *metr
 	window := f.own.Duration
 
 	var recs []metrics.Recording
+	var common metrics.Window // the kept shards' windows' intersection
 	var ss []*Streams
 	health := loadgen.Health{}
 	run.WarmupTimedOut = false
@@ -162,6 +163,27 @@ func (f *fleetCell) merge(ctx context.Context, run *loadgen.Run, recording *metr
 		r := p.Recording
 		off := sh.offset()
 		r.Summary.Window = metrics.Window{Start: r.Summary.Window.Start.Add(-off), End: r.Summary.Window.End.Add(-off)}
+		// The merged window is the windows' intersection: a shard whose
+		// window opened so late (a starved follower, a clock that moved
+		// after the exchange) that it would cut the cell's window by half
+		// or more is left out with the reason, as a lost one is, rather
+		// than failing the cell or shrinking it to noise.
+		if len(recs) > 0 {
+			inter := intersect(common, r.Summary.Window)
+			if inter.Duration() < recs[0].Summary.Window.Duration()/2 {
+				sh.Lost = fmt.Sprintf("its window %s overlapped the others' %s for %s only", clockSpan(r.Summary.Window, recs[0].Summary.Window.Start),
+					clockSpan(common, recs[0].Summary.Window.Start), inter.Duration().Round(time.Millisecond))
+				f.lost += sh.Streams
+				f.partial = true
+				f.notes = append(f.notes, fmt.Sprintf("shard %d%s was lost: %s; the cell holds the other shards' %d of %d streams",
+					sh.Index, nameOf(sh.Name), sh.Lost, f.own.Concurrency-f.lost, f.own.Concurrency))
+				f.shards = append(f.shards, sh)
+				continue
+			}
+			common = inter
+		} else {
+			common = r.Summary.Window
+		}
 		recs = append(recs, r)
 		ss = append(ss, p.Streams)
 		sh.OutputTokens, sh.ClientLimited = r.Summary.OutputTokens, p.Health.Limited
@@ -222,6 +244,24 @@ func (f *fleetCell) collect(ctx context.Context, own *sharePart) []shardPart {
 		out = append(out, shardPart{Shard: sh, Part: part})
 	}
 	return out
+}
+
+// intersect returns the part of a that b covers (empty when none).
+func intersect(a, b metrics.Window) metrics.Window {
+	w := a
+	if b.Start.After(w.Start) {
+		w.Start = b.Start
+	}
+	if b.End.Before(w.End) {
+		w.End = b.End
+	}
+	return w
+}
+
+// clockSpan writes a window as its start and end in seconds from t0, the
+// leader's window start: "+1.250–2.250 s".
+func clockSpan(w metrics.Window, t0 time.Time) string {
+	return fmt.Sprintf("%+.3f–%+.3f s", w.Start.Sub(t0).Seconds(), w.End.Sub(t0).Seconds())
 }
 
 // offset returns the shard's clock offset as a duration.

@@ -137,6 +137,14 @@ func MergeRecordings(recs ...Recording) (Recording, error) {
 		active += p.AvgActive * p.Window.Duration().Seconds()
 	}
 	if !s.Window.End.After(s.Window.Start) && !recs[0].Summary.Window.IsZero() {
+		// Blame the first recording that misses the first one's window (a
+		// late or moved shard), else the first that misses the others'.
+		first := recs[0].Summary.Window
+		for i := 1; i < len(recs); i++ {
+			if w := recs[i].Summary.Window; !w.End.After(first.Start) || !w.Start.Before(first.End) {
+				return Recording{}, &MergeError{Index: i, Reason: fmt.Sprintf("its window %v–%v does not overlap recording 0's %v–%v", w.Start.Format(time.RFC3339Nano), w.End.Format(time.RFC3339Nano), first.Start.Format(time.RFC3339Nano), first.End.Format(time.RFC3339Nano))}
+			}
+		}
 		for i := range recs {
 			if w := recs[i].Summary.Window; !w.End.After(s.Window.Start) || !w.Start.Before(s.Window.End) {
 				return Recording{}, &MergeError{Index: i, Reason: fmt.Sprintf("its window %v–%v does not overlap the others'", w.Start.Format(time.RFC3339Nano), w.End.Format(time.RFC3339Nano))}

@@ -157,6 +157,7 @@ func TestMergeRecordingsRefuses(t *testing.T) {
 	var me *metrics.MergeError
 	require.ErrorAs(t, err, &me)
 	assert.Contains(t, err.Error(), "does not overlap")
+	assert.Equal(t, 1, me.Index, "the late one is named, not the first")
 
 	broken := a.Recording(metrics.ScopeWindow)
 	broken.Histograms.TTFT = nil
