@@ -18,7 +18,8 @@
 //
 //	go run ./examples/bench -url http://127.0.0.1:8000/v1 -model my-model -dataset ShareGPT_V3_unfiltered_cleaned_split.json -profile poisson -rate 4 -requests 500
 //
-// What is sent: -dataset FILE (ShareGPT, JSON or JSONL, or JSONL prompts
+// What is sent: -dataset FILE (ShareGPT, JSON or JSONL, with ShareGPT4V's
+// images; OpenAI chat records with image_url parts; or JSONL prompts
 // {"prompt": ..., "output_tokens": N}), else synthetic prompts of
 // -input-len and -output-len tokens (a fixed count or a distribution:
 // uniform:MIN,MAX, normal:MEAN,SD, lognormal:MEAN,SD), with -prefix-groups
@@ -278,6 +279,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if gpus != nil {
 		defer gpus.Close()
+	}
+	if len(mix.Builder.Images) > 0 {
+		if res.ImageTokens, err = benchcmd.ImageTokens(ctx, client, api, model, mix.Builder.Images, mix.Builder.Extra); err != nil {
+			fail(stderr, o.client.Redactor().Error(err))
+			return 1
+		}
+		if res.ImageTokens == 0 {
+			res.Notes = append(res.Notes, "the server reported no prompt tokens for the images of -image: the runs' input tokens may not hold them")
+		}
+	}
+	if mix.Dataset != nil && mix.Dataset.Images > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d of the dataset's %d records carry images: the server counts them in each request's input tokens, not measured apart (an image's tokens depend on its size)", mix.Dataset.Images, mix.Dataset.Records))
 	}
 	runErr := o.bench.Run(ctx, client, mix, requests, lm, gpus, o.gpu.HourlyCost, res, onResult)
 	res.Finished = time.Now()

@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -65,4 +68,76 @@ func TestSLOOnTTFO(t *testing.T) {
 		assert.Positive(t, res.Runs[0].Summary.ReasoningTokens)
 		assert.Equal(t, tc.good, res.Runs[0].GoodShare, "-slo-ttfo %s", tc.slo)
 	}
+}
+
+// TestWeightedModelsSweep: a sweep sends -model a=3,b=1 in every run, and
+// its table and its HTML page give each run's models a row of their own.
+func TestWeightedModelsSweep(t *testing.T) {
+	args := append(quick, "-model", "a=3,b=1", "-profile", "sweep", "-rates", "1", "-throughput", "4", "-requests", "40", "-warmup", "0s", "-output-len", "4")
+	code, out, errOut := bench(t, append(args, "-format", "json")...)
+	require.Equal(t, 0, code, errOut)
+	var res sweep.Results
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Len(t, res.Runs, 3)
+	for _, run := range res.Runs {
+		require.Len(t, run.Models, 2, run.Label)
+		assert.Equal(t, run.Summary.Completed, run.Models["a"].Summary.Completed+run.Models["b"].Summary.Completed, run.Label)
+		assert.InDelta(t, 30, run.Models["a"].Summary.Completed, 1, run.Label)
+	}
+	code, out, errOut = bench(t, append(args, "-format", "html")...)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, 3, strings.Count(out, "· model a (75.0%)"), "a row of model a under each run")
+	assert.Equal(t, 3, strings.Count(out, "· model b (25.0%)"))
+}
+
+// TestImageTokens: with -image, bench asks the server what the images
+// cost before its runs, and its JSON and its table report it: the
+// simulator's 16×16 tokens of a 448×448 picture, on top of each prompt's
+// 100 tokens of text.
+func TestImageTokens(t *testing.T) {
+	args := append(quick, "-image", "448x448", "-input-len", "100", "-output-len", "4", "-requests", "8", "-concurrency", "2", "-warmup", "0s")
+	code, out, errOut := bench(t, append(args, "-format", "json")...)
+	require.Equal(t, 0, code, errOut)
+	var res sweep.Results
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	assert.Equal(t, 256, res.ImageTokens)
+	require.Len(t, res.Runs, 1)
+	s := res.Runs[0].Summary
+	assert.Equal(t, 356*s.Completed, s.InputTokens, "each prompt's text and its image")
+	code, out, errOut = bench(t, args...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "(the images: 256 prompt tokens a request, as the server counts them)")
+}
+
+// TestDatasetImages: a ShareGPT4V dataset's images go with its prompts:
+// the simulator counts each request's text and its images' vision tokens
+// (four for each of the small pictures: 12 for the two records with
+// images), against the same texts without images; the record whose image
+// is missing is skipped and reported, and an API that sends text alone is
+// refused.
+func TestDatasetImages(t *testing.T) {
+	inputTokens := func(path string) (sweep.Results, int) {
+		t.Helper()
+		code, out, errOut := bench(t, append(quick, "-dataset", path, "-requests", "9", "-concurrency", "1", "-warmup", "0s", "-output-len", "2", "-format", "json")...)
+		require.Equal(t, 0, code, errOut)
+		var res sweep.Results
+		require.NoError(t, json.Unmarshal([]byte(out), &res))
+		require.Len(t, res.Runs, 1)
+		require.Equal(t, 9, res.Runs[0].Summary.Completed)
+		return res, res.Runs[0].Summary.InputTokens
+	}
+	res, with := inputTokens("../../loadgen/workload/testdata/sharegpt4v.json")
+	assert.Contains(t, res.Workload, "3 records, 2 with images, 1 whose image file is missing skipped")
+	textOnly := filepath.Join(t.TempDir(), "text.jsonl")
+	var lines []string
+	for _, q := range []string{"What colour is this square?", "Compare and .", "No picture here."} {
+		lines = append(lines, `{"conversations": [{"from": "human", "value": "`+q+`"}, {"from": "gpt", "value": "x"}]}`)
+	}
+	require.NoError(t, os.WriteFile(textOnly, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+	_, without := inputTokens(textOnly)
+	assert.Equal(t, 3*12, with-without, "three passes over the file, 4 vision tokens an image")
+
+	code, _, errOut := bench(t, append(quick, "-dataset", "../../loadgen/workload/testdata/sharegpt4v.json", "-api", "completions", "-requests", "2")...)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "2 records with images, and the completions API sends text alone")
 }

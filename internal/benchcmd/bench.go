@@ -56,7 +56,7 @@ type Flags struct {
 
 // Register defines the flags on fs.
 func (b *Flags) Register(fs *flag.FlagSet) {
-	fs.StringVar(&b.dataset, "dataset", "", "a ShareGPT file (JSON or JSONL) or a JSONL file of {\"prompt\": ..., \"output_tokens\": N}")
+	fs.StringVar(&b.dataset, "dataset", "", "a ShareGPT file (JSON or JSONL; ShareGPT4V's \"image\" too), OpenAI chat records {\"messages\": [...]} with image_url parts, or a JSONL file of {\"prompt\": ..., \"output_tokens\": N}; image files are under the file's directory")
 	fs.StringVar(&b.inputFlag, "input-len", "uniform:256,1024", "synthetic prompts' length in tokens, template included: N, uniform:MIN,MAX, normal:MEAN,SD or lognormal:MEAN,SD")
 	fs.StringVar(&b.outputFlag, "output-len", "128", "output length in tokens, as -input-len (with -dataset, replaces the records' own; 0 leaves it to the server)")
 	fs.IntVar(&b.prefix.Groups, "prefix-groups", 0, "synthetic prompts share this many system prompts")

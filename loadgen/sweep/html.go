@@ -47,7 +47,7 @@ func (r *Results) writeHTML(w io.Writer) error {
 		}
 	}
 	page.Pooled = r.pooled()
-	for _, run := range r.Runs {
+	for _, run := range withModels(r.Runs) {
 		s := &run.Summary
 		row := htmlRow{Label: run.name(), Requests: run.Requests, Failed: s.Failed,
 			RequestRate: fmt.Sprintf("%.2f", run.RequestRate), OutputTokS: fmt.Sprintf("%.1f", run.OutputTokensPerSec)}

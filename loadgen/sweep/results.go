@@ -26,6 +26,11 @@ type Results struct {
 	Server Server `json:"server"`
 	// Workload says what was sent: the dataset, the lengths or the trace.
 	Workload string `json:"workload"`
+	// ImageTokens is the prompt tokens the server counted for the images
+	// every request carried, measured beside a short prompt sent with
+	// and without them; 0 when none were sent or the server's usage did
+	// not tell. The runs' input tokens include them.
+	ImageTokens int `json:"image_tokens,omitempty"`
 	// Profile names how the loads were chosen: a load's kind
 	// ("concurrency", "constant", "poisson", "gamma"), "trace", "sweep"
 	// or "slo".

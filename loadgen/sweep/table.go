@@ -114,7 +114,11 @@ func (r *Results) what() string {
 	if r.Workload == "" {
 		return p
 	}
-	return p + " of " + textsafe.Line(r.Workload)
+	p += " of " + textsafe.Line(r.Workload)
+	if r.ImageTokens > 0 {
+		p += fmt.Sprintf(" (the images: %d prompt tokens a request, as the server counts them)", r.ImageTokens)
+	}
+	return p
 }
 
 func (s Server) describe() string {

@@ -25,6 +25,9 @@ type datasetRecord struct {
 	// OutputTokens is the output length the file gives (a prompt file's
 	// output_tokens), or 0.
 	OutputTokens int
+	// Images go with the first user turn: ShareGPT4V's "image", or the
+	// image_url parts of an OpenAI chat message's content.
+	Images []imageRef
 }
 
 // roles maps ShareGPT's speakers to chat roles.
@@ -39,15 +42,18 @@ var roles = map[string]string{
 type datasetReader struct {
 	name string
 	s    *recordScanner
+	root *os.Root // the dataset's directory, where its image files are; or nil
 	done bool
-	// Skipped counts the records skipped so far.
-	Skipped int
+	// Skipped counts the records skipped so far for want of a user turn;
+	// MissingImages those skipped because an image file is missing.
+	Skipped, MissingImages int
 }
 
-// newDatasetReader returns a reader of the dataset in r; name, if not
-// empty, names it in errors.
-func newDatasetReader(r io.Reader, name string) *datasetReader {
-	return &datasetReader{name: name, s: newRecordScanner(r)}
+// newDatasetReader returns a reader of the dataset in r, whose image
+// files are under root (nil: it has none); name, if not empty, names it
+// in errors.
+func newDatasetReader(r io.Reader, name string, root *os.Root) *datasetReader {
+	return &datasetReader{name: name, s: newRecordScanner(r), root: root}
 }
 
 // rawRecord is a record as it is decoded.
@@ -58,6 +64,13 @@ type rawRecord struct {
 	} `json:"conversations"`
 	Prompt       *string `json:"prompt"`
 	OutputTokens *int    `json:"output_tokens"`
+	// Image is ShareGPT4V's (LLaVA's): a path or URL, or a list of them.
+	Image json.RawMessage `json:"image"`
+	// Messages is OpenAI's chat form, content parts included.
+	Messages *[]struct {
+		Role    *string         `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
 }
 
 // Next returns the next record, or io.EOF after the last. A malformed
@@ -88,6 +101,12 @@ func (d *datasetReader) Next() (datasetRecord, error) {
 			d.Skipped++
 			continue
 		}
+		if err := checkImageFiles(d.root, rec.Images); errors.Is(err, errImageMissing) {
+			d.MissingImages++
+			continue
+		} else if err != nil {
+			return datasetRecord{}, &ParseError{Name: d.name, Line: line, Err: err}
+		}
 		return rec, nil
 	}
 }
@@ -113,9 +132,23 @@ func parseRecord(raw []byte, line int) (datasetRecord, error) {
 		return datasetRecord{}, err
 	}
 	rec := datasetRecord{Line: line}
+	forms := 0
+	for _, set := range []bool{r.Conversations != nil, r.Prompt != nil, r.Messages != nil} {
+		if set {
+			forms++
+		}
+	}
+	if forms > 1 {
+		return rec, errors.New(`the record has more than one of "conversations", "prompt" and "messages": give one`)
+	}
+	images, err := imageList(r.Image)
+	if err != nil {
+		return rec, err
+	}
+	if images != nil && r.Messages != nil {
+		return rec, errors.New(`"image" goes with "conversations" or "prompt"; a "messages" record carries its images as image_url parts`)
+	}
 	switch {
-	case r.Conversations != nil && r.Prompt != nil:
-		return rec, errors.New(`the record has both "conversations" and "prompt": give one`)
 	case r.Prompt != nil:
 		if r.OutputTokens != nil {
 			if *r.OutputTokens < 1 || *r.OutputTokens > MaxLength {
@@ -123,14 +156,13 @@ func parseRecord(raw []byte, line int) (datasetRecord, error) {
 			}
 			rec.OutputTokens = *r.OutputTokens
 		}
-		if *r.Prompt != "" {
-			rec.Turns = []loadgen.Message{{Role: "user", Content: *r.Prompt}}
+		if text := stripImageTags(*r.Prompt); text != "" || images != nil {
+			rec.Turns, rec.Images = []loadgen.Message{{Role: "user", Content: text}}, images
 		}
 		return rec, nil
+	case r.OutputTokens != nil && (r.Conversations != nil || r.Messages != nil):
+		return rec, errors.New(`output_tokens belongs to a "prompt" record, not to a conversation`)
 	case r.Conversations != nil:
-		if r.OutputTokens != nil {
-			return rec, errors.New(`output_tokens belongs to a "prompt" record, not to a conversation`)
-		}
 		turns := make([]loadgen.Message, 0, len(*r.Conversations))
 		user := false
 		for i, t := range *r.Conversations {
@@ -141,15 +173,63 @@ func parseRecord(raw []byte, line int) (datasetRecord, error) {
 			if !ok {
 				return rec, fmt.Errorf("conversations[%d] is from %q: want human, gpt or system (or user, assistant, chatgpt, bard, bing, model)", i, *t.From)
 			}
+			text := *t.Value
+			if images != nil {
+				text = stripImageTags(text)
+			}
 			user = user || role == "user"
-			turns = append(turns, loadgen.Message{Role: role, Content: *t.Value})
+			turns = append(turns, loadgen.Message{Role: role, Content: text})
 		}
 		if user && len(turns) >= 2 {
-			rec.Turns = turns
+			rec.Turns, rec.Images = turns, images
 		}
 		return rec, nil
+	case r.Messages != nil:
+		return parseMessages(rec, *r.Messages)
 	}
-	return rec, errors.New(`the record has neither "conversations" (ShareGPT) nor "prompt"`)
+	return rec, errors.New(`the record has neither "conversations" (ShareGPT), "messages" (OpenAI chat) nor "prompt"`)
+}
+
+// chatRoles are the roles of an OpenAI chat record's messages.
+var chatRoles = map[string]string{"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+
+// parseMessages reads an OpenAI chat record: its messages, their content
+// a string or text and image_url parts. The images of its first user
+// message go with it; those of later user messages are checked but not
+// sent (a record's request ends at its first user turn), and an image
+// anywhere else is refused.
+func parseMessages(rec datasetRecord, msgs []struct {
+	Role    *string         `json:"role"`
+	Content json.RawMessage `json:"content"`
+}) (datasetRecord, error) {
+	turns := make([]loadgen.Message, 0, len(msgs))
+	var images []imageRef
+	user := false
+	for i, m := range msgs {
+		if m.Role == nil || m.Content == nil {
+			return rec, fmt.Errorf(`messages[%d] needs "role" and "content"`, i)
+		}
+		role, ok := chatRoles[*m.Role]
+		if !ok {
+			return rec, fmt.Errorf("messages[%d] has the role %.40q: want system, user or assistant", i, *m.Role)
+		}
+		text, imgs, err := parseContent(m.Content, fmt.Sprintf("messages[%d]", i))
+		if err != nil {
+			return rec, err
+		}
+		if imgs != nil && role != "user" {
+			return rec, fmt.Errorf("messages[%d] is the %s's and holds an image: images go in user messages", i, role)
+		}
+		if role == "user" && !user {
+			images = imgs
+		}
+		user = user || role == "user"
+		turns = append(turns, loadgen.Message{Role: role, Content: text})
+	}
+	if user {
+		rec.Turns, rec.Images = turns, images
+	}
+	return rec, nil
 }
 
 // describeJSON rewords a decoding error for a person reading the file;
@@ -228,28 +308,46 @@ func (r datasetRecord) Item(output Length, rng *rand.Rand) Item {
 // Dataset is a dataset file read through once: it is well formed, and
 // holds Records usable records. Its records are read from disk again each
 // time they are needed, one at a time: memory does not grow with the
-// file. Two formats are read, recognised record by record:
+// file. Three forms are read, recognised record by record:
 //
 //   - ShareGPT: {"conversations": [{"from": "human", "value": "..."},
 //     {"from": "gpt", "value": "..."}, ...]} (other fields are ignored),
 //     as a JSON array of such objects or one a line (JSONL). Speakers
 //     are human or user, gpt, assistant, chatgpt, bard, bing or model,
-//     and system.
+//     and system. ShareGPT4V's (LLaVA's) "image" gives the images of its
+//     first user turn: a path or URL, or a list of them; the turns'
+//     "<image>" placeholders are removed.
+//   - OpenAI chat: {"messages": [{"role": "user", "content": ...}, ...]},
+//     each content a string or an array of parts, {"type": "text",
+//     "text": "..."} and {"type": "image_url", "image_url": {"url":
+//     "..."}}; the first user message's images are sent with it.
 //   - Prompts, vLLM's custom dataset: {"prompt": "...", "output_tokens": N}
-//     one a line, output_tokens optional.
+//     one a line, output_tokens optional ("image" as ShareGPT4V's).
+//
+// An image is a data URL (data:image/TYPE;base64,...) or an http(s) URL,
+// sent as it is, or a file under the dataset's directory (a relative path
+// without ..: "coco/train2017/000000000009.jpg"), checked when the
+// dataset is opened and read and sent as a data URL with each request
+// that carries it: a PNG, JPEG, GIF or WebP image of at most 16 MiB, at
+// most 64 images and 64 MiB a record. Images go after the text of their
+// message, in chat's image_url parts, Responses' input_image parts or
+// Messages' image blocks.
 //
 // A record that has no user turn is skipped and counted, as vLLM skips
-// conversations of fewer than two turns; anything else that is not one of
-// these forms is a [*ParseError] naming its line. A record's request is
-// its conversation up to its first user turn (a system message before it
-// included); its output length is the record's output_tokens, else the
-// estimated length of the reply that follows in the record
-// (four for every three words).
+// conversations of fewer than two turns; so is a record whose image file
+// does not exist, as vLLM skips ShareGPT4V records whose images were not
+// downloaded. Anything else that is not one of these forms is a
+// [*ParseError] naming its line. A record's request is its conversation
+// up to its first user turn (a system message before it included); its
+// output length is the record's output_tokens, else the estimated length
+// of the reply that follows in the record (four for every three words).
 type Dataset struct {
 	Path string
 	// Records counts the usable records; Skipped those without a user
-	// turn.
-	Records, Skipped int
+	// turn, MissingImages those skipped because an image file is missing.
+	Records, Skipped, MissingImages int
+	// Images counts the usable records that carry images.
+	Images int
 }
 
 // OpenDataset reads the dataset at path through (see [Dataset] for its
@@ -263,17 +361,25 @@ func OpenDataset(path string) (*Dataset, error) {
 		return nil, fmt.Errorf("workload: %w", err)
 	}
 	defer f.Close()
+	root, err := os.OpenRoot(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("workload: the dataset's directory: %w", err)
+	}
+	defer root.Close()
 	d := &Dataset{Path: path}
 	name := filepath.Base(path)
-	r := newDatasetReader(f, name)
+	r := newDatasetReader(f, name, root)
 	fe := &FileError{Name: name}
 	for {
-		_, err := r.Next()
+		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err == nil {
 			d.Records++
+			if len(rec.Images) > 0 {
+				d.Images++
+			}
 			continue
 		}
 		var pe *ParseError
@@ -282,12 +388,12 @@ func OpenDataset(path string) (*Dataset, error) {
 		}
 		fe.add(pe)
 	}
-	d.Skipped = r.Skipped
+	d.Skipped, d.MissingImages = r.Skipped, r.MissingImages
 	if fe.Count > 0 {
 		return nil, fe
 	}
 	if d.Records == 0 {
-		return nil, fmt.Errorf("%w: %s has no record with a user turn (%d skipped)", ErrEmpty, name, d.Skipped)
+		return nil, fmt.Errorf("%w: %s has no record with a user turn (%d skipped, %d for a missing image)", ErrEmpty, name, d.Skipped, d.MissingImages)
 	}
 	return d, nil
 }
@@ -310,13 +416,19 @@ func (d *Dataset) Items(output Length, seed uint64) Reader {
 		if err != nil {
 			return nil, fmt.Errorf("workload: %w", err)
 		}
-		return &datasetItems{f: f, r: newDatasetReader(f, filepath.Base(d.Path)), output: output, rng: rng}, nil
+		root, err := os.OpenRoot(filepath.Dir(d.Path))
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("workload: the dataset's directory: %w", err)
+		}
+		return &datasetItems{f: f, root: root, r: newDatasetReader(f, filepath.Base(d.Path), root), output: output, rng: rng}, nil
 	})
 }
 
 // datasetItems reads the items of one pass over a dataset file.
 type datasetItems struct {
 	f      *os.File
+	root   *os.Root
 	r      *datasetReader
 	output Length
 	rng    *rand.Rand
@@ -327,7 +439,11 @@ func (d *datasetItems) Read() (Item, error) {
 	if err != nil {
 		return Item{}, err
 	}
-	return rec.Item(d.output, d.rng), nil
+	it := rec.Item(d.output, d.rng)
+	if it.Images, err = imageURLs(d.root, rec.Images); err != nil {
+		return Item{}, &ParseError{Name: d.r.name, Line: rec.Line, Err: err}
+	}
+	return it, nil
 }
 
-func (d *datasetItems) Close() error { return d.f.Close() }
+func (d *datasetItems) Close() error { return errors.Join(d.f.Close(), d.root.Close()) }

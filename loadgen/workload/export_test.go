@@ -1,5 +1,10 @@
 package workload
 
+import (
+	"io"
+	"os"
+)
+
 // Started returns how many sessions have started, for the tests.
 func (s *Sessions) Started() int { return s.startedCount() }
 
@@ -9,8 +14,26 @@ type (
 	Record        = datasetRecord
 )
 
-// NewDatasetReader returns a reader of the dataset in r, for the tests.
-var NewDatasetReader = newDatasetReader
+// NewDatasetReader returns a reader of the dataset in r, without image
+// files, for the tests.
+func NewDatasetReader(r io.Reader, name string) *DatasetReader { return newDatasetReader(r, name, nil) }
+
+// NewDatasetReaderIn returns a reader of the dataset in r whose image
+// files are under root, for the tests.
+var NewDatasetReaderIn = newDatasetReader
+
+// ImageRefs returns the record's images as the file gives them: a URL,
+// or a file's path.
+func (r datasetRecord) ImageRefs() []string {
+	var refs []string
+	for _, ref := range r.Images {
+		refs = append(refs, ref.url+ref.path)
+	}
+	return refs
+}
+
+// ImageURLs returns the URLs a record's images are sent as, for the tests.
+func ImageURLs(root *os.Root, r datasetRecord) ([]string, error) { return imageURLs(root, r.Images) }
 
 // EstimateTokens is the estimate of a dataset reply's tokens, for the tests.
 var EstimateTokens = estimateTokens

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/llmload/llmload/loadgen/workload"
@@ -23,17 +24,24 @@ func addFiles(f *testing.F, names ...string) {
 	}
 }
 
-// FuzzDataset reads any bytes as a dataset: it ends, never panics, names
-// lines that exist, and on a JSON array that encoding/json accepts,
-// accounts for every element as a record, a skipped record or a malformed
-// one.
+// FuzzDataset reads any bytes as a dataset whose image files are under
+// testdata: it ends, never panics, names lines that exist, and on a JSON
+// array that encoding/json accepts, accounts for every element as a
+// record, a skipped record or a malformed one. A record's images are at
+// most 64, each a data URL, an http(s) URL or a file under testdata, and
+// are sent as data URLs or http(s) URLs.
 func FuzzDataset(f *testing.F) {
-	addFiles(f, "sharegpt.json", "sharegpt-malformed.jsonl", "prompts.jsonl")
+	addFiles(f, "sharegpt.json", "sharegpt-malformed.jsonl", "prompts.jsonl", "sharegpt4v.json", "chat-images.jsonl", "chat-images-malformed.jsonl")
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`[{"prompt": "a"}, 1, "x", [2], {"conversations": []}]`))
+	root, err := os.OpenRoot("testdata")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { root.Close() })
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lines := bytes.Count(data, []byte{'\n'}) + 1
-		r := workload.NewDatasetReader(bytes.NewReader(data), "f")
+		r := workload.NewDatasetReaderIn(bytes.NewReader(data), "f", root)
 		var records, malformed int
 		for calls := 0; ; calls++ {
 			if calls > len(data)+2 {
@@ -65,12 +73,27 @@ func FuzzDataset(f *testing.F) {
 			if len(it.Messages) == 0 || it.Messages[len(it.Messages)-1].Role != "user" {
 				t.Fatalf("an item that does not end with a user turn: %+v", it.Messages)
 			}
+			refs := rec.ImageRefs()
+			if len(refs) > 64 {
+				t.Fatalf("%d images in a record", len(refs))
+			}
+			urls, err := workload.ImageURLs(root, rec)
+			if err != nil {
+				t.Fatalf("the images of a record read through do not read again: %v", err)
+			}
+			for i, u := range urls {
+				switch {
+				case strings.HasPrefix(u, "data:image/"), strings.HasPrefix(u, "http://"), strings.HasPrefix(u, "https://"):
+				default:
+					t.Fatalf("image %q sent as %.40q", refs[i], u)
+				}
+			}
 		}
 		trimmed := bytes.TrimSpace(data)
 		var elems []json.RawMessage
 		if len(trimmed) > 0 && trimmed[0] == '[' && json.Unmarshal(trimmed, &elems) == nil {
-			if got := records + r.Skipped + malformed; got != len(elems) {
-				t.Fatalf("%d elements, but %d records, %d skipped and %d malformed", len(elems), records, r.Skipped, malformed)
+			if got := records + r.Skipped + r.MissingImages + malformed; got != len(elems) {
+				t.Fatalf("%d elements, but %d records, %d skipped, %d with a missing image and %d malformed", len(elems), records, r.Skipped, r.MissingImages, malformed)
 			}
 		}
 	})

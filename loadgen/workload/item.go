@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,9 @@ type Item struct {
 	OutputTokens int
 	// Line is where the item came from in its file, or 0.
 	Line int
+	// Images go with the prompt, after its text, before the Builder's
+	// (see [loadgen.Request].Images): a dataset record's.
+	Images []string
 }
 
 // A Reader yields the items of a workload in order. Read returns io.EOF
@@ -78,6 +82,9 @@ func (b *Builder) Request(it Item) *loadgen.Request {
 	req := &loadgen.Request{
 		API: b.API, Model: b.Model, MaxTokens: it.OutputTokens, IgnoreEOS: b.IgnoreEOS && it.OutputTokens > 0,
 		Temperature: b.Temperature, Usage: b.Usage, Extra: b.Extra, Header: b.Header, Images: b.Images,
+	}
+	if len(it.Images) > 0 {
+		req.Images = slices.Concat(it.Images, b.Images)
 	}
 	switch {
 	case b.API == loadgen.Completions:

@@ -61,6 +61,9 @@ func (m *Mix) Validate() error {
 	case m.Trace != nil:
 		return m.Trace.check(m.Replay)
 	case m.Dataset != nil:
+		if api := m.Builder.API; m.Dataset.Images > 0 && api != loadgen.Chat && api != loadgen.Responses && api != loadgen.Messages {
+			return fmt.Errorf("workload: %s has %d records with images, and the %v API sends text alone: use chat, responses or messages", filepath.Base(m.Dataset.Path), m.Dataset.Images, api)
+		}
 		return nil
 	case m.Turns != nil:
 		return (&Sessions{Turns: m.Turns, Input: m.Input, Output: m.Output, Think: m.Think, Sizing: m.Sizing, MaxContext: m.MaxContext}).Validate()
@@ -153,8 +156,14 @@ func (m *Mix) String() string {
 		return fmt.Sprintf("trace %s (%s, %d requests over %v) at %g× its times", filepath.Base(m.Trace.Path), m.Trace.Format, m.Trace.Requests, m.Trace.Span.Round(time.Millisecond), scale)
 	case m.Dataset != nil:
 		d := fmt.Sprintf("dataset %s (%d records", filepath.Base(m.Dataset.Path), m.Dataset.Records)
+		if m.Dataset.Images > 0 {
+			d += fmt.Sprintf(", %d with images", m.Dataset.Images)
+		}
 		if m.Dataset.Skipped > 0 {
 			d += fmt.Sprintf(", %d without a user turn skipped", m.Dataset.Skipped)
+		}
+		if m.Dataset.MissingImages > 0 {
+			d += fmt.Sprintf(", %d whose image file is missing skipped", m.Dataset.MissingImages)
 		}
 		d += ")"
 		if m.Output != nil {
