@@ -83,7 +83,13 @@ func TestRequestsOutMatchesReport(t *testing.T) {
 				count["outside"]++
 			}
 		}
-		assert.False(t, l.Sent.Before(l.Start), "sent before it started")
+		// A request cancelled at the window's end before it was written
+		// has no sent time (a starved machine cuts some so).
+		if !l.Sent.IsZero() {
+			assert.False(t, l.Sent.Before(l.Start), "sent before it started")
+		} else {
+			assert.NotEqual(t, "completed", l.Outcome, "a completed request was sent")
+		}
 		assert.False(t, l.Start.Before(l.Due), "started before it was due")
 		if l.Outcome == "completed" {
 			assert.Positive(t, l.OutputTokens)
