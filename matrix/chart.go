@@ -61,7 +61,7 @@ func (rp *report) charts() []chart.Chart {
 			hollow := c.Status != Valid || c.Measurement.Partial
 			label := cellLabel(c)
 			if c.Status != Valid {
-				label += " (" + strings.ToLower(c.Status.String()) + ")"
+				label += " (" + strings.ToLower(c.Status.words()) + ")"
 			}
 			t = append(t, chart.Point{X: float64(n), Y: c.Measurement.TotalTokensPerSec, Hollow: hollow,
 				Title: label + ": " + fmtRate(c.Measurement.TotalTokensPerSec) + " tok/s total"})

@@ -365,7 +365,7 @@ func (c CellChange) Note() string {
 	case c.Presence == OnlyInBase || c.Presence == OnlyInNext:
 		return c.Presence.words()
 	case c.StatusChanged:
-		return c.BaseStatus.String() + " → " + c.NextStatus.String()
+		return c.BaseStatus.words() + " → " + c.NextStatus.words()
 	case c.BaseMeasured && !c.NextMeasured:
 		return "not measured in next"
 	case !c.BaseMeasured && c.NextMeasured:

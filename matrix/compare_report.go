@@ -129,7 +129,7 @@ func compareLines(c *CellChange) []string {
 		if n := c.Note(); n != "" {
 			return []string{n}
 		}
-		return []string{c.NextStatus.String()}
+		return []string{c.NextStatus.words()}
 	}
 	lines := []string{fmtRatio(c.TotalTokensPerSec)}
 	if c.TTFTp50.compared() {
@@ -251,7 +251,7 @@ func (c *Comparison) writeMarkdown(w io.Writer) error {
 
 // compareLongRow is one cell's row of the comparison's long table.
 func compareLongRow(x CellChange) []string {
-	status := x.BaseStatus.String()
+	status := x.BaseStatus.words()
 	if x.StatusChanged || x.Presence != InBoth {
 		status = cmpStatusWords(x.BaseStatus) + " → " + cmpStatusWords(x.NextStatus)
 	}
@@ -266,7 +266,7 @@ func cmpStatusWords(s Status) string {
 	if s == StatusUnknown {
 		return "—"
 	}
-	return s.String()
+	return s.words()
 }
 
 // comparisonCSVHeader is the header of [FormatCSV]'s table.

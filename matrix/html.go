@@ -262,7 +262,7 @@ func htmlGridCell(c *Cell, ctx, n int, scale heatScale) htmlCell {
 	hc := htmlCell{Class: c.Status.class(), Status: c.Status.token(), Title: cellTooltip(c)}
 	if !hasRates(c) {
 		hc.Class += " nonum"
-		hc.Main = c.Status.String()
+		hc.Main = c.Status.words()
 		switch {
 		case c.Measurement != nil && c.Errors > 0:
 			hc.Sub = plural(c.Errors, "error", "errors")
@@ -286,7 +286,7 @@ func htmlGridCell(c *Cell, ctx, n int, scale heatScale) htmlCell {
 	}
 	var badge []string
 	if c.Status != Valid {
-		badge = append(badge, c.Status.String())
+		badge = append(badge, c.Status.words())
 	}
 	if c.Measurement.Partial {
 		badge = append(badge, "partial")

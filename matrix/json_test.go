@@ -193,3 +193,30 @@ func TestUnknownCapacityReasonRefused(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `cell 1024 × 2: unknown capacity reason "gpu_on_fire"`)
 }
+
+// TestUnknownStatusRefused: a cell's and a prefill row's status is one of
+// the package's by name; a results file with another is refused, naming
+// it and the row.
+func TestUnknownStatusRefused(t *testing.T) {
+	res := &matrix.Results{Schema: matrix.Schema,
+		Cells:   []matrix.Cell{{ContextTokens: 1024, Concurrency: 2, Status: matrix.RequestsQueued}},
+		Prefill: []matrix.Prefill{{ContextTokens: 4096, Status: matrix.Failed}},
+	}
+	var doc bytes.Buffer
+	require.NoError(t, matrix.FormatJSON.Write(&doc, res))
+	back, err := matrix.ReadResults(bytes.NewReader(doc.Bytes()))
+	require.NoError(t, err)
+	assert.Equal(t, matrix.RequestsQueued, back.Cells[0].Status)
+	assert.Equal(t, matrix.Failed, back.Prefill[0].Status)
+
+	for old, want := range map[string]string{
+		`"status": "requests_queued"`: `cell 1024 × 2: unknown status "queued"`,
+		`"status": "failed"`:          `prefill row 4096: unknown status "queued"`,
+	} {
+		bad := bytes.Replace(doc.Bytes(), []byte(old), []byte(`"status": "queued"`), 1)
+		require.NotEqual(t, doc.Bytes(), bad, "the document holds %s", old)
+		_, err = matrix.ReadResults(bytes.NewReader(bad))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), want)
+	}
+}

@@ -51,8 +51,8 @@ func readMeasurementsCSV(t testing.TB, path string) *Results {
 	}
 	for _, rec := range recs[1:] {
 		ctx, n := integer(rec[1]), integer(rec[2])
-		var st Status
-		require.NoError(t, st.UnmarshalText([]byte(rec[3])))
+		st := Status(rec[3])
+		require.True(t, st.known(), "%q", rec[3])
 		switch rec[0] {
 		case "prefill":
 			p := Prefill{ContextTokens: ctx, Status: Valid, PromptTokens: ctx, TTFT: num(rec[6]), PromptTokensPerSec: num(rec[4])}

@@ -340,7 +340,7 @@ func (r *Results) Measured() error {
 	}
 	var parts []string
 	for _, s := range []Status{OverCapacity, Failed, Valid, StatusUnknown} {
-		n, word := counts[s], s.String()
+		n, word := counts[s], s.words()
 		switch s {
 		case Valid:
 			n, word = n+counts[RequestsQueued], "ran without output"
@@ -412,8 +412,8 @@ func (p *Prefill) settleStatus() {
 	}
 }
 
-// checkReasons refuses a predicted verdict whose reason capacity does not
-// name.
+// checkReasons refuses a status the package does not name, and a predicted
+// verdict whose reason capacity does not name.
 func checkReasons(r *Results) error {
 	known := func(x capacity.Reason) bool {
 		switch x {
@@ -423,11 +423,17 @@ func checkReasons(r *Results) error {
 		return false
 	}
 	for i := range r.Cells {
+		if c := &r.Cells[i]; !c.Status.known() {
+			return fmt.Errorf("cell %d × %d: unknown status %q", c.ContextTokens, c.Concurrency, c.Status)
+		}
 		if c := &r.Cells[i]; !known(c.Predicted.Reason) {
 			return fmt.Errorf("cell %d × %d: unknown capacity reason %q", c.ContextTokens, c.Concurrency, c.Predicted.Reason)
 		}
 	}
 	for i := range r.Prefill {
+		if p := &r.Prefill[i]; !p.Status.known() {
+			return fmt.Errorf("prefill row %d: unknown status %q", p.ContextTokens, p.Status)
+		}
 		if p := &r.Prefill[i]; !known(p.Predicted.Reason) {
 			return fmt.Errorf("prefill row %d: unknown capacity reason %q", p.ContextTokens, p.Predicted.Reason)
 		}

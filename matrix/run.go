@@ -855,10 +855,10 @@ func (cr *cellRun) grid(ctx context.Context) error {
 func describe(c *Cell) string {
 	m := c.Measurement
 	if m == nil {
-		return fmt.Sprintf("%s: %s", c.Status, c.Reason)
+		return fmt.Sprintf("%s: %s", c.Status.words(), c.Reason)
 	}
 	s := fmt.Sprintf("%s: %.1f tok/s total, %.1f per request, TTFT %.0f ms, TBT %.1f ms, %d tokens in %.1f s, warm-up %.1f s",
-		c.Status, m.TotalTokensPerSec, m.PerRequestTokensPerSec, m.TTFT.P50, m.TBT.P50, m.OutputTokens, m.MeasuredS, m.WarmupS)
+		c.Status.words(), m.TotalTokensPerSec, m.PerRequestTokensPerSec, m.TTFT.P50, m.TBT.P50, m.OutputTokens, m.MeasuredS, m.WarmupS)
 	if c.Reason != "" {
 		s += " (" + c.Reason + ")"
 	}

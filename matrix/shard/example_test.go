@@ -63,6 +63,6 @@ func ExampleLeader() {
 	}
 	// Output:
 	// follower: <nil>
-	// 4 streams: Valid, 2 shards, shares 2+2, shards' tokens add up: true, about 100 tok/s a stream: true
-	// 6 streams: Valid, 2 shards, shares 3+3, shards' tokens add up: true, about 100 tok/s a stream: true
+	// 4 streams: valid, 2 shards, shares 2+2, shards' tokens add up: true, about 100 tok/s a stream: true
+	// 6 streams: valid, 2 shards, shares 3+3, shards' tokens add up: true, about 100 tok/s a stream: true
 }
