@@ -480,7 +480,7 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 		if ns := rs.sent.Load(); ns != 0 {
 			rs.tl.Sent = epoch.Add(time.Duration(ns))
 		}
-		if e := AsNotHTTP("POST "+c.urlOf(req), err); e != nil && context.Cause(ctx) == nil {
+		if e := asNotHTTP("POST "+c.urlOf(req), err); e != nil && context.Cause(ctx) == nil {
 			return e
 		}
 		return rs.classify(ctx, err, true)

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/llmload/llmload/internal/nothttp"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/metrics"
 )
@@ -114,7 +114,7 @@ func labelOf(ct string) streamLabel {
 
 // sampleSize is how much of a body a NotEventStreamError quotes, and how
 // much of the first line decides whether a body is an event stream.
-const sampleSize = 64
+const sampleSize = nothttp.Quote
 
 // sampleWait bounds the wait for the start of a body that is not an event
 // stream.
@@ -186,47 +186,19 @@ func isFieldLine(line []byte) bool {
 
 // bodyStart returns the start of a body as a message quotes it: at most
 // sampleSize bytes of b, sanitized, with "…" when b holds more.
-func bodyStart(b []byte) string {
-	if len(b) <= sampleSize {
-		return sanitize(b)
-	}
-	b = b[:sampleSize]
-	for i := 0; i < utf8.UTFMax-1 && !utf8.Valid(b); i++ {
-		b = b[:len(b)-1] // a character cut at the end
-	}
-	return sanitize(b) + "…"
-}
+func bodyStart(b []byte) string { return textsafe.Start(b, sampleSize) }
 
-// sanitize returns b as valid UTF-8 on one line (see [textsafe.Line]).
-func sanitize(b []byte) string { return textsafe.Line(string(b)) }
-
-// AsNotHTTP returns the failure of a request whose peer did not answer in
-// HTTP, as net/http's transport and [StreamTransport] report it (a
-// malformed HTTP response, status code or version), the way the client
-// reports it: an [*Error] of kind KindNotEventStream holding a
-// [*NotEventStreamError]. For any other error it returns nil. request names
-// the request, such as "POST http://127.0.0.1:8000/tokenize", without user
-// information. A tool that makes HTTP requests of its own to a server uses
-// it to report that case as the client does.
-func AsNotHTTP(request string, err error) *Error {
-	if err == nil {
+// asNotHTTP returns the failure of a request whose peer did not answer in
+// HTTP (see [nothttp.Parse]): an [*Error] of kind KindNotEventStream
+// holding a [*NotEventStreamError]. For any other error it returns nil.
+// request names the request, such as "POST http://127.0.0.1:8000/v1/chat/completions",
+// without user information.
+func asNotHTTP(request string, err error) *Error {
+	what, sent, ok := nothttp.Parse(err)
+	if !ok {
 		return nil
 	}
-	msg := err.Error()
-	for _, what := range []string{"malformed HTTP response ", "malformed HTTP status code ", "malformed HTTP version "} {
-		i := strings.Index(msg, what)
-		if i < 0 {
-			continue
-		}
-		sent := msg[i+len(what):]
-		if q, err := strconv.QuotedPrefix(sent); err == nil {
-			sent, _ = strconv.Unquote(q)
-		}
-		return &Error{Kind: metrics.KindNotEventStream, Err: &NotEventStreamError{
-			URL: request, NotHTTP: true, Status: strings.TrimSpace(what), Body: bodyStart([]byte(sent)),
-		}}
-	}
-	return nil
+	return &Error{Kind: metrics.KindNotEventStream, Err: &NotEventStreamError{URL: request, NotHTTP: true, Status: what, Body: sent}}
 }
 
 // causes are two causes of one failure: the rule the request broke and the

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmload/llmload/internal/nothttp"
 	"github.com/llmload/llmload/internal/sizing"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
@@ -184,8 +185,9 @@ func (p *promptSizer) count(ctx context.Context, text string) (int, error) {
 	hreq.Header.Set("Content-Type", "application/json")
 	resp, err := hc.Do(hreq)
 	if err != nil {
-		if e := loadgen.AsNotHTTP("POST "+hreq.URL.Redacted(), err); e != nil {
-			return 0, e
+		if what, sent, ok := nothttp.Parse(err); ok {
+			return 0, &loadgen.Error{Kind: metrics.KindNotEventStream, Err: &loadgen.NotEventStreamError{
+				URL: "POST " + hreq.URL.Redacted(), NotHTTP: true, Status: what, Body: sent}}
 		}
 		return 0, fmt.Errorf("matrix: POST /tokenize: %w", err)
 	}

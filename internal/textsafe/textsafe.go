@@ -181,3 +181,17 @@ func isInvalidAt(s string, i int) bool {
 func isBidiControl(r rune) bool {
 	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
+
+// Start returns the start of b as a message quotes it: at most n bytes of
+// b, made safe by [Line], with "…" when b holds more. A character cut at
+// the n-th byte is dropped whole.
+func Start(b []byte, n int) string {
+	if len(b) <= n {
+		return Line(string(b))
+	}
+	b = b[:max(n, 0)]
+	for i := 0; i < utf8.UTFMax-1 && !utf8.Valid(b); i++ {
+		b = b[:len(b)-1] // a character cut at the end
+	}
+	return Line(string(b)) + "…"
+}

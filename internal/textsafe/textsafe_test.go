@@ -33,6 +33,16 @@ func TestLine(t *testing.T) {
 	}
 }
 
+// TestStart: a body is quoted up to its limit, cleaned, with "…" when
+// cut, and never ends in half a character.
+func TestStart(t *testing.T) {
+	assert.Equal(t, "SSH-2.0-OpenSSH", textsafe.Start([]byte("SSH-2.0-OpenSSH"), 64))
+	assert.Equal(t, "abc…", textsafe.Start([]byte("abcdef"), 3))
+	assert.Equal(t, "a b", textsafe.Start([]byte("a\x1b[2J\r\nb"), 64))
+	assert.Equal(t, "ab…", textsafe.Start([]byte("ab日本"), 4), "日 is cut at its second byte and dropped")
+	assert.Equal(t, "…", textsafe.Start([]byte("abc"), 0))
+}
+
 func TestText(t *testing.T) {
 	got := textsafe.Text("line one\x1b[2J\r\n\tline two\x1b]52;c;eA==\x07\u009b1;1H end")
 	assert.Equal(t, "line one\n\tline two end", got)
