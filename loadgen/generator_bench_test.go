@@ -3,9 +3,11 @@ package loadgen_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,10 +48,12 @@ type simProcess struct {
 }
 
 // startSimProcess builds examples/simserver and starts it with the fast
-// profile at the given speed, on a free loopback port. It skips the benchmark
-// when the simulator cannot be built or started, and stops the process when
-// the benchmark ends.
-func startSimProcess(b *testing.B, speed float64) *simProcess {
+// profile at the given speed, and args, on a free loopback port. When this
+// process may run on some of the machine's CPUs only (taskset -c 1 go test
+// …), the simulator runs on the others, so that each has its own. It skips
+// the benchmark when the simulator cannot be built or started, and stops the
+// process when the benchmark ends.
+func startSimProcess(b *testing.B, speed float64, args ...string) *simProcess {
 	b.Helper()
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
@@ -60,8 +64,15 @@ func startSimProcess(b *testing.B, speed float64) *simProcess {
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Skipf("cannot build the simulator: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-profile", "fast",
-		"-speed", strconv.FormatFloat(speed, 'g', -1, 64))
+	args = append([]string{"-addr", "127.0.0.1:0", "-profile", "fast",
+		"-speed", strconv.FormatFloat(speed, 'g', -1, 64)}, args...)
+	cmd := exec.Command(bin, args...)
+	if cpus := otherCPUs(); cpus != "" {
+		if taskset, err := exec.LookPath("taskset"); err == nil {
+			cmd = exec.Command(taskset, append([]string{"-c", cpus, bin}, args...)...)
+			b.Logf("the simulator runs on CPUs %s", cpus)
+		}
+	}
 	srv, err := childserver.Start(b.Context(), cmd, servingOn)
 	if err != nil {
 		b.Skipf("cannot start the simulator: %v", err)
@@ -72,6 +83,80 @@ func startSimProcess(b *testing.B, speed float64) *simProcess {
 		}
 	})
 	return &simProcess{URL: "http://" + srv.Addr, pid: srv.PID}
+}
+
+// otherCPUs returns the online CPUs this process may not run on, as
+// taskset's list ("0,2,3"), or "" when it may run on all of them or Linux's
+// files do not say.
+func otherCPUs() string {
+	online, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return ""
+	}
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return ""
+	}
+	var allowed []int
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			allowed = cpuList(v)
+		}
+	}
+	if len(allowed) == 0 {
+		return ""
+	}
+	var others []string
+	for _, c := range cpuList(string(online)) {
+		if !slices.Contains(allowed, c) {
+			others = append(others, strconv.Itoa(c))
+		}
+	}
+	return strings.Join(others, ",")
+}
+
+// cpuList reads Linux's list of CPUs ("0-3,6").
+func cpuList(s string) []int {
+	var cpus []int
+	for part := range strings.SplitSeq(strings.TrimSpace(s), ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err1 := strconv.Atoi(lo)
+		z, err2 := a, error(nil)
+		if isRange {
+			z, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil {
+			return nil
+		}
+		for c := a; c <= z; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
+}
+
+// truth returns the simulator's ground truth of request id (started with
+// -truth-bytes).
+func (p *simProcess) truth(ctx context.Context, id string) (loadgentest.RequestTruth, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/debug/truth?id="+url.QueryEscape(id), nil)
+	if err != nil {
+		return loadgentest.RequestTruth{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return loadgentest.RequestTruth{}, err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Requests []loadgentest.RequestTruth `json:"requests"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return loadgentest.RequestTruth{}, fmt.Errorf("the truth of %s: %s: %w", id, resp.Status, err)
+	}
+	if resp.StatusCode != http.StatusOK || len(out.Requests) != 1 {
+		return loadgentest.RequestTruth{}, fmt.Errorf("the truth of %s: %s", id, resp.Status)
+	}
+	return out.Requests[0], nil
 }
 
 // servingOn finds the address in the log of simserver and of the blast
@@ -418,7 +503,15 @@ func waitGoroutines(n int) {
 // net/http's transport with StreamTransport, which on Linux stamps chunks
 // with the kernel's receive time.
 //
+// sim=process runs the simulator as a process of its own (with -truth-bytes,
+// its truth read from /debug/truth), at 100 and 1,000 streams of 10 ms
+// steps: cpu-cores is then the client's alone and server-cores the
+// simulator's. Started under taskset (taskset -c 1 go test …), the benchmark
+// runs the simulator on the CPUs it leaves, so that client and server each
+// have their own, as on a real deployment.
+//
 //	go test -run '^$' -bench 'ClientTimestampError' -benchtime 1x -count 3 ./loadgen
+//	taskset -c 1 go test -run '^$' -bench 'ClientTimestampError/sim=process' -benchtime 1x -count 3 ./loadgen
 func BenchmarkClientTimestampError(b *testing.B) {
 	for _, tc := range []struct {
 		n    int
@@ -429,28 +522,57 @@ func BenchmarkClientTimestampError(b *testing.B) {
 				continue
 			}
 			b.Run(fmt.Sprintf("streams=%d/step=%v/transport=%s", tc.n, tc.step, tr.name), func(b *testing.B) {
-				benchTimestampError(b, tc.n, tc.step, tr.new)
+				p := loadgentest.FastProfile()
+				p.DecodeBase = []loadgentest.BatchCost{{Batch: 1, Seconds: tc.step.Seconds()}}
+				p.TruthBytes = 256 << 20 // every chunk of every request: 16 B each
+				srv := loadgentest.NewServer(p)
+				defer srv.Close()
+				truth := func(_ context.Context, id string) (loadgentest.RequestTruth, error) {
+					t, ok := srv.Truth().Request(id)
+					if !ok {
+						return t, fmt.Errorf("no ground truth for id %q", id)
+					}
+					return t, nil
+				}
+				benchTimestampError(b, srv.URL, tc.n, tc.step, tr.new, truth, nil)
 			})
 		}
 	}
+	b.Run("sim=process", func(b *testing.B) {
+		sim := startSimProcess(b, 1, "-truth-bytes", strconv.Itoa(256<<20))
+		for _, n := range []int{100, benchStreams} {
+			for _, tr := range benchTransports {
+				if tr.name == "http-4k" {
+					continue
+				}
+				b.Run(fmt.Sprintf("streams=%d/step=10ms/transport=%s", n, tr.name), func(b *testing.B) {
+					benchTimestampError(b, sim.URL, n, 10*time.Millisecond, tr.new, sim.truth, sim.cpu)
+				})
+			}
+		}
+	})
 }
 
-func benchTimestampError(b *testing.B, n int, step time.Duration, newTransport func(conns int) http.RoundTripper) {
-	p := loadgentest.FastProfile()
-	p.DecodeBase = []loadgentest.BatchCost{{Batch: 1, Seconds: step.Seconds()}}
-	p.TruthBytes = 256 << 20 // every chunk of every request: 16 B each
-	srv := loadgentest.NewServer(p)
-	defer srv.Close()
+// benchTimestampError runs n streams of one request of 4 s of step-apart
+// tokens against baseURL, whose server's record of each request truth
+// returns, and reports the error of the client's chunk times against it.
+// serverCPU, when the server is another process, reads its CPU time.
+func benchTimestampError(b *testing.B, baseURL string, n int, step time.Duration, newTransport func(conns int) http.RoundTripper,
+	truth func(ctx context.Context, id string) (loadgentest.RequestTruth, error), serverCPU func() (time.Duration, bool)) {
 	hc := &http.Client{Transport: newTransport(n)}
 	defer hc.CloseIdleConnections()
-	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: hc}
+	c := &loadgen.Client{BaseURL: baseURL + "/v1", HTTPClient: hc}
 	req := completion(int(4 * time.Second / step)) // 4 s a request
 
 	var diffs []time.Duration
 	var written, chunks int64
-	var cpu, wall time.Duration
+	var cpu, wall, server time.Duration
+	serverOK := serverCPU != nil
 	for b.Loop() {
-		st0 := srv.Handler.Stats()
+		var srv0 time.Duration
+		if serverOK {
+			srv0, serverOK = serverCPU()
+		}
 		cpu0, start := cpuTime(), time.Now()
 		resps := make([]*loadgen.Response, n)
 		errs := make([]error, n)
@@ -461,9 +583,11 @@ func benchTimestampError(b *testing.B, n int, step time.Duration, newTransport f
 		wg.Wait()
 		cpu += cpuTime() - cpu0
 		wall += time.Since(start)
-		st1 := srv.Handler.Stats()
-		written += st1.WrittenTokens - st0.WrittenTokens
-		chunks += st1.Chunks - st0.Chunks
+		if serverOK {
+			var srv1 time.Duration
+			srv1, serverOK = serverCPU()
+			server += srv1 - srv0
+		}
 
 		truths := make([]loadgentest.RequestTruth, n)
 		var from time.Time // when every stream had its first chunk
@@ -471,10 +595,10 @@ func benchTimestampError(b *testing.B, n int, step time.Duration, newTransport f
 			if errs[i] != nil {
 				b.Fatalf("request %d: %v", i, errs[i])
 			}
-			t, ok := srv.Truth().Request(r.ID)
+			t, err := truth(b.Context(), r.ID)
 			switch {
-			case !ok:
-				b.Fatalf("request %d: no ground truth for id %q", i, r.ID)
+			case err != nil:
+				b.Fatalf("request %d: %v", i, err)
 			case t.ChunksDropped > 0 || len(t.Chunks) != len(r.ChunkTimes) || t.OutputTokens != r.Tokens:
 				b.Fatalf("request %s: server wrote %d chunks (%d recorded) of %d tokens, client counted %d chunks of %d tokens",
 					r.ID, t.ChunkCount, len(t.Chunks), t.OutputTokens, len(r.ChunkTimes), r.Tokens)
@@ -482,6 +606,8 @@ func benchTimestampError(b *testing.B, n int, step time.Duration, newTransport f
 				b.Fatalf("request %s: no chunks", r.ID)
 			}
 			truths[i] = t
+			written += int64(t.OutputTokens)
+			chunks += int64(t.ChunkCount)
 			if first := t.Chunks[0].Time; first.After(from) {
 				from = first
 			}
@@ -509,6 +635,9 @@ func benchTimestampError(b *testing.B, n int, step time.Duration, newTransport f
 	b.ReportMetric(float64(written)/float64(chunks), "tokens/chunk")
 	b.ReportMetric(float64(len(diffs))/float64(b.N), "chunks")
 	b.ReportMetric(cpu.Seconds()/wall.Seconds(), "cpu-cores")
+	if serverOK {
+		b.ReportMetric(server.Seconds()/wall.Seconds(), "server-cores")
+	}
 }
 
 // BenchmarkClientSyscalls counts the system calls the client makes per

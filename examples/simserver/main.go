@@ -40,6 +40,7 @@ func main() {
 	details := flag.Bool("prompt-tokens-details", false, "report cached prompt tokens in usage, as vLLM's --enable-prompt-tokens-details")
 	reasoning := flag.Int("reasoning-tokens", 0, "make the first N output tokens of every response reasoning, as a reasoning model's")
 	reasoningField := flag.String("reasoning-field", "reasoning", "the chat delta's reasoning field: reasoning (vLLM) or reasoning_content (SGLang, earlier vLLM)")
+	truthBytes := flag.Int64("truth-bytes", 0, "memory for the ground truth served at /debug/truth: about 16 bytes a chunk and 256 a request; 0 keeps the profile's (the fast profile records none), negative records none")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -48,7 +49,7 @@ func main() {
 		log.Fatalf("simserver: %v", err)
 	}
 	if err := serve(ctx, ln, config{Profile: *profile, Speed: *speed, Model: *model, PromptTokensDetails: *details,
-		ReasoningTokens: *reasoning, ReasoningField: *reasoningField}); err != nil {
+		ReasoningTokens: *reasoning, ReasoningField: *reasoningField, TruthBytes: *truthBytes}); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -61,6 +62,7 @@ type config struct {
 	PromptTokensDetails bool    // report cached prompt tokens in usage
 	ReasoningTokens     int     // the reasoning tokens before each answer
 	ReasoningField      string  // the chat delta's field for them
+	TruthBytes          int64   // the ground truth's memory; 0: the profile's
 }
 
 // serve runs the simulator cfg describes on ln until ctx is done, then ends
@@ -92,6 +94,9 @@ func serve(ctx context.Context, ln net.Listener, cfg config) error {
 		return fmt.Errorf("simserver: -reasoning-field %q: want reasoning or reasoning_content", cfg.ReasoningField)
 	}
 	p.ReasoningTokens, p.ReasoningField = cfg.ReasoningTokens, cfg.ReasoningField
+	if cfg.TruthBytes != 0 {
+		p.TruthBytes = cfg.TruthBytes
+	}
 	h := loadgentest.NewHandler(p)
 	defer h.Close()
 

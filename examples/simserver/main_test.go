@@ -102,3 +102,39 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		assert.Error(t, dialErr, "the listener is closed on error")
 	}
 }
+
+// TestServeRecordsTruth: -truth-bytes makes the fast profile, which records
+// nothing by default, keep each request's chunks and serve them at
+// /debug/truth, one record a chunk the client saw.
+func TestServeRecordsTruth(t *testing.T) {
+	for _, tc := range []struct {
+		truthBytes int64
+		want       int // the status of /debug/truth?id=
+	}{{0, http.StatusNotFound}, {1 << 20, http.StatusOK}} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ctx, stop := context.WithCancel(t.Context())
+		served := make(chan error, 1)
+		go func() { served <- serve(ctx, ln, config{Profile: "fast", Speed: 10, TruthBytes: tc.truthBytes}) }()
+		base := "http://" + ln.Addr().String()
+		c := &loadgen.Client{BaseURL: base + "/v1"}
+		got, err := c.Do(ctx, &loadgen.Request{Model: loadgentest.DefaultModel, Prompt: "p", MaxTokens: 12, IgnoreEOS: true})
+		require.NoError(t, err)
+		resp, err := http.Get(base + "/debug/truth?id=" + got.ID)
+		require.NoError(t, err)
+		var truth struct {
+			Requests []loadgentest.RequestTruth `json:"requests"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&truth))
+		resp.Body.Close()
+		assert.Equal(t, tc.want, resp.StatusCode, "-truth-bytes %d", tc.truthBytes)
+		if tc.want == http.StatusOK {
+			require.Len(t, truth.Requests, 1)
+			assert.Equal(t, 12, truth.Requests[0].OutputTokens)
+			assert.Len(t, truth.Requests[0].Chunks, len(got.ChunkTimes), "a record a chunk")
+		}
+		c.CloseIdleConnections()
+		stop()
+		require.NoError(t, <-served)
+	}
+}
