@@ -202,61 +202,48 @@ func (tl *Timeline) OK() bool {
 
 // TTFT returns the time from the request being written to its first token,
 // or 0 when no token arrived.
-func (tl *Timeline) TTFT() time.Duration {
-	if tl.First.IsZero() || tl.Sent.IsZero() {
-		return 0
-	}
-	return tl.First.Sub(tl.Sent)
-}
+func (tl *Timeline) TTFT() time.Duration { return span(tl.Sent, tl.First) }
 
 // TTFO returns the time from the request being written to its first answer
 // token, after any reasoning, or 0 when no answer token arrived. Without
 // reasoning it is [Timeline.TTFT].
-func (tl *Timeline) TTFO() time.Duration {
-	if tl.FirstAnswer.IsZero() || tl.Sent.IsZero() {
-		return 0
-	}
-	return tl.FirstAnswer.Sub(tl.Sent)
-}
+func (tl *Timeline) TTFO() time.Duration { return span(tl.Sent, tl.FirstAnswer) }
 
 // AnswerTokens returns the output tokens that were not reasoning.
 func (tl *Timeline) AnswerTokens() int { return max(tl.OutputTokens()-tl.ReasoningTokens, 0) }
 
 // TimeBetweenTokens returns (Last − First) ÷ (tokens − 1): the request's mean
 // time between tokens over its whole life. It is 0 for fewer than two tokens.
-func (tl *Timeline) TimeBetweenTokens() time.Duration {
-	n := tl.OutputTokens()
-	if n < 2 || tl.First.IsZero() {
-		return 0
-	}
-	return tl.Last.Sub(tl.First) / time.Duration(n-1)
-}
+func (tl *Timeline) TimeBetweenTokens() time.Duration { return tl.perToken(tl.Last) }
 
 // Latency returns the end-to-end latency, from the request being written to
 // the end of the response, or 0 when either is unknown.
-func (tl *Timeline) Latency() time.Duration {
-	if tl.End.IsZero() || tl.Sent.IsZero() {
-		return 0
-	}
-	return tl.End.Sub(tl.Sent)
-}
+func (tl *Timeline) Latency() time.Duration { return span(tl.Sent, tl.End) }
 
 // TPOT returns the time per output token after the first, as vLLM defines
 // it: (latency − TTFT) ÷ (output tokens − 1). It is 0 for fewer than two
 // tokens or an unfinished request.
-func (tl *Timeline) TPOT() time.Duration {
-	n := tl.OutputTokens()
-	if n < 2 || tl.First.IsZero() || tl.End.IsZero() {
-		return 0
-	}
-	return tl.End.Sub(tl.First) / time.Duration(n-1)
-}
+func (tl *Timeline) TPOT() time.Duration { return tl.perToken(tl.End) }
 
 // ClientWait returns how long the request waited on the client side before
 // it was written (connecting included), or 0 when unknown.
-func (tl *Timeline) ClientWait() time.Duration {
-	if tl.Sent.IsZero() || tl.Start.IsZero() {
+func (tl *Timeline) ClientWait() time.Duration { return span(tl.Start, tl.Sent) }
+
+// span returns to − from, or 0 when either is unknown: the one rule of
+// every interval a timeline reports.
+func span(from, to time.Time) time.Duration {
+	if from.IsZero() || to.IsZero() {
 		return 0
 	}
-	return tl.Sent.Sub(tl.Start)
+	return to.Sub(from)
+}
+
+// perToken returns (end − First) ÷ (output tokens − 1), or 0 for fewer
+// than two tokens or an unknown end.
+func (tl *Timeline) perToken(end time.Time) time.Duration {
+	n := tl.OutputTokens()
+	if n < 2 {
+		return 0
+	}
+	return span(tl.First, end) / time.Duration(n-1)
 }
