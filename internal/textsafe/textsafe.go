@@ -88,26 +88,31 @@ func skipEscape(s string, i int) int {
 		return skipString(s, i+1)
 	}
 	// ESC, intermediate bytes, a final byte: "ESC c", "ESC ( B".
-	for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
-		i++
-	}
-	if i < len(s) && s[i] >= 0x30 && s[i] <= 0x7e {
-		i++
-	}
-	return i
+	i = skipRun(s, i, 0x20, 0x2f)
+	return skipOne(s, i, 0x30, 0x7e)
 }
 
 // skipCSI returns the index after a control sequence's parameters,
 // intermediates and final byte, starting at i.
 func skipCSI(s string, i int) int {
-	for i < len(s) && s[i] >= 0x30 && s[i] <= 0x3f {
+	i = skipRun(s, i, 0x30, 0x3f)
+	i = skipRun(s, i, 0x20, 0x2f)
+	return skipOne(s, i, 0x40, 0x7e)
+}
+
+// skipRun returns the index after the bytes from i on that lie in
+// [lo, hi].
+func skipRun(s string, i int, lo, hi byte) int {
+	for i < len(s) && s[i] >= lo && s[i] <= hi {
 		i++
 	}
-	for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
-		i++
-	}
-	if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
-		i++
+	return i
+}
+
+// skipOne returns i+1 when the byte at i lies in [lo, hi], i otherwise.
+func skipOne(s string, i int, lo, hi byte) int {
+	if i < len(s) && s[i] >= lo && s[i] <= hi {
+		return i + 1
 	}
 	return i
 }
