@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/llmload/llmload/metrics"
 )
 
 // csvHeader is the header of [FormatCSV]'s table, the seed's
@@ -92,32 +90,6 @@ func (r *Results) writeCSV(w io.Writer) error {
 		return fmt.Errorf("matrix: write CSV: %w", err)
 	}
 	return nil
-}
-
-// csvHead is the energy's CSV columns, when a cell has them.
-func (ec energyCols) csvHead() []string {
-	if !ec.shown {
-		return nil
-	}
-	h := []string{"gpu_energy_j", "gpu_mean_w", "tokens_per_joule", "joules_per_token"}
-	if ec.cost {
-		h = append(h, "usd_per_million_tokens")
-	}
-	return h
-}
-
-// csvRow is a cell's energy columns, empty where e is nil.
-func (ec energyCols) csvRow(e *metrics.Energy) []string {
-	rec := make([]string, len(ec.csvHead()))
-	if e == nil || len(rec) == 0 {
-		return rec
-	}
-	rec[0], rec[1] = csvFloat(e.Joules, 1), csvFloat(e.MeanWatts, 1)
-	rec[2], rec[3] = csvPositive(e.TokensPerJoule, 4), csvPositive(e.JoulesPerToken, 4)
-	if ec.cost {
-		rec[4] = csvPositive(e.DollarsPerMillionTokens, 4)
-	}
-	return rec
 }
 
 // csvCell is one decode cell's CSV record.

@@ -102,7 +102,9 @@ func (r *Results) report() *report {
 	rp.header = rp.newHeader()
 	if len(rp.grid.contexts) > 0 && rp.grid.drawn() {
 		for _, ctx := range rp.grid.contexts {
-			row := gridRow{label: promptLabel(ctx, rp.promptTokens(ctx), rp.imageTokens(ctx))}
+			prompt := rp.rowTokens(ctx, func(c *Cell) int { return c.PromptTokens })
+			images := rp.rowTokens(ctx, func(c *Cell) int { return c.ImageTokens })
+			row := gridRow{label: promptLabel(ctx, prompt, images)}
 			for _, n := range rp.grid.concurrency {
 				row.cells = append(row.cells, gridLines(rp.grid.at(ctx, n)))
 			}
@@ -225,12 +227,14 @@ func (rp *report) statusCounts() map[Status]int {
 	return m
 }
 
-// promptTokens returns the prompt size the server counted for a context
-// row, or 0: every cell of a row sends the same prompt.
-func (rp *report) promptTokens(ctx int) int {
+// rowTokens returns a count the server gave for a context row's prompt,
+// from the first cell that has it, or 0: every cell of a row sends the
+// same prompt. count reads it from a cell: its prompt tokens, or those of
+// them that were the images'.
+func (rp *report) rowTokens(ctx int, count func(*Cell) int) int {
 	for _, n := range rp.grid.concurrency {
-		if c := rp.grid.at(ctx, n); c != nil && c.PromptTokens > 0 {
-			return c.PromptTokens
+		if c := rp.grid.at(ctx, n); c != nil && count(c) > 0 {
+			return count(c)
 		}
 	}
 	return 0
@@ -252,17 +256,6 @@ func promptLabel(label, counted, images int) string {
 		return formatTokens(label) + " (" + fmtInt(counted) + " counted, " + fmtInt(images) + " image)"
 	}
 	return formatTokens(label) + " (" + fmtInt(images) + " image)"
-}
-
-// imageTokens returns the prompt tokens the server counted for a
-// context's images, from the first cell that has them.
-func (rp *report) imageTokens(ctx int) int {
-	for _, n := range rp.grid.concurrency {
-		if c := rp.grid.at(ctx, n); c != nil && c.ImageTokens > 0 {
-			return c.ImageTokens
-		}
-	}
-	return 0
 }
 
 // sizeLabel names a context as the reports do: its label ("16K"), and the
@@ -385,38 +378,82 @@ func energyColumns(cells []*Cell) energyCols {
 	return ec
 }
 
+// energyColumn is one of the energy's columns: its name in the reports'
+// tables and in CSV, and its figure from a cell's energy as each writes
+// it.
+type energyColumn struct {
+	head, csvHead string
+	text, csv     func(*metrics.Energy) string
+}
+
+// energyColumnList is the energy's columns in order; the cost's, last, is
+// shown only when a cost was given.
+var energyColumnList = []energyColumn{
+	{"GPU energy", "gpu_energy_j",
+		func(e *metrics.Energy) string { return thousands.Float(e.Joules, 0) + " J" },
+		func(e *metrics.Energy) string { return csvFloat(e.Joules, 1) }},
+	{"Mean GPU power", "gpu_mean_w",
+		func(e *metrics.Energy) string { return thousands.Float(e.MeanWatts, 1) + " W" },
+		func(e *metrics.Energy) string { return csvFloat(e.MeanWatts, 1) }},
+	{"Tokens per joule", "tokens_per_joule",
+		func(e *metrics.Energy) string { return dashUnlessPositive(e.TokensPerJoule, fmtSignificant) },
+		func(e *metrics.Energy) string { return csvPositive(e.TokensPerJoule, 4) }},
+	{"Joules per token", "joules_per_token",
+		func(e *metrics.Energy) string {
+			return dashUnlessPositive(e.JoulesPerToken, func(v float64) string { return fmtSignificant(v) + " J" })
+		},
+		func(e *metrics.Energy) string { return csvPositive(e.JoulesPerToken, 4) }},
+	{"$ per million tokens", "usd_per_million_tokens",
+		func(e *metrics.Energy) string {
+			return dashUnlessPositive(e.DollarsPerMillionTokens, func(v float64) string { return "$" + thousands.Float(v, 2) })
+		},
+		func(e *metrics.Energy) string { return csvPositive(e.DollarsPerMillionTokens, 4) }},
+}
+
+// each returns f of each column shown.
+func (ec energyCols) each(f func(energyColumn) string) []string {
+	cols := energyColumnList
+	switch {
+	case !ec.shown:
+		return nil
+	case !ec.cost:
+		cols = cols[:len(cols)-1]
+	}
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = f(c)
+	}
+	return out
+}
+
 // head is the energy's columns in the "All measurements" table.
 func (ec energyCols) head() []string {
-	if !ec.shown {
-		return nil
-	}
-	h := []string{"GPU energy", "Mean GPU power", "Tokens per joule", "Joules per token"}
-	if ec.cost {
-		h = append(h, "$ per million tokens")
-	}
-	return h
+	return ec.each(func(c energyColumn) string { return c.head })
 }
 
 // row is a row's energy columns, "—" where e is nil or has no figure.
 func (ec energyCols) row(e *metrics.Energy) []string {
-	if !ec.shown {
-		return nil
-	}
-	row := []string{"—", "—", "—", "—"}
-	if ec.cost {
-		row = append(row, "—")
-	}
-	if e == nil {
-		return row
-	}
-	row[0] = thousands.Float(e.Joules, 0) + " J"
-	row[1] = thousands.Float(e.MeanWatts, 1) + " W"
-	row[2] = dashUnlessPositive(e.TokensPerJoule, fmtSignificant)
-	row[3] = dashUnlessPositive(e.JoulesPerToken, func(v float64) string { return fmtSignificant(v) + " J" })
-	if ec.cost {
-		row[4] = dashUnlessPositive(e.DollarsPerMillionTokens, func(v float64) string { return "$" + thousands.Float(v, 2) })
-	}
-	return row
+	return ec.each(func(c energyColumn) string {
+		if e == nil {
+			return "—"
+		}
+		return c.text(e)
+	})
+}
+
+// csvHead is the energy's CSV columns, when a cell has them.
+func (ec energyCols) csvHead() []string {
+	return ec.each(func(c energyColumn) string { return c.csvHead })
+}
+
+// csvRow is a cell's energy columns, empty where e is nil.
+func (ec energyCols) csvRow(e *metrics.Energy) []string {
+	return ec.each(func(c energyColumn) string {
+		if e == nil {
+			return ""
+		}
+		return c.csv(e)
+	})
 }
 
 // longCellRow is one decode cell's row of the "All measurements" table.
