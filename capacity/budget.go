@@ -53,6 +53,18 @@ type Budget struct {
 	AvailableKV Term `json:"available_kv"`
 }
 
+// request sets the budget's GPU memory, the fraction of it the engine may
+// use (def where utilization is not positive, the engine's default) and
+// the bytes that makes.
+func (b *Budget) request(total int64, utilization, def float64) {
+	b.TotalBytes = total
+	b.Utilization = utilization
+	if b.Utilization <= 0 {
+		b.Utilization = def
+	}
+	b.RequestedBytes = int64(float64(total) * b.Utilization)
+}
+
 // captureSizes returns the batch sizes vLLM captures CUDA graphs for by
 // default: 1, 2, 4, then every 8 up to 256, then every 16, up to max.
 func captureSizes(maxSize int) []int {

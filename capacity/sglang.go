@@ -75,12 +75,7 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 	e.MaxNumSeqs = l.MaxRunningRequests
 
 	b := &e.Budget
-	b.TotalBytes = l.GPUMemoryBytes
-	b.Utilization = l.MemFractionStatic
-	if b.Utilization <= 0 {
-		b.Utilization = defaultMemFractionStatic
-	}
-	b.RequestedBytes = int64(float64(b.TotalBytes) * b.Utilization)
+	b.request(l.GPUMemoryBytes, l.MemFractionStatic, defaultMemFractionStatic)
 	if l.WeightsBytes > 0 {
 		b.Weights = given(l.WeightsBytes)
 	} else {

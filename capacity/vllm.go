@@ -606,12 +606,7 @@ func ppPartition(n, pp int) []int {
 // reasons for the ranges of the terms it estimated.
 func (mm *memoryModel) budget(e *Estimate, m *Model, l VLLM, tp, pp int) []string {
 	b := &e.Budget
-	b.TotalBytes = l.GPUMemoryBytes
-	b.Utilization = l.GPUMemoryUtilization
-	if b.Utilization <= 0 {
-		b.Utilization = defaultGPUMemoryUtilization
-	}
-	b.RequestedBytes = int64(float64(b.TotalBytes) * b.Utilization)
+	b.request(l.GPUMemoryBytes, l.GPUMemoryUtilization, defaultGPUMemoryUtilization)
 	if l.AvailableKVBytes > 0 {
 		b.AvailableKV = given(l.AvailableKVBytes)
 		return []string{"the memory for the KV cache was given: no budget term estimated"}
