@@ -276,14 +276,31 @@ func equal(a, b any) (eq bool) {
 	return a == b
 }
 
+// encode is the request's body: the API's fields, then r.Extra's over
+// them.
 func (r *Request) encode() ([]byte, error) {
-	if r.API.pooled() {
-		return r.encodePooled()
-	}
-	m := map[string]any{"stream": true}
+	m := map[string]any{}
 	if r.Model != "" {
 		m["model"] = r.Model
 	}
+	if r.API.pooled() {
+		r.pooledFields(m)
+	} else {
+		r.streamedFields(m)
+	}
+	maps.Copy(m, r.Extra)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: encode request: %w", err)
+	}
+	return b, nil
+}
+
+// streamedFields sets the fields of a streamed request: the prompt or
+// messages in the API's shape, the output settings and the usage asked
+// for.
+func (r *Request) streamedFields(m map[string]any) {
+	m["stream"] = true
 	msgs := r.Messages
 	if len(msgs) == 0 {
 		msgs = []Message{{Role: "user", Content: r.Prompt}}
@@ -342,23 +359,11 @@ func (r *Request) encode() ([]byte, error) {
 	case r.Usage == UsageFinal:
 		m["stream_options"] = map[string]bool{"include_usage": true}
 	}
-	for k, v := range r.Extra {
-		m[k] = v
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("loadgen: encode request: %w", err)
-	}
-	return b, nil
 }
 
-// encodePooled is the body of an Embeddings or Rerank request: not
+// pooledFields sets the fields of an Embeddings or Rerank request: not
 // streamed, with no output settings.
-func (r *Request) encodePooled() ([]byte, error) {
-	m := map[string]any{}
-	if r.Model != "" {
-		m["model"] = r.Model
-	}
+func (r *Request) pooledFields(m map[string]any) {
 	switch {
 	case r.API == Rerank:
 		m["query"] = r.Prompt
@@ -368,14 +373,6 @@ func (r *Request) encodePooled() ([]byte, error) {
 	default:
 		m["input"] = r.Prompt
 	}
-	for k, v := range r.Extra {
-		m[k] = v
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("loadgen: encode request: %w", err)
-	}
-	return b, nil
 }
 
 // withImages returns msgs with images added to the last user message, as
