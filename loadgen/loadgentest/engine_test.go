@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -194,7 +195,7 @@ func TestPrefixCacheHit(t *testing.T) {
 	defer srv.Close()
 
 	prompt := simtokens.Prompt(4096, t.Name())
-	ttft := func() (time.Duration, RequestTruth) {
+	ttft := func(prompt string) (time.Duration, RequestTruth) {
 		resp, err := post(t.Context(), srv, "/v1/completions", completion(prompt, 1, true), nil)
 		require.NoError(t, err)
 		io.Copy(io.Discard, resp.Body)
@@ -206,24 +207,34 @@ func TestPrefixCacheHit(t *testing.T) {
 		// under the race detector is not prefill.
 		return tr.Chunks[0].Time.Sub(tr.Queued), tr
 	}
-	cold, tr := ttft()
+	want := p.PrefillTime(4096).Seconds() / p.Speed
+	stop := probeStarvation()
+	cold, tr := ttft(prompt)
+	late := stop()
 	assert.Equal(t, 0, tr.CachedTokens)
 	m := metrics(t, srv)
 	assert.Equal(t, 4096.0, m["vllm:prefix_cache_queries_total"])
 	assert.Equal(t, 0.0, m["vllm:prefix_cache_hits_total"])
+	// The cold time is the simulator's sleep: a starved process oversleeps
+	// it. Judged on another new prompt then, at most twice more.
+	for i := 0; i < 2 && late > 20*time.Millisecond && math.Abs(cold.Seconds()-want) > want*0.1; i++ {
+		t.Logf("the process was starved (a wake-up %v late) during the cold request (%v); measuring a new prompt", late, cold)
+		stop = probeStarvation()
+		cold, _ = ttft(simtokens.Prompt(4096, fmt.Sprint(t.Name(), i)))
+		late = stop()
+	}
 
-	stop := probeStarvation()
-	warm, tr := ttft()
-	late := stop()
+	stop = probeStarvation()
+	warm, tr := ttft(prompt)
+	late = stop()
 	assert.Equal(t, 4080, tr.CachedTokens, "every full block but the last token's")
 	m = metrics(t, srv)
 	assert.Equal(t, 8192.0, m["vllm:prefix_cache_queries_total"])
 	assert.Equal(t, 4080.0, m["vllm:prefix_cache_hits_total"])
 	if late > 20*time.Millisecond && warm >= cold/10 {
 		t.Logf("the process was starved (a wake-up %v late) during the cached request; measuring again", late)
-		warm, _ = ttft()
+		warm, _ = ttft(prompt)
 	}
-	want := p.PrefillTime(4096).Seconds() / p.Speed
 	assert.InDelta(t, want, cold.Seconds(), want*0.1)
 	assert.Less(t, warm, cold/10, "a cached prompt skips its prefill: cold %v, warm %v", cold, warm)
 }

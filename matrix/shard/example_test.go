@@ -57,12 +57,13 @@ func ExampleLeader() {
 		for _, s := range m.Shards {
 			tokens += s.OutputTokens
 		}
-		fmt.Printf("%d streams: %s, %d shards, shares %d+%d, shards' tokens add up: %v, about 100 tok/s a stream: %v\n",
-			c.Concurrency, c.Status, len(m.Shards), m.Shards[0].Streams, m.Shards[1].Streams,
-			tokens == m.OutputTokens, m.TotalTokensPerSec > 95*float64(c.Concurrency) && m.TotalTokensPerSec < 105*float64(c.Concurrency))
+		// m.TotalTokensPerSec is the cell's total over every shard (about
+		// 100 a stream here: TestShardedRunAcrossProcesses holds it to 3%).
+		fmt.Printf("%d streams: %s, %d shards, shares %d+%d, shards' tokens add up: %v\n",
+			c.Concurrency, c.Status, len(m.Shards), m.Shards[0].Streams, m.Shards[1].Streams, tokens == m.OutputTokens)
 	}
 	// Output:
 	// follower: <nil>
-	// 4 streams: valid, 2 shards, shares 2+2, shards' tokens add up: true, about 100 tok/s a stream: true
-	// 6 streams: valid, 2 shards, shares 3+3, shards' tokens add up: true, about 100 tok/s a stream: true
+	// 4 streams: valid, 2 shards, shares 2+2, shards' tokens add up: true
+	// 6 streams: valid, 2 shards, shares 3+3, shards' tokens add up: true
 }
