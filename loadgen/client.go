@@ -261,21 +261,25 @@ type Observer interface {
 	Observe(tl *metrics.Timeline, t time.Time, tokens int)
 }
 
-// Chunk is one streamed chunk that carried tokens, a finish reason or usage.
+// Chunk is one streamed chunk that carried tokens, a finish reason or usage
+// (and, in loadgentest's record of a request, one write of the simulator's
+// that carried tokens: its flush time and count).
 type Chunk struct {
 	// Time is when the chunk arrived.
-	Time time.Time
+	Time time.Time `json:"time"`
 	// Tokens is how many output tokens it carried (see [metrics.TokenSource]
 	// for the rules).
-	Tokens int
+	Tokens int `json:"tokens"`
 	// Text and Reasoning are the first choice's content and reasoning deltas.
-	Text, Reasoning string
+	Text      string `json:"text,omitempty"`
+	Reasoning string `json:"reasoning,omitempty"`
 	// FinishReason is set on the chunk that ends the choice.
-	FinishReason string
+	FinishReason string `json:"finish_reason,omitempty"`
 	// PromptTokens and CompletionTokens are the usage it reported, if
 	// HasUsage.
-	HasUsage                       bool
-	PromptTokens, CompletionTokens int
+	HasUsage         bool `json:"has_usage,omitempty"`
+	PromptTokens     int  `json:"prompt_tokens,omitempty"`
+	CompletionTokens int  `json:"completion_tokens,omitempty"`
 }
 
 // Response is a finished request: its timeline, and its text.

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmload/llmload/loadgen"
 )
 
 // Memory charged against Profile.TruthBytes.
@@ -33,26 +35,19 @@ type Truth struct {
 
 // RequestTruth is the record of one request.
 type RequestTruth struct {
-	ID            string    `json:"id"`                   // the response's id, also sent as the X-Request-Id header
-	PromptTokens  int       `json:"prompt_tokens"`        // as reported in usage
-	CachedTokens  int       `json:"cached_tokens"`        // prompt tokens found in the prefix cache
-	Received      time.Time `json:"received"`             // when the handler got the request
-	Queued        time.Time `json:"queued,omitzero"`      // when it was handed to the engine, parsed and tokenized
-	Scheduled     time.Time `json:"scheduled,omitzero"`   // when the engine first admitted it
-	FirstToken    time.Time `json:"first_token,omitzero"` // when the engine produced its first token, before the handler wrote it
-	Done          time.Time `json:"done,omitzero"`        // when the response ended; zero while it runs
-	Outcome       string    `json:"outcome"`              // "running", "length", or how it ended early: "aborted", "closed", "fault:NAME"
-	OutputTokens  int       `json:"output_tokens"`        // tokens written
-	ChunkCount    int       `json:"chunk_count"`          // chunks written that carried tokens
-	Chunks        []Chunk   `json:"chunks"`               // those chunks, unless dropped
-	ChunksDropped int       `json:"chunks_dropped"`       // chunks written but not recorded
-}
-
-// Chunk is one write that carried output tokens: the time it was flushed and
-// its token count.
-type Chunk struct {
-	Time   time.Time `json:"time"`
-	Tokens int       `json:"tokens"`
+	ID            string          `json:"id"`                   // the response's id, also sent as the X-Request-Id header
+	PromptTokens  int             `json:"prompt_tokens"`        // as reported in usage
+	CachedTokens  int             `json:"cached_tokens"`        // prompt tokens found in the prefix cache
+	Received      time.Time       `json:"received"`             // when the handler got the request
+	Queued        time.Time       `json:"queued,omitzero"`      // when it was handed to the engine, parsed and tokenized
+	Scheduled     time.Time       `json:"scheduled,omitzero"`   // when the engine first admitted it
+	FirstToken    time.Time       `json:"first_token,omitzero"` // when the engine produced its first token, before the handler wrote it
+	Done          time.Time       `json:"done,omitzero"`        // when the response ended; zero while it runs
+	Outcome       string          `json:"outcome"`              // "running", "length", or how it ended early: "aborted", "closed", "fault:NAME"
+	OutputTokens  int             `json:"output_tokens"`        // tokens written
+	ChunkCount    int             `json:"chunk_count"`          // chunks written that carried tokens
+	Chunks        []loadgen.Chunk `json:"chunks"`               // those chunks, unless dropped: each one's flush time and tokens
+	ChunksDropped int             `json:"chunks_dropped"`       // chunks written but not recorded
 }
 
 type record struct {
@@ -198,9 +193,9 @@ func (rec *record) snapshot() RequestTruth {
 	defer rec.mu.Unlock()
 	t := rec.t
 	t.ChunksDropped = rec.dropped
-	t.Chunks = make([]Chunk, len(rec.at))
+	t.Chunks = make([]loadgen.Chunk, len(rec.at))
 	for i, at := range rec.at {
-		t.Chunks[i] = Chunk{Time: time.Unix(0, at), Tokens: int(rec.tokens[i])}
+		t.Chunks[i] = loadgen.Chunk{Time: time.Unix(0, at), Tokens: int(rec.tokens[i])}
 	}
 	return t
 }
