@@ -21,7 +21,7 @@ const ComparisonSchema = "llmload.matrix-compare/v1"
 const compareThreshold = 0.05
 
 // Comparison compares two runs cell by cell: every figure of the next run
-// divided by the base run's. Build one with [Compare]; it marshals to JSON
+// divided by the base run's. Build one with [CompareRuns]; it marshals to JSON
 // as it is, and renders like [Results]: [FormatTable],
 // [FormatMarkdown], [FormatCSV], [FormatJSON]
 // and [FormatHTML].
@@ -374,19 +374,19 @@ func (c CellChange) Note() string {
 	return ""
 }
 
-// Compare compares next with base cell by cell: each ratio is next ÷ base,
-// marked better or worse beyond the 5% threshold and the runs' noise
-// (see [Interval]). Cells and prefill rows in only one run, or measured in
-// only one, are kept and marked; a nil run compares as an empty one.
-func Compare(base, next *Results) *Comparison {
+// compareTwo compares one run a side: CompareRuns of base and next.
+func compareTwo(base, next *Results) *Comparison {
 	return CompareRuns([]*Results{base}, []*Results{next})
 }
 
-// CompareRuns compares runs repeated on each side, such as two runs of a
-// server before a change and two after. Each side's figure is the median
-// of its runs', and its interval spans every run's figure and interval:
-// the runs' differences are the noise a change must stand out of. With
-// one run a side it is [Compare].
+// CompareRuns compares next with base cell by cell: each ratio is next ÷
+// base, marked better or worse beyond the 5% threshold and the runs' noise
+// (see [Interval]). Cells and prefill rows in only one side, or measured in
+// only one, are kept and marked; a nil run compares as an empty one. With
+// runs repeated on a side, such as two runs of a server before a change
+// and two after, each side's figure is the median of its runs', and its
+// interval spans every run's figure and interval: the runs' differences
+// are the noise a change must stand out of.
 func CompareRuns(base, next []*Results) *Comparison {
 	// A simulated run is compared in the simulated server's time, so runs
 	// at different speeds compare.

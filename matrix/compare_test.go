@@ -65,7 +65,7 @@ func nextResults(t testing.TB) *Results {
 }
 
 func TestCompare(t *testing.T) {
-	cmp := Compare(seedResults(t), nextResults(t))
+	cmp := compareTwo(seedResults(t), nextResults(t))
 	require.Equal(t, ComparisonSchema, cmp.Schema)
 
 	tests := []struct {
@@ -117,7 +117,7 @@ func TestCompare(t *testing.T) {
 		assert.InDelta(t, 600.0, last.PromptTokensPerSec.Base, 1e-9)
 	})
 	t.Run("with itself", func(t *testing.T) {
-		self := Compare(seedResults(t), seedResults(t))
+		self := compareTwo(seedResults(t), seedResults(t))
 		for _, c := range self.Cells {
 			if c.TotalTokensPerSec.compared() {
 				assert.Equal(t, ChangeSame, c.TotalTokensPerSec.Change)
@@ -127,11 +127,11 @@ func TestCompare(t *testing.T) {
 		}
 	})
 	t.Run("nil runs", func(t *testing.T) {
-		c := Compare(nil, simulatedResults())
+		c := compareTwo(nil, simulatedResults())
 		for _, x := range c.Cells {
 			assert.Equal(t, OnlyInNext, x.Presence)
 		}
-		assert.Empty(t, Compare(nil, nil).Cells)
+		assert.Empty(t, compareTwo(nil, nil).Cells)
 	})
 }
 
@@ -167,7 +167,7 @@ func TestNewRatio(t *testing.T) {
 }
 
 func TestComparisonJSON(t *testing.T) {
-	cmp := Compare(seedResults(t), nextResults(t))
+	cmp := compareTwo(seedResults(t), nextResults(t))
 	var b bytes.Buffer
 	require.NoError(t, cmp.writeJSON(&b))
 	var back Comparison
@@ -186,7 +186,7 @@ func TestComparisonJSON(t *testing.T) {
 }
 
 func TestComparisonGolden(t *testing.T) {
-	cmp := Compare(seedResults(t), nextResults(t))
+	cmp := compareTwo(seedResults(t), nextResults(t))
 	for _, f := range []struct {
 		ext   string
 		write func(io.Writer) error
@@ -237,7 +237,7 @@ func TestCompareSeparatesChangeFromNoise(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			base := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 8, tc.n, tc.spread, 1)}}
 			next := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 8, tc.n, tc.spread, tc.f)}}
-			c := Compare(base, next).Cell(0, 8)
+			c := compareTwo(base, next).Cell(0, 8)
 			require.NotNil(t, c)
 			assert.Equal(t, tc.want, c.TotalTokensPerSec.Change, "total %+v", c.TotalTokensPerSec)
 			assert.Equal(t, tc.want, c.PerRequestTokensPerSec.Change, "per request %+v", c.PerRequestTokensPerSec)
@@ -265,7 +265,7 @@ func TestCompareFewRequests(t *testing.T) {
 		c.Measurement.OutputTokens = 1500
 		return &Results{Schema: Schema, Cells: []Cell{c}}
 	}
-	c := Compare(one(1), one(1.3)).Cell(128*tokensK, 1)
+	c := compareTwo(one(1), one(1.3)).Cell(128*tokensK, 1)
 	assert.Equal(t, ChangeBetter, c.TotalTokensPerSec.Change, "%+v", c.TotalTokensPerSec)
 	assert.Equal(t, ChangeBetter, c.TBTp50.Change, "%+v", c.TBTp50)
 	assert.Equal(t, ChangeNoise, c.TTFTp50.Change, "one request's TTFT: %+v", c.TTFTp50)
@@ -275,7 +275,7 @@ func TestCompareFewRequests(t *testing.T) {
 		c.Requests = 0
 		return &Results{Schema: Schema, Cells: []Cell{c}}
 	}
-	c = Compare(elsewhere(1), elsewhere(1.3)).Cell(0, 4)
+	c = compareTwo(elsewhere(1), elsewhere(1.3)).Cell(0, 4)
 	assert.Equal(t, ChangeBetter, c.TotalTokensPerSec.Change)
 	assert.Equal(t, ChangeBetter, c.TTFTp50.Change)
 	assert.Nil(t, c.TotalTokensPerSec.BaseInterval)
@@ -320,7 +320,7 @@ func TestCompareSameServerTwice(t *testing.T) {
 			}
 		}
 	}
-	same := Compare(a, b)
+	same := compareTwo(a, b)
 	require.Len(t, same.Prefill, 2)
 	for _, p := range same.Prefill {
 		for name, r := range map[string]*Ratio{"prompt tok/s": p.PromptTokensPerSec, "TTFT": p.TTFT} {
@@ -339,7 +339,7 @@ func TestCompareSameServerTwice(t *testing.T) {
 		}
 	}
 
-	slower := Compare(a, slow)
+	slower := compareTwo(a, slow)
 	for _, p := range slower.Prefill {
 		for name, r := range map[string]*Ratio{"prompt tok/s": p.PromptTokensPerSec, "TTFT": p.TTFT} {
 			assert.Equal(t, ChangeWorse, r.Change, "prefill %s %s: %.1f → %.1f (%v, %v)", formatTokens(p.ContextTokens), name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
@@ -389,7 +389,7 @@ func TestSparseCellsStayLinear(t *testing.T) {
 	a, b := sparseResults(n), sparseResults(n)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	cmp := Compare(a, b)
+	cmp := compareTwo(a, b)
 	require.Len(t, cmp.Cells, n)
 	writers := map[string]func(io.Writer) error{
 		"compare table": cmp.writeTable, "compare markdown": cmp.writeMarkdown, "compare csv": cmp.writeCSV,
@@ -411,7 +411,7 @@ func TestSparseCellsStayLinear(t *testing.T) {
 	// A grid that is only partly filled is still drawn.
 	dense := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 1, 20, 0.1, 1), noisyCell(tokensK, 2, 20, 0.1, 1)}}
 	var out bytes.Buffer
-	require.NoError(t, Compare(dense, dense).writeTable(&out))
+	require.NoError(t, compareTwo(dense, dense).writeTable(&out))
 	assert.NotContains(t, out.String(), "too sparse")
 	assert.Contains(t, out.String(), "Sustained decode · total tok/s ratio")
 }
@@ -422,11 +422,11 @@ func TestCompareClientLimited(t *testing.T) {
 	base := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 8, 400, 0.2, 1)}}
 	next := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 8, 400, 0.2, 0.5)}}
 	next.Cells[0].Measurement.ClientLimited = true
-	c := Compare(base, next).Cell(0, 8)
+	c := compareTwo(base, next).Cell(0, 8)
 	assert.Equal(t, ChangeNoise, c.TotalTokensPerSec.Change)
 	assert.Equal(t, ChangeNoise, c.TTFTp50.Change)
 	next.Cells[0].Measurement.ClientLimited = false
-	assert.Equal(t, ChangeWorse, Compare(base, next).Cell(0, 8).TotalTokensPerSec.Change)
+	assert.Equal(t, ChangeWorse, compareTwo(base, next).Cell(0, 8).TotalTokensPerSec.Change)
 }
 
 // TestCompareRuns compares sides of repeated runs: a side's figure is the
@@ -439,7 +439,7 @@ func TestCompareRuns(t *testing.T) {
 	base := []*Results{run(1), run(1.3), run(1.1)}
 
 	// One run against one: 1.2 is beyond the run's own tight interval.
-	c := Compare(base[0], run(1.2)).Cell(0, 8)
+	c := compareTwo(base[0], run(1.2)).Cell(0, 8)
 	assert.Equal(t, ChangeBetter, c.TotalTokensPerSec.Change)
 
 	// Against the three: their spread (1 to 1.3) holds 1.2.
@@ -476,7 +476,7 @@ func BenchmarkCompareSparse(b *testing.B) {
 	var size int
 	for b.Loop() {
 		var out bytes.Buffer
-		if err := Compare(x, y).writeHTML(&out); err != nil {
+		if err := compareTwo(x, y).writeHTML(&out); err != nil {
 			b.Fatal(err)
 		}
 		size = out.Len()
@@ -496,7 +496,7 @@ func TestComparePrefillOverCapacity(t *testing.T) {
 			},
 			Cells: []Cell{{ContextTokens: 0, Concurrency: 1, Status: Valid, Measurement: &Measurement{TotalTokensPerSec: 300, PerRequestTokensPerSec: 300}}}}
 	}
-	cmp := Compare(run(), run())
+	cmp := compareTwo(run(), run())
 	require.Len(t, cmp.Prefill, 2)
 	assert.Equal(t, OverCapacity, cmp.Prefill[1].BaseStatus)
 	assert.Equal(t, OverCapacity, cmp.Prefill[1].NextStatus)

@@ -37,7 +37,7 @@
 // saved after every cell so that an interrupted run keeps what it measured
 // and can be resumed. They render as a terminal table shaped like the seed
 // page, Markdown, CSV, JSON and a self-contained HTML page (see [Format]).
-// [Compare] and [CompareRuns] set runs side by side, marking a figure
+// [CompareRuns] sets runs side by side, marking a figure
 // better or worse only when it moved beyond the noise of each run's
 // requests ([Interval]).
 //

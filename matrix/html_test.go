@@ -64,7 +64,7 @@ func htmlPages(t *testing.T) []struct {
 	}{
 		{"seed", seed.writeHTML},
 		{"simulated", sim.writeHTML},
-		{"comparison", Compare(seed, nextResults(t)).writeHTML},
+		{"comparison", compareTwo(seed, nextResults(t)).writeHTML},
 		{"empty", (&Results{Schema: Schema}).writeHTML},
 	}
 }
@@ -144,7 +144,7 @@ func TestWriteHTMLInChromium(t *testing.T) {
 	})
 
 	t.Run("comparison DOM", func(t *testing.T) {
-		path := writeHTMLFile(t, Compare(seed, nextResults(t)).writeHTML)
+		path := writeHTMLFile(t, compareTwo(seed, nextResults(t)).writeHTML)
 		dom := string(runBrowser(t, browser, "--dump-dom", "file://"+path))
 		assert.Equal(t, 7, strings.Count(dom, `<td class="cell better"`), "context 0's seven measured cells are faster")
 		assert.Equal(t, 5, strings.Count(dom, `<td class="cell worse"`), "16K's five measured cells are slower")
@@ -273,7 +273,7 @@ func TestSeriesCSV(t *testing.T) {
 	assert.NoError(t, err)
 
 	var b bytes.Buffer
-	assert.ErrorContains(t, FormatSeriesCSV.Write(&b, Compare(r, r)), "no time series of its own")
+	assert.ErrorContains(t, FormatSeriesCSV.Write(&b, compareTwo(r, r)), "no time series of its own")
 }
 
 // TestWriteHTMLChartsEachCellOverTime: in Chromium, the page shows each

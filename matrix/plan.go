@@ -10,13 +10,13 @@ import (
 	"github.com/llmload/llmload/capacity"
 )
 
-// Plan returns the grid's cells, in row order (contexts, then concurrency),
+// planCells returns the grid's cells, in row order (contexts, then concurrency),
 // each with its capacity verdict under limits. Cells predicted not to fit
 // are decided at once: OverCapacity, with the verdict as the reason. Cells
 // predicted to queue (more requests than the server runs at once) are
 // measured, unless the spec skips them: then they are RequestsQueued by
 // prediction. The others are left to be measured.
-func Plan(spec Spec, limits capacity.Limits) []Cell {
+func planCells(spec Spec, limits capacity.Limits) []Cell {
 	spec = spec.WithDefaults()
 	cells := make([]Cell, 0, len(spec.Contexts)*len(spec.Concurrency))
 	for _, ctx := range spec.Contexts {
@@ -37,11 +37,11 @@ func Plan(spec Spec, limits capacity.Limits) []Cell {
 	return cells
 }
 
-// PlanPrefill returns the prefill table's rows, each checked against
+// planPrefill returns the prefill table's rows, each checked against
 // limits as a cell of one request with one output token: a row predicted
 // not to fit (longer than max_model_len) is decided at once, OverCapacity,
 // and never sent.
-func PlanPrefill(spec Spec, limits capacity.Limits) []Prefill {
+func planPrefill(spec Spec, limits capacity.Limits) []Prefill {
 	spec = spec.WithDefaults()
 	rows := make([]Prefill, 0, len(spec.Prefill))
 	for _, ctx := range spec.Prefill {

@@ -30,7 +30,7 @@ func TestWritePlanEstimateRange(t *testing.T) {
 	require.Less(t, limits.KVTokensLow, limits.KVTokens)
 	require.Greater(t, limits.KVTokensHigh, limits.KVTokens)
 
-	cells := Plan(Spec{}, limits) // the seed's grid
+	cells := planCells(Spec{}, limits) // the seed's grid
 	var out bytes.Buffer
 	require.NoError(t, writeCellPlan(&out, cells, limits))
 	text := out.String()
@@ -53,7 +53,7 @@ func TestWritePlanEstimateRange(t *testing.T) {
 func TestPlanQueuedAndPrefill(t *testing.T) {
 	limits := capacity.Limits{MaxRunning: 4, MaxModelLen: 4096, Source: "flags"}
 	spec := Spec{Contexts: []int{0, 1024, 4096}, Concurrency: []int{1, 4, 8}, Prefill: []int{1024, 8192}, MaxTokens: 128}
-	cells := Plan(spec, limits)
+	cells := planCells(spec, limits)
 	at := func(cells []Cell, ctx, n int) Cell {
 		for _, c := range cells {
 			if c.ContextTokens == ctx && c.Concurrency == n {
@@ -68,13 +68,13 @@ func TestPlanQueuedAndPrefill(t *testing.T) {
 	assert.True(t, q.Predicted.Queued)
 	assert.Equal(t, OverCapacity, at(cells, 4096, 1).Status, "4096 + 128 + template > 4096")
 
-	skipped := Plan(Spec{Contexts: spec.Contexts, Concurrency: spec.Concurrency, MaxTokens: 128, SkipQueued: true}, limits)
+	skipped := planCells(Spec{Contexts: spec.Contexts, Concurrency: spec.Concurrency, MaxTokens: 128, SkipQueued: true}, limits)
 	s := at(skipped, 1024, 8)
 	assert.Equal(t, RequestsQueued, s.Status)
 	assert.Contains(t, s.Reason, "predicted, not measured")
 	assert.Equal(t, StatusUnknown, at(skipped, 1024, 4).Status)
 
-	rows := PlanPrefill(spec, limits)
+	rows := planPrefill(spec, limits)
 	require.Len(t, rows, 2)
 	assert.Equal(t, StatusUnknown, rows[0].Status)
 	assert.Equal(t, OverCapacity, rows[1].Status)

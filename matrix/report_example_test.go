@@ -76,15 +76,15 @@ func ExampleFormat_Write() {
 	//   16K × 1: Requests queued — a waiting request was sampled
 }
 
-// Compare divides each figure of the next run by the base run's; changes
-// beyond 5% are marked ▲ (faster) or ▼ (slower).
-func ExampleCompare() {
+// Compare one run a side: each figure of the next run divided by the
+// base run's; changes beyond 5% are marked ▲ (faster) or ▼ (slower).
+func ExampleCompareRuns_oneRunEach() {
 	base, next := tinyResults(), tinyResults()
 	next.Cells[0].Measurement = &matrix.Measurement{TotalTokensPerSec: 91.3, PerRequestTokensPerSec: 91.6,
 		TTFT: matrix.Quantiles{P50: 73}, TBT: matrix.Quantiles{P50: 10.9}, OutputTokens: 2739, MeasuredS: 30}
 	next.Cells[2].Status = matrix.Valid
 
-	cmp := matrix.Compare(base, next)
+	cmp := matrix.CompareRuns([]*matrix.Results{base}, []*matrix.Results{next})
 	c := cmp.Cell(0, 1)
 	fmt.Printf("0 × 1: total tok/s %.2f× (%s), TTFT %.2f× (%s)\n",
 		c.TotalTokensPerSec.Ratio, c.TotalTokensPerSec.Change, c.TTFTp50.Ratio, c.TTFTp50.Change)

@@ -38,7 +38,7 @@ func FuzzReports(f *testing.F) {
 		if err != nil {
 			return
 		}
-		cmp := Compare(seed, r)
+		cmp := compareTwo(seed, r)
 		for _, write := range []func(io.Writer) error{
 			r.writeTable, r.writeMarkdown, r.writeCSV, r.writeHTML, r.writeSeriesCSV,
 			cmp.writeTable, cmp.writeMarkdown, cmp.writeCSV, cmp.writeJSON, cmp.writeHTML,

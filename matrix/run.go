@@ -247,8 +247,8 @@ func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Result
 		return res, err
 	}
 	res.Server.Limits = limits
-	res.Cells = mergeCells(Plan(spec, limits), res.Cells)
-	res.Prefill = mergePrefill(PlanPrefill(spec, limits), res.Prefill)
+	res.Cells = mergeCells(planCells(spec, limits), res.Cells)
+	res.Prefill = mergePrefill(planPrefill(spec, limits), res.Prefill)
 	if r.Log != nil {
 		_ = writePlan(r.Log, res, limits)
 	}
