@@ -8,6 +8,23 @@ import (
 // Started returns how many sessions have started, for the tests.
 func (s *Sessions) Started() int { return s.startedCount() }
 
+// Restarted returns how many sessions were started again before their last
+// turn, for the tests.
+func (s *Sessions) Restarted() int { return s.restartedCount() }
+
+// The trace reader, for the tests.
+type TraceReader = traceReader
+
+// NewTraceReader returns a reader of the trace in r, for the tests.
+var NewTraceReader = newTraceReader
+
+// Next returns the next request, for the tests.
+func (t *traceReader) Next() (TraceEntry, error) { return t.next() }
+
+// Format returns the trace's format, known once a record was read, for the
+// tests.
+func (t *traceReader) Format() TraceFormat { return t.format }
+
 // The dataset reader, for the tests.
 type (
 	DatasetReader = datasetReader

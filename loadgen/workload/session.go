@@ -41,7 +41,7 @@ type Sessions struct {
 	Builder Builder
 	// MaxContext caps a session's history, in tokens, with the next
 	// turn's input and output: a turn that would pass it starts a new
-	// session instead (see [Sessions.Restarted]), so a history never grows
+	// session instead, so a history never grows
 	// beyond what a server of that context could take. 0 means 1,048,576
 	// tokens; give the server's max_model_len where it is known.
 	MaxContext int
@@ -170,9 +170,9 @@ func (s *Sessions) maxContext() int {
 	return defaultMaxContext
 }
 
-// Restarted returns how many sessions were started again before their
+// restartedCount returns how many sessions were started again before their
 // last turn because their history had reached MaxContext.
-func (s *Sessions) Restarted() int {
+func (s *Sessions) restartedCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.restarted

@@ -21,7 +21,7 @@ import (
 // TraceFormat names the format of a trace file: "mooncake" or "azure".
 type TraceFormat string
 
-// The trace formats [TraceReader] reads. The empty TraceFormat means no
+// The trace formats [OpenTrace] reads. The empty TraceFormat means no
 // record has been read yet.
 const (
 	// Mooncake is the JSONL trace of Mooncake (FAST '25), one request a
@@ -54,12 +54,12 @@ type TraceEntry struct {
 	HashIDs []int64
 }
 
-// TraceReader reads the requests of a trace, one at a time, from a
+// traceReader reads the requests of a trace, one at a time, from a
 // stream: memory does not grow with the file. It recognises the format
 // ([Mooncake] or [Azure]) by the first line that is not blank. Times must
 // not go backwards; lengths are whole numbers, at least 1 and at most
 // [MaxLength]. Anything else is a [*ParseError] naming its line.
-type TraceReader struct {
+type traceReader struct {
 	name   string
 	s      *recordScanner
 	format TraceFormat
@@ -72,21 +72,18 @@ type TraceReader struct {
 	done   bool
 }
 
-// NewTraceReader returns a reader of the trace in r; name, if not empty,
+// newTraceReader returns a reader of the trace in r; name, if not empty,
 // names it in errors.
-func NewTraceReader(r io.Reader, name string) *TraceReader {
+func newTraceReader(r io.Reader, name string) *traceReader {
 	s := newRecordScanner(r)
 	s.mode = modeLines
-	return &TraceReader{name: name, s: s}
+	return &traceReader{name: name, s: s}
 }
 
-// Format returns the trace's format, known once a record was read.
-func (t *TraceReader) Format() TraceFormat { return t.format }
-
-// Next returns the next request, or io.EOF after the last. A malformed
+// next returns the next request, or io.EOF after the last. A malformed
 // record is a [*ParseError]; reading may go on after it, unless it was the
 // header of a CSV file.
-func (t *TraceReader) Next() (TraceEntry, error) {
+func (t *traceReader) next() (TraceEntry, error) {
 	for {
 		if t.done {
 			return TraceEntry{}, io.EOF
@@ -149,7 +146,7 @@ type mooncakeRecord struct {
 	HashIDs      []int64  `json:"hash_ids"`
 }
 
-func (t *TraceReader) mooncake(raw []byte) (TraceEntry, error) {
+func (t *traceReader) mooncake(raw []byte) (TraceEntry, error) {
 	var r mooncakeRecord
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return TraceEntry{}, describeJSON(err)
@@ -197,7 +194,7 @@ func length(field string, v float64) (int, error) {
 var azureColumns = [3]string{"TIMESTAMP", "ContextTokens", "GeneratedTokens"}
 
 // header finds the columns of an Azure trace.
-func (t *TraceReader) header(raw []byte) error {
+func (t *traceReader) header(raw []byte) error {
 	fields, err := csvFields(raw)
 	if err != nil {
 		return err
@@ -230,7 +227,7 @@ func csvFields(raw []byte) ([]string, error) {
 // second, of any length, is read too.
 const azureTime = "2006-01-02 15:04:05"
 
-func (t *TraceReader) azure(raw []byte) (TraceEntry, error) {
+func (t *traceReader) azure(raw []byte) (TraceEntry, error) {
 	fields, err := csvFields(raw)
 	if err != nil {
 		return TraceEntry{}, err
@@ -266,8 +263,12 @@ type Trace struct {
 	Span     time.Duration
 }
 
-// OpenTrace reads the trace at path through (see [TraceReader]) and
-// returns it when every record is well formed and there is at least one.
+// OpenTrace reads the trace at path, a record at a time (memory does not
+// grow with the file), and returns it when every record is well formed and
+// there is at least one. It recognises the format ([Mooncake] or [Azure])
+// by the first line that is not blank. Times must not go backwards;
+// lengths are whole numbers, at least 1 and at most [MaxLength]; anything
+// else is a [*ParseError] naming its line.
 // Otherwise the error is a [*FileError] listing the malformed records by
 // line, or [ErrEmpty].
 func OpenTrace(path string) (*Trace, error) {
@@ -277,11 +278,11 @@ func OpenTrace(path string) (*Trace, error) {
 	}
 	defer f.Close()
 	name := filepath.Base(path)
-	r := NewTraceReader(f, name)
+	r := newTraceReader(f, name)
 	tr := &Trace{Path: path}
 	fe := &FileError{Name: name}
 	for {
-		e, err := r.Next()
+		e, err := r.next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -296,7 +297,7 @@ func OpenTrace(path string) (*Trace, error) {
 		}
 		fe.add(pe)
 	}
-	tr.Format = r.Format()
+	tr.Format = r.format
 	if fe.Count > 0 {
 		return nil, fe
 	}
@@ -407,10 +408,10 @@ func (t *Trace) check(rp Replay) error {
 	}
 	defer f.Close()
 	name := filepath.Base(t.Path)
-	r := NewTraceReader(f, name)
+	r := newTraceReader(f, name)
 	fe := &FileError{Name: name}
 	for {
-		e, err := r.Next()
+		e, err := r.next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -431,7 +432,7 @@ type traceItems struct {
 	path string
 	rp   Replay
 	f    *os.File
-	r    *TraceReader
+	r    *traceReader
 }
 
 func (t *traceItems) Read() (Item, error) {
@@ -440,9 +441,9 @@ func (t *traceItems) Read() (Item, error) {
 		if err != nil {
 			return Item{}, fmt.Errorf("workload: %w", err)
 		}
-		t.f, t.r = f, NewTraceReader(f, filepath.Base(t.path))
+		t.f, t.r = f, newTraceReader(f, filepath.Base(t.path))
 	}
-	e, err := t.r.Next()
+	e, err := t.r.next()
 	if err != nil {
 		return Item{}, err
 	}
