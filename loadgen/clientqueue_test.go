@@ -47,7 +47,7 @@ func TestClientQueueTime(t *testing.T) {
 	assert.LessOrEqual(t, run.Queued, n)
 	assert.Greater(t, run.Lateness.P50, 5*time.Millisecond, "the client's queue")
 
-	due := run.Recorder.LatencyFromDueOf(metrics.ScopeAll)
+	due := run.Recorder.Recording(metrics.ScopeAll).Summary.LatencyFromDue
 	assert.EqualValues(t, n, due.Count)
 	assert.Greater(t, due.P50, s.Latency.P50+5*time.Millisecond)
 	// Means add up, to the histograms' precision: from the arrival = from

@@ -36,6 +36,7 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	req := &loadgen.Request{
 		API: spec.API, Model: spec.Model, Prompt: p.text, Images: cr.images,
 		MaxTokens: spec.MaxTokens, IgnoreEOS: true, Usage: loadgen.UsageContinuous,
+		Extra: serverTimings(cr.res.Server.Engine == "vllm"),
 	}
 
 	n := c.Concurrency
@@ -175,6 +176,9 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 		cr.learnCap(c.Concurrency, samples, m.Streams)
 	}
 	m.Notes = explain(fleet.measured(c), m, p.coldTTFT)
+	if note := outsideNote(run.Summary.Split, m); note != "" {
+		m.Notes = append(m.Notes, note)
+	}
 	m.Noisy = noisy(fleet.measured(c), m)
 	fleet.finish(m)
 	stuck := runErr != nil && context.Cause(cellCtx) == errStuck && ctx.Err() == nil
@@ -382,10 +386,34 @@ func (cr *cellRun) measurement(run *loadgen.Run, samples *serverSamples, streams
 	if s.ReasoningTokens > 0 {
 		m.TTFO, m.ReasoningTokens, m.AnswerTokens = q(s.TTFO), s.ReasoningTokens, s.AnswerTokens
 	}
+	if sp := s.Split; sp.Requests > 0 {
+		m.SplitRequests = int(sp.Requests)
+		m.ServerQueue, m.ServerPrefill, m.Rest = q(sp.Queue), q(sp.Prefill), q(sp.Rest)
+		if sp.Outside {
+			m.OutsideServer = "network"
+			if run.Health.Limited {
+				m.OutsideServer = "client"
+			}
+		}
+	}
 	if samples != nil {
 		m.AvgActive = samples.AvgRunning
 	}
 	return m
+}
+
+// outsideNote says why a cell is flagged as having spent much of its TTFT
+// outside the server (Measurement.OutsideServer), or "" when it is not.
+func outsideNote(sp metrics.TTFTSplit, m *Measurement) string {
+	if m.OutsideServer == "" || sp.TTFT.Mean <= 0 {
+		return ""
+	}
+	s := fmt.Sprintf("%s of the mean TTFT was spent outside the server (its own timings of %s put the rest in its queue and its prefill): ",
+		fmtShare(float64(sp.Rest.Mean)/float64(sp.TTFT.Mean)), fmtInt(int(sp.Requests))+" requests")
+	if m.OutsideServer == "client" {
+		return s + "the client's, which was short of CPU (" + m.Client.Reason + ")"
+	}
+	return s + "the network's, as the client kept up"
 }
 
 // ms is a duration in milliseconds.

@@ -180,7 +180,7 @@ func (m *Measurement) converted(to clockConversion) *Measurement {
 	for _, r := range []*float64{&c.TotalTokensPerSec, &c.PerRequestTokensPerSec, &c.Goodput} {
 		*r = to.rate(*r)
 	}
-	for _, q := range []*Quantiles{&c.TTFT, &c.TBT, &c.ITL, &c.TTFO} {
+	for _, q := range []*Quantiles{&c.TTFT, &c.TBT, &c.ITL, &c.TTFO, &c.ServerQueue, &c.ServerPrefill, &c.Rest} {
 		q.P50, q.P90, q.P99 = to.time(q.P50), to.time(q.P90), to.time(q.P99)
 	}
 	c.MeasuredS = to.time(c.MeasuredS)

@@ -39,7 +39,10 @@ const csvPromptTokens = "prompt_tokens"
 // column, noisy, says which (true) and which not. When the GPUs' energy was
 // read (see [Measurement].Energy), columns gpu_energy_j, gpu_mean_w,
 // tokens_per_joule, joules_per_token and, with a cost, usd_per_million_tokens
-// come last. Fields that do not
+// come next. When a cell's TTFT was split by the server's own timings (see
+// [Measurement].SplitRequests), columns server_queue_ms, server_prefill_ms
+// and rest_ms (medians), their p99s (server_queue_p99_ms…) and
+// outside_server ("client", "network" or empty) come last. Fields that do not
 // apply are empty: rates and latencies of a
 // cell without output, everything of a cell that was not measured. Numbers
 // are written as the seed file writes them: one decimal for tok/s, time
@@ -57,6 +60,9 @@ func (r *Results) writeCSV(w io.Writer) error {
 		head = append(head, csvNoisy)
 	}
 	head = append(head, rp.energy.csvHead()...)
+	if rp.split {
+		head = append(head, csvSplitHead...)
+	}
 	cw.Write(head)
 	for _, p := range rp.prefill {
 		rec := make([]string, len(head))
@@ -78,10 +84,9 @@ func (r *Results) writeCSV(w io.Writer) error {
 		if noise {
 			rec = append(rec, strconv.FormatBool(c.Measurement != nil && c.Measurement.Noisy != ""))
 		}
-		if c.Measurement != nil {
-			rec = append(rec, rp.energy.csvRow(c.Measurement.Energy)...)
-		} else {
-			rec = append(rec, rp.energy.csvRow(nil)...)
+		rec = append(rec, rp.energy.csvRow(energyOf(c))...)
+		if rp.split {
+			rec = append(rec, csvSplitRow(c.Measurement)...)
 		}
 		cw.Write(rec)
 	}
@@ -90,6 +95,23 @@ func (r *Results) writeCSV(w io.Writer) error {
 		return fmt.Errorf("matrix: write CSV: %w", err)
 	}
 	return nil
+}
+
+// csvSplitHead is the TTFT split's CSV columns.
+var csvSplitHead = []string{"server_queue_ms", "server_prefill_ms", "rest_ms",
+	"server_queue_p99_ms", "server_prefill_p99_ms", "rest_p99_ms", "outside_server"}
+
+// csvSplitRow is a cell's TTFT split columns, empty where it has none.
+func csvSplitRow(m *Measurement) []string {
+	rec := make([]string, len(csvSplitHead))
+	if m == nil || m.SplitRequests == 0 {
+		return rec
+	}
+	for i, v := range []float64{m.ServerQueue.P50, m.ServerPrefill.P50, m.Rest.P50, m.ServerQueue.P99, m.ServerPrefill.P99, m.Rest.P99} {
+		rec[i] = csvFloat(v, 2)
+	}
+	rec[6] = m.OutsideServer
+	return rec
 }
 
 // csvCell is one decode cell's CSV record.

@@ -337,6 +337,9 @@ func cellTooltip(c *Cell) string {
 		if e := m.Energy; e != nil {
 			lines = append(lines, energyText(e))
 		}
+		if m.SplitRequests > 0 {
+			lines = append(lines, splitText(m))
+		}
 		if s := m.Server; s != nil && s.Count > 0 {
 			lines = append(lines, fmt.Sprintf("Server: running %s avg / %s peak · waiting max %s · preemptions %s · KV use max %s%%",
 				thousands.Float(s.AvgRunning, 1), thousands.Float(s.PeakRunning, 0), thousands.Float(s.MaxWaiting, 0),

@@ -50,6 +50,7 @@ type report struct {
 	head    []string     // its head: longHead, and the energy's columns where a cell has them
 	counted bool         // a prompt was counted more than 1% off its label
 	energy  energyCols   // the energy's columns the reports show
+	split   bool         // a cell has the TTFT split by the server's timings: its columns show
 }
 
 // prefillRow is a row of the prefill table as the reports show it.
@@ -114,22 +115,69 @@ func (r *Results) report() *report {
 	rp.legend = rp.newLegend()
 	rp.notes = append(slices.Clone(rp.header.Notes), rp.cellNotes()...)
 	rp.energy = energyColumns(rp.cells)
+	rp.split = slices.ContainsFunc(rp.cells, func(c *Cell) bool { return c.Measurement != nil && c.Measurement.SplitRequests > 0 })
 	rp.head = append(slices.Clone(longHead), rp.energy.head()...)
+	if rp.split {
+		rp.head = append(rp.head, splitHead...)
+	}
 	for _, p := range rp.prefill {
 		row := []string{"Prefill", p.label, "1", p.status.shown(), "—", "—", "—", "—", "—", "—", "—", "—"}
 		if p.measured {
 			row[4], row[6], row[9] = fmtRate(p.PromptTokensPerSec), fmtTTFT(p.TTFT), "1"
 		}
-		rp.long = append(rp.long, append(row, rp.energy.row(nil)...))
+		row = append(row, rp.energy.row(nil)...)
+		rp.long = append(rp.long, append(row, rp.splitRow(nil)...))
 	}
 	for _, c := range rp.cells {
-		var e *metrics.Energy
-		if c.Measurement != nil {
-			e = c.Measurement.Energy
-		}
-		rp.long = append(rp.long, append(longCellRow(c), rp.energy.row(e)...))
+		row := longCellRow(c)
+		row = append(row, rp.energy.row(energyOf(c))...)
+		rp.long = append(rp.long, append(row, rp.splitRow(c.Measurement)...))
 	}
 	return rp
+}
+
+// energyOf returns a cell's energy, or nil.
+func energyOf(c *Cell) *metrics.Energy {
+	if c.Measurement == nil {
+		return nil
+	}
+	return c.Measurement.Energy
+}
+
+// splitHead is the head of the TTFT split's columns in the "All
+// measurements" table: the medians of the server's queue, its prefill and
+// the rest.
+var splitHead = []string{"Server queue", "Server prefill", "Network and client"}
+
+// splitRow is a row's TTFT split columns, "—" where m has none; the rest
+// says whose it was when it was large ("12.0 ms (network)").
+func (rp *report) splitRow(m *Measurement) []string {
+	if !rp.split {
+		return nil
+	}
+	if m == nil || m.SplitRequests == 0 {
+		return []string{"—", "—", "—"}
+	}
+	rest := fmtTBT(m.Rest.P50)
+	if m.OutsideServer != "" {
+		rest += " (" + m.OutsideServer + ")"
+	}
+	return []string{fmtTBT(m.ServerQueue.P50), fmtTBT(m.ServerPrefill.P50), rest}
+}
+
+// splitText says a cell's TTFT split in a line: "TTFT by the server's
+// timings of 480 requests: queue p50 0.1 ms, p99 2.0 ms · prefill … ·
+// network and client …".
+func splitText(m *Measurement) string {
+	pq := func(q Quantiles) string {
+		return "p50 " + fmtTBT(q.P50) + ", p90 " + fmtTBT(q.P90) + ", p99 " + fmtTBT(q.P99)
+	}
+	s := "TTFT by the server's timings of " + plural(m.SplitRequests, "request", "requests") + ": queue " + pq(m.ServerQueue) +
+		" · prefill " + pq(m.ServerPrefill) + " · network and client " + pq(m.Rest)
+	if m.OutsideServer != "" {
+		s += " — much of it outside the server: the " + m.OutsideServer + "'s"
+	}
+	return s
 }
 
 // grid is a decode grid in display order, contexts ascending down and

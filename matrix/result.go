@@ -183,6 +183,20 @@ type Measurement struct {
 	TTFO            Quantiles `json:"ttfo_ms,omitzero"`
 	ReasoningTokens int       `json:"reasoning_tokens,omitempty"`
 	AnswerTokens    int       `json:"answer_tokens,omitempty"`
+	// SplitRequests counts the requests whose server reported its own
+	// timings (the matrix asks a vLLM and the simulator for them), and
+	// ServerQueue, ServerPrefill and Rest divide their TTFT into the
+	// server's queue, its prefill and the rest, the network's and the
+	// client's, in milliseconds (see metrics.TTFTSplit); zero where the
+	// server reported none. OutsideServer flags a cell whose rest was large
+	// (more than a quarter of the mean TTFT, and at least 2 ms): "client"
+	// when the client was short of CPU (ClientLimited), "network"
+	// otherwise; a note says how much.
+	SplitRequests int       `json:"split_requests,omitempty"`
+	ServerQueue   Quantiles `json:"server_queue_ms,omitzero"`
+	ServerPrefill Quantiles `json:"server_prefill_ms,omitzero"`
+	Rest          Quantiles `json:"rest_ms,omitzero"`
+	OutsideServer string    `json:"outside_server,omitempty"`
 	// AvgActive is the mean of the server's running requests sampled in
 	// the window, or the client's count where the server has no metrics.
 	AvgActive float64 `json:"avg_active"`

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/llmload/llmload/internal/thousands"
 )
 
 // writeTable writes the results as a plain-text table shaped like the seed
@@ -61,10 +63,27 @@ func (r *Results) writeTable(w io.Writer) error {
 		for i, c := range rp.cells {
 			if c.Measurement != nil && c.Measurement.Energy != nil {
 				row := rp.long[len(rp.prefill)+i]
-				rows = append(rows, append([]string{row[1], row[2]}, row[len(longHead):]...))
+				rows = append(rows, append([]string{row[1], row[2]}, row[len(longHead):len(longHead)+len(rp.energy.head())]...))
 			}
 		}
 		writeAligned(bw, append([]string{"Context", "Requests at once"}, rp.energy.head()...), rows, false)
+	}
+
+	if rp.split && rp.grid.drawn() {
+		bw.WriteString("\nTTFT by the server's own timings · p50 / p99 of the server's queue, its prefill, and the rest (the network and the client)\n\n")
+		var rows [][]string
+		for _, c := range rp.cells {
+			if m := c.Measurement; m != nil && m.SplitRequests > 0 {
+				pq := func(q Quantiles) string { return thousands.Float(q.P50, 1) + " / " + thousands.Float(q.P99, 1) + " ms" }
+				rest := pq(m.Rest)
+				if m.OutsideServer != "" {
+					rest += " (" + m.OutsideServer + ")"
+				}
+				rows = append(rows, []string{promptLabel(c.ContextTokens, c.PromptTokens, c.ImageTokens), strconv.Itoa(c.Concurrency),
+					fmtTTFT(m.TTFT.P50), pq(m.ServerQueue), pq(m.ServerPrefill), rest})
+			}
+		}
+		writeAligned(bw, []string{"Context", "Requests at once", "TTFT", "Server queue", "Server prefill", "Network and client"}, rows, false)
 	}
 
 	if len(rp.legend) > 0 {

@@ -166,7 +166,9 @@ func (r Recording) check() error {
 	}{
 		{"ttft", h.TTFT, s.TTFT}, {"tbt", h.TBT, s.TBT}, {"itl", h.ITL, s.ITL},
 		{"tpot", h.TPOT, s.TPOT}, {"latency", h.Latency, s.Latency}, {"client_wait", h.ClientWait, s.ClientWait},
-		{"ttfo", h.TTFO, s.TTFO},
+		{"ttfo", h.TTFO, s.TTFO}, {"latency_from_due", h.LatencyFromDue, s.LatencyFromDue},
+		{"split_ttft", h.SplitTTFT, s.Split.TTFT}, {"split_queue", h.SplitQueue, s.Split.Queue},
+		{"split_prefill", h.SplitPrefill, s.Split.Prefill}, {"split_rest", h.SplitRest, s.Split.Rest},
 	} {
 		if p.hist.Count() != p.sum.Count {
 			return fmt.Errorf("its %s histogram holds %d values and its summary counts %d", p.name, p.hist.Count(), p.sum.Count)

@@ -89,8 +89,8 @@ type part struct {
 	errors                                               [numKinds]int
 	sources                                              [4]int
 	ttft, tbt, tpot, latency, wait, ttfo                 Histogram
-	split                                                splitHists // the requests with the server's timings
-	fromDue                                              Histogram  // latency of the completed, from when each was due
+	splitTTFT, splitQueue, splitPrefill, splitRest       Histogram // the requests with the server's timings
+	fromDue                                              Histogram // latency of the completed, from when each was due
 }
 
 // tally holds the figures that are not per request but over time: the
@@ -349,7 +349,7 @@ func (r *Recorder) Record(tl *Timeline) {
 	}
 	if !tl.First.IsZero() {
 		p.ttft.Record(tl.TTFT())
-		p.split.record(tl)
+		p.recordSplit(tl)
 	}
 	if !tl.FirstAnswer.IsZero() {
 		p.ttfo.Record(tl.TTFO())
@@ -454,6 +454,16 @@ type Histograms struct {
 	// TTFO is time to first output token; absent from recordings made
 	// before it was measured.
 	TTFO *Histogram `json:"ttfo,omitempty"`
+	// SplitTTFT, SplitQueue, SplitPrefill and SplitRest are the TTFT
+	// split of the requests whose server reported its timings (see
+	// [TTFTSplit]), and LatencyFromDue the completed requests' latency
+	// from when each was due (see [Summary].LatencyFromDue); absent when
+	// empty, and from recordings made before they were measured.
+	SplitTTFT      *Histogram `json:"split_ttft,omitempty"`
+	SplitQueue     *Histogram `json:"split_queue,omitempty"`
+	SplitPrefill   *Histogram `json:"split_prefill,omitempty"`
+	SplitRest      *Histogram `json:"split_rest,omitempty"`
+	LatencyFromDue *Histogram `json:"latency_from_due,omitempty"`
 }
 
 // merge adds every distribution of o to hs, creating those hs lacks. It
@@ -462,13 +472,19 @@ type Histograms struct {
 func (hs *Histograms) merge(o Histograms) error {
 	var first error
 	for _, p := range []struct {
-		dst **Histogram
-		src *Histogram
+		dst      **Histogram
+		src      *Histogram
+		optional bool // absent while empty
 	}{
-		{&hs.TTFT, o.TTFT}, {&hs.TBT, o.TBT}, {&hs.ITL, o.ITL},
-		{&hs.TPOT, o.TPOT}, {&hs.Latency, o.Latency}, {&hs.ClientWait, o.ClientWait},
-		{&hs.TTFO, o.TTFO},
+		{&hs.TTFT, o.TTFT, false}, {&hs.TBT, o.TBT, false}, {&hs.ITL, o.ITL, false},
+		{&hs.TPOT, o.TPOT, false}, {&hs.Latency, o.Latency, false}, {&hs.ClientWait, o.ClientWait, false},
+		{&hs.TTFO, o.TTFO, false}, {&hs.SplitTTFT, o.SplitTTFT, true}, {&hs.SplitQueue, o.SplitQueue, true},
+		{&hs.SplitPrefill, o.SplitPrefill, true}, {&hs.SplitRest, o.SplitRest, true},
+		{&hs.LatencyFromDue, o.LatencyFromDue, true},
 	} {
+		if *p.dst == nil && p.optional && p.src.Count() == 0 {
+			continue
+		}
 		if *p.dst == nil {
 			*p.dst = &Histogram{}
 		}

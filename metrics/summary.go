@@ -88,6 +88,19 @@ type Summary struct {
 	Latency Distribution `json:"latency"`
 	// ClientWait is time spent on the client before a request was written.
 	ClientWait Distribution `json:"client_wait"`
+	// LatencyFromDue is the end-to-end latency of the completed requests
+	// counted from when each was due ([Timeline].Due: an open loop's
+	// scheduled arrival, otherwise its start) rather than from the send.
+	// The two differ by the time a request waited on the client: for a
+	// free slot under an open loop's cap, or for a connection. Counting
+	// from the arrival is what a user of the server would have seen;
+	// counting from the send leaves the client's queue out (coordinated
+	// omission).
+	LatencyFromDue Distribution `json:"latency_from_due,omitzero"`
+	// Split divides the TTFT of the requests whose server reported its
+	// own timings into its queue, its prefill and the rest (see
+	// [TTFTSplit]); empty when none did.
+	Split TTFTSplit `json:"ttft_split,omitzero"`
 
 	// Good is how many requests completed inside the window within the SLO;
 	// Goodput is Good per second of window. Both are zero without an SLO.
@@ -167,7 +180,9 @@ func (r *Recorder) summaryOf(scope Scope) (Summary, Histograms) {
 			}
 		}
 		// Same geometry: nothing is dropped.
-		_ = h.merge(Histograms{TTFT: &p.ttft, TBT: &p.tbt, TPOT: &p.tpot, Latency: &p.latency, ClientWait: &p.wait, TTFO: &p.ttfo})
+		_ = h.merge(Histograms{TTFT: &p.ttft, TBT: &p.tbt, TPOT: &p.tpot, Latency: &p.latency, ClientWait: &p.wait, TTFO: &p.ttfo,
+			SplitTTFT: &p.splitTTFT, SplitQueue: &p.splitQueue, SplitPrefill: &p.splitPrefill, SplitRest: &p.splitRest,
+			LatencyFromDue: &p.fromDue})
 	}
 	for _, d := range []**Histogram{&h.TTFT, &h.TBT, &h.TPOT, &h.Latency, &h.ClientWait, &h.TTFO} {
 		if *d == nil {
@@ -202,6 +217,7 @@ func (s *Summary) distributions(h Histograms) {
 	s.TTFT, s.TBT, s.ITL = h.TTFT.Summary(), h.TBT.Summary(), h.ITL.Summary()
 	s.TPOT, s.Latency, s.ClientWait = h.TPOT.Summary(), h.Latency.Summary(), h.ClientWait.Summary()
 	s.TTFO = h.TTFO.Summary()
+	s.LatencyFromDue, s.Split = h.LatencyFromDue.Summary(), splitOf(h)
 	s.PerRequestTokensPerSec = perSecond(s.TBT.P50)
 }
 

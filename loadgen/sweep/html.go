@@ -67,10 +67,10 @@ func (r *Results) writeHTML(w io.Writer) error {
 		if e := run.Energy; e != nil {
 			page.HasEnergy = true
 			row.Energy = []string{fmt.Sprintf("%.1f", e.Joules), fmt.Sprintf("%.1f", e.MeanWatts),
-				fmt.Sprintf("%.4g", e.TokensPerJoule), fmt.Sprintf("%.4g", e.JoulesPerToken), "—"}
+				perToken(e.TokensPerJoule), perToken(e.JoulesPerToken), "—"}
 			if e.HourlyCost > 0 {
 				page.HasCost = true
-				row.Energy[4] = fmt.Sprintf("%.4g", e.DollarsPerMillionTokens)
+				row.Energy[4] = perToken(e.DollarsPerMillionTokens)
 			}
 		}
 		page.Rows = append(page.Rows, row)

@@ -12,6 +12,7 @@ import (
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/loadgen/sweep"
+	"github.com/llmload/llmload/metrics"
 )
 
 // An embeddings run reports requests and input tokens a second and
@@ -65,4 +66,40 @@ func TestEmbeddingsResultsSayInputAndLatency(t *testing.T) {
 	require.NoError(t, json.Unmarshal(doc.Bytes(), &back))
 	assert.Equal(t, 20*embedReq, back.Runs[0].Summary.InputTokens)
 	assert.InEpsilon(t, a.InputTokensPerSec, back.Runs[0].InputTokS, 1e-9)
+}
+
+// An embeddings run's GPU energy has no output tokens to divide it by:
+// every format shows "—" for tokens per joule, joules per token and the
+// cost of a million tokens, not 0.
+func TestEmbeddingsEnergyHasNoPerToken(t *testing.T) {
+	srv := loadgentest.NewServer(loadgentest.Profile{PoolStep: 0.002, PoolPerToken: 1e-5, TruthBytes: -1})
+	defer srv.Close()
+	a, err := sweep.Run(t.Context(), embedTarget(srv, 0, 0, 10), loadgen.Closed{Streams: 2}, "closed", sweep.Objective{})
+	require.NoError(t, err)
+	a.Energy = &metrics.Energy{GPUs: 1, Samples: 3, Joules: 120, Seconds: 1, MeanWatts: 120, HourlyCost: 2}
+	b := a
+	b.Label = "again"
+	res := &sweep.Results{Server: sweep.Server{URL: "simulator", API: loadgen.Embeddings, Simulated: true}}
+	for _, runs := range [][]sweep.Result{{a}, {a, b}} {
+		res.Runs = runs
+		for _, f := range []string{"table", "html"} {
+			var out bytes.Buffer
+			require.NoError(t, res.Write(&out, f))
+			assert.Contains(t, out.String(), "120.0", "%s: the energy", f)
+			assert.NotRegexp(t, `(per joule|per output token|output tokens):? +0\b`, out.String(), f)
+		}
+	}
+	var one bytes.Buffer
+	res.Runs = []sweep.Result{a}
+	require.NoError(t, res.Write(&one, "table"))
+	assert.Regexp(t, `Output tokens per joule: +—`, one.String())
+	assert.Regexp(t, `Dollars per million output tokens: +— \(at \$2 a GPU an hour\)`, one.String())
+	var page bytes.Buffer
+	require.NoError(t, res.Write(&page, "html"))
+	assert.Contains(t, page.String(), "<td>120.0</td><td>120.0</td><td>—</td><td>—</td><td>—</td>")
+	var rows bytes.Buffer
+	res.Runs = []sweep.Result{a, b}
+	require.NoError(t, res.Write(&rows, "table"))
+	assert.Contains(t, rows.String(), "GPU J")
+	assert.NotContains(t, rows.String(), "tok/J", "no output token to divide by")
 }

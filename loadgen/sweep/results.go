@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmload/llmload/internal/seriesview"
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/metrics"
 )
 
 // Schema names the version of the results document. Readers refuse a
@@ -145,7 +146,11 @@ func (r *Results) writeJSON(w io.Writer) error {
 // document of another major version, or none, is refused.
 func ReadResults(rd io.Reader) (*Results, error) {
 	var r Results
-	if err := json.NewDecoder(rd).Decode(&r); err != nil {
+	b, err := io.ReadAll(rd)
+	if err == nil {
+		err = json.Unmarshal(b, &r)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("sweep: read results: %w", err)
 	}
 	if major(r.Schema) != major(Schema) {
@@ -154,6 +159,25 @@ func ReadResults(rd io.Reader) (*Results, error) {
 	for i, run := range r.Runs {
 		if run.Load == nil {
 			return nil, fmt.Errorf("sweep: read results: run %d (%q) has no load: every run a benchmark writes says its load", i+1, run.Label)
+		}
+	}
+	// A run written before its summary held them kept the TTFT split and
+	// the latency from the scheduled arrival beside it.
+	var old struct {
+		Runs []struct {
+			Split          metrics.TTFTSplit    `json:"server_split"`
+			LatencyFromDue metrics.Distribution `json:"latency_from_due"`
+		} `json:"runs"`
+	}
+	if json.Unmarshal(b, &old) == nil && len(old.Runs) == len(r.Runs) {
+		for i, o := range old.Runs {
+			s := &r.Runs[i].Summary
+			if s.Split.Requests == 0 {
+				s.Split = o.Split
+			}
+			if s.LatencyFromDue.Count == 0 {
+				s.LatencyFromDue = o.LatencyFromDue
+			}
 		}
 	}
 	return &r, nil

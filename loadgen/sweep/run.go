@@ -116,12 +116,10 @@ type Result struct {
 	Late     int                  `json:"late,omitempty"`
 	Lateness metrics.Distribution `json:"lateness,omitzero"`
 	// Queued counts the open loop's arrivals that found every slot of its
-	// cap taken and waited for one; LatencyFromDue is the completed
-	// requests' end-to-end latency counted from their scheduled arrival,
-	// their wait on the client included (Summary.Latency counts from the
-	// send). Both are zero in a closed loop.
-	Queued         int                  `json:"queued,omitempty"`
-	LatencyFromDue metrics.Distribution `json:"latency_from_due,omitzero"`
+	// cap taken and waited for one (Summary.LatencyFromDue counts their
+	// latency from their scheduled arrival, their wait on the client
+	// included); zero in a closed loop.
+	Queued int `json:"queued,omitempty"`
 	// Series is the run over time, warm-up and window (see
 	// [metrics.Series]), when its Recorder kept one ([metrics.Recorder].Every).
 	Series *metrics.Series `json:"series,omitempty"`
@@ -136,14 +134,10 @@ type Result struct {
 	// limited the run (see [loadgen.Health]): its figures may be the
 	// client's, not the server's.
 	ClientLimited string `json:"client_limited,omitempty"`
-	// ServerSplit divides the window's TTFT into the server's queue, its
-	// prefill and the rest, over the requests whose server reported its
-	// timings; nil when none did. OutsideServer, when not empty, flags a
-	// run whose TTFT was largely spent outside the server (see
-	// the share of the mean TTFT outside it), as the client's ("client": it was
-	// short of CPU) or the network's ("network").
-	ServerSplit   *metrics.TTFTSplit `json:"server_split,omitempty"`
-	OutsideServer string             `json:"outside_server,omitempty"`
+	// OutsideServer, when not empty, flags a run whose TTFT was largely
+	// spent outside the server (Summary.Split.Outside), as the client's
+	// ("client": it was short of CPU) or the network's ("network").
+	OutsideServer string `json:"outside_server,omitempty"`
 	// GoodShare is the share of the requests the run judged (see
 	// [Objective]) that met the objective, and Met whether it was at least
 	// the objective's quantile; both are zero without an objective.
@@ -244,12 +238,8 @@ func resultOf(run *loadgen.Run, load loadgen.Load, label string, obj Objective) 
 	r.Series = run.Recorder.Series()
 	if _, closed := load.(loadgen.Closed); !closed && load != nil {
 		r.Queued = run.Queued
-		r.LatencyFromDue = run.Recorder.LatencyFromDueOf(metrics.ScopeWindow)
 	}
-	if sp := run.Recorder.SplitOf(metrics.ScopeWindow); sp.Requests > 0 {
-		r.ServerSplit = &sp
-		r.OutsideServer = outsideServer(sp, run.Health.Limited)
-	}
+	r.OutsideServer = outsideServer(s.Split, run.Health.Limited)
 	r.rates(obj)
 	if rec := run.Recorder.Recording(metrics.ScopeWindow); len(rec.Models) > 1 {
 		r.Models = make(map[string]Result, len(rec.Models))
@@ -281,18 +271,11 @@ func (r *Result) rates(obj Objective) {
 	}
 }
 
-// Outside the server, a run's TTFT is flagged once the rest takes more
-// than restShare of it and at least restFloor.
-const (
-	restShare = 0.25
-	restFloor = 2 * time.Millisecond
-)
-
 // outsideServer says whose a large rest of the TTFT was: "client" when the
 // client was short of CPU, "network" otherwise; "" when it was small.
 func outsideServer(sp metrics.TTFTSplit, clientLimited bool) string {
 	switch {
-	case outsideShare(sp) <= restShare || sp.Rest.Mean < restFloor:
+	case !sp.Outside:
 		return ""
 	case clientLimited:
 		return "client"

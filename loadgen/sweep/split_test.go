@@ -2,6 +2,7 @@ package sweep_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -47,8 +48,7 @@ func TestServerSplitFlagsTheNetwork(t *testing.T) {
 	load := loadgen.Closed{Streams: 4}
 	slow, err := sweep.Run(t.Context(), splitTarget(t, 40, 30*time.Millisecond), load, "slow", sweep.Objective{})
 	require.NoError(t, err)
-	sp := slow.ServerSplit
-	require.NotNil(t, sp)
+	sp := slow.Summary.Split
 	assert.EqualValues(t, 40, sp.Requests)
 	assert.GreaterOrEqual(t, sp.Rest.P50, 30*time.Millisecond, "the proxy's delay is outside the server")
 	assert.Less(t, sp.Queue.P50+sp.Prefill.P50, 30*time.Millisecond)
@@ -65,12 +65,43 @@ func TestServerSplitFlagsTheNetwork(t *testing.T) {
 
 	fast, err := sweep.Run(t.Context(), splitTarget(t, 40, 0), load, "fast", sweep.Objective{})
 	require.NoError(t, err)
-	require.NotNil(t, fast.ServerSplit)
+	require.Positive(t, fast.Summary.Split.Requests)
 	if fast.ClientLimited == "" {
-		assert.Empty(t, fast.OutsideServer, "rest p50 %v of TTFT p50 %v", fast.ServerSplit.Rest.P50, fast.ServerSplit.TTFT.P50)
+		assert.Empty(t, fast.OutsideServer, "rest p50 %v of TTFT p50 %v", fast.Summary.Split.Rest.P50, fast.Summary.Split.TTFT.P50)
 	} else {
 		// A loaded machine kept the client from its timers: the time
 		// outside the server may be the client's, never the network's.
-		assert.NotEqual(t, "network", fast.OutsideServer, "rest p50 %v of TTFT p50 %v, the client limited: %s", fast.ServerSplit.Rest.P50, fast.ServerSplit.TTFT.P50, fast.ClientLimited)
+		assert.NotEqual(t, "network", fast.OutsideServer, "rest p50 %v of TTFT p50 %v, the client limited: %s", fast.Summary.Split.Rest.P50, fast.Summary.Split.TTFT.P50, fast.ClientLimited)
 	}
+}
+
+// A results document written when a run kept its TTFT split and its
+// latency from the scheduled arrival beside its summary reads with both in
+// the summary.
+func TestReadResultsMovesTheOldSplit(t *testing.T) {
+	run, err := sweep.Run(t.Context(), splitTarget(t, 8, 0), loadgen.Closed{Streams: 2}, "old", sweep.Objective{})
+	require.NoError(t, err)
+	split := run.Summary.Split
+	require.EqualValues(t, 8, split.Requests)
+	var b bytes.Buffer
+	require.NoError(t, (&sweep.Results{Runs: []sweep.Result{run}}).Write(&b, "json"))
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(b.Bytes(), &doc))
+	r0 := doc["runs"].([]any)[0].(map[string]any)
+	sum := r0["summary"].(map[string]any)
+	r0["server_split"] = sum["ttft_split"]
+	r0["latency_from_due"] = map[string]any{"count": 3, "p50": 7000000}
+	delete(sum, "ttft_split")
+	delete(sum, "latency_from_due")
+	old, err := json.Marshal(doc)
+	require.NoError(t, err)
+	require.NotContains(t, string(old), "ttft_split")
+
+	back, err := sweep.ReadResults(bytes.NewReader(old))
+	require.NoError(t, err)
+	got := back.Runs[0].Summary
+	split.Outside = false // not written then
+	assert.Equal(t, split, got.Split)
+	assert.EqualValues(t, 3, got.LatencyFromDue.Count)
+	assert.Equal(t, 7*time.Millisecond, got.LatencyFromDue.P50)
 }

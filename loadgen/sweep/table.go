@@ -196,9 +196,9 @@ func writeBlock(w io.Writer, run *Result, objective, pooled bool) {
 		{"Time per Output Token (excl. 1st token)", "TPOT", s.TPOT},
 		{"Inter-token Latency", "ITL", s.ITL},
 		{"End-to-end Latency", "E2E", s.Latency},
-		{"E2E Latency from the Scheduled Arrival", "E2E from arrival", run.LatencyFromDue},
+		{"E2E Latency from the Scheduled Arrival", "E2E from arrival", s.LatencyFromDue},
 	} {
-		if d.d.Count == 0 && d.name == "E2E from arrival" {
+		if _, closed := run.Load.(loadgen.Closed); d.name == "E2E from arrival" && (d.d.Count == 0 || closed) {
 			continue // a closed loop has no schedule
 		}
 		if pooled && !strings.HasPrefix(d.name, "E2E") {
@@ -216,7 +216,7 @@ func writeBlock(w io.Writer, run *Result, objective, pooled bool) {
 		line("P90 "+d.name+" (ms)", ms(d.d.P90))
 		line("P99 "+d.name+" (ms)", ms(d.d.P99))
 	}
-	if sp := run.ServerSplit; sp != nil {
+	if sp := &s.Split; sp.Requests > 0 {
 		head("TTFT by the Server's Timings")
 		line("Requests with the server's timings", fmt.Sprint(sp.Requests))
 		for _, d := range []struct {
@@ -235,13 +235,13 @@ func writeBlock(w io.Writer, run *Result, objective, pooled bool) {
 		line("GPUs read", fmt.Sprintf("%d (%d readings in the window)", e.GPUs, e.Samples))
 		line("Energy (J)", fmt.Sprintf("%.1f", e.Joules))
 		line("Mean power (W)", fmt.Sprintf("%.1f", e.MeanWatts))
-		line("Output tokens per joule", fmt.Sprintf("%.4g", e.TokensPerJoule))
-		line("Joules per output token", fmt.Sprintf("%.4g", e.JoulesPerToken))
+		line("Output tokens per joule", perToken(e.TokensPerJoule))
+		line("Joules per output token", perToken(e.JoulesPerToken))
 		if e.Utilization > 0 {
 			line("Mean GPU utilization (%)", fmt.Sprintf("%.1f", e.Utilization))
 		}
 		if e.HourlyCost > 0 {
-			line("Dollars per million output tokens", fmt.Sprintf("%.4g (at $%g a GPU an hour)", e.DollarsPerMillionTokens, e.HourlyCost))
+			line("Dollars per million output tokens", fmt.Sprintf("%s (at $%g a GPU an hour)", perToken(e.DollarsPerMillionTokens), e.HourlyCost))
 		}
 	}
 	fmt.Fprintln(w, "==================================================")
@@ -301,9 +301,9 @@ func writeRows(w io.Writer, runs []Result, objective bool) {
 			fmt.Fprintf(tw, "%.2f\t%s %.0f%%\t", s.Goodput, yesNo(r.Met), r.GoodShare*100)
 		}
 		if e := r.Energy; e != nil {
-			fmt.Fprintf(tw, "%.1f\t%.1f\t%.4g\t%.4g\t", e.Joules, e.MeanWatts, e.TokensPerJoule, e.JoulesPerToken)
+			fmt.Fprintf(tw, "%.1f\t%.1f\t%s\t%s\t", e.Joules, e.MeanWatts, perToken(e.TokensPerJoule), perToken(e.JoulesPerToken))
 			if e.HourlyCost > 0 {
-				fmt.Fprintf(tw, "%.4g\t", e.DollarsPerMillionTokens)
+				fmt.Fprintf(tw, "%s\t", perToken(e.DollarsPerMillionTokens))
 			}
 		} else if energy {
 			fmt.Fprint(tw, "—\t—\t—\t—\t")
@@ -321,6 +321,11 @@ func writePooledRows(w io.Writer, runs []Result, objective bool) {
 	if objective {
 		head += "goodput\tmet\t"
 	}
+	// The GPUs' energy and power; no output token to divide them by.
+	energy := slices.ContainsFunc(runs, func(r Result) bool { return r.Energy != nil })
+	if energy {
+		head += "GPU J\tW\t"
+	}
 	fmt.Fprintln(tw, head)
 	for _, r := range runs {
 		s := &r.Summary
@@ -329,7 +334,22 @@ func writePooledRows(w io.Writer, runs []Result, objective bool) {
 		if objective {
 			fmt.Fprintf(tw, "%.2f\t%s %.0f%%\t", s.Goodput, yesNo(r.Met), r.GoodShare*100)
 		}
+		if e := r.Energy; e != nil {
+			fmt.Fprintf(tw, "%.1f\t%.1f\t", e.Joules, e.MeanWatts)
+		} else if energy {
+			fmt.Fprint(tw, "—\t—\t")
+		}
 		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
+}
+
+// perToken formats a figure per output token (tokens per joule, joules or
+// dollars per token), or "—" for a run without output tokens, such as an
+// Embeddings or Rerank run, where there is none.
+func perToken(v float64) string {
+	if !(v > 0) {
+		return "—"
+	}
+	return fmt.Sprintf("%.4g", v)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
 	"github.com/llmload/llmload/matrix/shard"
+	"github.com/llmload/llmload/metrics"
 )
 
 // pacedSpec is a short matrix against a server that sends a token every
@@ -47,7 +48,7 @@ type fleet struct {
 	log       *logbuffer.Buffer
 }
 
-func startFleet(t *testing.T, spec matrix.Spec, followers int, silence time.Duration) *fleet {
+func startFleet(t *testing.T, spec matrix.Spec, followers int, silence time.Duration, configure ...func(*shard.Follower)) *fleet {
 	t.Helper()
 	f := &fleet{log: &logbuffer.Buffer{}}
 	f.leader = &shard.Leader{Token: token, Spec: spec, Followers: followers, JoinTimeout: 20 * time.Second, Silence: silence, Log: f.log}
@@ -58,6 +59,9 @@ func startFleet(t *testing.T, spec matrix.Spec, followers int, silence time.Dura
 	for i := range followers {
 		ctx, cancel := context.WithCancel(context.Background())
 		fw := &shard.Follower{Token: token, Leader: srv.URL, Name: "follower-" + string(rune('a'+i)), Log: f.log}
+		for _, c := range configure {
+			c(fw)
+		}
 		f.followers = append(f.followers, fw)
 		f.cancel = append(f.cancel, cancel)
 		f.wg.Go(func() { f.errs[i] = fw.Run(ctx) })
@@ -423,4 +427,40 @@ func TestCancelledLeaderWithALostFollower(t *testing.T) {
 	assert.Less(t, returned, 2*time.Second, "returned %v after the cancellation: %s", returned, f.log.String())
 	require.NotNil(t, res)
 	assert.False(t, res.Complete)
+}
+
+// TestFleetMergesTheSplit: a sharded cell's TTFT split (the server's
+// queue, its prefill and the rest) is the merge of its shards': the same
+// as one recorder's of every request the leader and the follower sent.
+func TestFleetMergesTheSplit(t *testing.T) {
+	srv := loadgentest.NewServer(loadgentest.FastProfile())
+	defer srv.Close()
+	spec := pacedSpec(srv.URL+"/v1", 6)
+	spec.MaxTokens = 200
+	var all metrics.Recorder
+	record := func(_ *loadgen.Request, tl *metrics.Timeline) {
+		c := *tl
+		all.Record(&c)
+	}
+	f := startFleet(t, spec, 1, 0, func(fw *shard.Follower) {
+		fw.OnCell = func(_, _ int, g *loadgen.Generator) { g.OnRequest = record }
+	})
+	r := &matrix.Runner{Spec: spec, Fleet: f.leader, Log: f.log, Client: &loadgen.Client{HTTPClient: srv.Client()},
+		OnRequest: func(_, _ int, _ metrics.Window, req *loadgen.Request, tl *metrics.Timeline) { record(req, tl) }}
+	res, err := r.Run(t.Context())
+	require.NoError(t, err, f.log.String())
+	f.leader.Close(t.Context())
+	f.wg.Wait()
+
+	c := res.Cell(0, 6)
+	require.NotNil(t, c.Measurement, "%s %s", c.Status, c.Reason)
+	require.Len(t, c.Measurement.Shards, 2)
+	for _, s := range c.Measurement.Shards {
+		require.Empty(t, s.Lost)
+	}
+	got := c.Measurement.Recording.Summary.Split
+	want := all.Recording(metrics.ScopeAll).Summary.Split
+	require.Positive(t, want.Requests, "the simulator reports its timings to every shard")
+	assert.Equal(t, want, got, "the cell's split is every shard's request's")
+	assert.Equal(t, int(want.Requests), c.Measurement.SplitRequests)
 }

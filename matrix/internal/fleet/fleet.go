@@ -78,6 +78,9 @@ type Share struct {
 	Prompt    string      `json:"prompt"`
 	Images    []string    `json:"images,omitempty"`
 	MaxTokens int         `json:"max_tokens"`
+	// ServerTimings asks the server for its own timings of each request
+	// (include_metrics), to split the TTFT.
+	ServerTimings bool `json:"server_timings,omitempty"`
 
 	// Launch is when the streams start, on the clock of the process that
 	// runs the share (the leader's in what it sends; a follower moves it
