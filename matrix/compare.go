@@ -356,6 +356,10 @@ type CellChange struct {
 	PerRequestTokensPerSec *Ratio `json:"per_request_tok_s,omitempty"`
 	TTFTp50                *Ratio `json:"ttft_p50_ms,omitempty"`
 	TBTp50                 *Ratio `json:"tbt_p50_ms,omitempty"`
+	// TokensPerJoule compares the output tokens per joule of the server's
+	// GPUs (see [Measurement].Energy); nil when neither run read them. It
+	// has no interval: the threshold alone marks it.
+	TokensPerJoule *Ratio `json:"tokens_per_joule,omitempty"`
 }
 
 // Note says what is special about the cell, or "": "only in base", "not
@@ -456,6 +460,7 @@ func CompareRuns(base, next []*Results) *Comparison {
 		cc.PerRequestTokensPerSec = newRatio(bp, xp)
 		cc.TTFTp50 = newRatio(bf, xf)
 		cc.TBTp50 = newRatio(bb, xb)
+		cc.TokensPerJoule = newRatio(b.energy(), x.energy())
 		out.Cells = append(out.Cells, cc)
 	}
 	return out
@@ -527,6 +532,18 @@ func (s cellSide) estimates() (measured bool, total, perRequest, ttft, tbt estim
 		ts, ps, fs, bs = append(ts, t), append(ps, p), append(fs, f), append(bs, b)
 	}
 	return len(ts) > 0, combine(ts, false), combine(ps, false), combine(fs, true), combine(bs, true)
+}
+
+// energy is the side's output tokens per joule, combined over its runs
+// that read the GPUs of a cell with output.
+func (s cellSide) energy() estimate {
+	var es []estimate
+	for _, rc := range s {
+		if e := rc.c.Measurement; hasRates(rc.c) && e.Energy != nil && e.Energy.TokensPerJoule > 0 {
+			es = append(es, estimate{v: e.Energy.TokensPerJoule, limited: e.ClientLimited})
+		}
+	}
+	return combine(es, false)
 }
 
 // combine is one side's figure from its runs' estimates: the median of

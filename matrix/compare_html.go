@@ -56,7 +56,7 @@ func (cr *comparisonReport) htmlPage() htmlComparePage {
 	c, g := cr.c, cr.grid
 	p := htmlComparePage{Title: "Speed test matrix comparison", Base: c.Base.describe(), Next: c.Next.describe(),
 		Legend: compareLegend, ScaleCSS: rampGradient(diverging), Counts: cr.htmlCounts(),
-		Highlights: cr.htmlHighlights(), Prefill: cr.prefill, LongHead: longCompareHead, LongRows: cr.long}
+		Highlights: cr.htmlHighlights(), Prefill: cr.prefill, LongHead: cr.head, LongRows: cr.long}
 	if !g.drawn() {
 		// Too sparse for a heat map and its charts: the table of every
 		// cell says it all.
@@ -183,6 +183,7 @@ func htmlCompareCell(x *CellChange) htmlCell {
 	}{
 		{"Total tok/s", x.TotalTokensPerSec, fmtRate}, {"Per request tok/s", x.PerRequestTokensPerSec, fmtRate},
 		{"TTFT", x.TTFTp50, fmtTTFT}, {"Time between tokens", x.TBTp50, fmtTBT},
+		{"Tokens per joule", x.TokensPerJoule, fmtSignificant},
 	} {
 		if f.r != nil {
 			line := f.name + ": " + fmtPair(f.r, f.format)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -88,6 +89,8 @@ type comparisonReport struct {
 	rows    []gridRow  // the decode grid's rows, when it is drawn
 	prefill [][]string // the prefill table: context, base, next, ratio
 	long    [][]string // the table of every cell
+	head    []string   // its head: longCompareHead, with "Tokens per joule" before the note where a cell has it
+	energy  bool       // a cell compares tokens per joule
 }
 
 // longCompareHead is the head of a comparison's table of every cell.
@@ -109,8 +112,17 @@ func (c *Comparison) report() *comparisonReport {
 	for _, p := range c.Prefill {
 		cr.prefill = append(cr.prefill, prefillCompareRow(p))
 	}
+	cr.energy = slices.ContainsFunc(c.Cells, func(x CellChange) bool { return x.TokensPerJoule != nil })
+	cr.head = longCompareHead
+	if cr.energy {
+		cr.head = slices.Insert(slices.Clone(longCompareHead), len(longCompareHead)-1, "Tokens per joule")
+	}
 	for _, x := range c.Cells {
-		cr.long = append(cr.long, compareLongRow(x))
+		row := compareLongRow(x)
+		if cr.energy {
+			row = slices.Insert(row, len(row)-1, fmtPair(x.TokensPerJoule, fmtSignificant))
+		}
+		cr.long = append(cr.long, row)
 	}
 	return cr
 }
@@ -134,6 +146,9 @@ func compareLines(c *CellChange) []string {
 	lines := []string{fmtRatio(c.TotalTokensPerSec)}
 	if c.TTFTp50.compared() {
 		lines = append(lines, "TTFT "+fmtRatio(c.TTFTp50))
+	}
+	if c.TokensPerJoule.compared() {
+		lines = append(lines, "tok/J "+fmtRatio(c.TokensPerJoule))
 	}
 	if c.StatusChanged {
 		lines = append(lines, c.Note())
@@ -182,7 +197,7 @@ func (c *Comparison) writeTable(w io.Writer) error {
 		writeGrid(bw, g.concurrency, cr.rows)
 	case len(g.contexts) > 0:
 		bw.WriteString("\nSustained decode · base → next · ratio\n" + g.sparseNote() + "\n\n")
-		writeAligned(bw, longCompareHead, cr.long, false)
+		writeAligned(bw, cr.head, cr.long, false)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("matrix: write comparison table: %w", err)
@@ -236,8 +251,8 @@ func (c *Comparison) writeMarkdown(w io.Writer) error {
 	}
 	if len(cr.grid.contexts) > 0 {
 		bw.WriteString("## All cells\n\nBase → next · ratio. Latencies are medians.\n\n")
-		mdRow(bw, longCompareHead...)
-		bw.WriteString("|:--|--:|:--|--:|--:|--:|--:|:--|\n")
+		mdRow(bw, cr.head...)
+		bw.WriteString("|:--|--:|:--|--:|--:|--:|--:|" + strings.Repeat("--:|", len(cr.head)-len(longCompareHead)) + ":--|\n")
 		for _, row := range cr.long {
 			mdRow(bw, row...)
 		}
@@ -281,7 +296,8 @@ var comparisonCSVHeader = []string{
 // writeCSV writes the comparison as CSV with the columns phase,
 // context_tokens, concurrency, presence, base_status and next_status, then
 // base_, next_ and a ratio for each of total_tok_s, per_request_tok_s,
-// ttft_ms and tbt_ms (such as base_ttft_ms, next_ttft_ms, ttft_ms_ratio):
+// ttft_ms and tbt_ms (such as base_ttft_ms, next_ttft_ms, ttft_ms_ratio),
+// and of tokens_per_joule where a cell compares the GPUs' energy:
 // the prefill rows first (the prompt tok/s in the total_tok_s columns, the
 // cold TTFT in the ttft columns), then the decode cells in grid order. Ratios have three decimals; fields that do not apply are
 // empty.
@@ -292,7 +308,12 @@ func (c *Comparison) writeSeriesCSV(io.Writer) error {
 
 func (c *Comparison) writeCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	cw.Write(comparisonCSVHeader)
+	energy := slices.ContainsFunc(c.Cells, func(x CellChange) bool { return x.TokensPerJoule != nil })
+	head := comparisonCSVHeader
+	if energy {
+		head = append(slices.Clone(head), "base_tokens_per_joule", "next_tokens_per_joule", "tokens_per_joule_ratio")
+	}
+	cw.Write(head)
 	ratio := func(rec []string, at int, r *Ratio, dec int) {
 		if r == nil {
 			return
@@ -303,7 +324,7 @@ func (c *Comparison) writeCSV(w io.Writer) error {
 		}
 	}
 	for _, p := range c.Prefill {
-		rec := make([]string, len(comparisonCSVHeader))
+		rec := make([]string, len(head))
 		presence := p.Presence
 		rec[0], rec[1], rec[2], rec[3] = "prefill", strconv.Itoa(p.ContextTokens), "1", string(presence)
 		rec[4] = sideStatus(p.Presence != OnlyInNext, p.BaseMeasured, p.BaseStatus).token()
@@ -313,7 +334,7 @@ func (c *Comparison) writeCSV(w io.Writer) error {
 		cw.Write(rec)
 	}
 	for _, x := range c.Cells {
-		rec := make([]string, len(comparisonCSVHeader))
+		rec := make([]string, len(head))
 		presence := x.Presence
 		rec[0], rec[1], rec[2], rec[3] = "decode", strconv.Itoa(x.ContextTokens), strconv.Itoa(x.Concurrency), string(presence)
 		rec[4], rec[5] = x.BaseStatus.token(), x.NextStatus.token()
@@ -321,6 +342,9 @@ func (c *Comparison) writeCSV(w io.Writer) error {
 		ratio(rec, 9, x.PerRequestTokensPerSec, 1)
 		ratio(rec, 12, x.TTFTp50, 0)
 		ratio(rec, 15, x.TBTp50, 1)
+		if energy {
+			ratio(rec, 18, x.TokensPerJoule, 4)
+		}
 		cw.Write(rec)
 	}
 	cw.Flush()

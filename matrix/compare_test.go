@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
+	"github.com/llmload/llmload/metrics"
 )
 
 // nextResults is the seed run measured again after a change: context 0
@@ -511,5 +512,40 @@ func TestComparePrefillOverCapacity(t *testing.T) {
 	assert.Contains(t, csv.String(), "prefill,4096,1,both,over_capacity,over_capacity")
 	for _, out := range []string{table.String(), md.String(), csv.String()} {
 		assert.NotContains(t, strings.ToLower(out), "failed")
+	}
+}
+
+// Runs that read the GPUs' energy compare their output tokens per joule,
+// cell by cell, in every format; runs without it show no such column.
+func TestCompareEnergy(t *testing.T) {
+	base, next := seedResults(t), nextResults(t)
+	withEnergy := func(r *Results, tpj float64) {
+		for i := range r.Cells {
+			if m := r.Cells[i].Measurement; hasRates(&r.Cells[i]) {
+				m.Energy = &metrics.Energy{GPUs: 1, Joules: 1000, Seconds: 30, MeanWatts: 33.3, OutputTokens: 1000 * int(tpj), TokensPerJoule: tpj, JoulesPerToken: 1 / tpj}
+			}
+		}
+	}
+	var plain bytes.Buffer
+	require.NoError(t, FormatCSV.Write(&plain, compareTwo(base, next)))
+	assert.NotContains(t, plain.String(), "tokens_per_joule", "no energy, no column")
+
+	withEnergy(base, 2)
+	withEnergy(next, 2.5)
+	cmp := compareTwo(base, next)
+	c := cmp.Cell(0, 1)
+	require.NotNil(t, c.TokensPerJoule)
+	assert.Equal(t, 2.0, c.TokensPerJoule.Base)
+	assert.Equal(t, 2.5, c.TokensPerJoule.Next)
+	assert.Equal(t, 1.25, c.TokensPerJoule.Ratio)
+	assert.Equal(t, ChangeBetter, c.TokensPerJoule.Change, "more tokens a joule is better")
+	assert.Nil(t, cmp.Cell(0, 128).TokensPerJoule, "over capacity in both: nothing to compare")
+	for f, want := range map[Format]string{
+		FormatTable: "tok/J 1.25×", FormatMarkdown: "| Tokens per joule |", FormatHTML: "Tokens per joule: 2.00 → 2.50",
+		FormatCSV: "base_tokens_per_joule,next_tokens_per_joule,tokens_per_joule_ratio", FormatJSON: `"tokens_per_joule"`,
+	} {
+		var b bytes.Buffer
+		require.NoError(t, f.Write(&b, cmp))
+		assert.Contains(t, b.String(), want, "%s", f)
 	}
 }
