@@ -102,7 +102,9 @@ type Spec struct {
 	URL string `json:"url"`
 	// Model is the served model name.
 	Model string `json:"model,omitempty"`
-	// API is "chat" or "completions".
+	// API is "chat", "completions", "responses" or "messages": the
+	// matrix measures streamed generation, and refuses "embeddings" and
+	// "rerank".
 	API loadgen.API `json:"api"`
 
 	// Contexts are the decode grid's rows, in prompt tokens; nil means
@@ -219,6 +221,9 @@ func (s Spec) validateSharded(shards int) error {
 		bad("URL", "%s", strings.TrimPrefix(err.Error(), "matrix: URL "))
 	} else if ce, ok := errors.AsType[*loadgen.ConfigError]((&loadgen.Client{BaseURL: s.URL}).Validate()); ok {
 		bad("URL", "%s", ce.Reason)
+	}
+	if s.API == loadgen.Embeddings || s.API == loadgen.Rerank {
+		bad("API", "is %v, which answers in one body with no tokens to time: the matrix measures streamed generation (chat, completions, responses or messages); load %v with loadgen/sweep or go run ./examples/bench -api %v", s.API, s.API, s.API)
 	}
 	if s.Contexts != nil && len(s.Contexts) == 0 {
 		bad("Contexts", "is empty: the decode grid would have no rows (nil means the defaults)")

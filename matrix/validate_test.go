@@ -1,6 +1,7 @@
 package matrix_test
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
@@ -48,6 +49,8 @@ func TestSpecMistakes(t *testing.T) {
 		{"a threshold that is not a share", func(s *matrix.Spec) { s.ErrorThreshold = math.NaN() }, "ErrorThreshold"},
 		{"a negative warm-up", func(s *matrix.Spec) { s.Warmup = &matrix.Warmup{Flow: -1} }, "Warmup.Flow"},
 		{"a negative objective", func(s *matrix.Spec) { s.SLO = &metrics.SLO{TTFT: -1} }, "SLO"},
+		{"embeddings, which the matrix cannot time", func(s *matrix.Spec) { s.API = loadgen.Embeddings }, "API"},
+		{"rerank, which the matrix cannot time", func(s *matrix.Spec) { s.API = loadgen.Rerank }, "API"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := ok()
@@ -82,4 +85,21 @@ func TestSpecMistakes(t *testing.T) {
 		assert.Contains(t, err.Error(), "Spec.URL")
 		assert.Zero(t, asked.Load(), "nothing was sent")
 	})
+}
+
+// TestSpecFileOfPooledAPI: a spec read from JSON that names embeddings or
+// rerank is refused by Run with a SpecError on API that says where to
+// load them, before anything is sent.
+func TestSpecFileOfPooledAPI(t *testing.T) {
+	for _, api := range []string{"embeddings", "rerank"} {
+		var spec matrix.Spec
+		require.NoError(t, json.Unmarshal([]byte(`{"url": "http://127.0.0.1:1/v1", "api": "`+api+`", "contexts": [0], "concurrency": [1]}`), &spec))
+		res, err := (&matrix.Runner{Spec: spec}).Run(t.Context())
+		assert.Nil(t, res)
+		se, isSpec := errors.AsType[*matrix.SpecError](err)
+		require.True(t, isSpec, "%v", err)
+		assert.Equal(t, "API", se.Field)
+		assert.Contains(t, err.Error(), "Spec.API is "+api+", which answers in one body with no tokens to time")
+		assert.Contains(t, err.Error(), "go run ./examples/bench -api "+api)
+	}
 }

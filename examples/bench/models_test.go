@@ -35,10 +35,16 @@ func TestWeightedModels(t *testing.T) {
 	assert.Equal(t, run.Summary.OutputTokens, a.Summary.OutputTokens+b.Summary.OutputTokens)
 	assert.Equal(t, run.Summary.TTFT.Count, a.Summary.TTFT.Count+b.Summary.TTFT.Count)
 
-	code, out, errOut = bench(t, args...)
+	path := filepath.Join(t.TempDir(), "requests.jsonl")
+	code, out, errOut = bench(t, append(args, "-requests-out", path)...)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "Model a: 1500 of 2000 requests (75.0%)")
 	assert.Contains(t, out, "Model b: 500 of 2000 requests (25.0%)")
+	perModel := map[string]int{}
+	for _, l := range readRequests(t, path) {
+		perModel[l.Model]++
+	}
+	assert.Equal(t, map[string]int{"a": 1500, "b": 500}, perModel, "each request's model in -requests-out")
 }
 
 // TestWeightedModelsRefused: a malformed -model list stops the command
