@@ -147,3 +147,24 @@ func TestDatasetImages(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "2 records with images, and the completions API sends text alone")
 }
+
+// TestToolCallsCounted: with -tools, every request the simulator answers
+// is a tool call, in chat, responses and messages alike, and bench counts
+// each one: "Requests that called a tool" in the table, tool_calls in the
+// JSON, equal to the completed requests.
+func TestToolCallsCounted(t *testing.T) {
+	for _, api := range []string{"chat", "responses", "messages"} {
+		args := append(quick, "-api", api, "-tools", "testdata/tools.json", "-requests", "12", "-concurrency", "3", "-warmup", "0s", "-output-len", "6")
+		code, out, errOut := bench(t, append(args, "-format", "json")...)
+		require.Equal(t, 0, code, errOut)
+		var res sweep.Results
+		require.NoError(t, json.Unmarshal([]byte(out), &res))
+		s := res.Runs[0].Summary
+		assert.Equal(t, 12, s.Completed, api)
+		assert.Equal(t, s.Completed, s.ToolCalls, api)
+		assert.Equal(t, 6*s.Completed, s.OutputTokens, api)
+		code, out, errOut = bench(t, args...)
+		require.Equal(t, 0, code, errOut)
+		assert.Regexp(t, `Requests that called a tool:\s+12`, out, api)
+	}
+}

@@ -195,3 +195,28 @@ func TestHeadersAndBodyExtra(t *testing.T) {
 	assert.Len(t, bodies, 2, "nothing was sent")
 	mu.Unlock()
 }
+
+// TestToolCallEndToEnd: with -tools, the simulator answers with a tool
+// call in each API's own deltas (chat's tool_calls, Responses'
+// function_call_arguments.delta, Messages' input_json_delta), and stream
+// reports a request that ended in a tool call, every token counted, and
+// the finish reason the API gives it.
+func TestToolCallEndToEnd(t *testing.T) {
+	srv := loadgentest.NewServer(loadgentest.FastProfile())
+	defer srv.Close()
+	for api, finish := range map[string]string{"chat": "tool_calls", "responses": "completed", "messages": "tool_use"} {
+		t.Run(api, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(t.Context(), []string{"-url", srv.URL + "/v1", "-model", "bench", "-api", api, "-max-tokens", "9", "-prompt", "weather in Oslo",
+				"-tools", "../bench/testdata/tools.json", "-json"}, &out, &errOut)
+			require.Equal(t, 0, code, errOut.String())
+			var r result
+			require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+			assert.True(t, r.ToolCall, "the request ended in a tool call")
+			assert.Equal(t, 9, r.OutputTokens)
+			assert.Equal(t, 9, r.CompletionTokens)
+			assert.Equal(t, finish, r.FinishReason)
+			assert.Empty(t, r.ErrorKind)
+		})
+	}
+}

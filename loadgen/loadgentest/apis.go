@@ -134,13 +134,14 @@ func (s *sseWriter) response(status string, completion int) {
 }
 
 // item names the Responses item or the Messages block open: none, the
-// reasoning's, or the answer's.
+// reasoning's, the answer's, or the answer's tool call.
 type item uint8
 
 const (
 	itemNone item = iota
 	itemReasoning
 	itemAnswer
+	itemTool
 )
 
 // open writes the stream's first events: response.created and
@@ -183,10 +184,31 @@ func (s *sseWriter) index() {
 }
 
 func (s *sseWriter) itemID() string {
-	if s.item == itemReasoning {
+	switch s.item {
+	case itemReasoning:
 		return "rs_" + s.g.id
+	case itemTool:
+		return "fc_" + s.g.id
 	}
 	return "msg_" + s.g.id
+}
+
+// appendFunctionCall appends the rest of a Responses function_call item,
+// after its id: its status, the arguments so far (done) or none, its call
+// id and its name.
+func (s *sseWriter) appendFunctionCall(done bool) {
+	s.buf = append(s.buf, `","type":"function_call","status":"`...)
+	if done {
+		s.buf = append(s.buf, `completed","arguments":"`...)
+		s.appendToolArgs(s.g.reasoning, s.sent)
+	} else {
+		s.buf = append(s.buf, `in_progress","arguments":"`...)
+	}
+	s.buf = append(s.buf, `","call_id":"call_`...)
+	s.buf = append(s.buf, s.g.id...)
+	s.buf = append(s.buf, `","name":`...)
+	s.appendToolName()
+	s.buf = append(s.buf, '}')
 }
 
 // startItem opens the item for tokens of kind k, closing the one open.
@@ -204,6 +226,11 @@ func (s *sseWriter) startItem(k item) {
 		s.buf = strconv.AppendInt(s.buf, int64(s.items-1), 10)
 		s.buf = append(s.buf, `,"item":{"id":"`...)
 		s.buf = append(s.buf, s.itemID()...)
+		if k == itemTool {
+			s.appendFunctionCall(false)
+			s.endEvent()
+			return
+		}
 		if k == itemReasoning {
 			s.buf = append(s.buf, `","type":"reasoning","summary":[],"content":[]}`...)
 			s.endEvent()
@@ -221,9 +248,16 @@ func (s *sseWriter) startItem(k item) {
 	case apiMessages:
 		s.event("content_block_start")
 		s.index()
-		if k == itemReasoning {
+		switch k {
+		case itemReasoning:
 			s.buf = append(s.buf, `,"content_block":{"type":"thinking","thinking":""}`...)
-		} else {
+		case itemTool:
+			s.buf = append(s.buf, `,"content_block":{"type":"tool_use","id":"toolu_`...)
+			s.buf = append(s.buf, s.g.id...)
+			s.buf = append(s.buf, `","name":`...)
+			s.appendToolName()
+			s.buf = append(s.buf, `,"input":{}}`...)
+		default:
 			s.buf = append(s.buf, `,"content_block":{"type":"text","text":""}`...)
 		}
 		s.endEvent()
@@ -238,6 +272,22 @@ func (s *sseWriter) closeItem() {
 	}
 	switch s.g.api {
 	case apiResponses:
+		if s.item == itemTool {
+			s.event("response.function_call_arguments.done")
+			s.index()
+			s.buf = append(s.buf, `,"arguments":"`...)
+			s.appendToolArgs(s.g.reasoning, s.sent)
+			s.buf = append(s.buf, '"')
+			s.endEvent()
+			s.event("response.output_item.done")
+			s.buf = append(s.buf, `,"output_index":`...)
+			s.buf = strconv.AppendInt(s.buf, int64(s.items-1), 10)
+			s.buf = append(s.buf, `,"item":{"id":"`...)
+			s.buf = append(s.buf, s.itemID()...)
+			s.appendFunctionCall(true)
+			s.endEvent()
+			break
+		}
 		from, to := 0, s.g.reasoning
 		part, done, partDone := "reasoning_text", "response.reasoning_text.done", "response.reasoning_part.done"
 		if s.item == itemAnswer {
@@ -286,12 +336,27 @@ func (s *sseWriter) closeItem() {
 // delta writes output tokens from up to to, all reasoning or all answer.
 func (s *sseWriter) delta(from, to int) {
 	k := itemAnswer
-	if from < s.g.reasoning {
+	switch {
+	case from < s.g.reasoning:
 		k = itemReasoning
+	case s.g.tool != "":
+		k = itemTool
 	}
 	s.startItem(k)
-	switch s.g.api {
-	case apiResponses:
+	switch {
+	case k == itemTool && s.g.api == apiResponses:
+		s.event("response.function_call_arguments.delta")
+		s.index()
+		s.buf = append(s.buf, `,"delta":"`...)
+		s.appendToolArgs(from, to)
+		s.buf = append(s.buf, '"')
+	case k == itemTool:
+		s.event("content_block_delta")
+		s.index()
+		s.buf = append(s.buf, `,"delta":{"type":"input_json_delta","partial_json":"`...)
+		s.appendToolArgs(from, to)
+		s.buf = append(s.buf, `"}`...)
+	case s.g.api == apiResponses:
 		if k == itemReasoning {
 			s.event("response.reasoning_text.delta")
 		} else {
@@ -304,7 +369,7 @@ func (s *sseWriter) delta(from, to int) {
 		if k == itemAnswer {
 			s.buf = append(s.buf, `,"logprobs":[]`...)
 		}
-	case apiMessages:
+	default:
 		s.event("content_block_delta")
 		s.index()
 		if k == itemReasoning {
@@ -321,17 +386,28 @@ func (s *sseWriter) delta(from, to int) {
 
 // close ends the stream of a response that generated completion tokens,
 // all it was allowed: response.incomplete (max_output_tokens), or
-// message_delta (stop_reason max_tokens) and message_stop.
+// message_delta (stop_reason max_tokens) and message_stop; a response
+// whose answer was a tool call ends response.completed, or with
+// stop_reason tool_use.
 func (s *sseWriter) close(completion int) {
 	s.closeItem()
 	switch s.g.api {
 	case apiResponses:
-		s.event("response.incomplete")
-		s.response("incomplete", completion)
+		if s.g.tool != "" && completion > s.g.reasoning {
+			s.event("response.completed")
+			s.response("completed", completion)
+		} else {
+			s.event("response.incomplete")
+			s.response("incomplete", completion)
+		}
 		s.endEvent()
 	case apiMessages:
 		s.event("message_delta")
-		s.buf = append(s.buf, `,"delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{"input_tokens":`...)
+		if s.g.tool != "" && completion > s.g.reasoning {
+			s.buf = append(s.buf, `,"delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"input_tokens":`...)
+		} else {
+			s.buf = append(s.buf, `,"delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{"input_tokens":`...)
+		}
 		s.buf = strconv.AppendInt(s.buf, int64(s.g.promptLen), 10)
 		s.buf = append(s.buf, `,"output_tokens":`...)
 		s.buf = strconv.AppendInt(s.buf, int64(completion), 10)

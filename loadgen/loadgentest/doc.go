@@ -18,6 +18,16 @@
 // time. The server records when it wrote each chunk ([Truth]), so tests can
 // compare what a client measured with what was sent.
 //
+// A chat, Responses or Messages request that carries tools (and a
+// tool_choice other than none) gets a tool call as its answer, after any
+// reasoning: the tool tool_choice names, else the first; its arguments,
+// {"input": the answer's text}, stream a piece a token, as chat's
+// tool_calls deltas (the first with the call's id, type and name, as
+// vLLM's tool parsers send them; finish_reason tool_calls), Responses'
+// function_call item and response.function_call_arguments.delta events
+// (then response.completed), or Messages' tool_use block and
+// input_json_delta deltas (stop_reason tool_use).
+//
 // # Tokenizer
 //
 // Each maximal run of non-white-space characters is one token, so

@@ -38,7 +38,11 @@ type genRequest struct {
 	Instructions    string          `json:"instructions"`
 	MaxOutputTokens *int            `json:"max_output_tokens"`
 	System          json.RawMessage `json:"system"`
-	StreamOptions   *struct {
+	// Tools and ToolChoice, in any of the three APIs' forms: a request
+	// that carries tools gets a tool call as its answer.
+	Tools         json.RawMessage `json:"tools"`
+	ToolChoice    json.RawMessage `json:"tool_choice"`
+	StreamOptions *struct {
 		IncludeUsage         *bool `json:"include_usage"`
 		ContinuousUsageStats bool  `json:"continuous_usage_stats"`
 	} `json:"stream_options"`
@@ -223,6 +227,7 @@ type generation struct {
 	details        bool   // send prompt_tokens_details.cached_tokens in usage
 	reasoning      int    // the output tokens that are reasoning
 	reasoningField string // the chat delta's field for them
+	tool           string // the tool the answer calls, or ""
 	metrics        bool   // send the request's timings (include_metrics)
 	received       time.Time
 	firstFlush     time.Time // when its first chunk of tokens was flushed
@@ -264,6 +269,11 @@ func (h *Handler) parseGeneration(w http.ResponseWriter, r *http.Request) (*gene
 	g.details = h.p.PromptTokensDetails
 	if chat {
 		g.reasoning, g.reasoningField = h.p.ReasoningTokens, h.p.ReasoningField
+		tool, err := toolToCall(body.Tools, body.ToolChoice)
+		if err != nil {
+			return nil, err
+		}
+		g.tool = tool
 	}
 	if a >= apiResponses && !body.Stream {
 		return nil, badRequest("the simulator serves %s streaming only: set \"stream\": true", r.URL.Path)
@@ -433,10 +443,15 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, g *generation
 		usage.PromptTokensDetails = &promptDetails{CachedTokens: g.cachedTokens()}
 	}
 	if g.chat {
+		choice := chatChoice{Message: chatReply{Role: "assistant", Content: &text, ToolCalls: []any{}}, FinishReason: "length"}
+		if g.tool != "" && n > g.reasoning {
+			args, _ := json.Marshal(map[string]string{"input": string(appendText(nil, g.reasoning, n))})
+			choice.Message.Content, choice.FinishReason = nil, "tool_calls"
+			choice.Message.ToolCalls = []any{map[string]any{"id": "call_" + g.id, "type": "function", "function": map[string]string{"name": g.tool, "arguments": string(args)}}}
+		}
 		writeJSON(w, http.StatusOK, wholeAnswer[chatChoice]{
 			ID: g.id, Object: "chat.completion", Created: g.created, Model: g.model,
-			Choices: []chatChoice{{Message: chatReply{Role: "assistant", Content: text, ToolCalls: []any{}}, FinishReason: "length"}},
-			Usage:   usage, Metrics: g.timings(),
+			Choices: []chatChoice{choice}, Usage: usage, Metrics: g.timings(),
 		})
 	} else {
 		writeJSON(w, http.StatusOK, wholeAnswer[textChoice]{
@@ -492,9 +507,9 @@ type chatChoice struct {
 }
 
 type chatReply struct {
-	Role      string `json:"role"`
-	Content   string `json:"content"`
-	ToolCalls []any  `json:"tool_calls"`
+	Role      string  `json:"role"`
+	Content   *string `json:"content"`
+	ToolCalls []any   `json:"tool_calls"`
 }
 
 type textChoice struct {

@@ -132,6 +132,8 @@ func (s *sseWriter) content(from, to int, last bool) {
 		s.buf = append(s.buf, `":"`...)
 		s.buf = appendText(s.buf, from, to)
 		s.buf = append(s.buf, `"},"logprobs":null,"finish_reason":`...)
+	} else if s.g.tool != "" {
+		s.toolDelta(from, to)
 	} else if s.g.chat {
 		s.buf = append(s.buf, `{"index":0,"delta":{"content":"`...)
 		s.buf = appendText(s.buf, from, to)
@@ -141,7 +143,9 @@ func (s *sseWriter) content(from, to int, last bool) {
 		s.buf = appendText(s.buf, from, to)
 		s.buf = append(s.buf, `","logprobs":null,"finish_reason":`...)
 	}
-	if last {
+	if last && s.g.tool != "" {
+		s.buf = append(s.buf, `"tool_calls","stop_reason":null}]`...)
+	} else if last {
 		s.buf = append(s.buf, `"length","stop_reason":null}]`...)
 	} else if s.g.chat {
 		s.buf = append(s.buf, `null}]`...)
