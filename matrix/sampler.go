@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/llmload/llmload/internal/background"
 	"github.com/llmload/llmload/internal/seriesview"
 	"github.com/llmload/llmload/metrics"
 )
@@ -107,8 +108,7 @@ type sampler struct {
 	keeping  bool
 	kept     []gauges // the readings since Keep, for a cell's time series
 
-	stop chan struct{}
-	done chan struct{}
+	task background.Task // the sampling, from Start to Close
 }
 
 // newSampler returns a sampler of baseURL's /metrics ("/v1" is dropped),
@@ -123,33 +123,24 @@ func newSampler(client *http.Client, baseURL string, every time.Duration) *sampl
 
 // Start begins sampling; Close ends it.
 func (s *sampler) Start(ctx context.Context) {
-	s.stop, s.done = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(s.done)
+	s.task.Start(func(stop <-chan struct{}) {
 		t := time.NewTicker(s.every)
 		defer t.Stop()
 		for {
 			s.sample(ctx)
 			select {
 			case <-t.C:
-			case <-s.stop:
+			case <-stop:
 				return
 			case <-ctx.Done():
 				return
 			}
 		}
-	}()
+	})
 }
 
 // Close stops sampling and waits for the sampler to end.
-func (s *sampler) Close() {
-	if s.stop == nil {
-		return
-	}
-	close(s.stop)
-	<-s.done
-	s.stop = nil
-}
+func (s *sampler) Close() { s.task.Stop() }
 
 // sampleTimeout bounds one reading of /metrics.
 const sampleTimeout = 5 * time.Second

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/llmload/llmload/internal/background"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -138,7 +139,7 @@ type Meter struct {
 	err    error // the last reading's failure
 	marked chan metrics.Window
 
-	stop, done chan struct{}
+	task background.Task // the readings, from Start to Close
 }
 
 // New returns a meter of the exporters at urls (each a URL of the
@@ -254,9 +255,7 @@ func (m *Meter) read(ctx context.Context, url, key string) (map[string]point, er
 // Start reads the exporters every Meter.every, and at the start and the
 // end of each window Mark gives, until Close or ctx ends.
 func (m *Meter) Start(ctx context.Context) {
-	m.stop, m.done = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(m.done)
+	m.task.Start(func(stop <-chan struct{}) {
 		next := time.Now()
 		var marks []time.Time // readings due at a window's edges, in order
 		t := time.NewTimer(0)
@@ -284,24 +283,17 @@ func (m *Meter) Start(ctx context.Context) {
 						marks = append(marks, at)
 					}
 				}
-			case <-m.stop:
+			case <-stop:
 				return
 			case <-ctx.Done():
 				return
 			}
 		}
-	}()
+	})
 }
 
 // Close stops the readings and waits for them to end.
-func (m *Meter) Close() {
-	if m.stop == nil {
-		return
-	}
-	close(m.stop)
-	<-m.done
-	m.stop = nil
-}
+func (m *Meter) Close() { m.task.Stop() }
 
 // Mark has readings taken at w's start and end, so that the window's
 // energy starts and ends with readings of its own.
