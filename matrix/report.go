@@ -481,12 +481,7 @@ func (ec energyCols) head() []string {
 
 // row is a row's energy columns, "—" where e is nil or has no figure.
 func (ec energyCols) row(e *metrics.Energy) []string {
-	return ec.each(func(c energyColumn) string {
-		if e == nil {
-			return "—"
-		}
-		return c.text(e)
-	})
+	return ec.each(func(c energyColumn) string { return figure(e, c.text, "—") })
 }
 
 // csvHead is the energy's CSV columns, when a cell has them.
@@ -496,12 +491,15 @@ func (ec energyCols) csvHead() []string {
 
 // csvRow is a cell's energy columns, empty where e is nil.
 func (ec energyCols) csvRow(e *metrics.Energy) []string {
-	return ec.each(func(c energyColumn) string {
-		if e == nil {
-			return ""
-		}
-		return c.csv(e)
-	})
+	return ec.each(func(c energyColumn) string { return figure(e, c.csv, "") })
+}
+
+// figure returns f(e), or none where e is nil: a row with no energy.
+func figure(e *metrics.Energy, f func(*metrics.Energy) string, none string) string {
+	if e == nil {
+		return none
+	}
+	return f(e)
 }
 
 // longCellRow is one decode cell's row of the "All measurements" table.
