@@ -43,7 +43,6 @@ type datasetReader struct {
 	name string
 	s    *recordScanner
 	root *os.Root // the dataset's directory, where its image files are; or nil
-	done bool
 	// Skipped counts the records skipped so far for want of a user turn;
 	// MissingImages those skipped because an image file is missing.
 	Skipped, MissingImages int
@@ -79,18 +78,11 @@ type rawRecord struct {
 // next call returns io.EOF.
 func (d *datasetReader) Next() (datasetRecord, error) {
 	for {
-		if d.done {
-			return datasetRecord{}, io.EOF
-		}
 		raw, line, err := d.s.next()
 		if errors.Is(err, io.EOF) {
-			d.done = true
 			return datasetRecord{}, io.EOF
 		}
 		if err != nil {
-			if _, ok := errors.AsType[errStructure](err); ok {
-				d.done = true
-			}
 			return datasetRecord{}, &ParseError{Name: d.name, Line: line, Err: err}
 		}
 		rec, err := parseRecord(raw, line)

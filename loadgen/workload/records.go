@@ -106,9 +106,21 @@ const (
 )
 
 // next returns the next raw record and its line, or io.EOF. The record is
-// valid until the next call. An error wrapped in errStructure ends the
-// stream.
+// valid until the next call. The end of the stream, an error wrapped in
+// errStructure and stop end it: from then on next returns io.EOF.
 func (s *recordScanner) next() ([]byte, int, error) {
+	raw, line, err := s.read()
+	if _, ok := errors.AsType[errStructure](err); ok || errors.Is(err, io.EOF) {
+		s.stop()
+	}
+	return raw, line, err
+}
+
+// stop ends the stream: next returns io.EOF from now on.
+func (s *recordScanner) stop() { s.mode = modeDone }
+
+// read returns the next raw record and its line, or io.EOF.
+func (s *recordScanner) read() ([]byte, int, error) {
 	if s.mode == modeUnknown {
 		c, err := s.skipSpace()
 		if err != nil {

@@ -69,7 +69,6 @@ type traceReader struct {
 	start  float64   // Mooncake: the first request's timestamp, in ms
 	last   time.Duration
 	seen   bool
-	done   bool
 }
 
 // newTraceReader returns a reader of the trace in r; name, if not empty,
@@ -85,12 +84,8 @@ func newTraceReader(r io.Reader, name string) *traceReader {
 // header of a CSV file.
 func (t *traceReader) next() (TraceEntry, error) {
 	for {
-		if t.done {
-			return TraceEntry{}, io.EOF
-		}
 		raw, line, err := t.s.next()
 		if errors.Is(err, io.EOF) {
-			t.done = true
 			return TraceEntry{}, io.EOF
 		}
 		fail := func(err error) (TraceEntry, error) {
@@ -111,7 +106,7 @@ func (t *traceReader) next() (TraceEntry, error) {
 			} else {
 				t.format = Azure
 				if err := t.header(raw); err != nil {
-					t.done = true
+					t.s.stop()
 					return fail(err)
 				}
 				continue
