@@ -3,8 +3,6 @@ package matrix
 import (
 	"fmt"
 	"io"
-
-	"github.com/llmload/llmload/internal/enumtext"
 )
 
 // A Report renders in every format: [*Results] and [*Comparison] are
@@ -18,54 +16,30 @@ type Report interface {
 	writeSeriesCSV(w io.Writer) error
 }
 
-// Format names a report format, as a command line takes it. Its zero value
-// means "not set".
-type Format uint8
+// Format names a report format, as a command line takes it: "table",
+// "markdown", "csv", "json", "html" or "series-csv". Its zero value means
+// "not set".
+type Format string
 
 // The report formats.
 const (
 	// FormatTable: a plain-text table for a terminal.
-	FormatTable Format = iota + 1
+	FormatTable Format = "table"
 	// FormatMarkdown: GitHub-flavored Markdown.
-	FormatMarkdown
+	FormatMarkdown Format = "markdown"
 	// FormatCSV: the "All measurements" table as CSV.
-	FormatCSV
+	FormatCSV Format = "csv"
 	// FormatJSON: the versioned JSON document.
-	FormatJSON
+	FormatJSON Format = "json"
 	// FormatHTML: a self-contained HTML page.
-	FormatHTML
+	FormatHTML Format = "html"
 	// FormatSeriesCSV: every measured cell's time series (see
 	// [Measurement].Series) as CSV, a row a bucket.
-	FormatSeriesCSV
+	FormatSeriesCSV Format = "series-csv"
 )
 
-var formatNames = [...]string{"", "table", "markdown", "csv", "json", "html", "series-csv"}
-
-// String returns the format's name: "table", "markdown", "csv", "json",
-// "html" or "series-csv".
-func (f Format) String() string { return enumtext.Name(formatNames[:], f, "Format") }
-
-// MarshalText returns the format's name.
-func (f Format) MarshalText() ([]byte, error) {
-	if int(f) < len(formatNames) {
-		return []byte(formatNames[f]), nil
-	}
-	return nil, fmt.Errorf("matrix: invalid format %d", f)
-}
-
-// UnmarshalText reads a format's name, so that a Format can be a flag
-// (flag.TextVar).
-func (f *Format) UnmarshalText(b []byte) error {
-	for i, name := range formatNames {
-		if i > 0 && name == string(b) {
-			*f = Format(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("matrix: unknown format %q (want table, markdown, csv, json, html or series-csv)", b)
-}
-
-// Write writes rep to w in the format f.
+// Write writes rep to w in the format f. A format of another name is an
+// error, and writes nothing.
 func (f Format) Write(w io.Writer, rep Report) error {
 	switch f {
 	case FormatTable:
@@ -81,5 +55,5 @@ func (f Format) Write(w io.Writer, rep Report) error {
 	case FormatSeriesCSV:
 		return rep.writeSeriesCSV(w)
 	}
-	return fmt.Errorf("matrix: cannot write a report in format %v: set table, markdown, csv, json, html or series-csv", f)
+	return fmt.Errorf("matrix: unknown format %q (want table, markdown, csv, json, html or series-csv)", string(f))
 }

@@ -1,7 +1,6 @@
 package matrix_test
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -142,21 +141,15 @@ func ExampleCompareRuns() {
 	// 86.0 → 120.0 tok/s: 1.40× better
 }
 
-// Write a report in a format named on a command line: a Format is a flag
-// (flag.TextVar), and writes results and comparisons alike.
+// Write a report in a format named on a command line: a Format is its
+// name, and writes results and comparisons alike; a name that is not a
+// format is an error that says which are.
 func ExampleFormat() {
-	format := matrix.FormatTable
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	fs.TextVar(&format, "format", matrix.FormatTable, "report format: table, markdown, csv, json or html")
-	if err := fs.Parse([]string{"-format", "csv"}); err != nil {
-		fmt.Println(err)
-		return
-	}
+	format := matrix.Format("csv") // from a flag
 	if err := format.Write(os.Stdout, tinyResults()); err != nil {
 		fmt.Println(err)
 	}
-	var f matrix.Format
-	fmt.Println(f.UnmarshalText([]byte("pdf")))
+	fmt.Println(matrix.Format("pdf").Write(os.Stdout, tinyResults()))
 	// Output:
 	// phase,context_tokens,concurrency,status,total_tok_s,per_request_tok_s,ttft_ms,tbt_ms,avg_active,completed,output_tokens,measured_s
 	// prefill,8192,1,valid,2356.0,,3477,,,,,

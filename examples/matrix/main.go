@@ -90,7 +90,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	o.specFlags.Register(fs)
 	o.sim.Register(fs, "profile", DefaultSpeed)
 	fs.StringVar(&o.out, "o", "", "write the report to this file instead of standard output")
-	fs.TextVar(&o.format, "format", matrix.FormatTable, "report format: table, markdown, csv, json, html, or series-csv (each cell's time series)")
+	matrixcmd.FormatVar(fs, &o.format, "report format: table (default), markdown, csv, json, html, or series-csv (each cell's time series)")
 	fs.StringVar(&o.results, "results", "", "save the results as JSON here after every cell (default matrix-results-TIME.json)")
 	fs.StringVar(&o.resume, "resume", "", "continue the interrupted run saved in this file")
 	fs.BoolVar(&o.overwrite, "overwrite", false, "replace an existing -results file of another run")

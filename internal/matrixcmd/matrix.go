@@ -8,8 +8,10 @@ package matrixcmd
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -250,4 +252,26 @@ func Observe(ctx context.Context, runner *matrix.Runner, requestsOut, metricsLis
 		}
 		return requests.Close()
 	}, nil
+}
+
+// formats are the report formats -format takes, in the order its usage
+// names them.
+var formats = []matrix.Format{matrix.FormatTable, matrix.FormatMarkdown, matrix.FormatCSV, matrix.FormatJSON, matrix.FormatHTML, matrix.FormatSeriesCSV}
+
+// FormatVar defines -format: *f is FormatTable unless the command line
+// names another of the report formats; any other name is refused as the
+// flags are parsed, before a run.
+func FormatVar(fs *flag.FlagSet, f *matrix.Format, usage string) {
+	*f = matrix.FormatTable
+	fs.Func("format", usage, func(s string) error {
+		if g := matrix.Format(s); slices.Contains(formats, g) {
+			*f = g
+			return nil
+		}
+		names := make([]string, len(formats))
+		for i, g := range formats {
+			names[i] = string(g)
+		}
+		return fmt.Errorf("unknown format %q (want %s)", s, strings.Join(names, ", "))
+	})
 }
