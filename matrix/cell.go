@@ -140,10 +140,16 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	}
 
 	m := cr.measurement(run, samples, st)
-	m.Recording = &recording
-	if m.Series = rec.Series(); m.Series != nil {
+	// The cell's series, every shard's merged: the results keep it once,
+	// without what it merged from.
+	if s := recording.Series; s != nil {
+		c := *s
+		c.From, c.Tokens, c.TTFTBins, c.ITLBins = time.Time{}, nil, nil, nil
+		m.Series = &c
 		addServer(m.Series, readings)
 	}
+	recording.Series = nil
+	m.Recording = &recording
 	if cr.gpus != nil && !run.Summary.Window.Start.IsZero() {
 		e, err := cr.gpus.Energy(ctx, run.Summary.Window, m.OutputTokens, cr.r.GPUHourlyCost)
 		if err != nil {

@@ -76,6 +76,7 @@ func (cr *cellRun) startFleet(ctx context.Context, c *Cell, req *loadgen.Request
 		QueueAfter:    queueAfter,
 		WarmupTimeout: warmupTimeout,
 		Duration:      time.Duration(cr.spec.Duration),
+		Series:        max(time.Duration(cr.spec.Series), 0),
 		SLO:           cr.spec.SLO,
 	}
 	fc, err := cr.r.Fleet.StartCell(ctx, sh)
@@ -164,6 +165,12 @@ func (f *fleetCell) merge(ctx context.Context, run *loadgen.Run, recording *metr
 		r := p.Recording
 		off := sh.offset()
 		r.Summary.Window = metrics.Window{Start: r.Summary.Window.Start.Add(-off), End: r.Summary.Window.End.Add(-off)}
+		if s := r.Series; s != nil && off != 0 {
+			c := *s
+			c.Start, c.End, c.From = s.Start.Add(-off), s.End.Add(-off), s.From.Add(-off)
+			c.Window = metrics.Window{Start: s.Window.Start.Add(-off), End: s.Window.End.Add(-off)}
+			r.Series = &c
+		}
 		// The merged window is the windows' intersection: a shard whose
 		// window opened so late (a starved follower, a clock that moved
 		// after the exchange) that it would cut the cell's window by half

@@ -222,8 +222,9 @@ type Measurement struct {
 	// Spec.Series: throughput, requests begun and ended, TTFT and
 	// inter-token percentiles, the client's streams decoding and waiting,
 	// and the server's running, waiting, KV cache usage and preemptions
-	// from its /metrics. In a sharded run it is this process's share of
-	// the streams, with the server's whole figures.
+	// from its /metrics. In a sharded run it is every shard's, merged
+	// (exactly where a shard's clock is within half a bucket of the
+	// leader's), with the server's figures.
 	Series *metrics.Series `json:"series,omitempty"`
 	// Energy is what the server's GPUs drew in the window, read from their
 	// DCGM exporters (see [Runner].GPUMetrics), and what an output token

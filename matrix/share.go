@@ -20,7 +20,8 @@ func init() { fleet.RunShare = runShare }
 // it. Its recording's window and times are on the shard's own clock.
 type sharePart struct {
 	// Recording holds every request of the share, warm-up included (the
-	// matrix's scope, metrics.ScopeAll), with its full distributions.
+	// matrix's scope, metrics.ScopeAll), with its full distributions and,
+	// when the cell keeps one, its time series.
 	Recording metrics.Recording `json:"recording"`
 	// Streams is the shard's view of its own streams in the window.
 	Streams *Streams `json:"streams,omitempty"`
@@ -83,6 +84,7 @@ func measureShare(ctx context.Context, c *loadgen.Client, sh fleet.Share, ctl fl
 	if sh.SLO != nil {
 		rec.SLO = *sh.SLO
 	}
+	rec.Every = sh.Series
 	streams := newStreamTracker(sh.Streams)
 	warm := &warmup{n: sh.Streams, cellN: sh.Concurrency, streams: streams,
 		flow: sh.Flow, queueAfter: sh.QueueAfter}

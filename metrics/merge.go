@@ -20,13 +20,17 @@ type Recording struct {
 	// Models holds each model's recording, by name, from a Recorder with
 	// ByModel; nil without.
 	Models map[string]Recording `json:"models,omitempty"`
+	// Series is the recording over time, warm-up and window, with what it
+	// merges from, from a Recorder with Every (see [Recorder.Series]); nil
+	// without.
+	Series *Series `json:"series,omitempty"`
 }
 
 // Recording returns the summary and the distributions of one scope of the
 // recording.
 func (r *Recorder) Recording(scope Scope) Recording {
 	s, h := r.summaryOf(scope)
-	rec := Recording{Summary: s, Histograms: h}
+	rec := Recording{Summary: s, Histograms: h, Series: r.mergeable()}
 	r.modelsMu.Lock()
 	models := maps.Clone(r.models)
 	r.modelsMu.Unlock()
@@ -153,6 +157,14 @@ func MergeRecordings(recs ...Recording) (Recording, error) {
 	}
 	s.distributions(out.Histograms)
 	s.rates(last, active)
+	series := make([]*Series, len(recs))
+	for i, r := range recs {
+		series[i] = r.Series
+	}
+	var err error
+	if out.Series, err = mergeSeries(series, s.Window); err != nil {
+		return Recording{}, err
+	}
 	return out, nil
 }
 

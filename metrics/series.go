@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"math/bits"
 	"slices"
@@ -65,6 +67,16 @@ type Series struct {
 	ServerWaiting     []float64 `json:"server_waiting,omitempty"`
 	ServerKVUsage     []float64 `json:"server_kv_usage,omitempty"`
 	ServerPreemptions []float64 `json:"server_preemptions,omitempty"`
+
+	// From, Tokens, TTFTBins and ITLBins are what a series merges from
+	// (see [MergeRecordings]): the first request's start, each bucket's
+	// output tokens, and its time-to-first-token and inter-token sketches
+	// as pairs of bin and count. Only a [Recording]'s series holds them;
+	// [Recorder.Series] leaves them out.
+	From     time.Time  `json:"from,omitzero"`
+	Tokens   []int64    `json:"tokens,omitempty"`
+	TTFTBins [][]uint32 `json:"ttft_bins,omitempty"`
+	ITLBins  [][]uint32 `json:"itl_bins,omitempty"`
 }
 
 // sketch counts durations in log-linear bins: below 64 ns one bin a
@@ -453,4 +465,143 @@ func (r *Recorder) Series() *Series {
 	s := all.series(from, to)
 	s.Window = r.Window()
 	return s
+}
+
+// mergeable returns the recording's series with what it merges from, or
+// nil without a series.
+func (r *Recorder) mergeable() *Series {
+	if r.Every <= 0 {
+		return nil
+	}
+	all := seriesPart{every: r.Every}
+	r.mu.Lock()
+	all.add(&r.series)
+	from, to := r.tally.from, maxTime(r.tally.to, r.tally.last)
+	r.mu.Unlock()
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.Lock()
+		s.series.spill()
+		all.add(&s.series)
+		s.mu.Unlock()
+	}
+	if len(all.b) == 0 {
+		return nil
+	}
+	s := all.series(from, to)
+	s.Window = r.Window()
+	s.From = from
+	s.Tokens = make([]int64, len(all.b))
+	s.TTFTBins, s.ITLBins = make([][]uint32, len(all.b)), make([][]uint32, len(all.b))
+	for i := range all.b {
+		b := &all.b[i]
+		s.Tokens[i] = b.tokens
+		s.TTFTBins[i], s.ITLBins[i] = b.ttft.pairs(), b.itl.pairs()
+	}
+	return s
+}
+
+// pairs returns the sketch's bins as bin, count pairs.
+func (s *sketch) pairs() []uint32 {
+	out := make([]uint32, 0, 2*len(s.bins))
+	for _, b := range s.bins {
+		out = append(out, uint32(b.key), b.n)
+	}
+	return out
+}
+
+// secs returns how long bucket i of s covers: its interval, cut to the
+// span of the recording (from its first request's start to End).
+func (s *Series) secs(i int) float64 {
+	bs := s.Start.Add(time.Duration(i) * s.Every)
+	be := bs.Add(s.Every)
+	if !s.From.IsZero() {
+		bs = maxTime(bs, s.From)
+	}
+	be = minTime(be, s.End)
+	if secs := be.Sub(bs).Seconds(); secs > 0 {
+		return secs
+	}
+	return s.Every.Seconds()
+}
+
+// part returns the series as a part to merge: its buckets numbered from
+// the one nearest its start, so a series moved to another clock by less
+// than half a bucket keeps its buckets. It refuses a series without what
+// it merges from, or whose columns disagree.
+func (s *Series) part() (*seriesPart, error) {
+	n := len(s.Tokens)
+	switch {
+	case s.Every <= 0:
+		return nil, errors.New("its series has no interval")
+	case n == 0:
+		return nil, errors.New("its series holds no tokens a bucket: it was not made to merge (a Recorder's Recording makes it)")
+	case len(s.Started) != n || len(s.Finished) != n || len(s.Failed) != n || len(s.TTFTBins) != n || len(s.ITLBins) != n ||
+		len(s.Decoding) != n || len(s.Waiting) != n:
+		return nil, fmt.Errorf("its series' columns are not all %d buckets long", n)
+	}
+	p := &seriesPart{every: s.Every, first: (s.Start.UnixNano() + int64(s.Every)/2) / int64(s.Every), b: make([]seriesBucket, n)}
+	for i := range p.b {
+		b := &p.b[i]
+		secs := s.secs(i)
+		b.tokens = s.Tokens[i]
+		b.started, b.finished, b.failed = int32(s.Started[i]), int32(s.Finished[i]), int32(s.Failed[i])
+		b.decoding, b.waiting = s.Decoding[i]*secs, s.Waiting[i]*secs
+		for _, bins := range []struct {
+			dst *sketch
+			src []uint32
+		}{{&b.ttft, s.TTFTBins[i]}, {&b.itl, s.ITLBins[i]}} {
+			if len(bins.src)%2 != 0 {
+				return nil, fmt.Errorf("its series' bucket %d has an odd list of bins", i)
+			}
+			for j := 0; j < len(bins.src); j += 2 {
+				if bins.src[j] > math.MaxUint16 {
+					return nil, fmt.Errorf("its series' bucket %d has a bin out of range", i)
+				}
+				bins.dst.add(uint16(bins.src[j]), bins.src[j+1])
+			}
+		}
+	}
+	return p, nil
+}
+
+// mergeSeries merges the series of recordings, each in buckets of its own
+// interval or a power of two times it: the counts, the tokens and the
+// sketches of buckets that line up add exactly, and the streams decoding
+// and waiting add up; a series on a clock off by less than half a bucket
+// lands in the buckets it would have had, its events within that offset of
+// a bucket's edge one bucket over. The server's columns are left out: they
+// are the whole server's, not a recording's share.
+func mergeSeries(ss []*Series, window Window) (*Series, error) {
+	var all seriesPart
+	var from, to time.Time
+	for i, s := range ss {
+		if s == nil {
+			continue
+		}
+		p, err := s.part()
+		if err == nil && all.every > 0 && max(all.every, p.every)%min(all.every, p.every) != 0 {
+			err = fmt.Errorf("its series' interval %v is not a multiple of the others' %v", p.every, all.every)
+		}
+		if err != nil {
+			return nil, &MergeError{Index: i, Reason: err.Error()}
+		}
+		all.add(p)
+		if !s.From.IsZero() && (from.IsZero() || s.From.Before(from)) {
+			from = s.From
+		}
+		to = maxTime(to, s.End)
+	}
+	if len(all.b) == 0 {
+		return nil, nil
+	}
+	out := all.series(from, to)
+	out.Window, out.From = window, from
+	out.Tokens = make([]int64, len(all.b))
+	out.TTFTBins, out.ITLBins = make([][]uint32, len(all.b)), make([][]uint32, len(all.b))
+	for i := range all.b {
+		out.Tokens[i] = all.b[i].tokens
+		out.TTFTBins[i], out.ITLBins[i] = all.b[i].ttft.pairs(), all.b[i].itl.pairs()
+	}
+	return out, nil
 }

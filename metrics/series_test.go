@@ -134,3 +134,69 @@ func TestSeriesOffByDefault(t *testing.T) {
 	assert.Nil(t, r.Series())
 	assert.Nil(t, (&Recorder{Every: time.Second}).Series(), "nothing recorded")
 }
+
+// Two recorders' series, each of part of the requests, merge into the
+// series of one recorder of every request: counts, tokens and sketches
+// exactly, the streams decoding and waiting to rounding; through JSON, as a
+// shard's report travels, and from a clock a few milliseconds off.
+func TestSeriesMerge(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	a, b, all := &Recorder{Every: time.Second}, &Recorder{Every: time.Second}, &Recorder{Every: time.Second}
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 60 {
+		sent := t0.Add(time.Duration(r.Int64N(int64(8 * time.Second))))
+		ttft := time.Duration(10+r.IntN(200)) * time.Millisecond
+		gap := time.Duration(5+r.IntN(20)) * time.Millisecond
+		n := 20 + r.IntN(80)
+		feed(all, sent, ttft, gap, n)
+		if i%3 == 0 {
+			feed(a, sent, ttft, gap, n)
+		} else {
+			feed(b, sent, ttft, gap, n)
+		}
+	}
+	want := all.Recording(ScopeAll).Series
+	require.NotNil(t, want)
+	ra, rb := a.Recording(ScopeAll), b.Recording(ScopeAll)
+	j, err := json.Marshal(rb)
+	require.NoError(t, err)
+	var back Recording
+	require.NoError(t, json.Unmarshal(j, &back))
+
+	m, err := MergeRecordings(ra, back)
+	require.NoError(t, err)
+	got := m.Series
+	require.NotNil(t, got)
+	assert.Equal(t, want.Start, got.Start)
+	assert.Equal(t, want.Every, got.Every)
+	assert.Equal(t, want.Started, got.Started)
+	assert.Equal(t, want.Finished, got.Finished)
+	assert.Equal(t, want.Tokens, got.Tokens)
+	assert.Equal(t, want.TokensPerSec, got.TokensPerSec)
+	assert.Equal(t, want.TTFTP50, got.TTFTP50)
+	assert.Equal(t, want.TTFTP99, got.TTFTP99)
+	assert.Equal(t, want.ITLP50, got.ITLP50)
+	assert.Equal(t, want.ITLP99, got.ITLP99)
+	assert.InDeltaSlice(t, want.Decoding, got.Decoding, 0.01)
+	assert.InDeltaSlice(t, want.Waiting, got.Waiting, 0.01)
+
+	// A shard's clock 3 ms off, its series moved onto the leader's: the
+	// same buckets.
+	off := 3 * time.Millisecond
+	moved := *ra.Series
+	moved.Start, moved.End, moved.From = moved.Start.Add(-off), moved.End.Add(-off), moved.From.Add(-off)
+	ra.Series = &moved
+	m, err = MergeRecordings(ra, rb)
+	require.NoError(t, err)
+	assert.Equal(t, want.Start, m.Series.Start)
+	assert.Equal(t, want.Started, m.Series.Started)
+
+	// A series that cannot merge is refused with its recording's index.
+	bad := *rb.Series
+	bad.Tokens = bad.Tokens[:1]
+	rb.Series = &bad
+	_, err = MergeRecordings(ra, rb)
+	var me *MergeError
+	require.ErrorAs(t, err, &me)
+	assert.Equal(t, 1, me.Index)
+}

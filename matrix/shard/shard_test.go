@@ -437,7 +437,7 @@ func TestFleetMergesTheSplit(t *testing.T) {
 	defer srv.Close()
 	spec := pacedSpec(srv.URL+"/v1", 6)
 	spec.MaxTokens = 200
-	var all metrics.Recorder
+	all := metrics.Recorder{Every: time.Second}
 	record := func(_ *loadgen.Request, tl *metrics.Timeline) {
 		c := *tl
 		all.Record(&c)
@@ -463,4 +463,23 @@ func TestFleetMergesTheSplit(t *testing.T) {
 	require.Positive(t, want.Requests, "the simulator reports its timings to every shard")
 	assert.Equal(t, want, got, "the cell's split is every shard's request's")
 	assert.Equal(t, int(want.Requests), c.Measurement.SplitRequests)
+
+	// The cell's time series is every shard's: each request begun and
+	// completed is in it, the follower's too, and one recorder of every
+	// request buckets them alike.
+	s, sum := c.Measurement.Series, c.Measurement.Recording.Summary
+	require.NotNil(t, s)
+	total := func(col []int) (n int) {
+		for _, v := range col {
+			n += v
+		}
+		return n
+	}
+	assert.Equal(t, sum.Requests, total(s.Started), "every shard's requests began in the series")
+	assert.Equal(t, sum.Completed+sum.CompletedOutside, total(s.Finished))
+	ws := all.Series()
+	require.LessOrEqual(t, len(ws.Started), len(s.Started))
+	assert.Equal(t, ws.Started, s.Started[len(s.Started)-len(ws.Started):], "begun in the same buckets as one recorder's")
+	assert.Nil(t, s.Tokens, "the results keep the series once, without what it merged from")
+	assert.Nil(t, c.Measurement.Recording.Series)
 }

@@ -95,6 +95,9 @@ type Share struct {
 	WarmupTimeout time.Duration `json:"warmup_timeout_ns"`
 	// Duration is the window's length.
 	Duration time.Duration `json:"duration_ns"`
+	// Series is the interval of the share's time series, which its report
+	// carries for the leader to merge; 0 keeps none.
+	Series time.Duration `json:"series_ns,omitempty"`
 	// SLO, in wall time, decides goodput.
 	SLO *metrics.SLO `json:"slo,omitempty"`
 }
