@@ -212,6 +212,17 @@ func (s *sseWriter) appendFunctionCall(done bool) {
 }
 
 // startItem opens the item for tokens of kind k, closing the one open.
+// itemEvent starts a Responses event about the current output item
+// (response.output_item.added or .done): its index, and the item up to
+// its id.
+func (s *sseWriter) itemEvent(name string) {
+	s.event(name)
+	s.buf = append(s.buf, `,"output_index":`...)
+	s.buf = strconv.AppendInt(s.buf, int64(s.items-1), 10)
+	s.buf = append(s.buf, `,"item":{"id":"`...)
+	s.buf = append(s.buf, s.itemID()...)
+}
+
 func (s *sseWriter) startItem(k item) {
 	if s.item == k {
 		return
@@ -221,11 +232,7 @@ func (s *sseWriter) startItem(k item) {
 	s.items++
 	switch s.g.api {
 	case apiResponses:
-		s.event("response.output_item.added")
-		s.buf = append(s.buf, `,"output_index":`...)
-		s.buf = strconv.AppendInt(s.buf, int64(s.items-1), 10)
-		s.buf = append(s.buf, `,"item":{"id":"`...)
-		s.buf = append(s.buf, s.itemID()...)
+		s.itemEvent("response.output_item.added")
 		if k == itemTool {
 			s.appendFunctionCall(false)
 			s.endEvent()
@@ -279,11 +286,7 @@ func (s *sseWriter) closeItem() {
 			s.appendToolArgs(s.g.reasoning, s.sent)
 			s.buf = append(s.buf, '"')
 			s.endEvent()
-			s.event("response.output_item.done")
-			s.buf = append(s.buf, `,"output_index":`...)
-			s.buf = strconv.AppendInt(s.buf, int64(s.items-1), 10)
-			s.buf = append(s.buf, `,"item":{"id":"`...)
-			s.buf = append(s.buf, s.itemID()...)
+			s.itemEvent("response.output_item.done")
 			s.appendFunctionCall(true)
 			s.endEvent()
 			break
@@ -308,11 +311,7 @@ func (s *sseWriter) closeItem() {
 		s.buf = appendText(s.buf, from, to)
 		s.buf = append(s.buf, `"}`...)
 		s.endEvent()
-		s.event("response.output_item.done")
-		s.buf = append(s.buf, `,"output_index":`...)
-		s.buf = strconv.AppendInt(s.buf, int64(s.items-1), 10)
-		s.buf = append(s.buf, `,"item":{"id":"`...)
-		s.buf = append(s.buf, s.itemID()...)
+		s.itemEvent("response.output_item.done")
 		if s.item == itemReasoning {
 			s.buf = append(s.buf, `","type":"reasoning","summary":[]}`...)
 		} else {
