@@ -153,11 +153,7 @@ func (f *fleetCell) merge(ctx context.Context, run *loadgen.Run, recording *metr
 			sp.Part = nil
 		}
 		if sp.Part == nil {
-			f.lost += sh.Streams
-			f.partial = true
-			f.notes = append(f.notes, fmt.Sprintf("shard %d%s was lost: %s; the cell holds the other shards' %d of %d streams",
-				sh.Index, nameOf(sh.Name), sh.Lost, f.own.Concurrency-f.lost, f.own.Concurrency))
-			f.shards = append(f.shards, sh)
+			f.lose(sh)
 			continue
 		}
 		p := sp.Part
@@ -181,11 +177,7 @@ func (f *fleetCell) merge(ctx context.Context, run *loadgen.Run, recording *metr
 			if inter.Duration() < recs[0].Summary.Window.Duration()/2 {
 				sh.Lost = fmt.Sprintf("its window %s overlapped the others' %s for %s only", clockSpan(r.Summary.Window, recs[0].Summary.Window.Start),
 					clockSpan(common, recs[0].Summary.Window.Start), inter.Duration().Round(time.Millisecond))
-				f.lost += sh.Streams
-				f.partial = true
-				f.notes = append(f.notes, fmt.Sprintf("shard %d%s was lost: %s; the cell holds the other shards' %d of %d streams",
-					sh.Index, nameOf(sh.Name), sh.Lost, f.own.Concurrency-f.lost, f.own.Concurrency))
-				f.shards = append(f.shards, sh)
+				f.lose(sh)
 				continue
 			}
 			common = inter
@@ -224,6 +216,16 @@ func (f *fleetCell) merge(ctx context.Context, run *loadgen.Run, recording *metr
 	run.Health = health
 	*streams = mergeStreams(ss)
 	return nil
+}
+
+// lose leaves the shard sh, lost for the reason sh.Lost gives, out of the
+// cell: its streams are counted lost and a note says so.
+func (f *fleetCell) lose(sh Shard) {
+	f.lost += sh.Streams
+	f.partial = true
+	f.notes = append(f.notes, fmt.Sprintf("shard %d%s was lost: %s; the cell holds the other shards' %d of %d streams",
+		sh.Index, nameOf(sh.Name), sh.Lost, f.own.Concurrency-f.lost, f.own.Concurrency))
+	f.shards = append(f.shards, sh)
 }
 
 // shardPart is one shard's part of a cell: nil when the shard was lost
