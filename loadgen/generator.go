@@ -738,7 +738,7 @@ func (r *runner) takeSlot(slots chan int, gt *gate) (int, bool) {
 	default:
 	}
 	if !gt.opened {
-		t := time.NewTimer(time.Until(gt.at) - coarseMargin)
+		t := time.NewTimer(time.Until(gt.at) - fineMargin)
 		defer t.Stop()
 		select {
 		case slot := <-slots:

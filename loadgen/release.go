@@ -16,18 +16,15 @@ import (
 const (
 	// releaseLead is how long before its due time an arrival is made
 	// ready.
-	releaseLead = 3 * time.Millisecond
+	releaseLead = 5 * time.Millisecond
 	// sameInstant is how close together arrivals must be due to share a
 	// gate, released at the last one's due time: the others start at most
 	// this late.
 	sameInstant = 50 * time.Microsecond
-	// coarseMargin is how long before a gate's time the launcher stops
-	// sleeping on the runtime's timer, which may wake it up to a
-	// millisecond late, and waits finely (see waitFine).
-	coarseMargin = 1200 * time.Microsecond
 	// spinMargin is how long before a gate's time the launcher stops
-	// sleeping altogether and watches the clock.
-	spinMargin = 80 * time.Microsecond
+	// sleeping and watches the clock: it covers a thread's return from
+	// the kernel to the runtime.
+	spinMargin = 100 * time.Microsecond
 )
 
 // A gate holds the arrivals due at one instant until it opens, at the
@@ -66,16 +63,21 @@ func (g *gate) wait(ctx context.Context) bool {
 }
 
 // waitUntil returns at t, as closely as it can, or when ctx ends; it
-// reports whether t came. It sleeps on the runtime's timer until shortly
-// before t, then more finely (waitFine), then watches the clock for the
-// last few tens of microseconds.
+// reports whether t came. It sleeps on the runtime's timer until
+// fineMargin before t, then in the kernel to a deadline (sleepUntil),
+// then watches the clock for the last tens of microseconds.
+//
+// The runtime's timer is not trusted for the last stretch: it fires from
+// the runtime's scheduler, which on a loaded machine may leave a woken
+// goroutine in a run queue behind others (behind the collector's mark
+// worker, for one) for tens of milliseconds, and an allocation on waking
+// may make the goroutine help the collector first. A thread sleeping in
+// the kernel is woken by the kernel, and waits only for a CPU.
 func waitUntil(ctx context.Context, t time.Time) bool {
-	if !sleep.For(ctx, time.Until(t)-coarseMargin) {
+	if !sleep.For(ctx, time.Until(t)-fineMargin) {
 		return false
 	}
-	if d := time.Until(t) - spinMargin; d > 0 {
-		waitFine(d)
-	}
+	sleepUntil(t.Add(-spinMargin))
 	for time.Now().Before(t) {
 	}
 	return ctx.Err() == nil

@@ -4,9 +4,13 @@ package loadgen
 
 import "time"
 
-// waitFine watches the clock for d, at most about a millisecond: this
-// system has no finer sleep than the runtime's timer.
-func waitFine(d time.Duration) {
-	for t := time.Now().Add(d); time.Now().Before(t); {
+// sleepUntil watches the clock until t, at most a few milliseconds away:
+// this system has no finer sleep than the runtime's timer.
+func sleepUntil(t time.Time) {
+	for time.Now().Before(t) {
 	}
 }
+
+// fineMargin is how long before a gate's time the launcher stops sleeping
+// on the runtime's timer and watches the clock (see waitUntil).
+const fineMargin = 1200 * time.Microsecond

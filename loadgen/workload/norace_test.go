@@ -1,0 +1,5 @@
+//go:build !race
+
+package workload_test
+
+const raceEnabled = false
