@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/llmload/llmload/internal/enumtext"
 	"github.com/llmload/llmload/internal/errorkinds"
 	"github.com/llmload/llmload/internal/setting"
 	"github.com/llmload/llmload/internal/sleep"
@@ -155,23 +154,29 @@ type Generator struct {
 	running atomic.Bool
 }
 
-// Phase is where a run is.
-type Phase uint8
+// Phase is where a run is, by name.
+type Phase string
 
 // The phases of a run.
 const (
-	PhaseIdle Phase = iota
-	PhaseWarmup
-	PhaseWindow
-	PhaseDraining
-	PhaseDone
+	PhaseIdle     Phase = "idle"
+	PhaseWarmup   Phase = "warmup"
+	PhaseWindow   Phase = "window"
+	PhaseDraining Phase = "draining"
+	PhaseDone     Phase = "done"
 )
 
-var phaseNames = [...]string{"idle", "warmup", "window", "draining", "done"}
+// A run keeps its phase as an index into phases, so that Progress reads it
+// without a lock.
+const (
+	phaseIdle uint32 = iota
+	phaseWarmup
+	phaseWindow
+	phaseDraining
+	phaseDone
+)
 
-// String returns the phase's name: "idle", "warmup", "window", "draining"
-// or "done".
-func (p Phase) String() string { return enumtext.Name(phaseNames[:], p, "Phase") }
+var phases = [...]Phase{phaseIdle: PhaseIdle, phaseWarmup: PhaseWarmup, phaseWindow: PhaseWindow, phaseDraining: PhaseDraining, phaseDone: PhaseDone}
 
 // Progress is a live view of a run, cheap enough to take many times a
 // second: it reads counters without taking any lock on the per-token path.
@@ -275,15 +280,15 @@ type runState struct {
 	lateness metrics.Histogram
 }
 
-// Progress returns a live view of the run in progress, or the zero
-// Progress when none is.
+// Progress returns a live view of the run in progress, or a Progress in
+// PhaseIdle when none is.
 func (g *Generator) Progress() Progress {
 	st := g.state.Load()
 	if st == nil {
-		return Progress{}
+		return Progress{Phase: PhaseIdle}
 	}
 	return Progress{
-		Phase:     Phase(st.phase.Load()),
+		Phase:     phases[st.phase.Load()],
 		Elapsed:   time.Since(st.start),
 		Window:    st.rec.Window(),
 		InFlight:  int(st.inFlight.Load()),
@@ -401,7 +406,7 @@ func (g *Generator) start(ctx context.Context) *runner {
 		start = r.prepareArrivals(ctx, start)
 	}
 	r.st = &runState{start: start, rec: rec}
-	r.st.phase.Store(uint32(PhaseWarmup))
+	r.st.phase.Store(phaseWarmup)
 	g.state.Store(r.st)
 	r.budget.Store(int64(g.Requests))
 
@@ -474,7 +479,7 @@ func (r *runner) openWindow() {
 	// The requests in flight end in the window, and are measured: the
 	// window starts what is left of Requests.
 	r.budget.Store(int64(r.g.Requests) - r.st.inFlight.Load())
-	r.st.phase.Store(uint32(PhaseWindow))
+	r.st.phase.Store(phaseWindow)
 	if r.g.OnWindow != nil {
 		r.g.OnWindow(w)
 	}
@@ -516,12 +521,12 @@ func (r *runner) stop(reason StopReason) {
 		rec.SetWindow(metrics.Window{Start: w.Start, End: time.Now()})
 	}
 	if r.g.Drain && reason == StopWindow {
-		r.st.phase.Store(uint32(PhaseDraining))
+		r.st.phase.Store(phaseDraining)
 		r.drain()
 	}
 	r.cancelRequests(cause)
 	<-r.done
-	r.st.phase.Store(uint32(PhaseDone))
+	r.st.phase.Store(phaseDone)
 	r.run.Stopped = reason
 }
 
@@ -678,7 +683,7 @@ func (r *runner) worker(w int) error {
 // none: the budget is set as the window opens (see openWindow).
 // It also reports whether it took one.
 func (r *runner) spend() (ok, took bool) {
-	if r.g.Requests <= 0 || Phase(r.st.phase.Load()) == PhaseWarmup {
+	if r.g.Requests <= 0 || r.st.phase.Load() == phaseWarmup {
 		return true, false
 	}
 	return r.budget.Add(-1) >= 0, true
@@ -785,7 +790,7 @@ func (r *runner) arrive(slot, seq int, due time.Time, gt *gate) error {
 
 // spent reports that the run's Requests are all sent: no more may start.
 func (r *runner) spent() bool {
-	return r.g.Requests > 0 && Phase(r.st.phase.Load()) != PhaseWarmup && r.budget.Load() <= 0
+	return r.g.Requests > 0 && r.st.phase.Load() != phaseWarmup && r.budget.Load() <= 0
 }
 
 // prepareArrivals reads an open loop's schedule ahead from a provisional

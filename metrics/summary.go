@@ -3,8 +3,6 @@ package metrics
 import (
 	"math"
 	"time"
-
-	"github.com/llmload/llmload/internal/enumtext"
 )
 
 // Summary is a measurement reduced to its columns. The definitions are the
@@ -108,29 +106,25 @@ type Summary struct {
 	Goodput float64 `json:"goodput,omitempty"`
 }
 
-// Scope selects the requests a summary covers.
-type Scope uint8
+// Scope selects the requests a summary covers, by name; any other name is
+// ScopeWindow.
+type Scope string
 
 // The scopes of a recording.
 const (
 	// ScopeWindow is the measurement, Summary's scope: the requests that
 	// ended after the window opened, and the gaps between tokens that
 	// arrived after it opened. Without a window, the whole recording.
-	ScopeWindow Scope = iota
+	ScopeWindow Scope = "window"
 	// ScopeWarmup is the warm-up: the requests that ended before the window
 	// opened, and the gaps before it. Its throughput fields are zero.
 	// Without a window, it is empty.
-	ScopeWarmup
+	ScopeWarmup Scope = "warmup"
 	// ScopeAll is every request recorded, warm-up included, with the
 	// window's throughput: the speed-test matrix's meaning, where time to
 	// first token is over every request a cell launched.
-	ScopeAll
+	ScopeAll Scope = "all"
 )
-
-var scopeNames = [...]string{"window", "warmup", "all"}
-
-// String returns "window", "warmup" or "all".
-func (s Scope) String() string { return enumtext.Name(scopeNames[:], s, "Scope") }
 
 // summaryOf returns the columns of one scope of the recording and the
 // distributions they are derived from, merged once.
