@@ -19,10 +19,13 @@ import (
 // that is readable the poller makes one recvmsg, with the kernel's receive
 // timestamp, straight into the stream's SSE buffer, then frames and handles
 // the events it completes there, tokens recorded and all, before it turns
-// to the next. It never reads a socket again in the same wake, so no read
-// finds it empty: a socket with more to read is reported again at the next
-// wait. A stream thus costs one system call a chunk, plus its share of the
-// waits for all the sockets that became readable together.
+// to the next. It reads a socket again in the same wake only when the
+// kernel said, with that read (TCP_INQ), that bytes are left behind it (the
+// read filled the stream's buffer), so no read finds it empty, and a
+// stream that fell behind is read to its end at once, not after every
+// other ready socket's turn. A stream thus costs one system call a chunk,
+// plus its share of the waits for all the sockets that became readable
+// together.
 //
 // The one exception is a socket whose peer has closed or reset the
 // connection (epoll says so with EPOLLRDHUP, EPOLLHUP or EPOLLERR): its
@@ -297,6 +300,8 @@ type pollStream struct {
 	mayRecv bool      // the wake's one recvmsg is still to make
 	ending  bool      // the wake found the peer gone: read on to the end
 	full    bool      // the wake's recvmsg filled the buffer
+	inq     bool      // the kernel reports the bytes left after each read (TCP_INQ)
+	more    bool      // the last read left bytes in the socket
 	err     error     // set once the body has ended or failed: what Read returns from then on
 	oob     [64]byte
 
@@ -341,6 +346,7 @@ func (b *streamBody) pollSource() *pollStream {
 	}
 	b.stop = func() bool { return true }
 	ps := &pollStream{body: b, fd: fd, last: b.at, done: make(chan struct{})}
+	ps.inq = syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, tcpInq, 1) == nil
 	ps.dec = newBodyDecoder(b.framing, b.length)
 	if n := b.sc.br.Buffered(); n > 0 {
 		ps.pre, _ = b.sc.br.Peek(n) // valid until br reads again: not before the connection is reused
@@ -376,7 +382,11 @@ func (ps *pollStream) Read(p []byte) (int, error) {
 			ps.err = ps.dec.atEOF()
 			return 0, ps.err
 		}
-		ps.mayRecv = ps.ending // the end is still to read, and no event will say so
+		// Read on while the end is still to read (no event will say so),
+		// or while the kernel says bytes are left behind this read's: a
+		// read that filled the buffer reads on at once, as a stream's own
+		// goroutine would, not after every other ready socket's turn.
+		ps.mayRecv = ps.ending || ps.more
 	}
 	m, err := ps.dec.decode(p[:n])
 	if err != nil {
@@ -411,6 +421,11 @@ func (ps *pollStream) recv(p []byte) (int, error) {
 		}
 		n := int(r)
 		ps.full = n == len(p)
+		ps.more = false
+		if ps.inq {
+			left, ok := cmsgInq(ps.oob[:msg.Controllen])
+			ps.more = ok && left > 0
+		}
 		if n > 0 {
 			now := time.Now()
 			at := now
@@ -426,6 +441,27 @@ func (ps *pollStream) recv(p []byte) (int, error) {
 		}
 		return n, nil
 	}
+}
+
+// tcpInq is Linux's TCP_INQ (since 4.18): each recvmsg then says, in a
+// TCP_CM_INQ control message of the same number, how many bytes are left
+// to read.
+const tcpInq = 36
+
+// cmsgInq finds the TCP_CM_INQ message in a recvmsg's control data.
+func cmsgInq(b []byte) (int, bool) {
+	for len(b) >= syscall.SizeofCmsghdr {
+		h := (*syscall.Cmsghdr)(unsafe.Pointer(&b[0]))
+		l := int(h.Len)
+		if l < syscall.SizeofCmsghdr || l > len(b) {
+			return 0, false
+		}
+		if h.Level == syscall.IPPROTO_TCP && h.Type == tcpInq && l >= syscall.CmsgLen(4) {
+			return int(*(*int32)(unsafe.Pointer(&b[syscall.CmsgLen(0)]))), true
+		}
+		b = b[min(syscall.CmsgSpace(l-syscall.CmsgLen(0)), len(b)):]
+	}
+	return 0, false
 }
 
 // arrival is when the bytes the last Read returned reached the socket.

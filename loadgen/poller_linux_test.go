@@ -278,3 +278,61 @@ func TestPollerReadsToTheEnd(t *testing.T) {
 		t.Errorf("%d reads found their socket empty", n)
 	}
 }
+
+// TestCmsgInq: with TCP_INQ on, a recvmsg that leaves bytes in the socket
+// says how many, and one that drains it says none: what lets a poller read
+// a socket on in the same turn only when it holds more.
+func TestCmsgInq(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server := <-accepted
+	if server == nil {
+		t.Fatal("no connection accepted")
+	}
+	defer server.Close()
+	raw, err := client.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serr error
+	raw.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpInq, 1) })
+	if serr != nil {
+		t.Skipf("no TCP_INQ on this kernel: %v", serr)
+	}
+	if _, err := server.Write(make([]byte, 3000)); err != nil {
+		t.Fatal(err)
+	}
+	buf, oob := make([]byte, 1000), make([]byte, 64)
+	for _, want := range []int{2000, 1000, 0} {
+		var n, oobn int
+		var rerr error
+		deadline := time.Now().Add(5 * time.Second)
+		for n == 0 && time.Now().Before(deadline) {
+			raw.Control(func(fd uintptr) { n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), buf, oob, syscall.MSG_DONTWAIT) })
+			if errors.Is(rerr, syscall.EAGAIN) {
+				n, rerr = 0, nil
+				time.Sleep(time.Millisecond)
+			}
+		}
+		if rerr != nil || n != 1000 {
+			t.Fatalf("read %d bytes (%v), want 1000", n, rerr)
+		}
+		left, ok := cmsgInq(oob[:oobn])
+		if !ok || left != want {
+			t.Errorf("after a read of 1000 bytes: TCP_CM_INQ %d (found %v), want %d", left, ok, want)
+		}
+	}
+}
