@@ -3,6 +3,7 @@ package metrics
 import (
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,7 +88,7 @@ type part struct {
 	toolCalls                                            int // completed requests that called a tool
 	missed                                               int // canceled requests that had missed the SLO
 	errors                                               [numKinds]int
-	sources                                              [4]int
+	sources                                              [len(tokenSources)]int
 	ttft, tbt, tpot, latency, wait, ttfo                 Histogram
 	splitTTFT, splitQueue, splitPrefill, splitRest       Histogram // the requests with the server's timings
 	fromDue                                              Histogram // latency of the completed, from when each was due
@@ -344,8 +345,8 @@ func (r *Recorder) Record(tl *Timeline) {
 	default:
 		p.outside++
 	}
-	if int(tl.Source) < len(p.sources) {
-		p.sources[tl.Source]++
+	if i := slices.Index(tokenSources[:], tl.Source); i >= 0 {
+		p.sources[i]++
 	}
 	if !tl.First.IsZero() {
 		p.ttft.Record(tl.TTFT())

@@ -166,11 +166,11 @@ func (r *Recorder) summaryOf(scope Scope) (Summary, Histograms) {
 			}
 		}
 		for src, n := range p.sources {
-			if n > 0 && src != int(SourceUnknown) {
+			if n > 0 && tokenSources[src] != SourceUnknown {
 				if s.Sources == nil {
 					s.Sources = make(map[TokenSource]int)
 				}
-				s.Sources[TokenSource(src)] += n
+				s.Sources[tokenSources[src]] += n
 			}
 		}
 		// Same geometry: nothing is dropped.

@@ -223,6 +223,9 @@ func TestSummaryColumns(t *testing.T) {
 			assert.Equal(t, w.Failed, got.Failed, "failed")
 			assert.Equal(t, w.Canceled, got.Canceled, "canceled")
 			assert.Equal(t, w.Errors, got.Errors, "errors by kind")
+			if w.Sources != nil {
+				assert.Equal(t, w.Sources, got.Sources, "requests by token source")
+			}
 			assert.Equal(t, w.OutputTokens, got.OutputTokens, "output tokens")
 			assert.Equal(t, w.MeasuredFor, got.MeasuredFor, "measured for")
 			assert.InDelta(t, w.TotalTokensPerSec, got.TotalTokensPerSec, 1e-9+w.TotalTokensPerSec*1e-9, "total tok/s")

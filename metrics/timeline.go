@@ -6,36 +6,27 @@ import (
 	"github.com/llmload/llmload/internal/enumtext"
 )
 
-// TokenSource says how a request's output tokens were counted.
-type TokenSource uint8
+// TokenSource says how a request's output tokens were counted, by the
+// name reports and JSON give it.
+type TokenSource string
 
 const (
 	// SourceUnknown: no token arrived, so nothing was counted.
-	SourceUnknown TokenSource = iota
+	SourceUnknown TokenSource = ""
 	// SourceUsageDeltas: the server sent usage on every chunk
 	// (vLLM's continuous_usage_stats) and each chunk counted the growth of
 	// completion_tokens.
-	SourceUsageDeltas
+	SourceUsageDeltas TokenSource = "usage_deltas"
 	// SourceChunks: one token per non-empty content or reasoning delta.
-	SourceChunks
+	SourceChunks TokenSource = "chunks"
 	// SourceFinalUsage: chunks were counted one each, and the final usage
 	// reported more; the difference is in [Timeline.ExtraTokens].
-	SourceFinalUsage
+	SourceFinalUsage TokenSource = "final_usage"
 )
 
-var sourceNames = [...]string{"", "usage_deltas", "chunks", "final_usage"}
-
-// String returns the source's name as it appears in reports:
-// "usage_deltas", "chunks", "final_usage", or "" when unknown.
-func (s TokenSource) String() string { return enumtext.Name(sourceNames[:], s, "TokenSource") }
-
-// MarshalText implements [encoding.TextMarshaler].
-func (s TokenSource) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-// UnmarshalText implements [encoding.TextUnmarshaler].
-func (s *TokenSource) UnmarshalText(b []byte) error {
-	return enumtext.Parse(s, sourceNames[:], b, "metrics: unknown token source")
-}
+// tokenSources are the sources a recorder counts, in the order of its
+// counts.
+var tokenSources = [...]TokenSource{SourceUnknown, SourceUsageDeltas, SourceChunks, SourceFinalUsage}
 
 // ErrorKind classifies why a request failed. Its zero value, [KindNone],
 // means it did not.

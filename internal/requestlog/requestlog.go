@@ -198,7 +198,7 @@ func appendLine(b []byte, run string, window metrics.Window, req *loadgen.Reques
 		b = appendString(b, "finish_reason", tl.FinishReason)
 	}
 	if tl.Source != metrics.SourceUnknown {
-		b = appendString(b, "source", tl.Source.String())
+		b = appendString(b, "source", string(tl.Source))
 	}
 	if s := tl.Server; s.Source != "" {
 		b = append(b, `"server":{`...)
