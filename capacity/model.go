@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/llmload/llmload/internal/bounded"
 )
 
 // LayerKind is what one decoder layer keeps between steps, which decides how
@@ -205,11 +206,11 @@ func readModelFile(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("capacity: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
+	data, whole, err := bounded.Read(f, limit)
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("capacity: %s: %w", path, err)
-	}
-	if int64(len(data)) > limit { // grown since it was looked at
+	case !whole: // grown since it was looked at
 		return nil, tooLarge
 	}
 	return data, nil

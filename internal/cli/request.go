@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/llmload/llmload/internal/bounded"
 	"github.com/llmload/llmload/internal/redact"
 )
 
@@ -86,11 +87,11 @@ func ReadBodyExtra(path string) (map[string]any, error) {
 		return nil, fmt.Errorf("-body-extra: %w", err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxBodyExtra+1))
-	if err != nil {
+	b, whole, err := bounded.Read(f, maxBodyExtra)
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("-body-extra %s: %w", path, err)
-	}
-	if len(b) > maxBodyExtra {
+	case !whole:
 		return nil, fmt.Errorf("-body-extra %s: larger than %d bytes", path, maxBodyExtra)
 	}
 	var m map[string]any

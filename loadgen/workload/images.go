@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/llmload/llmload/internal/bounded"
 )
 
 // Bounds on a dataset's images.
@@ -293,12 +294,12 @@ func readImage(root *os.Root, path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(f, maxImageBytes+1)); err != nil {
+	b, whole, err := bounded.Read(f, maxImageBytes)
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if buf.Len() > maxImageBytes {
+	case !whole:
 		return nil, fmt.Errorf("is larger than %d MiB", maxImageBytes>>20)
 	}
-	return buf.Bytes(), nil
+	return b, nil
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmload/llmload/internal/bounded"
 	"github.com/llmload/llmload/matrix/internal/fleet"
 )
 
@@ -107,11 +108,11 @@ func checkResponse(resp *http.Response, token, path, nonce string) (string, erro
 // readChecked reads at most limit bytes of r and checks them against the
 // digest d.
 func readChecked(r io.Reader, limit int64, d string) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
+	b, whole, err := bounded.Read(r, limit)
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if int64(len(b)) > limit {
+	case !whole:
 		return nil, fmt.Errorf("more than %d bytes", limit)
 	}
 	if digest(b) != d {
