@@ -285,8 +285,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fail(stderr, o.client.Redactor().Error(err))
 			return 1
 		}
-		if res.ImageTokens == 0 {
-			res.Notes = append(res.Notes, "the server reported no prompt tokens for the images of -image: the runs' input tokens may not hold them")
+		sizes, _ := o.images.Sizes()
+		if note := benchcmd.ImageNote(res.ImageTokens, sizes); note != "" {
+			res.Notes = append(res.Notes, note)
 		}
 	}
 	if mix.Dataset != nil && mix.Dataset.Images > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/llmload/llmload/internal/picture"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
 )
@@ -40,4 +41,36 @@ func ImageTokens(ctx context.Context, client *loadgen.Client, api loadgen.API, m
 		return counted[1] - counted[0], nil
 	}
 	return 0, nil
+}
+
+// Below minVisionTokens prompt tokens an image of at least minVisionSide
+// pixels a side, no vision model reads it: Qwen2-VL spends 64 on a
+// 224×224 picture, LLaVA 576, Gemma 3 256.
+const (
+	minVisionTokens = 16
+	minVisionSide   = 224
+)
+
+// ImageNote says what the prompt tokens a server counted for pictures of
+// sizes ("WxH" each) suggest, or "": a server that counted none, or fewer
+// than any vision model spends on pictures that large, likely did not
+// give them to a vision encoder (a text-only model's server may put a
+// placeholder in their place, as Ollama does).
+func ImageNote(tokens int, sizes []string) string {
+	if len(sizes) == 0 {
+		return ""
+	}
+	if tokens == 0 {
+		return "the server reported no prompt tokens for the images of -image: the runs' input tokens may not hold them"
+	}
+	for _, s := range sizes {
+		ps, err := picture.ParseSizes(s)
+		if err != nil || len(ps) != 1 || min(ps[0].W, ps[0].H) < minVisionSide {
+			return ""
+		}
+	}
+	if tokens < minVisionTokens*len(sizes) {
+		return fmt.Sprintf("the server counted %d prompt tokens for %d pictures of at least %dx%d pixels, fewer than any vision model spends on them: the model likely did not see them (a text-only model's server may put a placeholder in their place, as Ollama does)", tokens, len(sizes), minVisionSide, minVisionSide)
+	}
+	return ""
 }
