@@ -241,14 +241,7 @@ func (c *Comparison) writeMarkdown(w io.Writer) error {
 		bw.WriteString("\n")
 	}
 
-	switch g := cr.grid; {
-	case len(g.contexts) > 0 && !g.drawn():
-		bw.WriteString("## Sustained decode\n\n" + g.sparseNote() + "\n\n")
-	case len(g.contexts) > 0:
-		bw.WriteString("## Sustained decode\n\nTotal tok/s ratio, with the TTFT ratio under it. " +
-			"Rows are context length, columns are simultaneous requests.\n\n")
-		mdGrid(bw, g.concurrency, cr.rows)
-	}
+	mdDecode(bw, cr.grid, cr.rows, "Total tok/s ratio, with the TTFT ratio under it.")
 	if len(cr.grid.contexts) > 0 {
 		bw.WriteString("## All cells\n\nBase → next · ratio. Latencies are medians.\n\n")
 		mdRow(bw, cr.head...)

@@ -43,14 +43,7 @@ func (r *Results) writeMarkdown(w io.Writer) error {
 		bw.WriteString("\n")
 	}
 
-	switch g := rp.grid; {
-	case len(g.contexts) > 0 && !g.drawn():
-		bw.WriteString("## Sustained decode\n\n" + g.sparseNote() + "\n\n")
-	case len(g.contexts) > 0:
-		bw.WriteString("## Sustained decode\n\nTotal tok/s, with the TTFT under it. " +
-			"Rows are context length, columns are simultaneous requests.\n\n")
-		mdGrid(bw, g.concurrency, rp.rows)
-	}
+	mdDecode(bw, rp.grid, rp.rows, "Total tok/s, with the TTFT under it.")
 
 	for _, s := range rp.legend {
 		bw.WriteString(mdEscape(s) + "\n\n")
@@ -77,6 +70,20 @@ func (r *Results) writeMarkdown(w io.Writer) error {
 		return fmt.Errorf("matrix: write Markdown: %w", err)
 	}
 	return nil
+}
+
+// mdDecode writes the "Sustained decode" section of a grid g: its rows
+// under a caption that starts with what the cells show, or the note of a
+// grid too sparse to draw; nothing when g has no cells.
+func mdDecode[C any](w *bufio.Writer, g grid[C], rows []gridRow, what string) {
+	switch {
+	case len(g.contexts) > 0 && !g.drawn():
+		w.WriteString("## Sustained decode\n\n" + g.sparseNote() + "\n\n")
+	case len(g.contexts) > 0:
+		w.WriteString("## Sustained decode\n\n" + what +
+			" Rows are context length, columns are simultaneous requests.\n\n")
+		mdGrid(w, g.concurrency, rows)
+	}
 }
 
 // mdGrid writes a drawn decode grid, of a run or of a comparison, as a
