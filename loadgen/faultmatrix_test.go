@@ -269,7 +269,7 @@ func testServerGoesAwayAndComesBack(t *testing.T, tr func(conns int) http.RoundT
 	assert.Positive(t, s.Completed, "requests completed before and after the outage")
 	var kinds []string
 	for k := range s.Errors {
-		kinds = append(kinds, k.String())
+		kinds = append(kinds, string(k))
 	}
 	t.Logf("errors during the outage: %s", strings.Join(kinds, ", "))
 }

@@ -609,7 +609,7 @@ func kinds(k map[metrics.ErrorKind]int) string {
 }
 
 // byName orders error kinds by their names.
-func byName(a, b metrics.ErrorKind) int { return cmp.Compare(a.String(), b.String()) }
+func byName(a, b metrics.ErrorKind) int { return cmp.Compare(a, b) }
 
 // classifyScout decides a cell or prefill row whose scout failed after
 // its retries.

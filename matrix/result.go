@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -427,8 +428,30 @@ func (p *Prefill) settleStatus() {
 	}
 }
 
-// checkReasons refuses a status the package does not name, and a predicted
-// verdict whose reason capacity does not name.
+// unknownKind returns an error kind of m, or of rec's summaries, that
+// metrics does not name.
+func unknownKind(m map[metrics.ErrorKind]int, rec *metrics.Recording) (metrics.ErrorKind, bool) {
+	kinds := metrics.Kinds()
+	for k := range m {
+		if !slices.Contains(kinds, k) {
+			return k, true
+		}
+	}
+	if rec != nil {
+		if k, bad := unknownKind(rec.Summary.Errors, nil); bad {
+			return k, true
+		}
+		for _, mr := range rec.Models {
+			if k, bad := unknownKind(mr.Summary.Errors, nil); bad {
+				return k, true
+			}
+		}
+	}
+	return "", false
+}
+
+// checkReasons refuses a status, an error kind or a predicted verdict's
+// reason that its package does not name.
 func checkReasons(r *Results) error {
 	known := func(x capacity.Reason) bool {
 		switch x {
@@ -438,16 +461,27 @@ func checkReasons(r *Results) error {
 		return false
 	}
 	for i := range r.Cells {
-		if c := &r.Cells[i]; !c.Status.known() {
+		c := &r.Cells[i]
+		if !c.Status.known() {
 			return fmt.Errorf("cell %d × %d: unknown status %q", c.ContextTokens, c.Concurrency, c.Status)
 		}
-		if c := &r.Cells[i]; !known(c.Predicted.Reason) {
+		var rec *metrics.Recording
+		if c.Measurement != nil {
+			rec = c.Measurement.Recording
+		}
+		if k, bad := unknownKind(c.ErrorKinds, rec); bad {
+			return fmt.Errorf("cell %d × %d: unknown error kind %q", c.ContextTokens, c.Concurrency, k)
+		}
+		if !known(c.Predicted.Reason) {
 			return fmt.Errorf("cell %d × %d: unknown capacity reason %q", c.ContextTokens, c.Concurrency, c.Predicted.Reason)
 		}
 	}
 	for i := range r.Prefill {
 		if p := &r.Prefill[i]; !p.Status.known() {
 			return fmt.Errorf("prefill row %d: unknown status %q", p.ContextTokens, p.Status)
+		}
+		if k, bad := unknownKind(r.Prefill[i].ErrorKinds, nil); bad {
+			return fmt.Errorf("prefill row %d: unknown error kind %q", r.Prefill[i].ContextTokens, k)
 		}
 		if p := &r.Prefill[i]; !known(p.Predicted.Reason) {
 			return fmt.Errorf("prefill row %d: unknown capacity reason %q", p.ContextTokens, p.Predicted.Reason)

@@ -87,7 +87,7 @@ type part struct {
 	reasoningTokens, answerTokens                        int // and how many of them were reasoning and answer
 	toolCalls                                            int // completed requests that called a tool
 	missed                                               int // canceled requests that had missed the SLO
-	errors                                               [numKinds]int
+	errors                                               [len(errorKinds)]int
 	sources                                              [len(tokenSources)]int
 	ttft, tbt, tpot, latency, wait, ttfo                 Histogram
 	splitTTFT, splitQueue, splitPrefill, splitRest       Histogram // the requests with the server's timings
@@ -322,7 +322,7 @@ func (r *Recorder) Record(tl *Timeline) {
 		if k == KindNone {
 			k = KindOther
 		}
-		p.errors[k]++
+		p.errors[kindIndex(k)]++
 	case !tl.OK():
 		p.canceled++ // ended early without an error: a reader that stopped
 		if r.SLO != (SLO{}) && r.SLO.missed(tl) {

@@ -162,7 +162,7 @@ func (r *Recorder) summaryOf(scope Scope) (Summary, Histograms) {
 				if s.Errors == nil {
 					s.Errors = make(map[ErrorKind]int)
 				}
-				s.Errors[ErrorKind(k)] += n
+				s.Errors[errorKinds[k]] += n
 			}
 		}
 		for src, n := range p.sources {

@@ -37,7 +37,7 @@ type req struct {
 func (q req) record(r *metrics.Recorder) {
 	tl := &metrics.Timeline{Start: at(q.sent), Sent: at(q.sent), End: at(q.end), Kind: q.kind, Done: q.done, ExtraTokens: q.extra}
 	if q.kind != metrics.KindNone {
-		tl.Err = errors.New(q.kind.String())
+		tl.Err = errors.New(string(q.kind))
 	}
 	for _, c := range q.chunks {
 		r.Observe(tl, at(c.at), c.tokens)

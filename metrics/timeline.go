@@ -1,9 +1,8 @@
 package metrics
 
 import (
+	"slices"
 	"time"
-
-	"github.com/llmload/llmload/internal/enumtext"
 )
 
 // TokenSource says how a request's output tokens were counted, by the
@@ -28,60 +27,53 @@ const (
 // counts.
 var tokenSources = [...]TokenSource{SourceUnknown, SourceUsageDeltas, SourceChunks, SourceFinalUsage}
 
-// ErrorKind classifies why a request failed. Its zero value, [KindNone],
-// means it did not.
-type ErrorKind uint8
+// ErrorKind classifies why a request failed, by the name reports and JSON
+// give it ("stall", "rate_limited"…). Its zero value, [KindNone], means it
+// did not.
+type ErrorKind string
 
 // The kinds of failure. Each names the phase or the evidence, so a report can
 // say what went wrong without parsing messages.
 const (
-	KindNone              ErrorKind = iota
-	KindConnect                     // could not connect or write the request
-	KindHeaderTimeout               // no response headers within the deadline
-	KindFirstTokenTimeout           // headers came, the first token did not
-	KindStall                       // no token within the stall deadline
-	KindRateLimited                 // HTTP 429
-	KindTooLong                     // HTTP 400: prompt + max tokens exceed the context
-	KindServerStatus                // HTTP 5xx
-	KindClientStatus                // another HTTP 4xx
-	KindStreamError                 // an error object inside a 200 stream
-	KindMalformed                   // a chunk that is not valid JSON of the expected shape
-	KindOversize                    // an event larger than the size limit
-	KindTruncated                   // the stream ended without [DONE] or a finish reason
-	KindCanceled                    // the caller cancelled (for example at the end of a window)
-	KindOther                       // anything else
-	KindNotEventStream              // a 2xx response that is not an event stream (HTML, plain JSON, not HTTP)
-	KindRedirect                    // a redirect the client would not or could not follow (a loop, too many)
-	KindContentEncoding             // a response body in an encoding the client does not decode (gzip SSE)
-	numKinds
+	KindNone              ErrorKind = ""
+	KindConnect           ErrorKind = "connect"             // could not connect or write the request
+	KindHeaderTimeout     ErrorKind = "header_timeout"      // no response headers within the deadline
+	KindFirstTokenTimeout ErrorKind = "first_token_timeout" // headers came, the first token did not
+	KindStall             ErrorKind = "stall"               // no token within the stall deadline
+	KindRateLimited       ErrorKind = "rate_limited"        // HTTP 429
+	KindTooLong           ErrorKind = "too_long"            // HTTP 400: prompt + max tokens exceed the context
+	KindServerStatus      ErrorKind = "server_status"       // HTTP 5xx
+	KindClientStatus      ErrorKind = "client_status"       // another HTTP 4xx
+	KindStreamError       ErrorKind = "stream_error"        // an error object inside a 200 stream
+	KindMalformed         ErrorKind = "malformed"           // a chunk that is not valid JSON of the expected shape
+	KindOversize          ErrorKind = "oversize"            // an event larger than the size limit
+	KindTruncated         ErrorKind = "truncated"           // the stream ended without [DONE] or a finish reason
+	KindCanceled          ErrorKind = "canceled"            // the caller cancelled (for example at the end of a window)
+	KindOther             ErrorKind = "other"               // anything else
+	KindNotEventStream    ErrorKind = "not_event_stream"    // a 2xx response that is not an event stream (HTML, plain JSON, not HTTP)
+	KindRedirect          ErrorKind = "redirect"            // a redirect the client would not or could not follow (a loop, too many)
+	KindContentEncoding   ErrorKind = "content_encoding"    // a response body in an encoding the client does not decode (gzip SSE)
 )
 
-var kindNames = [...]string{
-	"", "connect", "header_timeout", "first_token_timeout", "stall",
-	"rate_limited", "too_long", "server_status", "client_status",
-	"stream_error", "malformed", "oversize", "truncated", "canceled", "other",
-	"not_event_stream", "redirect", "content_encoding",
+// errorKinds are the kinds, KindNone first, in the order a recorder
+// counts them.
+var errorKinds = [...]ErrorKind{
+	KindNone, KindConnect, KindHeaderTimeout, KindFirstTokenTimeout, KindStall,
+	KindRateLimited, KindTooLong, KindServerStatus, KindClientStatus,
+	KindStreamError, KindMalformed, KindOversize, KindTruncated, KindCanceled, KindOther,
+	KindNotEventStream, KindRedirect, KindContentEncoding,
 }
 
 // Kinds lists every error kind but [KindNone], in order.
-func Kinds() []ErrorKind {
-	ks := make([]ErrorKind, 0, numKinds-1)
-	for k := KindConnect; k < numKinds; k++ {
-		ks = append(ks, k)
+func Kinds() []ErrorKind { return slices.Clone(errorKinds[1:]) }
+
+// kindIndex is k's place in errorKinds; a kind of another name counts as
+// KindOther.
+func kindIndex(k ErrorKind) int {
+	if i := slices.Index(errorKinds[:], k); i >= 0 {
+		return i
 	}
-	return ks
-}
-
-// String returns the kind's name as it appears in reports, such as "stall"
-// or "rate_limited"; [KindNone] is "".
-func (k ErrorKind) String() string { return enumtext.Name(kindNames[:], k, "ErrorKind") }
-
-// MarshalText implements [encoding.TextMarshaler].
-func (k ErrorKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
-
-// UnmarshalText implements [encoding.TextUnmarshaler].
-func (k *ErrorKind) UnmarshalText(b []byte) error {
-	return enumtext.Parse(k, kindNames[:], b, "metrics: unknown error kind")
+	return slices.Index(errorKinds[:], KindOther)
 }
 
 // Timeline is one request's life as the client saw it, on one monotonic

@@ -26,11 +26,11 @@ func Format(counts map[metrics.ErrorKind]int) string {
 		if c := cmp.Compare(counts[b], counts[a]); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.String(), b.String())
+		return cmp.Compare(a, b)
 	})
 	parts := make([]string, len(kinds))
 	for i, k := range kinds {
-		parts[i] = k.String() + " ×" + thousands.Int(counts[k])
+		parts[i] = string(k) + " ×" + thousands.Int(counts[k])
 	}
 	return strings.Join(parts, ", ")
 }

@@ -99,7 +99,7 @@ func (m *Metrics) Track(cell string, g *loadgen.Generator) {
 // Observe counts a finished request of cell: its outcome and error kind,
 // and its times.
 func (m *Metrics) Observe(cell string, tl *metrics.Timeline) {
-	m.requests.WithLabelValues(cell, m.shard, tl.Outcome(), tl.Kind.String()).Inc()
+	m.requests.WithLabelValues(cell, m.shard, tl.Outcome(), string(tl.Kind)).Inc()
 	if d := tl.TTFT(); d > 0 {
 		m.ttft.WithLabelValues(cell, m.shard).Observe(d.Seconds())
 	}

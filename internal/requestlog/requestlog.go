@@ -150,7 +150,7 @@ func appendLine(b []byte, run string, window metrics.Window, req *loadgen.Reques
 	b = appendString(b, "window", Where(window, tl))
 	b = appendString(b, "outcome", tl.Outcome())
 	if tl.Kind != metrics.KindNone {
-		b = appendString(b, "error", tl.Kind.String())
+		b = appendString(b, "error", string(tl.Kind))
 	}
 	if tl.Err != nil {
 		b = appendString(b, "message", tl.Err.Error())

@@ -82,7 +82,7 @@ func TestWhereAndFailures(t *testing.T) {
 		assert.Equal(t, tc.where, l["window"], b.String())
 		assert.Equal(t, tc.outcome, l["outcome"], b.String())
 		if tc.tl.Kind != metrics.KindNone {
-			assert.Equal(t, tc.tl.Kind.String(), l["error"])
+			assert.Equal(t, string(tc.tl.Kind), l["error"])
 			assert.Equal(t, tc.tl.Err.Error(), l["message"])
 		}
 		assert.NotContains(t, l, "model")

@@ -2,6 +2,7 @@ package sweep_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"testing"
 
@@ -42,5 +43,20 @@ func TestReadResultsRunWithoutLoad(t *testing.T) {
 	_, err := sweep.ReadResults(bytes.NewReader([]byte(`{"schema": "llmload.bench/v1", "runs": [{"label": "x", "load": {"kind": "poisson", "rate": 1}}, {"label": "y"}]}`)))
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte(`run 2 ("y") has no load`)) {
 		t.Fatalf("want run 2 refused for its missing load, got %v", err)
+	}
+}
+
+// TestReadResultsUnknownErrorKind: a run's failures are counted by the
+// kinds metrics names; a document with another is refused, naming it and
+// the run.
+func TestReadResultsUnknownErrorKind(t *testing.T) {
+	const run = `{"schema": "llmload.bench/v1", "runs": [{"label": "x", "load": {"kind": "poisson", "rate": 1}, "summary": {"errors": {%s: 2}}}]}`
+	_, err := sweep.ReadResults(bytes.NewReader(fmt.Appendf(nil, run, `"stall"`)))
+	if err != nil {
+		t.Fatalf("a known kind reads: %v", err)
+	}
+	_, err = sweep.ReadResults(bytes.NewReader(fmt.Appendf(nil, run, `"http_500"`)))
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte(`run 1 ("x") counts failures of an unknown kind "http_500"`)) {
+		t.Fatalf("want the unknown kind refused, got %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -156,9 +157,15 @@ func ReadResults(rd io.Reader) (*Results, error) {
 	if major(r.Schema) != major(Schema) {
 		return nil, fmt.Errorf("sweep: the document's schema is %q, not %s: it is not a benchmark's results, or another version's", r.Schema, Schema)
 	}
+	kinds := metrics.Kinds()
 	for i, run := range r.Runs {
 		if run.Load == nil {
 			return nil, fmt.Errorf("sweep: read results: run %d (%q) has no load: every run a benchmark writes says its load", i+1, run.Label)
+		}
+		for k := range run.Summary.Errors {
+			if !slices.Contains(kinds, k) {
+				return nil, fmt.Errorf("sweep: read results: run %d (%q) counts failures of an unknown kind %q", i+1, run.Label, k)
+			}
 		}
 	}
 	// A run written before its summary held them kept the TTFT split and
