@@ -444,10 +444,18 @@ func (r *Recorder) recordSeries(tl *Timeline) {
 // nothing was recorded. Requests still in flight are in it only by their
 // tokens and gaps so far.
 func (r *Recorder) Series() *Series {
-	if r.Every <= 0 {
-		return nil
-	}
+	s, _, _ := r.gather()
+	return s
+}
+
+// gather returns the recording's series, the buckets of every shard it
+// was made from and the recording's start; a nil series when Every is 0
+// or nothing was recorded.
+func (r *Recorder) gather() (*Series, seriesPart, time.Time) {
 	all := seriesPart{every: r.Every}
+	if r.Every <= 0 {
+		return nil, all, time.Time{}
+	}
 	r.mu.Lock()
 	all.add(&r.series)
 	from, to := r.tally.from, maxTime(r.tally.to, r.tally.last)
@@ -460,36 +468,20 @@ func (r *Recorder) Series() *Series {
 		s.mu.Unlock()
 	}
 	if len(all.b) == 0 {
-		return nil
+		return nil, all, from
 	}
 	s := all.series(from, to)
 	s.Window = r.Window()
-	return s
+	return s, all, from
 }
 
 // mergeable returns the recording's series with what it merges from, or
 // nil without a series.
 func (r *Recorder) mergeable() *Series {
-	if r.Every <= 0 {
+	s, all, from := r.gather()
+	if s == nil {
 		return nil
 	}
-	all := seriesPart{every: r.Every}
-	r.mu.Lock()
-	all.add(&r.series)
-	from, to := r.tally.from, maxTime(r.tally.to, r.tally.last)
-	r.mu.Unlock()
-	for i := range r.shards {
-		s := &r.shards[i]
-		s.mu.Lock()
-		s.series.spill()
-		all.add(&s.series)
-		s.mu.Unlock()
-	}
-	if len(all.b) == 0 {
-		return nil
-	}
-	s := all.series(from, to)
-	s.Window = r.Window()
 	s.From = from
 	s.Tokens = make([]int64, len(all.b))
 	s.TTFTBins, s.ITLBins = make([][]uint32, len(all.b)), make([][]uint32, len(all.b))
