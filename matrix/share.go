@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmload/llmload/internal/background"
 	"github.com/llmload/llmload/internal/sleep"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix/internal/fleet"
@@ -139,17 +140,11 @@ func warmedUp(run *loadgen.Run, w metrics.Window, started time.Time) time.Durati
 
 // observeStreams reads a generator's streams every streamTick until done.
 func observeStreams(g *loadgen.Generator, streams *streamTracker, done <-chan struct{}) {
-	t := time.NewTicker(streamTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case now := <-t.C:
-			p := g.Progress()
-			streams.observe(now, p.WithToken, p.InFlight-p.WithToken, p.Launched)
-		}
-	}
+	background.Every(done, streamTick, func(now time.Time) bool {
+		p := g.Progress()
+		streams.observe(now, p.WithToken, p.InFlight-p.WithToken, p.Launched)
+		return true
+	})
 }
 
 // shareGate holds a share's warm-up until the leader opens the window: it

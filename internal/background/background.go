@@ -1,7 +1,10 @@
-// Package background runs a goroutine that works until it is told to stop,
-// and waits for it to end: the meters and samplers that read a server
-// beside a run.
+// Package background runs the work that goes on beside a run until it is
+// told to stop: a goroutine that Stop waits for (the meters and samplers
+// that read a server), or a function called every interval (the watches of
+// a run's progress).
 package background
+
+import "time"
 
 // A Task is one goroutine started by Start and ended by Stop. Its zero
 // value is ready to start.
@@ -31,4 +34,21 @@ func (t *Task) Stop() {
 	close(t.stop)
 	<-t.done
 	t.stop, t.done = nil, nil
+}
+
+// Every calls f every interval until done is closed or f returns false,
+// with the time of the tick; its first call is one interval from now.
+func Every(done <-chan struct{}, interval time.Duration, f func(now time.Time) bool) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case now := <-t.C:
+			if !f(now) {
+				return
+			}
+		}
+	}
 }

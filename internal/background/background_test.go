@@ -65,3 +65,23 @@ func TestAGoroutineThatEndsOnItsOwn(t *testing.T) {
 	task.Start(func(<-chan struct{}) {})
 	task.Stop() // the goroutine has ended or ends: Stop returns either way
 }
+
+func TestEveryUntilFalse(t *testing.T) {
+	calls := 0
+	Every(make(chan struct{}), time.Millisecond, func(time.Time) bool {
+		calls++
+		return calls < 3
+	})
+	if calls != 3 {
+		t.Fatalf("f was called %d times, want 3: Every goes on until f returns false", calls)
+	}
+}
+
+func TestEveryUntilDone(t *testing.T) {
+	done := make(chan struct{})
+	close(done)
+	Every(done, time.Hour, func(time.Time) bool {
+		t.Fatal("f called after done was closed")
+		return false
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/llmload/llmload/internal/background"
 	"github.com/llmload/llmload/loadgen"
 )
 
@@ -32,24 +33,18 @@ type saturationWatch struct {
 // errOverCapacity, setting *why, when it finds it over capacity.
 func watchSaturation(g *loadgen.Generator, limit int, stop context.CancelCauseFunc, why *string, done <-chan struct{}) {
 	w := &saturationWatch{cap: limit}
-	t := time.NewTicker(saturationTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-		}
+	background.Every(done, saturationTick, func(time.Time) bool {
 		p := g.Progress()
 		if p.Phase != loadgen.PhaseWindow {
-			continue
+			return true
 		}
 		if reason := w.sample(p.InFlight, p.Snapshot.Recorded); reason != "" {
 			*why = reason
 			stop(errOverCapacity)
-			return
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // sample adds one sample and reports why the run is over capacity, or "".
