@@ -2,9 +2,11 @@ package nothttp_test
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,25 +18,32 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// notHTTP serves what a peer that is not HTTP sends to every connection,
-// then closes it.
+// notHTTP answers every request with what a peer that is not HTTP sends,
+// once the request has begun to arrive (net/http's transport reports bytes
+// that come before its request as an unsolicited answer), and keeps the
+// connection open until the client closes it.
 func notHTTP(t *testing.T, banner string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	var wg sync.WaitGroup
+	wg.Go(func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			_, _ = c.Write([]byte(banner))
-			_ = c.Close()
+			wg.Go(func() {
+				defer c.Close()
+				if _, err := c.Read(make([]byte, 1)); err != nil {
+					return
+				}
+				_, _ = c.Write([]byte(banner))
+				_, _ = io.Copy(io.Discard, c)
+			})
 		}
-	}()
-	t.Cleanup(func() { _ = ln.Close(); <-done })
+	})
+	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
 	return "http://" + ln.Addr().String()
 }
 
@@ -43,8 +52,8 @@ func notHTTP(t *testing.T, banner string) string {
 // and cleaned; other errors are not.
 func TestParse(t *testing.T) {
 	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
 	c := &http.Client{Transport: tr}
+	defer tr.CloseIdleConnections()
 	for _, tc := range []struct{ banner, what, sent string }{
 		{"SSH-2.0-OpenSSH_9.6\r\n", "malformed HTTP response", "SSH-2.0-OpenSSH_9.6"},
 		{"HTTP/1.1 2x0 OK\r\n\r\n", "malformed HTTP status code", "2x0"},
