@@ -43,12 +43,11 @@ func SaveFile(path string, r *Results) error {
 
 // LoadFile reads results saved by SaveFile.
 func LoadFile(path string) (*Results, error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path) // json.Decoder would hold it all anyway
 	if err != nil {
 		return nil, fmt.Errorf("matrix: %w", err)
 	}
-	defer f.Close()
-	r, err := ReadResults(f)
+	r, err := ReadResults(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
