@@ -44,8 +44,8 @@ func Example() {
 		fmt.Println()
 	}
 	// Output:
-	// 0K × 1: Valid, measured 5 s of the server's time
-	// 0K × 2: Valid, measured 5 s of the server's time
-	// 248K × 1: Over capacity (max_model_len)
-	// 248K × 2: Over capacity (max_model_len)
+	// 0K × 1: valid, measured 5 s of the server's time
+	// 0K × 2: valid, measured 5 s of the server's time
+	// 248K × 1: over_capacity (max_model_len)
+	// 248K × 2: over_capacity (max_model_len)
 }
