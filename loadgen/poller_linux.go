@@ -295,14 +295,15 @@ type pollStream struct {
 	id   uint64
 
 	dec     bodyDecoder
-	pre     []byte    // bytes read with the headers, not yet decoded
-	last    time.Time // arrival of the bytes the last Read returned
-	mayRecv bool      // the wake's one recvmsg is still to make
-	ending  bool      // the wake found the peer gone: read on to the end
-	full    bool      // the wake's recvmsg filled the buffer
-	inq     bool      // the kernel reports the bytes left after each read (TCP_INQ)
-	more    bool      // the last read left bytes in the socket
-	err     error     // set once the body has ended or failed: what Read returns from then on
+	pre     []byte        // bytes read with the headers, not yet decoded
+	last    time.Time     // arrival of the bytes the last Read returned
+	offset  time.Duration // the wall clock's lead on the monotonic at the last recvmsg
+	mayRecv bool          // the wake's one recvmsg is still to make
+	ending  bool          // the wake found the peer gone: read on to the end
+	full    bool          // the wake's recvmsg filled the buffer
+	inq     bool          // the kernel reports the bytes left after each read (TCP_INQ)
+	more    bool          // the last read left bytes in the socket
+	err     error         // set once the body has ended or failed: what Read returns from then on
 	oob     [64]byte
 
 	// advance handles what can be framed; called on the poller's goroutine
@@ -345,7 +346,7 @@ func (b *streamBody) pollSource() *pollStream {
 		return nil
 	}
 	b.stop = func() bool { return true }
-	ps := &pollStream{body: b, fd: fd, last: b.at, done: make(chan struct{})}
+	ps := &pollStream{body: b, fd: fd, last: b.at, offset: st.offset, done: make(chan struct{})}
 	ps.inq = syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, tcpInq, 1) == nil
 	ps.dec = newBodyDecoder(b.framing, b.length)
 	if n := b.sc.br.Buffered(); n > 0 {
@@ -429,11 +430,11 @@ func (ps *pollStream) recv(p []byte) (int, error) {
 		if n > 0 {
 			now := time.Now()
 			at := now
+			offset := wallOffset(now)
 			if k, ok := rxTimestamp(ps.oob[:msg.Controllen]); ok {
-				if lag := now.Sub(k); lag >= 0 && lag < maxStampLag {
-					at = now.Add(-lag)
-				}
+				at = arrivalAt(now, k, offset-ps.offset)
 			}
+			ps.offset = offset
 			if at.Before(ps.last) {
 				at = ps.last // arrivals on one connection never go back
 			}

@@ -17,8 +17,9 @@ type stampedConn struct {
 	*net.TCPConn
 	raw     syscall.RawConn
 	oob     []byte
-	last    time.Time // arrival of the bytes the last read returned
-	stamped bool      // the kernel timestamped the last read
+	last    time.Time     // arrival of the bytes the last read returned
+	stamped bool          // the kernel timestamped the last read
+	offset  time.Duration // the wall clock's lead on the monotonic at the last read
 
 	// The read in progress, for recv, which is a method value made once so
 	// that a read allocates nothing.
@@ -52,7 +53,7 @@ func stampConn(c net.Conn) (net.Conn, arrivalSource) {
 	if err != nil || serr != nil {
 		return c, nil
 	}
-	s := &stampedConn{TCPConn: tc, raw: raw, oob: make([]byte, 64)}
+	s := &stampedConn{TCPConn: tc, raw: raw, oob: make([]byte, 64), offset: wallOffset(time.Now())}
 	s.recvFn = s.recv
 	return s, s
 }
@@ -94,13 +95,11 @@ func (s *stampedConn) recv(fd uintptr) bool {
 		at := now
 		k, ok := rxTimestamp(s.oob[:oobn])
 		s.stamped = ok
+		offset := wallOffset(now)
 		if ok {
-			// now carries the monotonic clock and k only the wall clock:
-			// move now back by how long ago, by the wall clock, k was.
-			if lag := now.Sub(k); lag >= 0 && lag < maxStampLag {
-				at = now.Add(-lag)
-			}
+			at = arrivalAt(now, k, offset-s.offset)
 		}
+		s.offset = offset
 		if at.Before(s.last) {
 			at = s.last // arrivals on one connection never go back
 		}
@@ -110,6 +109,31 @@ func (s *stampedConn) recv(fd uintptr) bool {
 }
 
 func (s *stampedConn) lastArrival() time.Time { return s.last }
+
+// wallOffset returns how far the wall clock has moved from the monotonic
+// clock since epoch: it changes only when the system clock is stepped (a
+// virtual machine resumed, the time synchronised), as slewing moves both.
+func wallOffset(now time.Time) time.Duration {
+	return time.Duration(now.UnixNano()-epoch.UnixNano()) - now.Sub(epoch)
+}
+
+// arrivalAt returns when bytes stamped k by the kernel, on the wall clock,
+// arrived, as a time on now's monotonic clock. step is how far the wall
+// clock was stepped since the connection's previous read: the stamp may
+// have been taken before the step, so a step forward is taken off the lag,
+// and a step back left in it (either way the arrival may come out later
+// than it was, by the step, never earlier). A lag below zero or above
+// maxStampLag is not believed, and the read's own time is used.
+func arrivalAt(now, k time.Time, step time.Duration) time.Time {
+	lag := now.Sub(k) // k has no monotonic reading: this is the wall clock's
+	if step > 0 {
+		lag -= step
+	}
+	if lag < 0 || lag >= maxStampLag {
+		return now
+	}
+	return now.Add(-lag)
+}
 
 // rxTimestamp finds the SCM_TIMESTAMPNS message in a recvmsg's control data.
 func rxTimestamp(b []byte) (time.Time, bool) {

@@ -70,6 +70,7 @@ func TestReceiveTimestampIsTheArrival(t *testing.T) {
 	}
 	for i := range 3 {
 		writing := time.Now()
+		stepFrom := wallOffset(writing)
 		if _, err := server.Write([]byte("data: x\n\n")); err != nil {
 			t.Fatal(err)
 		}
@@ -83,8 +84,8 @@ func TestReceiveTimestampIsTheArrival(t *testing.T) {
 		}
 		at := arrivals.lastArrival()
 		if at.Before(writing) || at.After(written.Add(20*time.Millisecond)) {
-			t.Errorf("read %d: arrival %v after the write began, which took %v; want during the write, or within 20 ms of its end",
-				i, at.Sub(writing), written.Sub(writing))
+			t.Errorf("read %d: arrival %v after the write began, which took %v; want during the write, or within 20 ms of its end (the system clock was stepped by %v meanwhile)",
+				i, at.Sub(writing), written.Sub(writing), wallOffset(read)-stepFrom)
 		}
 		if wait := read.Sub(at); wait < 90*time.Millisecond {
 			t.Errorf("read %d: read %v after the arrival, want about 100 ms: the stamp is the read's, not the kernel's", i, wait)
@@ -153,5 +154,47 @@ func TestRxTimestamp(t *testing.T) {
 		if got, ok := rxTimestamp(short); ok {
 			t.Errorf("found %v in %d bytes that hold no whole timestamp", got, len(short))
 		}
+	}
+}
+
+// A kernel stamp is on the wall clock; a step of the system clock between
+// the bytes' arrival and the read would move the arrival by the step. The
+// step seen since the connection's previous read is taken off a lag it
+// lengthened, and never makes an arrival earlier than it was.
+func TestArrivalAcrossAClockStep(t *testing.T) {
+	now := time.Now()
+	const lag = 2 * time.Millisecond
+	for _, c := range []struct {
+		name string
+		k    time.Time     // the stamp, on the wall clock
+		step time.Duration // the step seen since the previous read
+		want time.Duration // the arrival, before now
+	}{
+		{"no step", now.Add(-lag), 0, lag},
+		// Stamped 2 ms before the read, on the wall clock before it jumped
+		// forward by 480 µs: the wall clock's lag is 2.48 ms.
+		{"forward after the arrival", now.Add(-lag - 480*time.Microsecond), 480 * time.Microsecond, lag},
+		// The jump came before the arrival: the lag is the wall clock's,
+		// and taking the step off makes the arrival later, by the step.
+		{"forward before the arrival", now.Add(-lag), 480 * time.Microsecond, lag - 480*time.Microsecond},
+		// A jump of a minute forward after the arrival.
+		{"a minute forward", now.Add(-lag - time.Minute), time.Minute, lag},
+		// Stepped back by 78 s after the arrival: the stamp is after the
+		// read, which is not believed; the read's own time stands.
+		{"back after the arrival", now.Add(-lag + 78*time.Second), -78 * time.Second, 0},
+		// Stepped back by 300 µs before the arrival: the wall clock's lag
+		// stands (the step may as well have come after, making it later).
+		{"back before the arrival", now.Add(-lag), -300 * time.Microsecond, lag},
+		{"too old to believe", now.Add(-maxStampLag), 0, 0},
+	} {
+		if d := wallOffset(epoch); d != 0 {
+			t.Fatalf("wallOffset(epoch) = %v, want 0", d)
+		}
+		t.Run(c.name, func(t *testing.T) {
+			at := arrivalAt(now, c.k, c.step)
+			if got := now.Sub(at); got != c.want {
+				t.Errorf("arrival %v before the read, want %v", got, c.want)
+			}
+		})
 	}
 }

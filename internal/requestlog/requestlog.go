@@ -52,6 +52,13 @@ type Writer struct {
 	line  []byte
 	lines int
 	err   error
+
+	// anchor is the one wall-clock reading every time written is counted
+	// from, by the monotonic clock: a time read as the process began and
+	// one read now differ by any step the system clock took between (a
+	// virtual machine resumed, the time first synchronised), so written as
+	// they are, "sent" could precede "start" by a minute.
+	anchor time.Time
 }
 
 // Create creates (or truncates) the file at path and returns a Writer to
@@ -74,7 +81,7 @@ func open(path string, mode int) (*Writer, error) {
 
 // New returns a Writer to w.
 func New(w io.Writer) *Writer {
-	return &Writer{w: bufio.NewWriterSize(w, 64<<10), line: make([]byte, 0, 1024)}
+	return &Writer{w: bufio.NewWriterSize(w, 64<<10), line: make([]byte, 0, 1024), anchor: time.Now()}
 }
 
 // Write writes the line of one finished request: run names the run or the
@@ -89,7 +96,7 @@ func (w *Writer) Write(run string, window metrics.Window, req *loadgen.Request, 
 	if w.err != nil {
 		return
 	}
-	w.line = appendLine(w.line[:0], run, window, req, tl)
+	w.line = appendLine(w.line[:0], w.anchor, run, window, req, tl)
 	if _, err := w.w.Write(w.line); err != nil {
 		w.err = err
 		return
@@ -138,7 +145,7 @@ func Where(window metrics.Window, tl *metrics.Timeline) string {
 	return "inside"
 }
 
-func appendLine(b []byte, run string, window metrics.Window, req *loadgen.Request, tl *metrics.Timeline) []byte {
+func appendLine(b []byte, anchor time.Time, run string, window metrics.Window, req *loadgen.Request, tl *metrics.Timeline) []byte {
 	b = append(b, '{')
 	b = appendString(b, "run", run)
 	if tl.ID != "" {
@@ -166,7 +173,7 @@ func appendLine(b []byte, run string, window metrics.Window, req *loadgen.Reques
 			b = append(b, '"')
 			b = append(b, t.name...)
 			b = append(b, `":"`...)
-			b = t.t.UTC().AppendFormat(b, "2006-01-02T15:04:05.000000000Z07:00")
+			b = anchor.Add(t.t.Sub(anchor)).UTC().AppendFormat(b, "2006-01-02T15:04:05.000000000Z07:00")
 			b = append(b, `",`...)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -151,4 +152,40 @@ func TestWriteError(t *testing.T) {
 func TestCreateRefused(t *testing.T) {
 	_, err := Create(filepath.Join(t.TempDir(), "missing", "r.jsonl"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// wallStepped returns t moved by d on the wall clock alone, as time.Now
+// would read it after the system clock was stepped by d: its monotonic
+// reading is t's.
+func wallStepped(t *testing.T, at time.Time, d time.Duration) time.Time {
+	t.Helper()
+	s := at.Add(d)
+	// A time.Time is {wall uint64; ext int64; loc}; with a monotonic
+	// reading, ext holds it.
+	(*[2]int64)(unsafe.Pointer(&s))[1] = (*[2]int64)(unsafe.Pointer(&at))[1]
+	if s.Sub(at) != 0 || s.UnixNano()-at.UnixNano() != int64(d) {
+		t.Fatal("time.Time is laid out differently: cannot step its wall clock")
+	}
+	return s
+}
+
+// The system clock stepped by 78 s after the process started (a virtual
+// machine resumed): a time taken from a stamp counted since the start and
+// one read now disagree by the step on the wall clock, not on the
+// monotonic one. The line's times are counted on one clock, so "sent" does
+// not come before "start" and first − sent is the TTFT.
+func TestTimesOnOneClock(t *testing.T) {
+	start := time.Now()
+	sent := wallStepped(t, start.Add(time.Millisecond), -78*time.Second)
+	first := start.Add(41 * time.Millisecond)
+	tl := &metrics.Timeline{Due: start, Start: start, Sent: sent, First: first, Last: first, End: first, Tokens: 1, Chunks: 1}
+	var b bytes.Buffer
+	lw := New(&b)
+	lw.Write("run", metrics.Window{Start: start, End: start.Add(time.Second)}, nil, tl)
+	require.NoError(t, lw.Close())
+	var l struct{ Start, Sent, First time.Time }
+	require.NoError(t, json.Unmarshal(b.Bytes(), &l), b.String())
+	assert.Equal(t, time.Millisecond, l.Sent.Sub(l.Start), b.String())
+	assert.Equal(t, 40*time.Millisecond, l.First.Sub(l.Sent), b.String())
+	assert.WithinDuration(t, start, l.Start, time.Second, "the times are the wall clock's")
 }
