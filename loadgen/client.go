@@ -482,7 +482,7 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 	resp, err := c.hc.Do(hreq)
 	if err != nil {
 		if ns := rs.sent.Load(); ns != 0 {
-			rs.tl.Sent = epoch.Add(time.Duration(ns))
+			rs.tl.Sent = rs.at(ns)
 		}
 		if e := asNotHTTP("POST "+c.urlOf(req), err); e != nil && context.Cause(ctx) == nil {
 			return e
@@ -545,6 +545,14 @@ func arrivalTime(body arrivalBody, now time.Time) time.Time {
 // epoch anchors the monotonic nanosecond stamps kept in atomics.
 var epoch = time.Now()
 
+// at returns the time of a stamp of ns nanoseconds since epoch, on the
+// wall clock as the request's start read it: epoch's own wall reading
+// would differ from the start's by any step the system clock took between
+// (a virtual machine resumed, the time synchronised).
+func (rs *requestState) at(ns int64) time.Time {
+	return rs.tl.Start.Add(time.Duration(ns) - rs.tl.Start.Sub(epoch))
+}
+
 // sentBefore returns when the request was written, given that its response
 // headers arrived at headers. It is when net/http, or StreamTransport, said
 // it wrote the request; but net/http says so from its writing goroutine
@@ -557,7 +565,7 @@ var epoch = time.Now()
 // is never cut to nothing by a late report.
 func (rs *requestState) sentBefore(headers time.Time) time.Time {
 	for _, ns := range [...]int64{rs.sent.Load(), rs.wroteHeaders.Load()} {
-		if t := epoch.Add(time.Duration(ns)); ns != 0 && !t.After(headers) {
+		if t := rs.at(ns); ns != 0 && !t.After(headers) {
 			return t
 		}
 	}
