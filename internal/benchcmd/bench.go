@@ -264,7 +264,7 @@ func (b *Flags) loads() error {
 // Results returns the results a benchmark starts from: its profile, seed
 // and objective.
 func (b *Flags) Results() *sweep.Results {
-	res := &sweep.Results{Schema: sweep.Schema, Profile: b.profile, Started: time.Now(), Seed: b.seed}
+	res := &sweep.Results{Profile: b.profile, Started: time.Now(), Seed: b.seed}
 	if b.objective.SLO != (metrics.SLO{}) {
 		obj := b.objective
 		res.Objective = &obj
@@ -353,11 +353,15 @@ func (b *Flags) Run(ctx context.Context, client *loadgen.Client, mix *workload.M
 	case "sweep":
 		sw := &sweep.Sweep{Target: target, Rates: b.rates, Throughput: b.throughput, Open: b.open,
 			Objective: b.objective, OnResult: onResult}
-		res.Runs, err = sw.Run(ctx)
+		var got *sweep.Results
+		got, err = sw.Run(ctx)
+		res.Runs = got.Runs
 	case "slo":
 		s := &sweep.Search{Target: target, Objective: b.objective, Low: b.sloLow, High: b.sloHigh, Step: b.sloStep,
 			MaxRuns: b.sloMaxRuns, Throughput: b.throughput, Open: b.open, OnResult: onResult}
-		res.Search, res.Runs, err = s.Run(ctx)
+		var got *sweep.Results
+		got, err = s.Run(ctx)
+		res.Search, res.Runs = got.Search, got.Runs
 	default:
 		label := b.load.String()
 		if mix.Trace != nil {

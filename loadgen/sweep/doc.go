@@ -11,7 +11,8 @@
 // each run (the client, the requests, a run's length); [Run] gives it a
 // load, runs it and reduces it to a [Result]: the figures vLLM's
 // benchmark prints, the run's summary and its full histograms.
-// [Results] gathers the runs and [Results.Write] writes them as a versioned
-// JSON document (read back by [ReadResults]), a terminal table or an HTML
-// page with latency–throughput curves.
+// [Sweep.Run] and [Search.Run] return their [Results], the runs gathered
+// (for one load, the caller gathers its Result), and [Results.Write] writes
+// them as a versioned JSON document (read back by [ReadResults]), a
+// terminal table or an HTML page with latency–throughput curves.
 package sweep

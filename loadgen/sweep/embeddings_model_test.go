@@ -117,8 +117,9 @@ func TestEmbeddingsSweepFindsTheModelsThroughput(t *testing.T) {
 	srv := loadgentest.NewServer(p)
 	defer srv.Close()
 	sw := &sweep.Sweep{Target: embedTarget(srv, 4*time.Second, 500*time.Millisecond, 0), Rates: 2, Throughput: 128, Open: loadgen.Open{Arrival: loadgen.Constant}}
-	runs, err := sw.Run(t.Context())
+	res, err := sw.Run(t.Context())
 	require.NoError(t, err)
+	runs := res.Runs
 	require.Len(t, runs, 4)
 	for _, r := range runs {
 		t.Logf("%-22s %6.1f req/s  %8.0f in tok/s  latency p50 %v p90 %v", r.Label, r.RequestRate, r.InputTokensPerSec, r.Summary.Latency.P50, r.Summary.Latency.P90)
@@ -164,8 +165,9 @@ func TestEmbeddingsSearchFindsTheModelsHighestRate(t *testing.T) {
 		Objective: sweep.Objective{SLO: metrics.SLO{Latency: slo}, Quantile: q},
 		Step:      2, Throughput: 128, Open: loadgen.Open{Arrival: loadgen.Constant},
 	}
-	found, runs, err := s.Run(t.Context())
+	res, err := s.Run(t.Context())
 	require.NoError(t, err)
+	found, runs := res.Search, res.Runs
 	for _, r := range runs {
 		model := ""
 		if rate := rateOf(r); rate > 0 {

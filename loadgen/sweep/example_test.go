@@ -26,11 +26,12 @@ func ExampleSweep() {
 	}
 	// The rate runs' arrivals are evenly spaced.
 	sw := &sweep.Sweep{Target: target, Rates: 2, Throughput: 8, Open: loadgen.Open{Arrival: loadgen.Constant}}
-	runs, err := sw.Run(context.Background())
+	res, err := sw.Run(context.Background())
 	if err != nil {
 		fmt.Println("failed:", err)
 		return
 	}
+	runs := res.Runs
 	for _, r := range runs[:2] {
 		fmt.Printf("%-12v completed %d\n", r.Load, r.Summary.Completed)
 	}

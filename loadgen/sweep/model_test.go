@@ -123,8 +123,9 @@ func TestSweepFindsTheModelsThroughput(t *testing.T) {
 	srv := loadgentest.NewServer(p)
 	defer srv.Close()
 	sw := &sweep.Sweep{Target: modelTarget(srv, 3*time.Second, time.Second, 0), Rates: 2, Throughput: 128, Open: loadgen.Open{Arrival: loadgen.Constant}}
-	runs, err := sw.Run(t.Context())
+	res, err := sw.Run(t.Context())
 	require.NoError(t, err)
+	runs := res.Runs
 	require.Len(t, runs, 4)
 
 	want := predictedThroughput(p)
@@ -174,8 +175,9 @@ func TestSearchFindsTheModelsHighestRate(t *testing.T) {
 		Objective: sweep.Objective{SLO: metrics.SLO{TPOT: tpot}, Quantile: 0.9},
 		Step:      4, Throughput: 128, Open: loadgen.Open{Arrival: loadgen.Constant},
 	}
-	found, runs, err := s.Run(t.Context())
+	res, err := s.Run(t.Context())
 	require.NoError(t, err)
+	found, runs := res.Search, res.Runs
 	for _, r := range runs {
 		t.Logf("%-22s %6.1f req/s  TPOT p50 %v p90 %v  good %.0f%%  met %v", r.Label, r.RequestRate, r.Summary.TPOT.P50, r.Summary.TPOT.P90, r.GoodShare*100, r.Met)
 	}

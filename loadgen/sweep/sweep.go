@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/metrics"
 )
 
 // Defaults of a [Sweep] and a [Search].
@@ -49,10 +51,29 @@ type Sweep struct {
 	OnResult func(Result)
 }
 
-// Run runs the sweep and returns its runs in order: the synchronous one,
-// the throughput one, then the rates from the lowest. On an error, the
-// runs finished so far are returned with it.
-func (s *Sweep) Run(ctx context.Context) ([]Result, error) {
+// Run runs the sweep and returns its results: Profile "sweep", the
+// Objective if one was set, and the runs in order, the synchronous one, the
+// throughput one, then the rates from the lowest. The caller says what it
+// measured (Results.Server, Workload, Seed) before writing them. On an
+// error, the results hold the runs finished so far.
+func (s *Sweep) Run(ctx context.Context) (*Results, error) {
+	res := startResults("sweep", s.Objective)
+	var err error
+	res.Runs, err = s.run(ctx)
+	res.Finished = time.Now()
+	return res, err
+}
+
+// startResults returns the results of a sweep or a search as it starts.
+func startResults(profile string, o Objective) *Results {
+	res := &Results{Schema: Schema, Profile: profile, Started: time.Now()}
+	if o.SLO != (metrics.SLO{}) {
+		res.Objective = &o
+	}
+	return res
+}
+
+func (s *Sweep) run(ctx context.Context) ([]Result, error) {
 	if s.Target == nil {
 		return nil, errors.New("sweep: Sweep.Target is nil")
 	}
@@ -169,9 +190,20 @@ type Found struct {
 	Reason string `json:"reason"`
 }
 
-// Run runs the search and returns its answer and its runs in order. On an
-// error, the runs finished so far are returned with it.
-func (s *Search) Run(ctx context.Context) (*Found, []Result, error) {
+// Run runs the search and returns its results: Profile "slo", the
+// Objective, the answer in Results.Search and the runs in order. The
+// caller says what it measured (Results.Server, Workload, Seed) before
+// writing them. On an error, the results hold the runs finished so far
+// and no answer.
+func (s *Search) Run(ctx context.Context) (*Results, error) {
+	res := startResults("slo", s.Objective)
+	var err error
+	res.Search, res.Runs, err = s.run(ctx)
+	res.Finished = time.Now()
+	return res, err
+}
+
+func (s *Search) run(ctx context.Context) (*Found, []Result, error) {
 	switch {
 	case s.Target == nil:
 		return nil, nil, errors.New("sweep: Search.Target is nil")

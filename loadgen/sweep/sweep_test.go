@@ -37,9 +37,13 @@ func TestSweepRuns(t *testing.T) {
 	var seen []string
 	sw := &sweep.Sweep{Target: fastTarget(t, 24), Rates: 2, Throughput: 8,
 		Objective: sweep.Objective{SLO: metrics.SLO{Latency: time.Hour}}, OnResult: func(r sweep.Result) { seen = append(seen, r.Label) }}
-	runs, err := sw.Run(t.Context())
+	res, err := sw.Run(t.Context())
 	require.NoError(t, err)
+	runs := res.Runs
 	require.Len(t, runs, 4)
+	assert.Equal(t, "sweep", res.Profile)
+	assert.Equal(t, &sw.Objective, res.Objective)
+	assert.False(t, res.Started.IsZero() || res.Finished.Before(res.Started), "started %v, finished %v", res.Started, res.Finished)
 	assert.Equal(t, []string{"synchronous", "throughput", runs[2].Load.String(), runs[3].Load.String()}, seen)
 	assert.Equal(t, loadgen.Closed{Streams: 1}, runs[0].Load)
 	assert.Equal(t, loadgen.Closed{Streams: 8}, runs[1].Load)
@@ -69,8 +73,11 @@ func TestSweepRuns(t *testing.T) {
 func TestSearchEnds(t *testing.T) {
 	t.Run("always met", func(t *testing.T) {
 		s := &sweep.Search{Target: fastTarget(t, 16), Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Hour}}, Throughput: 8}
-		found, runs, err := s.Run(t.Context())
+		res, err := s.Run(t.Context())
 		require.NoError(t, err)
+		found, runs := res.Search, res.Runs
+		assert.Equal(t, "slo", res.Profile)
+		assert.Equal(t, &s.Objective, res.Objective)
 		require.Len(t, runs, 2, "the throughput run, then its rate")
 		assert.Equal(t, runs[0].Capacity, found.Rate)
 		assert.Equal(t, 1, found.Below)
@@ -80,8 +87,9 @@ func TestSearchEnds(t *testing.T) {
 	t.Run("never met", func(t *testing.T) {
 		s := &sweep.Search{Target: fastTarget(t, 8), Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Microsecond}},
 			Low: 0, High: 400, Step: 150, Open: loadgen.Open{Arrival: loadgen.Constant}}
-		found, runs, err := s.Run(t.Context())
+		res, err := s.Run(t.Context())
 		require.NoError(t, err)
+		found, runs := res.Search, res.Runs
 		assert.Zero(t, found.Rate)
 		assert.Equal(t, -1, found.Below)
 		assert.Equal(t, len(runs)-1, found.Above)
@@ -100,9 +108,10 @@ func TestSearchRefuses(t *testing.T) {
 		"gamma of shape": {Target: target, Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Second}}, Open: loadgen.Open{Burstiness: 2}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, runs, err := s.Run(t.Context())
+			res, err := s.Run(t.Context())
 			require.Error(t, err)
-			assert.Empty(t, runs, "refused before any run")
+			assert.Empty(t, res.Runs, "refused before any run")
+			assert.Nil(t, res.Search)
 		})
 	}
 }
@@ -142,11 +151,14 @@ func TestLoadStored(t *testing.T) {
 // included, and render as a table and as a page with curves.
 func TestResultsDocument(t *testing.T) {
 	sw := &sweep.Sweep{Target: fastTarget(t, 12), Rates: 1, Throughput: 4}
-	runs, err := sw.Run(t.Context())
+	res, err := sw.Run(t.Context())
 	require.NoError(t, err)
-	res := &sweep.Results{Server: sweep.Server{URL: "simulator", Simulated: true, Speed: 1, Profile: "fast"}, Workload: "synthetic prompts",
-		Profile: "sweep", Runs: runs, Search: &sweep.Found{Rate: rateOf(runs[2]), Low: 1, High: 2, Below: 2, Above: -1, Reason: "a test"},
-		Objective: &sweep.Objective{SLO: metrics.SLO{TTFT: time.Second}}, Notes: []string{"a note \x1b[31mred\x1b[0m"}}
+	runs := res.Runs
+	res.Server = sweep.Server{URL: "simulator", Simulated: true, Speed: 1, Profile: "fast"}
+	res.Workload = "synthetic prompts"
+	res.Search = &sweep.Found{Rate: rateOf(runs[2]), Low: 1, High: 2, Below: 2, Above: -1, Reason: "a test"}
+	res.Objective = &sweep.Objective{SLO: metrics.SLO{TTFT: time.Second}}
+	res.Notes = []string{"a note \x1b[31mred\x1b[0m"}
 
 	var doc bytes.Buffer
 	require.NoError(t, res.Write(&doc, "json"))
