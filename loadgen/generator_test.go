@@ -128,7 +128,9 @@ func matchGroundTruth(t *testing.T, timing *failures, streams int, step time.Dur
 	run, err := g.Run(t.Context())
 	require.NoError(t, err)
 	s := run.Summary
-	require.Equal(t, streams, run.Launched, "one long request per stream")
+	w := run.WarmupSummary
+	require.Equal(t, streams, run.Launched, "one long request per stream; the warm-up's %d requests: %d failed %v, %d completed, %d cut; retried %d",
+		w.Requests, w.Failed, w.Errors, w.Completed, w.Canceled, run.Retried)
 	assert.Equal(t, streams, s.Canceled, "the window's end cut every stream")
 	assert.Zero(t, s.Failed)
 
