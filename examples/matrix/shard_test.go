@@ -84,8 +84,8 @@ func (s *pacedServer) note(r *http.Request) {
 		return
 	}
 	pid := 0
-	for try := 0; try < 5; try++ {
-		if pid = socketOwner(port, s.pids); pid != 0 || r.Context().Err() != nil {
+	for try := 0; try < 10; try++ {
+		if pid = socketOwner(port, s.Listener.Addr().(*net.TCPAddr).Port, s.pids); pid != 0 || r.Context().Err() != nil {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -110,10 +110,23 @@ func (s *pacedServer) clients() map[int]int {
 	return out
 }
 
-// socketOwner returns which of pids holds the TCP socket whose local port
-// is port, from /proc (Linux), or 0.
-func socketOwner(port int, pids []int) int {
+// socketOwner returns which of pids holds the TCP socket from local port
+// port to remote port server, from /proc (Linux), or 0. The remote port
+// tells it from an older socket of the same local port to another peer,
+// and a socket in TIME_WAIT, owned by nobody, has inode 0.
+func socketOwner(port, server int, pids []int) int {
 	inode := ""
+	portOf := func(addr string) int {
+		i := strings.LastIndexByte(addr, ':')
+		if i < 0 {
+			return -1
+		}
+		p, err := strconv.ParseInt(addr[i+1:], 16, 32)
+		if err != nil {
+			return -1
+		}
+		return int(p)
+	}
 	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		b, err := os.ReadFile(table)
 		if err != nil {
@@ -121,14 +134,11 @@ func socketOwner(port int, pids []int) int {
 		}
 		for _, line := range strings.Split(string(b), "\n")[1:] {
 			f := strings.Fields(line)
-			if len(f) < 10 {
+			if len(f) < 10 || f[9] == "0" {
 				continue
 			}
-			local := f[1]
-			if i := strings.LastIndexByte(local, ':'); i >= 0 {
-				if p, err := strconv.ParseInt(local[i+1:], 16, 32); err == nil && int(p) == port {
-					inode = f[9]
-				}
+			if portOf(f[1]) == port && portOf(f[2]) == server {
+				inode = f[9]
 			}
 		}
 	}
@@ -285,6 +295,7 @@ func TestShardedRunAcrossProcesses(t *testing.T) {
 			traced += n
 		}
 	}
+	t.Logf("the streams' connections by the process at their other end (0: not traced): %v", clients)
 	assert.LessOrEqual(t, 10*clients[0], traced, "the streams' connections traced to a process: %v", clients)
 	for _, p := range []*shardProc{leader, f1, f2} {
 		assert.Positive(t, clients[p.cmd.Process.Pid], "the server saw streams from process %d: %v", p.cmd.Process.Pid, clients)
