@@ -78,6 +78,11 @@ func (s *pacedServer) note(r *http.Request) {
 		return
 	}
 	port, _ := strconv.Atoi(p)
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+	if local == nil {
+		return
+	}
+	server := local.Port
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, seen := s.ports[port]; seen {
@@ -85,7 +90,7 @@ func (s *pacedServer) note(r *http.Request) {
 	}
 	pid := 0
 	for try := 0; try < 10; try++ {
-		if pid = socketOwner(port, s.Listener.Addr().(*net.TCPAddr).Port, s.pids); pid != 0 || r.Context().Err() != nil {
+		if pid = socketOwner(port, server, s.pids); pid != 0 || r.Context().Err() != nil {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
