@@ -2,7 +2,8 @@ package loadgen
 
 import (
 	"time"
-	"unsafe"
+
+	"github.com/llmload/llmload/internal/clockstep"
 )
 
 // ParseChunkForBenchmark exposes the chunk parser to the external tests.
@@ -30,23 +31,12 @@ func SetPollGatherForTest(d time.Duration) time.Duration {
 // makes.
 func SetPollByDefaultForTest(on bool) { pollByDefault = on }
 
-// WallStepped returns at moved by d on the wall clock alone, as time.Now
-// reads it after the system clock was stepped by d: its monotonic reading
-// is at's. ok is false where time.Time is laid out otherwise.
-func WallStepped(at time.Time, d time.Duration) (time.Time, bool) {
-	s := at.Add(d)
-	// A time.Time is {wall uint64; ext int64; loc}; with a monotonic
-	// reading, ext holds it.
-	(*[2]int64)(unsafe.Pointer(&s))[1] = (*[2]int64)(unsafe.Pointer(&at))[1]
-	return s, s.Sub(at) == 0 && s.UnixNano()-at.UnixNano() == int64(d)
-}
-
 // StepClockForTest makes the process look as though the system clock was
 // stepped by d since it began, and returns what undoes it. No other test
 // may run meanwhile.
 func StepClockForTest(d time.Duration) (undo func(), ok bool) {
 	was := epoch
-	stepped, ok := WallStepped(epoch, -d)
+	stepped, ok := clockstep.Wall(epoch, -d)
 	if !ok {
 		return func() {}, false
 	}

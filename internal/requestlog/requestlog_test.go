@@ -10,12 +10,12 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/llmload/llmload/internal/clockstep"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
 )
@@ -154,21 +154,6 @@ func TestCreateRefused(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
-// wallStepped returns t moved by d on the wall clock alone, as time.Now
-// would read it after the system clock was stepped by d: its monotonic
-// reading is t's.
-func wallStepped(t *testing.T, at time.Time, d time.Duration) time.Time {
-	t.Helper()
-	s := at.Add(d)
-	// A time.Time is {wall uint64; ext int64; loc}; with a monotonic
-	// reading, ext holds it.
-	(*[2]int64)(unsafe.Pointer(&s))[1] = (*[2]int64)(unsafe.Pointer(&at))[1]
-	if s.Sub(at) != 0 || s.UnixNano()-at.UnixNano() != int64(d) {
-		t.Fatal("time.Time is laid out differently: cannot step its wall clock")
-	}
-	return s
-}
-
 // The system clock stepped by 78 s after the process started (a virtual
 // machine resumed): a time taken from a stamp counted since the start and
 // one read now disagree by the step on the wall clock, not on the
@@ -176,7 +161,8 @@ func wallStepped(t *testing.T, at time.Time, d time.Duration) time.Time {
 // not come before "start" and first − sent is the TTFT.
 func TestTimesOnOneClock(t *testing.T) {
 	start := time.Now()
-	sent := wallStepped(t, start.Add(time.Millisecond), -78*time.Second)
+	sent, ok := clockstep.Wall(start.Add(time.Millisecond), -78*time.Second)
+	require.True(t, ok, "time.Time is laid out differently: cannot step its wall clock")
 	first := start.Add(41 * time.Millisecond)
 	tl := &metrics.Timeline{Due: start, Start: start, Sent: sent, First: first, Last: first, End: first, Tokens: 1, Chunks: 1}
 	var b bytes.Buffer

@@ -38,7 +38,7 @@ type request struct {
 	cached atomic.Int64 // prompt tokens found in the prefix cache at the last admission
 	wake   chan struct{}
 	// When the engine first admitted it, and produced its first and its
-	// latest token, in Unix nanoseconds: its own timings, which it
+	// latest token, in nanoseconds since epoch (clock.go): its own timings, which it
 	// reports when asked (see servertimings.go).
 	admittedAt, firstAt, lastAt atomic.Int64
 
@@ -395,14 +395,14 @@ func (e *engine) apply(now time.Time) {
 		case r.generated == 0:
 			e.promptTokens.Add(int64(r.promptLen))
 			e.ttft.observe(now.Sub(r.arrived).Seconds(), 1)
-			r.firstAt.Store(now.UnixNano())
+			r.firstAt.Store(monoNanos(now))
 		case r.lastToken.Equal(e.lastStep):
 			steady++ // its gap is the step's: observed once for all below
 		default:
 			e.itl.observe(now.Sub(r.lastToken).Seconds(), 1)
 		}
 		r.lastToken = now
-		r.lastAt.Store(now.UnixNano())
+		r.lastAt.Store(monoNanos(now))
 		r.generated++
 		r.sampled = true
 		generated++

@@ -35,13 +35,13 @@ func (g *generation) timings() *timingsJSON {
 	}
 	flushed := first
 	if !g.firstFlush.IsZero() {
-		flushed = g.firstFlush.UnixNano()
+		flushed = monoNanos(g.firstFlush)
 	}
 	ms := func(ns int64) float64 { return float64(max(ns, 0)) / 1e6 }
 	t := &timingsJSON{
 		TTFT:       ms(flushed - admitted),
 		Generation: ms(last - first),
-		Queue:      ms(admitted - g.received.UnixNano()),
+		Queue:      ms(admitted - monoNanos(g.received)),
 	}
 	if n := r.out.Load(); n > 1 {
 		t.MeanITL = t.Generation / float64(n-1)
@@ -86,7 +86,7 @@ func (e *engine) stamp(start time.Time) {
 		if at.Before(r.arrived) {
 			at = r.arrived
 		}
-		r.admittedAt.Store(at.UnixNano())
+		r.admittedAt.Store(monoNanos(at))
 	}
 	clear(e.admitted)
 	e.admitted = e.admitted[:0]
@@ -98,14 +98,8 @@ func (t *Truth) scheduled(rec *record, r *request) {
 	if rec == nil {
 		return
 	}
-	unix := func(ns int64) time.Time {
-		if ns == 0 {
-			return time.Time{}
-		}
-		return time.Unix(0, ns)
-	}
 	rec.mu.Lock()
-	rec.t.Scheduled = unix(r.admittedAt.Load())
-	rec.t.FirstToken = unix(r.firstAt.Load())
+	rec.t.Scheduled = monoTime(r.admittedAt.Load())
+	rec.t.FirstToken = monoTime(r.firstAt.Load())
 	rec.mu.Unlock()
 }

@@ -99,7 +99,7 @@ func (t *Truth) chunk(rec *record, at time.Time, tokens int) {
 	rec.t.OutputTokens += tokens
 	rec.t.ChunkCount++
 	if keep {
-		rec.at = append(rec.at, at.UnixNano())
+		rec.at = append(rec.at, monoNanos(at))
 		rec.tokens = append(rec.tokens, int32(tokens))
 	} else {
 		rec.dropped++
@@ -175,7 +175,7 @@ func (t *Truth) Tokens(from, to time.Time) int {
 	t.mu.Lock()
 	recs := slices.Clone(t.order)
 	t.mu.Unlock()
-	lo, hi := from.UnixNano(), to.UnixNano()
+	lo, hi := monoNanos(from), monoNanos(to)
 	n := 0
 	for _, rec := range recs {
 		rec.mu.Lock()
@@ -195,7 +195,7 @@ func (rec *record) snapshot() RequestTruth {
 	t.ChunksDropped = rec.dropped
 	t.Chunks = make([]loadgen.Chunk, len(rec.at))
 	for i, at := range rec.at {
-		t.Chunks[i] = loadgen.Chunk{Time: time.Unix(0, at), Tokens: int(rec.tokens[i])}
+		t.Chunks[i] = loadgen.Chunk{Time: monoTime(at), Tokens: int(rec.tokens[i])}
 	}
 	return t
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmload/llmload/internal/clockstep"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -84,4 +85,26 @@ func TestTruthBounded(t *testing.T) {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	assert.Empty(t, off.Truth().Requests())
+}
+
+// The system clock stepped back 78 s while a request ran: the simulator's
+// stored instants are on the monotonic clock, so its timings and its
+// ground truth still subtract to the time that passed, and compare
+// correctly with the times a client takes.
+func TestInstantsAcrossAClockStep(t *testing.T) {
+	at := time.Now()
+	later, ok := clockstep.Wall(at.Add(3*time.Millisecond), -78*time.Second)
+	require.True(t, ok, "time.Time is laid out differently: cannot step its wall clock")
+	assert.Equal(t, int64(3*time.Millisecond), monoNanos(later)-monoNanos(at))
+	assert.Equal(t, 3*time.Millisecond, monoTime(monoNanos(later)).Sub(at))
+	assert.True(t, monoTime(0).IsZero(), "zero is not yet")
+
+	tr := newTruth(1 << 20)
+	rec := tr.start("r1", at, 8)
+	tr.chunk(rec, later, 2)
+	got, found := tr.Request("r1")
+	require.True(t, found)
+	require.Len(t, got.Chunks, 1)
+	assert.Equal(t, 3*time.Millisecond, got.Chunks[0].Time.Sub(at))
+	assert.Equal(t, 2, tr.Tokens(at, at.Add(4*time.Millisecond)))
 }
