@@ -42,7 +42,7 @@ var faults = []fault{
 	{"a 20 MB line", "oversize=20000000", 0, metrics.KindOversize},
 	{"comments, event and id fields, CRLF", "ping,sse-fields,crlf", -1, metrics.KindNone},
 	{"several tokens per chunk", "chunk-tokens=4", -1, metrics.KindNone},
-	{"slow response headers", "header-delay=3s", 0, metrics.KindHeaderTimeout},
+	{"slow response headers", "header-delay=10s", 0, metrics.KindHeaderTimeout},
 }
 
 // transports are the transports every fault is tried on: net/http's, as
@@ -77,12 +77,25 @@ func forEachTransport(t *testing.T, f func(t *testing.T, tr func(conns int) http
 	}
 }
 
-func faultClient(srv *loadgentest.Server, tr func(conns int) http.RoundTripper) *loadgen.Client {
+// faultClient returns a client of srv on the transport tr that gives up
+// on a stream after patience without headers or without a token.
+func faultClient(srv *loadgentest.Server, tr func(conns int) http.RoundTripper, patience time.Duration) *loadgen.Client {
 	return &loadgen.Client{
 		BaseURL: srv.URL + "/v1", HTTPClient: &http.Client{Transport: tr(8)},
-		StallTimeout: time.Second, HeaderTimeout: time.Second, // a starved healthy answer is not a fault
+		StallTimeout: patience, HeaderTimeout: patience,
 	}
 }
+
+// Patience of the fault matrix's client. A healthy answer's tokens come
+// 2 ms apart, but under the race detector, beside other packages' tests,
+// a reader has been kept from the CPU for over a second: a healthy
+// request must not be classified as a stall for that. The mixed matrix
+// needs its stalls within its 2 s run and asserts nothing of the healthy
+// requests but that some completed.
+const (
+	matrixPatience = 3 * time.Second
+	mixedPatience  = time.Second
+)
 
 func faultSource(faulty map[int]string) loadgen.Source {
 	return func(w, _ int) *loadgen.Request {
@@ -107,7 +120,7 @@ func testFaultMatrix(t *testing.T, tr func(conns int) http.RoundTripper) {
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
 			srv, _ := simulated(t, 2*time.Millisecond, 64)
-			c := faultClient(srv, tr)
+			c := faultClient(srv, tr, matrixPatience)
 			defer c.CloseIdleConnections()
 			g := &loadgen.Generator{Client: c, Load: loadgen.Closed{Streams: 4}, Requests: 12, FailurePause: -1,
 				Source: faultSource(map[int]string{1: f.header, 3: f.header})}
@@ -166,7 +179,7 @@ func TestFaultMatrixMixed(t *testing.T) {
 
 func testFaultMatrixMixed(t *testing.T, tr func(conns int) http.RoundTripper) {
 	srv, _ := simulated(t, 2*time.Millisecond, 64)
-	c := faultClient(srv, tr)
+	c := faultClient(srv, tr, mixedPatience)
 	defer c.CloseIdleConnections()
 	faulty := map[int]string{}
 	for i, f := range faults {
@@ -194,7 +207,7 @@ func TestOversizeLineKeepsMemoryFlat(t *testing.T) {
 
 func testOversizeLineKeepsMemoryFlat(t *testing.T, tr func(conns int) http.RoundTripper) {
 	srv, _ := simulated(t, 2*time.Millisecond, 4)
-	c := faultClient(srv, tr)
+	c := faultClient(srv, tr, mixedPatience)
 	defer c.CloseIdleConnections()
 	r := completion(4)
 	r.Header = http.Header{loadgentest.FaultHeader: {"oversize=20000000"}}
