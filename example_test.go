@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
@@ -26,7 +27,7 @@ func Example() {
 			Contexts: []int{0, 248 * 1024}, Concurrency: []int{1, 2}, Prefill: []int{},
 			Duration: matrix.Duration(5 * time.Second), MaxTokens: 8192,
 		},
-		Server: matrix.Server{Speed: p.Speed},
+		Server: capacity.Server{Speed: p.Speed},
 		Client: &loadgen.Client{HTTPClient: srv.Client()},
 	}
 	res, err := r.Run(context.Background())

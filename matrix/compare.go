@@ -14,7 +14,10 @@ import (
 )
 
 // ComparisonSchema names the version of a comparison document.
-const ComparisonSchema = "llmload.matrix-compare/v1"
+//
+// v2 names each side's server as a results file does (its "server"
+// object); v1 gave its model, engine, URL and speed beside its start.
+const ComparisonSchema = "llmload.matrix-compare/v2"
 
 // compareThreshold is the relative change beyond which a comparison marks
 // a figure better or worse: 5%.
@@ -38,13 +41,11 @@ type Comparison struct {
 
 // RunInfo identifies one run of a comparison.
 type RunInfo struct {
-	Model     string          `json:"model,omitempty"`
-	Engine    capacity.Engine `json:"engine,omitempty"`
-	URL       string          `json:"url,omitempty"`
-	Simulated bool            `json:"simulated,omitempty"`
-	Speed     float64         `json:"speed,omitempty"`
-	Started   time.Time       `json:"started,omitzero"`
-	Complete  bool            `json:"complete"`
+	// Server is the run's server, its model and URL taken from the
+	// spec where the results did not record them.
+	Server   capacity.Server `json:"server"`
+	Started  time.Time       `json:"started,omitzero"`
+	Complete bool            `json:"complete"`
 	// Runs counts the side's runs when it has more than one (see
 	// [CompareRuns]); the other fields are its first run's.
 	Runs int `json:"runs,omitempty"`
@@ -667,15 +668,16 @@ func runsInfo(runs []*Results) RunInfo {
 
 // runInfo identifies r for a comparison.
 func runInfo(r *Results) RunInfo {
-	info := RunInfo{Model: r.Server.Model, Engine: r.Server.Engine, URL: r.Server.URL,
-		Simulated: r.Server.Simulated, Speed: r.Server.Speed, Started: r.Started, Complete: r.Complete}
-	if info.Model == "" {
-		info.Model = r.Spec.Model
+	info := RunInfo{Server: r.Server, Started: r.Started, Complete: r.Complete}
+	s := &info.Server
+	if s.Model == "" {
+		s.Model = r.Spec.Model
 	}
-	if info.URL == "" {
-		info.URL = r.Spec.URL
+	if s.URL == "" {
+		s.URL = r.Spec.URL
 	}
-	info.URL = redact.URL(info.URL)
+	s.URL = redact.URL(s.URL)
+	s.Notes = slices.Clone(s.Notes)
 	return info
 }
 

@@ -51,15 +51,15 @@ func fmtPair(r *Ratio, format func(float64) string) string {
 
 // describe is one run's line in a comparison's header.
 func (i RunInfo) describe() string {
-	model := cleanText(i.Model)
+	model := cleanText(i.Server.Model)
 	if model == "" {
 		model = "unknown model"
 	}
 	var srv []string
-	if e := cleanText(string(i.Engine)); e != "" {
+	if e := cleanText(strings.TrimSpace(string(i.Server.Engine) + " " + i.Server.Version)); e != "" {
 		srv = append(srv, e)
 	}
-	if u := cleanText(i.URL); u != "" {
+	if u := cleanText(i.Server.URL); u != "" {
 		srv = append(srv, u)
 	}
 	s := model
@@ -69,8 +69,8 @@ func (i RunInfo) describe() string {
 	if !i.Started.IsZero() {
 		s += " · started " + i.Started.UTC().Format("2006-01-02 15:04 UTC")
 	}
-	if i.Simulated {
-		s += " (" + simulatedNote(i.Speed) + ")"
+	if i.Server.Simulated {
+		s += " (" + simulatedNote(i.Server.Speed) + ")"
 	}
 	if i.Runs > 1 {
 		s += fmt.Sprintf(" · %d runs", i.Runs)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/metrics"
@@ -305,7 +306,7 @@ func TestCompareSameServerTwice(t *testing.T) {
 		defer srv.Close()
 		spec := Spec{URL: srv.URL + "/v1", Model: p.Model, Contexts: []int{0, 4 * tokensK}, Concurrency: []int{1, 4}, Prefill: []int{4 * tokensK, 8 * tokensK},
 			Duration: Duration(8 * time.Second), MaxTokens: 512}
-		r := &Runner{Spec: spec.AtSpeed(speed), Client: &loadgen.Client{HTTPClient: srv.Client()}, Server: Server{Simulated: true, Speed: speed}}
+		r := &Runner{Spec: spec.AtSpeed(speed), Client: &loadgen.Client{HTTPClient: srv.Client()}, Server: capacity.Server{Simulated: true, Speed: speed}}
 		res, err := r.Run(t.Context())
 		require.NoError(t, err)
 		return res

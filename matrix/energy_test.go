@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
@@ -70,7 +71,7 @@ func TestRunnerEnergy(t *testing.T) {
 		Warmup: &matrix.Warmup{Min: matrix.Duration(time.Second), Flow: matrix.Duration(time.Second), Timeout: matrix.Duration(5 * time.Second)},
 	}
 	var log bytes.Buffer
-	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: matrix.Server{Simulated: true, Speed: speed},
+	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: capacity.Server{Simulated: true, Speed: speed},
 		Client: &loadgen.Client{HTTPClient: srv.Client()}, Log: &log,
 		GPUMetrics: []string{srv.URL + "/dcgm/metrics"}, GPUHourlyCost: 2.5}
 	res, err := r.Run(t.Context())

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
@@ -76,7 +77,7 @@ func TestHeadersReachEveryRequest(t *testing.T) {
 		Warmup: &matrix.Warmup{Min: matrix.Duration(time.Second), Flow: matrix.Duration(time.Second), Timeout: matrix.Duration(5 * time.Second)},
 	}
 	var log bytes.Buffer
-	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: matrix.Server{Simulated: true, Speed: speed},
+	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: capacity.Server{Simulated: true, Speed: speed},
 		Client: &loadgen.Client{HTTPClient: gw.Client(), Header: http.Header{"X-Route": {"pool-a"}}}, Log: &log}
 	res, err := r.Run(t.Context())
 	require.NoError(t, err, log.String())

@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/matrix"
 )
 
@@ -18,7 +19,7 @@ func tinyResults() *matrix.Results {
 			Contexts: []int{0, 16 * 1024}, Concurrency: []int{1, 4}, Prefill: []int{8 * 1024},
 			Duration: matrix.Duration(30 * time.Second), MaxTokens: 8192,
 		},
-		Server: matrix.Server{Model: "Qwen3.5-4B-AWQ-4bit", Engine: "vllm"},
+		Server: capacity.Server{Model: "Qwen3.5-4B-AWQ-4bit", Engine: "vllm"},
 		Prefill: []matrix.Prefill{
 			{ContextTokens: 8 * 1024, PromptTokens: 8192, TTFT: 3477, PromptTokensPerSec: 2356},
 		},

@@ -105,7 +105,7 @@ func seedResults(t testing.TB) *Results {
 	r.Spec.MaxTokens = 8192
 	r.Started = time.Date(2026, 3, 14, 9, 26, 0, 0, time.UTC)
 	r.Finished = r.Started.Add(95 * time.Minute)
-	r.Server = Server{
+	r.Server = capacity.Server{
 		URL:    "http://127.0.0.1:8000/v1",
 		Model:  "Qwen3.5-4B-AWQ-4bit",
 		Engine: "vllm",
@@ -159,7 +159,7 @@ func simulatedResults() *Results {
 			Contexts: []int{0, 16 * tokensK, 32 * tokensK}, Concurrency: []int{1, 4, 16},
 			Prefill: []int{8 * tokensK, 16 * tokensK}, Duration: Duration(30 * time.Second), MaxTokens: 8192,
 		},
-		Server: Server{
+		Server: capacity.Server{
 			URL: "http://127.0.0.1:41234/v1", Model: `sim-4b <seed> & "friends"`,
 			Simulated: true, Speed: 20,
 			Limits: capacity.Limits{KVTokens: 200_000, MaxRunning: 16, MaxModelLen: 40_960, Source: "simulator"},

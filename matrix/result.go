@@ -28,9 +28,9 @@ const schemaV1 = "llmload.matrix/v1"
 // decode grid. It is one Go value, and as JSON (see [FormatJSON]) a
 // versioned document that other tools read.
 type Results struct {
-	Schema string `json:"schema"`
-	Spec   Spec   `json:"spec"`
-	Server Server `json:"server"`
+	Schema string          `json:"schema"`
+	Spec   Spec            `json:"spec"`
+	Server capacity.Server `json:"server"`
 
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished,omitzero"`
@@ -40,29 +40,6 @@ type Results struct {
 
 	Prefill []Prefill `json:"prefill"`
 	Cells   []Cell    `json:"cells"`
-}
-
-// Server describes what was measured.
-type Server struct {
-	URL   string `json:"url"`
-	Model string `json:"model,omitempty"`
-	// Engine is "vllm", "sglang", "llama.cpp", "tgi", "ollama", or "" when
-	// unknown; Version the engine's version where it tells it. Simulated
-	// marks llmload's simulator.
-	Engine    capacity.Engine `json:"engine,omitempty"`
-	Version   string          `json:"version,omitempty"`
-	Simulated bool            `json:"simulated,omitempty"`
-	// Speed is the simulator's speed factor: it ran Speed times faster
-	// than the server it simulates. Every figure of the results is in wall
-	// time; the reports speak in the simulated server's own time,
-	// durations × Speed and rates ÷ Speed. 0 means 1.
-	Speed float64 `json:"speed,omitempty"`
-	// Profile names the simulator's profile (see loadgentest.ProfileByName).
-	Profile string `json:"profile,omitempty"`
-	// Limits are the capacity limits the plan used.
-	Limits capacity.Limits `json:"limits"`
-	// Notes say what to keep in mind when reading the results.
-	Notes []string `json:"notes,omitempty"`
 }
 
 // Prefill is one row of the prefill table: cold requests (Spec.PrefillRepeat

@@ -67,8 +67,8 @@ type Runner struct {
 	// it (URL, model, engine, version, limits). Its Speed, for a
 	// simulator, is recorded as it is: the runner runs the spec and
 	// records every figure in wall time, and the reports convert them
-	// into the simulated server's own time (see [Server.Speed]).
-	Server Server
+	// into the simulated server's own time (see [capacity.Server]'s Speed).
+	Server capacity.Server
 	// Resume continues earlier results of the same spec: finished cells and
 	// prefill rows are kept, the rest are run.
 	Resume *Results

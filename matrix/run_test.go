@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
@@ -42,7 +43,7 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 	}
 	var saved []*matrix.Results
 	var log bytes.Buffer
-	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: matrix.Server{Simulated: true, Speed: speed}, Client: &loadgen.Client{HTTPClient: srv.Client()},
+	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: capacity.Server{Simulated: true, Speed: speed}, Client: &loadgen.Client{HTTPClient: srv.Client()},
 		Log: &log, Save: func(res *matrix.Results) error {
 			var b bytes.Buffer
 			require.NoError(t, matrix.FormatJSON.Write(&b, res))

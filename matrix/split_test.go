@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
@@ -59,7 +60,7 @@ func TestCellsSplitTTFT(t *testing.T) {
 	}
 	sc := &splitCheck{diffs: map[int][]time.Duration{}, split: map[int]int{}}
 	var log bytes.Buffer
-	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: matrix.Server{Simulated: true, Speed: speed},
+	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: capacity.Server{Simulated: true, Speed: speed},
 		Client: &loadgen.Client{HTTPClient: srv.Client()}, Log: &log, OnRequest: sc.onRequest}
 	res, err := r.Run(t.Context())
 	require.NoError(t, err, log.String())

@@ -50,6 +50,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/benchcmd"
 	"github.com/llmload/llmload/internal/cli"
 	"github.com/llmload/llmload/internal/live"
@@ -159,6 +160,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	model, api := o.client.Model, o.client.API
+	res.API = api
 	models, err := cli.ParseModels(model)
 	if err == nil && models != nil && mix.Turns != nil {
 		err = errors.New("-model with weights: a session's turns would go to different models; give one -model with -turns")
@@ -183,14 +185,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			model = srv.Handler.Profile().Model
 		}
 		mix.Sizing = workload.SimulatorSizing(api != loadgen.Completions && !pooled(api))
-		res.Server = sweep.Server{URL: "simulator", Model: model, API: api, Simulated: true, Speed: o.sim.Speed, Profile: o.sim.Profile}
+		res.Server = capacity.Server{URL: "simulator", Model: model, Simulated: true, Speed: o.sim.Speed, Profile: o.sim.Profile}
 		res.Notes = append(res.Notes, fmt.Sprintf("llmload's simulated server, profile %q, at %g× speed: figures are in wall-clock time, of a server %g times faster than the profile's", o.sim.Profile, o.sim.Speed, o.sim.Speed))
 	} else {
 		if err := client.Validate(); err != nil {
 			fail(stderr, err)
 			return 2
 		}
-		res.Server = sweep.Server{URL: redact.URL(o.client.URL), Model: model, API: api}
+		res.Server = capacity.Server{URL: redact.URL(o.client.URL), Model: model}
 		if !sized {
 			// Synthetic text and traces are sized in the server's tokens.
 			if mix.Sizing, err = workload.Calibrate(ctx, client, api, model); err != nil {
@@ -323,7 +325,7 @@ func pooled(api loadgen.API) bool { return api == loadgen.Embeddings || api == l
 
 func fmtMS(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
 
-func serverName(s sweep.Server) string {
+func serverName(s capacity.Server) string {
 	if s.Simulated {
 		return fmt.Sprintf("llmload's simulated server (profile %q, %g× speed)", s.Profile, s.Speed)
 	}

@@ -427,16 +427,16 @@ func checkSeries(t *testing.T, res *matrix.Results) {
 // it and what it means for the plan; a simulated run needs none.
 func TestWriteHints(t *testing.T) {
 	var b strings.Builder
-	matrixcmd.WriteHints(&b, &matrix.Results{Server: matrix.Server{Engine: "vllm", Limits: capacity.Limits{KVTokens: 1000, MaxModelLen: 4096}}})
+	matrixcmd.WriteHints(&b, &matrix.Results{Server: capacity.Server{Engine: "vllm", Limits: capacity.Limits{KVTokens: 1000, MaxModelLen: 4096}}})
 	assert.Equal(t, "vllm did not publish every limit; to make the plan exact, pass:\n"+
 		"  -max-num-seqs N (the requests it runs at once, vLLM's --max-num-seqs, 256 by default; beyond it cells are predicted to queue)\n", b.String())
 
 	b.Reset()
-	matrixcmd.WriteHints(&b, &matrix.Results{Server: matrix.Server{Engine: "ollama"}})
+	matrixcmd.WriteHints(&b, &matrix.Results{Server: capacity.Server{Engine: "ollama"}})
 	assert.Contains(t, b.String(), "  -kv-tokens N (or -max-num-seqs: ollama holds a context per slot)\n")
 	assert.Contains(t, b.String(), "  -max-model-len N (its context length, Ollama's OLLAMA_CONTEXT_LENGTH")
 
 	b.Reset()
-	matrixcmd.WriteHints(&b, &matrix.Results{Server: matrix.Server{Simulated: true}})
+	matrixcmd.WriteHints(&b, &matrix.Results{Server: capacity.Server{Simulated: true}})
 	assert.Empty(t, b.String())
 }

@@ -203,7 +203,7 @@ func Simulate(f *cli.SimFlags, runner *matrix.Runner, seedGrid bool, log io.Writ
 			what = "the seed's matrix"
 		}
 	}
-	runner.Server = matrix.Server{Engine: "vllm", Simulated: true, Speed: f.Speed, Profile: f.Profile,
+	runner.Server = capacity.Server{Engine: "vllm", Simulated: true, Speed: f.Speed, Profile: f.Profile,
 		Notes: []string{fmt.Sprintf("llmload's simulated server, profile %q, at %g× speed", f.Profile, f.Speed)}}
 	if log != nil {
 		fmt.Fprintf(log, "Running %s against llmload's simulated server (profile %q) at %g× speed; the reports speak in the simulated server's own time, the log and the results file in wall time.\n", what, f.Profile, f.Speed)

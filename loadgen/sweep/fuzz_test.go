@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
+	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/sweep"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // FuzzReadResults reads any bytes as a results document: it never
@@ -59,4 +64,33 @@ func TestReadResultsUnknownErrorKind(t *testing.T) {
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte(`run 1 ("x") counts failures of an unknown kind "http_500"`)) {
 		t.Fatalf("want the unknown kind refused, got %v", err)
 	}
+}
+
+// TestReadResultsAPI: the API is the document's since v1.1; a v1 document
+// kept it in the server's object and reads with it there, and a document
+// written now reads back with its API and engine.
+func TestReadResultsAPI(t *testing.T) {
+	v1 := `{"schema": "llmload.bench/v1", "server": {"url": "http://gpu:8000", "api": "embeddings"}, "runs": []}`
+	r, err := sweep.ReadResults(strings.NewReader(v1))
+	require.NoError(t, err)
+	assert.Equal(t, loadgen.Embeddings, r.API)
+	assert.Equal(t, "http://gpu:8000", r.Server.URL)
+
+	both := `{"schema": "llmload.bench/v1.1", "api": "chat", "server": {"url": "x", "api": "embeddings"}, "runs": []}`
+	r, err = sweep.ReadResults(strings.NewReader(both))
+	require.NoError(t, err)
+	assert.Equal(t, loadgen.Chat, r.API, "the document's own API wins")
+
+	var b bytes.Buffer
+	out := &sweep.Results{API: loadgen.Rerank, Server: capacity.Server{URL: "http://gpu:8000", Engine: capacity.EngineVLLM, Version: "0.10.1"}}
+	require.NoError(t, out.Write(&b, "json"))
+	assert.Contains(t, b.String(), `"schema": "`+sweep.Schema+`"`)
+	r, err = sweep.ReadResults(&b)
+	require.NoError(t, err)
+	assert.Equal(t, loadgen.Rerank, r.API)
+	assert.Equal(t, out.Server, r.Server)
+
+	var table bytes.Buffer
+	require.NoError(t, out.Write(&table, "table"))
+	assert.Contains(t, table.String(), "against http://gpu:8000 (vllm 0.10.1)")
 }

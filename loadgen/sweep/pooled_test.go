@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/loadgen/sweep"
@@ -33,10 +34,10 @@ func TestEmbeddingsResultsSayInputAndLatency(t *testing.T) {
 		assert.Positive(t, r.Summary.Latency.P50)
 		assert.Greater(t, r.Summary.Latency.P50, 2*time.Millisecond, "at least a step")
 	}
-	server := sweep.Server{URL: "simulator", API: loadgen.Embeddings, Simulated: true}
+	server := capacity.Server{URL: "simulator", Simulated: true}
 
 	var one bytes.Buffer
-	require.NoError(t, (&sweep.Results{Server: server, Runs: []sweep.Result{a}}).Write(&one, "table"))
+	require.NoError(t, (&sweep.Results{Server: server, API: loadgen.Embeddings, Runs: []sweep.Result{a}}).Write(&one, "table"))
 	assert.Contains(t, one.String(), "Input token throughput (tok/s):")
 	assert.Contains(t, one.String(), "Total input tokens:                      2560")
 	assert.Contains(t, one.String(), "Median E2E (ms):")
@@ -44,17 +45,17 @@ func TestEmbeddingsResultsSayInputAndLatency(t *testing.T) {
 	assert.NotContains(t, one.String(), "Output token throughput")
 
 	var rows bytes.Buffer
-	require.NoError(t, (&sweep.Results{Server: server, Runs: []sweep.Result{a, b}}).Write(&rows, "table"))
+	require.NoError(t, (&sweep.Results{Server: server, API: loadgen.Embeddings, Runs: []sweep.Result{a, b}}).Write(&rows, "table"))
 	assert.Contains(t, rows.String(), "in tok/s")
 	assert.NotContains(t, rows.String(), "TTFT")
 
 	var page bytes.Buffer
-	require.NoError(t, (&sweep.Results{Server: server, Runs: []sweep.Result{a, b}}).Write(&page, "html"))
+	require.NoError(t, (&sweep.Results{Server: server, API: loadgen.Embeddings, Runs: []sweep.Result{a, b}}).Write(&page, "html"))
 	assert.Contains(t, page.String(), "input tok/s")
 	assert.NotContains(t, page.String(), "Time to first token")
 
 	var doc bytes.Buffer
-	require.NoError(t, (&sweep.Results{Schema: sweep.Schema, Server: server, Runs: []sweep.Result{a}}).Write(&doc, "json"))
+	require.NoError(t, (&sweep.Results{Schema: sweep.Schema, Server: server, API: loadgen.Embeddings, Runs: []sweep.Result{a}}).Write(&doc, "json"))
 	var back struct {
 		Runs []struct {
 			InputTokS float64 `json:"input_tok_s"`
@@ -79,7 +80,7 @@ func TestEmbeddingsEnergyHasNoPerToken(t *testing.T) {
 	a.Energy = &metrics.Energy{GPUs: 1, Samples: 3, Joules: 120, Seconds: 1, MeanWatts: 120, HourlyCost: 2}
 	b := a
 	b.Label = "again"
-	res := &sweep.Results{Server: sweep.Server{URL: "simulator", API: loadgen.Embeddings, Simulated: true}}
+	res := &sweep.Results{Server: capacity.Server{URL: "simulator", Simulated: true}, API: loadgen.Embeddings}
 	for _, runs := range [][]sweep.Result{{a}, {a, b}} {
 		res.Runs = runs
 		for _, f := range []string{"table", "html"} {

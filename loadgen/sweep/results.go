@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/seriesview"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
@@ -17,7 +18,10 @@ import (
 
 // Schema names the version of the results document. Readers refuse a
 // document of another major version.
-const Schema = "llmload.bench/v1"
+//
+// v1.1 moved the API from the server's object to the document's: a v1
+// document reads with its API where it was.
+const Schema = "llmload.bench/v1.1"
 
 // Results are a benchmark's runs against one server: a single load, a
 // sweep, or a search. It is one Go value, and as JSON (see
@@ -25,7 +29,11 @@ const Schema = "llmload.bench/v1"
 // that other tools read.
 type Results struct {
 	Schema string `json:"schema"`
-	Server Server `json:"server"`
+	// Server names what was measured. Its Limits are the ones the runs
+	// were checked against, if any.
+	Server capacity.Server `json:"server"`
+	// API is the API every request spoke.
+	API loadgen.API `json:"api"`
 	// Workload says what was sent: the dataset, the lengths or the trace.
 	Workload string `json:"workload"`
 	// ImageTokens is the prompt tokens the server counted for the images
@@ -49,19 +57,6 @@ type Results struct {
 	Search *Found `json:"search,omitempty"`
 	// Notes say what to keep in mind when reading the results.
 	Notes []string `json:"notes,omitempty"`
-}
-
-// Server describes what was measured.
-type Server struct {
-	URL   string      `json:"url"`
-	Model string      `json:"model,omitempty"`
-	API   loadgen.API `json:"api"`
-	// Simulated marks llmload's simulator, Speed its speed factor and
-	// Profile its profile: results are in wall-clock time, of a server
-	// Speed times faster than the profile's.
-	Simulated bool    `json:"simulated,omitempty"`
-	Speed     float64 `json:"speed,omitempty"`
-	Profile   string  `json:"profile,omitempty"`
 }
 
 // Write writes the results to w in format:
@@ -167,6 +162,16 @@ func ReadResults(rd io.Reader) (*Results, error) {
 				return nil, fmt.Errorf("sweep: read results: run %d (%q) counts failures of an unknown kind %q", i+1, run.Label, k)
 			}
 		}
+	}
+	// A v1 document kept the API in the server's object.
+	var v1 struct {
+		API    *loadgen.API `json:"api"`
+		Server struct {
+			API *loadgen.API `json:"api"`
+		} `json:"server"`
+	}
+	if json.Unmarshal(b, &v1) == nil && v1.API == nil && v1.Server.API != nil {
+		r.API = *v1.Server.API
 	}
 	// A run written before its summary held them kept the TTFT split and
 	// the latency from the scheduled arrival beside it.

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/loadgen/sweep"
@@ -154,7 +155,7 @@ func TestResultsDocument(t *testing.T) {
 	res, err := sw.Run(t.Context())
 	require.NoError(t, err)
 	runs := res.Runs
-	res.Server = sweep.Server{URL: "simulator", Simulated: true, Speed: 1, Profile: "fast"}
+	res.Server = capacity.Server{URL: "simulator", Simulated: true, Speed: 1, Profile: "fast"}
 	res.Workload = "synthetic prompts"
 	res.Search = &sweep.Found{Rate: rateOf(runs[2]), Low: 1, High: 2, Below: 2, Above: -1, Reason: "a test"}
 	res.Objective = &sweep.Objective{SLO: metrics.SLO{TTFT: time.Second}}

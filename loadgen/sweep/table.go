@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/errorkinds"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
@@ -52,7 +53,7 @@ func withModels(runs []Result) []Result {
 // writeTable writes the results for a terminal (see [Results.Write]).
 func (r *Results) writeTable(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "%s against %s\n", r.what(), r.Server.describe())
+	fmt.Fprintf(bw, "%s against %s\n", r.what(), describeServer(r.Server))
 	if r.Objective != nil {
 		fmt.Fprintf(bw, "Objective: %v\n", r.Objective)
 	}
@@ -95,7 +96,7 @@ func (r *Results) writeTable(w io.Writer) error {
 // pooled reports that the runs are of Embeddings or Rerank requests,
 // which have input tokens and latency, and no output.
 func (r *Results) pooled() bool {
-	return r.Server.API == loadgen.Embeddings || r.Server.API == loadgen.Rerank
+	return r.API == loadgen.Embeddings || r.API == loadgen.Rerank
 }
 
 // what names the benchmark: "Sweep of synthetic prompts, ...".
@@ -121,7 +122,8 @@ func (r *Results) what() string {
 	return p
 }
 
-func (s Server) describe() string {
+// describeServer names the server s for a report's first line.
+func describeServer(s capacity.Server) string {
 	if s.Simulated {
 		speed := s.Speed
 		if speed == 0 {
@@ -129,10 +131,17 @@ func (s Server) describe() string {
 		}
 		return fmt.Sprintf("llmload's simulated server (profile %q, %g× speed)", s.Profile, speed)
 	}
+	var about []string
 	if s.Model != "" {
-		return textsafe.Line(s.URL) + " (" + textsafe.Line(s.Model) + ")"
+		about = append(about, s.Model)
 	}
-	return textsafe.Line(s.URL)
+	if s.Engine != capacity.EngineUnknown {
+		about = append(about, strings.TrimSpace(string(s.Engine)+" "+s.Version))
+	}
+	if len(about) == 0 {
+		return textsafe.Line(s.URL)
+	}
+	return textsafe.Line(s.URL) + " (" + textsafe.Line(strings.Join(about, ", ")) + ")"
 }
 
 // ms formats a duration in milliseconds.
