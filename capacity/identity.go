@@ -1,5 +1,10 @@
 package capacity
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Server names the server a run measured, as matrix's and sweep's results
 // record it: where it was, what it served, which engine and version
 // answered, and what it could hold.
@@ -22,9 +27,34 @@ type Server struct {
 	Speed float64 `json:"speed,omitempty"`
 	// Profile names the simulator's profile (see loadgentest.ProfileByName).
 	Profile string `json:"profile,omitempty"`
-	// Limits are the capacity limits the run planned with; unknown ones
-	// are zero.
+	// Limits are what the server published, completed by what the run
+	// was told (a matrix plans its cells with them); unknown ones are
+	// zero.
 	Limits Limits `json:"limits"`
 	// Notes say what to keep in mind when reading the results.
 	Notes []string `json:"notes,omitempty"`
+}
+
+// String names the server for a report's first line: its URL, then its
+// model, engine and version where known ("http://gpu:8000/v1 (m, vllm
+// 0.10.1)"), or llmload's simulator with its profile and speed.
+func (s Server) String() string {
+	if s.Simulated {
+		speed := s.Speed
+		if speed == 0 {
+			speed = 1
+		}
+		return fmt.Sprintf("llmload's simulated server (profile %q, %g× speed)", s.Profile, speed)
+	}
+	var about []string
+	if s.Model != "" {
+		about = append(about, s.Model)
+	}
+	if s.Engine != EngineUnknown {
+		about = append(about, strings.TrimSpace(string(s.Engine)+" "+s.Version))
+	}
+	if len(about) == 0 {
+		return s.URL
+	}
+	return s.URL + " (" + strings.Join(about, ", ") + ")"
 }

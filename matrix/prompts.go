@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmload/llmload/internal/keyed"
 	"github.com/llmload/llmload/internal/nothttp"
 	"github.com/llmload/llmload/internal/sizing"
 	"github.com/llmload/llmload/loadgen"
@@ -166,7 +167,7 @@ func (p *promptSizer) count(ctx context.Context, text string) (int, error) {
 	if hc == nil {
 		hc = p.Client.HTTPClient
 	}
-	hc = withKey(hc, p.Client, p.Client.BaseURL)
+	hc = keyed.Client(hc, p.Client, p.Client.BaseURL)
 	req := map[string]any{"model": p.Model}
 	if p.API != loadgen.Completions { // messages, as chat, responses and messages send them
 		req["messages"] = []map[string]string{{"role": "user", "content": text}}

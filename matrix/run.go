@@ -18,6 +18,7 @@ import (
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/counts"
 	"github.com/llmload/llmload/internal/dcgm"
+	"github.com/llmload/llmload/internal/keyed"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/setting"
 	"github.com/llmload/llmload/internal/sleep"
@@ -228,7 +229,7 @@ func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Result
 		return r.Save(res)
 	}
 
-	hc := withKey(c.HTTPClient, c, spec.URL)
+	hc := keyed.Client(c.HTTPClient, c, spec.URL)
 
 	var gpus *dcgm.Meter
 	if len(r.GPUMetrics) > 0 {

@@ -53,9 +53,7 @@ import (
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/benchcmd"
 	"github.com/llmload/llmload/internal/cli"
-	"github.com/llmload/llmload/internal/live"
 	"github.com/llmload/llmload/internal/redact"
-	"github.com/llmload/llmload/internal/requestlog"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/sweep"
@@ -193,6 +191,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		res.Server = capacity.Server{URL: redact.URL(o.client.URL), Model: model}
+		benchcmd.Identify(ctx, client, o.client.URL, &res.Server)
 		if !sized {
 			// Synthetic text and traces are sized in the server's tokens.
 			if mix.Sizing, err = workload.Calibrate(ctx, client, api, model); err != nil {
@@ -235,40 +234,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fail(stderr, err)
 		return 2
 	}
-	var requests *requestlog.Writer
-	if o.requestsOut != "" {
-		if requests, err = requestlog.Create(o.requestsOut); err != nil {
-			fail(stderr, fmt.Errorf("-requests-out: %w", err))
-			return 2
-		}
+	log := io.Writer(stderr)
+	if o.quiet {
+		log = io.Discard
 	}
-	var lm *live.Metrics
-	if o.metricsListen != "" {
-		log := io.Writer(stderr)
-		if o.quiet {
-			log = io.Discard
-		}
-		if lm, err = live.Start(ctx, o.metricsListen, "", log); err != nil {
-			fail(stderr, fmt.Errorf("-metrics-listen: %w", err))
-			return 2
-		}
+	requests, lm, err := benchcmd.Outputs(ctx, o.requestsOut, o.metricsListen, log)
+	if err != nil {
+		fail(stderr, err)
+		return 2
 	}
-	onResult := func(r sweep.Result) {
-		if !o.quiet {
-			if pooled(api) {
-				fmt.Fprintf(stderr, "%-28s %6.2f req/s  %8.1f in tok/s  latency p50 %s ms  %d completed, %d failed\n",
-					r.Label, r.RequestRate, r.InputTokensPerSec, fmtMS(r.Summary.Latency.P50), r.Summary.Completed, r.Summary.Failed)
-			} else {
-				fmt.Fprintf(stderr, "%-28s %6.2f req/s  %8.1f out tok/s  TTFT p50 %s ms  TPOT p50 %s ms  %d completed, %d failed\n",
-					r.Label, r.RequestRate, r.OutputTokensPerSec, fmtMS(r.Summary.TTFT.P50), fmtMS(r.Summary.TPOT.P50), r.Summary.Completed, r.Summary.Failed)
-			}
-			if r.OverCapacity != "" {
-				fmt.Fprintf(stderr, "%-28s over capacity: %s\n", "", r.OverCapacity)
-			}
-		}
+	onResult := func(sweep.Result) {}
+	if !o.quiet {
+		onResult = benchcmd.Progress(stderr, api)
 	}
 	if !o.quiet {
-		fmt.Fprintf(stderr, "Benchmarking %s against %s\n", res.Workload, serverName(res.Server))
+		fmt.Fprintf(stderr, "Benchmarking %s against %s\n", res.Workload, textsafe.Line(res.Server.String()))
 	}
 	simBase := ""
 	if o.client.URL == "" {
@@ -282,18 +262,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if gpus != nil {
 		defer gpus.Close()
 	}
-	if len(mix.Builder.Images) > 0 {
-		if res.ImageTokens, err = benchcmd.ImageTokens(ctx, client, api, model, mix.Builder.Images, mix.Builder.Extra); err != nil {
-			fail(stderr, o.client.Redactor().Error(err))
-			return 1
-		}
-		sizes, _ := o.images.Sizes()
-		if note := benchcmd.ImageNote(res.ImageTokens, sizes); note != "" {
-			res.Notes = append(res.Notes, note)
-		}
-	}
-	if mix.Dataset != nil && mix.Dataset.Images > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d of the dataset's %d records carry images: the server counts them in each request's input tokens, not measured apart (an image's tokens depend on its size)", mix.Dataset.Images, mix.Dataset.Records))
+	sizes, _ := o.images.Sizes()
+	if err := benchcmd.CountImages(ctx, client, mix, sizes, res); err != nil {
+		fail(stderr, o.client.Redactor().Error(err))
+		return 1
 	}
 	runErr := o.bench.Run(ctx, client, mix, requests, lm, gpus, o.gpu.HourlyCost, res, onResult)
 	res.Finished = time.Now()
@@ -322,12 +294,3 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // pooled reports that api answers in one body: Embeddings and Rerank.
 func pooled(api loadgen.API) bool { return api == loadgen.Embeddings || api == loadgen.Rerank }
-
-func fmtMS(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
-
-func serverName(s capacity.Server) string {
-	if s.Simulated {
-		return fmt.Sprintf("llmload's simulated server (profile %q, %g× speed)", s.Profile, s.Speed)
-	}
-	return s.URL
-}

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/loadgen/sweep"
@@ -187,7 +188,8 @@ func TestSLOSearch(t *testing.T) {
 }
 
 // Against a server given by URL, prompts are sized by the server's own
-// counts.
+// counts, and the results name the engine that answered with what it
+// publishes of its limits.
 func TestURL(t *testing.T) {
 	srv := loadgentest.NewServer(loadgentest.FastProfile())
 	defer srv.Close()
@@ -198,6 +200,10 @@ func TestURL(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, srv.URL+"/v1", res.Server.URL)
 	assert.False(t, res.Server.Simulated)
+	assert.Equal(t, capacity.EngineVLLM, res.Server.Engine, "the simulator answers as vLLM does")
+	p := srv.Handler.Profile()
+	assert.Equal(t, p.MaxModelLen, res.Server.Limits.MaxModelLen)
+	assert.Positive(t, res.Server.Limits.KVTokens)
 	assert.Contains(t, res.Notes, "prompt sizes calibrated from the server's usage: 1 tokens a word, 5 a message, 3 a request")
 	assert.Equal(t, 5, res.Runs[0].Summary.Completed)
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/llmload/llmload/internal/picture"
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/loadgen/sweep"
+	"github.com/llmload/llmload/loadgen/workload"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -73,4 +75,25 @@ func ImageNote(tokens int, sizes []string) string {
 		return fmt.Sprintf("the server counted %d prompt tokens for %d pictures of at least %dx%d pixels, fewer than any vision model spends on them: the model likely did not see them (a text-only model's server may put a placeholder in their place, as Ollama does)", tokens, len(sizes), minVisionSide, minVisionSide)
 	}
 	return ""
+}
+
+// CountImages measures the prompt tokens of the images every request of
+// mix carries (-image, of sizes) into res.ImageTokens, with a note when
+// they look unseen, and notes a dataset's own images, which are counted
+// in each request's input tokens and not apart.
+func CountImages(ctx context.Context, client *loadgen.Client, mix *workload.Mix, sizes []string, res *sweep.Results) error {
+	b := &mix.Builder
+	if len(b.Images) > 0 {
+		var err error
+		if res.ImageTokens, err = ImageTokens(ctx, client, b.API, b.Model, b.Images, b.Extra); err != nil {
+			return err
+		}
+		if note := ImageNote(res.ImageTokens, sizes); note != "" {
+			res.Notes = append(res.Notes, note)
+		}
+	}
+	if mix.Dataset != nil && mix.Dataset.Images > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d of the dataset's %d records carry images: the server counts them in each request's input tokens, not measured apart (an image's tokens depend on its size)", mix.Dataset.Images, mix.Dataset.Records))
+	}
+	return nil
 }

@@ -24,7 +24,7 @@ var htmlTemplate = template.Must(template.New("report").Parse(reportHTML))
 
 // writeHTML writes the results as a page of its own (see [Results.Write]).
 func (r *Results) writeHTML(w io.Writer) error {
-	page := htmlPage{Title: r.what(), Server: describeServer(r.Server)}
+	page := htmlPage{Title: r.what(), Server: textsafe.Line(r.Server.String())}
 	for _, n := range r.Notes {
 		page.Notes = append(page.Notes, textsafe.Line(n))
 	}

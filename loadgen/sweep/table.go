@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/errorkinds"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
@@ -53,7 +52,7 @@ func withModels(runs []Result) []Result {
 // writeTable writes the results for a terminal (see [Results.Write]).
 func (r *Results) writeTable(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "%s against %s\n", r.what(), describeServer(r.Server))
+	fmt.Fprintf(bw, "%s against %s\n", r.what(), textsafe.Line(r.Server.String()))
 	if r.Objective != nil {
 		fmt.Fprintf(bw, "Objective: %v\n", r.Objective)
 	}
@@ -120,28 +119,6 @@ func (r *Results) what() string {
 		p += fmt.Sprintf(" (the images: %d prompt tokens a request, as the server counts them)", r.ImageTokens)
 	}
 	return p
-}
-
-// describeServer names the server s for a report's first line.
-func describeServer(s capacity.Server) string {
-	if s.Simulated {
-		speed := s.Speed
-		if speed == 0 {
-			speed = 1
-		}
-		return fmt.Sprintf("llmload's simulated server (profile %q, %g× speed)", s.Profile, speed)
-	}
-	var about []string
-	if s.Model != "" {
-		about = append(about, s.Model)
-	}
-	if s.Engine != capacity.EngineUnknown {
-		about = append(about, strings.TrimSpace(string(s.Engine)+" "+s.Version))
-	}
-	if len(about) == 0 {
-		return textsafe.Line(s.URL)
-	}
-	return textsafe.Line(s.URL) + " (" + textsafe.Line(strings.Join(about, ", ")) + ")"
 }
 
 // ms formats a duration in milliseconds.
