@@ -18,4 +18,7 @@
 // queued, fits at risk, or is over capacity, and why; [Limits.MaxConcurrency]
 // says how many requests of one size run at once. [Limits.Grid] checks a
 // whole grid.
+//
+// A [Server] names the server a run measured — its address, model,
+// engine, version and limits — as matrix's and sweep's results record it.
 package capacity
