@@ -575,8 +575,8 @@ func (rp *report) newHeader() reportHeader {
 		h.Model = "unknown model"
 	}
 	var srv []string
-	if e := cleanText(string(r.Server.Engine)); e != "" {
-		srv = append(srv, e)
+	if e := cleanText(strings.TrimSpace(string(r.Server.Engine) + " " + r.Server.Version)); e != "" {
+		srv = append(srv, e) // "vllm 0.10.1", as a comparison names it
 	}
 	url := cleanText(redact.URL(r.Server.URL))
 	if url == "" {

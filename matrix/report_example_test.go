@@ -19,7 +19,7 @@ func tinyResults() *matrix.Results {
 			Contexts: []int{0, 16 * 1024}, Concurrency: []int{1, 4}, Prefill: []int{8 * 1024},
 			Duration: matrix.Duration(30 * time.Second), MaxTokens: 8192,
 		},
-		Server: capacity.Server{Model: "Qwen3.5-4B-AWQ-4bit", Engine: "vllm"},
+		Server: capacity.Server{Model: "Qwen3.5-4B-AWQ-4bit", Engine: "vllm", Version: "0.10.1"},
 		Prefill: []matrix.Prefill{
 			{ContextTokens: 8 * 1024, PromptTokens: 8192, TTFT: 3477, PromptTokensPerSec: 2356},
 		},
@@ -47,7 +47,7 @@ func ExampleFormat_Write() {
 		panic(err)
 	}
 	// Output:
-	// Speed test matrix — Qwen3.5-4B-AWQ-4bit on vllm
+	// Speed test matrix — Qwen3.5-4B-AWQ-4bit on vllm 0.10.1
 	// 2 contexts (0–16K) × 2 concurrency levels (1–4) · prefill at 8K
 	// 30 s per cell · max output 8,192 tokens
 	//
@@ -98,8 +98,8 @@ func ExampleCompareRuns_oneRunEach() {
 	// 16K × 1: Requests queued → Valid
 	//
 	// Speed test matrix comparison — next ÷ base
-	// Base: Qwen3.5-4B-AWQ-4bit on vllm
-	// Next: Qwen3.5-4B-AWQ-4bit on vllm
+	// Base: Qwen3.5-4B-AWQ-4bit on vllm 0.10.1
+	// Next: Qwen3.5-4B-AWQ-4bit on vllm 0.10.1
 	// Ratios are next ÷ base. ▲ better, ▼ worse: by more than 5% and beyond both runs' intervals (the spread of their requests); ~ more than 5% apart but within that noise; unmarked: within 5%. For TTFT and time between tokens, lower is better.
 	//
 	// Prefill · prompt tok/s
