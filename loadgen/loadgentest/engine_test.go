@@ -215,9 +215,15 @@ func TestPrefixCacheHit(t *testing.T) {
 	m := metrics(t, srv)
 	assert.Equal(t, 4096.0, m["vllm:prefix_cache_queries_total"])
 	assert.Equal(t, 0.0, m["vllm:prefix_cache_hits_total"])
-	// The cold time is the simulator's sleep: a starved process oversleeps
-	// it. Judged on another new prompt then, at most twice more.
-	for i := 0; i < 2 && late > 20*time.Millisecond && math.Abs(cold.Seconds()-want) > want*0.1; i++ {
+	// The cold time is the simulator's sleep, over several engine steps: a
+	// starved process oversleeps each, by more in all than its worst single
+	// wake-up (18.6 ms over a 156 ms prefill, its worst wake-up under 20 ms,
+	// beside a busy loop and another test run). Judged on another new
+	// prompt then, at most twice more; a quiet process wakes within 2 ms.
+	const starved = 2 * time.Millisecond
+	retried := 0
+	for i := 0; i < 2 && late > starved && math.Abs(cold.Seconds()-want) > want*0.1; i++ {
+		retried++
 		t.Logf("the process was starved (a wake-up %v late) during the cold request (%v); measuring a new prompt", late, cold)
 		stop = probeStarvation()
 		cold, _ = ttft(simtokens.Prompt(4096, fmt.Sprint(t.Name(), i)))
@@ -229,9 +235,9 @@ func TestPrefixCacheHit(t *testing.T) {
 	late = stop()
 	assert.Equal(t, 4080, tr.CachedTokens, "every full block but the last token's")
 	m = metrics(t, srv)
-	assert.Equal(t, 8192.0, m["vllm:prefix_cache_queries_total"])
+	assert.Equal(t, float64(4096*(2+retried)), m["vllm:prefix_cache_queries_total"], "every prompt's tokens, the new prompts' too")
 	assert.Equal(t, 4080.0, m["vllm:prefix_cache_hits_total"])
-	if late > 20*time.Millisecond && warm >= cold/10 {
+	if late > starved && warm >= cold/10 {
 		t.Logf("the process was starved (a wake-up %v late) during the cached request; measuring again", late)
 		warm, _ = ttft(prompt)
 	}
