@@ -391,18 +391,25 @@ func (e *engine) apply(now time.Time) {
 		if r.computed < r.promptLen+r.generated {
 			continue
 		}
+		// A lagging engine's steps run behind real time, so a step can end
+		// before a request it admitted arrived: its tokens are not stamped
+		// before its admission.
+		at := now
+		if adm := monoTime(r.admittedAt.Load()); at.Before(adm) {
+			at = adm
+		}
 		switch {
 		case r.generated == 0:
 			e.promptTokens.Add(int64(r.promptLen))
-			e.ttft.observe(now.Sub(r.arrived).Seconds(), 1)
-			r.firstAt.Store(monoNanos(now))
+			e.ttft.observe(at.Sub(r.arrived).Seconds(), 1)
+			r.firstAt.Store(monoNanos(at))
 		case r.lastToken.Equal(e.lastStep):
 			steady++ // its gap is the step's: observed once for all below
 		default:
 			e.itl.observe(now.Sub(r.lastToken).Seconds(), 1)
 		}
 		r.lastToken = now
-		r.lastAt.Store(monoNanos(now))
+		r.lastAt.Store(monoNanos(at))
 		r.generated++
 		r.sampled = true
 		generated++
@@ -410,7 +417,7 @@ func (e *engine) apply(now time.Time) {
 			e.cache.release(r.blocks)
 			r.blocks = r.blocks[:0]
 			r.where = inNowhere
-			e.e2e.observe(now.Sub(r.arrived).Seconds(), 1)
+			e.e2e.observe(at.Sub(r.arrived).Seconds(), 1)
 			finished++
 		}
 	}

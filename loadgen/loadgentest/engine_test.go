@@ -504,3 +504,24 @@ func prefillTime(t *testing.T, n int) (got, want float64, late time.Duration) {
 	t.Logf("prefill of %d tokens: %.1f ms, profile %.1f ms (%+.2f%%), latest step %v late", n, got*1000, want*1000, 100*(got/want-1), late)
 	return got, want, late
 }
+
+// A lagging engine runs its steps on a schedule behind real time: a step
+// that started before a request arrived can end, on that schedule, before
+// it too. The request's own timings still start at its admission: no
+// token before it, no negative time to first token (CI saw −2.1 ms).
+func TestLaggingStepStampsNoTokenBeforeAdmission(t *testing.T) {
+	p := tiny().withDefaults()
+	e := newEngine(p)
+	r := testRequest(p, 16, "late", 2)
+	r.arrived = time.Now()
+	e.submit(r)
+	e.drain()
+	e.schedule()
+	stepStart := r.arrived.Add(-5 * time.Millisecond) // the schedule, 5 ms behind
+	e.stamp(stepStart)
+	require.Equal(t, monoNanos(r.arrived), r.admittedAt.Load(), "admitted when it arrived, not at the step's start")
+	e.apply(stepStart.Add(3 * time.Millisecond)) // the step ends 2 ms before it arrived
+	require.Equal(t, int64(1), int64(r.generated))
+	assert.Equal(t, r.admittedAt.Load(), r.firstAt.Load(), "the first token at its admission, not before")
+	assert.GreaterOrEqual(t, r.lastAt.Load(), r.firstAt.Load())
+}
