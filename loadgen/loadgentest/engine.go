@@ -107,6 +107,7 @@ type engine struct {
 	histMu                    sync.Mutex // guards the histograms
 	ttft, itl, e2e, queueTime histogram
 	lastStep                  time.Time // when the last step ended
+	stepStart                 time.Time // when the step being run began, on the engine's schedule
 
 	power *powerMeter // nil without a power model
 }
@@ -392,11 +393,11 @@ func (e *engine) apply(now time.Time) {
 			continue
 		}
 		// A lagging engine's steps run behind real time, so a step can end
-		// before a request it admitted arrived: its tokens are not stamped
-		// before its admission.
+		// before a request it admitted arrived: its tokens then take the
+		// step's time from its admission, not a time before it.
 		at := now
 		if adm := monoTime(r.admittedAt.Load()); at.Before(adm) {
-			at = adm
+			at = adm.Add(now.Sub(e.stepStart))
 		}
 		switch {
 		case r.generated == 0:

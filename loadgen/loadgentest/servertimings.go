@@ -81,6 +81,7 @@ func (s *sseWriter) appendMetrics() {
 // the engine's clock (the one its tokens are stamped with), or their
 // arrival if that was later.
 func (e *engine) stamp(start time.Time) {
+	e.stepStart = start
 	for _, r := range e.admitted {
 		at := start
 		if at.Before(r.arrived) {
