@@ -38,8 +38,8 @@ type request struct {
 	cached atomic.Int64 // prompt tokens found in the prefix cache at the last admission
 	wake   chan struct{}
 	// When the engine first admitted it, and produced its first and its
-	// latest token, in nanoseconds since epoch (clock.go): its own timings, which it
-	// reports when asked (see servertimings.go).
+	// latest token, in nanoseconds since epoch (clock.go): its own
+	// timings, which it reports when asked (see servertimings.go).
 	admittedAt, firstAt, lastAt atomic.Int64
 
 	// Engine-owned.
@@ -382,6 +382,7 @@ func (e *engine) preempt(r *request) {
 // that has seen a token finds it in /metrics.
 func (e *engine) apply(now time.Time) {
 	var generated, finished, steady int64
+	nowNs := monoNanos(now) // once a step: compared with each request's admission
 	e.histMu.Lock()
 	for _, r := range e.running {
 		if r.scheduled == 0 {
@@ -396,8 +397,8 @@ func (e *engine) apply(now time.Time) {
 		// before a request it admitted arrived: its tokens then take the
 		// step's time from its admission, not a time before it.
 		at := now
-		if adm := monoTime(r.admittedAt.Load()); at.Before(adm) {
-			at = adm.Add(now.Sub(e.stepStart))
+		if adm := r.admittedAt.Load(); nowNs < adm {
+			at = monoTime(adm).Add(now.Sub(e.stepStart))
 		}
 		switch {
 		case r.generated == 0:
