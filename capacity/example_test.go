@@ -223,3 +223,18 @@ func ExampleLimits_MaxConcurrency() {
 	// Output:
 	// 7 at once (6–7), bound by kv_tokens
 }
+
+// A report names a server by its URL, model, engine and version.
+func ExampleServer_String() {
+	s := capacity.Server{URL: "http://gpu:8000/v1", Model: "Qwen/Qwen3-8B", Engine: capacity.EngineVLLM, Version: "0.10.1"}
+	fmt.Println(s)
+	fmt.Printf("%q\n", s.EngineVersion())
+	s.Version = ""
+	fmt.Printf("%q\n", s.EngineVersion())
+	fmt.Printf("%q\n", capacity.Server{URL: "http://gpu:8000/v1"}.EngineVersion())
+	// Output:
+	// http://gpu:8000/v1 (Qwen/Qwen3-8B, vllm 0.10.1)
+	// "vllm 0.10.1"
+	// "vllm"
+	// ""
+}

@@ -35,6 +35,16 @@ type Server struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
+// EngineVersion names the server's engine and version as every report
+// does ("vllm 0.10.1"): the engine alone when its version is not known,
+// and "" when neither is.
+func (s Server) EngineVersion() string { return engineVersion(s.Engine, s.Version) }
+
+// engineVersion is [Server.EngineVersion] of any engine and version.
+func engineVersion(e Engine, version string) string {
+	return strings.TrimSpace(string(e) + " " + strings.TrimSpace(version))
+}
+
 // String names the server for a report's first line: its URL, then its
 // model, engine and version where known ("http://gpu:8000/v1 (m, vllm
 // 0.10.1)"), or llmload's simulator with its profile and speed.
@@ -51,7 +61,7 @@ func (s Server) String() string {
 		about = append(about, s.Model)
 	}
 	if s.Engine != EngineUnknown {
-		about = append(about, strings.TrimSpace(string(s.Engine)+" "+s.Version))
+		about = append(about, s.EngineVersion())
 	}
 	if len(about) == 0 {
 		return s.URL

@@ -55,11 +55,7 @@ func (e *Estimate) WriteText(w io.Writer) error {
 // writeBudget writes the memory of one GPU, term by term.
 func (e *Estimate) writeBudget(p *textWriter) {
 	b := e.Budget
-	engine := string(e.Engine)
-	if e.Version != "" {
-		engine += " " + e.Version
-	}
-	p.f("\nMemory of one GPU (%s)\n", engine)
+	p.f("\nMemory of one GPU (%s)\n", engineVersion(e.Engine, e.Version))
 	gib := func(n int64) float64 { return float64(n) / gibibyte }
 	line := func(label string, t Term) {
 		rng := ""
@@ -194,12 +190,9 @@ func (p *textWriter) f(format string, args ...any) {
 // from, vLLM's block figures, and the notes.
 func (d *Discovery) WriteText(w io.Writer) error {
 	p := &textWriter{w: w}
-	engine := string(d.Engine)
-	switch {
-	case d.Engine == EngineUnknown:
+	engine := engineVersion(d.Engine, d.Version)
+	if d.Engine == EngineUnknown {
 		engine = "unknown engine (it publishes none of the limits llmload reads)"
-	case d.Version != "":
-		engine += " " + d.Version
 	}
 	p.f("Server     %s\n", engine)
 	if d.Model != "" {

@@ -56,7 +56,7 @@ func (i RunInfo) describe() string {
 		model = "unknown model"
 	}
 	var srv []string
-	if e := cleanText(strings.TrimSpace(string(i.Server.Engine) + " " + i.Server.Version)); e != "" {
+	if e := cleanText(i.Server.EngineVersion()); e != "" {
 		srv = append(srv, e)
 	}
 	if u := cleanText(i.Server.URL); u != "" {

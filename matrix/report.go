@@ -575,7 +575,7 @@ func (rp *report) newHeader() reportHeader {
 		h.Model = "unknown model"
 	}
 	var srv []string
-	if e := cleanText(strings.TrimSpace(string(r.Server.Engine) + " " + r.Server.Version)); e != "" {
+	if e := cleanText(r.Server.EngineVersion()); e != "" {
 		srv = append(srv, e) // "vllm 0.10.1", as a comparison names it
 	}
 	url := cleanText(redact.URL(r.Server.URL))

@@ -191,7 +191,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		res.Server = capacity.Server{URL: redact.URL(o.client.URL), Model: model}
-		benchcmd.Identify(ctx, client, o.client.URL, &res.Server)
+		if err := benchcmd.Identify(ctx, client, o.client.URL, &res.Server); err != nil {
+			fmt.Fprintf(stderr, "bench: %v\n", o.client.Redactor().Error(err))
+		}
 		if !sized {
 			// Synthetic text and traces are sized in the server's tokens.
 			if mix.Sizing, err = workload.Calibrate(ctx, client, api, model); err != nil {

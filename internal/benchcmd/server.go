@@ -2,8 +2,10 @@ package benchcmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/llmload/llmload/capacity"
@@ -19,16 +21,28 @@ const identifyTimeout = 5 * time.Second
 
 // Identify asks the server at url which engine and version it runs and
 // what it publishes of its limits, with the client's key and headers,
-// and records the answer in s. A server that does not say is left
-// unknown: the benchmark does not depend on it.
-func Identify(ctx context.Context, client *loadgen.Client, url string, s *capacity.Server) {
+// and records the answer, and the notes on it, in s. A server that does
+// not say is left unknown, and Identify returns why: the benchmark does
+// not depend on it, so the caller tells the user and goes on.
+func Identify(ctx context.Context, client *loadgen.Client, url string, s *capacity.Server) error {
 	ctx, cancel := context.WithTimeout(ctx, identifyTimeout)
 	defer cancel()
 	d, err := capacity.DiscoverModel(ctx, keyed.Client(client.HTTPClient, client, url), url, s.Model)
-	if d == nil || (err != nil && d.Engine == capacity.EngineUnknown) {
-		return
+	if d != nil {
+		for _, n := range d.Notes {
+			if !slices.Contains(s.Notes, n) {
+				s.Notes = append(s.Notes, n)
+			}
+		}
+	}
+	if d == nil || d.Engine == capacity.EngineUnknown {
+		if err == nil {
+			err = errors.New("it publishes none of what llmload reads")
+		}
+		return fmt.Errorf("the server's engine is unknown: %w", err)
 	}
 	s.Engine, s.Version, s.Limits = d.Engine, d.Version, d.Limits
+	return nil
 }
 
 // Progress returns what prints a line on w as each run ends: its rate,
