@@ -3,6 +3,8 @@ package sweep_test
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,4 +105,44 @@ func TestEmbeddingsEnergyHasNoPerToken(t *testing.T) {
 	require.NoError(t, res.Write(&rows, "table"))
 	assert.Contains(t, rows.String(), "GPU J")
 	assert.NotContains(t, rows.String(), "tok/J", "no output token to divide by")
+}
+
+// A table of runs of which some measured energy, and some its cost, gives
+// every run a cell in every column, "—" where it has no figure.
+func TestTableCellsWithSomeEnergy(t *testing.T) {
+	withCost := sweep.Result{Label: "costed", Requests: 10, OutputTokensPerSec: 500}
+	withCost.Energy = &metrics.Energy{GPUs: 1, Samples: 3, Joules: 100, Seconds: 1, MeanWatts: 100, OutputTokens: 500,
+		TokensPerJoule: 5, JoulesPerToken: 0.2, HourlyCost: 2, DollarsPerMillionTokens: 1.11}
+	noCost := withCost
+	noCost.Label = "uncosted"
+	noCost.Energy = &metrics.Energy{GPUs: 1, Samples: 3, Joules: 100, Seconds: 1, MeanWatts: 100, OutputTokens: 500, TokensPerJoule: 5, JoulesPerToken: 0.2}
+	none := withCost
+	none.Label = "unmeasured"
+	none.Energy = nil
+	res := &sweep.Results{Server: capacity.Server{URL: "simulator", Simulated: true}, API: loadgen.Chat,
+		Runs: []sweep.Result{withCost, noCost, none}}
+	var out bytes.Buffer
+	require.NoError(t, res.Write(&out, "table"))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var head []string
+	cells := map[string][]string{}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		switch {
+		case len(f) > 0 && f[0] == "run":
+			head = regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(l), -1) // a head's cells may hold one space
+		case len(f) > 0 && head != nil && cells[f[0]] == nil:
+			cells[f[0]] = f
+		}
+	}
+	require.NotNil(t, head, out.String())
+	assert.Equal(t, "$/M tok", head[len(head)-1], "the last column: %q", head)
+	for _, label := range []string{"costed", "uncosted", "unmeasured"} {
+		row := cells[label]
+		require.NotNil(t, row, "%s: %s", label, out.String())
+		assert.Len(t, row, len(head), "%s: a cell in every column: %q against %q", label, row, head)
+	}
+	assert.Equal(t, "1.11", cells["costed"][len(cells["costed"])-1])
+	assert.Equal(t, "—", cells["uncosted"][len(cells["uncosted"])-1])
+	assert.Equal(t, []string{"—", "—", "—", "—", "—"}, cells["unmeasured"][len(cells["unmeasured"])-5:])
 }

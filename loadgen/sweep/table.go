@@ -66,10 +66,8 @@ func (r *Results) writeTable(w io.Writer) error {
 			fmt.Fprintf(bw, "\nModel %s: %s\n", textsafe.Line(name), run.share(m))
 			writeBlock(bw, &m, r.Objective != nil, pooled)
 		}
-	case pooled:
-		writePooledRows(bw, withModels(r.Runs), r.Objective != nil)
 	default:
-		writeRows(bw, withModels(r.Runs), r.Objective != nil)
+		writeRows(bw, withModels(r.Runs), r.Objective != nil, pooled)
 	}
 	for i := range r.Runs {
 		if why := r.Runs[i].ClientLimited; why != "" {
@@ -262,68 +260,67 @@ func (r *Result) name() string {
 	return label
 }
 
-// writeRows writes one row a run.
-func writeRows(w io.Writer, runs []Result, objective bool) {
+// writeRows writes one row a run: its requests and rates, its latencies
+// (with pooled, for api Embeddings and Rerank, input tokens a second and
+// the latency alone: there is no token stream to time), the objective's
+// verdict where there is one, and the GPUs' energy where it was measured
+// (per output token, and its cost, where there are output tokens).
+func writeRows(w io.Writer, runs []Result, objective, pooled bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "run\trequests\tfailed\treq/s\tout tok/s\tTTFT ms mean\tp50\tp99\tTPOT ms mean\tp50\tp99\tITL ms mean\tp50\tp99\tE2E ms mean\tp50\tp99\t"
+	head := "run\trequests\tfailed\treq/s\t"
+	if pooled {
+		head += "in tok/s\tE2E ms mean\tp50\tp90\tp99\t"
+	} else {
+		head += "out tok/s\tTTFT ms mean\tp50\tp99\tTPOT ms mean\tp50\tp99\tITL ms mean\tp50\tp99\tE2E ms mean\tp50\tp99\t"
+	}
 	if objective {
 		head += "goodput\tmet\t"
 	}
 	energy := slices.ContainsFunc(runs, func(r Result) bool { return r.Energy != nil })
-	if energy {
-		head += "GPU J\tW\ttok/J\tJ/tok\t"
-		if slices.ContainsFunc(runs, func(r Result) bool { return r.Energy != nil && r.Energy.HourlyCost > 0 }) {
-			head += "$/M tok\t"
-		}
-	}
-	fmt.Fprintln(tw, head)
-	for _, r := range runs {
-		s := &r.Summary
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.1f\t", r.name(), r.Requests, s.Failed, r.RequestRate, r.OutputTokensPerSec)
-		for _, d := range []metrics.Distribution{s.TTFT, s.TPOT, s.ITL, s.Latency} {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t", ms(d.Mean), ms(d.P50), ms(d.P99))
-		}
-		if objective {
-			fmt.Fprintf(tw, "%.2f\t%s %.0f%%\t", s.Goodput, yesNo(r.Met), r.GoodShare*100)
-		}
-		if e := r.Energy; e != nil {
-			fmt.Fprintf(tw, "%.1f\t%.1f\t%s\t%s\t", e.Joules, e.MeanWatts, perToken(e.TokensPerJoule), perToken(e.JoulesPerToken))
-			if e.HourlyCost > 0 {
-				fmt.Fprintf(tw, "%s\t", perToken(e.DollarsPerMillionTokens))
-			}
-		} else if energy {
-			fmt.Fprint(tw, "—\t—\t—\t—\t")
-		}
-		fmt.Fprintln(tw)
-	}
-	_ = tw.Flush()
-}
-
-// writePooledRows writes one row an Embeddings or Rerank run: requests
-// and input tokens a second, and latency.
-func writePooledRows(w io.Writer, runs []Result, objective bool) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "run\trequests\tfailed\treq/s\tin tok/s\tE2E ms mean\tp50\tp90\tp99\t"
-	if objective {
-		head += "goodput\tmet\t"
-	}
-	// The GPUs' energy and power; no output token to divide them by.
-	energy := slices.ContainsFunc(runs, func(r Result) bool { return r.Energy != nil })
+	cost := !pooled && slices.ContainsFunc(runs, func(r Result) bool { return r.Energy != nil && r.Energy.HourlyCost > 0 })
+	energyCols := 0
 	if energy {
 		head += "GPU J\tW\t"
+		energyCols = 2
+		if !pooled {
+			head += "tok/J\tJ/tok\t"
+			energyCols += 2
+		}
+		if cost {
+			head += "$/M tok\t"
+			energyCols++
+		}
 	}
 	fmt.Fprintln(tw, head)
 	for _, r := range runs {
 		s := &r.Summary
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.1f\t%s\t%s\t%s\t%s\t", r.name(), r.Requests, s.Failed, r.RequestRate, r.InputTokensPerSec,
-			ms(s.Latency.Mean), ms(s.Latency.P50), ms(s.Latency.P90), ms(s.Latency.P99))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t", r.name(), r.Requests, s.Failed, r.RequestRate)
+		if pooled {
+			fmt.Fprintf(tw, "%.1f\t%s\t%s\t%s\t%s\t", r.InputTokensPerSec, ms(s.Latency.Mean), ms(s.Latency.P50), ms(s.Latency.P90), ms(s.Latency.P99))
+		} else {
+			fmt.Fprintf(tw, "%.1f\t", r.OutputTokensPerSec)
+			for _, d := range []metrics.Distribution{s.TTFT, s.TPOT, s.ITL, s.Latency} {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t", ms(d.Mean), ms(d.P50), ms(d.P99))
+			}
+		}
 		if objective {
 			fmt.Fprintf(tw, "%.2f\t%s %.0f%%\t", s.Goodput, yesNo(r.Met), r.GoodShare*100)
 		}
-		if e := r.Energy; e != nil {
+		switch e := r.Energy; {
+		case e != nil:
 			fmt.Fprintf(tw, "%.1f\t%.1f\t", e.Joules, e.MeanWatts)
-		} else if energy {
-			fmt.Fprint(tw, "—\t—\t")
+			if !pooled {
+				fmt.Fprintf(tw, "%s\t%s\t", perToken(e.TokensPerJoule), perToken(e.JoulesPerToken))
+			}
+			if cost {
+				perMillion := 0.0
+				if e.HourlyCost > 0 {
+					perMillion = e.DollarsPerMillionTokens
+				}
+				fmt.Fprintf(tw, "%s\t", perToken(perMillion))
+			}
+		case energy:
+			fmt.Fprint(tw, strings.Repeat("—\t", energyCols))
 		}
 		fmt.Fprintln(tw)
 	}
