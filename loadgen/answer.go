@@ -42,7 +42,7 @@ func (rs *requestState) readAnswer(ctx context.Context, c *Client, resp *http.Re
 		n, err := resp.Body.Read(buf[len(buf):min(cap(buf), limit+1)])
 		if n > 0 {
 			buf = buf[:len(buf)+n]
-			rs.end = arrivalTime(arrivals, time.Now())
+			rs.answerEnd = arrivalTime(arrivals, time.Now())
 			if len(buf) > limit {
 				return &Error{Kind: metrics.KindOversize, Err: fmt.Errorf("%w (%d bytes)", errAnswerTooLarge, limit)}
 			}

@@ -356,6 +356,20 @@ var errStopped = errors.New("loadgen: the reader stopped")
 // A Client or Request that cannot work is refused before anything is sent:
 // the error is its [*ConfigError], of kind KindOther.
 func (c *Client) stream(ctx context.Context, req *Request, tl *metrics.Timeline, id *string, obs Observer, ownEmit bool, emit func(*Chunk) bool) error {
+	rs, body, err := c.begin(req, tl)
+	if err != nil {
+		return err
+	}
+	rs.obs, rs.emit, rs.ownEmit, rs.id = obs, emit, ownEmit, id
+	return rs.end(rs.run(ctx, c, req, body))
+}
+
+// begin starts the request's timeline and returns its state and body, or
+// why c or req cannot work. It and end are apart from stream for the
+// reason given at [requestState.send].
+//
+//go:noinline
+func (c *Client) begin(req *Request, tl *metrics.Timeline) (*requestState, []byte, error) {
 	now := time.Now()
 	if tl.Start.IsZero() {
 		tl.Start = now
@@ -367,13 +381,20 @@ func (c *Client) stream(ctx context.Context, req *Request, tl *metrics.Timeline,
 	if err != nil {
 		tl.End = now
 		tl.Kind, tl.Err = metrics.KindOther, err
-		return err
+		return nil, nil, err
 	}
-	rs := requestState{tl: tl, obs: obs, emit: emit, ownEmit: ownEmit, id: id}
-	err = rs.run(ctx, c, req, body)
+	return &requestState{tl: tl}, body, nil
+}
+
+// end closes the request's timeline and returns its error, err as an
+// [*Error], if any.
+//
+//go:noinline
+func (rs *requestState) end(err error) error {
+	tl := rs.tl
 	tl.End = time.Now()
-	if !rs.end.IsZero() {
-		tl.End = rs.end // a whole answer's arrival, read from the socket
+	if !rs.answerEnd.IsZero() {
+		tl.End = rs.answerEnd // a whole answer's arrival, read from the socket
 	}
 	rs.finish()
 	if err != nil {
@@ -417,26 +438,53 @@ type requestState struct {
 	count     tokenCount
 	kinds     reasoningSplit
 	lastTime  time.Time
-	end       time.Time // when a whole answer (Embeddings, Rerank) came
+	answerEnd time.Time // when a whole answer (Embeddings, Rerank) came
 	done      bool
 	streamErr error
 }
 
 func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body []byte) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	wd := rs.prepare(c, req, cancel)
+	defer wd.stop()
+
+	resp, err := rs.send(ctx, c, req, body, wd)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	label, err := rs.answered(ctx, cancel, c, req, resp, wd)
+	if err != nil || req.API.pooled() {
+		return err
+	}
+	return rs.read(ctx, cancel, c, resp, label, req, wd)
+}
+
+// prepare sets the request's rules from c and req, and returns its
+// watchdog, started, which ends the request through cancel.
+//
+//go:noinline
+func (rs *requestState) prepare(c *Client, req *Request, cancel context.CancelCauseFunc) *watchdog {
 	rs.rule = c.StallRule
 	rs.count.limit = tokenLimit(req.MaxTokens)
 	rs.count.maxTokens = req.MaxTokens
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-
-	wd := newWatchdog(cancel, [numPhases]time.Duration{
+	return newWatchdog(cancel, [numPhases]time.Duration{
 		phaseConnect: pick(c.ConnectTimeout, defaultConnectTimeout),
 		phaseHeaders: pick(c.HeaderTimeout, defaultHeaderTimeout),
 		phaseFirst:   pick(c.FirstTokenTimeout, defaultFirstTokenTimeout),
 		phaseStream:  pick(c.StallTimeout, defaultStallTimeout),
 	})
-	defer wd.stop()
+}
 
+// send writes the request and returns the response, its headers read. It
+// and answered are apart from run so that their locals are off the stack
+// while the body is read: the request's goroutine then waits with a stack
+// small enough for the collector to halve it (a goroutine a stream, so its
+// stack is most of a stream's memory).
+//
+//go:noinline
+func (rs *requestState) send(ctx context.Context, c *Client, req *Request, body []byte, wd *watchdog) (*http.Response, error) {
 	trace := &httptrace.ClientTrace{
 		WroteHeaders: func() {
 			rs.wroteHeaders.CompareAndSwap(0, time.Since(epoch).Nanoseconds())
@@ -454,7 +502,7 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 		if errors.As(err, &ue) {
 			ue.URL = redact.URL(ue.URL) // url.Parse quotes the whole URL, password included
 		}
-		return &Error{Kind: metrics.KindOther, Err: err}
+		return nil, &Error{Kind: metrics.KindOther, Err: err}
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	if req.API.pooled() {
@@ -485,11 +533,19 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 			rs.tl.Sent = rs.at(ns)
 		}
 		if e := asNotHTTP("POST "+c.urlOf(req), err); e != nil && context.Cause(ctx) == nil {
-			return e
+			return nil, e
 		}
-		return rs.classify(ctx, err, true)
+		return nil, rs.classify(ctx, err, true)
 	}
-	defer resp.Body.Close()
+	return resp, nil
+}
+
+// answered records what the response's headers say and returns how its
+// body is labelled, or the error its status or headers make of it. For api
+// Embeddings and Rerank it reads the whole answer too.
+//
+//go:noinline
+func (rs *requestState) answered(ctx context.Context, cancel context.CancelCauseFunc, c *Client, req *Request, resp *http.Response, wd *watchdog) (streamLabel, error) {
 	arrivals, _ := resp.Body.(arrivalBody)
 	rs.tl.Headers = arrivalTime(arrivals, time.Now())
 	rs.tl.Sent = rs.sentBefore(rs.tl.Headers)
@@ -505,21 +561,21 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		se := readStatusError(resp)
 		se.URL = "POST " + c.urlOf(req)
-		return &Error{Kind: se.kind(), Err: se}
+		return 0, &Error{Kind: se.kind(), Err: se}
 	}
 	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
 		// net/http's transport decodes gzip itself when it asked for it;
 		// anything still encoded here would be read as garbage.
-		return &Error{Kind: metrics.KindContentEncoding, Err: fmt.Errorf("%w: %q; the request did not ask for it", errContentEncoding, enc)}
+		return 0, &Error{Kind: metrics.KindContentEncoding, Err: fmt.Errorf("%w: %q; the request did not ask for it", errContentEncoding, enc)}
 	}
 	if req.API.pooled() {
-		return rs.readAnswer(ctx, c, resp, req)
+		return 0, rs.readAnswer(ctx, c, resp, req)
 	}
 	label := labelOf(resp.Header.Get("Content-Type"))
 	if label == labelNotSSE {
-		return &Error{Kind: metrics.KindNotEventStream, Err: notEventStream("POST "+c.urlOf(req), resp, nil, cancel)}
+		return 0, &Error{Kind: metrics.KindNotEventStream, Err: notEventStream("POST "+c.urlOf(req), resp, nil, cancel)}
 	}
-	return rs.read(ctx, cancel, c, resp, label, req, wd)
+	return label, nil
 }
 
 // An arrivalBody is a response body that knows when the bytes of its last

@@ -667,7 +667,11 @@ func (r *runner) worker(w int) error {
 		if pause != nil && !sleep.For(r.launch, pause(w, seq)) {
 			return nil
 		}
-		tl, err := r.send(w, seq, time.Time{})
+		req, err := r.request(w, seq)
+		if err != nil {
+			return err
+		}
+		tl, err := r.sendRequest(req, w, seq, time.Time{})
 		if err != nil {
 			return err
 		}
@@ -854,18 +858,6 @@ func (r *runner) schedule(start time.Time) func(seq int) (time.Time, bool) {
 	return r.shape.due(start, seed)
 }
 
-// send sends request seq of worker (or slot), with its retries, and records
-// every attempt; it returns the last attempt's timeline. Its error is one
-// that ends the run: the Source gave no request that can be sent, or the
-// server is unreachable.
-func (r *runner) send(worker, seq int, due time.Time) (*metrics.Timeline, error) {
-	req, err := r.request(worker, seq)
-	if err != nil {
-		return nil, err
-	}
-	return r.sendRequest(req, worker, seq, due)
-}
-
 // request returns the Source's request seq of worker, its body encoded,
 // or the error that ends the run: the Source gave none, or one that cannot
 // work.
@@ -880,57 +872,84 @@ func (r *runner) request(worker, seq int) (*Request, error) {
 	return req, nil
 }
 
-// sendRequest sends req, request seq of worker, as send does.
+// sendRequest sends req, request seq of worker (or slot), with its
+// retries, and records every attempt; it returns the last attempt's
+// timeline. Its error is one that ends the run: the server is unreachable,
+// or refuses every request.
 func (r *runner) sendRequest(req *Request, worker, seq int, due time.Time) (*metrics.Timeline, error) {
-	g, st := r.g, r.st
 	var tl *metrics.Timeline
-	for attempt := 0; attempt <= g.Retries; attempt++ {
+	for attempt := 0; attempt <= r.g.Retries; attempt++ {
 		if attempt > 0 {
 			if r.requests.Err() != nil || !retryable(tl.Kind) {
 				break
 			}
-			st.retried.Add(1)
+			r.st.retried.Add(1)
 		}
-		tl = &metrics.Timeline{Due: due, Model: req.Model}
-		st.launched.Add(1)
-		st.inFlight.Add(1)
-		tl.Start = time.Now()
-		switch {
-		case tl.Due.IsZero():
-			tl.Due = tl.Start
-		case attempt == 0: // an arrival; a retry is not
-			late := tl.Start.Sub(tl.Due)
-			if late > lateTolerance {
-				st.late.Add(1)
-			}
-			st.lateMu.Lock()
-			st.lateness.Record(late)
-			st.lateMu.Unlock()
-		}
-		_ = r.client.Measure(r.requests, req, tl, st)
-		st.inFlight.Add(-1)
-		if tl.Chunks > 0 {
-			st.token.Add(-1)
-		}
-		st.rec.Record(tl)
-		if g.OnRequest != nil {
-			g.OnRequest(req, tl)
-		}
-		if !tl.Headers.IsZero() {
-			st.everUp.Store(true)
-		} else if tl.Kind == metrics.KindConnect && seq == 0 && attempt == 0 && !r.shape.open {
-			if st.connFail.Add(1) >= int64(r.slots) && !st.everUp.Load() {
-				return tl, ErrUnreachable
-			}
-		}
-		if r.refused(tl) {
-			return tl, errRefused
+		tl = r.begin(req, due, attempt)
+		_ = r.client.Measure(r.requests, req, tl, r.st)
+		if err := r.ended(req, tl, seq, attempt); err != nil {
+			return tl, err
 		}
 		if tl.Kind == metrics.KindNone {
 			break
 		}
 	}
 	return tl, nil
+}
+
+// begin counts an attempt at req, due at due, as launched and in flight,
+// and returns its timeline, started. It and ended are apart from
+// sendRequest so that their locals are off the stack while the request
+// is in flight (see [requestState.send]).
+//
+//go:noinline
+func (r *runner) begin(req *Request, due time.Time, attempt int) *metrics.Timeline {
+	st := r.st
+	tl := &metrics.Timeline{Due: due, Model: req.Model}
+	st.launched.Add(1)
+	st.inFlight.Add(1)
+	tl.Start = time.Now()
+	switch {
+	case tl.Due.IsZero():
+		tl.Due = tl.Start
+	case attempt == 0: // an arrival; a retry is not
+		late := tl.Start.Sub(tl.Due)
+		if late > lateTolerance {
+			st.late.Add(1)
+		}
+		st.lateMu.Lock()
+		st.lateness.Record(late)
+		st.lateMu.Unlock()
+	}
+	return tl
+}
+
+// ended records the attempt tl at req, request seq, and returns the error
+// that ends the run, if it does: the server unreachable, or every request
+// refused.
+//
+//go:noinline
+func (r *runner) ended(req *Request, tl *metrics.Timeline, seq, attempt int) error {
+	g, st := r.g, r.st
+	st.inFlight.Add(-1)
+	if tl.Chunks > 0 {
+		st.token.Add(-1)
+	}
+	st.rec.Record(tl)
+	if g.OnRequest != nil {
+		g.OnRequest(req, tl)
+	}
+	if !tl.Headers.IsZero() {
+		st.everUp.Store(true)
+	} else if tl.Kind == metrics.KindConnect && seq == 0 && attempt == 0 && !r.shape.open {
+		if st.connFail.Add(1) >= int64(r.slots) && !st.everUp.Load() {
+			return ErrUnreachable
+		}
+	}
+	if r.refused(tl) {
+		return errRefused
+	}
+	return nil
 }
 
 // refusedLimit is how many requests in a row a run lets fail for a cause

@@ -51,9 +51,9 @@ type simProcess struct {
 // profile at the given speed, and args, on a free loopback port. When this
 // process may run on some of the machine's CPUs only (taskset -c 1 go test
 // …), the simulator runs on the others, so that each has its own. It skips
-// the benchmark when the simulator cannot be built or started, and stops the
-// process when the benchmark ends.
-func startSimProcess(b *testing.B, speed float64, args ...string) *simProcess {
+// the benchmark (or test) when the simulator cannot be built or started,
+// and stops the process when it ends.
+func startSimProcess(b testing.TB, speed float64, args ...string) *simProcess {
 	b.Helper()
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
@@ -409,6 +409,32 @@ func readMemInUse() memInUse {
 }
 
 func benchMemoryPerStream(b *testing.B, baseURL string, n int, newTransport func(conns int) http.RoundTripper) {
+	var sum streamMemory
+	for b.Loop() {
+		m := measureStreamMemory(b, baseURL, n, newTransport)
+		sum.heap += m.heap
+		sum.live += m.live
+		sum.stack += m.stack
+		sum.goroutines += m.goroutines
+	}
+	per := float64(b.N)
+	b.ReportMetric((sum.heap+sum.stack)/per, "B/stream")
+	b.ReportMetric(sum.heap/per, "heap-B/stream")
+	b.ReportMetric(sum.live/per, "live-B/stream")
+	b.ReportMetric(sum.stack/per, "stack-B/stream")
+	b.ReportMetric(sum.goroutines/per, "goroutines/stream")
+}
+
+// streamMemory is what one active stream holds, on average: heap (of it,
+// live after a collection) and goroutine stacks, in bytes, and goroutines.
+type streamMemory struct {
+	heap, live, stack, goroutines float64
+}
+
+// measureStreamMemory runs n streams of a long completion against baseURL,
+// each on a connection of its own, and returns what each holds once every
+// stream has its first token and has run for a second more.
+func measureStreamMemory(tb testing.TB, baseURL string, n int, newTransport func(conns int) http.RoundTripper) streamMemory {
 	long, short := completion(benchMaxTokens), completion(20) // 19 gaps: more than a timeline buffers
 	source := func(worker, seq int) *loadgen.Request {
 		if worker == 0 && seq == 0 {
@@ -416,61 +442,55 @@ func benchMemoryPerStream(b *testing.B, baseURL string, n int, newTransport func
 		}
 		return long
 	}
-	var heap, live, stack, goroutines float64
-	for b.Loop() {
-		before := readMemInUse()
-		hc := &http.Client{Transport: newTransport(n)}
-		c := &loadgen.Client{BaseURL: baseURL, HTTPClient: hc}
-		g := &loadgen.Generator{Client: c, Source: source, Load: loadgen.Closed{Streams: n}, Duration: time.Hour}
+	before := readMemInUse()
+	hc := &http.Client{Transport: newTransport(n)}
+	c := &loadgen.Client{BaseURL: baseURL, HTTPClient: hc}
+	g := &loadgen.Generator{Client: c, Source: source, Load: loadgen.Closed{Streams: n}, Duration: time.Hour}
 
-		ctx, cancel := context.WithCancel(b.Context())
-		type result struct {
-			run *loadgen.Run
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			run, err := g.Run(ctx) // cancelled below, once measured
-			done <- result{run, err}
-		}()
-		deadline := time.Now().Add(time.Minute)
-		for p := g.Progress(); p.WithToken < n || p.Recorded < 1; p = g.Progress() {
-			select {
-			case res := <-done:
-				cancel()
-				b.Fatalf("the run ended before every stream had its first token: %v", res.err)
-			default:
-			}
-			if time.Now().After(deadline) {
-				cancel()
-				<-done
-				b.Fatalf("after a minute only %d of %d streams have their first token", p.WithToken, n)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		time.Sleep(time.Second) // about 100 chunks a stream: buffers and stacks at their working size
-		during := readMemInUse()
-		p := g.Progress()
-		cancel()
-		res := <-done
-		hc.CloseIdleConnections()
-		waitGoroutines(before.goroutines) // the baseline must not hold these connections
-		after := readMemInUse()
-		runtime.KeepAlive(res.run.Recorder)
-		if p.WithToken != n || p.Failed > 0 || !errors.Is(res.err, context.Canceled) {
-			b.Fatalf("%d of %d streams active, %d failed, run ended by %v; want all active, none failed, ended by the cancellation", p.WithToken, n, p.Failed, res.err)
-		}
-		heap += float64(during.heap) - float64(after.heap)
-		live += float64(during.live) - float64(after.live)
-		stack += float64(during.stack) - float64(before.stack)
-		goroutines += float64(during.goroutines - before.goroutines)
+	ctx, cancel := context.WithCancel(tb.Context())
+	type result struct {
+		run *loadgen.Run
+		err error
 	}
-	per := float64(b.N) * float64(n)
-	b.ReportMetric((heap+stack)/per, "B/stream")
-	b.ReportMetric(heap/per, "heap-B/stream")
-	b.ReportMetric(live/per, "live-B/stream")
-	b.ReportMetric(stack/per, "stack-B/stream")
-	b.ReportMetric(goroutines/per, "goroutines/stream")
+	done := make(chan result, 1)
+	go func() {
+		run, err := g.Run(ctx) // cancelled below, once measured
+		done <- result{run, err}
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for p := g.Progress(); p.WithToken < n || p.Recorded < 1; p = g.Progress() {
+		select {
+		case res := <-done:
+			cancel()
+			tb.Fatalf("the run ended before every stream had its first token: %v", res.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			tb.Fatalf("after a minute only %d of %d streams have their first token", p.WithToken, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // about 100 chunks a stream: buffers and stacks at their working size
+	during := readMemInUse()
+	p := g.Progress()
+	cancel()
+	res := <-done
+	hc.CloseIdleConnections()
+	waitGoroutines(before.goroutines) // the baseline must not hold these connections
+	after := readMemInUse()
+	runtime.KeepAlive(res.run.Recorder)
+	if p.WithToken != n || p.Failed > 0 || !errors.Is(res.err, context.Canceled) {
+		tb.Fatalf("%d of %d streams active, %d failed, run ended by %v; want all active, none failed, ended by the cancellation", p.WithToken, n, p.Failed, res.err)
+	}
+	per := float64(n)
+	return streamMemory{
+		heap:       (float64(during.heap) - float64(after.heap)) / per,
+		live:       (float64(during.live) - float64(after.live)) / per,
+		stack:      (float64(during.stack) - float64(before.stack)) / per,
+		goroutines: float64(during.goroutines-before.goroutines) / per,
+	}
 }
 
 // waitGoroutines waits, for at most 5 s, until no more than n goroutines

@@ -310,12 +310,13 @@ type pollStream struct {
 	// under mu.
 	advance func() (bool, error)
 
-	mu       sync.Mutex
-	closed   bool // taken off by the request, whose context ended
-	finished bool // advance said the stream is done
-	failed   error
-	result   error
-	done     chan struct{}
+	mu        sync.Mutex
+	closed    bool        // taken off by the request, whose context ended
+	finished  bool        // advance said the stream is done
+	stopClose func() bool // stops close from running when the context ends
+	failed    error
+	result    error
+	done      chan struct{}
 }
 
 // pollSource takes the body's connection off the Go runtime's poller for a
@@ -509,10 +510,25 @@ var errPollClosed = &net.OpError{Op: "read", Net: "tcp", Err: net.ErrClosed}
 // headers, here, then on a poller. It returns advance's outcome, or, when
 // ctx ends first, the read error the request's reader then settles.
 func (ps *pollStream) run(ctx context.Context, advance func() (bool, error)) (result, readErr error) {
+	if done, result, readErr := ps.start(ctx, advance); done {
+		return result, readErr
+	}
+	<-ps.done
+	return ps.wait()
+}
+
+// start frames what has already arrived, and registers the stream with a
+// poller if it is not done by then, to be taken off it when ctx ends. It
+// and wait are apart from run, and the wait is a plain receive rather
+// than a select, so that the request's goroutine waits on a stack small
+// enough for the collector to halve it (see [requestState.send]).
+//
+//go:noinline
+func (ps *pollStream) start(ctx context.Context, advance func() (bool, error)) (done bool, result, readErr error) {
 	ps.advance = advance
 	if done, err := advance(); done {
 		ps.release()
-		return err, nil
+		return true, err, nil
 	}
 	p, err := pickPoller()
 	if err == nil {
@@ -521,24 +537,38 @@ func (ps *pollStream) run(ctx context.Context, advance func() (bool, error)) (re
 	}
 	if err != nil {
 		ps.release()
-		return nil, err
+		return true, nil, err
 	}
-	select {
-	case <-ps.done:
-	case <-ctx.Done():
-		ps.mu.Lock()
-		if !ps.finished {
-			ps.closed = true
-			p.remove(ps, false)
-		}
-		ps.mu.Unlock()
-		if ps.closed {
-			ps.release()
-			return nil, errPollClosed
-		}
+	ps.stopClose = context.AfterFunc(ctx, ps.close)
+	return false, nil, nil
+}
+
+// close takes the stream off its poller, its request's context having
+// ended before the stream did, and ends its wait.
+func (ps *pollStream) close() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.finished || ps.closed {
+		return
 	}
+	ps.closed = true
+	ps.p.remove(ps, false)
+	close(ps.done)
+}
+
+// wait returns the outcome of a stream whose wait has ended, as run does.
+//
+//go:noinline
+func (ps *pollStream) wait() (result, readErr error) {
+	ps.stopClose()
+	ps.mu.Lock()
+	closed := ps.closed
+	ps.mu.Unlock()
 	ps.release()
-	if ps.failed != nil {
+	switch {
+	case closed:
+		return nil, errPollClosed
+	case ps.failed != nil:
 		return nil, ps.failed
 	}
 	return ps.result, nil
