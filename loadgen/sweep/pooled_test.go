@@ -146,3 +146,25 @@ func TestTableCellsWithSomeEnergy(t *testing.T) {
 	assert.Equal(t, "—", cells["uncosted"][len(cells["uncosted"])-1])
 	assert.Equal(t, []string{"—", "—", "—", "—", "—"}, cells["unmeasured"][len(cells["unmeasured"])-5:])
 }
+
+// A run's block gives the throughput's divisor where it is not the
+// window's length: tokens ÷ that time is the printed throughput. (The run,
+// built by hand without a Load, is written without one.)
+func TestBlockSaysWhatThroughputIsOver(t *testing.T) {
+	start := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	r := sweep.Result{Label: "c8", Requests: 10, RequestRate: 1, OutputTokensPerSec: 1000}
+	r.Summary.Window = metrics.Window{Start: start, End: start.Add(10 * time.Second)}
+	r.Summary.Completed, r.Summary.OutputTokens, r.Summary.MeasuredFor = 10, 9500, 9500*time.Millisecond
+	res := &sweep.Results{Server: capacity.Server{URL: "simulator", Simulated: true}, API: loadgen.Chat, Runs: []sweep.Result{r}}
+	var out bytes.Buffer
+	require.NoError(t, res.Write(&out, "table"))
+	assert.Regexp(t, `Benchmark duration \(s\): +10\.00\n`, out.String())
+	assert.Regexp(t, `Measured to the last token \(s\): +9\.50\n`, out.String())
+	assert.Regexp(t, `Total generated tokens: +9500\n`, out.String())
+	assert.Regexp(t, `Output token throughput \(tok/s\): +1000\.00\n`, out.String())
+
+	res.Runs[0].Summary.MeasuredFor = 10 * time.Second
+	out.Reset()
+	require.NoError(t, res.Write(&out, "table"))
+	assert.NotContains(t, out.String(), "Measured to the last token", "the window's length is the divisor")
+}

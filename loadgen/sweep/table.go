@@ -135,7 +135,9 @@ func writeBlock(w io.Writer, run *Result, objective, pooled bool) {
 		fmt.Fprintf(w, "%s%s%s\n", strings.Repeat("-", pad/2), title, strings.Repeat("-", pad-pad/2))
 	}
 	fmt.Fprintln(w, "============ Serving Benchmark Result ============")
-	line("Load", run.Load.String())
+	if run.Load != nil {
+		line("Load", run.Load.String())
+	}
 	line("Successful requests", fmt.Sprint(s.Completed))
 	line("Failed requests", fmt.Sprint(s.Failed)+errorKinds(s.Errors))
 	if s.Canceled > 0 {
@@ -144,7 +146,12 @@ func writeBlock(w io.Writer, run *Result, objective, pooled bool) {
 	if s.Warmup > 0 {
 		line("Warm-up requests (not counted)", fmt.Sprint(s.Warmup))
 	}
-	line("Benchmark duration (s)", fmt.Sprintf("%.2f", s.Window.Duration().Seconds()))
+	window := fmt.Sprintf("%.2f", s.Window.Duration().Seconds())
+	line("Benchmark duration (s)", window)
+	if measured := fmt.Sprintf("%.2f", s.MeasuredFor.Seconds()); !pooled && s.MeasuredFor > 0 && measured != window {
+		// The throughput's divisor: the window up to its last token.
+		line("Measured to the last token (s)", measured)
+	}
 	if pooled {
 		line("Total input tokens", fmt.Sprint(s.InputTokens))
 		line("Request throughput (req/s)", fmt.Sprintf("%.2f", run.RequestRate))
