@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -62,6 +64,15 @@ func TestServerSplitFlagsTheNetwork(t *testing.T) {
 	require.NoError(t, (&sweep.Results{Runs: []sweep.Result{slow}}).Write(&b, "table"))
 	assert.Contains(t, b.String(), "Mean network and client (ms):")
 	assert.Contains(t, b.String(), "of TTFT: the "+whose+"'s")
+	// The block's TTFT of these requests is what its parts add up to.
+	mean := func(label string) float64 {
+		m := regexp.MustCompile(regexp.QuoteMeta(label) + `: +([0-9.]+)\n`).FindStringSubmatch(b.String())
+		require.NotNil(t, m, "%s in %s", label, b.String())
+		v, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err)
+		return v
+	}
+	assert.InDelta(t, mean("Mean TTFT of these (ms)"), mean("Mean server queue (ms)")+mean("Mean server prefill (ms)")+mean("Mean network and client (ms)"), 0.02)
 
 	fast, err := sweep.Run(t.Context(), splitTarget(t, 40, 0), load, "fast", sweep.Objective{})
 	require.NoError(t, err)
