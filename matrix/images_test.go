@@ -35,8 +35,11 @@ func TestImagesInEveryPrompt(t *testing.T) {
 			srv := start(t)
 			spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
 				Contexts: []int{0, 2048}, Concurrency: []int{2}, Prefill: []int{4096}, PrefillRepeat: 1,
-				Duration: matrix.Duration(time.Second), MaxTokens: 16, Warmup: quickWarmup,
+				Duration: matrix.Duration(time.Second), MaxTokens: 64, Warmup: quickWarmup,
 				Images: []string{"448x448"}}
+			// 64 tokens, not fewer: a request's decoding, not its prefill,
+			// must be most of it, or the two streams' cell is told apart from a
+			// queue by a margin a loaded machine can erase.
 			res, log := runMatrix(t, spec, srv)
 			require.Len(t, res.Prefill, 1)
 			row := res.Prefill[0]
