@@ -49,7 +49,7 @@ func (r *Results) writeHTML(w io.Writer) error {
 	page.Pooled = r.pooled()
 	for _, run := range withModels(r.Runs) {
 		s := &run.Summary
-		row := htmlRow{Label: run.name(), Requests: run.Requests, Failed: s.Failed,
+		row := htmlRow{Label: run.name(), Requests: run.Requests, Completed: s.Completed, Failed: s.Failed,
 			RequestRate: fmt.Sprintf("%.2f", run.RequestRate), OutputTokS: fmt.Sprintf("%.1f", run.OutputTokensPerSec)}
 		ds := []metrics.Distribution{s.TTFT, s.TPOT, s.ITL, s.Latency}
 		if page.Pooled {
@@ -117,12 +117,12 @@ type htmlSeries struct {
 }
 
 type htmlRow struct {
-	Label                   string
-	Requests, Failed        int
-	RequestRate, OutputTokS string
-	Cells                   []string
-	Goodput, Met            string
-	Energy                  []string // GPU J, mean W, tok/J, J/tok and $/M tok
+	Label                       string
+	Requests, Completed, Failed int
+	RequestRate, OutputTokS     string
+	Cells                       []string
+	Goodput, Met                string
+	Energy                      []string // GPU J, mean W, tok/J, J/tok and $/M tok
 }
 
 // curves are the latency–throughput curves of the runs, by request rate.

@@ -111,6 +111,7 @@ func TestEmbeddingsEnergyHasNoPerToken(t *testing.T) {
 // every run a cell in every column, "—" where it has no figure.
 func TestTableCellsWithSomeEnergy(t *testing.T) {
 	withCost := sweep.Result{Label: "costed", Requests: 10, OutputTokensPerSec: 500}
+	withCost.Summary.Completed, withCost.Summary.Canceled = 7, 3 // three cut at the window's end
 	withCost.Energy = &metrics.Energy{GPUs: 1, Samples: 3, Joules: 100, Seconds: 1, MeanWatts: 100, OutputTokens: 500,
 		TokensPerJoule: 5, JoulesPerToken: 0.2, HourlyCost: 2, DollarsPerMillionTokens: 1.11}
 	noCost := withCost
@@ -142,6 +143,8 @@ func TestTableCellsWithSomeEnergy(t *testing.T) {
 		require.NotNil(t, row, "%s: %s", label, out.String())
 		assert.Len(t, row, len(head), "%s: a cell in every column: %q against %q", label, row, head)
 	}
+	assert.Equal(t, []string{"run", "requests", "completed", "failed"}, head[:4])
+	assert.Equal(t, []string{"10", "7", "0"}, cells["costed"][1:4], "the requests of the window, and how they ended")
 	assert.Equal(t, "1.11", cells["costed"][len(cells["costed"])-1])
 	assert.Equal(t, "—", cells["uncosted"][len(cells["uncosted"])-1])
 	assert.Equal(t, []string{"—", "—", "—", "—", "—"}, cells["unmeasured"][len(cells["unmeasured"])-5:])

@@ -277,7 +277,7 @@ func (r *Result) name() string {
 // (per output token, and its cost, where there are output tokens).
 func writeRows(w io.Writer, runs []Result, objective, pooled bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "run\trequests\tfailed\treq/s\t"
+	head := "run\trequests\tcompleted\tfailed\treq/s\t"
 	if pooled {
 		head += "in tok/s\tE2E ms mean\tp50\tp90\tp99\t"
 	} else {
@@ -304,7 +304,7 @@ func writeRows(w io.Writer, runs []Result, objective, pooled bool) {
 	fmt.Fprintln(tw, head)
 	for _, r := range runs {
 		s := &r.Summary
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t", r.name(), r.Requests, s.Failed, r.RequestRate)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t", r.name(), r.Requests, s.Completed, s.Failed, r.RequestRate)
 		if pooled {
 			fmt.Fprintf(tw, "%.1f\t%s\t%s\t%s\t%s\t", r.InputTokensPerSec, ms(s.Latency.Mean), ms(s.Latency.P50), ms(s.Latency.P90), ms(s.Latency.P99))
 		} else {
