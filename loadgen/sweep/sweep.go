@@ -244,7 +244,11 @@ func (s *Search) run(ctx context.Context) (*Found, []Result, error) {
 			return nil, runs, err
 		}
 		if !(through.Capacity > lo) {
-			return nil, runs, fmt.Errorf("sweep: the throughput run completed %.3g requests a second (%s), no more than Low %g: there is nothing to search", through.Capacity, describe(through), lo)
+			err := fmt.Errorf("sweep: the throughput run completed %.3g requests a second (%s), no more than the search's lowest rate (Low, %g): there is nothing to search", through.Capacity, describe(through), lo)
+			if s := through.Summary; s.Completed == 0 && s.Canceled > 0 && s.Failed == 0 {
+				err = fmt.Errorf("%w; every request was still running when the window ended: give the runs a window longer than a request takes", err)
+			}
+			return nil, runs, err
 		}
 		hi = through.Capacity
 	}

@@ -299,3 +299,30 @@ func TestReadResultsRefusesAnUnknownStopReason(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `unknown stop reason "timeout"`)
 }
+
+// A search whose throughput run completed nothing, every request still
+// running when its window ended, says so and what to change.
+func TestSearchWindowShorterThanARequest(t *testing.T) {
+	p := loadgentest.FastProfile()
+	p.DecodeBase = []loadgentest.BatchCost{{Batch: 1, Seconds: 0.02}} // 400 tokens: 8 s a request
+	srv := loadgentest.NewServer(p)
+	t.Cleanup(srv.Close)
+	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()}
+	target := func(loadgen.Load) (*loadgen.Generator, error) {
+		syn := &workload.Synthetic{Input: workload.Fixed(16), Output: workload.Fixed(400)}
+		feed := workload.NewFeed(syn.Reader(), &workload.Builder{API: loadgen.Completions, Model: loadgentest.DefaultModel, IgnoreEOS: true})
+		return &loadgen.Generator{Client: c, Source: feed.Source, Duration: 300 * time.Millisecond}, nil
+	}
+	var through []sweep.Result
+	s := &sweep.Search{Target: target, Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Hour}}, Throughput: 4,
+		OnResult: func(r sweep.Result) { through = append(through, r) }}
+	_, err := s.Run(t.Context())
+	require.Error(t, err)
+	require.Len(t, through, 1)
+	var block bytes.Buffer
+	require.NoError(t, (&sweep.Results{Runs: through}).Write(&block, "table"))
+	assert.Regexp(t, `Mean E2E \(ms\): +—\n`, block.String(), "no request completed: no latency, not 0 ms")
+	assert.Regexp(t, `Mean TPOT \(ms\): +—\n`, block.String())
+	assert.Contains(t, err.Error(), "4 requests: 0 completed, 0 failed, 4 cut")
+	assert.Contains(t, err.Error(), "every request was still running when the window ended: give the runs a window longer than a request takes")
+}

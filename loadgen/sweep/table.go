@@ -202,10 +202,14 @@ func writeBlock(w io.Writer, run *Result, objective, pooled bool) {
 		if d.name == "TTFO" {
 			line("Reasoning tokens / answer tokens", fmt.Sprintf("%d / %d", s.ReasoningTokens, s.AnswerTokens))
 		}
-		line("Mean "+d.name+" (ms)", ms(d.d.Mean))
-		line("Median "+d.name+" (ms)", ms(d.d.P50))
-		line("P90 "+d.name+" (ms)", ms(d.d.P90))
-		line("P99 "+d.name+" (ms)", ms(d.d.P99))
+		fig := ms
+		if d.d.Count == 0 {
+			fig = func(time.Duration) string { return "—" } // nothing measured, not 0 ms
+		}
+		line("Mean "+d.name+" (ms)", fig(d.d.Mean))
+		line("Median "+d.name+" (ms)", fig(d.d.P50))
+		line("P90 "+d.name+" (ms)", fig(d.d.P90))
+		line("P99 "+d.name+" (ms)", fig(d.d.P99))
 	}
 	if sp := &s.Split; sp.Requests > 0 {
 		head("TTFT by the Server's Timings")
