@@ -3,6 +3,7 @@ package llmload_test
 import (
 	"go/build"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -40,6 +41,32 @@ func TestFoundationsImportOnlyLeaves(t *testing.T) {
 			}
 			if deeper := moduleImports(t, dep); len(deeper) > 0 {
 				t.Errorf("%s imports %s, which imports %v: a helper metrics or capacity uses must import nothing of the module", dir, dep, deeper)
+			}
+		}
+	}
+}
+
+// TestImportsPointDown holds the layering the package documentation
+// states: each library package imports, of the module's packages outside
+// internal/, only those below it.
+func TestImportsPointDown(t *testing.T) {
+	below := map[string][]string{
+		"metrics":             nil,
+		"capacity":            nil,
+		"loadgen":             {"metrics"},
+		"loadgen/loadgentest": {"loadgen", "metrics"},
+		"loadgen/workload":    {"loadgen", "metrics"},
+		"loadgen/sweep":       {"capacity", "loadgen", "loadgen/workload", "metrics"},
+		"matrix":              {"capacity", "loadgen", "loadgen/workload", "matrix/internal/fleet", "metrics"},
+		"matrix/shard":        {"capacity", "loadgen", "matrix", "matrix/internal/fleet", "metrics"},
+	}
+	for dir, allowed := range below {
+		for _, dep := range moduleImports(t, dir) {
+			if strings.HasPrefix(dep, "internal/") {
+				continue
+			}
+			if !slices.Contains(allowed, dep) {
+				t.Errorf("%s imports %s, which is not below it (it may import %v)", dir, dep, allowed)
 			}
 		}
 	}
