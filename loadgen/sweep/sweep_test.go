@@ -21,16 +21,28 @@ import (
 // fastTarget runs n requests of 8 output tokens a run against a simulator
 // whose decode step takes 2 ms.
 func fastTarget(t *testing.T, n int) sweep.Target {
+	return simTarget(t, 0.002, 4, 8, func(g *loadgen.Generator) { g.Requests = n })
+}
+
+// simTarget is a target of completions of 16 prompt tokens and output
+// tokens each on a simulator whose decode step takes step seconds, with
+// at most seqs requests at once (0: the profile's); set shapes each run's
+// generator (its Requests or Duration).
+func simTarget(t *testing.T, step float64, seqs, output int, set func(*loadgen.Generator)) sweep.Target {
 	p := loadgentest.FastProfile()
-	p.DecodeBase = []loadgentest.BatchCost{{Batch: 1, Seconds: 0.002}}
-	p.MaxNumSeqs = 4
+	p.DecodeBase = []loadgentest.BatchCost{{Batch: 1, Seconds: step}}
+	if seqs > 0 {
+		p.MaxNumSeqs = seqs
+	}
 	srv := loadgentest.NewServer(p)
 	t.Cleanup(srv.Close)
 	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()}
 	return func(loadgen.Load) (*loadgen.Generator, error) {
-		syn := &workload.Synthetic{Input: workload.Fixed(16), Output: workload.Fixed(8)}
+		syn := &workload.Synthetic{Input: workload.Fixed(16), Output: workload.Fixed(output)}
 		feed := workload.NewFeed(syn.Reader(), &workload.Builder{API: loadgen.Completions, Model: loadgentest.DefaultModel, IgnoreEOS: true})
-		return &loadgen.Generator{Client: c, Source: feed.Source, Requests: n}, nil
+		g := &loadgen.Generator{Client: c, Source: feed.Source}
+		set(g)
+		return g, nil
 	}
 }
 
@@ -233,19 +245,9 @@ func rateOf(r sweep.Result) float64 {
 // reported over capacity; a rate below it runs its whole window,
 // unflagged, and completes at its rate.
 func TestOverCapacityStoppedEarly(t *testing.T) {
-	p := loadgentest.FastProfile()
 	// 2 requests at once, each 8 steps of 20 ms: about 12 requests a
 	// second at most.
-	p.DecodeBase = []loadgentest.BatchCost{{Batch: 1, Seconds: 0.02}}
-	p.MaxNumSeqs = 2
-	srv := loadgentest.NewServer(p)
-	t.Cleanup(srv.Close)
-	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()}
-	target := func(loadgen.Load) (*loadgen.Generator, error) {
-		syn := &workload.Synthetic{Input: workload.Fixed(16), Output: workload.Fixed(8)}
-		feed := workload.NewFeed(syn.Reader(), &workload.Builder{API: loadgen.Completions, Model: loadgentest.DefaultModel, IgnoreEOS: true})
-		return &loadgen.Generator{Client: c, Source: feed.Source, Duration: 6 * time.Second}, nil
-	}
+	target := simTarget(t, 0.02, 2, 8, func(g *loadgen.Generator) { g.Duration = 6 * time.Second })
 	obj := sweep.Objective{SLO: metrics.SLO{Latency: time.Hour}}
 	for _, tc := range []struct {
 		load loadgen.Load
@@ -303,16 +305,8 @@ func TestReadResultsRefusesAnUnknownStopReason(t *testing.T) {
 // A search whose throughput run completed nothing, every request still
 // running when its window ended, says so and what to change.
 func TestSearchWindowShorterThanARequest(t *testing.T) {
-	p := loadgentest.FastProfile()
-	p.DecodeBase = []loadgentest.BatchCost{{Batch: 1, Seconds: 0.02}} // 400 tokens: 8 s a request
-	srv := loadgentest.NewServer(p)
-	t.Cleanup(srv.Close)
-	c := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()}
-	target := func(loadgen.Load) (*loadgen.Generator, error) {
-		syn := &workload.Synthetic{Input: workload.Fixed(16), Output: workload.Fixed(400)}
-		feed := workload.NewFeed(syn.Reader(), &workload.Builder{API: loadgen.Completions, Model: loadgentest.DefaultModel, IgnoreEOS: true})
-		return &loadgen.Generator{Client: c, Source: feed.Source, Duration: 300 * time.Millisecond}, nil
-	}
+	// 400 tokens of 20 ms steps: 8 s a request, in a 300 ms window.
+	target := simTarget(t, 0.02, 0, 400, func(g *loadgen.Generator) { g.Duration = 300 * time.Millisecond })
 	var through []sweep.Result
 	s := &sweep.Search{Target: target, Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Hour}}, Throughput: 4,
 		OnResult: func(r sweep.Result) { through = append(through, r) }}
