@@ -141,7 +141,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func printTimeline(w io.Writer, resp *loadgen.Response, r result) {
-	fmt.Fprintf(w, "%10s  request written\n", "0.0 ms")
+	if resp.Sent.IsZero() {
+		fmt.Fprintf(w, "%10s  request not written\n", "0.0 ms")
+	} else {
+		fmt.Fprintf(w, "%10s  request written\n", "0.0 ms")
+	}
 	if r.HeadersMs > 0 {
 		fmt.Fprintf(w, "%7.1f ms  response headers\n", r.HeadersMs)
 	}
@@ -167,11 +171,18 @@ func printTimeline(w io.Writer, resp *loadgen.Response, r result) {
 	default:
 		fmt.Fprintf(w, " (finish_reason %q)\n", r.FinishReason)
 	}
-	fmt.Fprintf(w, "\noutput tokens %d in %d chunks (counted by %s", r.OutputTokens, r.ContentChunks, r.TokenSource)
-	if r.ExtraTokens > 0 {
-		fmt.Fprintf(w, "; %d more from the final usage", r.ExtraTokens)
+	if r.Error != "" && r.HeadersMs == 0 {
+		return // no answer came: nothing to count
 	}
-	fmt.Fprintf(w, "), usage: prompt %d, completion %d", r.PromptTokens, r.CompletionTokens)
+	fmt.Fprintf(w, "\noutput tokens %d in %d chunks", r.OutputTokens, r.ContentChunks)
+	if r.TokenSource != "" {
+		fmt.Fprintf(w, " (counted by %s", r.TokenSource)
+		if r.ExtraTokens > 0 {
+			fmt.Fprintf(w, "; %d more from the final usage", r.ExtraTokens)
+		}
+		fmt.Fprint(w, ")")
+	}
+	fmt.Fprintf(w, ", usage: prompt %d, completion %d", r.PromptTokens, r.CompletionTokens)
 	if r.CachedTokens > 0 {
 		fmt.Fprintf(w, ", cached %d", r.CachedTokens)
 	}

@@ -73,6 +73,21 @@ func TestStreamFailureExitsOne(t *testing.T) {
 	assert.Contains(t, out.String(), "output tokens 4")
 }
 
+// A server that cannot be reached: the timeline says the request was not
+// written, and nothing of an answer.
+func TestStreamUnreachable(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close() // nothing listens there now
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), []string{"-url", url + "/v1", "-model", "bench", "-max-tokens", "4"}, &out, &errOut)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out.String(), "request not written")
+	assert.Contains(t, out.String(), "end (failed: connect)")
+	assert.NotContains(t, out.String(), "output tokens", "no answer to count")
+	assert.Contains(t, errOut.String(), "stream: connect:")
+}
+
 func TestStreamRefusesAnUnknownTransport(t *testing.T) {
 	var out, errOut bytes.Buffer
 	assert.Equal(t, 2, run(t.Context(), []string{"-transport", "h3"}, &out, &errOut))
