@@ -373,7 +373,7 @@ func TestDiscoveryComplete(t *testing.T) {
 }
 
 // TestDiscoveryWriteText: the text names the engine, the requests made
-// with their answers, each limit found with where it was read, and vLLM's
+// with their answers, the limits found with where they were read, and vLLM's
 // blocks; a server that publishes nothing is named unknown.
 func TestDiscoveryWriteText(t *testing.T) {
 	srv := serve(t, map[string]string{"/metrics": vllmMetrics, "/v1/models": vllmModels, "/version": `{"version":"0.20.1"}`})
@@ -384,8 +384,7 @@ func TestDiscoveryWriteText(t *testing.T) {
 	text := b.String()
 	assert.Contains(t, text, "Server     vllm 0.20.1\n")
 	assert.Contains(t, text, "/metrics 200")
-	assert.Contains(t, text, "Found      kv_tokens 757,087 (from ")
-	assert.Contains(t, text, "Found      max_model_len 262,144 (from ")
+	assert.Contains(t, text, "Found      kv_tokens 757,087, max_model_len 262,144 (from ", "one line, with the one source that names both")
 	assert.NotContains(t, text, "max_running", "vLLM does not publish it")
 	assert.Contains(t, text, "387 blocks of 2,048 tokens, max concurrency 2.89\n")
 

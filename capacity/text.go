@@ -209,14 +209,20 @@ func (d *Discovery) WriteText(w io.Writer) error {
 	if len(asked) > 0 {
 		p.f("           asked %s\n", strings.Join(asked, ", "))
 	}
+	// One line for what was found, and where: the source names each
+	// figure's place, and is not split among them.
 	found := d.Limits
+	var figures []string
 	for _, f := range []struct {
 		name LimitName
 		n    int
 	}{{LimitKVTokens, found.KVTokens}, {LimitMaxRunning, found.MaxRunning}, {LimitMaxModelLen, found.MaxModelLen}} {
 		if f.n > 0 {
-			p.f("Found      %s %s (from %s)\n", f.name, commaInt(f.n), found.Source)
+			figures = append(figures, string(f.name)+" "+commaInt(f.n))
 		}
+	}
+	if len(figures) > 0 {
+		p.f("Found      %s (from %s)\n", strings.Join(figures, ", "), found.Source)
 	}
 	if d.NumGPUBlocks > 0 {
 		p.f("           %s blocks of %s tokens, max concurrency %.2f\n", commaInt(d.NumGPUBlocks), commaInt(d.BlockSize), d.MaxConcurrency)
