@@ -546,6 +546,9 @@ func (rs *requestState) send(ctx context.Context, c *Client, req *Request, body 
 //
 //go:noinline
 func (rs *requestState) answered(ctx context.Context, cancel context.CancelCauseFunc, c *Client, req *Request, resp *http.Response, wd *watchdog) (streamLabel, error) {
+	// The request, its headers and URL, is not needed again: let it go
+	// rather than hold it for as long as the stream lasts.
+	resp.Request = nil
 	arrivals, _ := resp.Body.(arrivalBody)
 	rs.tl.Headers = arrivalTime(arrivals, time.Now())
 	rs.tl.Sent = rs.sentBefore(rs.tl.Headers)
