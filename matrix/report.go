@@ -592,11 +592,18 @@ func (rp *report) newHeader() reportHeader {
 
 	var shape []string
 	if len(g.contexts) > 0 {
-		shape = append(shape, fmt.Sprintf("%s (%s–%s) × %s (%d–%d)",
+		// "6 contexts (0–248K)", or "1 context (8K)".
+		span := func(lo, hi string) string {
+			if lo == hi {
+				return lo
+			}
+			return lo + "–" + hi
+		}
+		shape = append(shape, fmt.Sprintf("%s (%s) × %s (%s)",
 			plural(len(g.contexts), "context", "contexts"),
-			formatTokens(g.contexts[0]), formatTokens(g.contexts[len(g.contexts)-1]),
+			span(formatTokens(g.contexts[0]), formatTokens(g.contexts[len(g.contexts)-1])),
 			plural(len(g.concurrency), "concurrency level", "concurrency levels"),
-			g.concurrency[0], g.concurrency[len(g.concurrency)-1]))
+			span(strconv.Itoa(g.concurrency[0]), strconv.Itoa(g.concurrency[len(g.concurrency)-1]))))
 	}
 	pre := r.Spec.Prefill
 	if len(pre) == 0 {
