@@ -444,9 +444,17 @@ type requestState struct {
 }
 
 func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body []byte) error {
+	rs.rule = c.StallRule
+	rs.count.limit = tokenLimit(req.MaxTokens)
+	rs.count.maxTokens = req.MaxTokens
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	wd := rs.prepare(c, req, cancel)
+	wd := newWatchdog(cancel, [numPhases]time.Duration{
+		phaseConnect: pick(c.ConnectTimeout, defaultConnectTimeout),
+		phaseHeaders: pick(c.HeaderTimeout, defaultHeaderTimeout),
+		phaseFirst:   pick(c.FirstTokenTimeout, defaultFirstTokenTimeout),
+		phaseStream:  pick(c.StallTimeout, defaultStallTimeout),
+	})
 	defer wd.stop()
 
 	resp, err := rs.send(ctx, c, req, body, wd)
@@ -459,22 +467,6 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 		return err
 	}
 	return rs.read(ctx, cancel, c, resp, label, req, wd)
-}
-
-// prepare sets the request's rules from c and req, and returns its
-// watchdog, started, which ends the request through cancel.
-//
-//go:noinline
-func (rs *requestState) prepare(c *Client, req *Request, cancel context.CancelCauseFunc) *watchdog {
-	rs.rule = c.StallRule
-	rs.count.limit = tokenLimit(req.MaxTokens)
-	rs.count.maxTokens = req.MaxTokens
-	return newWatchdog(cancel, [numPhases]time.Duration{
-		phaseConnect: pick(c.ConnectTimeout, defaultConnectTimeout),
-		phaseHeaders: pick(c.HeaderTimeout, defaultHeaderTimeout),
-		phaseFirst:   pick(c.FirstTokenTimeout, defaultFirstTokenTimeout),
-		phaseStream:  pick(c.StallTimeout, defaultStallTimeout),
-	})
 }
 
 // send writes the request and returns the response, its headers read. It
