@@ -789,6 +789,9 @@ func (sr *streamReader) advance() (done bool, err error) {
 		if err != nil {
 			return true, err
 		}
+		if ps, ok := sr.arrivals.(*pollStream); ok && ch.tokens > 0 {
+			ps.tokenAt(t)
+		}
 		if !more {
 			sr.cancel(errStopped)
 			return true, nil

@@ -685,9 +685,12 @@ func BenchmarkClientSyscalls(b *testing.B) {
 		b.Run(fmt.Sprintf("streams=%d/transport=stream", n), func(b *testing.B) {
 			benchSyscalls(b, sim.URL+"/v1", n, benchTransports[2].new)
 		})
-		for _, gather := range []time.Duration{0, 250 * time.Microsecond, time.Millisecond} {
-			b.Run(fmt.Sprintf("streams=%d/transport=stream-poll/gather=%v", n, gather), func(b *testing.B) {
-				defer loadgen.SetPollGatherForTest(loadgen.SetPollGatherForTest(gather))
+		for _, gather := range []struct {
+			name string
+			d    time.Duration
+		}{{"auto", 0}, {"off", -1}} {
+			b.Run(fmt.Sprintf("streams=%d/transport=stream-poll/gather=%s", n, gather.name), func(b *testing.B) {
+				defer loadgen.SetPollGatherForTest(loadgen.SetPollGatherForTest(gather.d))
 				benchSyscalls(b, sim.URL+"/v1", n, newPollTransport)
 			})
 		}

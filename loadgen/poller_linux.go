@@ -34,17 +34,26 @@ import (
 // the epoll instance edge-triggered), so it is read again at once, and
 // that read returns the end (0 bytes, or the reset) rather than nothing.
 //
-// The poller waits in the Go runtime's own poller, which watches its epoll
-// instance, so a waiting poller holds no thread or P. The sockets are taken
-// out of the runtime's poller (their descriptor duplicated, the net.Conn
-// closed) so that it is not woken for each of them as well; a connection
-// that may be reused is made a net.Conn again at the end of its body.
+// The poller waits in the Go runtime's own poller, so a waiting poller
+// holds no thread or P. The sockets are taken out of the runtime's poller
+// (their descriptor duplicated, the net.Conn closed) so that it is not
+// woken for each of them as well; a connection that may be reused is made
+// a net.Conn again at the end of its body. They are registered with one
+// epoll instance (set), which sits in a second (epfd), which the runtime's
+// poller watches. Woken, the poller takes set out of epfd, so that the
+// sockets that become readable next do not wake the runtime one by one,
+// waits a little for them (the gather: a batching server writes a step's
+// tokens of every stream within a short time), reads every ready socket,
+// and puts set back. So a wake costs the runtime's wait, two epoll_ctl,
+// a sleep and a look, for a whole step's sockets rather than the three or
+// four that became readable while the last were read.
 //
 // There is one poller per CPU the Go runtime uses. A poller's goroutine
 // runs while it has streams and ends when it has none.
 type poller struct {
 	mu      sync.Mutex
-	epfd    *os.File // the epoll instance, in the runtime's poller
+	set     int      // the epoll instance the sockets are registered with
+	epfd    *os.File // an epoll instance, in the runtime's poller, that holds set while the poller waits on readiness
 	rc      syscall.RawConn
 	streams map[uint64]*pollStream
 	next    uint64
@@ -54,7 +63,16 @@ type poller struct {
 	// Used by the poller's goroutine alone.
 	events [256]syscall.EpollEvent
 	ready  []readyStream
-	again  bool // a read filled its buffer: the socket may hold more
+	again  bool  // a read filled its buffer: the socket may hold more
+	muted  bool  // set is out of epfd: no socket of it wakes the runtime's poller
+	err    error // set back in epfd failed: the poller cannot wait
+
+	// The smallest time between two chunks with tokens of one stream read
+	// apart, for the gather: gapNow since gapSince, gapBefore in the
+	// second before.
+	gapNow, gapBefore time.Duration
+	gapSince          time.Time
+	plainUntil        time.Time // a gather in the kernel woke late: none there before then
 }
 
 // readyStream is a stream epoll reported readable, and how.
@@ -67,20 +85,36 @@ type readyStream struct {
 // its bytes.
 const pollEnding = syscall.EPOLLRDHUP | syscall.EPOLLHUP | syscall.EPOLLERR
 
-// pollGather is how long a poller that woke for few sockets waits for more
-// before it reads them (0: it reads at once). A wait costs one more system
-// call per wake and shifts no arrival time (they are the kernel's), but
-// may merge two chunks of a stream into one read; see the benchmark
-// BenchmarkClientSyscalls.
-var pollGather atomic.Int64 // a time.Duration
+// pollGatherMax bounds the gather: how long a poller, woken for the first
+// sockets of a batch, waits for the rest before it reads them. A batching
+// server writes every stream's token of a step within a short time, so the
+// wait turns several wakes of a few sockets each into one wake for all of
+// them. It shifts no arrival (each is the kernel's receive time), but an
+// Observer hears of a chunk up to this much later.
+const pollGatherMax = time.Millisecond
+
+// pollGatherOfGap is the part of the smallest time between two chunks of a
+// stream that a gather may take, so that a gather does not read two
+// chunks of a stream as one: a poller that sees chunks come closer than
+// four times its gather shortens it at its next wake, and one that sees
+// them come closer than pollGatherMin/pollGatherOfGap does not wait.
+const pollGatherOfGap = 4
+
+// pollGatherMin is the shortest gather worth its system call.
+const pollGatherMin = 100 * time.Microsecond
+
+// pollGatherFixed, when not 0, replaces the gather the poller works out
+// (under 0: none); for tests and benchmarks.
+var pollGatherFixed atomic.Int64 // a time.Duration
 
 func setPollGather(d time.Duration) time.Duration {
-	return time.Duration(pollGather.Swap(int64(d)))
+	return time.Duration(pollGatherFixed.Swap(int64(d)))
 }
 
-// pollGatherBelow is how many ready sockets a wake must find for the poller
-// to read them at once, with pollGather set.
-const pollGatherBelow = 32
+// pollSleepers is how many pollers sleep, holding their P, in a gather:
+// at most one fewer than the Ps, so that the rest of the program always
+// has one.
+var pollSleepers atomic.Int32
 
 var (
 	pollersOnce sync.Once
@@ -122,11 +156,23 @@ func pickPoller() (*poller, error) {
 }
 
 func newPoller() (*poller, error) {
-	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	set, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, os.NewSyscallError("epoll_create1", err)
 	}
+	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		syscall.Close(set)
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN}
+	if err := syscall.EpollCtl(fd, syscall.EPOLL_CTL_ADD, set, &ev); err != nil {
+		syscall.Close(set)
+		syscall.Close(fd)
+		return nil, os.NewSyscallError("epoll_ctl", err)
+	}
 	if err := syscall.SetNonblock(fd, true); err != nil {
+		syscall.Close(set)
 		syscall.Close(fd)
 		return nil, os.NewSyscallError("fcntl", err)
 	}
@@ -136,7 +182,7 @@ func newPoller() (*poller, error) {
 		f.Close()
 		return nil, err
 	}
-	return &poller{epfd: f, rc: rc, streams: map[uint64]*pollStream{}, next: 1}, nil
+	return &poller{set: set, epfd: f, rc: rc, streams: map[uint64]*pollStream{}, next: 1}, nil
 }
 
 func setEventID(ev *syscall.EpollEvent, id uint64) {
@@ -155,13 +201,7 @@ func (p *poller) add(ps *pollStream) error {
 	p.next++
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP}
 	setEventID(&ev, ps.id)
-	var err error
-	if cerr := p.rc.Control(func(fd uintptr) {
-		err = syscall.EpollCtl(int(fd), syscall.EPOLL_CTL_ADD, ps.fd, &ev)
-	}); cerr != nil {
-		return cerr
-	}
-	if err != nil {
+	if err := syscall.EpollCtl(p.set, syscall.EPOLL_CTL_ADD, ps.fd, &ev); err != nil {
 		return os.NewSyscallError("epoll_ctl", err)
 	}
 	p.streams[ps.id] = ps
@@ -187,9 +227,7 @@ func (p *poller) remove(ps *pollStream, fromLoop bool) {
 	delete(p.streams, ps.id)
 	p.count.Add(-1)
 	pollStreams.Add(-1)
-	p.rc.Control(func(fd uintptr) {
-		syscall.EpollCtl(int(fd), syscall.EPOLL_CTL_DEL, ps.fd, nil) // the descriptor is still open
-	})
+	syscall.EpollCtl(p.set, syscall.EPOLL_CTL_DEL, ps.fd, nil) // the descriptor is still open
 	if !fromLoop && len(p.streams) == 0 && p.running {
 		p.epfd.SetReadDeadline(time.Unix(1, 0)) // ends the wait
 	}
@@ -199,6 +237,9 @@ func (p *poller) remove(ps *pollStream, fromLoop bool) {
 func (p *poller) loop() {
 	for {
 		err := p.rc.Read(p.wake)
+		if p.err != nil {
+			err, p.err = p.err, nil
+		}
 		p.mu.Lock()
 		if len(p.streams) == 0 {
 			p.running = false
@@ -217,23 +258,122 @@ func (p *poller) loop() {
 	}
 }
 
-// wake takes the sockets that are readable, if any, and reads each once.
-// It reports false, to wait in the runtime's poller, when there were none,
-// and also after reading them, unless a read filled its buffer: a socket
-// drained by its read is reported to the runtime's poller again as soon as
-// more bytes come, while one that may hold more bytes is not, and is
-// taken at once by the next wake, as are sockets beyond the events one
-// wait can return. It reports true, to have loop look, when no stream is
-// left.
-func (p *poller) wake(fd uintptr) bool {
-	n, err := p.readyNow(fd)
-	if gather := time.Duration(pollGather.Load()); err == nil && n > 0 && n < pollGatherBelow && gather > 0 {
-		time.Sleep(gather)
-		n, err = p.readyNow(fd)
+// wake reads the sockets that are readable, each once, and reports
+// whether no stream is left, for loop to end the goroutine; else it has
+// the runtime's poller wait until one is readable again. Woken, it waits
+// the gather first (see pollGatherMax), with set out of epfd so that the
+// sockets that become readable meanwhile do not wake the runtime's poller
+// one by one. A socket whose read filled its buffer, and sockets beyond
+// the events one look can return, are read at once.
+func (p *poller) wake(uintptr) bool {
+	if g := p.gather(); g > 0 && !p.muted && p.mute(true) == nil {
+		p.sleep(g)
 	}
-	if err != nil || n <= 0 {
-		return false // EINTR, or nothing: wait
+	for {
+		n, err := p.readyNow()
+		if err != nil || n == 0 {
+			break // nothing, or EINTR: wait
+		}
+		pollLooks.Add(1)
+		pollReady.Add(int64(n))
+		p.read(n)
+		if !p.again && n < len(p.events) {
+			break
+		}
 	}
+	if err := p.mute(false); err != nil {
+		p.err = err // nothing would wake the poller
+		return true
+	}
+	return p.count.Load() == 0
+}
+
+// gather is how long the poller waits, once woken, before it reads: a
+// quarter of the smallest time between two chunks with tokens of a stream
+// it read apart in the last second or two, at most pollGatherMax; none
+// before it has seen two. (The
+// chunks after a stream's last token, its usage and [DONE], often come
+// together, and do not count: what the gather must not merge is tokens.)
+func (p *poller) gather() time.Duration {
+	if d := time.Duration(pollGatherFixed.Load()); d != 0 {
+		return max(d, 0)
+	}
+	now := time.Now()
+	if now.Sub(p.gapSince) > time.Second {
+		p.gapBefore, p.gapNow, p.gapSince = p.gapNow, 0, now
+	}
+	gap := p.gapNow
+	if gap == 0 || (p.gapBefore > 0 && p.gapBefore < gap) {
+		gap = p.gapBefore
+	}
+	if g := min(gap/pollGatherOfGap, pollGatherMax); g >= pollGatherMin {
+		return g
+	}
+	return 0
+}
+
+// noteGap takes the time between two chunks of a stream with tokens, read
+// apart.
+func (p *poller) noteGap(d time.Duration) {
+	if p.gapNow == 0 || d < p.gapNow {
+		p.gapNow = max(d, 1)
+	}
+}
+
+// sleep waits d. While another P is free it sleeps in the kernel holding
+// its own, which costs one system call, where a goroutine's sleep costs
+// the runtime a wake of another thread as well; else it sleeps as a
+// goroutine, so as not to hold the program's last P. On a machine so busy
+// that a sleep in the kernel woke pollGatherLate after its time, the
+// thread would hold its P as long again: the sleeps of the next second are
+// a goroutine's.
+func (p *poller) sleep(d time.Duration) {
+	start := time.Now()
+	if start.Before(p.plainUntil) || int(pollSleepers.Add(1)) >= len(pollers) {
+		if !start.Before(p.plainUntil) {
+			pollSleepers.Add(-1)
+		}
+		time.Sleep(d)
+		return
+	}
+	ts := syscall.NsecToTimespec(int64(d))
+	syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0) // EINTR: a shorter gather
+	pollSleepers.Add(-1)
+	if end := time.Now(); end.Sub(start) > d+pollGatherLate {
+		p.plainUntil = end.Add(time.Second)
+	}
+}
+
+// pollGatherLate is how late a sleep in the kernel must wake for the
+// machine to count as too busy to hold a P asleep.
+const pollGatherLate = 5 * time.Millisecond
+
+// mute takes set out of epfd (on) or puts it back. Put back while one of
+// its sockets is readable, set makes epfd readable at once.
+func (p *poller) mute(on bool) error {
+	if p.muted == on {
+		return nil
+	}
+	var err error
+	if cerr := p.rc.Control(func(fd uintptr) {
+		if on {
+			err = syscall.EpollCtl(int(fd), syscall.EPOLL_CTL_DEL, p.set, nil)
+		} else {
+			ev := syscall.EpollEvent{Events: syscall.EPOLLIN}
+			err = syscall.EpollCtl(int(fd), syscall.EPOLL_CTL_ADD, p.set, &ev)
+		}
+	}); cerr != nil {
+		return cerr
+	}
+	if err != nil {
+		return os.NewSyscallError("epoll_ctl", err)
+	}
+	p.muted = on
+	return nil
+}
+
+// read reads the n sockets readyNow found, once each.
+func (p *poller) read(n int) {
 	p.mu.Lock()
 	for i := range n {
 		if ps := p.streams[eventID(&p.events[i])]; ps != nil {
@@ -247,7 +387,6 @@ func (p *poller) wake(fd uintptr) bool {
 	}
 	clear(p.ready)
 	p.ready = p.ready[:0]
-	return p.again || n == len(p.events) || p.count.Load() == 0
 }
 
 // readyNow fills p.events with the sockets that are readable, without
@@ -255,8 +394,8 @@ func (p *poller) wake(fd uintptr) bool {
 // to the Go scheduler, whose notice (syscall.EpollWait's) wakes the
 // runtime's monitor thread from its sleep, for a burst of short sleeps of
 // its own, at every wake of the poller.
-func (p *poller) readyNow(fd uintptr) (int, error) {
-	r, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&p.events[0])), uintptr(len(p.events)), 0, 0, 0)
+func (p *poller) readyNow() (int, error) {
+	r, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(p.set), uintptr(unsafe.Pointer(&p.events[0])), uintptr(len(p.events)), 0, 0, 0)
 	if e != 0 {
 		return 0, e
 	}
@@ -303,6 +442,7 @@ type pollStream struct {
 	full    bool          // the wake's recvmsg filled the buffer
 	inq     bool          // the kernel reports the bytes left after each read (TCP_INQ)
 	more    bool          // the last read left bytes in the socket
+	token   time.Time     // arrival of the last chunk with a token
 	err     error         // set once the body has ended or failed: what Read returns from then on
 	oob     [64]byte
 
@@ -469,6 +609,16 @@ func cmsgInq(b []byte) (int, bool) {
 // arrival is when the bytes the last Read returned reached the socket.
 func (ps *pollStream) arrival() time.Time { return ps.last }
 
+// tokenAt tells the poller of a chunk with a token that arrived at t, for
+// its gather: the time since the stream's last one, if that came in an
+// earlier read.
+func (ps *pollStream) tokenAt(t time.Time) {
+	if ps.p != nil && !ps.token.IsZero() && t.After(ps.token) {
+		ps.p.noteGap(t.Sub(ps.token))
+	}
+	ps.token = t
+}
+
 // handle is the poller's turn at the stream: one recvmsg, and what it
 // completes; with ending (the peer has closed or reset the connection), as
 // many as it takes to read to the end.
@@ -496,6 +646,11 @@ func (ps *pollStream) finish() {
 	ps.finished = true
 	close(ps.done)
 }
+
+// pollLooks counts the looks at a poller's set that found sockets to
+// read, and pollReady the sockets they found; the tests check the gather
+// with them.
+var pollLooks, pollReady atomic.Int64
 
 // pollEmptyReads counts the reads that found their socket empty, which a
 // level-triggered poller that reads each readable socket once a wake

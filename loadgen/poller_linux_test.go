@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -336,3 +337,128 @@ func TestCmsgInq(t *testing.T) {
 		}
 	}
 }
+
+// TestPollerGatherFollowsTheGaps: the gather is a quarter of the smallest
+// time between two chunks with tokens of a stream in the last second or
+// two, at most pollGatherMax, and none when that would be under
+// pollGatherMin or no such time has been seen.
+func TestPollerGatherFollowsTheGaps(t *testing.T) {
+	defer setPollGather(setPollGather(0))
+	p := &poller{gapSince: time.Now()}
+	if g := p.gather(); g != 0 {
+		t.Errorf("no gap seen: gather %v, want 0", g)
+	}
+	for _, tc := range []struct {
+		gap, want time.Duration
+	}{
+		{20 * time.Millisecond, pollGatherMax},
+		{2 * time.Millisecond, 500 * time.Microsecond},
+		{10 * time.Millisecond, 500 * time.Microsecond}, // the smallest counts
+		{300 * time.Microsecond, 0},                      // 75 µs: not worth a wait
+	} {
+		p.noteGap(tc.gap)
+		if g := p.gather(); g != tc.want {
+			t.Errorf("after a gap of %v: gather %v, want %v", tc.gap, g, tc.want)
+		}
+	}
+	p.gapSince = time.Now().Add(-1100 * time.Millisecond) // a second on: the small gap is the second before's
+	p.noteGap(8 * time.Millisecond)
+	if g := p.gather(); g != 0 {
+		t.Errorf("a second after a gap of 300 µs: gather %v, want 0", g)
+	}
+	p.gapSince = time.Now().Add(-1100 * time.Millisecond)
+	p.noteGap(8 * time.Millisecond)
+	if g := p.gather(); g != pollGatherMax {
+		t.Errorf("two seconds after it, gaps of 8 ms: gather %v, want %v", g, pollGatherMax)
+	}
+	setPollGather(-1)
+	if g := p.gather(); g != 0 {
+		t.Errorf("gather off: %v", g)
+	}
+	setPollGather(3 * time.Millisecond)
+	if g := p.gather(); g != 3*time.Millisecond {
+		t.Errorf("gather set to 3 ms: %v", g)
+	}
+}
+
+// batchServer streams tokens to every request in steps, gap apart, as a
+// batching engine does: at each step every handler writes its token at
+// once. Each answer has n tokens; the step clock starts with the first
+// request.
+func batchServer(t *testing.T, n int, gap time.Duration) string {
+	t.Helper()
+	var (
+		once  sync.Once
+		start time.Time
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { start = time.Now() })
+		w.Header().Set("Content-Type", "text/event-stream")
+		f := w.(http.Flusher)
+		f.Flush()
+		step := time.Since(start)/gap + 1
+		for i := range n {
+			time.Sleep(time.Until(start.Add(time.Duration(step) * gap)))
+			step++
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w%d \"}}]}\n\n", i)
+			f.Flush()
+		}
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestPollerGathersABatch: 64 streams whose tokens come in steps, as from
+// a batching server: a poller woken by the first sockets of a step waits
+// for the rest and reads them together, many sockets a look, where one
+// that reads at once wakes for a few at a time; every token keeps its
+// own time.
+func TestPollerGathersABatch(t *testing.T) {
+	const streams, tokens, gap = 64, 60, 20 * time.Millisecond
+	url := batchServer(t, tokens, gap)
+	c := &Client{BaseURL: url + "/v1", HTTPClient: &http.Client{Transport: &StreamTransport{Poll: true, MaxIdleConnsPerHost: streams}}}
+	defer c.CloseIdleConnections()
+	looks, ready := pollLooks.Load(), pollReady.Load()
+	var merged atomic.Int64
+	errs := make(chan error, streams)
+	for range streams {
+		go func() {
+			var (
+				tl   metrics.Timeline
+				last time.Time
+			)
+			obs := observerFunc(func(tl *metrics.Timeline, at time.Time, n int) {
+				if !last.IsZero() && at.Sub(last) < gap/4 {
+					merged.Add(1)
+				}
+				last = at
+				tl.Observe(at, n)
+			})
+			err := c.Measure(t.Context(), &Request{Model: "m", Prompt: "p", MaxTokens: tokens}, &tl, obs)
+			if err == nil && tl.Tokens != tokens {
+				err = fmt.Errorf("%d tokens, want %d", tl.Tokens, tokens)
+			}
+			errs <- err
+		}()
+	}
+	for range streams {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	looks, ready = pollLooks.Load()-looks, pollReady.Load()-ready
+	perLook := float64(ready) / float64(max(looks, 1))
+	t.Logf("%d looks, %.1f sockets a look, %d of %d chunks within %v of the one before", looks, perLook, merged.Load(), streams*(tokens-1), gap/4)
+	if perLook < streams/2 { // 17-21 a look reading at once on a quiet machine
+		t.Errorf("%.1f sockets a look, want most of a step's %d together", perLook, streams)
+	}
+	if m := merged.Load(); m > streams*tokens/20 {
+		t.Errorf("%d of %d chunks within %v of the one before: read together", m, streams*(tokens-1), gap/4)
+	}
+}
+
+// observerFunc is an Observer of one function.
+type observerFunc func(tl *metrics.Timeline, t time.Time, tokens int)
+
+func (f observerFunc) Observe(tl *metrics.Timeline, t time.Time, tokens int) { f(tl, t, tokens) }

@@ -19,6 +19,8 @@ func (*pollStream) Read([]byte) (int, error) { return 0, io.EOF }
 
 func (*pollStream) arrival() time.Time { return time.Time{} }
 
+func (*pollStream) tokenAt(time.Time) {}
+
 func (*pollStream) run(context.Context, func() (bool, error)) (result, readErr error) {
 	return nil, io.EOF
 }
