@@ -354,7 +354,7 @@ func TestPollerGatherFollowsTheGaps(t *testing.T) {
 		{20 * time.Millisecond, pollGatherMax},
 		{2 * time.Millisecond, 500 * time.Microsecond},
 		{10 * time.Millisecond, 500 * time.Microsecond}, // the smallest counts
-		{300 * time.Microsecond, 0},                      // 75 µs: not worth a wait
+		{300 * time.Microsecond, 0},                     // 75 µs: not worth a wait
 	} {
 		p.noteGap(tc.gap)
 		if g := p.gather(); g != tc.want {
