@@ -348,21 +348,20 @@ func (p *poller) sleep(d time.Duration) {
 // machine to count as too busy to hold a P asleep.
 const pollGatherLate = 5 * time.Millisecond
 
-// mute turns set's entry in epfd off (on) or back on. Turned on while one
-// of its sockets is readable, it makes epfd readable at once. (Changing the
-// entry's events costs less than taking it out and adding it again: an
-// epoll instance added to another is checked for loops, socket by socket.)
+// mute takes set out of epfd (on) or puts it back. Put back while one of
+// its sockets is readable, set makes epfd readable at once.
 func (p *poller) mute(on bool) error {
 	if p.muted == on {
 		return nil
 	}
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN}
-	if on {
-		ev.Events = 0
-	}
 	var err error
 	if cerr := p.rc.Control(func(fd uintptr) {
-		err = syscall.EpollCtl(int(fd), syscall.EPOLL_CTL_MOD, p.set, &ev)
+		if on {
+			err = syscall.EpollCtl(int(fd), syscall.EPOLL_CTL_DEL, p.set, nil)
+		} else {
+			ev := syscall.EpollEvent{Events: syscall.EPOLLIN}
+			err = syscall.EpollCtl(int(fd), syscall.EPOLL_CTL_ADD, p.set, &ev)
+		}
 	}); cerr != nil {
 		return cerr
 	}
