@@ -568,6 +568,12 @@ func BenchmarkClientTimestampError(b *testing.B) {
 				b.Run(fmt.Sprintf("streams=%d/step=10ms/transport=%s", n, tr.name), func(b *testing.B) {
 					benchTimestampError(b, sim.URL, n, 10*time.Millisecond, tr.new, sim.truth, sim.cpu)
 				})
+				if tr.name == "stream-poll" { // and without its gather
+					b.Run(fmt.Sprintf("streams=%d/step=10ms/transport=%s-nogather", n, tr.name), func(b *testing.B) {
+						defer loadgen.SetPollGatherForTest(loadgen.SetPollGatherForTest(-1))
+						benchTimestampError(b, sim.URL, n, 10*time.Millisecond, tr.new, sim.truth, sim.cpu)
+					})
+				}
 			}
 		}
 	})

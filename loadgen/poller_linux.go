@@ -349,7 +349,11 @@ func (p *poller) sleep(d time.Duration) {
 const pollGatherLate = 5 * time.Millisecond
 
 // mute takes set out of epfd (on) or puts it back. Put back while one of
-// its sockets is readable, set makes epfd readable at once.
+// its sockets is readable, set makes epfd readable at once. (Turning the
+// entry's events off and on again, with EPOLL_CTL_MOD, would lose that:
+// an entry still on epfd's ready list from before is not reported again,
+// and a socket that became readable while it was off would wait for the
+// next to wake the poller.)
 func (p *poller) mute(on bool) error {
 	if p.muted == on {
 		return nil
