@@ -82,10 +82,17 @@ type StreamTransport struct {
 	// instead of on each request's goroutine: one recvmsg a chunk, with
 	// its kernel receive timestamp, and the chunk framed, parsed and its
 	// tokens recorded where the bytes land, with no goroutine woken for
-	// it. At 64 streams of 100 tokens a second it makes half the system
-	// calls a token (about one in all), and takes about 40% less CPU. The
-	// request's goroutine waits for the end of its stream; an [Observer]
-	// is then called on a poller's goroutine and must not block.
+	// it. A poller woken by the first sockets of a batch (a batching
+	// server writes a step's tokens for every stream within a short time)
+	// waits for the rest before it reads: a quarter of the shortest time
+	// it has seen between two of a stream's tokens, at most 1 ms, so that
+	// it does not read two of them as one; the arrival times are the
+	// kernel's either way. At 64 and 256 streams of 100 tokens a second
+	// the client then makes 1.04-1.18 system calls a token, against
+	// 2.1-2.3 without Poll, and takes 20-35% less CPU. The request's
+	// goroutine waits for the end of its stream; an [Observer] is then
+	// called on a poller's goroutine, up to that wait after the chunk
+	// came, and must not block.
 	// [Client.Stream], whose loop body is the caller's, and https
 	// connections are read as without it. Elsewhere it does nothing.
 	Poll bool
