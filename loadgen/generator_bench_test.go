@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -183,6 +184,7 @@ type meter struct {
 	serverCPU func() (time.Duration, bool) // nil when the server is in this process
 
 	cpu, srv  [2]time.Duration
+	sys       [2]time.Duration
 	srvOK     bool
 	allocs    [2]uint64
 	closed    chan struct{}
@@ -195,6 +197,9 @@ func newMeter(serverCPU func() (time.Duration, bool)) *meter {
 
 func (m *meter) read(i int) {
 	m.cpu[i] = cpuTime()
+	var ru syscall.Rusage
+	syscall.Getrusage(0, &ru)
+	m.sys[i] = time.Duration(ru.Stime.Nano())
 	m.allocs[i] = heapAllocs()
 	if m.serverCPU != nil {
 		var ok bool
@@ -759,6 +764,7 @@ func benchSyscalls(b *testing.B, baseURL string, n int, newTransport func(int) h
 		window, cpu time.Duration
 		counts      = map[string]float64{}
 		lagP99      time.Duration
+		sysT        time.Duration
 	)
 	for b.Loop() {
 		m := newMeter(nil)
@@ -809,6 +815,7 @@ func benchSyscalls(b *testing.B, baseURL string, n int, newTransport func(int) h
 		tokens += s.OutputTokens
 		window += s.Window.Duration()
 		cpu += m.cpu[1] - m.cpu[0]
+		sysT += m.sys[1] - m.sys[0]
 		lagP99 = max(lagP99, run.Health.Lag.P99)
 	}
 	per := func(event string) float64 { return counts[event] / float64(tokens) }
@@ -826,6 +833,7 @@ func benchSyscalls(b *testing.B, baseURL string, n int, newTransport func(int) h
 	b.ReportMetric(per("syscalls:sys_enter_futex"), "futex/token")
 	b.ReportMetric(per("syscalls:sys_enter_nanosleep"), "nanosleep/token")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(tokens), "cpu-µs/token")
+	b.ReportMetric(float64(sysT.Microseconds())/float64(tokens), "sys-µs/token")
 	b.ReportMetric(cpu.Seconds()/window.Seconds(), "client-cores")
 	b.ReportMetric(float64(lagP99.Microseconds())/1000, "lag-p99-ms")
 }

@@ -291,9 +291,9 @@ func (p *poller) wake(uintptr) bool {
 // gather is how long the poller waits, once woken, before it reads: a
 // quarter of the smallest time between two chunks with tokens of a stream
 // it read apart in the last second or two, at most pollGatherMax; none
-// before it has seen two. (The
-// chunks after a stream's last token, its usage and [DONE], often come
-// together, and do not count: what the gather must not merge is tokens.)
+// before it has seen two. (The chunks after a stream's last token, its
+// usage and [DONE], often come together, and do not count: what the gather
+// must not merge is tokens.)
 func (p *poller) gather() time.Duration {
 	if d := time.Duration(pollGatherFixed.Load()); d != 0 {
 		return max(d, 0)
@@ -320,10 +320,11 @@ func (p *poller) noteGap(d time.Duration) {
 	}
 }
 
-// sleep waits d. While another P is free it sleeps in the kernel holding
-// its own, which costs one system call, where a goroutine's sleep costs
-// the runtime a wake of another thread as well; else it sleeps as a
-// goroutine, so as not to hold the program's last P. On a machine so busy
+// sleep waits d. It sleeps in the kernel holding its P, which costs one
+// system call, where a goroutine's sleep costs the runtime a wake of
+// another thread as well; but as a goroutine when the other pollers asleep
+// so hold all the Ps but one, which is left to the rest of the program
+// (with GOMAXPROCS 1, always). On a machine so busy
 // that a sleep in the kernel woke pollGatherLate after its time, the
 // thread would hold its P as long again: the sleeps of the next second are
 // a goroutine's.
