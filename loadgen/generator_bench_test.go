@@ -18,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -197,9 +196,7 @@ func newMeter(serverCPU func() (time.Duration, bool)) *meter {
 
 func (m *meter) read(i int) {
 	m.cpu[i] = cpuTime()
-	var ru syscall.Rusage
-	syscall.Getrusage(0, &ru)
-	m.sys[i] = time.Duration(ru.Stime.Nano())
+	m.sys[i], _ = procstat.SystemCPU()
 	m.allocs[i] = heapAllocs()
 	if m.serverCPU != nil {
 		var ok bool
@@ -676,14 +673,14 @@ func benchTimestampError(b *testing.B, baseURL string, n int, step time.Duration
 // 100 tokens/s (the simulator in its own process, fast profile, speed 1, a
 // closed loop of long requests; 1 s of warm-up, a 3 s window), on
 // StreamTransport reading each body on its request's goroutine (stream) and
-// on its pollers (stream-poll), side by side; gather= is how long a poller
-// that woke for fewer than 32 readable sockets waits for more before it
-// reads them. The system calls are those
+// on its pollers (stream-poll), side by side; gather=auto is the pollers'
+// own gather (see StreamTransport.Poll), gather=off has them read at once.
+// The system calls are those
 // of every thread of the benchmark process in the window, counted by
 // `perf stat -e raw_syscalls:sys_enter -p` (it skips without perf):
 // syscalls/token in all, and recvmsg, epoll (epoll_wait and epoll_pwait),
 // futex and nanosleep a token. cpu-µs/token is the client's user + system
-// CPU per token. With LLMLOAD_PERF_ALL=1 and -v, it also logs the count of
+// CPU per token, sys-µs/token the system part of it. With LLMLOAD_PERF_ALL=1 and -v, it also logs the count of
 // every kind of system call (those above 0.001 a token).
 //
 //	go test -run '^$' -bench 'ClientSyscalls' -benchtime 1x -count 3 ./loadgen

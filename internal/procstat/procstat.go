@@ -16,6 +16,10 @@ import (
 // every Linux architecture Go supports.
 const userHZ = 100
 
+// SystemCPU returns the part of this process's CPU time spent in the
+// kernel (its system calls and what they do), from getrusage.
+func SystemCPU() (time.Duration, error) { return selfSystemCPU() }
+
 // CPU returns the user plus system CPU time process pid has used; pid 0
 // is this process. This process's comes from getrusage (microseconds);
 // another's from /proc/PID/stat (Linux only, in 10 ms ticks).

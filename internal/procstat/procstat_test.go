@@ -58,6 +58,31 @@ func TestCPU(t *testing.T) {
 	assert.LessOrEqual(t, byPID, again)
 }
 
+// TestSystemCPU: the kernel's share grows with system calls, and stays a
+// part of the whole.
+func TestSystemCPU(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" || runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
+		t.Skip("no getrusage")
+	}
+	before, err := procstat.SystemCPU()
+	require.NoError(t, err)
+	f, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer f.Close()
+	b := make([]byte, 1)
+	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
+		for range 1000 {
+			f.ReadAt(b, 0) // a system call that does next to nothing
+		}
+	}
+	after, err := procstat.SystemCPU()
+	require.NoError(t, err)
+	whole, err := procstat.CPU(0)
+	require.NoError(t, err)
+	assert.Greater(t, after-before, 10*time.Millisecond)
+	assert.LessOrEqual(t, after, whole)
+}
+
 func TestCPUOfNoProcess(t *testing.T) {
 	_, err := procstat.CPU(1 << 30) // above Linux's pid_max
 	assert.ErrorIs(t, err, fs.ErrNotExist)

@@ -13,4 +13,6 @@ var errUnsupported = fmt.Errorf("procstat: %w on this platform", errors.ErrUnsup
 
 func selfCPU() (time.Duration, error) { return 0, errUnsupported }
 
+func selfSystemCPU() (time.Duration, error) { return 0, errUnsupported }
+
 func maxRSS() (int64, error) { return 0, errUnsupported }

@@ -18,6 +18,15 @@ func selfCPU() (time.Duration, error) {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
+// selfSystemCPU returns this process's system CPU time from getrusage.
+func selfSystemCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("procstat: getrusage: %w", err)
+	}
+	return time.Duration(ru.Stime.Nano()), nil
+}
+
 // maxRSS returns this process's peak resident set size from getrusage.
 func maxRSS() (int64, error) {
 	var ru syscall.Rusage
