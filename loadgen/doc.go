@@ -32,7 +32,9 @@
 // also times chunks by the kernel's receive timestamps, so the client's own
 // scheduling delays stay out of TTFT and time between tokens; with its
 // Poll set, a few shared pollers read every stream, one system call a
-// chunk, at about two thirds of the CPU per token.
+// chunk (a poller waits up to 1 ms after a wake to read a server's step
+// together: 1.04-1.18 system calls a token in all at 64 and 256 streams),
+// at about two thirds of the CPU per token.
 //
 // # What counts
 //
