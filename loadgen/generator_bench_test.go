@@ -675,13 +675,14 @@ func benchTimestampError(b *testing.B, baseURL string, n int, step time.Duration
 // StreamTransport reading each body on its request's goroutine (stream) and
 // on its pollers (stream-poll), side by side; gather=auto is the pollers'
 // own gather (see StreamTransport.Poll), gather=off has them read at once.
-// The system calls are those
-// of every thread of the benchmark process in the window, counted by
-// `perf stat -e raw_syscalls:sys_enter -p` (it skips without perf):
-// syscalls/token in all, and recvmsg, epoll (epoll_wait and epoll_pwait),
-// futex and nanosleep a token. cpu-µs/token is the client's user + system
-// CPU per token, sys-µs/token the system part of it. With LLMLOAD_PERF_ALL=1 and -v, it also logs the count of
-// every kind of system call (those above 0.001 a token).
+// The system calls are those of every thread of the benchmark process in
+// the window, counted by `perf stat -e raw_syscalls:sys_enter -p` (it
+// skips without perf): syscalls/token in all, and recvmsg, epoll
+// (epoll_wait and epoll_pwait), futex and nanosleep a token. cpu-µs/token
+// is the client's user + system CPU per token (getrusage, so the whole
+// process, in the window), sys-µs/token the system part of it. With
+// LLMLOAD_PERF_ALL=1 and -v, it also logs the count of every kind of
+// system call (those above 0.001 a token).
 //
 //	go test -run '^$' -bench 'ClientSyscalls' -benchtime 1x -count 3 ./loadgen
 func BenchmarkClientSyscalls(b *testing.B) {

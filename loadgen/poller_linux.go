@@ -97,7 +97,8 @@ const pollGatherMax = time.Millisecond
 // stream that a gather may take, so that a gather does not read two
 // chunks of a stream as one: a poller that sees chunks come closer than
 // four times its gather shortens it at its next wake, and one that sees
-// them come closer than pollGatherMin/pollGatherOfGap does not wait.
+// them come closer than pollGatherMin×pollGatherOfGap (400 µs) does not
+// wait.
 const pollGatherOfGap = 4
 
 // pollGatherMin is the shortest gather worth its system call.
@@ -330,10 +331,12 @@ func (p *poller) noteGap(d time.Duration) {
 // a goroutine's.
 func (p *poller) sleep(d time.Duration) {
 	start := time.Now()
-	if start.Before(p.plainUntil) || int(pollSleepers.Add(1)) >= len(pollers) {
-		if !start.Before(p.plainUntil) {
-			pollSleepers.Add(-1)
-		}
+	inKernel := !start.Before(p.plainUntil)
+	if inKernel && int(pollSleepers.Add(1)) >= len(pollers) {
+		pollSleepers.Add(-1) // the others asleep so hold all Ps but this one
+		inKernel = false
+	}
+	if !inKernel {
 		time.Sleep(d)
 		return
 	}

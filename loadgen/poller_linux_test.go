@@ -18,6 +18,14 @@ import (
 	"github.com/llmload/llmload/metrics"
 )
 
+// pollTokenEvent is the test servers' i-th one-word chunk.
+func pollTokenEvent(i int) string {
+	return fmt.Sprintf("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w%d \"}}]}\n\n", i)
+}
+
+// pollFinishEvents end the test servers' streams: the finish and [DONE].
+const pollFinishEvents = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+
 // pollTestServer streams n one-word chunks, gap apart, then the finish and
 // [DONE]; with stall set it sends one chunk and then nothing. It counts its
 // connections.
@@ -28,7 +36,7 @@ func pollTestServer(t *testing.T, n int, gap time.Duration, stall bool) (*httpte
 		w.Header().Set("Content-Type", "text/event-stream")
 		f := w.(http.Flusher)
 		for i := range n {
-			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w%d \"}}]}\n\n", i)
+			io.WriteString(w, pollTokenEvent(i))
 			f.Flush()
 			if stall {
 				<-r.Context().Done()
@@ -36,7 +44,7 @@ func pollTestServer(t *testing.T, n int, gap time.Duration, stall bool) (*httpte
 			}
 			time.Sleep(gap)
 		}
-		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+		io.WriteString(w, pollFinishEvents)
 	}))
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
@@ -191,10 +199,10 @@ func endingServer(t *testing.T, framing string, reset bool) string {
 	t.Cleanup(func() { ln.Close() })
 	body := ""
 	for i := range 3 {
-		body += fmt.Sprintf("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w%d \"}}]}\n\n", i)
+		body += pollTokenEvent(i)
 	}
 	if !reset {
-		body += "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+		body += pollFinishEvents
 	}
 	header := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
 	switch framing {
@@ -400,10 +408,10 @@ func batchServer(t *testing.T, n int, gap time.Duration) string {
 		for i := range n {
 			time.Sleep(time.Until(start.Add(time.Duration(step) * gap)))
 			step++
-			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w%d \"}}]}\n\n", i)
+			io.WriteString(w, pollTokenEvent(i))
 			f.Flush()
 		}
-		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+		io.WriteString(w, pollFinishEvents)
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
