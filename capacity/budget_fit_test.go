@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/internal/longtest"
 )
 
 // budgetRow is a start-up-log row with a whole memory budget, parsed.
@@ -263,6 +265,7 @@ func leaveOneOut(t *testing.T, rows []budgetRow, estimateWeights bool) []looResu
 // loaded — with the memory terms fitted to the other rows, and compares it
 // with the blocks the logged KV memory gives.
 func TestStartupLogsLeaveOneOut(t *testing.T) {
+	longtest.Skip(t)
 	rows := loadBudgetRows(t)
 	res := leaveOneOut(t, rows, false)
 	var abs []float64
@@ -655,6 +658,7 @@ func copyRanges(fit, from memoryModel) memoryModel {
 // table and requires fittedModel to hold them: the estimator's constants are
 // the table's, not hand-tuned.
 func TestMemoryModelFit(t *testing.T) {
+	longtest.Skip(t)
 	rows := loadBudgetRows(t)
 	got, _, _ := calibrate(t, rows)
 	t.Logf("fitted: %#v", got)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/longtest"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/metrics"
@@ -113,6 +114,7 @@ func faultSource(faulty map[int]string) loadgen.Source {
 // must be classified with the right kind, token counts must stay exact for
 // the healthy requests and the partial ones, and the run must end promptly.
 func TestFaultMatrix(t *testing.T) {
+	longtest.Skip(t)
 	forEachTransport(t, testFaultMatrix)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/longtest"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
@@ -71,6 +72,7 @@ func TestStarvedCellEndsEarly(t *testing.T) {
 // TestCellsUnderFaults runs a small matrix against a simulator that
 // misbehaves on every request and checks each cell says what happened.
 func TestCellsUnderFaults(t *testing.T) {
+	longtest.Skip(t)
 	p := loadgentest.FastProfile()
 	p.DecodeBase = []loadgentest.BatchCost{{Batch: 1, Seconds: 0.002}}
 	srv := loadgentest.NewServer(p)

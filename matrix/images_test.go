@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/longtest"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
@@ -20,6 +21,7 @@ import (
 // the reports say so, whether prompts are sized by /tokenize or
 // calibrated from usage.
 func TestImagesInEveryPrompt(t *testing.T) {
+	longtest.Skip(t)
 	p := loadgentest.FastProfile()
 	p.Speed = 10
 	servers := map[string]func(t *testing.T) *httptest.Server{

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/longtest"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
@@ -30,6 +31,7 @@ func knownProfile(speed float64) loadgentest.Profile {
 }
 
 func TestRunnerMatchesTheProfile(t *testing.T) {
+	longtest.Skip(t)
 	const speed = 10
 	p := knownProfile(speed)
 	srv := loadgentest.NewServer(p)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/hostileserver"
+	"github.com/llmload/llmload/internal/longtest"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
@@ -327,6 +328,7 @@ func TestShortRequestsOnAPacedServer(t *testing.T) {
 // warm-up ends without waiting for its timeout; once a cell has found the
 // cap, a later one's warm-up ends as soon as it is held there.
 func TestQueuedFromTheClientsTimeline(t *testing.T) {
+	longtest.Skip(t)
 	p := loadgentest.FastProfile()
 	p.Speed = 5
 	p.MaxNumSeqs = 2
@@ -361,6 +363,7 @@ func TestQueuedFromTheClientsTimeline(t *testing.T) {
 // late; the cell beyond the server's slots is still Requests queued,
 // judged against the prompt's quickest answer from the idle server.
 func TestQueuedAfterALateScout(t *testing.T) {
+	longtest.Skip(t)
 	p := loadgentest.FastProfile()
 	p.Speed = 5
 	p.MaxNumSeqs = 2
@@ -386,6 +389,7 @@ func TestQueuedAfterALateScout(t *testing.T) {
 // a 500 (the scout's too) gives a measured cell with its error share, not
 // a Failed one; every failure is counted in the cell.
 func TestEveryThirdRequestFails(t *testing.T) {
+	longtest.Skip(t)
 	p := loadgentest.FastProfile()
 	p.Speed = 5
 	srv := newOllamaLike(t, p, &ollamaLike{failEvery: 3})

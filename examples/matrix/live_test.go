@@ -14,12 +14,15 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/llmload/llmload/internal/longtest"
 )
 
 // A scrape of -metrics-listen while the matrix runs parses with
 // Prometheus' text parser and shows a cell's requests in flight, its
 // tokens and its TTFT histogram, labelled with the cell.
 func TestMetricsListen(t *testing.T) {
+	longtest.Skip(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
@@ -107,6 +110,7 @@ func scrapeCells(t *testing.T, url string) map[[2]string][3]float64 {
 // in flight, tokens and TTFTs (counted as requests end: of 40 tokens, a
 // token each 10 ms), labelled with the cell and the shard.
 func TestMetricsListenSharded(t *testing.T) {
+	longtest.Skip(t)
 	if testing.Short() {
 		t.Skip("builds and runs the command in two processes")
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmload/llmload/internal/logbuffer"
+	"github.com/llmload/llmload/internal/longtest"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
 )
@@ -249,6 +250,7 @@ func joinURL(t *testing.T, leader *shardProc) string {
 // server saw streams from all three processes, and every shard's share is
 // in the cell.
 func TestShardedRunAcrossProcesses(t *testing.T) {
+	longtest.Skip(t)
 	if testing.Short() {
 		t.Skip("builds and runs the command in three processes")
 	}
@@ -312,6 +314,7 @@ func TestShardedRunAcrossProcesses(t *testing.T) {
 // runs on the shards left; Ctrl-C on the leader stops every shard and keeps
 // the finished cells.
 func TestShardedRunFaults(t *testing.T) {
+	longtest.Skip(t)
 	if testing.Short() {
 		t.Skip("builds and runs the command in three processes")
 	}
@@ -377,6 +380,7 @@ const LaunchAndWarmup = 3 * time.Second
 // TestFollowerStopsWhenTheLeaderDies: a follower whose leader is killed
 // stops its streams and exits with an error, without hanging.
 func TestFollowerStopsWhenTheLeaderDies(t *testing.T) {
+	longtest.Skip(t)
 	if testing.Short() {
 		t.Skip("builds and runs the command in two processes")
 	}

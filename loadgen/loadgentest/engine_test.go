@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmload/llmload/internal/longtest"
 	"github.com/llmload/llmload/internal/simtokens"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -331,6 +332,7 @@ func TestAbortFreesBlocks(t *testing.T) {
 // TestDecodeThroughput runs B streams and compares the server's own write
 // times with the profile's step model.
 func TestDecodeThroughput(t *testing.T) {
+	longtest.Skip(t)
 	if testing.Short() {
 		t.Skip("timed")
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/longtest"
 	"github.com/llmload/llmload/internal/picture"
 	"github.com/llmload/llmload/internal/simtokens"
 )
@@ -52,6 +53,7 @@ func promptTokensOf(t *testing.T, srv *Server, body map[string]any) (int, int, s
 // TestVisionTokens: an image costs ceil(W/28)·ceil(H/28) prompt tokens,
 // within the profile's bounds, on top of the text's, PNG or JPEG.
 func TestVisionTokens(t *testing.T) {
+	longtest.Skip(t)
 	p := quick()
 	p.VisionMaxTokens = 2000
 	srv := NewServer(p)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/longtest"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/loadgen/sweep"
@@ -245,6 +246,7 @@ func rateOf(r sweep.Result) float64 {
 // reported over capacity; a rate below it runs its whole window,
 // unflagged, and completes at its rate.
 func TestOverCapacityStoppedEarly(t *testing.T) {
+	longtest.Skip(t)
 	// 2 requests at once, each 8 steps of 20 ms: about 12 requests a
 	// second at most.
 	target := simTarget(t, 0.02, 2, 8, func(g *loadgen.Generator) { g.Duration = 6 * time.Second })

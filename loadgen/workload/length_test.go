@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/longtest"
 	"github.com/llmload/llmload/loadgen/workload"
 )
 
@@ -46,6 +47,7 @@ func TestParseLength(t *testing.T) {
 
 // Each distribution draws within its bounds, with the mean it names.
 func TestLengthDraws(t *testing.T) {
+	longtest.Skip(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, tc := range []struct {
 		l        workload.Length

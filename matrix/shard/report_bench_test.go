@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmload/llmload/internal/longtest"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix"
 	"github.com/llmload/llmload/metrics"
@@ -209,6 +210,7 @@ func BenchmarkShardReport(b *testing.B) {
 // 1,000 streams × 30 s of 100 tok/s holds, and travels whole: decoded, it
 // merges with the leader's into a cell of both shards' tokens and values.
 func TestRealisticPartRoundTrips(t *testing.T) {
+	longtest.Skip(t)
 	if testing.Short() {
 		t.Skip("records 3.5 M gaps")
 	}
