@@ -29,6 +29,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -134,7 +135,7 @@ type report struct {
 	Model            *capacity.Model     `json:"model,omitempty"`
 	Estimate         *capacity.Estimate  `json:"estimate,omitempty"`
 	Discovery        *capacity.Discovery `json:"discovery,omitempty"`
-	Cells            []capacity.Cell     `json:"cells"`
+	Cells            []capacity.Cell     `json:"cells"`   // fits: the point estimate's verdict; at_risk: its range's
 	AtOnce           []atOnce            `json:"at_once"` // per grid row: how many requests of its size run together
 }
 
@@ -215,7 +216,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	r.KVTokens, r.KVTokensLow, r.KVTokensHigh = limits.KVTokens, limits.KVTokensLow, limits.KVTokensHigh
 	r.MaxModelLen, r.MaxRunning = limits.MaxModelLen, limits.MaxRunning
 	r.TemplateOverhead = limits.TemplateTokens()
-	r.Cells = grid.Cells
+	r.Cells = pointVerdicts(grid.Cells, limits, o.maxTokens)
 	for _, c := range contexts {
 		r.AtOnce = append(r.AtOnce, atOnce{ContextTokens: c, Concurrency: limits.MaxConcurrency(c, o.maxTokens)})
 	}
@@ -238,6 +239,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return grid.WriteText(stdout)
+}
+
+// pointVerdicts returns cells with each one's Fits the point estimate's
+// verdict: a cell whose need lies between the estimated KV tokens and the
+// optimistic end of their range is not predicted to fit, though its AtRisk,
+// the range's verdict, says the server may still hold it. (For the grid,
+// Limits.Check fits such a cell, at risk, so that it is measured.)
+func pointVerdicts(cells []capacity.Cell, limits capacity.Limits, maxTokens int) []capacity.Cell {
+	point := limits
+	point.KVTokensLow, point.KVTokensHigh = 0, 0
+	out := slices.Clone(cells)
+	for i, c := range out {
+		if !c.Fits {
+			continue
+		}
+		if v := point.Check(c.ContextTokens, c.Concurrency, maxTokens); !v.Fits {
+			out[i].Fits, out[i].Reason, out[i].Need, out[i].Have = false, v.Reason, v.Need, v.Have
+		}
+	}
+	return out
 }
 
 // tokenList reads a flag's list of token counts ("0,16K,32K"); it may not

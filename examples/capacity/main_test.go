@@ -513,3 +513,30 @@ func TestRunLiveCredentials(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "CAPACITY_TEST_UNSET is empty")
 }
+
+// TestRunJSONFitsIsThePointVerdict: in -json, a cell's fits is what the
+// point estimate says and at_risk what its range says. 29 × (16K + 8K) =
+// 712,704 tokens is more than the 712,092 KV tokens estimated but within
+// the range's optimistic end: it does not fit, at risk; 28 × 24K =
+// 688,128 fits, at risk; 26 × 24K = 638,976, under the pessimistic end,
+// fits without risk.
+func TestRunJSONFitsIsThePointVerdict(t *testing.T) {
+	r := runJSON(t, append(seedArgs, "-contexts", "16K", "-concurrency", "26,28,29,40")...)
+	require.Equal(t, 712092, r.KVTokens)
+	require.Greater(t, r.KVTokensHigh, 29*(16384+8192))
+	over := cellAt(t, r, 16384, 29)
+	assert.False(t, over.Fits, "its own point estimate says it does not fit: %s", over.Detail)
+	assert.True(t, over.AtRisk, "the range says it may: %s", over.Detail)
+	assert.Equal(t, capacity.OverKVTokens, over.Reason)
+	under := cellAt(t, r, 16384, 28)
+	assert.True(t, under.Fits, under.Detail)
+	assert.True(t, under.AtRisk, under.Detail)
+	safe := cellAt(t, r, 16384, 26)
+	assert.True(t, safe.Fits && !safe.AtRisk, safe.Detail)
+	far := cellAt(t, r, 16384, 40)
+	assert.False(t, far.Fits || far.AtRisk, far.Detail)
+	for _, c := range r.Cells {
+		need := c.Concurrency * (c.ContextTokens + 8192)
+		assert.Equal(t, need <= r.KVTokens, c.Fits, "%d × %d: %s", c.ContextTokens, c.Concurrency, c.Detail)
+	}
+}
