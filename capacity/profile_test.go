@@ -286,3 +286,52 @@ func TestProfileVersionsCoverTheBoundaries(t *testing.T) {
 	}
 	assert.Greater(t, found, 5)
 }
+
+// TestEstimateA100SchedulerDefaults: vLLM gives an 80 GB A100 the small
+// scheduler defaults (2048 batched tokens, 256 sequences) from 0.9 on, as
+// before 0.8.5, so its profile run, and the activation the budget charges,
+// is a quarter of an H100's of the same memory; at utilization 0.5 that is
+// gigabytes more for the KV cache. Without the GPU's name the estimate
+// charges the H100's.
+func TestEstimateA100SchedulerDefaults(t *testing.T) {
+	m := mustParse(t, llama8B)
+	a100 := VLLM{Version: "0.10.1", GPUName: "NVIDIA A100-SXM4-80GB", GPUMemoryBytes: GiBToBytes(79.15), GPUMemoryUtilization: 0.5,
+		MaxModelLen: 8192, WeightsBytes: GiBToBytes(14.99)}
+	e, err := EstimateVLLM(m, a100)
+	require.NoError(t, err)
+	assert.Equal(t, 2048, e.MaxNumBatchedTokens)
+	assert.Equal(t, 256, e.MaxNumSeqs)
+	assert.Contains(t, strings.Join(e.Notes, "\n"), "vllm-project/vllm#17885")
+
+	unnamed := a100
+	unnamed.GPUName = ""
+	h, err := EstimateVLLM(m, unnamed)
+	require.NoError(t, err)
+	assert.Equal(t, 8192, h.MaxNumBatchedTokens)
+	assert.Equal(t, 1024, h.MaxNumSeqs)
+	assert.Greater(t, h.Budget.Activation.Bytes-e.Budget.Activation.Bytes, GiBToBytes(3), "the sampler over 768 more rows of a 128K vocabulary")
+	assert.Greater(t, e.KVTokens, h.KVTokens)
+
+	for _, tc := range []struct {
+		name, gpu, version string
+		tokens, seqs       int
+	}{
+		{"an H100", "NVIDIA H100 80GB HBM3", "0.10.1", 8192, 1024},
+		{"vLLM 0.8.5 gave every large GPU the large defaults", "NVIDIA A100-SXM4-80GB", "0.8.5", 8192, 1024},
+		{"vLLM 0.8.4 only H100 and H200", "NVIDIA A100-SXM4-80GB", "0.8.4", 2048, 256},
+		{"an A100 with vLLM 0.32", "NVIDIA A100 80GB PCIe", "0.32.0", 2048, 256},
+		{"given flags stand", "NVIDIA A100-SXM4-80GB", "0.10.1", 4096, 512},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := a100
+			l.GPUName, l.Version = tc.gpu, tc.version
+			if tc.tokens == 4096 {
+				l.MaxNumBatchedTokens, l.MaxNumSeqs = 4096, 512
+			}
+			e, err := EstimateVLLM(m, l)
+			require.NoError(t, err)
+			assert.Equal(t, tc.tokens, e.MaxNumBatchedTokens)
+			assert.Equal(t, tc.seqs, e.MaxNumSeqs)
+		})
+	}
+}

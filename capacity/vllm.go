@@ -57,12 +57,16 @@ type VLLM struct {
 	// GPUMemoryBytes is the total memory of one GPU as PyTorch reports it
 	// (11.76 GiB for a 12 GB RTX 3060). Required unless AvailableKVBytes or
 	// NumGPUBlocksOverride is set.
-	GPUMemoryBytes       int64   `json:"gpu_memory_bytes,omitempty"`
+	GPUMemoryBytes int64 `json:"gpu_memory_bytes,omitempty"`
+	// GPUName is the GPU's name as PyTorch reports it ("NVIDIA
+	// A100-SXM4-80GB"); empty means unknown. vLLM picks its scheduler
+	// defaults by it: an A100 keeps the small ones whatever its memory.
+	GPUName              string  `json:"gpu_name,omitempty"`
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"` // 0 means vLLM's default, 0.9
 	KVCacheDType         string  `json:"kv_cache_dtype,omitempty"`         // one of KVCacheDTypes; "" means "auto"
 	MaxModelLen          int     `json:"max_model_len,omitempty"`          // 0 means the model's DerivedMaxModelLen
-	MaxNumSeqs           int     `json:"max_num_seqs,omitempty"`           // 0 means 256, or 1024 on a GPU of 70 GiB or more (V0 engine, before 0.8: 256)
-	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens,omitempty"` // 0 means 2048, or 8192 on a GPU of 70 GiB or more (V0 engine: max_model_len, at least 2048, or 512 past 32,768 where chunked prefill turns on)
+	MaxNumSeqs           int     `json:"max_num_seqs,omitempty"`           // 0 means 256, or 1024 on a GPU of 70 GiB or more other than an A100 (V0 engine, before 0.8: 256)
+	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens,omitempty"` // 0 means 2048, or 8192 on a GPU of 70 GiB or more other than an A100 (V0 engine: max_model_len, at least 2048, or 512 past 32,768 where chunked prefill turns on)
 	TensorParallelSize   int     `json:"tensor_parallel_size,omitempty"`   // 0 means 1
 	PipelineParallelSize int     `json:"pipeline_parallel_size,omitempty"` // 0 means 1
 	// BlockSize is --block-size; hybrid models raise it so that one
@@ -390,11 +394,17 @@ func servedDType(config, flag string) (string, error) {
 }
 
 // schedulerDefaults sets max_num_seqs and max_num_batched_tokens as vLLM
-// e.Version defaults them: the V1 engine (0.8 on) by GPU size, the V0 engine
-// by max_model_len.
+// e.Version defaults them: the V1 engine (0.8 on) by GPU size and name, the
+// V0 engine by max_model_len.
 func (e *Estimate) schedulerDefaults(l VLLM) {
 	v0 := before(e.Version, 0, 8)
 	large := l.GPUMemoryBytes >= largeGPUBytes
+	if large && !v0 && smallDefaultsGPU(l.GPUName, e.Version) {
+		large = false
+		if l.MaxNumSeqs <= 0 || l.MaxNumBatchedTokens <= 0 {
+			e.Notes = append(e.Notes, "an A100 keeps vLLM's small scheduler defaults (2048 batched tokens, 256 sequences) whatever its memory, so its profile run is a quarter of an H100's (vllm-project/vllm#17885)")
+		}
+	}
 	e.MaxNumSeqs = l.MaxNumSeqs
 	if e.MaxNumSeqs <= 0 {
 		e.MaxNumSeqs = 256
@@ -415,6 +425,39 @@ func (e *Estimate) schedulerDefaults(l VLLM) {
 	default:
 		e.MaxNumBatchedTokens = 2048
 	}
+}
+
+// smallDefaultsGPU reports whether vLLM version v gives a GPU named name
+// the small scheduler defaults (2048 batched tokens, 256 sequences) though
+// it has 70 GiB or more. vLLM's engine arguments pick the large defaults by
+// GPU: from 0.7.1 only for a name holding "h100" or "h200"
+// (vllm-project/vllm#12369), in 0.8.5 for any GPU of 70 GiB or more
+// (vllm-project/vllm#17073), and from 0.9 for those whose name does not
+// hold "a100" (vllm-project/vllm#17885: large batches cost an A100
+// throughput). So an 80 GB A100 profiles a quarter of the tokens and rows
+// an H100 does, and keeps gigabytes more for the KV cache, most visible
+// where the pool is small (a low gpu_memory_utilization).
+func smallDefaultsGPU(name, v string) bool {
+	if !strings.Contains(strings.ToLower(name), "a100") {
+		return false
+	}
+	ma, mi, _ := version(v)
+	return !(ma == 0 && mi == 8 && patchOf(v) >= 5)
+}
+
+// patchOf returns the patch number of a version like "0.8.5" or
+// "v0.8.5.post1"; 0 when it has none.
+func patchOf(v string) int {
+	parts := strings.SplitN(strings.TrimPrefix(strings.TrimSpace(v), "v"), ".", 4)
+	if len(parts) < 3 {
+		return 0
+	}
+	digits := strings.TrimRightFunc(parts[2], func(r rune) bool { return r < '0' || r > '9' })
+	if i := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
+		digits = digits[:i]
+	}
+	n, _ := strconv.Atoi(digits)
+	return n
 }
 
 func isKnownKVCacheDType(d string) bool {
