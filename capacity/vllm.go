@@ -3,8 +3,6 @@ package capacity
 import (
 	"errors"
 	"fmt"
-	"math"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -737,77 +735,11 @@ func (mm *memoryModel) budget(e *Estimate, m *Model, l VLLM, tp, pp int) []strin
 		Estimated: true,
 		Detail:    "requested − weights − activation − CUDA graphs − non-torch",
 	}
-	reasons = append(reasons, mm.availableRange(e.Version, b)...)
+	reasons = append(reasons, mm.availableRange(e.Version, b, tp)...)
 	if pp > 1 {
 		reasons = append(reasons, "pipeline parallelism: every stage is given the last stage's terms")
 	}
 	return reasons
-}
-
-// availableRange sets the range of b.AvailableKV and returns its reasons.
-// The profile run's terms (the activation and non-torch memory, where
-// estimated) are off by at most Spread times their sum on rangeCoverage
-// of the table's start-up logs held out one at a time, by SpreadOutside for
-// a launch unlike any in the table; the weights and the CUDA graphs, where
-// estimated, add their own ranges.
-func (mm *memoryModel) availableRange(v string, b *Budget) []string {
-	var profile int64
-	for _, t := range []Term{b.Activation, b.NonTorch} {
-		if t.Estimated {
-			profile += t.Bytes
-		}
-	}
-	outside := mm.outsideTable(v, b)
-	k, held := mm.Spread, "one at a time"
-	if len(outside) > 0 {
-		k, held = mm.SpreadOutside, "with their version, GPU or utilization held out"
-	}
-	spread := scaled(profile, k)
-	kv := &b.AvailableKV
-	kv.Low = kv.Bytes - spread - (b.Weights.High - b.Weights.Bytes) - (b.CUDAGraphs.High - b.CUDAGraphs.Bytes)
-	kv.High = kv.Bytes + spread + (b.Weights.Bytes - b.Weights.Low) + (b.CUDAGraphs.Bytes - b.CUDAGraphs.Low)
-	reasons := outside
-	if profile > 0 {
-		reasons = append(reasons, fmt.Sprintf("the range: ±%.0f%% of the estimated activation and non-torch memory (±%.2f GiB), what covers %.0f%% of the table's start-up logs predicted %s; the weights and CUDA graphs add their own ranges where estimated",
-			100*k, float64(spread)/gibibyte, 100*rangeCoverage, held))
-	}
-	return reasons
-}
-
-// outsideTable says how a launch of vLLM version v with budget b is unlike
-// every start-up log in the table: a version it lacks (older, newer, or a
-// gap inside its span), a GPU whose memory is within 5% of none of its
-// GPUs', a utilization more than 0.05 outside its span.
-func (mm *memoryModel) outsideTable(v string, b *Budget) []string {
-	var out []string
-	ma, mi, _ := version(v)
-	minor := fmt.Sprintf("%d.%d", ma, mi)
-	newMa, newMi, _ := version(mm.TableNewest)
-	switch {
-	case versionBefore(v, mm.TableOldest):
-		out = append(out, fmt.Sprintf("vLLM %s is older than any start-up log in the table (oldest %s)", v, mm.TableOldest))
-	case !before(v, newMa, newMi+1):
-		out = append(out, fmt.Sprintf("vLLM %s is newer than any start-up log in the table (newest %s): its terms are assumed unchanged since", v, mm.TableNewest))
-	case !slices.Contains(mm.TableVersions, minor):
-		out = append(out, fmt.Sprintf("vLLM %s has no start-up log in the table (it has %s): its terms are those fitted to the versions around it", minor, strings.Join(mm.TableVersions, ", ")))
-	}
-	gib := float64(b.TotalBytes) / gibibyte
-	if !slices.ContainsFunc(mm.TableGPUGiB, func(g float64) bool { return math.Abs(gib-g) <= 0.05*g }) {
-		out = append(out, fmt.Sprintf("a GPU of %.2f GiB is unlike any in the table (%s GiB)", gib, joinFloats(mm.TableGPUGiB)))
-	}
-	if b.Utilization < mm.TableUtilLow-0.05 || b.Utilization > mm.TableUtilHigh+0.05 {
-		out = append(out, fmt.Sprintf("gpu_memory_utilization %.2f is outside the table's %.2f–%.2f", b.Utilization, mm.TableUtilLow, mm.TableUtilHigh))
-	}
-	return out
-}
-
-// joinFloats writes xs as "23.58, 79.19".
-func joinFloats(xs []float64) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = strconv.FormatFloat(x, 'f', -1, 64)
-	}
-	return strings.Join(parts, ", ")
 }
 
 // dtypeSizeOr returns dtype's size, or def for an unknown dtype.

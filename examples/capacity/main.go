@@ -29,7 +29,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -217,7 +216,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	r.KVTokens, r.KVTokensLow, r.KVTokensHigh = limits.KVTokens, limits.KVTokensLow, limits.KVTokensHigh
 	r.MaxModelLen, r.MaxRunning = limits.MaxModelLen, limits.MaxRunning
 	r.TemplateOverhead = limits.TemplateTokens()
-	r.Cells = pointVerdicts(grid.Cells, limits, o.maxTokens)
+	r.Cells = grid.Cells
 	for _, c := range contexts {
 		r.AtOnce = append(r.AtOnce, atOnce{ContextTokens: c, Concurrency: limits.MaxConcurrency(c, o.maxTokens)})
 	}
@@ -240,26 +239,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return grid.WriteText(stdout)
-}
-
-// pointVerdicts returns cells with each one's Fits the point estimate's
-// verdict: a cell whose need lies between the estimated KV tokens and the
-// optimistic end of their range is not predicted to fit, though its AtRisk,
-// the range's verdict, says the server may still hold it. (For the grid,
-// Limits.Check fits such a cell, at risk, so that it is measured.)
-func pointVerdicts(cells []capacity.Cell, limits capacity.Limits, maxTokens int) []capacity.Cell {
-	point := limits
-	point.KVTokensLow, point.KVTokensHigh = 0, 0
-	out := slices.Clone(cells)
-	for i, c := range out {
-		if !c.Fits {
-			continue
-		}
-		if v := point.Check(c.ContextTokens, c.Concurrency, maxTokens); !v.Fits {
-			out[i].Fits, out[i].Reason, out[i].Need, out[i].Have = false, v.Reason, v.Need, v.Have
-		}
-	}
-	return out
 }
 
 // tokenList reads a flag's list of token counts ("0,16K,32K"); it may not
