@@ -155,8 +155,10 @@ type Estimate struct {
 
 // ExpectedError is the range an estimate's KV capacity is expected to fall
 // in, 90% of the time: calibrated by leave-one-out on the start-up-log table
-// (see testdata/startup_logs.json), wider for a launch unlike any in the
-// table, spanning every version's profile when the version is not given.
+// (see testdata/startup_logs.json), and wider the farther a launch lies
+// from the table's rows in utilization, GPU memory, vLLM version and tensor
+// parallelism (calibrated by holding those settings out), spanning every
+// version's profile when the version is not given.
 // A budget the caller gave has no range.
 type ExpectedError struct {
 	KVTokensLow   int     `json:"kv_tokens_low"`   // KVTokens with every estimated term at its largest
@@ -227,9 +229,10 @@ func versionBefore(a, b string) bool {
 // tensor-parallel or not; the CUDA-graph term follows vLLM's own estimate.
 // Each estimated term carries the range its fit's leave-one-out residuals
 // span. Estimate.Expected is the range of KV tokens that held the logged
-// figure for 90% of the table's start-up logs, each predicted without it (a
-// wider one for a version, GPU or utilization the table lacks, spanning
-// every version's profile when l.Version is empty), with the reasons. A
+// figure for 90% of the table's start-up logs, each predicted without it,
+// widened with the launch's distance from the table's rows (a utilization,
+// GPU memory, version or tensor-parallel size no row has; the reasons name
+// each), spanning every version's profile when l.Version is empty. A
 // term given in l replaces the estimate and its range.
 //
 // Attention layers store AttentionBytesPerToken per token; in a hybrid
