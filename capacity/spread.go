@@ -50,6 +50,15 @@ func (mm *memoryModel) spreadAt(d float64) float64 {
 // has seen: versionStep minor releases of vLLM, and a doubling (or halving)
 // of gpu_memory_utilization, of the GPU's memory, or of the tensor-parallel
 // size. A setting some calibrated row has adds nothing.
+//
+// Utilization is one of them though no term of the budget scales with it.
+// vLLM's determine_available_memory (vllm/v1/worker/gpu_worker.py, 0.9 on)
+// leaves the KV cache total × gpu_memory_utilization less the non-KV memory
+// its memory_profiling (vllm/utils) measured: the weights, the profile run's
+// torch peak increase and the non-torch increase since the worker's first
+// snapshot. None of them depends on the utilization, so an error in them is
+// a larger share of the smaller pool a low utilization leaves, a share the
+// table's rows (all at 0.90–0.95) never measured.
 const versionStep = 4
 
 // distance returns how far a launch of vLLM version v with budget b on tp
