@@ -540,3 +540,17 @@ func TestRunJSONFitsIsThePointVerdict(t *testing.T) {
 		assert.Equal(t, need <= r.KVTokens, c.Fits, "%d × %d: %s", c.ContextTokens, c.Concurrency, c.Detail)
 	}
 }
+
+// TestRunGPUName: -gpu-name reaches the estimate, and an 80 GB A100 is
+// profiled with vLLM's small scheduler defaults.
+func TestRunGPUName(t *testing.T) {
+	args := []string{"-config", "../../capacity/testdata/qwen3.5-4b-awq", "-vllm-version", "0.10.1",
+		"-gpu-mem-gib", "79.15", "-gpu-memory-utilization", "0.5", "-max-model-len", "32768", "-language-model-only",
+		"-contexts", "16K", "-concurrency", "1"}
+	h100 := runJSON(t, args...)
+	assert.Equal(t, 8192, h100.Estimate.MaxNumBatchedTokens)
+	a100 := runJSON(t, append(args, "-gpu-name", "NVIDIA A100-SXM4-80GB")...)
+	assert.Equal(t, 2048, a100.Estimate.MaxNumBatchedTokens)
+	assert.Equal(t, 256, a100.Estimate.MaxNumSeqs)
+	assert.Greater(t, a100.KVTokens, h100.KVTokens)
+}
