@@ -294,39 +294,6 @@ func TestStartupLogsLeaveOneOut(t *testing.T) {
 	t.Logf("leave-one-out coverage of the printed %.0f%% range: %d of %d start-up logs (%.1f%%)", 100*rangeCoverage, covered, n, 100*float64(covered)/float64(n))
 	assert.GreaterOrEqual(t, float64(covered)/float64(n), rangeCoverage, "coverage of the printed range")
 
-	// Whole groups held out (a version, a GPU, a utilization), each
-	// predicted by the terms fitted to the rest, with the range the rest
-	// would print: the spread for a launch unlike the table from the other
-	// groups held out.
-	groups, skipped := holdOutGroups(rows)
-	var held []heldOutGroup
-	for _, g := range groups {
-		held = append(held, holdOut(t, rows, g))
-	}
-	var lines []string
-	total, in := 0, 0
-	for gi, h := range held {
-		var others []float64
-		for hj, o := range held {
-			if hj != gi {
-				others = append(others, o.scores...)
-			}
-		}
-		mm := h.mm
-		mm.SpreadOutside = max(mm.Spread, conformal(others, rangeCoverage))
-		c := 0
-		for _, i := range h.rows {
-			if ok, _, _ := covers(t, mm, rows[i]); ok {
-				c++
-			}
-		}
-		total, in = total+len(h.rows), in+c
-		lines = append(lines, fmt.Sprintf("%s held out: %d of %d covered (spread %.2f, outside %.2f)", h.name, c, len(h.rows), mm.Spread, mm.SpreadOutside))
-	}
-	t.Logf("whole groups held out: %d of %d rows covered (%.1f%%)\n  %s\n  not held out (too few rows would remain to fit): %s",
-		in, total, 100*float64(in)/float64(total), strings.Join(lines, "\n  "), strings.Join(skipped, ", "))
-	assert.GreaterOrEqual(t, float64(in)/float64(total), 0.8, "coverage with whole groups held out")
-
 	// The same with the weights estimated from config.json too, as for a
 	// model whose checkpoint is not at hand: reported, not held to the
 	// bounds above.
@@ -430,8 +397,11 @@ func without(rows []budgetRow, drop ...int) []budgetRow {
 // from rows: the versions, GPUs and utilizations.
 func withTable(mm memoryModel, rows []budgetRow) memoryModel {
 	mm.TableOldest, mm.TableNewest, mm.TableVersions, mm.TableGPUGiB = "", "", nil, nil
-	mm.TableUtilLow, mm.TableUtilHigh = 0, 0
+	mm.TableUtilLow, mm.TableUtilHigh, mm.TableTP = 0, 0, nil
 	for _, r := range rows {
+		if tp := max(r.Launch.TensorParallelSize, 1); !slices.Contains(mm.TableTP, tp) {
+			mm.TableTP = append(mm.TableTP, tp)
+		}
 		v := r.Launch.Version
 		if mm.TableOldest == "" || versionBefore(v, mm.TableOldest) {
 			mm.TableOldest = v
@@ -462,6 +432,7 @@ func withTable(mm memoryModel, rows []budgetRow) memoryModel {
 		return 0
 	})
 	slices.Sort(mm.TableGPUGiB)
+	slices.Sort(mm.TableTP)
 	return mm
 }
 
@@ -520,16 +491,22 @@ type rowGroup struct {
 	rows []int
 }
 
-// holdOutGroups are the table's rows grouped by vLLM version, GPU and
-// utilization; a group is held out only if at least minRest rows remain to
-// fit the terms to.
+// holdOutGroups are the table's rows grouped by the settings the memory
+// terms are fitted across: utilization, GPU, vLLM version (major.minor) and
+// tensor-parallel size; a group is held out only if at least minRest rows
+// remain to fit the terms to.
 func holdOutGroups(rows []budgetRow) (groups []rowGroup, skipped []string) {
 	const minRest = 10
 	by := map[string][]int{}
 	var names []string
 	for i, r := range rows {
 		ma, mi, _ := version(r.Launch.Version)
-		for _, k := range []string{fmt.Sprintf("vLLM %d.%d", ma, mi), "GPU " + r.GPU, fmt.Sprintf("utilization %.2f", r.Launch.GPUMemoryUtilization)} {
+		for _, k := range []string{
+			fmt.Sprintf("utilization %.2f", r.Launch.GPUMemoryUtilization),
+			"GPU " + r.GPU,
+			fmt.Sprintf("vLLM %d.%d", ma, mi),
+			fmt.Sprintf("TP %d", max(r.Launch.TensorParallelSize, 1)),
+		} {
 			if by[k] == nil {
 				names = append(names, k)
 			}
@@ -546,13 +523,15 @@ func holdOutGroups(rows []budgetRow) (groups []rowGroup, skipped []string) {
 	return groups, skipped
 }
 
-// heldOutGroup is a model fitted without a group: its terms, their ranges
-// and its Spread from the rest alone, and the miss scores of the group's
-// rows under it.
+// heldOutGroup is a model fitted without a group: its terms, their ranges,
+// what it knows of the table and its Spread from the rest alone, and the
+// miss scores of the group's rows under it with their distances from the
+// rest.
 type heldOutGroup struct {
 	rowGroup
-	mm     memoryModel
-	scores []float64
+	mm       memoryModel
+	scores   []float64
+	distance []float64
 }
 
 func holdOut(t *testing.T, rows []budgetRow, g rowGroup) heldOutGroup {
@@ -569,14 +548,52 @@ func holdOut(t *testing.T, rows []budgetRow, g rowGroup) heldOutGroup {
 	h := heldOutGroup{rowGroup: g, mm: mm}
 	for _, i := range g.rows {
 		h.scores = append(h.scores, missScore(t, mm, rows[i]))
+		h.distance = append(h.distance, rowDistance(t, mm, rows[i]))
 	}
 	return h
 }
 
+// rowDistance is row r's distance from the table mm knows.
+func rowDistance(t *testing.T, mm memoryModel, r budgetRow) float64 {
+	t.Helper()
+	e, err := mm.estimateVLLM(r.model, r.launch())
+	if err != nil && !errors.Is(err, ErrInsufficientMemory) {
+		require.NoError(t, err, r.Name)
+	}
+	d, _ := mm.distance(e.Version, &e.Budget, max(r.Launch.TensorParallelSize, 1))
+	return d
+}
+
+// perDistance returns the smallest rate, rounded up to two decimals, at
+// which Spread + rate × distance covers rangeCoverage of the held-out rows
+// of every one of groups: for each group, the rangeCoverage quantile of the
+// rate each of its rows needs, and the largest of those. The settings are
+// not alike — holding out the single-GPU rows asks far more of the fit
+// than holding out one version of five — so the rate is the one that would
+// have served the hardest of them, not their pooled average.
+func perDistance(groups []heldOutGroup) float64 {
+	rate := 0.0
+	for _, h := range groups {
+		var need []float64
+		for i, score := range h.scores {
+			switch d := h.distance[i]; {
+			case score <= h.mm.Spread:
+				need = append(need, 0)
+			case d > 0:
+				need = append(need, (score-h.mm.Spread)/d)
+			default:
+				need = append(need, math.Inf(1))
+			}
+		}
+		rate = max(rate, quantile(need, rangeCoverage))
+	}
+	return math.Ceil(rate*100) / 100
+}
+
 // calibrate fits the memory model to rows: the terms, their ranges, what
 // it knows of the table, Spread from the rows held out one at a time and
-// SpreadOutside from the groups held out; it returns the groups too, and
-// those it could not hold out.
+// SpreadPerDistance from the groups held out; it returns the groups too,
+// and those it could not hold out.
 func calibrate(t *testing.T, rows []budgetRow) (memoryModel, []heldOutGroup, []string) {
 	t.Helper()
 	mm := fitMemoryModel(t, fittedModel, rows)
@@ -589,13 +606,10 @@ func calibrate(t *testing.T, rows []budgetRow) (memoryModel, []heldOutGroup, []s
 	mm.Spread = conformal(scores, rangeCoverage)
 	groups, skipped := holdOutGroups(rows)
 	var held []heldOutGroup
-	var pooled []float64
 	for _, g := range groups {
-		h := holdOut(t, rows, g)
-		held = append(held, h)
-		pooled = append(pooled, h.scores...)
+		held = append(held, holdOut(t, rows, g))
 	}
-	mm.SpreadOutside = max(mm.Spread, conformal(pooled, rangeCoverage))
+	mm.SpreadPerDistance = perDistance(held)
 	return mm, held, skipped
 }
 
@@ -603,8 +617,8 @@ func calibrate(t *testing.T, rows []budgetRow) (memoryModel, []heldOutGroup, []s
 // when everything behind it is fitted without the row: the terms, their
 // ranges, what the estimate knows of the table, and the spread, from the
 // other rows each predicted by the terms fitted without it and the tested
-// row. SpreadOutside, which applies to a row whose version no other row
-// has, is the whole table's.
+// row. SpreadPerDistance, which applies to a row whose settings no other
+// row has, is the whole table's.
 func rangeCoverageLeaveOneOut(t *testing.T, rows []budgetRow) (covered, n int) {
 	t.Helper()
 	pairs := map[[2]int]memoryModel{}
@@ -634,7 +648,7 @@ func rangeCoverageLeaveOneOut(t *testing.T, rows []budgetRow) (covered, n int) {
 		rest := without(rows, i)
 		mm := withTable(copyRanges(fitMemoryModel(t, fittedModel, rest), ranges), rest)
 		mm.Spread = conformal(scores, rangeCoverage)
-		mm.SpreadOutside = max(mm.Spread, fittedModel.SpreadOutside)
+		mm.SpreadPerDistance = fittedModel.SpreadPerDistance
 		ok, e, blocks := covers(t, mm, r)
 		if ok {
 			covered++
@@ -695,5 +709,46 @@ func TestMemoryModelFit(t *testing.T) {
 	closeTo("TableUtilLow", got.TableUtilLow, want.TableUtilLow)
 	closeTo("TableUtilHigh", got.TableUtilHigh, want.TableUtilHigh)
 	closeTo("Spread", got.Spread, want.Spread)
-	closeTo("SpreadOutside", got.SpreadOutside, want.SpreadOutside)
+	assert.Equal(t, want.TableTP, got.TableTP)
+	closeTo("SpreadPerDistance", got.SpreadPerDistance, want.SpreadPerDistance)
+}
+
+// TestStartupLogsHeldOutSettings holds out whole settings of the table —
+// every row of one utilization, one GPU, one vLLM version, one
+// tensor-parallel size in turn — fits everything behind the printed range
+// to the rest (the terms, their ranges, Spread, and SpreadPerDistance from
+// the other groups held out the same way), and requires the range the rest
+// would print, widened by each row's distance from the rest, to hold the
+// blocks at least rangeCoverage of the held-out rows logged
+// (go test ./capacity -run TestStartupLogsHeldOutSettings -v).
+func TestStartupLogsHeldOutSettings(t *testing.T) {
+	rows := loadBudgetRows(t)
+	groups, skipped := holdOutGroups(rows)
+	held := make([]heldOutGroup, len(groups))
+	for i, g := range groups {
+		held[i] = holdOut(t, rows, g)
+	}
+	var lines []string
+	total, in := 0, 0
+	for gi, h := range held {
+		mm := h.mm
+		mm.SpreadPerDistance = perDistance(append(slices.Clone(held[:gi]), held[gi+1:]...))
+		c := 0
+		for k, i := range h.rows {
+			ok, e, blocks := covers(t, mm, rows[i])
+			if ok {
+				c++
+				continue
+			}
+			t.Logf("not covered with %s held out: %s: logged %d blocks, printed %d (%d–%d), distance %.2f",
+				h.name, rows[i].Name, blocks, e.NumBlocks, e.Expected.NumBlocksLow, e.Expected.NumBlocksHigh, h.distance[k])
+		}
+		total, in = total+len(h.rows), in+c
+		lines = append(lines, fmt.Sprintf("%s held out: %d of %d covered (spread %.2f + %.2f × distance %.2f–%.2f)",
+			h.name, c, len(h.rows), mm.Spread, mm.SpreadPerDistance, slices.Min(h.distance), slices.Max(h.distance)))
+	}
+	t.Logf("whole settings held out: %d of %d rows covered (%.1f%%)\n  %s\n  not held out (too few rows would remain to fit): %s",
+		in, total, 100*float64(in)/float64(total), strings.Join(lines, "\n  "), strings.Join(skipped, ", "))
+	require.NotEmpty(t, held)
+	assert.GreaterOrEqual(t, float64(in)/float64(total), rangeCoverage, "coverage with whole settings held out")
 }

@@ -49,7 +49,7 @@ func Example() {
 	// Qwen3_5ForConditionalGeneration, 32 layers: 8 full_attention, 24 linear_attention
 	// block 2048 tokens, 364 blocks, 134 per request
 	// kv_cache_size_tokens 712092, max concurrency 2.72
-	// expected 651447 to 762956 tokens (-8.5% … +7.1%)
+	// expected 608408 to 807951 tokens (-14.6% … +13.5%)
 	//  32768 ×  16: fits true  within_limits
 	//  16384 ×  32: fits false kv_tokens
 	//      0 × 128: fits false kv_tokens
@@ -210,7 +210,7 @@ func ExampleLimits_Grid() {
 	//       32K   ok    ok   ok  queue        4
 	//      128K   ok  risk   KV     KV  2 (1–2)
 	//      256K  len   len  len    len        0
-	// at once: how many requests of the row's size run together with none queued, and the range the estimate gives; ok: fits; ok?: fits the known limits, others unknown; risk: fits only toward the optimistic end of the estimate's range; queue: fits, more requests than run at once wait in the server's queue; KV: over the KV tokens; len: over max_model_len
+	// at once: how many requests of the row's size run together with none queued, and the range the estimate gives; ok: fits; ok?: fits the known limits, others unknown; risk: within the estimate's range, which may hold it or not; queue: fits, more requests than run at once wait in the server's queue; KV: over the KV tokens; len: over max_model_len
 }
 
 // How many requests of a 32K-token prompt and up to 8K output tokens run at

@@ -39,11 +39,11 @@ func (l Limits) Grid(contexts, concurrency []int, maxOutput int) *Grid {
 	return g
 }
 
-// mark is the verdict's mark in a printed grid: "risk" for a cell that
-// fits at risk, else by the reason: "ok", "ok?" (limits unknown), "queue",
+// mark is the verdict's mark in a printed grid: "risk" for a cell the
+// estimate's range may or may not hold, else by the reason: "ok", "ok?" (limits unknown), "queue",
 // "KV" or "len".
 func (v Verdict) mark() string {
-	if v.AtRisk && v.Fits {
+	if v.AtRisk {
 		return "risk"
 	}
 	switch v.Reason {

@@ -22,9 +22,9 @@ type Limits struct {
 	KVTokens int `json:"kv_tokens"`
 	// KVTokensLow and KVTokensHigh are the range an estimated KVTokens is
 	// expected to fall in (Estimate.Expected); zero when KVTokens was read
-	// from a server or given. A cell that needs more than KVTokensLow fits
-	// only toward the optimistic end: it is "fits, at risk" (Verdict.AtRisk);
-	// one that needs more than KVTokensHigh is over capacity.
+	// from a server or given. A cell that needs more than KVTokensLow but
+	// no more than KVTokensHigh is at risk (Verdict.AtRisk), whether it
+	// fits the estimate itself (Verdict.Fits) or not.
 	KVTokensLow  int `json:"kv_tokens_low,omitempty"`
 	KVTokensHigh int `json:"kv_tokens_high,omitempty"`
 	// MaxRunning is the most requests the server runs at once (vLLM's
@@ -104,10 +104,12 @@ const (
 // numbers behind the deciding limit (tokens, or requests for OverMaxRunning);
 // both are zero when no limit decided.
 type Verdict struct {
-	Fits   bool `json:"fits"`             // false: predicted over capacity, do not send
+	Fits   bool `json:"fits"`             // the point estimate's verdict; false: predicted over capacity, not worth sending unless AtRisk
 	Queued bool `json:"queued,omitempty"` // fits, but more requests than run at once: some wait in the server's queue
-	// AtRisk is set on a cell that fits only toward the optimistic end of an
-	// estimated KV capacity: it needs more than Limits.KVTokensLow.
+	// AtRisk is the verdict of an estimated KV capacity's range: the cell
+	// needs more than Limits.KVTokensLow and no more than
+	// Limits.KVTokensHigh, so it may fit or not whatever Fits, the point
+	// estimate's verdict, says.
 	AtRisk bool   `json:"at_risk,omitempty"`
 	Reason Reason `json:"reason"`         // the deciding limit, or why the cell fits
 	Detail string `json:"detail"`         // the arithmetic, for reports
@@ -122,10 +124,12 @@ type Verdict struct {
 // first one exceeded decides. More requests than the server runs at once
 // are not over capacity: the rest wait in its queue, and the verdict says
 // so (Fits and Queued, Reason OverMaxRunning).
-// Where the KV tokens are an estimate with a range (KVTokensLow,
-// KVTokensHigh), a cell is over capacity only if it needs more than even the
-// optimistic end, and fits at risk (AtRisk) if it needs more than the
-// pessimistic end. Negative counts count as zero, and sums or products
+// Fits is the point estimate's verdict. Where the KV tokens are an
+// estimate with a range (KVTokensLow, KVTokensHigh), AtRisk is the range's:
+// the cell needs more than its pessimistic end and no more than its
+// optimistic end, so the server may hold it or not — a cell that fits at
+// risk, or one over the estimate that the range says may still fit (worth
+// measuring). Negative counts count as zero, and sums or products
 // beyond the int range as the largest int, so a huge cell is over capacity,
 // never wrapped around to fit.
 func (l Limits) Check(context, concurrency, maxOutput int) Verdict {
@@ -145,15 +149,17 @@ func (l Limits) Check(context, concurrency, maxOutput int) Verdict {
 	}
 	need := mulSat(running, perRequest)
 	ranged := l.KVTokensLow > 0 && l.KVTokensHigh > 0 && l.KVTokensLow <= l.KVTokens && l.KVTokens <= l.KVTokensHigh
-	if l.KVTokens > 0 && need > l.KVTokens && (!ranged || need > l.KVTokensHigh) {
+	atRisk := ranged && need > l.KVTokensLow && need <= l.KVTokensHigh
+	if l.KVTokens > 0 && need > l.KVTokens {
 		detail := fmt.Sprintf("%d × (%d + %d) = %d tokens > %d KV tokens", running, context, maxOutput, need, l.KVTokens)
-		if ranged {
-			detail = fmt.Sprintf("%d × (%d + %d) = %d tokens > %d KV tokens, the optimistic end of the estimate (%d–%d)",
-				running, context, maxOutput, need, l.KVTokensHigh, l.KVTokensLow, l.KVTokensHigh)
+		switch {
+		case atRisk:
+			detail += fmt.Sprintf(", the estimate; at risk: ≤ %d, the optimistic end of its range (%d–%d)", l.KVTokensHigh, l.KVTokensLow, l.KVTokensHigh)
+		case ranged:
+			detail += fmt.Sprintf(", and > %d, the optimistic end of the estimate's range (%d–%d)", l.KVTokensHigh, l.KVTokensLow, l.KVTokensHigh)
 		}
-		return Verdict{Reason: OverKVTokens, Need: need, Have: l.KVTokens, Detail: detail}
+		return Verdict{AtRisk: atRisk, Reason: OverKVTokens, Need: need, Have: l.KVTokens, Detail: detail}
 	}
-	atRisk := ranged && need > l.KVTokensLow
 	risk := ""
 	if atRisk {
 		risk = fmt.Sprintf("; at risk: %d needs more than the pessimistic end of the estimate (%d–%d KV tokens)", need, l.KVTokensLow, l.KVTokensHigh)
@@ -176,11 +182,6 @@ func (l Limits) Check(context, concurrency, maxOutput int) Verdict {
 	if len(unknown) > 0 {
 		return Verdict{Fits: true, AtRisk: atRisk, Reason: LimitsUnknown,
 			Detail: "not over any known limit; unknown: " + strings.Join(unknown, ", ") + risk}
-	}
-	if need > l.KVTokens {
-		return Verdict{Fits: true, AtRisk: true, Reason: WithinLimits, Need: need, Have: l.KVTokens,
-			Detail: fmt.Sprintf("%d × (%d + %d) = %d tokens > %d estimated KV tokens, ≤ %d at the optimistic end of the estimate (%d–%d): at risk",
-				concurrency, context, maxOutput, need, l.KVTokens, l.KVTokensHigh, l.KVTokensLow, l.KVTokensHigh)}
 	}
 	return Verdict{Fits: true, AtRisk: atRisk, Reason: WithinLimits, Need: need, Have: l.KVTokens,
 		Detail: fmt.Sprintf("%d × (%d + %d) = %d ≤ %d KV tokens%s", concurrency, context, maxOutput, need, l.KVTokens, risk)}

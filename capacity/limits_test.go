@@ -63,9 +63,9 @@ func TestVerdictJSON(t *testing.T) {
 	assert.Equal(t, v, back)
 }
 
-// TestCheckRange: with an estimate's range, a cell is over capacity only
-// past the optimistic end, fits at risk past the pessimistic end, and fits
-// below it.
+// TestCheckRange: with an estimate's range, Fits is the point estimate's
+// verdict and AtRisk the range's: a cell past the pessimistic end and
+// within the optimistic end is at risk, whether it fits the estimate or not.
 func TestCheckRange(t *testing.T) {
 	l := Limits{KVTokens: 1000, KVTokensLow: 900, KVTokensHigh: 1100, MaxRunning: 100, MaxModelLen: 500}
 	for _, tc := range []struct {
@@ -76,7 +76,7 @@ func TestCheckRange(t *testing.T) {
 		{100, 8, true, false, WithinLimits},   // 800
 		{100, 9, true, false, WithinLimits},   // 900: the pessimistic end itself
 		{100, 10, true, true, WithinLimits},   // 1000: at the estimate
-		{100, 11, true, true, WithinLimits},   // 1100: only at the optimistic end
+		{100, 11, false, true, OverKVTokens},  // 1100: over the estimate, within the optimistic end
 		{100, 12, false, false, OverKVTokens}, // 1200
 	} {
 		v := l.Check(tc.context, tc.concurrency, 0)
@@ -88,9 +88,9 @@ func TestCheckRange(t *testing.T) {
 		}
 	}
 	v := l.Check(100, 11, 0)
-	assert.Contains(t, v.Detail, "1100 tokens > 1000 estimated KV tokens, ≤ 1100 at the optimistic end")
+	assert.Contains(t, v.Detail, "1100 tokens > 1000 KV tokens, the estimate; at risk: ≤ 1100, the optimistic end of its range (900–1100)")
 	v = l.Check(100, 12, 0)
-	assert.Contains(t, v.Detail, "> 1100 KV tokens, the optimistic end of the estimate (900–1100)")
+	assert.Contains(t, v.Detail, "1200 tokens > 1000 KV tokens, and > 1100, the optimistic end of the estimate's range (900–1100)")
 
 	// Without a range the point decides, as before.
 	l.KVTokensLow, l.KVTokensHigh = 0, 0
@@ -161,15 +161,23 @@ func TestLimitsMaxConcurrency(t *testing.T) {
 			if c.Requests <= 0 || tc.ctx+tc.out == 0 {
 				return // Check counts an empty request as holding nothing
 			}
-			// Check agrees: Low fits without risk or queue, High fits
-			// (perhaps at risk), one more than High is over capacity or
-			// queued.
+			// Check agrees: Low fits without risk or queue, Requests fits
+			// (perhaps at risk), High fits or is at risk, one more than
+			// High is over capacity without risk, or queued.
 			v := tc.limits.Check(tc.ctx, c.Low, tc.out)
 			assert.True(t, v.Fits && !v.Queued && !v.AtRisk, "%d: %s", c.Low, v.Detail)
-			v = tc.limits.Check(tc.ctx, c.High, tc.out)
-			assert.True(t, v.Fits && !v.Queued, "%d: %s", c.High, v.Detail)
+			v = tc.limits.Check(tc.ctx, c.Requests, tc.out)
+			assert.True(t, v.Fits && !v.Queued, "%d: %s", c.Requests, v.Detail)
+			high := tc.limits.Check(tc.ctx, c.High, tc.out)
+			assert.True(t, (high.Fits || high.AtRisk) && !high.Queued, "%d: %s", c.High, high.Detail)
 			v = tc.limits.Check(tc.ctx, c.High+1, tc.out)
-			assert.True(t, !v.Fits || v.Queued, "%d: %s", c.High+1, v.Detail)
+			if c.High == tc.limits.MaxRunning {
+				// The extra request waits; the KV tokens of those running
+				// decide as at High.
+				assert.Equal(t, high.Fits || high.AtRisk, v.Fits || v.AtRisk, "%d: %s", c.High+1, v.Detail)
+				return
+			}
+			assert.True(t, !v.Fits && !v.AtRisk || v.Queued, "%d: %s", c.High+1, v.Detail)
 		})
 	}
 }

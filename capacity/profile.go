@@ -70,19 +70,23 @@ type memoryModel struct {
 	TableOldest, TableNewest string
 	TableVersions            []string
 	// TableGPUGiB are the table's GPUs' total memory, TableUtilLow and
-	// TableUtilHigh the span of its gpu_memory_utilization.
+	// TableUtilHigh the span of its gpu_memory_utilization, TableTP its
+	// tensor-parallel sizes.
 	TableGPUGiB                 []float64
 	TableUtilLow, TableUtilHigh float64
+	TableTP                     []int
 
 	// Spread is how far, as a share of the estimated activation and
 	// non-torch memory, the KV memory the table's start-up logs logged lies
 	// from the prediction of the terms fitted without each: the conformal
 	// quantile of those leave-one-out misses that covers rangeCoverage of
-	// them. SpreadOutside is the same for a launch unlike any in the table
-	// (a vLLM version, a GPU or a utilization it lacks), from the table's
-	// rows predicted with whole groups of them held out: by version, GPU
-	// and utilization.
-	Spread, SpreadOutside float64
+	// them. SpreadPerDistance is how much wider the range grows for each
+	// unit of a launch's distance from the table's rows (see distance):
+	// calibrated by holding out whole settings — every row of one
+	// utilization, one GPU, one vLLM version, one tensor-parallel size — and
+	// predicting them from the rest, the smallest rate at which Spread +
+	// rate × distance covers rangeCoverage of them.
+	Spread, SpreadPerDistance float64
 }
 
 // rangeCoverage is the share of held-out start-up logs a printed range
@@ -96,38 +100,39 @@ var profileVersions = []string{"0.6.4", "0.8.0", "0.17.0", "0.18.0", "0.20.0", "
 
 // fittedModel is memoryModel fitted to testdata/startup_logs.json.
 var fittedModel = memoryModel{
-	SamplerLogprobs: 38.92,
-	Sampler:         15.45,
-	SamplerV0:       20,
-	ForwardMLP:      3.5,
-	ForwardHidden:   4.5,
-	ForwardV0:       0.81,
-	MoEWorkspace:    0.5,
-	NonTorchV0:      358 * mebibyte,
-	NonTorch:        133 * mebibyte,
-	NonTorchTP:      425 * mebibyte,
-	NonTorchNew:     256 * mebibyte,
-	NonTorchTPNew:   1874 * mebibyte,
-	GraphBase:       411 * mebibyte,
-	GraphPerLayer:   0.154 * mebibyte,
-	ActivationLow:   0.85,
-	ActivationHigh:  1.11,
-	NonTorchLow:     -20 * mebibyte,
-	NonTorchHigh:    143 * mebibyte,
-	GraphLow:        0.64,
-	GraphHigh:       1.62,
-	WeightsLow:      0.99,
-	WeightsHigh:     1.03,
-	HybridGraphLow:  0.18,
-	HybridGraphHigh: 0.24,
-	TableOldest:     "0.6.4",
-	TableNewest:     "0.19.0",
-	TableVersions:   []string{"0.6", "0.11", "0.15", "0.16", "0.17", "0.18", "0.19"},
-	TableGPUGiB:     []float64{23.58, 79.19},
-	TableUtilLow:    0.9,
-	TableUtilHigh:   0.95,
-	Spread:          0.13,
-	SpreadOutside:   0.25,
+	SamplerLogprobs:   38.92,
+	Sampler:           15.45,
+	SamplerV0:         20,
+	ForwardMLP:        3.5,
+	ForwardHidden:     4.5,
+	ForwardV0:         0.81,
+	MoEWorkspace:      0.5,
+	NonTorchV0:        358 * mebibyte,
+	NonTorch:          133 * mebibyte,
+	NonTorchTP:        425 * mebibyte,
+	NonTorchNew:       256 * mebibyte,
+	NonTorchTPNew:     1874 * mebibyte,
+	GraphBase:         411 * mebibyte,
+	GraphPerLayer:     0.154 * mebibyte,
+	ActivationLow:     0.85,
+	ActivationHigh:    1.11,
+	NonTorchLow:       -20 * mebibyte,
+	NonTorchHigh:      143 * mebibyte,
+	GraphLow:          0.64,
+	GraphHigh:         1.62,
+	WeightsLow:        0.99,
+	WeightsHigh:       1.03,
+	HybridGraphLow:    0.18,
+	HybridGraphHigh:   0.24,
+	TableOldest:       "0.6.4",
+	TableNewest:       "0.19.0",
+	TableVersions:     []string{"0.6", "0.11", "0.15", "0.16", "0.17", "0.18", "0.19"},
+	TableGPUGiB:       []float64{23.58, 79.19},
+	TableUtilLow:      0.9,
+	TableUtilHigh:     0.95,
+	TableTP:           []int{1, 2, 4},
+	Spread:            0.13,
+	SpreadPerDistance: 0.15,
 }
 
 // profileRun is what vLLM's profile run does for one launch.

@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -189,8 +190,10 @@ func TestGemma2Layers(t *testing.T) {
 
 // TestEstimateRangeOutsideTable: a launch unlike every start-up log in the
 // table (a vLLM version it lacks, inside its span or beyond it, a GPU of
-// another size, a utilization outside its span) says so, each reason on
-// its own, and gets the wider SpreadOutside; one like the table does not.
+// another size, a utilization outside its span, a tensor-parallel size it
+// lacks) says so, each reason on its own, and gets a range wider by
+// SpreadPerDistance for each unit of its distance; one like the table does
+// not.
 func TestEstimateRangeOutsideTable(t *testing.T) {
 	m := mustParse(t, llama8B)
 	like := VLLM{Version: "0.11.0", GPUMemoryBytes: GiBToBytes(79.19), GPUMemoryUtilization: 0.9, MaxModelLen: 8192, WeightsBytes: GiBToBytes(14.99)}
@@ -199,19 +202,21 @@ func TestEstimateRangeOutsideTable(t *testing.T) {
 	base, err := EstimateVLLM(m, like)
 	require.NoError(t, err)
 	assert.Equal(t, scaled(profile(base), fittedModel.Spread), halfWidth(base))
-	require.Greater(t, fittedModel.SpreadOutside, fittedModel.Spread)
+	require.Positive(t, fittedModel.SpreadPerDistance)
 
 	for _, tc := range []struct {
-		name   string
-		change func(*VLLM)
-		reason string
+		name     string
+		change   func(*VLLM)
+		reason   string
+		distance float64
 	}{
-		{"a gap inside the table's versions", func(l *VLLM) { l.Version = "0.10.1" }, "vLLM 0.10 has no start-up log in the table (it has 0.6, 0.11, 0.15, 0.16, 0.17, 0.18, 0.19)"},
-		{"a gap before 0.11", func(l *VLLM) { l.Version = "0.8.5" }, "vLLM 0.8 has no start-up log in the table"},
-		{"newer than the table", func(l *VLLM) { l.Version = "0.24.0" }, "vLLM 0.24.0 is newer than any start-up log in the table (newest 0.19.0)"},
-		{"older than the table", func(l *VLLM) { l.Version = "0.5.5" }, "vLLM 0.5.5 is older than any start-up log in the table (oldest 0.6.4)"},
-		{"another GPU", func(l *VLLM) { l.GPUMemoryBytes = GiBToBytes(39.39) }, "a GPU of 39.39 GiB is unlike any in the table (23.58, 79.19 GiB)"},
-		{"another utilization", func(l *VLLM) { l.GPUMemoryUtilization = 0.5 }, "gpu_memory_utilization 0.50 is outside the table's 0.90–0.95"},
+		{"a gap inside the table's versions", func(l *VLLM) { l.Version = "0.10.1" }, "vLLM 0.10 is in no calibrated row (they have 0.6, 0.11, 0.15, 0.16, 0.17, 0.18, 0.19)", 0.25},
+		{"a gap before 0.11", func(l *VLLM) { l.Version = "0.8.5" }, "vLLM 0.8 is in no calibrated row", 0.5},
+		{"newer than the table", func(l *VLLM) { l.Version = "0.24.0" }, "vLLM 0.24.0 is newer than every calibrated row (newest 0.19.0)", 1.25},
+		{"older than the table", func(l *VLLM) { l.Version = "0.5.5" }, "vLLM 0.5.5 is older than every calibrated row (oldest 0.6.4)", 0.25},
+		{"another GPU", func(l *VLLM) { l.GPUMemoryBytes = GiBToBytes(39.39) }, "a GPU of 39.39 GiB is unlike every calibrated one (23.58, 79.19 GiB)", math.Log2(39.39 / 23.58)},
+		{"another utilization", func(l *VLLM) { l.GPUMemoryUtilization = 0.5 }, "utilization 0.50 is below every calibrated row (0.90–0.95)", math.Log2(0.9 / 0.5)},
+		{"another tensor parallelism", func(l *VLLM) { l.TensorParallelSize = 8 }, "tensor parallelism 8 is in no calibrated row (1, 2, 4)", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := like
@@ -219,17 +224,42 @@ func TestEstimateRangeOutsideTable(t *testing.T) {
 			e, err := EstimateVLLM(m, l)
 			require.NoError(t, err)
 			reasons := strings.Join(e.Expected.Reasons, "\n")
-			assert.Contains(t, reasons, tc.reason)
-			assert.Contains(t, reasons, fmt.Sprintf("±%.0f%%", 100*fittedModel.SpreadOutside))
-			assert.Contains(t, reasons, "with their version, GPU or utilization held out")
+			assert.Contains(t, reasons, "wider: "+tc.reason)
+			k := fittedModel.Spread + fittedModel.SpreadPerDistance*tc.distance
+			assert.Contains(t, reasons, fmt.Sprintf("±%.0f%%", 100*k))
+			assert.Contains(t, reasons, "held out")
 			graphs := e.Budget.CUDAGraphs.Bytes - e.Budget.CUDAGraphs.Low // charged from 0.21, with its own range
-			assert.Equal(t, scaled(profile(e), fittedModel.SpreadOutside)+graphs, halfWidth(e))
+			assert.InDelta(t, scaled(profile(e), k)+graphs, halfWidth(e), 2)
 		})
 	}
 	reasons := strings.Join(base.Expected.Reasons, "\n")
-	assert.NotContains(t, reasons, "no start-up log")
-	assert.NotContains(t, reasons, "unlike any")
-	assert.NotContains(t, reasons, "outside the table")
+	assert.NotContains(t, reasons, "wider")
+	assert.NotContains(t, reasons, "calibrated row")
+}
+
+// TestEstimateRangeWidensWithDistance: the farther a launch's utilization
+// lies below the table's (0.90–0.95), the wider its range, as a share of
+// the estimated activation and non-torch memory, and the estimate says why;
+// utilizations the table has share one width.
+func TestEstimateRangeWidensWithDistance(t *testing.T) {
+	m := mustParse(t, llama8B)
+	share := func(u float64) (float64, string) {
+		t.Helper()
+		e, err := EstimateVLLM(m, VLLM{Version: "0.11.0", GPUMemoryBytes: GiBToBytes(79.19), GPUMemoryUtilization: u,
+			MaxModelLen: 8192, MaxNumSeqs: 256, MaxNumBatchedTokens: 2048, WeightsBytes: GiBToBytes(14.99)})
+		require.NoError(t, err)
+		b := e.Budget
+		return float64(b.AvailableKV.High-b.AvailableKV.Bytes) / float64(b.Activation.Bytes+b.NonTorch.Bytes), strings.Join(e.Expected.Reasons, "\n")
+	}
+	at95, _ := share(0.95)
+	at90, _ := share(0.90)
+	at50, why50 := share(0.5)
+	at25, why25 := share(0.25)
+	assert.InDelta(t, at95, at90, 1e-3, "both in the table")
+	assert.Greater(t, at50, at90)
+	assert.Greater(t, at25, at50)
+	assert.Contains(t, why25, "wider: utilization 0.25 is below every calibrated row (0.90–0.95)")
+	assert.Contains(t, why50, "wider: utilization 0.50 is below every calibrated row")
 }
 
 // TestEstimateUnknownVersion: without a version the estimate is the
@@ -285,4 +315,53 @@ func TestProfileVersionsCoverTheBoundaries(t *testing.T) {
 		}
 	}
 	assert.Greater(t, found, 5)
+}
+
+// TestEstimateA100SchedulerDefaults: vLLM gives an 80 GB A100 the small
+// scheduler defaults (2048 batched tokens, 256 sequences) from 0.9 on, as
+// before 0.8.5, so its profile run, and the activation the budget charges,
+// is a quarter of an H100's of the same memory; at utilization 0.5 that is
+// gigabytes more for the KV cache. Without the GPU's name the estimate
+// charges the H100's.
+func TestEstimateA100SchedulerDefaults(t *testing.T) {
+	m := mustParse(t, llama8B)
+	a100 := VLLM{Version: "0.10.1", GPUName: "NVIDIA A100-SXM4-80GB", GPUMemoryBytes: GiBToBytes(79.15), GPUMemoryUtilization: 0.5,
+		MaxModelLen: 8192, WeightsBytes: GiBToBytes(14.99)}
+	e, err := EstimateVLLM(m, a100)
+	require.NoError(t, err)
+	assert.Equal(t, 2048, e.MaxNumBatchedTokens)
+	assert.Equal(t, 256, e.MaxNumSeqs)
+	assert.Contains(t, strings.Join(e.Notes, "\n"), "vllm-project/vllm#17885")
+
+	unnamed := a100
+	unnamed.GPUName = ""
+	h, err := EstimateVLLM(m, unnamed)
+	require.NoError(t, err)
+	assert.Equal(t, 8192, h.MaxNumBatchedTokens)
+	assert.Equal(t, 1024, h.MaxNumSeqs)
+	assert.Greater(t, h.Budget.Activation.Bytes-e.Budget.Activation.Bytes, GiBToBytes(3), "the sampler over 768 more rows of a 128K vocabulary")
+	assert.Greater(t, e.KVTokens, h.KVTokens)
+
+	for _, tc := range []struct {
+		name, gpu, version string
+		tokens, seqs       int
+	}{
+		{"an H100", "NVIDIA H100 80GB HBM3", "0.10.1", 8192, 1024},
+		{"vLLM 0.8.5 gave every large GPU the large defaults", "NVIDIA A100-SXM4-80GB", "0.8.5", 8192, 1024},
+		{"vLLM 0.8.4 only H100 and H200", "NVIDIA A100-SXM4-80GB", "0.8.4", 2048, 256},
+		{"an A100 with vLLM 0.32", "NVIDIA A100 80GB PCIe", "0.32.0", 2048, 256},
+		{"given flags stand", "NVIDIA A100-SXM4-80GB", "0.10.1", 4096, 512},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := a100
+			l.GPUName, l.Version = tc.gpu, tc.version
+			if tc.tokens == 4096 {
+				l.MaxNumBatchedTokens, l.MaxNumSeqs = 4096, 512
+			}
+			e, err := EstimateVLLM(m, l)
+			require.NoError(t, err)
+			assert.Equal(t, tc.tokens, e.MaxNumBatchedTokens)
+			assert.Equal(t, tc.seqs, e.MaxNumSeqs)
+		})
+	}
 }

@@ -161,7 +161,7 @@ func (g *Grid) WriteText(w io.Writer) error {
 		return err
 	}
 	p.f("at once: how many requests of the row's size run together with none queued, and the range the estimate gives; ")
-	p.f("ok: fits; ok?: fits the known limits, others unknown; risk: fits only toward the optimistic end of the estimate's range; queue: fits, more requests than run at once wait in the server's queue; KV: over the KV tokens; len: over max_model_len\n")
+	p.f("ok: fits; ok?: fits the known limits, others unknown; risk: within the estimate's range, which may hold it or not; queue: fits, more requests than run at once wait in the server's queue; KV: over the KV tokens; len: over max_model_len\n")
 	return p.err
 }
 

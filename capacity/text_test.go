@@ -32,16 +32,16 @@ func TestEstimateWriteText(t *testing.T) {
 		"  × utilization 0.94                11.05 GiB\n",
 		"− weights                          3.00 GiB                given",
 		"− activation peak                  0.46 GiB     0.39–0.51  estimated: sampler over 128 rows",
-		"= available for the KV cache       5.80 GiB     5.41–6.20",
+		"= available for the KV cache       5.80 GiB     5.04–6.57",
 		"block size           2,048 tokens",
 		"groups               4 of up to 8 layers: 3 linear_attention, 1 full_attention",
 		"per request          134 blocks at max_model_len 262,144 (2 + 2 + 2 + 128)",
-		"kv_cache_size_tokens 704,267, max concurrency 2.69\n                       expected 655,360–751,218 (-6.9% … +6.7%)",
+		"kv_cache_size_tokens 704,267, max concurrency 2.69\n                       expected 610,365–796,213 (-13.3% … +13.1%)",
 		"legacy (vLLM < 0.20): 360 ÷ 4 groups × 2,048 = 184,320",
 		"Expected error\n  activation: 0.46 GiB, -15% … +11% on the table (leave-one-out)",
-		"vLLM 0.32.0 is newer than any start-up log in the table (newest 0.19.0)",
-		"a GPU of 11.76 GiB is unlike any in the table (23.58, 79.19 GiB)",
-		"the range: ±25% of the estimated activation and non-torch memory (±0.18 GiB), what covers 90% of the table's start-up logs predicted with their version, GPU or utilization held out",
+		"wider: vLLM 0.32.0 is newer than every calibrated row (newest 0.19.0)",
+		"; a GPU of 11.76 GiB is unlike every calibrated one (23.58, 79.19 GiB)",
+		"the range: ±77% of the estimated activation and non-torch memory (±0.54 GiB): 13% for a launch like the table's rows, + 15% for each unit of distance from them (4.25 here), what covers 90% of the table's rows predicted with their utilization, GPU, version or tensor parallelism held out",
 	} {
 		assert.Contains(t, text, want)
 	}
@@ -122,7 +122,7 @@ Predicted grid: rows are context tokens, columns concurrent requests, 8,192 outp
       16K   ok  risk   risk  4 (3–4)
       32K   ok    KV     KV        2
       64K  len   len    len        0
-at once: how many requests of the row's size run together with none queued, and the range the estimate gives; ok: fits; ok?: fits the known limits, others unknown; risk: fits only toward the optimistic end of the estimate's range; queue: fits, more requests than run at once wait in the server's queue; KV: over the KV tokens; len: over max_model_len
+at once: how many requests of the row's size run together with none queued, and the range the estimate gives; ok: fits; ok?: fits the known limits, others unknown; risk: within the estimate's range, which may hold it or not; queue: fits, more requests than run at once wait in the server's queue; KV: over the KV tokens; len: over max_model_len
 `, b.String())
 
 	var unknown Limits

@@ -3,8 +3,6 @@ package capacity
 import (
 	"errors"
 	"fmt"
-	"math"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -57,12 +55,16 @@ type VLLM struct {
 	// GPUMemoryBytes is the total memory of one GPU as PyTorch reports it
 	// (11.76 GiB for a 12 GB RTX 3060). Required unless AvailableKVBytes or
 	// NumGPUBlocksOverride is set.
-	GPUMemoryBytes       int64   `json:"gpu_memory_bytes,omitempty"`
+	GPUMemoryBytes int64 `json:"gpu_memory_bytes,omitempty"`
+	// GPUName is the GPU's name as PyTorch reports it ("NVIDIA
+	// A100-SXM4-80GB"); empty means unknown. vLLM picks its scheduler
+	// defaults by it: an A100 keeps the small ones whatever its memory.
+	GPUName              string  `json:"gpu_name,omitempty"`
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"` // 0 means vLLM's default, 0.9
 	KVCacheDType         string  `json:"kv_cache_dtype,omitempty"`         // one of KVCacheDTypes; "" means "auto"
 	MaxModelLen          int     `json:"max_model_len,omitempty"`          // 0 means the model's DerivedMaxModelLen
-	MaxNumSeqs           int     `json:"max_num_seqs,omitempty"`           // 0 means 256, or 1024 on a GPU of 70 GiB or more (V0 engine, before 0.8: 256)
-	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens,omitempty"` // 0 means 2048, or 8192 on a GPU of 70 GiB or more (V0 engine: max_model_len, at least 2048, or 512 past 32,768 where chunked prefill turns on)
+	MaxNumSeqs           int     `json:"max_num_seqs,omitempty"`           // 0 means 256, or 1024 on a GPU of 70 GiB or more other than an A100 (V0 engine, before 0.8: 256)
+	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens,omitempty"` // 0 means 2048, or 8192 on a GPU of 70 GiB or more other than an A100 (V0 engine: max_model_len, at least 2048, or 512 past 32,768 where chunked prefill turns on)
 	TensorParallelSize   int     `json:"tensor_parallel_size,omitempty"`   // 0 means 1
 	PipelineParallelSize int     `json:"pipeline_parallel_size,omitempty"` // 0 means 1
 	// BlockSize is --block-size; hybrid models raise it so that one
@@ -153,8 +155,10 @@ type Estimate struct {
 
 // ExpectedError is the range an estimate's KV capacity is expected to fall
 // in, 90% of the time: calibrated by leave-one-out on the start-up-log table
-// (see testdata/startup_logs.json), wider for a launch unlike any in the
-// table, spanning every version's profile when the version is not given.
+// (see testdata/startup_logs.json), and wider the farther a launch lies
+// from the table's rows in utilization, GPU memory, vLLM version and tensor
+// parallelism (calibrated by holding those settings out), spanning every
+// version's profile when the version is not given.
 // A budget the caller gave has no range.
 type ExpectedError struct {
 	KVTokensLow   int     `json:"kv_tokens_low"`   // KVTokens with every estimated term at its largest
@@ -225,9 +229,10 @@ func versionBefore(a, b string) bool {
 // tensor-parallel or not; the CUDA-graph term follows vLLM's own estimate.
 // Each estimated term carries the range its fit's leave-one-out residuals
 // span. Estimate.Expected is the range of KV tokens that held the logged
-// figure for 90% of the table's start-up logs, each predicted without it (a
-// wider one for a version, GPU or utilization the table lacks, spanning
-// every version's profile when l.Version is empty), with the reasons. A
+// figure for 90% of the table's start-up logs, each predicted without it,
+// widened with the launch's distance from the table's rows (a utilization,
+// GPU memory, version or tensor-parallel size no row has; the reasons name
+// each), spanning every version's profile when l.Version is empty. A
 // term given in l replaces the estimate and its range.
 //
 // Attention layers store AttentionBytesPerToken per token; in a hybrid
@@ -390,11 +395,17 @@ func servedDType(config, flag string) (string, error) {
 }
 
 // schedulerDefaults sets max_num_seqs and max_num_batched_tokens as vLLM
-// e.Version defaults them: the V1 engine (0.8 on) by GPU size, the V0 engine
-// by max_model_len.
+// e.Version defaults them: the V1 engine (0.8 on) by GPU size and name, the
+// V0 engine by max_model_len.
 func (e *Estimate) schedulerDefaults(l VLLM) {
 	v0 := before(e.Version, 0, 8)
 	large := l.GPUMemoryBytes >= largeGPUBytes
+	if large && !v0 && smallDefaultsGPU(l.GPUName, e.Version) {
+		large = false
+		if l.MaxNumSeqs <= 0 || l.MaxNumBatchedTokens <= 0 {
+			e.Notes = append(e.Notes, "an A100 keeps vLLM's small scheduler defaults (2048 batched tokens, 256 sequences) whatever its memory, so its profile run is a quarter of an H100's (vllm-project/vllm#17885)")
+		}
+	}
 	e.MaxNumSeqs = l.MaxNumSeqs
 	if e.MaxNumSeqs <= 0 {
 		e.MaxNumSeqs = 256
@@ -415,6 +426,39 @@ func (e *Estimate) schedulerDefaults(l VLLM) {
 	default:
 		e.MaxNumBatchedTokens = 2048
 	}
+}
+
+// smallDefaultsGPU reports whether vLLM version v gives a GPU named name
+// the small scheduler defaults (2048 batched tokens, 256 sequences) though
+// it has 70 GiB or more. vLLM's engine arguments pick the large defaults by
+// GPU: from 0.7.1 only for a name holding "h100" or "h200"
+// (vllm-project/vllm#12369), in 0.8.5 for any GPU of 70 GiB or more
+// (vllm-project/vllm#17073), and from 0.9 for those whose name does not
+// hold "a100" (vllm-project/vllm#17885: large batches cost an A100
+// throughput). So an 80 GB A100 profiles a quarter of the tokens and rows
+// an H100 does, and keeps gigabytes more for the KV cache, most visible
+// where the pool is small (a low gpu_memory_utilization).
+func smallDefaultsGPU(name, v string) bool {
+	if !strings.Contains(strings.ToLower(name), "a100") {
+		return false
+	}
+	ma, mi, _ := version(v)
+	return !(ma == 0 && mi == 8 && patchOf(v) >= 5)
+}
+
+// patchOf returns the patch number of a version like "0.8.5" or
+// "v0.8.5.post1"; 0 when it has none.
+func patchOf(v string) int {
+	parts := strings.SplitN(strings.TrimPrefix(strings.TrimSpace(v), "v"), ".", 4)
+	if len(parts) < 3 {
+		return 0
+	}
+	digits := strings.TrimRightFunc(parts[2], func(r rune) bool { return r < '0' || r > '9' })
+	if i := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
+		digits = digits[:i]
+	}
+	n, _ := strconv.Atoi(digits)
+	return n
 }
 
 func isKnownKVCacheDType(d string) bool {
@@ -694,77 +738,11 @@ func (mm *memoryModel) budget(e *Estimate, m *Model, l VLLM, tp, pp int) []strin
 		Estimated: true,
 		Detail:    "requested − weights − activation − CUDA graphs − non-torch",
 	}
-	reasons = append(reasons, mm.availableRange(e.Version, b)...)
+	reasons = append(reasons, mm.availableRange(e.Version, b, tp)...)
 	if pp > 1 {
 		reasons = append(reasons, "pipeline parallelism: every stage is given the last stage's terms")
 	}
 	return reasons
-}
-
-// availableRange sets the range of b.AvailableKV and returns its reasons.
-// The profile run's terms (the activation and non-torch memory, where
-// estimated) are off by at most Spread times their sum on rangeCoverage
-// of the table's start-up logs held out one at a time, by SpreadOutside for
-// a launch unlike any in the table; the weights and the CUDA graphs, where
-// estimated, add their own ranges.
-func (mm *memoryModel) availableRange(v string, b *Budget) []string {
-	var profile int64
-	for _, t := range []Term{b.Activation, b.NonTorch} {
-		if t.Estimated {
-			profile += t.Bytes
-		}
-	}
-	outside := mm.outsideTable(v, b)
-	k, held := mm.Spread, "one at a time"
-	if len(outside) > 0 {
-		k, held = mm.SpreadOutside, "with their version, GPU or utilization held out"
-	}
-	spread := scaled(profile, k)
-	kv := &b.AvailableKV
-	kv.Low = kv.Bytes - spread - (b.Weights.High - b.Weights.Bytes) - (b.CUDAGraphs.High - b.CUDAGraphs.Bytes)
-	kv.High = kv.Bytes + spread + (b.Weights.Bytes - b.Weights.Low) + (b.CUDAGraphs.Bytes - b.CUDAGraphs.Low)
-	reasons := outside
-	if profile > 0 {
-		reasons = append(reasons, fmt.Sprintf("the range: ±%.0f%% of the estimated activation and non-torch memory (±%.2f GiB), what covers %.0f%% of the table's start-up logs predicted %s; the weights and CUDA graphs add their own ranges where estimated",
-			100*k, float64(spread)/gibibyte, 100*rangeCoverage, held))
-	}
-	return reasons
-}
-
-// outsideTable says how a launch of vLLM version v with budget b is unlike
-// every start-up log in the table: a version it lacks (older, newer, or a
-// gap inside its span), a GPU whose memory is within 5% of none of its
-// GPUs', a utilization more than 0.05 outside its span.
-func (mm *memoryModel) outsideTable(v string, b *Budget) []string {
-	var out []string
-	ma, mi, _ := version(v)
-	minor := fmt.Sprintf("%d.%d", ma, mi)
-	newMa, newMi, _ := version(mm.TableNewest)
-	switch {
-	case versionBefore(v, mm.TableOldest):
-		out = append(out, fmt.Sprintf("vLLM %s is older than any start-up log in the table (oldest %s)", v, mm.TableOldest))
-	case !before(v, newMa, newMi+1):
-		out = append(out, fmt.Sprintf("vLLM %s is newer than any start-up log in the table (newest %s): its terms are assumed unchanged since", v, mm.TableNewest))
-	case !slices.Contains(mm.TableVersions, minor):
-		out = append(out, fmt.Sprintf("vLLM %s has no start-up log in the table (it has %s): its terms are those fitted to the versions around it", minor, strings.Join(mm.TableVersions, ", ")))
-	}
-	gib := float64(b.TotalBytes) / gibibyte
-	if !slices.ContainsFunc(mm.TableGPUGiB, func(g float64) bool { return math.Abs(gib-g) <= 0.05*g }) {
-		out = append(out, fmt.Sprintf("a GPU of %.2f GiB is unlike any in the table (%s GiB)", gib, joinFloats(mm.TableGPUGiB)))
-	}
-	if b.Utilization < mm.TableUtilLow-0.05 || b.Utilization > mm.TableUtilHigh+0.05 {
-		out = append(out, fmt.Sprintf("gpu_memory_utilization %.2f is outside the table's %.2f–%.2f", b.Utilization, mm.TableUtilLow, mm.TableUtilHigh))
-	}
-	return out
-}
-
-// joinFloats writes xs as "23.58, 79.19".
-func joinFloats(xs []float64) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = strconv.FormatFloat(x, 'f', -1, 64)
-	}
-	return strings.Join(parts, ", ")
 }
 
 // dtypeSizeOr returns dtype's size, or def for an unknown dtype.

@@ -361,6 +361,12 @@ func cellTooltip(c *Cell) string {
 	case v.Reason == "":
 	case v.Fits:
 		lines = append(lines, "Plan: fits ("+string(v.Reason)+")")
+	case v.AtRisk:
+		s := "Plan: over the estimate, at risk (" + string(v.Reason) + ")"
+		if d := cleanText(v.Detail); d != "" {
+			s += ": " + d
+		}
+		lines = append(lines, s)
 	default:
 		s := "Plan: over capacity (" + string(v.Reason) + ")"
 		if d := cleanText(v.Detail); d != "" {

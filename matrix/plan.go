@@ -11,8 +11,9 @@ import (
 )
 
 // planCells returns the grid's cells, in row order (contexts, then concurrency),
-// each with its capacity verdict under limits. Cells predicted not to fit
-// are decided at once: OverCapacity, with the verdict as the reason. Cells
+// each with its capacity verdict under limits. Cells predicted not to fit,
+// even at the optimistic end of an estimate's range (not at risk), are
+// decided at once: OverCapacity, with the verdict as the reason. Cells
 // predicted to queue (more requests than the server runs at once) are
 // measured, unless the spec skips them: then they are RequestsQueued by
 // prediction. The others are left to be measured.
@@ -24,7 +25,7 @@ func planCells(spec Spec, limits capacity.Limits) []Cell {
 			v := limits.Check(ctx, n, spec.MaxTokens)
 			c := Cell{ContextTokens: ctx, Concurrency: n, Predicted: v}
 			switch {
-			case !v.Fits:
+			case !v.Fits && !v.AtRisk:
 				c.Status = OverCapacity
 				c.Reason = "predicted: " + v.Detail
 			case v.Queued && spec.SkipQueued:
@@ -47,7 +48,7 @@ func planPrefill(spec Spec, limits capacity.Limits) []Prefill {
 	for _, ctx := range spec.Prefill {
 		v := limits.Check(ctx, 1, 1)
 		p := Prefill{ContextTokens: ctx, Predicted: v}
-		if !v.Fits {
+		if !v.Fits && !v.AtRisk {
 			p.Status = OverCapacity
 			p.Reason = "predicted: " + v.Detail
 		}
@@ -83,7 +84,7 @@ func writeCellPlan(w io.Writer, cells []Cell, limits capacity.Limits) error {
 // verdictWords is what the plan says it will do with a cell.
 func verdictWords(c Cell) string {
 	switch {
-	case !c.Predicted.Fits:
+	case !c.Predicted.Fits && !c.Predicted.AtRisk:
 		return "skip: over capacity"
 	case c.Predicted.Queued && c.Status == RequestsQueued:
 		return "skip: requests would queue"

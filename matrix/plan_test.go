@@ -36,7 +36,8 @@ func TestWritePlanEstimateRange(t *testing.T) {
 	text := out.String()
 	assert.Regexp(t, regexp.MustCompile(`KV tokens \d+ \(expected \d+–\d+, -\d+\.\d% … \+\d+\.\d%\)`), text)
 	assert.Regexp(t, `(?m)^32K\s+16\s+run, at risk\s+16 × \(32768 \+ 8192\) = 655360 ≤ \d+ KV tokens; at risk`, text)
-	assert.Regexp(t, `(?m)^16K\s+32\s+skip: over capacity\s+32 × \(16384 \+ 8192\) = 786432 tokens > \d+ KV tokens, the optimistic end`, text)
+	assert.Regexp(t, `(?m)^16K\s+32\s+run, at risk\s+32 × \(16384 \+ 8192\) = 786432 tokens > \d+ KV tokens, the estimate; at risk: ≤ \d+, the optimistic end`, text)
+	assert.Regexp(t, `(?m)^64K\s+16\s+skip: over capacity\s+16 × \(65536 \+ 8192\) = 1179648 tokens > \d+ KV tokens, and > \d+, the optimistic end`, text)
 	assert.Regexp(t, `(?m)^16K\s+16\s+run\s+16 × `, text)
 	for _, c := range cells {
 		if c.ContextTokens == 32768 && c.Concurrency == 16 {

@@ -58,7 +58,7 @@ func main() {
 type options struct {
 	engine                                    capacity.Engine
 	client                                    cli.ClientFlags
-	config, version, dtype                    string
+	config, version, dtype, gpuName           string
 	kvCacheDType, quantization                string
 	gpuMemGiB, utilization                    float64
 	maxModelLen, maxNumSeqs, maxBatchedTokens int
@@ -88,6 +88,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.version, "vllm-version", "", "vLLM `version` whose memory profile and formulas to use; empty means the server's with -url, else "+capacity.DefaultVLLMVersion+"'s estimate with a range spanning every version's profile")
 	fs.StringVar(&o.dtype, "dtype", "auto", "model dtype vLLM serves in: auto, bfloat16, float16 or float32")
 	fs.Float64Var(&o.gpuMemGiB, "gpu-mem-gib", 0, "total memory of one GPU in GiB, as PyTorch reports it (11.76 for a 12 GB RTX 3060)")
+	fs.StringVar(&o.gpuName, "gpu-name", "", "the GPU's `name` as PyTorch reports it (\"NVIDIA A100-SXM4-80GB\"): vLLM keeps an A100's scheduler defaults small whatever its memory")
 	fs.Float64Var(&o.utilization, "gpu-memory-utilization", 0, "fraction of GPU memory vLLM may use (SGLang: --mem-fraction-static); 0 means the engine's default")
 	fs.StringVar(&o.kvCacheDType, "kv-cache-dtype", "auto", "KV cache dtype: "+strings.Join(capacity.KVCacheDTypes, ", "))
 	fs.IntVar(&o.maxModelLen, "max-model-len", 0, "longest request in tokens; 0 means the model's")
@@ -134,7 +135,7 @@ type report struct {
 	Model            *capacity.Model     `json:"model,omitempty"`
 	Estimate         *capacity.Estimate  `json:"estimate,omitempty"`
 	Discovery        *capacity.Discovery `json:"discovery,omitempty"`
-	Cells            []capacity.Cell     `json:"cells"`
+	Cells            []capacity.Cell     `json:"cells"`   // fits: the point estimate's verdict; at_risk: its range's
 	AtOnce           []atOnce            `json:"at_once"` // per grid row: how many requests of its size run together
 }
 
@@ -292,6 +293,7 @@ func (o *options) estimate(m *capacity.Model) (*capacity.Estimate, error) {
 			Version:              o.version,
 			DType:                o.dtype,
 			GPUMemoryBytes:       capacity.GiBToBytes(o.gpuMemGiB),
+			GPUName:              o.gpuName,
 			GPUMemoryUtilization: o.utilization,
 			KVCacheDType:         o.kvCacheDType,
 			MaxModelLen:          o.maxModelLen,

@@ -128,11 +128,11 @@ func TestRunEstimate(t *testing.T) {
 	assert.Equal(t, 2048, r.BlockSize)
 	assert.Equal(t, 364, r.NumBlocks)
 	// The estimate's expected range, in the report and in the estimate.
-	assert.Equal(t, 651447, r.KVTokensLow)
-	assert.Equal(t, 762956, r.KVTokensHigh)
+	assert.Equal(t, 608408, r.KVTokensLow)
+	assert.Equal(t, 807951, r.KVTokensHigh)
 	assert.Equal(t, r.KVTokensLow, r.Estimate.Expected.KVTokensLow)
-	assert.InDelta(t, -8.5, r.Estimate.Expected.LowPercent, 0.05)
-	assert.InDelta(t, 7.1, r.Estimate.Expected.HighPercent, 0.05)
+	assert.InDelta(t, -14.6, r.Estimate.Expected.LowPercent, 0.05)
+	assert.InDelta(t, 13.5, r.Estimate.Expected.HighPercent, 0.05)
 	assert.NotEmpty(t, r.Estimate.Expected.Reasons)
 	assert.Equal(t, "0.32.0", r.Estimate.Version)
 	assert.Equal(t, 262144, r.MaxModelLen)
@@ -170,21 +170,21 @@ func TestRunEstimateText(t *testing.T) {
 		"2,146,304 bytes per sequence",
 		"− weights                          3.00 GiB                given",
 		"− activation peak                  0.46 GiB     0.39–0.51  estimated: sampler over 128 rows",
-		"= available for the KV cache       5.80 GiB     5.41–6.20",
+		"= available for the KV cache       5.80 GiB     5.04–6.57",
 		"Memory of one GPU (vllm 0.32.0)",
-		"kv_cache_size_tokens 704,267, max concurrency 2.69\n                       expected 655,360–751,218 (-6.9% … +6.7%)",
+		"kv_cache_size_tokens 704,267, max concurrency 2.69\n                       expected 610,365–796,213 (-13.3% … +13.1%)",
 		"Expected error\n  activation: 0.46 GiB, -15% … +11% on the table (leave-one-out)",
-		"vLLM 0.32.0 is newer than any start-up log in the table (newest 0.19.0)",
-		"a GPU of 11.76 GiB is unlike any in the table (23.58, 79.19 GiB)",
-		"the range: ±25% of the estimated activation and non-torch memory (±0.18 GiB), what covers 90% of the table's start-up logs predicted with their version, GPU or utilization held out",
+		"wider: vLLM 0.32.0 is newer than every calibrated row (newest 0.19.0)",
+		"; a GPU of 11.76 GiB is unlike every calibrated one (23.58, 79.19 GiB)",
+		"the range: ±77% of the estimated activation and non-torch memory (±0.54 GiB): 13% for a launch like the table's rows, + 15% for each unit of distance from them (4.25 here), what covers 90% of the table's rows predicted with their utilization, GPU, version or tensor parallelism held out",
 		"block size           2,048 tokens",
 		"per request          134 blocks at max_model_len 262,144 (2 + 2 + 2 + 128)",
 		"legacy (vLLM < 0.20)",
 	} {
 		assert.Contains(t, text, want)
 	}
-	assert.Regexp(t, `(?m)^\s+16K(\s+ok){5}(\s+KV){3}\s+\d+ \(\d+–\d+\)\s*$`, text)
-	assert.Regexp(t, `(?m)^\s+32K(\s+ok){5}(\s+KV){3}\s+17 \(16–18\)\s*$`, text)
+	assert.Regexp(t, `(?m)^\s+16K(\s+ok){5}\s+risk(\s+KV){2}\s+\d+ \(\d+–\d+\)\s*$`, text)
+	assert.Regexp(t, `(?m)^\s+32K(\s+ok){4}\s+risk(\s+KV){3}\s+17 \(14–19\)\s*$`, text)
 	assert.Contains(t, text, "kv_tokens 7")
 	assert.Contains(t, text, "(expected ")
 }
@@ -512,4 +512,45 @@ func TestRunLiveCredentials(t *testing.T) {
 	err = run(t.Context(), []string{"-url", gateway.URL, "-api-key-env", "CAPACITY_TEST_UNSET"}, &out, &errOut)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "CAPACITY_TEST_UNSET is empty")
+}
+
+// TestRunJSONFitsIsThePointVerdict: in -json, a cell's fits is what the
+// point estimate says and at_risk what its range says. 29 × (16K + 8K) =
+// 712,704 tokens is more than the 712,092 KV tokens estimated but within
+// the range's optimistic end: it does not fit, at risk; 28 × 24K =
+// 688,128 fits, at risk; 24 × 24K = 589,824, under the pessimistic end,
+// fits without risk; 40 × 24K = 983,040, past the optimistic end, neither.
+func TestRunJSONFitsIsThePointVerdict(t *testing.T) {
+	r := runJSON(t, append(seedArgs, "-contexts", "16K", "-concurrency", "24,28,29,40")...)
+	require.Equal(t, 712092, r.KVTokens)
+	require.Greater(t, r.KVTokensHigh, 29*(16384+8192))
+	over := cellAt(t, r, 16384, 29)
+	assert.False(t, over.Fits, "its own point estimate says it does not fit: %s", over.Detail)
+	assert.True(t, over.AtRisk, "the range says it may: %s", over.Detail)
+	assert.Equal(t, capacity.OverKVTokens, over.Reason)
+	under := cellAt(t, r, 16384, 28)
+	assert.True(t, under.Fits, under.Detail)
+	assert.True(t, under.AtRisk, under.Detail)
+	safe := cellAt(t, r, 16384, 24)
+	assert.True(t, safe.Fits && !safe.AtRisk, safe.Detail)
+	far := cellAt(t, r, 16384, 40)
+	assert.False(t, far.Fits || far.AtRisk, far.Detail)
+	for _, c := range r.Cells {
+		need := c.Concurrency * (c.ContextTokens + 8192)
+		assert.Equal(t, need <= r.KVTokens, c.Fits, "%d × %d: %s", c.ContextTokens, c.Concurrency, c.Detail)
+	}
+}
+
+// TestRunGPUName: -gpu-name reaches the estimate, and an 80 GB A100 is
+// profiled with vLLM's small scheduler defaults.
+func TestRunGPUName(t *testing.T) {
+	args := []string{"-config", "../../capacity/testdata/qwen3.5-4b-awq", "-vllm-version", "0.10.1",
+		"-gpu-mem-gib", "79.15", "-gpu-memory-utilization", "0.5", "-max-model-len", "32768", "-language-model-only",
+		"-contexts", "16K", "-concurrency", "1"}
+	h100 := runJSON(t, args...)
+	assert.Equal(t, 8192, h100.Estimate.MaxNumBatchedTokens)
+	a100 := runJSON(t, append(args, "-gpu-name", "NVIDIA A100-SXM4-80GB")...)
+	assert.Equal(t, 2048, a100.Estimate.MaxNumBatchedTokens)
+	assert.Equal(t, 256, a100.Estimate.MaxNumSeqs)
+	assert.Greater(t, a100.KVTokens, h100.KVTokens)
 }
