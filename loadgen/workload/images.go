@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/llmload/llmload/internal/safefile"
 	"github.com/llmload/llmload/internal/bounded"
+	"github.com/llmload/llmload/internal/safefile"
 )
 
 // Bounds on a dataset's images.
