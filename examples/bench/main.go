@@ -39,7 +39,11 @@
 // -warmup, or -requests requests.
 //
 // The exit status is 0 when every run completed requests, 1 when a run
-// failed or completed none, and 2 for flags or files that cannot work.
+// failed or completed none, or -requests-out could not be written (the
+// report is written all the same), and 2 for flags or files that cannot
+// work: an output that is an input, a named pipe, a symbolic link or an
+// existing -requests-out without -overwrite are refused before anything
+// runs.
 package main
 
 import (

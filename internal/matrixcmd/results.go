@@ -31,6 +31,9 @@ func ClaimResults(path, resume string, overwrite bool) (func(), error) {
 		return nil, fmt.Errorf("-results %s: %w", path, err)
 	}
 	unlock, err := lockFile(lockPath(path))
+	if _, ok := errors.AsType[*safefile.NotRegularError](err); ok {
+		return nil, fmt.Errorf("-results %s: its lock file %w", path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("-results %s is another run's, which is still running (%v): give another file", path, err)
 	}
