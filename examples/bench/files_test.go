@@ -169,3 +169,17 @@ func TestNamedPipesRefused(t *testing.T) {
 		})
 	}
 }
+
+// An output in a directory that does not exist is refused before the
+// run, which would otherwise be measured for nothing.
+func TestOutputDirectoryMissing(t *testing.T) {
+	for _, flag := range []string{"-o", "-requests-out"} {
+		path := filepath.Join(t.TempDir(), "no", "such", "report.json")
+		start := time.Now()
+		code, out, errOut := bench(t, append(tiny, "-duration", "30s", "-requests", "0", flag, path)...)
+		assert.Equal(t, 2, code, errOut)
+		assert.Contains(t, errOut, flag+" "+path+": "+filepath.Dir(path)+" is not a directory that exists")
+		assert.Empty(t, out)
+		assert.Less(t, time.Since(start), 5*time.Second, "refused before the run")
+	}
+}

@@ -25,12 +25,15 @@ func WriteOutput(path string, stdout io.Writer, write func(io.Writer) error) err
 }
 
 // CheckOutput refuses, before anything runs, the path given to the
-// output flag name (-o, -requests-out): one that names anything but a
-// regular file, and, unless replace, an existing file. An empty path is
-// no output.
+// output flag name (-o, -requests-out): one in no directory, one that
+// names anything but a regular file, and, unless replace, an existing
+// file. An empty path is no output.
 func CheckOutput(name, path string, replace bool) error {
 	if path == "" {
 		return nil
+	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		return fmt.Errorf("-%s %s: %s is not a directory that exists", name, path, filepath.Dir(path))
 	}
 	err := safefile.CheckOutput(path, replace)
 	if _, ok := errors.AsType[*safefile.ExistsError](err); ok {

@@ -171,6 +171,9 @@ func Write(path string, write func(io.Writer) error) error {
 		perm = fi.Mode().Perm()
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		return &fs.PathError{Op: "create", Path: path, Err: pe.Err} // the path given, not the temporary one
+	}
 	if err != nil {
 		return err
 	}
