@@ -3,6 +3,7 @@ package matrixcmd
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,6 +34,9 @@ func ClaimResults(path, resume string, overwrite bool) (func(), error) {
 	unlock, err := lockFile(lockPath(path))
 	if _, ok := errors.AsType[*safefile.NotRegularError](err); ok {
 		return nil, fmt.Errorf("-results %s: its lock file %w", path, err)
+	}
+	if _, ok := errors.AsType[*fs.PathError](err); ok { // no directory, no permission
+		return nil, fmt.Errorf("-results %s: %w", path, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("-results %s is another run's, which is still running (%v): give another file", path, err)
