@@ -38,3 +38,11 @@ func TestClaimNewResults(t *testing.T) {
 	_, err = os.Stat(second)
 	assert.NoError(t, err)
 }
+
+// A results file in a directory that does not exist is refused for
+// that, not as another run's.
+func TestClaimResultsNoDirectory(t *testing.T) {
+	_, err := matrixcmd.ClaimResults(t.TempDir()+"/no/such/r.json", "", false)
+	assert.ErrorContains(t, err, "no such file or directory")
+	assert.NotContains(t, err.Error(), "another run's")
+}
