@@ -39,7 +39,11 @@
 // -warmup, or -requests requests.
 //
 // The exit status is 0 when every run completed requests, 1 when a run
-// failed or completed none, and 2 for flags or files that cannot work.
+// failed or completed none, or -requests-out could not be written (the
+// report is written all the same), and 2 for flags or files that cannot
+// work: an output that is an input, a named pipe, a symbolic link or an
+// existing -requests-out without -overwrite are refused before anything
+// runs.
 package main
 
 import (
@@ -54,6 +58,7 @@ import (
 	"github.com/llmload/llmload/internal/benchcmd"
 	"github.com/llmload/llmload/internal/cli"
 	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/internal/requestlog"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/sweep"
@@ -76,6 +81,7 @@ type options struct {
 	format, out                string
 	requestsOut, metricsListen string
 	serverTimings, quiet       bool
+	overwrite                  bool
 	extra                      map[string]any
 }
 
@@ -92,6 +98,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.serverTimings, "server-timings", false, "ask the server for its own timings of each request (include_metrics: vLLM with --enable-per-request-metrics) and split TTFT into its queue, its prefill and the rest; always on with the simulator")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve the client's own metrics for Prometheus at http://ADDR/metrics while the runs go on (requests in flight, tokens, TTFT and time between tokens, errors by kind, labelled by run), e.g. :9464")
 	fs.StringVar(&o.requestsOut, "requests-out", "", "write every request, as it ends, to this file: a line of JSON each, with its run, times, tokens, outcome and the server's timings")
+	fs.BoolVar(&o.overwrite, "overwrite", false, "replace an existing -requests-out file")
 	o.sim.Register(fs, "sim-profile", DefaultSpeed)
 	o.gpu.Register(fs)
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the report")
@@ -112,6 +119,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if _, err := o.client.RoundTripper(1); err != nil {
 		return nil, err
 	}
+	if err := o.checkFiles(); err != nil {
+		return nil, err
+	}
 	if err := o.bench.CheckAPI(o.client.API); err != nil {
 		return nil, err
 	}
@@ -126,6 +136,22 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		return nil, err
 	}
 	return o, o.sim.Check()
+}
+
+// checkFiles refuses, before anything is read or run, outputs that
+// would destroy a file: -o or -requests-out the same file as an input
+// or as each other, at a symbolic link, a named pipe or a device, and an
+// existing -requests-out without -overwrite. -o replaces an existing
+// report, whole.
+func (o *options) checkFiles() error {
+	outputs := []cli.FileFlag{{Name: "o", Path: o.out}, {Name: "requests-out", Path: o.requestsOut}}
+	if err := cli.Distinct(outputs, append(o.bench.Files(), o.body.Files()...)...); err != nil {
+		return err
+	}
+	if err := cli.CheckOutput("o", o.out, true); err != nil {
+		return err
+	}
+	return cli.CheckOutput("requests-out", o.requestsOut, o.overwrite)
 }
 
 // gpuEvery is how often -gpu-metrics are read.
@@ -240,7 +266,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.quiet {
 		log = io.Discard
 	}
-	requests, lm, err := benchcmd.Outputs(ctx, o.requestsOut, o.metricsListen, log)
+	requests, lm, err := benchcmd.Outputs(ctx, o.requestsOut, o.overwrite, o.metricsListen, log)
 	if err != nil {
 		fail(stderr, err)
 		return 2
@@ -271,18 +297,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	runErr := o.bench.Run(ctx, client, mix, requests, lm, gpus, o.gpu.HourlyCost, res, onResult)
 	res.Finished = time.Now()
+	return finish(o, res, requests, runErr, stdout, stderr)
+}
+
+// finish closes requests (nil without -requests-out) and writes the
+// report, which a file that could not be written loses nothing of: each
+// failure is said on stderr, after the report, and the status is 1.
+func finish(o *options, res *sweep.Results, requests *requestlog.Writer, runErr error, stdout, stderr io.Writer) int {
+	var requestsErr error
 	if requests != nil {
 		if err := requests.Close(); err != nil {
-			fail(stderr, fmt.Errorf("-requests-out: %w", err))
-			return 1
+			requestsErr = fmt.Errorf("-requests-out: %w: not every request was written there; the report is whole", err)
 		}
 	}
-	if werr := cli.WriteOutput(o.out, stdout, func(w io.Writer) error { return res.Write(w, o.format) }); werr != nil {
-		fail(stderr, werr)
-		return 1
+	werr := cli.WriteOutput(o.out, stdout, func(w io.Writer) error { return res.Write(w, o.format) })
+	failed := false
+	for _, err := range []error{werr, requestsErr, runErr} {
+		if err != nil {
+			fail(stderr, err)
+			failed = true
+		}
 	}
-	if runErr != nil {
-		fail(stderr, runErr)
+	if failed {
 		return 1
 	}
 	for _, r := range res.Runs {

@@ -91,9 +91,9 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	o.sim.Register(fs, "profile", DefaultSpeed)
 	fs.StringVar(&o.out, "o", "", "write the report to this file instead of standard output")
 	matrixcmd.FormatVar(fs, &o.format, "report format: table (default), markdown, csv, json, html, or series-csv (each cell's time series)")
-	fs.StringVar(&o.results, "results", "", "save the results as JSON here after every cell (default matrix-results-TIME.json)")
+	fs.StringVar(&o.results, "results", "", "save the results as JSON here after every cell (default matrix-results-TIME.json in the working directory, or TIME-2, -3, … when other runs started in the same second)")
 	fs.StringVar(&o.resume, "resume", "", "continue the interrupted run saved in this file")
-	fs.BoolVar(&o.overwrite, "overwrite", false, "replace an existing -results file of another run")
+	fs.BoolVar(&o.overwrite, "overwrite", false, "replace an existing -results file of another run, and an existing -requests-out file")
 	fs.StringVar(&o.requestsOut, "requests-out", "", "write every request of the cells' streams, as it ends, to this file: a line of JSON each, with its cell, times, tokens, outcome and the server's timings (added to with -resume)")
 	fs.BoolVar(&o.compare, "compare", false, "compare two result files given as arguments, -compare A.json B.json, or repeated runs of each, -compare A1.json,A2.json B1.json,B2.json")
 	fs.StringVar(&o.render, "render", "", "render this results file in -format (to -o), changing nothing in it, and exit")
@@ -182,6 +182,35 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// claimFiles refuses, before anything runs, files the run cannot write
+// safely: -requests-out the same file as -results or -o, at a symbolic
+// link, a named pipe or a device, or an existing one without -overwrite
+// (a resumed run adds to its own); -o the results file in another
+// format than JSON. Then it claims the results file, a new one named for
+// now when none was given, and returns what unlocks it.
+func claimFiles(o *options, resumed bool) (func(), error) {
+	if err := cli.Distinct([]cli.FileFlag{{Name: "requests-out", Path: o.requestsOut}},
+		cli.FileFlag{Name: "results", Path: o.results}, cli.FileFlag{Name: "o", Path: o.out}); err != nil {
+		return nil, err
+	}
+	if err := cli.CheckOutput("requests-out", o.requestsOut, o.overwrite || resumed); err != nil {
+		return nil, err
+	}
+	if err := cli.CheckOutput("o", o.out, true); err != nil {
+		return nil, err
+	}
+	if o.results == "" {
+		var unlock func()
+		var err error
+		o.results, unlock, err = matrixcmd.ClaimNewResults(time.Now())
+		return unlock, err
+	}
+	if o.out != "" && o.format != matrix.FormatJSON && cli.SameFile(o.out, o.results) {
+		return nil, fmt.Errorf("-o %s is the results file; write the %s report elsewhere", o.out, o.format)
+	}
+	return matrixcmd.ClaimResults(o.results, o.resume, o.overwrite)
+}
+
 // measure runs the matrix, or the rest of the one -resume names.
 func measure(ctx context.Context, o *options, log, stdout, stderr io.Writer) int {
 	var resume *matrix.Results
@@ -200,17 +229,14 @@ func measure(ctx context.Context, o *options, log, stdout, stderr io.Writer) int
 			o.results = o.resume
 		}
 	}
-	if o.results == "" {
-		o.results = "matrix-results-" + time.Now().Format("20060102-150405") + ".json"
-	}
-	if o.out != "" && o.format != matrix.FormatJSON && cli.SameFile(o.out, o.results) {
-		return fail(stderr, matrixcmd.Usage{Err: fmt.Errorf("-o %s is the results file; write the %s report elsewhere", o.out, o.format)})
-	}
-	unlock, err := matrixcmd.ClaimResults(o.results, o.resume, o.overwrite)
+	unlock, err := claimFiles(o, resume != nil)
 	if err != nil {
 		return fail(stderr, matrixcmd.Usage{Err: err})
 	}
 	defer unlock()
+	if log != nil || (!o.set["results"] && resume == nil) { // a file the user did not name
+		fmt.Fprintf(stderr, "matrix: the results go to %s, saved after every cell\n", o.results)
+	}
 
 	runner := &matrix.Runner{Spec: o.spec, Resume: resume}
 	if runner.Client, err = o.client.Client(slices.Max(append([]int{1}, o.spec.Concurrency...)) + 4); err != nil { // and /metrics, /tokenize, the scout
@@ -243,7 +269,7 @@ func measure(ctx context.Context, o *options, log, stdout, stderr io.Writer) int
 		}
 	}
 
-	closeRequests, err := matrixcmd.Observe(ctx, runner, o.requestsOut, o.metricsListen, log)
+	closeRequests, err := matrixcmd.Observe(ctx, runner, o.requestsOut, o.overwrite, o.metricsListen, log)
 	if err != nil {
 		return fail(stderr, matrixcmd.Usage{Err: err})
 	}

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/llmload/llmload/internal/cli"
 	"github.com/llmload/llmload/internal/dcgm"
 	"github.com/llmload/llmload/internal/live"
 	"github.com/llmload/llmload/internal/requestlog"
@@ -292,6 +293,12 @@ func (b *Flags) Open() (m *workload.Mix, sized bool, err error) {
 		}
 	}
 	return m, m.Dataset != nil, nil
+}
+
+// Files returns the files the flags read (-dataset, -trace), for
+// [cli.Distinct].
+func (b *Flags) Files() []cli.FileFlag {
+	return []cli.FileFlag{{Name: "dataset", Path: b.dataset}, {Name: "trace", Path: b.trace}}
 }
 
 // IgnoreEOS reports -ignore-eos.

@@ -66,13 +66,14 @@ func Progress(w io.Writer, api loadgen.API) func(sweep.Result) {
 }
 
 // Outputs creates the file at requestsOut that every request is written
-// to as it ends, and serves the client's metrics for Prometheus at
-// metricsListen (saying where on log), each where given.
-func Outputs(ctx context.Context, requestsOut, metricsListen string, log io.Writer) (*requestlog.Writer, *live.Metrics, error) {
+// to as it ends (replacing an existing one only when replace), and serves
+// the client's metrics for Prometheus at metricsListen (saying where on
+// log), each where given.
+func Outputs(ctx context.Context, requestsOut string, replace bool, metricsListen string, log io.Writer) (*requestlog.Writer, *live.Metrics, error) {
 	var requests *requestlog.Writer
 	var err error
 	if requestsOut != "" {
-		if requests, err = requestlog.Create(requestsOut); err != nil {
+		if requests, err = requestlog.Create(requestsOut, replace); err != nil {
 			return nil, nil, fmt.Errorf("-requests-out: %w", err)
 		}
 	}

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/llmload/llmload/internal/bounded"
 	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/internal/safefile"
 )
 
 // Headers is the repeatable -header flag: 'Name: value', added to every
@@ -82,17 +82,9 @@ const maxBodyExtra = 1 << 20
 // merged into every request body (and override llmload's own). Anything
 // else is refused, naming the file, before a request is sent.
 func ReadBodyExtra(path string) (map[string]any, error) {
-	f, err := os.Open(path)
+	b, err := readInput(path)
 	if err != nil {
 		return nil, fmt.Errorf("-body-extra: %w", err)
-	}
-	defer f.Close()
-	b, whole, err := bounded.Read(f, maxBodyExtra)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("-body-extra %s: %w", path, err)
-	case !whole:
-		return nil, fmt.Errorf("-body-extra %s: larger than %d bytes", path, maxBodyExtra)
 	}
 	var m map[string]any
 	d := json.NewDecoder(strings.NewReader(string(b)))
@@ -110,4 +102,23 @@ func ReadBodyExtra(path string) (map[string]any, error) {
 		return nil, fmt.Errorf("-body-extra %s: sets \"stream\", which llmload needs true", path)
 	}
 	return m, nil
+}
+
+// readInput reads a file a flag names (-body-extra, -tools,
+// -response-format), at most maxBodyExtra bytes: a regular file, opened
+// without blocking, so that a named pipe is refused at once.
+func readInput(path string) ([]byte, error) {
+	f, err := safefile.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, whole, err := bounded.Read(f, maxBodyExtra)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", path, err)
+	case !whole:
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxBodyExtra)
+	}
+	return b, nil
 }

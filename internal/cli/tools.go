@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"maps"
-	"os"
 
 	"github.com/llmload/llmload/loadgen"
 )
@@ -24,6 +23,11 @@ func (f *BodyFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Tools, "tools", "", "JSON file of OpenAI tool schemas ([{\"type\":\"function\",\"function\":{...}}]) sent with every request, in the form -api's API takes")
 	fs.StringVar(&f.ToolChoice, "tool-choice", "", "auto, none, required, or a tool's name (with -tools)")
 	fs.StringVar(&f.ResponseFormat, "response-format", "", "JSON file of an OpenAI response_format ({\"type\":\"json_schema\",...}) sent with every request (chat and completions; responses as its text.format)")
+}
+
+// Files returns the files the flags read, for [Distinct].
+func (f *BodyFlags) Files() []FileFlag {
+	return []FileFlag{{"body-extra", f.BodyExtra}, {"tools", f.Tools}, {"response-format", f.ResponseFormat}}
 }
 
 // Extra returns the fields the flags add to every body of api, or an
@@ -45,7 +49,11 @@ func (f *BodyFlags) Extra(api loadgen.API) (map[string]any, error) {
 	}
 	if f.ResponseFormat != "" {
 		var rf map[string]any
-		if err := readJSON(f.ResponseFormat, &rf); err != nil || rf == nil {
+		b, err := readInput(f.ResponseFormat)
+		if err != nil {
+			return nil, fmt.Errorf("-response-format: %w", err)
+		}
+		if err := json.Unmarshal(b, &rf); err != nil || rf == nil {
 			return nil, fmt.Errorf("-response-format %s: want one JSON object such as {\"type\":\"json_schema\",\"json_schema\":{...}}: %v", f.ResponseFormat, err)
 		}
 		switch api {
@@ -75,23 +83,16 @@ func (f *BodyFlags) Extra(api loadgen.API) (map[string]any, error) {
 	return m, nil
 }
 
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if len(b) > maxBodyExtra {
-		return fmt.Errorf("larger than %d bytes", maxBodyExtra)
-	}
-	return json.Unmarshal(b, v)
-}
-
 // readTools reads OpenAI chat tool schemas and writes them as api takes
 // them: the Responses API's flat functions, the Messages API's
 // input_schema.
 func readTools(path string, api loadgen.API) ([]any, error) {
 	var tools []map[string]any
-	if err := readJSON(path, &tools); err != nil || len(tools) == 0 {
+	b, err := readInput(path)
+	if err != nil {
+		return nil, fmt.Errorf("-tools: %w", err)
+	}
+	if err := json.Unmarshal(b, &tools); err != nil || len(tools) == 0 {
 		return nil, fmt.Errorf("-tools %s: want a JSON array of tools such as [{\"type\":\"function\",\"function\":{\"name\":...,\"parameters\":{...}}}]: %v", path, err)
 	}
 	out := make([]any, len(tools))

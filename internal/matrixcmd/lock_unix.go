@@ -5,12 +5,15 @@ package matrixcmd
 import (
 	"os"
 	"syscall"
+
+	"github.com/llmload/llmload/internal/safefile"
 )
 
 // lockFile takes an exclusive lock on path, creating it, without waiting;
-// the function returned releases it and removes the file.
+// the function returned releases it and removes the file. A symbolic
+// link or a named pipe at path is refused, as any output is.
 func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := safefile.Append(path)
 	if err != nil {
 		return nil, err
 	}

@@ -212,11 +212,12 @@ func Simulate(f *cli.SimFlags, runner *matrix.Runner, seedGrid bool, log io.Writ
 }
 
 // Observe has runner write every request of its cells' streams, as it
-// ends, to the file at requestsOut (added to, for a resumed run), and
+// ends, to the file at requestsOut (added to, for a resumed run; an
+// existing one replaced only when replace), and
 // serve its metrics for Prometheus at metricsListen (saying where on
 // log), each where given. It returns what closes the file: its error is
 // the file's first.
-func Observe(ctx context.Context, runner *matrix.Runner, requestsOut, metricsListen string, log io.Writer) (func() error, error) {
+func Observe(ctx context.Context, runner *matrix.Runner, requestsOut string, replace bool, metricsListen string, log io.Writer) (func() error, error) {
 	var lm *live.Metrics
 	var err error
 	if metricsListen != "" {
@@ -230,7 +231,7 @@ func Observe(ctx context.Context, runner *matrix.Runner, requestsOut, metricsLis
 	case requestsOut != "" && runner.Resume != nil:
 		requests, err = requestlog.Append(requestsOut) // where the run's first part wrote
 	case requestsOut != "":
-		requests, err = requestlog.Create(requestsOut)
+		requests, err = requestlog.Create(requestsOut, replace)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("-requests-out: %w", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/internal/cli"
+	"github.com/llmload/llmload/internal/safefile"
 	"github.com/llmload/llmload/matrix"
 )
 
@@ -19,23 +20,72 @@ import (
 // (-overwrite) given; and it is locked against another run for as long
 // as this one runs (the function returned unlocks it).
 func ClaimResults(path, resume string, overwrite bool) (func(), error) {
-	fi, err := os.Lstat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, fmt.Errorf("-results %s: %w", path, err)
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("-results %s is not a regular file (%s): it is left as it is; give another path", path, fi.Mode().Type())
-	case resume != "" && cli.SameFile(path, resume):
-	case !overwrite:
+	err := safefile.CheckOutput(path, overwrite || (resume != "" && cli.SameFile(path, resume)))
+	if nr, ok := errors.AsType[*safefile.NotRegularError](err); ok {
+		return nil, fmt.Errorf("-results %s is not a regular file (%s): it is left as it is; give another path", path, nr.Mode.Type())
+	}
+	if ex, ok := errors.AsType[*safefile.ExistsError](err); ok {
 		return nil, fmt.Errorf("-results %s holds another run's results (saved %s): give another file, finish that run with -resume %s, or replace it with -overwrite",
-			path, fi.ModTime().Format(time.DateTime), path)
+			path, ex.ModTime.Format(time.DateTime), path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("-results %s: %w", path, err)
 	}
 	unlock, err := lockFile(lockPath(path))
+	if _, ok := errors.AsType[*safefile.NotRegularError](err); ok {
+		return nil, fmt.Errorf("-results %s: its lock file %w", path, err)
+	}
+	if _, ok := errors.AsType[*fs.PathError](err); ok { // no directory, no permission
+		return nil, fmt.Errorf("-results %s: %w", path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("-results %s is another run's, which is still running (%v): give another file", path, err)
 	}
 	return unlock, nil
+}
+
+// maxNewResults bounds the names ClaimNewResults tries in one second.
+const maxNewResults = 1000
+
+// ClaimNewResults claims, as [ClaimResults] does, a new results file in
+// the working directory for a run started at now, when no -results was
+// given: matrix-results-YYYYMMDD-HHMMSS.json, or -2, -3, … before .json
+// when other runs started in the same second. A name is taken by creating
+// its file, empty, only where there is none (O_EXCL), so no two runs
+// take the same one. The function returned removes the file while it is
+// still empty (the run saved nothing), and unlocks it.
+func ClaimNewResults(now time.Time) (string, func(), error) {
+	base := "matrix-results-" + now.Format("20060102-150405")
+	var err error
+	for n := 1; n <= maxNewResults; n++ {
+		path := base + ".json"
+		if n > 1 {
+			path = fmt.Sprintf("%s-%d.json", base, n)
+		}
+		var f *os.File
+		f, err = safefile.Create(path, false)
+		_, taken := errors.AsType[*safefile.ExistsError](err)
+		_, other := errors.AsType[*safefile.NotRegularError](err)
+		if taken || other {
+			continue
+		}
+		if err != nil {
+			break
+		}
+		f.Close()
+		unlock, err := ClaimResults(path, "", true)
+		if err != nil {
+			os.Remove(path)
+			return "", nil, err
+		}
+		return path, func() {
+			if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+				os.Remove(path)
+			}
+			unlock()
+		}, nil
+	}
+	return "", nil, fmt.Errorf("no new results file in the working directory: %w; give one with -results", err)
 }
 
 // lockPath is the lock file of a results file: beside it, hidden.

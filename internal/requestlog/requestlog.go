@@ -38,6 +38,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmload/llmload/internal/safefile"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
 )
@@ -61,16 +62,20 @@ type Writer struct {
 	anchor time.Time
 }
 
-// Create creates (or truncates) the file at path and returns a Writer to
-// it.
-func Create(path string) (*Writer, error) { return open(path, os.O_TRUNC) }
+// Create creates the file at path and returns a Writer to it. An
+// existing file is replaced only when replace; a symbolic link, a named
+// pipe or a device is refused, as [safefile.Create] does.
+func Create(path string, replace bool) (*Writer, error) {
+	f, err := safefile.Create(path, replace)
+	return fileWriter(f, err)
+}
 
 // Append opens the file at path, creating it if need be, and returns a
-// Writer that adds to what it holds: for a run resumed.
-func Append(path string) (*Writer, error) { return open(path, os.O_APPEND) }
+// Writer that adds to what it holds: for a run resumed. It refuses what
+// [safefile.Append] refuses.
+func Append(path string) (*Writer, error) { return fileWriter(safefile.Append(path)) }
 
-func open(path string, mode int) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|mode, 0o644)
+func fileWriter(f *os.File, err error) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -93,7 +93,7 @@ func TestWhereAndFailures(t *testing.T) {
 // Lines written at once from many goroutines come out whole, one a line.
 func TestConcurrentWritesToFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.jsonl")
-	lw, err := Create(path)
+	lw, err := Create(path, false)
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	for g := range 8 {
@@ -150,7 +150,7 @@ func TestWriteError(t *testing.T) {
 }
 
 func TestCreateRefused(t *testing.T) {
-	_, err := Create(filepath.Join(t.TempDir(), "missing", "r.jsonl"))
+	_, err := Create(filepath.Join(t.TempDir(), "missing", "r.jsonl"), false)
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 

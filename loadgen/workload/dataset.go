@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/llmload/llmload/internal/safefile"
 	"github.com/llmload/llmload/loadgen"
 )
 
@@ -348,7 +349,7 @@ type Dataset struct {
 // records by line, or [ErrEmpty]: a run should refuse to start rather
 // than measure another workload than the one asked for.
 func OpenDataset(path string) (*Dataset, error) {
-	f, err := os.Open(path)
+	f, err := safefile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("workload: %w", err)
 	}
@@ -404,7 +405,7 @@ func (fe *FileError) add(pe *ParseError) {
 func (d *Dataset) Items(output Length, seed uint64) Reader {
 	rng := newRand(seed, 0xda7a)
 	return cycleOf(func() (Reader, error) {
-		f, err := os.Open(d.Path)
+		f, err := safefile.Open(d.Path)
 		if err != nil {
 			return nil, fmt.Errorf("workload: %w", err)
 		}

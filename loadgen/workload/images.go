@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/llmload/llmload/internal/bounded"
+	"github.com/llmload/llmload/internal/safefile"
 )
 
 // Bounds on a dataset's images.
@@ -208,7 +209,7 @@ func checkImageFiles(root *os.Root, refs []imageRef) error {
 		if root == nil {
 			return fmt.Errorf("image %.60q is a file, and the dataset has no directory to find it in", ref.path)
 		}
-		f, err := root.Open(filepath.FromSlash(ref.path))
+		f, err := safefile.OpenIn(root, filepath.FromSlash(ref.path))
 		if errors.Is(err, fs.ErrNotExist) {
 			return errImageMissing
 		}
@@ -230,16 +231,15 @@ func checkImageFiles(root *os.Root, refs []imageRef) error {
 	return nil
 }
 
-// sniffImage returns the size of the regular file f and the media type
-// its first bytes show.
+// sniffImage returns the size of the regular file f (opened with
+// [safefile.OpenIn], which refuses anything else) and the media type its
+// first bytes show.
 func sniffImage(f *os.File) (int64, string, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return 0, "", err
 	}
 	switch {
-	case !fi.Mode().IsRegular():
-		return 0, "", errors.New("is not a regular file")
 	case fi.Size() == 0:
 		return 0, "", errors.New("is empty")
 	case fi.Size() > maxImageBytes:
@@ -289,7 +289,7 @@ func imageURLs(root *os.Root, refs []imageRef) ([]string, error) {
 
 // readImage reads an image file under root, at most maxImageBytes.
 func readImage(root *os.Root, path string) ([]byte, error) {
-	f, err := root.Open(filepath.FromSlash(path))
+	f, err := safefile.OpenIn(root, filepath.FromSlash(path))
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/fifotest"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/workload"
 )
@@ -157,4 +158,20 @@ func TestDatasetImageOutsideDirectory(t *testing.T) {
 	_, err = workload.OpenDataset(dir + "/d.jsonl")
 	assert.ErrorContains(t, err, `line 1: image "link.png"`)
 	assert.ErrorContains(t, err, "escapes")
+}
+
+// A named pipe among a dataset's images is refused at once, with its
+// record's line: opening it to read would wait for a writer for ever,
+// where SIGTERM cannot end the wait.
+func TestDatasetImageNamedPipe(t *testing.T) {
+	dir := t.TempDir()
+	pipe := fifotest.New(t, dir, "pipe.png")
+	require.NoError(t, os.WriteFile(dir+"/d.jsonl", []byte(`{"prompt": "p", "image": "pipe.png"}`+"\n"), 0o600))
+	err := fifotest.Within(t, pipe, func() error { _, err := workload.OpenDataset(dir + "/d.jsonl"); return err })
+	assert.ErrorContains(t, err, `line 1: image "pipe.png"`)
+	assert.ErrorContains(t, err, "is a named pipe, not a regular file")
+
+	// The dataset itself, read again for every pass, must be a file too.
+	err = fifotest.Within(t, pipe, func() error { _, err := workload.OpenDataset(pipe); return err })
+	assert.ErrorContains(t, err, "is a named pipe, not a regular file")
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmload/llmload/internal/safefile"
 	"github.com/llmload/llmload/loadgen"
 )
 
@@ -267,7 +268,7 @@ type Trace struct {
 // Otherwise the error is a [*FileError] listing the malformed records by
 // line, or [ErrEmpty].
 func OpenTrace(path string) (*Trace, error) {
-	f, err := os.Open(path)
+	f, err := safefile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("workload: %w", err)
 	}
@@ -397,7 +398,7 @@ func (t *Trace) Items(rp Replay) Reader {
 // check reads the trace through and reports its records whose hash IDs do
 // not fit their input lengths at rp's block size, as a [*FileError].
 func (t *Trace) check(rp Replay) error {
-	f, err := os.Open(t.Path)
+	f, err := safefile.Open(t.Path)
 	if err != nil {
 		return fmt.Errorf("workload: %w", err)
 	}
@@ -432,7 +433,7 @@ type traceItems struct {
 
 func (t *traceItems) Read() (Item, error) {
 	if t.r == nil {
-		f, err := os.Open(t.path)
+		f, err := safefile.Open(t.path)
 		if err != nil {
 			return Item{}, fmt.Errorf("workload: %w", err)
 		}
