@@ -208,8 +208,8 @@ func (f *Follower) hello(ctx context.Context) error {
 	var se *statusError
 	switch {
 	case errors.As(err, &se) && se.StatusCode == http.StatusNotFound:
-		return fmt.Errorf("shard: the leader at %s does not know %s: it is an older llmload than this follower, which speaks %s: run the same llmload on every shard",
-			f.shown, pathHello, version)
+		return fmt.Errorf("shard: the leader at %s does not know %s: it is an older llmload than this follower, which speaks %s: run the same llmload on every shard (%w)",
+			f.shown, pathHello, version, err)
 	case err != nil:
 		return err
 	case resp.Version != version:

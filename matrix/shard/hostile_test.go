@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"runtime"
@@ -578,4 +579,16 @@ func TestJoinReplayedToAnotherRun(t *testing.T) {
 	code, body := replay(t, firstURL, join)
 	assert.Equal(t, http.StatusUnauthorized, code, body)
 	assert.Contains(t, body, "its nonce is taken")
+}
+
+// TestFollowerOfAnOlderLeader: a leader that does not know /shard/hello
+// (an older llmload's, which answers 404) is left at once, saying so.
+func TestFollowerOfAnOlderLeader(t *testing.T) {
+	older := httptest.NewServer(http.NotFoundHandler())
+	defer older.Close()
+	start := time.Now()
+	err := (&Follower{Token: hostileToken, Leader: older.URL, JoinTimeout: 10 * time.Second}).Run(t.Context())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does not know /shard/hello: it is an older llmload than this follower")
+	assert.Less(t, time.Since(start), 5*time.Second, "left at once, not retried")
 }
