@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,5 +56,41 @@ func TestGPUFlagsRefused(t *testing.T) {
 		code, _, errOut := bench(t, append(quick, strings.Fields(args)...)...)
 		assert.Equal(t, 2, code, args)
 		assert.Contains(t, errOut, want, args)
+	}
+}
+
+// TestGPUMetricsPasswordNeverShown: -gpu-metrics with a password in an
+// exporter's URL sends it, and shows it nowhere: not when the exporter
+// refuses at the start, nor in the report's notes, the progress or the
+// results when it fails in the middle of the run.
+func TestGPUMetricsPasswordNeverShown(t *testing.T) {
+	const password = "s3cret-bench-gpu-pw"
+	var reads atomic.Int64
+	var got atomic.Value
+	exporter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, p, _ := r.BasicAuth()
+		got.Store(p)
+		if r.URL.Path == "/refused" || reads.Add(1) > 1 {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		_, _ = w.Write([]byte("# TYPE DCGM_FI_DEV_POWER_USAGE gauge\nDCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-1\"} 100\n"))
+	}))
+	defer exporter.Close()
+	withPassword := strings.Replace(exporter.URL, "://", "://alice:"+password+"@", 1)
+
+	code, out, errOut := bench(t, append(quick, "-gpu-metrics", withPassword+"/refused")...)
+	assert.Equal(t, 2, code, errOut)
+	assert.Contains(t, errOut, "-gpu-metrics: dcgm: GET http://alice:xxxxx@")
+	assert.NotContains(t, out+errOut, password)
+
+	for _, format := range []string{"json", "table"} {
+		reads.Store(0)
+		code, out, errOut = bench(t, append(quick, "-concurrency", "2", "-duration", "500ms", "-warmup", "0",
+			"-gpu-metrics", withPassword+"/metrics", "-format", format)...)
+		assert.Equal(t, 0, code, errOut)
+		assert.Equal(t, password, got.Load(), "the password is sent")
+		assert.Contains(t, out+errOut, "alice:xxxxx@", "the failure is told, %s", format)
+		assert.NotContains(t, out+errOut, password, format)
 	}
 }

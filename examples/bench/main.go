@@ -105,6 +105,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	o.client.WarnShortSecrets(stderr)
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q: every setting is a flag", fs.Args())
 	}

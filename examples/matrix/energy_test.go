@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,4 +56,21 @@ func TestGPUFlagsRefused(t *testing.T) {
 		assert.Equal(t, 2, code, args)
 		assert.Contains(t, errOut.String(), want, args)
 	}
+}
+
+// TestGPUMetricsPasswordNeverShown: an exporter that refuses, given with
+// a password in its URL, is named in the error with the password
+// replaced.
+func TestGPUMetricsPasswordNeverShown(t *testing.T) {
+	const password = "s3cret-matrix-gpu-pw"
+	exporter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusUnauthorized)
+	}))
+	defer exporter.Close()
+	u := strings.Replace(exporter.URL, "://", "://alice:"+password+"@", 1) + "/metrics"
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), small(filepath.Join(t.TempDir(), "r.json"), "-gpu-metrics", u), &out, &errOut)
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, errOut.String(), "dcgm: GET http://alice:xxxxx@")
+	assert.NotContains(t, out.String()+errOut.String(), password)
 }

@@ -518,13 +518,15 @@ func TestHostileServer(t *testing.T) {
 }
 
 // TestRogueLeader: a leader that holds the fleet's secret and names a
-// third party's server to a follower given -api-key-env and no -url gets
-// nothing sent there: the follower refuses, names the server, and leaves;
-// with -allow-leader-url it sends to it and says so. -join's password is
-// in none of the follower's output.
+// third party's server to a follower given -api-key-env or any -header
+// and no -url gets nothing sent there: the follower refuses, names the
+// server and what it keeps from it, and leaves; with -allow-leader-url it
+// sends to it and says so. -join's password, the key and the headers'
+// values are in none of the follower's output.
 func TestRogueLeader(t *testing.T) {
 	const key = "sk-llmload-rogue-leader-5e6f7a8b"
 	const joinPassword = "pw-join-1a2b3c4d"
+	const headerKey = "hk-llmload-rogue-leader-9c0d1e2f"
 	t.Setenv("LLMLOAD_TEST_KEY", key)
 	t.Setenv(fleetTokenEnv, fleetToken)
 	third := hostileserver.New(hostileserver.OK)
@@ -532,7 +534,9 @@ func TestRogueLeader(t *testing.T) {
 	spec := matrix.Spec{URL: third.BaseURL(hostileserver.OK), Model: "m", Contexts: []int{0}, Concurrency: []int{2}, Prefill: []int{}}
 	follower := func(t *testing.T, extra ...string) (int, string, *shard.Leader) {
 		log := &logbuffer.Buffer{}
-		leader := &shard.Leader{Token: fleetToken, Spec: spec, Followers: 1, Log: log}
+		// A follower that left is taken for gone after Silence: Close waits
+		// no longer for it.
+		leader := &shard.Leader{Token: fleetToken, Spec: spec, Followers: 1, Log: log, Silence: 2 * time.Second}
 		hs := httptest.NewServer(leader)
 		defer hs.Close()
 		done := make(chan struct{})
@@ -541,7 +545,7 @@ func TestRogueLeader(t *testing.T) {
 		go func() {
 			defer close(done)
 			code, stdout, stderr = command(t, t.Context(), append([]string{"-join", withPassword(hs.URL, "lead", joinPassword),
-				"-api-key-env", "LLMLOAD_TEST_KEY", "-fleet-token-env", fleetTokenEnv, "-join-timeout", "5s"}, extra...)...)
+				"-fleet-token-env", fleetTokenEnv, "-join-timeout", "5s"}, extra...)...)
 		}()
 		// A follower that stays is told the run is over once it joined.
 		for !waitFor(t, 100*time.Millisecond, func() bool { return strings.Contains(log.String(), "joined") }) {
@@ -557,21 +561,40 @@ func TestRogueLeader(t *testing.T) {
 		return code, stdout + stderr, leader
 	}
 
-	t.Run("refused", func(t *testing.T) {
-		code, out, _ := follower(t)
-		assert.Equal(t, 1, code, out)
-		assert.Contains(t, out, "the leader names the server "+third.BaseURL(hostileserver.OK))
-		assert.Contains(t, out, "goes only to a server given here")
-		assert.Empty(t, third.Requests(), "nothing was sent to the third party")
-		assert.NotContains(t, out, key)
-		assert.NotContains(t, out, joinPassword)
-	})
+	keyFlags := []string{"-api-key-env", "LLMLOAD_TEST_KEY"}
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		keeps string
+	}{
+		{"key", keyFlags, "API key (-api-key-env LLMLOAD_TEST_KEY) goes only to a server given here"},
+		{"any header", []string{"-header", "X-Route: blue"}, "-header X-Route goes only to a server given here"},
+		{"key and headers", append([]string{"-header", "X-Route: blue", "-header", "Authorization: Bearer " + headerKey}, keyFlags...),
+			"API key (-api-key-env LLMLOAD_TEST_KEY) and -header Authorization, X-Route goes only"},
+	} {
+		t.Run("refused "+tc.name, func(t *testing.T) {
+			code, out, _ := follower(t, tc.flags...)
+			assert.Equal(t, 1, code, out)
+			assert.Contains(t, out, "the leader names the server "+third.BaseURL(hostileserver.OK))
+			assert.Contains(t, out, "this shard's "+tc.keeps)
+			assert.Empty(t, third.Requests(), "nothing was sent to the third party")
+			for _, secret := range []string{key, headerKey, joinPassword} {
+				assert.NotContains(t, out, secret)
+			}
+		})
+	}
 	t.Run("allowed", func(t *testing.T) {
-		code, out, _ := follower(t, "-allow-leader-url")
+		code, out, _ := follower(t, append([]string{"-allow-leader-url", "-header", "X-Api-Key: " + headerKey}, keyFlags...)...)
 		assert.Equal(t, 0, code, out)
 		assert.Contains(t, out, "sending this shard's streams to "+third.BaseURL(hostileserver.OK)+" (named by the leader)")
-		assert.NotContains(t, out, key)
-		assert.NotContains(t, out, joinPassword)
+		for _, secret := range []string{key, headerKey, joinPassword} {
+			assert.NotContains(t, out, secret)
+		}
+	})
+	t.Run("given -url", func(t *testing.T) {
+		code, out, _ := follower(t, "-url", third.BaseURL(hostileserver.OK), "-header", "X-Route: blue")
+		assert.Equal(t, 0, code, out)
+		assert.Contains(t, out, "(given with -url)")
 	})
 	t.Run("no secret", func(t *testing.T) {
 		code, _, stderr := command(t, t.Context(), "-join", "http://127.0.0.1:1", "-url", third.BaseURL(hostileserver.OK))

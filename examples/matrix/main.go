@@ -104,6 +104,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
 	}
+	o.client.WarnShortSecrets(stderr)
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	var err error

@@ -74,6 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	cf.WarnShortSecrets(stderr)
 	if err := cf.Generating("stream"); err != nil {
 		fmt.Fprintln(stderr, "stream:", err)
 		return 2

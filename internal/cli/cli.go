@@ -240,6 +240,24 @@ func (f *ClientFlags) keyAndTransport(streams int) (string, http.RoundTripper, e
 	return key, tr, err
 }
 
+// WarnShortSecrets says on w which of the API key and the credential
+// headers (see [redact.CredentialHeader]) are shorter than
+// [redact.MinLen] bytes, whose values it does not show: such a secret is
+// kept out of what llmload prints and saves only where it stands as a
+// whole value, not inside other words. A command calls it once, after
+// its flags are parsed.
+func (f *ClientFlags) WarnShortSecrets(w io.Writer) {
+	var short []string
+	if key, _ := f.APIKey(); key != "" && len(key) < redact.MinLen {
+		short = append(short, fmt.Sprintf("the API key (-api-key-env %s) is %d bytes", f.KeyEnv, len(key)))
+	}
+	short = append(short, f.Headers.short()...)
+	if len(short) > 0 {
+		fmt.Fprintf(w, "warning: %s: a secret under %d bytes is kept out of what llmload prints and saves only where it stands as a whole value\n",
+			strings.Join(short, "; "), redact.MinLen)
+	}
+}
+
 // Redactor returns what removes the password of -url and the API key from
 // text about to be printed or saved.
 func (f *ClientFlags) Redactor() *redact.Redactor {

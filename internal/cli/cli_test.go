@@ -132,6 +132,34 @@ func TestClientFlags(t *testing.T) {
 	assert.ErrorContains(t, err, "CLI_TEST_EMPTY_KEY is empty")
 }
 
+// TestWarnShortSecrets: an API key or a credential header under
+// redact.MinLen bytes is named in one warning, its value not shown, and
+// the redactor still leaves the rest of a message alone; long ones, and
+// headers that carry no credential, are not named.
+func TestWarnShortSecrets(t *testing.T) {
+	t.Setenv("CLI_TEST_KEY", "k3y42")
+	var f cli.ClientFlags
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f.Register(fs, "http://127.0.0.1:8000/v1")
+	require.NoError(t, fs.Parse([]string{"-api-key-env", "CLI_TEST_KEY", "-header", "X-Api-Key: 12345",
+		"-header", "Authorization: Bearer sk-long-enough-0123", "-header", "X-Route: a"}))
+	var w bytes.Buffer
+	f.WarnShortSecrets(&w)
+	assert.Equal(t, "warning: the API key (-api-key-env CLI_TEST_KEY) is 5 bytes; the value of -header X-Api-Key is 5 bytes: "+
+		"a secret under 8 bytes is kept out of what llmload prints and saves only where it stands as a whole value\n", w.String())
+	assert.Equal(t, "key xxxxx refused; 123456 k3y421 stay", f.Redactor().Redact("key k3y42 refused; 123456 k3y421 stay"))
+
+	t.Setenv("CLI_TEST_KEY", "sk-long-enough-4567")
+	w.Reset()
+	var g cli.ClientFlags
+	fs = flag.NewFlagSet("t", flag.ContinueOnError)
+	g.Register(fs, "")
+	require.NoError(t, fs.Parse([]string{"-api-key-env", "CLI_TEST_KEY", "-header", "X-Route: a"}))
+	g.WarnShortSecrets(&w)
+	assert.Empty(t, w.String())
+}
+
 func TestTransportFlag(t *testing.T) {
 	for name, want := range map[string]bool{"stream": false, "poll": true} {
 		f := cli.ClientFlags{Transport: name}

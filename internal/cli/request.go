@@ -75,6 +75,27 @@ func (hs *Headers) Header() http.Header { return hs.h.Clone() }
 // redactor.
 func (hs *Headers) Secrets() []string { return redact.HeaderSecrets(hs.h) }
 
+// short describes the credential headers whose secret (the value, or an
+// Authorization's part after its scheme) is under redact.MinLen bytes.
+func (hs *Headers) short() []string {
+	var out []string
+	for name, vs := range hs.h {
+		if !redact.CredentialHeader(name) {
+			continue
+		}
+		for _, v := range vs {
+			if _, cred, ok := strings.Cut(v, " "); ok && strings.TrimSpace(cred) != "" {
+				v = strings.TrimSpace(cred)
+			}
+			if len(v) < redact.MinLen {
+				out = append(out, fmt.Sprintf("the value of -header %s is %d bytes", name, len(v)))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // maxBodyExtra bounds a -body-extra file.
 const maxBodyExtra = 1 << 20
 

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/llmload/llmload/internal/background"
+	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -128,11 +129,12 @@ const maxPoints = 4096
 
 // A Meter reads DCGM exporters in the background, every so often, and
 // keeps each GPU's readings until a window's energy has been taken from
-// them. It is safe for concurrent use.
+// them. It is safe for concurrent use. Its errors show an exporter's URL
+// with the password of its user information replaced.
 type Meter struct {
-	client *http.Client
-	urls   []string
-	every  time.Duration
+	client  *http.Client
+	targets []target
+	every   time.Duration
 
 	mu     sync.Mutex
 	gpus   map[string][]point
@@ -149,7 +151,18 @@ func New(client *http.Client, urls []string, every time.Duration) *Meter {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	return &Meter{client: client, urls: slices.Clone(urls), every: every, gpus: map[string][]point{}, marked: make(chan metrics.Window, 1)}
+	targets := make([]target, len(urls))
+	for i, u := range urls {
+		targets[i] = target{url: u, shown: redact.URL(u), secrets: redact.New(u)}
+	}
+	return &Meter{client: client, targets: targets, every: every, gpus: map[string][]point{}, marked: make(chan metrics.Window, 1)}
+}
+
+// target is one exporter's URL, and what its errors show of it.
+type target struct {
+	url     string
+	shown   string           // the URL, its password replaced
+	secrets *redact.Redactor // takes its password out of an error
 }
 
 // ParseURLs splits a comma-separated list of exporters' URLs, refusing
@@ -162,7 +175,7 @@ func ParseURLs(list string) ([]string, error) {
 			continue
 		}
 		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-			return nil, fmt.Errorf("%q is not a URL: give the exporter's, such as http://gpu-node:9400/metrics", u)
+			return nil, fmt.Errorf("%q is not a URL: give the exporter's, such as http://gpu-node:9400/metrics", shownBad(u))
 		}
 		urls = append(urls, u)
 	}
@@ -174,8 +187,8 @@ func ParseURLs(list string) ([]string, error) {
 // GPU's power or energy is ErrNoPower.
 func (m *Meter) Read(ctx context.Context) error {
 	got := map[string]point{}
-	for i, u := range m.urls {
-		gpus, err := m.read(ctx, u, fmt.Sprint(i))
+	for i, e := range m.targets {
+		gpus, err := m.read(ctx, e, fmt.Sprint(i))
 		if err != nil {
 			m.setErr(err)
 			return err
@@ -222,34 +235,52 @@ func thin(pts []point) []point {
 }
 
 // read reads one exporter; its points are stamped halfway through the
-// request.
-func (m *Meter) read(ctx context.Context, url, key string) (map[string]point, error) {
+// request. Its errors show the exporter's URL without its password.
+func (m *Meter) read(ctx context.Context, e target, key string) (map[string]point, error) {
+	gpus, err := m.get(ctx, e, key)
+	return gpus, e.secrets.Error(err)
+}
+
+func (m *Meter) get(ctx context.Context, e target, key string) (map[string]point, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("dcgm: %w", err)
+		return nil, fmt.Errorf("dcgm: GET %s: %w", e.shown, err)
 	}
 	sent := time.Now()
 	resp, err := m.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("dcgm: GET %s: %w", url, err)
+		return nil, fmt.Errorf("dcgm: GET %s: %w", e.shown, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-		return nil, fmt.Errorf("dcgm: GET %s: %s; check -gpu-metrics", url, resp.Status)
+		return nil, fmt.Errorf("dcgm: GET %s: %s; check -gpu-metrics", e.shown, resp.Status)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return nil, fmt.Errorf("dcgm: GET %s: %w", url, err)
+		return nil, fmt.Errorf("dcgm: GET %s: %w", e.shown, err)
 	}
 	at := sent.Add(time.Since(sent) / 2)
 	gpus, err := parse(strings.NewReader(string(body)), key, at)
 	if err != nil {
-		return nil, fmt.Errorf("%w (from %s)", err, url)
+		return nil, fmt.Errorf("%w (from %s)", err, e.shown)
 	}
 	return gpus, nil
+}
+
+// shownBad is what an error shows of an exporter's URL that is not one:
+// with "//", its password replaced (see redact.URL); without, nothing
+// before its last "@", which may be a password.
+func shownBad(u string) string {
+	if strings.Contains(u, "//") {
+		return redact.URL(u)
+	}
+	if at := strings.LastIndex(u, "@"); at >= 0 {
+		return "…" + u[at:]
+	}
+	return u
 }
 
 // Start reads the exporters every Meter.every, and at the start and the

@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/llmload/llmload/internal/connlimit"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
 )
@@ -47,8 +48,9 @@ var (
 // Metrics holds a process's live metrics. Its methods are safe for
 // concurrent use.
 type Metrics struct {
-	shard string
-	reg   *prometheus.Registry
+	shard  string
+	reg    *prometheus.Registry
+	bounds connlimit.Bounds // of Serve's server
 
 	requests *prometheus.CounterVec
 	ttft     *prometheus.HistogramVec
@@ -69,7 +71,7 @@ type tracked struct {
 // New returns the metrics of a process; shard labels them (empty for the
 // leader, or a run of one process).
 func New(shard string) *Metrics {
-	m := &Metrics{shard: shard, reg: prometheus.NewRegistry(), tracked: map[string]*tracked{}}
+	m := &Metrics{shard: shard, reg: prometheus.NewRegistry(), bounds: serveBounds, tracked: map[string]*tracked{}}
 	labels := []string{"cell", "shard"}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmload_requests_total",
 		Help: "Requests ended, by outcome (completed, failed, canceled) and error kind."}, append(labels, "outcome", "error"))
@@ -116,9 +118,21 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// Serve serves the metrics at /metrics on addr until ctx ends. It returns
-// once it listens, with the address it listens on (addr may give port 0),
-// or the error of listening; a failure after that is sent on errc.
+// serveBounds bound Serve's server, as a sharded run's leader's are
+// bounded: a scraper, or anyone who reaches the port, holds a connection
+// kept alive 30 s between scrapes (more than Prometheus' default interval
+// of 15 s) and sends a request's headers in 5 s; the server holds 64
+// connections, 16 from one address, and closes those beyond as they come.
+var serveBounds = connlimit.Bounds{
+	MaxConns: 64, MaxConnsAHost: 16,
+	ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second,
+	MaxHeaderBytes: 16 << 10,
+}
+
+// Serve serves the metrics at /metrics on addr until ctx ends, within
+// bounds of time and of connections. It returns once it listens, with the
+// address it listens on (addr may give port 0), or the error of
+// listening; a failure after that is sent on errc.
 func (m *Metrics) Serve(ctx context.Context, addr string) (string, <-chan error, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -126,10 +140,10 @@ func (m *Metrics) Serve(ctx context.Context, addr string) (string, <-chan error,
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := m.bounds.Server(mux)
 	errc := make(chan error, 1)
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(m.bounds.Listener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
 		}
 		close(errc)

@@ -1,8 +1,13 @@
 package live
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -147,6 +152,94 @@ func TestServeRefusesABusyAddress(t *testing.T) {
 	assert.ErrorContains(t, err, "listening for the metrics' scrapes")
 	cancel()
 	<-errc
+}
+
+// scrapeOn sends a scrape on c and reads its answer; c stays open.
+func scrapeOn(c net.Conn, r *bufio.Reader) error {
+	if _, err := io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: llmload\r\n\r\n"); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("answered %s", resp.Status)
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
+}
+
+// closedWithin reports whether the server closes c within d, and when.
+func closedWithin(c net.Conn, r *bufio.Reader, d time.Duration) (bool, time.Duration) {
+	start := time.Now()
+	_ = c.SetReadDeadline(start.Add(d))
+	_, err := r.ReadByte()
+	var ne net.Error
+	return err != nil && !(errors.As(err, &ne) && ne.Timeout()), time.Since(start)
+}
+
+// TestServeBoundsConnections: the metrics' server closes a connection
+// kept alive and idle once its idle timeout has passed, and, while it
+// holds its most connections, closes a new one as it comes, serving new
+// ones again once some are gone. (The timeout and the cap are the test's,
+// short and small; Serve's own are serveBounds.)
+func TestServeBoundsConnections(t *testing.T) {
+	const idle, most = 400 * time.Millisecond, 4
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	m := New("")
+	m.bounds.IdleTimeout, m.bounds.MaxConns, m.bounds.MaxConnsAHost = idle, most, most
+	addr, errc, err := m.Serve(ctx, "127.0.0.1:0")
+	require.NoError(t, err)
+	defer func() {
+		cancel()
+		<-errc
+	}()
+	dial := func() (net.Conn, *bufio.Reader) {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		return c, bufio.NewReader(c)
+	}
+
+	conns := make([]net.Conn, most)
+	readers := make([]*bufio.Reader, most)
+	var firstUsed time.Time
+	for i := range conns {
+		conns[i], readers[i] = dial()
+		require.NoError(t, scrapeOn(conns[i], readers[i]), "connection %d", i)
+		if i == 0 {
+			firstUsed = time.Now()
+		}
+	}
+	over, overR := dial()
+	_ = over.SetDeadline(time.Now().Add(5 * time.Second))
+	assert.Error(t, scrapeOn(over, overR), "a connection beyond the cap is closed as it comes")
+	closed, _ := closedWithin(over, overR, 5*time.Second)
+	assert.True(t, closed, "the connection beyond the cap is closed")
+
+	for i := range conns {
+		closed, after := closedWithin(conns[i], readers[i], idle+5*time.Second)
+		assert.True(t, closed, "idle connection %d is closed", i)
+		t.Logf("idle connection %d closed after %v of waiting", i, after)
+	}
+	assert.GreaterOrEqual(t, time.Since(firstUsed), idle*9/10, "closed once idle for the timeout, not before")
+	// The cap counts the connections held: with the idle ones gone, a new
+	// one is served (the server's count drops as it closes them).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, r := dial()
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		err := scrapeOn(c, r)
+		c.Close()
+		if err == nil {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no connection served after the idle ones were closed: %v", err)
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // The Grafana dashboard in deploy/grafana asks only for metrics this

@@ -46,7 +46,7 @@ func (s *ShardFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&s.name, "name", "", "this shard's name in the results (default: the host's name)")
 	fs.DurationVar(&s.joinTimeout, "join-timeout", shard.DefaultJoinTimeout, "how long the leader waits for its followers, and a follower for its leader")
 	fs.StringVar(&s.tokenEnv, "fleet-token-env", "", "name of the environment variable holding the sharded run's secret, the same on every shard (a leader without it makes one and prints it once)")
-	fs.BoolVar(&s.leaderURL, "allow-leader-url", false, "a follower given -api-key-env and no -url sends its key to the server the leader names")
+	fs.BoolVar(&s.leaderURL, "allow-leader-url", false, "a follower given -api-key-env or -header and no -url sends its key and headers to the server the leader names")
 }
 
 // token returns the fleet's token: from -fleet-token-env, or, for a leader
@@ -194,10 +194,13 @@ func (s *ShardFlags) Follow(ctx context.Context, c *cli.ClientFlags, metricsList
 			return nil, fmt.Errorf("the leader's server URL has a password, which the leader does not send: give it with -url (%s)", spec.URL)
 		case err != nil:
 			return nil, fmt.Errorf("-url %s is not the leader's server (%s)", redact.URL(c.URL), spec.URL)
-		case c.KeyEnv != "" && c.URL == "" && !s.leaderURL:
-			// The key goes only where this shard's user sent it.
-			return nil, fmt.Errorf("the leader names the server %s; this shard's API key (-api-key-env %s) goes only to a server given here: give it with -url, or allow the leader's with -allow-leader-url",
-				redact.URL(spec.URL), c.KeyEnv)
+		case c.URL == "" && !s.leaderURL:
+			if own := ownSecrets(c); own != "" {
+				// The key and the headers go only where this shard's
+				// user sent them.
+				return nil, fmt.Errorf("the leader names the server %s; this shard's %s goes only to a server given here: give it with -url, or allow the leader's with -allow-leader-url",
+					redact.URL(spec.URL), own)
+			}
 		}
 		whose := "given with -url"
 		if c.URL == "" {
@@ -222,6 +225,22 @@ func (s *ShardFlags) Follow(ctx context.Context, c *cli.ClientFlags, metricsList
 		return nil
 	}
 	return errors.New(strings.TrimPrefix(c.Redactor().Redact(err.Error()), "shard: "))
+}
+
+// ownSecrets names what of c a follower sends only to a server its user
+// gave (-url), "" when nothing: the API key, and every -header, whatever
+// its name (a header's name does not say whether its value is a
+// credential: a tenant's id, a signed route or a session's cookie may be
+// one).
+func ownSecrets(c *cli.ClientFlags) string {
+	var own []string
+	if c.KeyEnv != "" {
+		own = append(own, "API key (-api-key-env "+c.KeyEnv+")")
+	}
+	if names := c.Headers.String(); names != "" {
+		own = append(own, "-header "+names)
+	}
+	return strings.Join(own, " and ")
 }
 
 // CellName labels a cell's requests and metrics: "16K × 8".

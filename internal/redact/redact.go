@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // redacted replaces a password or an API key in text.
@@ -70,27 +73,33 @@ func Restore(saved, given string) (string, error) {
 	return saved, nil
 }
 
-// minBarePassword is the shortest password replaced where it appears
-// outside a URL.
+// minBarePassword is the shortest password, or key, replaced where it
+// appears outside a URL: a shorter one is a word of ordinary text ("a",
+// "pw") as often as it is a credential.
 const minBarePassword = 4
+
+// MinLen is the shortest secret replaced wherever it appears, even inside
+// a longer word. A shorter one is replaced only where it stands as a whole
+// value (between characters that are not letters, digits, '-' or '_'):
+// replacing it inside other words would garble the text and, by the gaps
+// it leaves, show what the secret is. Commands warn of a key shorter than
+// this.
+const MinLen = 8
 
 // A Redactor removes credentials from text before it is printed, logged
 // or saved: the password of a URL's user information and API keys, in
-// the forms they take in URLs and error messages. A nil Redactor removes
-// nothing.
+// the forms they take in URLs and error messages. It replaces a secret
+// only whole, never a part of one, and a short one (under [MinLen] bytes)
+// only where it stands as a whole value. A nil Redactor removes nothing.
 type Redactor struct {
-	r *strings.Replacer
+	r     *strings.Replacer // the URL's user information, and long secrets
+	short []string          // secrets under MinLen, longest first
 }
 
 // New returns a Redactor for the password in rawURL, if it has
 // one, and for keys. Empty keys are ignored.
 func New(rawURL string, keys ...string) *Redactor {
-	var pairs []string
-	add := func(secret, with string) {
-		if secret != "" {
-			pairs = append(pairs, secret, with)
-		}
-	}
+	var pairs, bare []string
 	// The user information as it is written, and as url.URL writes it;
 	// then the bare password, and its escaped form.
 	if _, rest, ok := strings.Cut(rawURL, "//"); ok {
@@ -100,29 +109,34 @@ func New(rawURL string, keys ...string) *Redactor {
 		}
 		if at := strings.LastIndex(authority, "@"); at >= 0 {
 			if user, pass, ok := strings.Cut(authority[:at], ":"); ok && pass != "" {
-				add(authority[:at+1], user+":"+redacted+"@")
+				pairs = append(pairs, authority[:at+1], user+":"+redacted+"@")
+				bare = append(bare, pass)
 				if u, err := url.Parse(rawURL); err == nil && u.User != nil {
-					add(u.User.String()+"@", u.User.Username()+":"+redacted+"@")
-					// A bare password is replaced too, unless it is so short
-					// that it would mangle ordinary words.
-					if p, _ := u.User.Password(); len(p) >= minBarePassword {
-						add(url.UserPassword("", p).String()[1:], redacted)
-						add(p, redacted)
+					pairs = append(pairs, u.User.String()+"@", u.User.Username()+":"+redacted+"@")
+					if p, _ := u.User.Password(); p != "" {
+						bare = append(bare, url.UserPassword("", p).String()[1:], p)
 					}
-				}
-				if len(pass) >= minBarePassword {
-					add(pass, redacted)
 				}
 			}
 		}
 	}
-	for _, k := range keys {
-		add(k, redacted)
+	r := &Redactor{}
+	for _, s := range append(bare, keys...) {
+		switch {
+		case len(s) < minBarePassword:
+			// Too short to tell from ordinary words: left alone.
+		case len(s) < MinLen:
+			r.short = append(r.short, s)
+		default:
+			pairs = append(pairs, s, redacted)
+		}
 	}
-	if len(pairs) == 0 {
+	if len(pairs) == 0 && len(r.short) == 0 {
 		return nil
 	}
-	return &Redactor{r: strings.NewReplacer(pairs...)}
+	r.r = strings.NewReplacer(pairs...)
+	slices.SortStableFunc(r.short, func(a, b string) int { return len(b) - len(a) })
+	return r
 }
 
 // Redact returns s without the credentials.
@@ -130,7 +144,49 @@ func (r *Redactor) Redact(s string) string {
 	if r == nil {
 		return s
 	}
-	return r.r.Replace(s)
+	s = r.r.Replace(s)
+	for _, secret := range r.short {
+		s = replaceWhole(s, secret)
+	}
+	return s
+}
+
+// replaceWhole replaces secret in s where it stands as a whole value: not
+// preceded or followed by a letter, a digit, '-' or '_'.
+func replaceWhole(s, secret string) string {
+	var b strings.Builder
+	for from := 0; ; {
+		i := strings.Index(s[from:], secret)
+		if i < 0 {
+			if b.Len() == 0 {
+				return s
+			}
+			b.WriteString(s[from:])
+			return b.String()
+		}
+		start, end := from+i, from+i+len(secret)
+		b.WriteString(s[from:start])
+		if wordBefore(s[:start]) || wordAfter(s[end:]) {
+			b.WriteString(secret)
+		} else {
+			b.WriteString(redacted)
+		}
+		from = end
+	}
+}
+
+func wordBefore(s string) bool {
+	r, n := utf8.DecodeLastRuneInString(s)
+	return n > 0 && wordRune(r)
+}
+
+func wordAfter(s string) bool {
+	r, n := utf8.DecodeRuneInString(s)
+	return n > 0 && wordRune(r)
+}
+
+func wordRune(r rune) bool {
+	return r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 // Error returns err with its message redacted; [errors.Is] and

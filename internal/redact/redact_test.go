@@ -90,3 +90,31 @@ func TestRestoreURL(t *testing.T) {
 		})
 	}
 }
+
+// TestRedactorShortSecrets: a secret under redact.MinLen bytes is
+// replaced where it stands as a whole value and nowhere inside another
+// word, so that the message stays readable and does not spell the secret
+// out by its gaps; one under 4 bytes is left alone; a long one is
+// replaced wherever it is, and only whole.
+func TestRedactorShortSecrets(t *testing.T) {
+	const msg = "the server refused the request: 401 Unauthorized (see the key's docs)"
+	for _, key := range []string{"e", "t", "01", "the"} {
+		assert.Equal(t, msg, redact.New("", key).Redact(msg), "a %d-byte key garbles nothing", len(key))
+	}
+	r := redact.New("http://bob:pass5@host/v1", "k3y42")
+	for in, want := range map[string]string{
+		"Authorization: Bearer k3y42":                "Authorization: Bearer xxxxx",
+		`invalid api key "k3y42".`:                   `invalid api key "xxxxx".`,
+		"key=k3y42&x=1":                              "key=xxxxx&x=1",
+		"k3y42":                                      "xxxxx",
+		"k3y423 and xk3y42 and k3y42-b stay":         "k3y423 and xk3y42 and k3y42-b stay",
+		"GET http://bob:pass5@host/v1: refused":      "GET http://bob:xxxxx@host/v1: refused",
+		"wrong password pass5, not pass56 or pass5x": "wrong password xxxxx, not pass56 or pass5x",
+		"password: «pass5»":                          "password: «xxxxx»",
+	} {
+		assert.Equal(t, want, r.Redact(in), in)
+	}
+	long := redact.New("", "sk-0123456789abcdef")
+	assert.Equal(t, "keyxxxxxtail, xxxxx", long.Redact("keysk-0123456789abcdeftail, sk-0123456789abcdef"))
+	assert.Equal(t, "sk-0123456789abcde is not it", long.Redact("sk-0123456789abcde is not it"), "a part of a secret is not replaced")
+}

@@ -20,13 +20,21 @@ import (
 
 // Every request of the protocol, and every answer to one, is signed with
 // the run's token: an HMAC-SHA256 over the protocol's version, the method,
-// the path, the time it was sent, a nonce and the SHA-256 of the body. The
-// leader checks a request's signature, its time and its nonce before it
-// reads a byte of the body, and the body against its digest after; a
-// follower checks an answer's signature before it reads the answer.
+// the path, the time it was sent, a nonce, the leader's run and the
+// SHA-256 of the body. The leader checks a request's signature, its time,
+// its run and its nonce before it reads a byte of the body, and the body
+// against its digest after; a follower checks an answer's signature
+// before it reads the answer.
+//
+// The run is a random id each Leader makes for itself, which a follower
+// learns from its hello (the one request signed without a run) and signs
+// into every request after: a request recorded from one run and replayed
+// to a later leader of the same token, within its time, is refused, as
+// the nonce refuses it replayed to its own.
 const (
 	headerTime      = "Llmload-Fleet-Time"
 	headerNonce     = "Llmload-Fleet-Nonce"
+	headerRun       = "Llmload-Fleet-Run"
 	headerBody      = "Llmload-Fleet-Body"
 	headerSignature = "Llmload-Fleet-Signature"
 )
@@ -61,9 +69,9 @@ func digest(body []byte) string {
 }
 
 // signature is the HMAC of a message's fields under token.
-func signature(token, method, path, at, nonce, body string) string {
+func signature(token, method, path, at, nonce, run, body string) string {
 	m := hmac.New(sha256.New, []byte(token))
-	for _, s := range []string{version, method, path, at, nonce, body} {
+	for _, s := range []string{version, method, path, at, nonce, run, body} {
 		io.WriteString(m, s)
 		m.Write([]byte{'\n'})
 	}
@@ -76,13 +84,18 @@ func newNonce() string {
 	return hex.EncodeToString(b)
 }
 
-// signRequest signs a request of body.
-func signRequest(req *http.Request, token string, body []byte) {
+// signRequest signs a request of body to the leader's run ("" for a
+// hello).
+func signRequest(req *http.Request, token, run string, body []byte) {
 	at, nonce, d := strconv.FormatInt(time.Now().UnixNano(), 10), newNonce(), digest(body)
 	req.Header.Set(headerTime, at)
 	req.Header.Set(headerNonce, nonce)
+	req.Header.Del(headerRun)
+	if run != "" {
+		req.Header.Set(headerRun, run)
+	}
 	req.Header.Set(headerBody, d)
-	req.Header.Set(headerSignature, signature(token, req.Method, req.URL.Path, at, nonce, d))
+	req.Header.Set(headerSignature, signature(token, req.Method, req.URL.Path, at, nonce, run, d))
 }
 
 // signResponse signs the answer of body to the request whose nonce is
@@ -90,7 +103,7 @@ func signRequest(req *http.Request, token string, body []byte) {
 func signResponse(h http.Header, token, path, nonce string, body []byte) {
 	d := digest(body)
 	h.Set(headerBody, d)
-	h.Set(headerSignature, signature(token, "ANSWER", path, "", nonce, d))
+	h.Set(headerSignature, signature(token, "ANSWER", path, "", nonce, "", d))
 }
 
 // checkResponse checks that an answer is signed with the token for the
@@ -98,7 +111,7 @@ func signResponse(h http.Header, token, path, nonce string, body []byte) {
 // body must have.
 func checkResponse(resp *http.Response, token, path, nonce string) (string, error) {
 	d := resp.Header.Get(headerBody)
-	want := signature(token, "ANSWER", path, "", nonce, d)
+	want := signature(token, "ANSWER", path, "", nonce, "", d)
 	if !hmac.Equal([]byte(want), []byte(resp.Header.Get(headerSignature))) {
 		return "", fmt.Errorf("%w: %s: the answer (%d) is not signed with the fleet's token: the leader was given another token, or is not llmload's", errToken, path, resp.StatusCode)
 	}
@@ -162,19 +175,29 @@ type authError struct{ reason string }
 
 func (e *authError) Error() string { return "shard: " + e.reason }
 
-// checkRequest checks a request's signature, time and nonce, from its
-// headers alone.
+// checkRequest checks a request's signature, time, run and nonce, from
+// its headers alone.
 func (l *Leader) checkRequest(r *http.Request, now time.Time) error {
 	at, nonce, d, sig := r.Header.Get(headerTime), r.Header.Get(headerNonce), r.Header.Get(headerBody), r.Header.Get(headerSignature)
+	run := r.Header.Get(headerRun)
 	if sig == "" {
 		return &authError{"the request is not signed: give the follower the fleet's token (-fleet-token-env)"}
 	}
-	if len(nonce) != 32 || len(d) != 64 {
+	if len(nonce) != 32 || len(d) != 64 || len(run) > 32 {
 		return &authError{"the request's signature is malformed"}
 	}
-	want := signature(l.Token, r.Method, r.URL.Path, at, nonce, d)
+	switch {
+	case r.URL.Path == pathHello && run != "":
+		return &authError{"the request's signature is malformed: a hello names no run"}
+	case r.URL.Path != pathHello && run == "":
+		return &authError{fmt.Sprintf("the request names no run of a leader (%s): its follower is older than this leader, which speaks %s: run the same llmload on every shard", r.URL.Path, version)}
+	}
+	want := signature(l.Token, r.Method, r.URL.Path, at, nonce, run, d)
 	if !hmac.Equal([]byte(want), []byte(sig)) {
 		return &authError{"the request is not signed with this fleet's token: give every shard the same one"}
+	}
+	if run != "" && run != l.run {
+		return &authError{fmt.Sprintf("the request was signed for another leader's run (%s): it was recorded and replayed, or its follower follows another leader", clip(run))}
 	}
 	ns, err := strconv.ParseInt(at, 10, 64)
 	if err != nil {

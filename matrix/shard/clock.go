@@ -31,14 +31,14 @@ func offsetOf(t1, t2, t3, t4 time.Time) offset {
 // measureClock runs clockExchanges exchanges with the leader at base and
 // returns the one with the shortest round trip. now is the follower's
 // clock.
-func measureClock(ctx context.Context, hc *http.Client, token, base string, now func() time.Time) (offset, error) {
+func measureClock(ctx context.Context, hc *http.Client, token, run, base string, now func() time.Time) (offset, error) {
 	best := offset{Error: -1}
 	var last error
 	for range clockExchanges {
 		t1 := now().Round(0)
 		var resp clockResponse
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := post(rctx, hc, token, base, pathClock, clockRequest{Sent: t1}, &resp)
+		err := post(rctx, hc, token, run, base, pathClock, clockRequest{Sent: t1}, &resp)
 		cancel()
 		t4 := now().Round(0)
 		if err != nil {

@@ -10,6 +10,9 @@
 // The protocol is JSON over HTTP, the follower always asking, so only the
 // leader listens:
 //
+//   - POST /shard/hello: a follower asks for the leader's run, a random id
+//     it signs into every request after, so that no request recorded from
+//     one run passes for another's (see [Leader.Token]).
 //   - POST /shard/join: a follower joins, and gets its index and the run's
 //     spec (its URL without a password). A follower that joins while a
 //     cell runs takes part from the next cell.

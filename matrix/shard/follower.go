@@ -66,6 +66,7 @@ type Follower struct {
 
 	hc      *http.Client
 	client  *loadgen.Client
+	run     string // the leader's run, from its hello
 	index   int
 	spec    matrix.Spec
 	silence time.Duration
@@ -153,7 +154,10 @@ func (f *Follower) join(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
 		var resp joinResponse
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := post(rctx, f.hc, f.Token, f.Leader, pathJoin, joinRequest{Version: version, Name: f.Name}, &resp)
+		err := f.hello(rctx)
+		if err == nil {
+			err = post(rctx, f.hc, f.Token, f.run, f.Leader, pathJoin, joinRequest{Version: version, Name: f.Name}, &resp)
+		}
 		cancel()
 		if err == nil {
 			if err := checkJoin(&resp); err != nil {
@@ -196,6 +200,27 @@ func (f *Follower) join(ctx context.Context) error {
 	return nil
 }
 
+// hello asks the leader for its run, which every request after is signed
+// for.
+func (f *Follower) hello(ctx context.Context) error {
+	var resp helloResponse
+	err := post(ctx, f.hc, f.Token, "", f.Leader, pathHello, helloRequest{Version: version}, &resp)
+	var se *statusError
+	switch {
+	case errors.As(err, &se) && se.StatusCode == http.StatusNotFound:
+		return fmt.Errorf("shard: the leader at %s does not know %s: it is an older llmload than this follower, which speaks %s: run the same llmload on every shard (%w)",
+			f.shown, pathHello, version, err)
+	case err != nil:
+		return err
+	case resp.Version != version:
+		return fmt.Errorf("shard: the leader speaks %q, this follower %q: run the same llmload on every shard", clip(resp.Version), version)
+	case len(resp.Run) != 32:
+		return &errLeader{fmt.Sprintf("a run named %q (a leader's is 32 characters)", clip(resp.Run))}
+	}
+	f.run = resp.Run
+	return nil
+}
+
 func (f *Follower) newClient() (*loadgen.Client, error) {
 	if f.Client != nil {
 		c, err := f.Client(f.spec)
@@ -213,7 +238,7 @@ func (f *Follower) newClient() (*loadgen.Client, error) {
 }
 
 func (f *Follower) measureClock(ctx context.Context) {
-	o, err := measureClock(ctx, f.hc, f.Token, f.Leader, f.clockNow)
+	o, err := measureClock(ctx, f.hc, f.Token, f.run, f.Leader, f.clockNow)
 	if err != nil {
 		f.logf("could not measure the clock (%v); keeping the last measure", err)
 		return
@@ -239,7 +264,7 @@ func (f *Follower) loop(ctx context.Context) error {
 		var resp pollResponse
 		pctx, cancel := context.WithTimeout(ctx, pollWait+f.silence)
 		stopWake := f.wakeOn(cancel)
-		err := post(pctx, f.hc, f.Token, f.Leader, pathPoll, in, &resp)
+		err := post(pctx, f.hc, f.Token, f.run, f.Leader, pathPoll, in, &resp)
 		woken := stopWake()
 		cancel()
 		if err != nil {
@@ -367,7 +392,7 @@ func (f *Follower) report(ctx context.Context, a *active, part fleet.Result) {
 	start := time.Now()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, f.silence)
-		err := post(rctx, f.hc, f.Token, f.Leader, pathReport, in, nil)
+		err := post(rctx, f.hc, f.Token, f.run, f.Leader, pathReport, in, nil)
 		cancel()
 		if err == nil {
 			f.mu.Lock()

@@ -42,6 +42,7 @@ func FuzzLeaderAnswers(f *testing.F) {
 // followers; nothing panics.
 func FuzzFollowerRequests(f *testing.F) {
 	for _, v := range []any{
+		helloRequest{Version: version},
 		joinRequest{Version: version, Name: "a"},
 		pollRequest{Index: 1, Seq: 2, Ready: &ready{Reason: "flowed"}, Clock: clock{Offset: 5, Error: 3}},
 		reportRequest{Index: 1, Seq: 1, Part: json.RawMessage(`{"recording":{}}`)},
@@ -51,6 +52,8 @@ func FuzzFollowerRequests(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		var h helloRequest
+		_ = json.Unmarshal(b, &h)
 		var j joinRequest
 		_ = json.Unmarshal(b, &j)
 		var p pollRequest

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"runtime"
@@ -107,7 +108,7 @@ func (tp *tamperer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	out := req.Clone(req.Context())
 	out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
-	signRequest(out, hostileToken, b)
+	signRequest(out, hostileToken, req.Header.Get(headerRun), b)
 	return tp.base.RoundTrip(out)
 }
 
@@ -264,7 +265,7 @@ func TestLeaderUnderHugeBodies(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodPost, url+pathReport, io.NopCloser(&zeros{left: body, read: &sent[i]}))
 			req.ContentLength = -1 // chunked: the leader cannot refuse it by its length
 			if i%2 == 1 {
-				signRequest(req, hostileToken, []byte("a body other than the one sent"))
+				signRequest(req, hostileToken, leader.run, []byte("a body other than the one sent"))
 			}
 			hc := &http.Client{Transport: &http.Transport{}}
 			defer hc.CloseIdleConnections()
@@ -314,7 +315,8 @@ func TestLeaderUnderHugeBodies(t *testing.T) {
 
 // TestUnsignedRequestsRefused: a follower without the secret, or with
 // another, cannot join; a request signed for one path does not pass for
-// another, nor twice.
+// another, nor twice; a join that names no run (an older follower's) is
+// refused, saying so.
 func TestUnsignedRequestsRefused(t *testing.T) {
 	leader := &Leader{Token: hostileToken, Spec: quickSpec("http://127.0.0.1:1/v1", 2)}
 	url := serveLeader(t, leader)
@@ -330,9 +332,11 @@ func TestUnsignedRequestsRefused(t *testing.T) {
 		assert.Contains(t, err.Error(), "not signed with this fleet's token")
 	}
 	// A signed join replayed, and a join's signature on a poll.
+	var hello helloResponse
+	require.NoError(t, post(t.Context(), http.DefaultClient, hostileToken, "", url, pathHello, helloRequest{Version: version}, &hello))
 	b, _ := json.Marshal(joinRequest{Version: version, Name: "x"})
 	req, _ := http.NewRequest(http.MethodPost, url+pathJoin, bytes.NewReader(b))
-	signRequest(req, hostileToken, b)
+	signRequest(req, hostileToken, hello.Run, b)
 	again := req.Clone(context.Background())
 	again.Body = io.NopCloser(bytes.NewReader(b))
 	other := req.Clone(context.Background())
@@ -345,6 +349,9 @@ func TestUnsignedRequestsRefused(t *testing.T) {
 		want := []int{http.StatusOK, http.StatusUnauthorized, http.StatusUnauthorized}[i]
 		assert.Equal(t, want, resp.StatusCode, "request %d", i)
 	}
+	err := post(t.Context(), http.DefaultClient, hostileToken, "", url, pathJoin, joinRequest{Version: version, Name: "old"}, nil)
+	assert.ErrorContains(t, err, "401")
+	assert.ErrorContains(t, err, "names no run of a leader (/shard/join): its follower is older than this leader")
 	http.DefaultClient.CloseIdleConnections()
 }
 
@@ -473,4 +480,119 @@ func TestLeaderUnderSlowConnections(t *testing.T) {
 	assert.False(t, c.Measurement.Partial, "%v", c.Measurement.Notes)
 	require.Len(t, c.Measurement.Shards, 2)
 	assert.Empty(t, c.Measurement.Shards[1].Lost)
+}
+
+// recorder is an eavesdropper's copy of a follower's requests: it keeps
+// each request's path, headers and body as they went.
+type recorder struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	reqs []recorded
+}
+
+type recorded struct {
+	path   string
+	header http.Header
+	body   []byte
+}
+
+func (rc *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	b, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	rc.mu.Lock()
+	rc.reqs = append(rc.reqs, recorded{path: req.URL.Path, header: req.Header.Clone(), body: b})
+	rc.mu.Unlock()
+	out := req.Clone(req.Context())
+	out.Body = io.NopCloser(bytes.NewReader(b))
+	return rc.base.RoundTrip(out)
+}
+
+func (rc *recorder) CloseIdleConnections() {
+	if c, ok := rc.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// last returns the last request recorded to path, and whether there is one.
+func (rc *recorder) last(path string) (recorded, bool) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for i := len(rc.reqs) - 1; i >= 0; i-- {
+		if rc.reqs[i].path == path {
+			return rc.reqs[i], true
+		}
+	}
+	return recorded{}, false
+}
+
+// replay sends a recorded request to url as it was, and returns the
+// leader's answer: its status and body.
+func replay(t *testing.T, url string, r recorded) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+r.path, bytes.NewReader(r.body))
+	require.NoError(t, err)
+	req.Header = r.header.Clone()
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestJoinReplayedToAnotherRun: an eavesdropper that recorded a
+// follower's join and poll to one leader, replaying them within their
+// time to a later leader of the same token, takes no shard of its run:
+// each is refused (401) as signed for another leader's run, and the later
+// leader has no follower. Replayed to their own leader, the nonce refuses
+// them.
+func TestJoinReplayedToAnotherRun(t *testing.T) {
+	spec := quickSpec("http://127.0.0.1:1/v1", 2)
+	first := &Leader{Token: hostileToken, Spec: spec}
+	firstURL := serveLeader(t, first)
+	rec := &recorder{base: &http.Transport{}}
+	follow(t, firstURL, "honest", &http.Client{Transport: rec}, nil)
+	deadline := time.Now().Add(10 * time.Second)
+	var join, poll recorded
+	for {
+		var joined, polled bool
+		join, joined = rec.last(pathJoin)
+		poll, polled = rec.last(pathPoll)
+		if joined && polled {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the follower neither joined nor polled")
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	log := &logbuffer.Buffer{}
+	second := &Leader{Token: hostileToken, Spec: spec, Log: log}
+	secondURL := serveLeader(t, second)
+	for _, r := range []recorded{join, poll} {
+		code, body := replay(t, secondURL, r)
+		assert.Equal(t, http.StatusUnauthorized, code, "%s replayed to another run: %s", r.path, body)
+		assert.Contains(t, body, "signed for another leader's run", r.path)
+		assert.Contains(t, body, "recorded and replayed", r.path)
+	}
+	assert.NotContains(t, log.String(), "joined", "the later leader took no follower")
+	assert.Contains(t, log.String(), "refused POST /shard/join")
+
+	code, body := replay(t, firstURL, join)
+	assert.Equal(t, http.StatusUnauthorized, code, body)
+	assert.Contains(t, body, "its nonce is taken")
+}
+
+// TestFollowerOfAnOlderLeader: a leader that does not know /shard/hello
+// (an older llmload's, which answers 404) is left at once, saying so.
+func TestFollowerOfAnOlderLeader(t *testing.T) {
+	older := httptest.NewServer(http.NotFoundHandler())
+	defer older.Close()
+	start := time.Now()
+	err := (&Follower{Token: hostileToken, Leader: older.URL, JoinTimeout: 10 * time.Second}).Run(t.Context())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does not know /shard/hello: it is an older llmload than this follower")
+	assert.Less(t, time.Since(start), 5*time.Second, "left at once, not retried")
 }

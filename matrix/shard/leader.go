@@ -42,7 +42,9 @@ type Leader struct {
 	ReportTimeout time.Duration
 	// Token is the fleet's shared secret, at least MinTokenLen bytes:
 	// every follower's request must be signed with it, and every answer
-	// is. Required; [NewToken] makes one.
+	// is. Required; [NewToken] makes one. A follower's requests are
+	// signed for this Leader's run alone (a random id it makes), so that
+	// one recorded from another Leader of the same Token is refused.
 	Token string
 	// Log receives a line when a follower joins or is lost, or a request
 	// is refused; nil is silent.
@@ -50,6 +52,7 @@ type Leader struct {
 
 	once    sync.Once
 	created time.Time
+	run     string // this leader's run, random: what every request but a hello is signed for
 
 	mu        sync.Mutex
 	changed   chan struct{} // closed and replaced on every change; guarded by mu
@@ -94,6 +97,7 @@ type cell struct {
 func (l *Leader) init() {
 	l.once.Do(func() {
 		l.created = time.Now()
+		l.run = newNonce()
 		l.changed = make(chan struct{})
 	})
 }
@@ -128,7 +132,7 @@ func (l *Leader) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	limit := int64(maxRequest)
 	switch r.URL.Path {
-	case pathClock, pathJoin, pathPoll:
+	case pathHello, pathClock, pathJoin, pathPoll:
 	case pathReport:
 		limit = maxReport
 	default:
@@ -157,6 +161,11 @@ func (l *Leader) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var out any
 	switch r.URL.Path {
+	case pathHello:
+		var in helloRequest
+		if err = decode(r, body, &in); err == nil {
+			out = &helloResponse{Version: version, Run: l.run}
+		}
 	case pathClock:
 		var in clockRequest
 		if err = decode(r, body, &in); err == nil {

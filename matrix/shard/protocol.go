@@ -17,7 +17,7 @@ import (
 
 // version is the protocol's version. A follower of another version is
 // refused at join.
-const version = "llmload.shard/v2"
+const version = "llmload.shard/v3"
 
 // Timing of the protocol.
 const (
@@ -70,6 +70,17 @@ var ErrLeaderGone = errors.New("shard: the leader is gone")
 // ErrRunOver is returned by [Follower.Run] when the leader's run was over
 // before the follower could join it.
 var ErrRunOver = errors.New("shard: the leader's run is over")
+
+type helloRequest struct {
+	Version string `json:"version"`
+}
+
+type helloResponse struct {
+	Version string `json:"version"`
+	// Run is the leader's run, which the follower signs into every
+	// request after.
+	Run string `json:"run"`
+}
 
 type joinRequest struct {
 	Version string `json:"version"`
@@ -145,6 +156,7 @@ type reportRequest struct {
 
 // Paths of the leader's endpoints.
 const (
+	pathHello  = "/shard/hello"
 	pathJoin   = "/shard/join"
 	pathClock  = "/shard/clock"
 	pathPoll   = "/shard/poll"
@@ -163,9 +175,10 @@ func (e *statusError) Error() string {
 	return fmt.Sprintf("shard: %s: the leader answered %d: %s", e.Path, e.StatusCode, e.Body)
 }
 
-// post sends in as JSON to base+path, signed with token, and decodes the
-// leader's answer into out once its signature is checked.
-func post(ctx context.Context, hc *http.Client, token, base, path string, in, out any) error {
+// post sends in as JSON to base+path, signed with token for the leader's
+// run ("" for a hello), and decodes the leader's answer into out once its
+// signature is checked.
+func post(ctx context.Context, hc *http.Client, token, run, base, path string, in, out any) error {
 	b, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("shard: %s: %w", path, err)
@@ -175,7 +188,7 @@ func post(ctx context.Context, hc *http.Client, token, base, path string, in, ou
 		return fmt.Errorf("shard: %s: %w", path, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	signRequest(req, token, b)
+	signRequest(req, token, run, b)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("shard: %s: %w", path, err)

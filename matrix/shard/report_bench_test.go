@@ -184,7 +184,7 @@ func BenchmarkShardReport(b *testing.B) {
 		hc := srv.Client()
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := post(context.Background(), hc, benchToken, srv.URL, pathReport, encode(), nil); err != nil {
+			if err := post(context.Background(), hc, benchToken, l.run, srv.URL, pathReport, encode(), nil); err != nil {
 				b.Fatal(err)
 			}
 		}

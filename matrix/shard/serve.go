@@ -5,8 +5,9 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"sync"
 	"time"
+
+	"github.com/llmload/llmload/internal/connlimit"
 )
 
 // The bounds of the leader's server: a peer that opens connections and
@@ -28,21 +29,20 @@ const (
 	maxHeaderBytes    = 8 << 10
 )
 
+// bounds are the leader's server's.
+var bounds = connlimit.Bounds{
+	MaxConns: maxConns, MaxConnsAHost: maxConnsAHost,
+	ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout, WriteTimeout: writeTimeout, IdleTimeout: idleTimeout,
+	MaxHeaderBytes: maxHeaderBytes,
+}
+
 // Serve serves the followers on ln until Close: every request bounded in
 // time and size, the connections bounded in number, in all and from each
 // address. Serving the Leader on a server of one's own
 // ([http.Handler]) leaves those bounds to that server.
 func (l *Leader) Serve(ln net.Listener) error {
 	l.init()
-	srv := &http.Server{
-		Handler:           l,
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          nil,
-	}
+	srv := bounds.Server(l)
 	l.mu.Lock()
 	if l.done {
 		l.mu.Unlock()
@@ -50,7 +50,7 @@ func (l *Leader) Serve(ln net.Listener) error {
 	}
 	l.servers = append(l.servers, srv)
 	l.mu.Unlock()
-	err := srv.Serve(&limitListener{Listener: ln, hosts: map[string]int{}})
+	err := srv.Serve(bounds.Listener(ln))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -69,55 +69,4 @@ func (l *Leader) shutdown(ctx context.Context) {
 			_ = srv.Close()
 		}
 	}
-}
-
-// limitListener closes, as it accepts them, the connections beyond
-// maxConns, or beyond maxConnsAHost from one address.
-type limitListener struct {
-	net.Listener
-	mu    sync.Mutex
-	all   int
-	hosts map[string]int
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-		l.mu.Lock()
-		if l.all >= maxConns || l.hosts[host] >= maxConnsAHost {
-			l.mu.Unlock()
-			_ = c.Close()
-			continue
-		}
-		l.all++
-		l.hosts[host]++
-		l.mu.Unlock()
-		return &limitedConn{Conn: c, l: l, host: host}, nil
-	}
-}
-
-func (l *limitListener) release(host string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.all--
-	if l.hosts[host]--; l.hosts[host] <= 0 {
-		delete(l.hosts, host)
-	}
-}
-
-type limitedConn struct {
-	net.Conn
-	l    *limitListener
-	host string
-	once sync.Once
-}
-
-func (c *limitedConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(func() { c.l.release(c.host) })
-	return err
 }
