@@ -3,6 +3,7 @@ package matrix
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -10,8 +11,13 @@ import (
 // SaveFile writes r to path as JSON, atomically: it writes a temporary file
 // beside it and renames it into place, so a crash or an interruption never
 // leaves a half-written file. A path that names anything but a regular
-// file (a symbolic link, a named pipe) is refused and left as it is.
+// file (a symbolic link, a named pipe) is refused and left as it is. Nil
+// results are refused, with an error that is [fs.ErrInvalid], and nothing
+// is written.
 func SaveFile(path string, r *Results) error {
+	if r == nil {
+		return fmt.Errorf("matrix: save results: the results are nil: %w", fs.ErrInvalid)
+	}
 	var buf bytes.Buffer
 	if err := r.writeJSON(&buf); err != nil {
 		return err
