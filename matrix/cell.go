@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/counts"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
@@ -37,7 +38,7 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	req := &loadgen.Request{
 		API: spec.API, Model: spec.Model, Prompt: p.text, Images: cr.images,
 		MaxTokens: spec.MaxTokens, IgnoreEOS: true, Usage: loadgen.UsageContinuous,
-		Extra: serverTimings(cr.res.Server.Engine == "vllm"),
+		ServerTimings: cr.res.Server.Engine == capacity.EngineVLLM,
 	}
 
 	n := c.Concurrency
