@@ -120,17 +120,18 @@ func TestServerTimingsOption(t *testing.T) {
 	client := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()}
 	for _, api := range []loadgen.API{loadgen.Completions, loadgen.Chat} {
 		for _, tc := range []struct {
-			name  string
-			req   loadgen.Request
-			asked bool
+			name    string
+			timings bool
+			extra   map[string]any
+			asked   bool
 		}{
-			{name: "ServerTimings", req: loadgen.Request{ServerTimings: true}, asked: true},
+			{name: "ServerTimings", timings: true, asked: true},
 			{name: "neither"},
-			{name: "Extra", req: loadgen.Request{Extra: map[string]any{"include_metrics": true}}, asked: true},
-			{name: "Extra overrides", req: loadgen.Request{ServerTimings: true, Extra: map[string]any{"include_metrics": false}}},
+			{name: "Extra", extra: map[string]any{"include_metrics": true}, asked: true},
+			{name: "Extra overrides", timings: true, extra: map[string]any{"include_metrics": false}},
 		} {
 			req := &loadgen.Request{API: api, Model: "bench", Prompt: "hello there", MaxTokens: 4, IgnoreEOS: true,
-				ServerTimings: tc.req.ServerTimings, Extra: tc.req.Extra}
+				ServerTimings: tc.timings, Extra: tc.extra}
 			body, err := req.Body()
 			require.NoError(t, err)
 			assert.Equal(t, tc.asked, strings.Contains(string(body), `"include_metrics":true`), "%s %s: %s", api, tc.name, body)
