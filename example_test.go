@@ -14,7 +14,9 @@ import (
 // The whole pipeline in a few lines: a simulated vLLM server calibrated to
 // the seed run, a small matrix against it, and each cell's verdict. The
 // 248K row is predicted over capacity from the server's own figures and
-// never sent.
+// never sent. Results hold wall-clock time: at 20× speed, the 5 s each cell
+// measured are 100 s of the simulated server's time, which is what the
+// reports show.
 func Example() {
 	p := loadgentest.SeedProfile()
 	p.Speed = 20 // twenty times faster than real time
@@ -38,15 +40,15 @@ func Example() {
 	for _, c := range res.Cells {
 		fmt.Printf("%gK × %d: %s", float64(c.ContextTokens)/1024, c.Concurrency, c.Status)
 		if c.Measurement != nil {
-			fmt.Printf(", measured %.0f s of the server's time", c.Measurement.MeasuredS)
+			fmt.Printf(", measured for %.0f s of wall-clock time", c.Measurement.MeasuredS)
 		} else {
 			fmt.Printf(" (%s)", c.Predicted.Reason)
 		}
 		fmt.Println()
 	}
 	// Output:
-	// 0K × 1: valid, measured 5 s of the server's time
-	// 0K × 2: valid, measured 5 s of the server's time
+	// 0K × 1: valid, measured for 5 s of wall-clock time
+	// 0K × 2: valid, measured for 5 s of wall-clock time
 	// 248K × 1: over_capacity (max_model_len)
 	// 248K × 2: over_capacity (max_model_len)
 }

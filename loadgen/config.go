@@ -9,13 +9,15 @@ import (
 	"github.com/llmload/llmload/internal/errlist"
 )
 
-// A ConfigError is a setting of a [Generator], a [Client] or a [Request]
-// that cannot work, found before anything is sent: which field, and why.
-// Where several fields are wrong, the error holds one ConfigError for each
-// (errors.As finds the first; its message lists them all).
+// A ConfigError is a setting of a [Generator], its [Client], its load
+// ([Closed], [Open], [Schedule]) or a [Request] that cannot work, found
+// before anything is sent: which field, and why. Where several fields are
+// wrong, the error holds one ConfigError for each (errors.As finds the
+// first; its message lists them all).
 type ConfigError struct {
-	// Field names the setting, such as "Generator.Concurrency" or
-	// "Client.HTTPClient.Timeout".
+	// Field names the setting as its type and field, such as
+	// "Closed.Streams" (the concurrency of a closed load),
+	// "Generator.Duration" or "Client.HTTPClient.Timeout".
 	Field string
 	// Reason says what is wrong with it and what to do.
 	Reason string

@@ -144,6 +144,17 @@ type Request struct {
 	Temperature *float64
 	// Usage selects the stream_options sent.
 	Usage Usage
+	// ServerTimings asks the server for its own timings of the request:
+	// its queue, its prefill and its generation, which the Client reads
+	// into the Timeline's Server (see [metrics.ServerTimings]) to split the
+	// time to first token into the server's part and the rest. It sends
+	// "include_metrics": true, which vLLM honours when started with
+	// --enable-per-request-metrics (and ignores otherwise), and llmload's
+	// simulator always; servers that send their timings unasked (TGI's
+	// x-queue-time header) need nothing. Only Completions and Chat
+	// requests send it, whose streams carry the timings back. An
+	// "include_metrics" in Extra overrides it.
+	ServerTimings bool
 	// Extra fields are added to the JSON body as they are, and override
 	// the fields above.
 	Extra map[string]any
@@ -184,7 +195,7 @@ func (r *Request) snapshot() *Request {
 	s := &Request{
 		API: r.API, Model: r.Model, Prompt: r.Prompt, Messages: slices.Clone(r.Messages), Documents: slices.Clone(r.Documents), Images: slices.Clone(r.Images),
 		MaxTokens: r.MaxTokens, MinTokens: r.MinTokens, IgnoreEOS: r.IgnoreEOS, Usage: r.Usage,
-		Extra: maps.Clone(r.Extra), Header: r.Header.Clone(),
+		ServerTimings: r.ServerTimings, Extra: maps.Clone(r.Extra), Header: r.Header.Clone(),
 	}
 	if r.Temperature != nil {
 		t := *r.Temperature
@@ -222,6 +233,8 @@ func (r *Request) changed() string {
 		return "Temperature"
 	case r.Usage != s.Usage:
 		return "Usage"
+	case r.ServerTimings != s.ServerTimings:
+		return "ServerTimings"
 	case !sameExtra(r.Extra, s.Extra):
 		return "Extra"
 	case !maps.EqualFunc(r.Header, s.Header, slices.Equal[[]string]):
@@ -350,6 +363,9 @@ func (r *Request) streamedFields(m map[string]any) {
 	}
 	if r.Temperature != nil {
 		m["temperature"] = *r.Temperature
+	}
+	if r.ServerTimings && (r.API == Completions || r.API == Chat) {
+		m["include_metrics"] = true
 	}
 	switch {
 	case r.API == Responses || r.API == Messages:

@@ -9,7 +9,8 @@ import (
 )
 
 // serverTimings is what a chunk says of the server's own timings: vLLM's
-// per-request "metrics" object (asked for with include_metrics).
+// per-request "metrics" object (asked for with [Request.ServerTimings],
+// which sends include_metrics).
 type serverTimings struct {
 	set                              bool
 	queue, ttft, generation, meanITL time.Duration

@@ -3,6 +3,7 @@ package loadgen_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -108,4 +109,55 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// TestServerTimingsOption: Request.ServerTimings asks the server for its
+// own timings (include_metrics: true in the body) of a Completions or Chat
+// request, and the simulator's come back in the timeline; without it none
+// are asked for, and an include_metrics in Extra still works, and
+// overrides it. A Responses or Messages request does not send it.
+func TestServerTimingsOption(t *testing.T) {
+	srv := loadgentest.NewServer(loadgentest.FastProfile())
+	defer srv.Close()
+	client := &loadgen.Client{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()}
+	for _, api := range []loadgen.API{loadgen.Completions, loadgen.Chat} {
+		for _, tc := range []struct {
+			name    string
+			timings bool
+			extra   map[string]any
+			asked   bool
+		}{
+			{name: "ServerTimings", timings: true, asked: true},
+			{name: "neither"},
+			{name: "Extra", extra: map[string]any{"include_metrics": true}, asked: true},
+			{name: "Extra overrides", timings: true, extra: map[string]any{"include_metrics": false}},
+		} {
+			req := &loadgen.Request{API: api, Model: "bench", Prompt: "hello there", MaxTokens: 4, IgnoreEOS: true,
+				ServerTimings: tc.timings, Extra: tc.extra}
+			body, err := req.Body()
+			require.NoError(t, err)
+			assert.Equal(t, tc.asked, strings.Contains(string(body), `"include_metrics":true`), "%s %s: %s", api, tc.name, body)
+			var tl metrics.Timeline
+			require.NoError(t, client.Measure(t.Context(), req, &tl, nil), "%s %s", api, tc.name)
+			_, _, _, ok := tl.Split()
+			assert.Equal(t, tc.asked, ok, "%s %s: the server's timings in the timeline: %+v", api, tc.name, tl.Server)
+		}
+	}
+	for _, api := range []loadgen.API{loadgen.Responses, loadgen.Messages, loadgen.Embeddings} {
+		req := &loadgen.Request{API: api, Model: "bench", Prompt: "hello", ServerTimings: true}
+		if api != loadgen.Embeddings {
+			req.MaxTokens = 4
+		}
+		body, err := req.Body()
+		require.NoError(t, err)
+		assert.NotContains(t, string(body), "include_metrics", api)
+	}
+	req := &loadgen.Request{API: loadgen.Chat, Prompt: "x", ServerTimings: true}
+	_, err := req.Body()
+	require.NoError(t, err)
+	req.ServerTimings = false
+	_, err = req.Body()
+	var ce *loadgen.ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "Request.ServerTimings", ce.Field, "a change after the first use is noticed")
 }

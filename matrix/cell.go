@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/counts"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"
@@ -19,7 +20,8 @@ import (
 // cell measures one cell: idle barrier, scout, N closed-loop streams, a
 // warm-up that ends when the cell is steady or clearly never will be, the
 // window, classification. It returns an error only when the run must stop
-// (ctx ended); the cell then holds what was measured, marked Partial.
+// (ctx ended); the cell then holds what was measured, marked Partial, or
+// is left undecided when its window had counted no token.
 func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	spec := cr.spec
 	sc := cr.scout(ctx, c.ContextTokens, "cell")
@@ -36,7 +38,7 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	req := &loadgen.Request{
 		API: spec.API, Model: spec.Model, Prompt: p.text, Images: cr.images,
 		MaxTokens: spec.MaxTokens, IgnoreEOS: true, Usage: loadgen.UsageContinuous,
-		Extra: serverTimings(cr.res.Server.Engine == "vllm"),
+		ServerTimings: cr.res.Server.Engine == capacity.EngineVLLM,
 	}
 
 	n := c.Concurrency
@@ -137,6 +139,13 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 			return context.Cause(ctx) // the run was interrupted all the same
 		}
 		return nil
+	}
+	if ctx.Err() != nil && (rec.Window().Start.IsZero() || run.Summary.OutputTokens == 0) {
+		// Interrupted in its warm-up, or before its window counted a
+		// token: no tokens says nothing of the server's capacity here, so
+		// the cell is left undecided, for Resume to run again.
+		c.Status, c.Reason = StatusUnknown, "interrupted before its window measured a token"
+		return context.Cause(ctx)
 	}
 
 	m := cr.measurement(run, samples, st)

@@ -70,7 +70,7 @@ func (cr *cellRun) startFleet(ctx context.Context, c *Cell, req *loadgen.Request
 	sh := fleet.Share{
 		Seq: cr.seq, ContextTokens: c.ContextTokens, Concurrency: c.Concurrency,
 		API: req.API, Model: req.Model, Prompt: req.Prompt, Images: req.Images, MaxTokens: req.MaxTokens,
-		ServerTimings: req.Extra["include_metrics"] == true,
+		ServerTimings: req.ServerTimings,
 		WarmupMin:     time.Duration(w.Min),
 		Flow:          time.Duration(w.Flow),
 		QueueAfter:    queueAfter,

@@ -3,6 +3,7 @@ package matrix
 import (
 	"fmt"
 	"io"
+	"io/fs"
 )
 
 // A Report renders in every format: [*Results] and [*Comparison] are
@@ -39,8 +40,13 @@ const (
 )
 
 // Write writes rep to w in the format f. A format of another name is an
-// error, and writes nothing.
+// error, and writes nothing; so is a nil writer or report (a nil
+// *Results or *Comparison too), an error that is [fs.ErrInvalid] (see
+// [errors.Is]).
 func (f Format) Write(w io.Writer, rep Report) error {
+	if err := checkWrite(w, rep); err != nil {
+		return err
+	}
 	switch f {
 	case FormatTable:
 		return rep.writeTable(w)
@@ -56,4 +62,28 @@ func (f Format) Write(w io.Writer, rep Report) error {
 		return rep.writeSeriesCSV(w)
 	}
 	return fmt.Errorf("matrix: unknown format %q (want table, markdown, csv, json, html or series-csv)", string(f))
+}
+
+// checkWrite refuses a nil writer or report, which would panic.
+func checkWrite(w io.Writer, rep Report) error {
+	what := ""
+	switch r := rep.(type) {
+	case nil:
+		what = "the report is nil"
+	case *Results:
+		if r == nil {
+			what = "the report is a nil *Results"
+		}
+	case *Comparison:
+		if r == nil {
+			what = "the report is a nil *Comparison"
+		}
+	}
+	if what == "" && w == nil {
+		what = "the writer is nil"
+	}
+	if what == "" {
+		return nil
+	}
+	return fmt.Errorf("matrix: Format.Write: %s: %w", what, fs.ErrInvalid)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"strings"
 	"time"
@@ -292,8 +293,12 @@ type Streams struct {
 	DecodeMs   float64 `json:"decode_ms,omitempty"`
 }
 
-// Cell returns the cell at context × concurrency, or nil.
+// Cell returns the cell at context × concurrency, or nil (nil results
+// have no cells).
 func (r *Results) Cell(context, concurrency int) *Cell {
+	if r == nil {
+		return nil
+	}
 	for i := range r.Cells {
 		if c := &r.Cells[i]; c.ContextTokens == context && c.Concurrency == concurrency {
 			return c
@@ -310,8 +315,11 @@ var ErrNothingMeasured = errors.New("matrix: nothing could be measured")
 // Requests queued cell with output or, for a run without a grid, a
 // prefill row. Otherwise it returns an error that is ErrNothingMeasured
 // (see [errors.Is]) and counts the cells by status: "matrix: no cell could
-// be measured (2 Over capacity, 1 Failed)".
+// be measured (2 Over capacity, 1 Failed)". Nil results measured nothing.
 func (r *Results) Measured() error {
+	if r == nil {
+		return fmt.Errorf("%w: the results are nil", ErrNothingMeasured)
+	}
 	counts := map[Status]int{}
 	for i := range r.Cells {
 		c := &r.Cells[i]
@@ -364,8 +372,12 @@ func (r *Results) writeJSON(w io.Writer) error {
 	return nil
 }
 
-// ReadResults decodes a results document, refusing another schema.
+// ReadResults decodes a results document, refusing another schema. A nil
+// reader is an error that is [fs.ErrInvalid].
 func ReadResults(rd io.Reader) (*Results, error) {
+	if rd == nil {
+		return nil, fmt.Errorf("matrix: read results: the reader is nil: %w", fs.ErrInvalid)
+	}
 	var r Results
 	dec := json.NewDecoder(rd)
 	if err := dec.Decode(&r); err != nil {

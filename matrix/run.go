@@ -160,7 +160,9 @@ func (r *Runner) scoutRetries() int {
 
 // Run runs the matrix. Once it has started, it returns the results even
 // when it fails or ctx ends; then Complete is false, the cell in progress
-// (if any) is marked Partial, and the error says why. A spec that cannot
+// (if any) keeps what its window measured, marked Partial, or, ended
+// before its window counted a token, is left undecided (StatusUnknown),
+// and the error says why. Resume runs both again. A spec that cannot
 // work ([*SpecError]), a Client that cannot ([*loadgen.ConfigError]) or
 // results to resume of another spec are refused before anything is sent,
 // with nil results.

@@ -43,20 +43,7 @@ type sharePart struct {
 // shareRequest returns the loadgen request of a share's streams.
 func shareRequest(sh *fleet.Share) *loadgen.Request {
 	return &loadgen.Request{API: sh.API, Model: sh.Model, Prompt: sh.Prompt, Images: sh.Images, MaxTokens: sh.MaxTokens,
-		IgnoreEOS: true, Usage: loadgen.UsageContinuous, Extra: serverTimings(sh.ServerTimings)}
-}
-
-// serverTimings returns the request fields that ask the server for its own
-// timings of each request, to split the TTFT (see metrics.TTFTSplit), or
-// nil when ask is false. vLLM returns them with include_metrics (where it
-// runs with --enable-per-request-metrics; it ignores the field otherwise),
-// and so does the simulator; a server that sends them unasked (TGI's
-// x-queue-time header) needs nothing.
-func serverTimings(ask bool) map[string]any {
-	if !ask {
-		return nil
-	}
-	return map[string]any{"include_metrics": true}
+		IgnoreEOS: true, Usage: loadgen.UsageContinuous, ServerTimings: sh.ServerTimings}
 }
 
 // runShare runs a follower's share of a cell with c: it waits for the

@@ -137,9 +137,13 @@ type Spec struct {
 	// ErrorThreshold is the share of failed requests above which a cell is
 	// Failed; 0 means 0.5.
 	ErrorThreshold float64 `json:"error_threshold,omitempty"`
-	// Limits are capacity limits the user knows (from a start-up log or an
-	// estimate); the server's own figures, where it publishes them, take
-	// precedence over unknown ones.
+	// Limits are capacity limits the user knows, from a start-up log or an
+	// estimate. Where the server publishes a limit itself (KV tokens,
+	// requests run at once, max_model_len, the chat template's overhead),
+	// the server's figure is used and the one given here is ignored; a
+	// limit given here is used only where the server publishes none, or
+	// when it cannot be asked at all. For Ollama and llama.cpp, KV tokens
+	// still unknown then are max running × max_model_len. nil gives none.
 	Limits *capacity.Limits `json:"limits,omitempty"`
 	// Images are pictures sent with every prompt, after its text: each
 	// "WIDTHxHEIGHT" in pixels (at most 64), drawn by llmload

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"fmt"
+	"io/fs"
 	"math"
 	"runtime"
 	"slices"
@@ -158,9 +160,11 @@ func (r *Recorder) window() *Window {
 // tl. It updates tl (see [Timeline.Observe]), counts the tokens in the window
 // if t is inside it, and records tokens gaps of (t − previous chunk) ÷ tokens
 // in the time-between-tokens histogram of the window, or of the warm-up if t
-// is before the window opened. Chunks with no tokens are ignored.
+// is before the window opened. Chunks with no tokens are ignored, and so
+// is a nil Timeline (Observe returns nothing, as loadgen's Observer does;
+// [Recorder.Record] of it is an error).
 func (r *Recorder) Observe(tl *Timeline, t time.Time, tokens int) {
-	if tokens <= 0 {
+	if tokens <= 0 || tl == nil {
 		return
 	}
 	if !tl.sharded {
@@ -287,7 +291,22 @@ func (r *Recorder) flush(tl *Timeline) {
 // error other than cancellation, counted by kind), or canceled (cut by
 // cancellation, or ended with neither an error nor a finish, as when its
 // reader stopped).
-func (r *Recorder) Record(tl *Timeline) {
+//
+// A nil Timeline, or a nil Recorder, records nothing and is an error that
+// is [fs.ErrInvalid] (see [errors.Is]); Record returns nil otherwise.
+func (r *Recorder) Record(tl *Timeline) error {
+	switch {
+	case r == nil:
+		return fmt.Errorf("metrics: Record into a nil *Recorder: %w", fs.ErrInvalid)
+	case tl == nil:
+		return fmt.Errorf("metrics: Record of a nil *Timeline: %w", fs.ErrInvalid)
+	}
+	r.record(tl)
+	return nil
+}
+
+// record is Record of a Timeline and a Recorder that are not nil.
+func (r *Recorder) record(tl *Timeline) {
 	r.flush(tl)
 	if r.ByModel {
 		m := tl.model
@@ -295,7 +314,7 @@ func (r *Recorder) Record(tl *Timeline) {
 			m = r.modelOf(tl.Model)
 		}
 		tl.model = nil
-		defer m.Record(tl) // its gaps flushed above, into m's too
+		defer m.record(tl) // its gaps flushed above, into m's too
 	}
 	w := r.window()
 	end := tl.End

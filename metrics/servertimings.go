@@ -4,7 +4,8 @@ import "time"
 
 // ServerTimings are one request's timings as the server itself measured
 // them, where it reports them: vLLM's per-request metrics (the response's
-// "metrics" object, asked for with include_metrics), TGI's x-queue-time
+// "metrics" object, asked for with loadgen's Request.ServerTimings, which
+// sends include_metrics), TGI's x-queue-time
 // and x-inference-time headers. Source says which; "" means the server
 // reported nothing and every duration is zero.
 type ServerTimings struct {

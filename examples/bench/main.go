@@ -82,6 +82,7 @@ type options struct {
 	requestsOut, metricsListen string
 	serverTimings, quiet       bool
 	overwrite                  bool
+	serverTimingsSet           bool // -server-timings was given, true or false
 	extra                      map[string]any
 }
 
@@ -95,7 +96,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	o.bench.Register(fs)
 	fs.StringVar(&o.format, "format", "table", "report format: table, json, html, or series-csv (each run's time series)")
 	fs.StringVar(&o.out, "o", "", "write the report to this file instead of standard output")
-	fs.BoolVar(&o.serverTimings, "server-timings", false, "ask the server for its own timings of each request (include_metrics: vLLM with --enable-per-request-metrics) and split TTFT into its queue, its prefill and the rest; always on with the simulator")
+	fs.BoolVar(&o.serverTimings, "server-timings", false, "ask the server for its own timings of each request (include_metrics: vLLM with --enable-per-request-metrics) and split TTFT into its queue, its prefill and the rest; on unless set to false with the simulator and a server identified as vLLM")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve the client's own metrics for Prometheus at http://ADDR/metrics while the runs go on (requests in flight, tokens, TTFT and time between tokens, errors by kind, labelled by run), e.g. :9464")
 	fs.StringVar(&o.requestsOut, "requests-out", "", "write every request, as it ends, to this file: a line of JSON each, with its run, times, tokens, outcome and the server's timings")
 	fs.BoolVar(&o.overwrite, "overwrite", false, "replace an existing -requests-out file")
@@ -106,6 +107,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		return nil, err
 	}
 	o.client.WarnShortSecrets(stderr)
+	fs.Visit(func(f *flag.Flag) { o.serverTimingsSet = o.serverTimingsSet || f.Name == "server-timings" })
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q: every setting is a flag", fs.Args())
 	}
@@ -153,6 +155,16 @@ func (o *options) checkFiles() error {
 		return err
 	}
 	return cli.CheckOutput("requests-out", o.requestsOut, o.overwrite)
+}
+
+// askServerTimings reports whether the requests ask server s for its own
+// timings: as -server-timings says when it was given, otherwise for the
+// simulator and a server identified as vLLM, which send them.
+func (o *options) askServerTimings(s capacity.Server) bool {
+	if o.serverTimingsSet {
+		return o.serverTimings
+	}
+	return s.Simulated || s.Engine == capacity.EngineVLLM
 }
 
 // gpuEvery is how often -gpu-metrics are read.
@@ -236,8 +248,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	mix.Builder = workload.Builder{API: api, Model: model, IgnoreEOS: o.bench.IgnoreEOS()}
 	if pooled(api) {
 		mix.Builder = workload.Builder{API: api, Model: model, Batch: o.bench.Batch()}
-	} else if o.serverTimings || o.client.URL == "" {
-		mix.Builder.Extra = map[string]any{"include_metrics": true}
+	} else {
+		mix.Builder.ServerTimings = o.askServerTimings(res.Server)
 	}
 	for k, v := range o.extra {
 		if mix.Builder.Extra == nil {

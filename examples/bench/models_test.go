@@ -51,11 +51,29 @@ func TestWeightedModels(t *testing.T) {
 // TestWeightedModelsRefused: a malformed -model list stops the command
 // before anything is sent.
 func TestWeightedModelsRefused(t *testing.T) {
-	for _, m := range []string{"a=0,b=1", "a=x", "a,a", "=3", "a=3,b=1001"} {
+	for _, m := range []string{"a=0,b=1", "a=-1", "a,a", "=3", "a=3,b=1001"} {
 		code, _, errOut := bench(t, append(quick, "-model", m, "-requests", "4")...)
 		assert.Equal(t, 2, code, m)
 		assert.Contains(t, errOut, "-model", m)
 	}
+}
+
+// TestModelNameWithEquals: a model name holding '=' is the server's, not
+// a bad weight: -model a=b runs, and in a weighted list org/m=v2=3 is
+// model org/m=v2 with weight 3.
+func TestModelNameWithEquals(t *testing.T) {
+	code, _, errOut := bench(t, append(quick, "-model", "a=b", "-requests", "4", "-warmup", "0s", "-output-len", "4")...)
+	require.Equal(t, 0, code, errOut)
+
+	path := filepath.Join(t.TempDir(), "requests.jsonl")
+	args := append(quick, "-model", "org/m=v2=3,b", "-requests", "40", "-warmup", "0s", "-output-len", "4", "-requests-out", path)
+	code, _, errOut = bench(t, args...)
+	require.Equal(t, 0, code, errOut)
+	perModel := map[string]int{}
+	for _, l := range readRequests(t, path) {
+		perModel[l.Model]++
+	}
+	assert.Equal(t, map[string]int{"org/m=v2": 30, "b": 10}, perModel)
 }
 
 // TestSLOOnTTFO: -slo-ttfo judges the first answer token after the

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/loadgen/sweep"
 )
 
@@ -112,4 +113,28 @@ func TestRequestsOutUnwritable(t *testing.T) {
 	code, _, errOut := bench(t, append(quick, "-requests-out", filepath.Join(t.TempDir(), "no", "such", "dir.jsonl"))...)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "-requests-out")
+}
+
+// TestServerTimingsByEngine: requests ask for the server's own timings by
+// default of a server identified as vLLM (the simulator, given by -url,
+// answers as vLLM does), so every request's line holds the split;
+// -server-timings=false turns it off.
+func TestServerTimingsByEngine(t *testing.T) {
+	srv := loadgentest.NewServer(loadgentest.FastProfile())
+	defer srv.Close()
+	for _, tc := range []struct {
+		flags []string
+		split bool
+	}{{nil, true}, {[]string{"-server-timings=false"}, false}, {[]string{"-server-timings"}, true}} {
+		path := filepath.Join(t.TempDir(), "requests.jsonl")
+		args := append([]string{"-url", srv.URL + "/v1", "-model", loadgentest.DefaultModel, "-input-len", "100", "-output-len", "4",
+			"-requests", "6", "-concurrency", "2", "-warmup", "0", "-quiet", "-requests-out", path}, tc.flags...)
+		code, _, errOut := bench(t, args...)
+		require.Equal(t, 0, code, errOut)
+		lines := readRequests(t, path)
+		require.Len(t, lines, 6)
+		for _, l := range lines {
+			assert.Equal(t, tc.split, l.Split != nil, "%v: the server's timings in every line", tc.flags)
+		}
+	}
 }

@@ -16,7 +16,46 @@ func TestParseModels(t *testing.T) {
 	assert.Equal(t, []string{"a", "b"}, m.Names)
 	assert.Equal(t, []int{3, 1}, m.Weights)
 	assert.Equal(t, "a=3,b=1", m.String())
-	for _, bad := range []string{"a=0", "a=-1", "a=x", "a,a", ",", "a=1001"} {
+	for _, bad := range []string{"a=0", "a=-1", "a,a", ",", "a=1001"} {
+		_, err := ParseModels(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+// TestParseModelsNames: a model name is the server's and may hold '=';
+// only a trailing "=N", N a whole number, is a weight.
+func TestParseModelsNames(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		names   []string // nil: one name, every request names it as given
+		weights []int
+	}{
+		{in: ""},
+		{in: "m"},
+		{in: "a=b"},
+		{in: "org/m=v2"},
+		{in: "m=v2=x"},
+		{in: "a=", names: nil},
+		{in: "m=3", names: []string{"m"}, weights: []int{3}},
+		{in: "org/m=v2=3", names: []string{"org/m=v2"}, weights: []int{3}},
+		{in: "a=b,c", names: []string{"a=b", "c"}, weights: []int{1, 1}},
+		{in: "org/m=v2=3, c=1", names: []string{"org/m=v2", "c"}, weights: []int{3, 1}},
+		{in: "k=v=w,k=v", names: []string{"k=v=w", "k=v"}, weights: []int{1, 1}},
+	} {
+		m, err := ParseModels(tc.in)
+		require.NoError(t, err, tc.in)
+		if tc.names == nil {
+			assert.Nil(t, m, tc.in)
+			continue
+		}
+		require.NotNil(t, m, tc.in)
+		assert.Equal(t, tc.names, m.Names, tc.in)
+		assert.Equal(t, tc.weights, m.Weights, tc.in)
+		again, err := ParseModels(m.String())
+		require.NoError(t, err, m.String())
+		assert.Equal(t, m, again, "String reads back: %s", m)
+	}
+	for _, bad := range []string{"m=0", "m=-1", "org/m=v2=0", "a=b,a=b", "a=b=1,a=b", "=3", "a=b,", "m=99999999999999999999"} {
 		_, err := ParseModels(bad)
 		assert.Error(t, err, bad)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,8 +80,16 @@ type Results struct {
 //     label, the bucket's start in seconds from the run's first and its
 //     length, whether it starts in the window, then its figures).
 //
-// Another format is an error that names the four.
+// Another format is an error that names the four. Nil results or a nil
+// writer are an error that is [fs.ErrInvalid] (see [errors.Is]), and
+// nothing is written.
 func (r *Results) Write(w io.Writer, format string) error {
+	switch {
+	case r == nil:
+		return fmt.Errorf("sweep: Results.Write: the results are nil: %w", fs.ErrInvalid)
+	case w == nil:
+		return fmt.Errorf("sweep: Results.Write: the writer is nil: %w", fs.ErrInvalid)
+	}
 	switch format {
 	case "", "table":
 		return r.writeTable(w)
@@ -139,8 +148,12 @@ func (r *Results) writeJSON(w io.Writer) error {
 }
 
 // ReadResults reads a document written by [Results.Write] in "json". A
-// document of another major version, or none, is refused.
+// document of another major version, or none, is refused, and so is a nil
+// reader, with an error that is [fs.ErrInvalid].
 func ReadResults(rd io.Reader) (*Results, error) {
+	if rd == nil {
+		return nil, fmt.Errorf("sweep: read results: the reader is nil: %w", fs.ErrInvalid)
+	}
 	var r Results
 	b, err := io.ReadAll(rd)
 	if err == nil {

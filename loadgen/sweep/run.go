@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"time"
 
@@ -162,8 +163,12 @@ type Result struct {
 // seconds or more of its window once 10 requests had completed (the last
 // quarter of the samples, taken every 100 ms, each above every one of the
 // first quarter, their mean at least twice the first's plus 8), as
-// GuideLLM stops over-saturated rates.
+// GuideLLM stops over-saturated rates. A nil target or load is an error,
+// the target's [fs.ErrInvalid] (see [errors.Is]), and nothing is sent.
 func Run(ctx context.Context, target Target, load loadgen.Load, label string, obj Objective) (Result, error) {
+	if target == nil {
+		return Result{Label: label, Load: load}, fmt.Errorf("sweep: Run's target is nil: give a Target that makes each run's Generator: %w", fs.ErrInvalid)
+	}
 	if load == nil {
 		return Result{Label: label}, errors.New("sweep: the load is nil: give a loadgen.Closed, Open or Schedule")
 	}

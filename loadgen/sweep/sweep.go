@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"time"
 
@@ -57,6 +58,9 @@ type Sweep struct {
 // measured (Results.Server, Workload, Seed) before writing them. On an
 // error, the results hold the runs finished so far.
 func (s *Sweep) Run(ctx context.Context) (*Results, error) {
+	if s == nil {
+		return startResults("sweep", Objective{}), fmt.Errorf("sweep: Run of a nil *Sweep: %w", fs.ErrInvalid)
+	}
 	res := startResults("sweep", s.Objective)
 	var err error
 	res.Runs, err = s.run(ctx)
@@ -196,6 +200,9 @@ type Found struct {
 // writing them. On an error, the results hold the runs finished so far
 // and no answer.
 func (s *Search) Run(ctx context.Context) (*Results, error) {
+	if s == nil {
+		return startResults("slo", Objective{}), fmt.Errorf("sweep: Run of a nil *Search: %w", fs.ErrInvalid)
+	}
 	res := startResults("slo", s.Objective)
 	var err error
 	res.Search, res.Runs, err = s.run(ctx)

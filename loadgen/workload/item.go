@@ -56,6 +56,9 @@ type Builder struct {
 	Usage loadgen.Usage
 	// Temperature is sent when not nil.
 	Temperature *float64
+	// ServerTimings asks the server for its own timings of every
+	// Completions and Chat request (see [loadgen.Request].ServerTimings).
+	ServerTimings bool
 	// Extra and Header are shared by every request (see [loadgen.Request]).
 	Extra  map[string]any
 	Header http.Header
@@ -81,7 +84,8 @@ func (b *Builder) Request(it Item) *loadgen.Request {
 	}
 	req := &loadgen.Request{
 		API: b.API, Model: b.Model, MaxTokens: it.OutputTokens, IgnoreEOS: b.IgnoreEOS && it.OutputTokens > 0,
-		Temperature: b.Temperature, Usage: b.Usage, Extra: b.Extra, Header: b.Header, Images: b.Images,
+		Temperature: b.Temperature, Usage: b.Usage, ServerTimings: b.ServerTimings,
+		Extra: b.Extra, Header: b.Header, Images: b.Images,
 	}
 	if len(it.Images) > 0 {
 		req.Images = slices.Concat(it.Images, b.Images)
