@@ -182,6 +182,12 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 		cr.learnCap(c.Concurrency, samples, m.Streams)
 	}
 	m.Notes = explain(fleet.measured(c), m, p.coldTTFT)
+	if m.Energy != nil {
+		for _, n := range m.Energy.Notes {
+			m.Notes = append(m.Notes, "the GPUs' energy: "+n)
+			cr.r.logf("  the GPUs' energy: %s", n)
+		}
+	}
 	if note := outsideNote(run.Summary.Split, m); note != "" {
 		m.Notes = append(m.Notes, note)
 	}
