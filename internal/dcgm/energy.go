@@ -80,10 +80,15 @@ func energy(gpus map[string][]point, a, b time.Time, tokens int, hourlyCost floa
 	return e, nil
 }
 
-// finite sets every figure of e that is not a finite number (one too
-// large, as a cost of 1e308 dollars an hour makes) to 0, which the
-// reports show as none, and says so in e's notes: JSON has no such
-// number, and a report with one could not be written.
+// maxFigure bounds every figure of a window's energy, as the matrix's
+// results files bound theirs: far beyond any measurement.
+const maxFigure = 1e12
+
+// finite sets every figure of e that is not a finite number (as a cost
+// of 1e308 dollars an hour makes, overflowing), or is beyond maxFigure,
+// to 0, which the reports show as none, and says so in e's notes: JSON
+// has no such number, and a report with one could not be written, nor
+// a results file with one read back.
 func finite(e *metrics.Energy) {
 	for _, f := range []struct {
 		name string
@@ -94,8 +99,12 @@ func finite(e *metrics.Energy) {
 		{"utilization", &e.Utilization}, {"memory", &e.MemoryMiB},
 		{"GPU hourly cost", &e.HourlyCost}, {"dollars per million tokens", &e.DollarsPerMillionTokens},
 	} {
-		if v := *f.v; math.IsNaN(v) || math.IsInf(v, 0) {
+		switch v := *f.v; {
+		case math.IsNaN(v) || math.IsInf(v, 0):
 			e.Notes = append(e.Notes, fmt.Sprintf("the %s came out %v, not a number a report can hold: left out", f.name, v))
+			*f.v = 0
+		case math.Abs(v) > maxFigure:
+			e.Notes = append(e.Notes, fmt.Sprintf("the %s came out %.4g, beyond any measurement: left out", f.name, v))
 			*f.v = 0
 		}
 	}
