@@ -70,3 +70,25 @@ func TestGPUExporterTwiceRefused(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut.String(), "is given twice")
 }
+
+// The client's flags are checked as bench's are, before anything runs: a
+// -model or a -header value with a control character, and -header
+// Authorization beside -api-key-env.
+func TestClientFlagsRefused(t *testing.T) {
+	t.Setenv("MATRIX_TEST_KEY", "sk-matrix-test-0123456789")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-model", "a\x01b"}, "control character"},
+		{[]string{"-header", "X-Route: a\x1bb"}, "the value of X-Route holds the control character"},
+		{[]string{"-api-key-env", "MATRIX_TEST_KEY", "-header", "Authorization: Bearer x"}, "give one or the other"},
+	} {
+		results := filepath.Join(t.TempDir(), "r.json")
+		var out, errOut bytes.Buffer
+		code := run(t.Context(), small(results, tc.args...), &out, &errOut)
+		assert.Equal(t, 2, code, "%q", tc.args)
+		assert.Contains(t, errOut.String(), tc.want, "%q", tc.args)
+		assert.NoFileExists(t, results, "nothing ran")
+	}
+}

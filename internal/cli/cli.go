@@ -149,6 +149,15 @@ func (f *ClientFlags) APIKey() (string, error) {
 	return k, nil
 }
 
+// Check refuses flags that cannot make a client, before anything runs:
+// an unknown -transport, an empty -api-key-env, a -header that would
+// replace its key. [ClientFlags.Client] and [ClientFlags.HTTPClient]
+// refuse them as well.
+func (f *ClientFlags) Check() error {
+	_, _, err := f.keyAndTransport(1)
+	return err
+}
+
 // RoundTripper returns the transport -transport names, sized for streams
 // connections at once: a [loadgen.StreamTransport] for stream, the same
 // with its Poll field set for poll, and [loadgen.NewTransport]'s for http.
