@@ -2,7 +2,10 @@
 // NVIDIA's DCGM exporter (dcgm-exporter) while a run goes on, and gives
 // what a window of it drew: the difference of each GPU's energy counter
 // where it publishes one, its power integrated over time where not,
-// summed over every GPU of every exporter.
+// summed over every GPU of every exporter, each GPU once. Readings that
+// are not finite or implausible are dropped and counted, and noted in
+// the window's figures, none of which is ever other than a finite
+// number.
 package dcgm
 
 import (
