@@ -56,7 +56,7 @@ type point struct {
 const maxWatts = 5000
 
 // drops counts the readings a meter dropped, non-finite (NaN, ±Inf) or
-// implausible (see drop), and keeps the first of them to show.
+// implausible (see drops.add), and keeps the first of them to show.
 type drops struct {
 	nonFinite, implausible int
 	first                  string
