@@ -190,7 +190,7 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	if c.Status == RequestsQueued {
 		cr.learnCap(c.Concurrency, samples, m.Streams)
 	}
-	m.Notes = explain(fleet.measured(c), m, p.coldTTFT)
+	m.Notes = append(explain(fleet.measured(c), m, p.coldTTFT), energyNotes(m.Energy)...)
 	if note := outsideNote(run.Summary.Split, m); note != "" {
 		m.Notes = append(m.Notes, note)
 	}
@@ -527,6 +527,19 @@ func fmtShare(v float64) string {
 		return fmt.Sprintf("%.1f%%", 100*v)
 	}
 	return fmt.Sprintf("%.0f%%", 100*v)
+}
+
+// energyNotes are the notes of a cell's GPU energy (readings dropped,
+// figures left out), for the cell's notes.
+func energyNotes(e *metrics.Energy) []string {
+	if e == nil {
+		return nil
+	}
+	notes := make([]string, len(e.Notes))
+	for i, n := range e.Notes {
+		notes[i] = "the GPUs' energy: " + n
+	}
+	return notes
 }
 
 // explain returns notes on a measured cell whose figures would otherwise

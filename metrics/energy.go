@@ -32,4 +32,11 @@ type Energy struct {
 	// GPUs × HourlyCost × the window's hours ÷ OutputTokens × 10⁶.
 	HourlyCost              float64 `json:"gpu_hourly_cost,omitempty"`
 	DollarsPerMillionTokens float64 `json:"usd_per_million_tokens,omitempty"`
+	// Dropped counts the GPUs' readings left out of every figure: not
+	// finite (NaN, ±Inf) or implausible (a power below 0 or above what a
+	// GPU draws). Notes say what was dropped or left out, and why: such
+	// a reading, a GPU whose window adds up to an implausible power, a
+	// figure that came out too large to be a number.
+	Dropped int      `json:"dropped_readings,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
 }

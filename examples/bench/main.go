@@ -119,7 +119,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	default:
 		return nil, fmt.Errorf("unknown -format %q (want table, json, html or series-csv)", o.format)
 	}
-	if _, err := o.client.RoundTripper(1); err != nil {
+	if err := o.client.Check(); err != nil {
 		return nil, err
 	}
 	if err := o.checkFiles(); err != nil {

@@ -115,7 +115,7 @@ func parse(args []string, stderr io.Writer) (*options, []string, error) {
 	if err := o.client.Generating("matrix"); err != nil {
 		return nil, nil, err
 	}
-	if _, err := o.client.RoundTripper(1); err != nil {
+	if err := o.client.Check(); err != nil {
 		return nil, nil, err
 	}
 	if err := o.sim.Check(); err != nil {

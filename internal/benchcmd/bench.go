@@ -344,6 +344,11 @@ func (b *Flags) Run(ctx context.Context, client *loadgen.Client, mix *workload.M
 				if err != nil {
 					res.Notes = append(res.Notes, r.Label+": the GPUs' energy: "+err.Error())
 				}
+				if e != nil {
+					for _, n := range e.Notes {
+						res.Notes = append(res.Notes, r.Label+": the GPUs' energy: "+n)
+					}
+				}
 				r.Energy = e
 			}
 			energies = append(energies, r.Energy)

@@ -113,7 +113,13 @@ func (f *ClientFlags) RegisterServer(fs *flag.FlagSet, urlUsage string) {
 
 func (f *ClientFlags) register(fs *flag.FlagSet, defaultURL, urlUsage string) {
 	fs.StringVar(&f.URL, "url", defaultURL, urlUsage)
-	fs.StringVar(&f.Model, "model", "", "model name (empty: the server's only model, where it has one)")
+	fs.Func("model", "model name (empty: the server's only model, where it has one)", func(s string) error {
+		if i := controlByte(s); i >= 0 {
+			return fmt.Errorf("the name holds the control character %q: give the model's name as the server lists it", s[i])
+		}
+		f.Model = s
+		return nil
+	})
 	fs.StringVar(&f.KeyEnv, "api-key-env", "", "name of the environment variable that holds the API key (sent to -url's origin only)")
 	fs.Var(&f.Headers, "header", "'Name: value' added to every request (repeatable); a credential's (Authorization, *key*, *token*) goes to -url's origin only and is never printed or saved")
 	fs.StringVar(&f.Transport, "transport", "stream", "HTTP transport: stream (loadgen.StreamTransport: kernel receive timestamps on Linux), poll (the same, its bodies read by a few shared pollers, one system call a chunk: less CPU at many streams; Linux, http:// only) or http (net/http's: honours HTTP_PROXY)")
@@ -141,6 +147,15 @@ func (f *ClientFlags) APIKey() (string, error) {
 		return "", fmt.Errorf("-api-key-env: the environment variable %s is empty", f.KeyEnv)
 	}
 	return k, nil
+}
+
+// Check refuses flags that cannot make a client, before anything runs:
+// an unknown -transport, an empty -api-key-env, a -header that would
+// replace its key. [ClientFlags.Client] and [ClientFlags.HTTPClient]
+// refuse them as well.
+func (f *ClientFlags) Check() error {
+	_, _, err := f.keyAndTransport(1)
+	return err
 }
 
 // RoundTripper returns the transport -transport names, sized for streams
@@ -231,10 +246,19 @@ func origin(u *url.URL) string {
 }
 
 // keyAndTransport returns the API key and the transport the flags name.
+// It refuses a -header that carries the key -api-key-env names, which
+// would replace it unsaid.
 func (f *ClientFlags) keyAndTransport(streams int) (string, http.RoundTripper, error) {
 	key, err := f.APIKey()
 	if err != nil {
 		return "", nil, err
+	}
+	if key != "" {
+		for _, name := range []string{"Authorization", "X-Api-Key"} {
+			if _, ok := f.Headers.h[name]; ok && (name == "Authorization" || f.API == loadgen.Messages) {
+				return "", nil, fmt.Errorf("-header %s and -api-key-env %s both give the API key, and the header would replace the key: give one or the other", name, f.KeyEnv)
+			}
+		}
 	}
 	tr, err := f.RoundTripper(streams)
 	return key, tr, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,9 +15,10 @@ import (
 )
 
 // GPUFlags are the flags that read the server's GPUs while it is
-// measured: -gpu-metrics, its DCGM exporters, and -gpu-hourly-cost.
+// measured: -gpu-metrics, its DCGM exporters (repeatable, each a
+// comma-separated list), and -gpu-hourly-cost.
 type GPUFlags struct {
-	list string
+	list string // every -gpu-metrics, joined by commas
 	// HourlyCost is -gpu-hourly-cost: a GPU's price for an hour, in
 	// dollars.
 	HourlyCost float64
@@ -28,9 +30,15 @@ const simExporter = "sim"
 
 // Register defines the flags on fs.
 func (g *GPUFlags) Register(fs *flag.FlagSet) {
-	fs.StringVar(&g.list, "gpu-metrics", "", "the DCGM exporters of the server's GPUs, comma-separated, one a node (dcgm-exporter: http://NODE:9400/metrics), "+
+	fs.Func("gpu-metrics", "the DCGM exporters of the server's GPUs, comma-separated or repeated, one a node, each once (dcgm-exporter: http://NODE:9400/metrics), "+
 		"read about once a second for each window's GPU energy, mean power, tokens per joule and joules per token; "+
-		"'"+simExporter+"': the built-in simulator's (its power model); in a sharded run, the leader reads them")
+		"'"+simExporter+"': the built-in simulator's (its power model); in a sharded run, the leader reads them", func(v string) error {
+		if g.list != "" {
+			v = g.list + "," + v
+		}
+		g.list = v
+		return nil
+	})
 	fs.Float64Var(&g.HourlyCost, "gpu-hourly-cost", 0, "a GPU's price for an hour, in dollars, for the cost of a million output tokens (with -gpu-metrics, which counts the GPUs)")
 }
 
@@ -46,6 +54,8 @@ func (g *GPUFlags) Check(url string) error {
 		return errors.New("-gpu-hourly-cost is one GPU's price: give -gpu-metrics too, which counts the GPUs")
 	case g.list == simExporter && url != "":
 		return errors.New("-gpu-metrics " + simExporter + " reads the built-in simulator's GPUs: it needs no -url")
+	case g.list != simExporter && slices.Contains(strings.Split(g.list, ","), simExporter):
+		return errors.New("-gpu-metrics " + simExporter + " reads the built-in simulator's GPUs, and goes alone")
 	}
 	if g.list != simExporter {
 		if _, err := dcgm.ParseURLs(g.list); err != nil {

@@ -55,10 +55,21 @@ func (f *ImageFlags) Check(api loadgen.API) error {
 	if _, err := picture.ParseFormat(f.format); err != nil {
 		return fmt.Errorf("-image-format: %w", err)
 	}
-	if len(f.sizes) > 0 && api != loadgen.Chat && api != loadgen.Responses && api != loadgen.Messages {
-		return fmt.Errorf("-image: the %v API sends text alone; use -api chat, responses or messages", api)
+	if len(f.sizes) > 0 {
+		return conversational(api, "-image", "sends text alone")
 	}
 	return nil
+}
+
+// conversational refuses flag, which only a conversation's APIs (chat,
+// responses, messages) send, with another API, saying what that API does
+// instead (such as "sends text alone").
+func conversational(api loadgen.API, flag, instead string) error {
+	switch api {
+	case loadgen.Chat, loadgen.Responses, loadgen.Messages:
+		return nil
+	}
+	return fmt.Errorf("%s: the %v API %s; use -api chat, responses or messages", flag, api, instead)
 }
 
 // Sizes returns the sizes asked for, as "WxH" each, and the format; nil

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -35,8 +37,9 @@ func (hs *Headers) String() string {
 }
 
 // Set adds one 'Name: value'. It refuses a name that is not an HTTP
-// token, a value with a line break, and the headers the client sets
-// itself.
+// token, a value with a control character (a line break, NUL or any
+// other but tab: no server would take the request), and the headers the
+// client sets itself.
 func (hs *Headers) Set(s string) error {
 	name, value, ok := strings.Cut(s, ":")
 	name, value = strings.TrimSpace(name), strings.TrimSpace(value)
@@ -45,8 +48,8 @@ func (hs *Headers) Set(s string) error {
 		return errors.New("want 'Name: value'")
 	case strings.ContainsAny(name, " \t\"(),/:;<=>?@[\\]{}") || !printable(name):
 		return fmt.Errorf("%q is not a header name", name)
-	case strings.ContainsAny(value, "\r\n\x00"):
-		return fmt.Errorf("the value of %s holds a line break", name)
+	case controlByte(value) >= 0:
+		return fmt.Errorf("the value of %s holds the control character %q: every request would fail; give its value without it", name, value[controlByte(value)])
 	}
 	switch http.CanonicalHeaderKey(name) {
 	case "Content-Type", "Accept", "Content-Length", "Host", "Transfer-Encoding", "Connection":
@@ -57,6 +60,12 @@ func (hs *Headers) Set(s string) error {
 	}
 	hs.h.Add(name, value)
 	return nil
+}
+
+// controlByte returns the index of the first control byte of s (C0 but
+// tab, and DEL), or -1.
+func controlByte(s string) int {
+	return strings.IndexFunc(s, func(r rune) bool { return r != '\t' && (r < ' ' || r == 0x7f) })
 }
 
 func printable(s string) bool {
@@ -99,9 +108,27 @@ func (hs *Headers) short() []string {
 // maxBodyExtra bounds a -body-extra file.
 const maxBodyExtra = 1 << 20
 
+// ownFields are the body fields llmload sets and counts by, with the
+// flag that sets each: a -body-extra that overrode one would send what
+// the report does not say (another model, prompt or output length), and
+// the figures by model or by length would be false.
+var ownFields = map[string]string{
+	"model":                 "give the model with -model",
+	"messages":              "the prompts are llmload's: give them with -dataset (or -prompt)",
+	"prompt":                "the prompts are llmload's: give them with -dataset (or -prompt)",
+	"input":                 "the prompts are llmload's: give them with -dataset (or -prompt)",
+	"query":                 "the prompts are llmload's: give them with -dataset (or -prompt)",
+	"documents":             "the prompts are llmload's: give them with -dataset (or -prompt)",
+	"max_tokens":            "give the output length with -output-len (or -max-tokens)",
+	"max_completion_tokens": "give the output length with -output-len (or -max-tokens)",
+	"max_output_tokens":     "give the output length with -output-len (or -max-tokens)",
+}
+
 // ReadBodyExtra reads a -body-extra file: one JSON object whose fields are
 // merged into every request body (and override llmload's own). Anything
-// else is refused, naming the file, before a request is sent.
+// else is refused, naming the file, before a request is sent; so are the
+// fields llmload sets and reports by (the model, the prompt and the
+// output length: see ownFields), each naming the flag to use instead.
 func ReadBodyExtra(path string) (map[string]any, error) {
 	b, err := readInput(path)
 	if err != nil {
@@ -121,6 +148,11 @@ func ReadBodyExtra(path string) (map[string]any, error) {
 	}
 	if _, ok := m["stream"]; ok {
 		return nil, fmt.Errorf("-body-extra %s: sets \"stream\", which llmload needs true", path)
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if use, ok := ownFields[k]; ok {
+			return nil, fmt.Errorf("-body-extra %s: sets %q, which llmload sets itself and reports by: %s", path, k, use)
+		}
 	}
 	return m, nil
 }

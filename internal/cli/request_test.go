@@ -91,3 +91,38 @@ func TestBodyFlags(t *testing.T) {
 	assert.NoError(t, err)
 	assert.Nil(t, m)
 }
+
+// What would send other than the report says is refused, each error
+// naming the flag and what to do instead.
+func TestBodyFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+		return p
+	}
+	tools := write("tools.json", `[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"b"}}]`)
+	format := write("format.json", `{"type":"json_object"}`)
+	for _, tc := range []struct {
+		f    BodyFlags
+		api  loadgen.API
+		want string
+	}{
+		{BodyFlags{Tools: tools, ToolChoice: "c"}, loadgen.Chat, `-tool-choice "c": -tools ` + tools + ` has no such tool; give auto, none, required or one of its tools: a, b`},
+		{BodyFlags{Tools: write("empty.json", `[]`)}, loadgen.Chat, "-tools: the list is empty"},
+		{BodyFlags{Tools: tools}, loadgen.Completions, "-tools: the completions API calls no tools; use -api chat, responses or messages"},
+		{BodyFlags{ResponseFormat: format}, loadgen.Rerank, "-response-format: the rerank API has no response format"},
+		{BodyFlags{BodyExtra: write("model.json", `{"model":"m"}`)}, loadgen.Chat, `sets "model", which llmload sets itself and reports by: give the model with -model`},
+		{BodyFlags{BodyExtra: write("max.json", `{"max_completion_tokens":9}`)}, loadgen.Chat, "-output-len"},
+	} {
+		_, err := tc.f.Extra(tc.api)
+		assert.ErrorContains(t, err, tc.want)
+	}
+	for _, api := range []loadgen.API{loadgen.Chat, loadgen.Responses, loadgen.Messages} {
+		_, err := (&BodyFlags{Tools: tools, ToolChoice: "b"}).Extra(api)
+		assert.NoError(t, err, api)
+	}
+	var hs Headers
+	assert.ErrorContains(t, hs.Set("X-A: a\x01b"), "the value of X-A holds the control character")
+	assert.NoError(t, hs.Set("X-A: a\tb"))
+}

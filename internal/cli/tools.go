@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 
 	"github.com/llmload/llmload/loadgen"
 )
@@ -19,10 +21,10 @@ type BodyFlags struct {
 
 // Register defines the flags on fs.
 func (f *BodyFlags) Register(fs *flag.FlagSet) {
-	fs.StringVar(&f.BodyExtra, "body-extra", "", "JSON file of fields merged into every request body")
-	fs.StringVar(&f.Tools, "tools", "", "JSON file of OpenAI tool schemas ([{\"type\":\"function\",\"function\":{...}}]) sent with every request, in the form -api's API takes")
-	fs.StringVar(&f.ToolChoice, "tool-choice", "", "auto, none, required, or a tool's name (with -tools)")
-	fs.StringVar(&f.ResponseFormat, "response-format", "", "JSON file of an OpenAI response_format ({\"type\":\"json_schema\",...}) sent with every request (chat and completions; responses as its text.format)")
+	fs.StringVar(&f.BodyExtra, "body-extra", "", "JSON file of fields merged into every request body; not the model, the prompt or the output length, which llmload reports by (use -model, -dataset and -output-len)")
+	fs.StringVar(&f.Tools, "tools", "", "JSON file of OpenAI tool schemas ([{\"type\":\"function\",\"function\":{...}}]) sent with every request, in the form -api's API takes (chat, responses, messages)")
+	fs.StringVar(&f.ToolChoice, "tool-choice", "", "auto, none, required, or the name of one of -tools' tools")
+	fs.StringVar(&f.ResponseFormat, "response-format", "", "JSON file of an OpenAI response_format ({\"type\":\"json_schema\",...}) sent with every request (chat; responses as its text.format)")
 }
 
 // Files returns the files the flags read, for [Distinct].
@@ -35,11 +37,17 @@ func (f *BodyFlags) Files() []FileFlag {
 func (f *BodyFlags) Extra(api loadgen.API) (map[string]any, error) {
 	m := map[string]any{}
 	if f.Tools != "" {
-		tools, err := readTools(f.Tools, api)
+		if err := conversational(api, "-tools", "calls no tools"); err != nil {
+			return nil, err
+		}
+		tools, names, err := readTools(f.Tools, api)
 		if err != nil {
 			return nil, err
 		}
 		m["tools"] = tools
+		if err := checkToolChoice(f.ToolChoice, f.Tools, names); err != nil {
+			return nil, err
+		}
 	}
 	if f.ToolChoice != "" {
 		if f.Tools == "" {
@@ -48,6 +56,9 @@ func (f *BodyFlags) Extra(api loadgen.API) (map[string]any, error) {
 		m["tool_choice"] = toolChoice(f.ToolChoice, api)
 	}
 	if f.ResponseFormat != "" {
+		if err := conversational(api, "-response-format", "has no response format"); err != nil {
+			return nil, err
+		}
 		var rf map[string]any
 		b, err := readInput(f.ResponseFormat)
 		if err != nil {
@@ -83,25 +94,40 @@ func (f *BodyFlags) Extra(api loadgen.API) (map[string]any, error) {
 	return m, nil
 }
 
+// checkToolChoice refuses a -tool-choice that names none of the tools
+// (names, read from path): the server would refuse every request.
+func checkToolChoice(choice, path string, names []string) error {
+	switch {
+	case choice == "", choice == "auto", choice == "none", choice == "required", slices.Contains(names, choice):
+		return nil
+	}
+	return fmt.Errorf("-tool-choice %q: -tools %s has no such tool; give auto, none, required or one of its tools: %s", choice, path, strings.Join(names, ", "))
+}
+
 // readTools reads OpenAI chat tool schemas and writes them as api takes
 // them: the Responses API's flat functions, the Messages API's
-// input_schema.
-func readTools(path string, api loadgen.API) ([]any, error) {
+// input_schema. It returns the tools' names too.
+func readTools(path string, api loadgen.API) ([]any, []string, error) {
 	var tools []map[string]any
 	b, err := readInput(path)
 	if err != nil {
-		return nil, fmt.Errorf("-tools: %w", err)
+		return nil, nil, fmt.Errorf("-tools: %w", err)
 	}
-	if err := json.Unmarshal(b, &tools); err != nil || len(tools) == 0 {
-		return nil, fmt.Errorf("-tools %s: want a JSON array of tools such as [{\"type\":\"function\",\"function\":{\"name\":...,\"parameters\":{...}}}]: %v", path, err)
+	if err := json.Unmarshal(b, &tools); err != nil {
+		return nil, nil, fmt.Errorf("-tools %s: want a JSON array of tools such as [{\"type\":\"function\",\"function\":{\"name\":...,\"parameters\":{...}}}]: %w", path, err)
+	}
+	if len(tools) == 0 {
+		return nil, nil, fmt.Errorf("-tools: the list is empty in %s: give one tool or more, or drop -tools", path)
 	}
 	out := make([]any, len(tools))
+	names := make([]string, len(tools))
 	for i, t := range tools {
 		fn, ok := t["function"].(map[string]any)
 		name, _ := fn["name"].(string)
 		if t["type"] != "function" || !ok || name == "" {
-			return nil, fmt.Errorf("-tools %s: tool %d is not {\"type\":\"function\",\"function\":{\"name\":...}}", path, i)
+			return nil, nil, fmt.Errorf("-tools %s: tool %d is not {\"type\":\"function\",\"function\":{\"name\":...}}", path, i)
 		}
+		names[i] = name
 		switch api {
 		case loadgen.Responses:
 			flat := map[string]any{"type": "function"}
@@ -121,7 +147,7 @@ func readTools(path string, api loadgen.API) ([]any, error) {
 			out[i] = t
 		}
 	}
-	return out, nil
+	return out, names, nil
 }
 
 // toolChoice writes -tool-choice as api takes it.

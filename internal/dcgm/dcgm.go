@@ -2,7 +2,10 @@
 // NVIDIA's DCGM exporter (dcgm-exporter) while a run goes on, and gives
 // what a window of it drew: the difference of each GPU's energy counter
 // where it publishes one, its power integrated over time where not,
-// summed over every GPU of every exporter.
+// summed over every GPU of every exporter, each GPU once. Readings that
+// are not finite or implausible are dropped and counted, and noted in
+// the window's figures, none of which is ever other than a finite
+// number.
 package dcgm
 
 import (
@@ -11,7 +14,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -46,9 +51,66 @@ type point struct {
 	energy, power, util, memoryMB float64
 }
 
-// parse reads one exposition into a point for each GPU, keyed by key and
-// the GPU's UUID (or its host and index, where it has none).
-func parse(r io.Reader, key string, at time.Time) (map[string]point, error) {
+// maxWatts bounds a GPU's plausible power: the largest accelerators draw
+// about 1.2 kW; a reading past this, or below 0, is the exporter's fault,
+// and a window's figures would be false with it.
+const maxWatts = 5000
+
+// drops counts the readings a meter dropped, non-finite (NaN, ±Inf) or
+// implausible (see drops.add), and keeps the first of them to show.
+type drops struct {
+	nonFinite, implausible int
+	first                  string
+}
+
+// add counts the reading of name by GPU id, value v, if it is to be
+// dropped, and reports whether it is.
+func (d *drops) add(name, id string, v float64) bool {
+	why := ""
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		d.nonFinite++
+		why = "not a finite number"
+	case v < 0:
+		d.implausible++
+		why = "below 0"
+	case name == powerName && v > maxWatts:
+		d.implausible++
+		why = fmt.Sprintf("above %d W, more than a GPU draws", maxWatts)
+	case name == utilName && v > 100:
+		d.implausible++
+		why = "above 100%"
+	default:
+		return false
+	}
+	if d.first == "" {
+		d.first = fmt.Sprintf("%s of %s is %v: %s", name, id, v, why)
+	}
+	return true
+}
+
+// merge adds o's counts to d's.
+func (d *drops) merge(o drops) {
+	d.nonFinite += o.nonFinite
+	d.implausible += o.implausible
+	if d.first == "" {
+		d.first = o.first
+	}
+}
+
+func (d drops) total() int { return d.nonFinite + d.implausible }
+
+// String says what was dropped, for a note.
+func (d drops) String() string {
+	return fmt.Sprintf("%d GPU readings dropped, left out of every figure (%d not finite, %d implausible); the first: %s",
+		d.total(), d.nonFinite, d.implausible, d.first)
+}
+
+// parse reads one exposition into a point for each GPU, keyed by the
+// GPU's identity (see gpuID; key, the exporter's, where the GPU has
+// none), dropping the readings that are not finite or implausible and
+// counting them in d.
+func parse(r io.Reader, key string, at time.Time, d *drops) (map[string]point, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(r)
 	if err != nil {
@@ -61,17 +123,24 @@ func parse(r io.Reader, key string, at time.Time) (map[string]point, error) {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			id := key + "/" + gpuID(m)
+			id := gpuID(m)
+			if strings.HasPrefix(id, "#") {
+				id = key + "/" + id // no identity but the exporter's
+			}
 			p, ok := gpus[id]
 			if !ok {
 				p = point{at: at, energy: math.NaN(), power: math.NaN(), util: math.NaN(), memoryMB: math.NaN()}
+			}
+			v := value(m)
+			if d.add(name, id, v) {
+				gpus[id] = p
+				continue
 			}
 			if ms := m.GetTimestampMs(); ms > 0 && (name == energyName || name == powerName && math.IsNaN(p.energy)) {
 				// The exporter says when it read the energy (or, without
 				// it, the power): better than when it was scraped.
 				p.at = time.UnixMilli(ms)
 			}
-			v := value(m)
 			switch name {
 			case energyName:
 				p.energy = v
@@ -88,8 +157,10 @@ func parse(r io.Reader, key string, at time.Time) (map[string]point, error) {
 	return gpus, nil
 }
 
-// gpuID names a series' GPU: its UUID, else its host and index. A MIG
-// instance's series (GPU_I_ID) are the GPU's own.
+// gpuID names a series' GPU: its UUID, else its host and index, else
+// "#" and its index alone. The same GPU has the same name from every
+// exporter that reaches it. A MIG instance's series (GPU_I_ID) are the
+// GPU's own.
 func gpuID(m *dto.Metric) string {
 	var uuid, host, gpu string
 	for _, l := range m.GetLabel() {
@@ -105,7 +176,7 @@ func gpuID(m *dto.Metric) string {
 	if uuid != "" {
 		return uuid
 	}
-	return host + "#" + gpu
+	return host + "#" + gpu // "#N" without a host: no identity
 }
 
 func value(m *dto.Metric) float64 {
@@ -139,6 +210,7 @@ type Meter struct {
 	mu     sync.Mutex
 	gpus   map[string][]point
 	err    error // the last reading's failure
+	drops  drops // the readings dropped since the last window's energy
 	marked chan metrics.Window
 
 	task background.Task // the readings, from Start to Close
@@ -166,46 +238,90 @@ type target struct {
 }
 
 // ParseURLs splits a comma-separated list of exporters' URLs, refusing
-// one that is not an http or https URL.
+// one that is not an http or https URL, and one given twice (the same
+// after its scheme's and host's case, its default port and a trailing
+// slash are set aside), whose GPUs would be counted twice.
 func ParseURLs(list string) ([]string, error) {
 	var urls []string
+	seen := map[string]string{}
 	for u := range strings.SplitSeq(list, ",") {
 		u = strings.TrimSpace(u)
 		if u == "" {
 			continue
 		}
-		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		parsed, err := url.Parse(u)
+		if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
 			return nil, fmt.Errorf("%q is not a URL: give the exporter's, such as http://gpu-node:9400/metrics", shownBad(u))
 		}
+		n := normalURL(parsed)
+		if first, ok := seen[n]; ok {
+			return nil, fmt.Errorf("%s is given twice (%q and %q): give each exporter once, or its GPUs' energy is counted twice", redact.URL(n), redact.URL(first), redact.URL(u))
+		}
+		seen[n] = u
 		urls = append(urls, u)
 	}
 	return urls, nil
 }
 
+// normalURL writes u as every spelling of it does: its scheme and host in
+// lower case, its port spelled out, its path without a trailing slash.
+func normalURL(u *url.URL) string {
+	scheme, port := strings.ToLower(u.Scheme), u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[scheme]
+	}
+	path := strings.TrimRight(u.EscapedPath(), "/")
+	if u.RawQuery != "" {
+		path += "?" + u.RawQuery
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port) + path
+}
+
 // Read reads every exporter once, now, and keeps what they said. Its
 // error says which exporter failed and why; a reading that gives no
-// GPU's power or energy is ErrNoPower.
+// GPU's power or energy is ErrNoPower. Readings that are not finite or
+// implausible are dropped and counted, for the next window's energy. A
+// GPU that two exporters report (by its UUID, or its host and index) is
+// kept once, from the first, and the error says so: they are the same
+// exporter, given twice.
 func (m *Meter) Read(ctx context.Context) error {
 	got := map[string]point{}
+	from := map[string]string{} // the exporter each GPU is kept from
+	var dropped drops
+	var dup error
 	for i, e := range m.targets {
-		gpus, err := m.read(ctx, e, fmt.Sprint(i))
+		gpus, err := m.read(ctx, e, fmt.Sprint(i), &dropped)
 		if err != nil {
 			m.setErr(err)
 			return err
 		}
 		for k, p := range gpus {
-			if !math.IsNaN(p.energy) || !math.IsNaN(p.power) {
-				got[k] = p
+			if math.IsNaN(p.energy) && math.IsNaN(p.power) {
+				continue
 			}
+			if first, ok := from[k]; ok {
+				if dup == nil {
+					dup = fmt.Errorf("dcgm: %s and %s report the same GPU (%s): give each exporter once, or its energy is counted twice", first, e.shown, k)
+				}
+				continue
+			}
+			got[k], from[k] = p, e.shown
 		}
 	}
+	m.mu.Lock()
+	m.drops.merge(dropped)
+	m.mu.Unlock()
 	if len(got) == 0 {
-		m.setErr(ErrNoPower)
-		return ErrNoPower
+		err := ErrNoPower
+		if dropped.total() > 0 {
+			err = fmt.Errorf("%w (%s)", ErrNoPower, dropped)
+		}
+		m.setErr(err)
+		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.err = nil
+	m.err = dup
 	for k, p := range got {
 		pts := append(m.gpus[k], p)
 		if len(pts) > maxPoints {
@@ -213,7 +329,7 @@ func (m *Meter) Read(ctx context.Context) error {
 		}
 		m.gpus[k] = pts
 	}
-	return nil
+	return dup
 }
 
 func (m *Meter) setErr(err error) {
@@ -236,12 +352,12 @@ func thin(pts []point) []point {
 
 // read reads one exporter; its points are stamped halfway through the
 // request. Its errors show the exporter's URL without its password.
-func (m *Meter) read(ctx context.Context, e target, key string) (map[string]point, error) {
-	gpus, err := m.get(ctx, e, key)
+func (m *Meter) read(ctx context.Context, e target, key string, d *drops) (map[string]point, error) {
+	gpus, err := m.get(ctx, e, key, d)
 	return gpus, e.secrets.Error(err)
 }
 
-func (m *Meter) get(ctx context.Context, e target, key string) (map[string]point, error) {
+func (m *Meter) get(ctx context.Context, e target, key string, d *drops) (map[string]point, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url, nil)
@@ -263,24 +379,11 @@ func (m *Meter) get(ctx context.Context, e target, key string) (map[string]point
 		return nil, fmt.Errorf("dcgm: GET %s: %w", e.shown, err)
 	}
 	at := sent.Add(time.Since(sent) / 2)
-	gpus, err := parse(strings.NewReader(string(body)), key, at)
+	gpus, err := parse(strings.NewReader(string(body)), key, at, d)
 	if err != nil {
 		return nil, fmt.Errorf("%w (from %s)", err, e.shown)
 	}
 	return gpus, nil
-}
-
-// shownBad is what an error shows of an exporter's URL that is not one:
-// with "//", its password replaced (see redact.URL); without, nothing
-// before its last "@", which may be a password.
-func shownBad(u string) string {
-	if strings.Contains(u, "//") {
-		return redact.URL(u)
-	}
-	if at := strings.LastIndex(u, "@"); at >= 0 {
-		return "…" + u[at:]
-	}
-	return u
 }
 
 // Start reads the exporters every Meter.every, and at the start and the
@@ -359,6 +462,15 @@ func (m *Meter) Energy(ctx context.Context, w metrics.Window, tokens int, hourly
 	if err != nil && m.err != nil {
 		err = fmt.Errorf("%w (the last reading: %v)", err, m.err)
 	}
+	if d := m.drops; d.total() > 0 {
+		if e != nil {
+			e.Dropped += d.total()
+			e.Notes = append(e.Notes, d.String())
+		} else if err != nil {
+			err = fmt.Errorf("%w; %s", err, d)
+		}
+		m.drops = drops{}
+	}
 	for k, pts := range m.gpus {
 		// Keep the last point before end: the next window's start.
 		i := 0
@@ -380,4 +492,17 @@ func (m *Meter) lastBefore(t time.Time) bool {
 		}
 	}
 	return true
+}
+
+// shownBad is what an error shows of an exporter's URL that is not one:
+// with "//", its password replaced (see redact.URL); without, nothing
+// before its last "@", which may be a password.
+func shownBad(u string) string {
+	if strings.Contains(u, "//") {
+		return redact.URL(u)
+	}
+	if at := strings.LastIndex(u, "@"); at >= 0 {
+		return "…" + u[at:]
+	}
+	return u
 }

@@ -2,9 +2,11 @@ package dcgm
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/llmload/llmload/metrics"
@@ -23,6 +25,10 @@ func energy(gpus map[string][]point, a, b time.Time, tokens int, hourlyCost floa
 		pts := bracket(gpus[k], a, b)
 		j, integrated, resets, ok := gpuEnergy(pts, a, b)
 		if !ok {
+			continue
+		}
+		if !(j >= 0) || math.IsInf(j, 0) {
+			e.Notes = append(e.Notes, fmt.Sprintf("the GPU %s is left out: its readings add up to %v J over the window", k, j))
 			continue
 		}
 		e.GPUs++
@@ -49,6 +55,9 @@ func energy(gpus map[string][]point, a, b time.Time, tokens int, hourlyCost floa
 		}
 	}
 	if e.GPUs == 0 {
+		if len(e.Notes) > 0 {
+			return nil, fmt.Errorf("%w: %s", errNotCovered, strings.Join(e.Notes, "; "))
+		}
 		return nil, errNotCovered
 	}
 	if utilN > 0 {
@@ -67,7 +76,38 @@ func energy(gpus map[string][]point, a, b time.Time, tokens int, hourlyCost floa
 			e.DollarsPerMillionTokens = float64(e.GPUs) * hourlyCost * e.Seconds / 3600 / float64(tokens) * 1e6
 		}
 	}
+	finite(e)
 	return e, nil
+}
+
+// maxFigure bounds every figure of a window's energy, as the matrix's
+// results files bound theirs: far beyond any measurement.
+const maxFigure = 1e12
+
+// finite sets every figure of e that is not a finite number (as a cost
+// of 1e308 dollars an hour makes, overflowing), or is beyond maxFigure,
+// to 0, which the reports show as none, and says so in e's notes: JSON
+// has no such number, and a report with one could not be written, nor
+// a results file with one read back.
+func finite(e *metrics.Energy) {
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{
+		{"joules", &e.Joules}, {"seconds", &e.Seconds}, {"mean watts", &e.MeanWatts},
+		{"tokens per joule", &e.TokensPerJoule}, {"joules per token", &e.JoulesPerToken},
+		{"utilization", &e.Utilization}, {"memory", &e.MemoryMiB},
+		{"GPU hourly cost", &e.HourlyCost}, {"dollars per million tokens", &e.DollarsPerMillionTokens},
+	} {
+		switch v := *f.v; {
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			e.Notes = append(e.Notes, fmt.Sprintf("the %s came out %v, not a number a report can hold: left out", f.name, v))
+			*f.v = 0
+		case math.Abs(v) > maxFigure:
+			e.Notes = append(e.Notes, fmt.Sprintf("the %s came out %.4g, beyond any measurement: left out", f.name, v))
+			*f.v = 0
+		}
+	}
 }
 
 // bracket returns the points from the last one at or before a to the

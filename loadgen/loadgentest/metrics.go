@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // serveMetrics serves /metrics in the Prometheus text format, with vLLM's
@@ -11,7 +12,8 @@ import (
 func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	st := h.Stats()
 	p := &h.p
-	labels := `{engine="0",model_name="` + p.Model + `"}`
+	model := labelValue.Replace(p.Model)
+	labels := `{engine="0",model_name="` + model + `"}`
 	var b bytes.Buffer
 	metric := func(name, typ, help string, v float64) {
 		b.WriteString("# HELP " + name + " " + help + "\n")
@@ -29,9 +31,9 @@ func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 
 	b.WriteString("# HELP vllm:request_success_total Count of successfully processed requests.\n")
 	b.WriteString("# TYPE vllm:request_success_total counter\n")
-	b.WriteString(`vllm:request_success_total{engine="0",finished_reason="length",model_name="` + p.Model + `"} ` + strconv.FormatInt(st.Finished, 10) + "\n")
+	b.WriteString(`vllm:request_success_total{engine="0",finished_reason="length",model_name="` + model + `"} ` + strconv.FormatInt(st.Finished, 10) + "\n")
 
-	hl := `engine="0",model_name="` + p.Model + `"`
+	hl := `engine="0",model_name="` + model + `"`
 	e := h.eng
 	e.histMu.Lock()
 	e.ttft.write(&b, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", hl)
@@ -52,6 +54,10 @@ func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Write(b.Bytes())
 }
+
+// labelValue escapes a label value of the text format: its backslashes,
+// double quotes and line feeds.
+var labelValue = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
 func pyBool(v bool) string {
 	if v {

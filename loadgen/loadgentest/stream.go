@@ -1,10 +1,18 @@
 package loadgentest
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
 )
+
+// appendJSONString appends s as a JSON string, quoted and escaped (a
+// name from a request or a profile may hold any character).
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
+}
 
 // appendText appends the text of output tokens from up to to: output token i
 // is a space and the word words[i mod len(words)], so the simulator's
@@ -51,9 +59,9 @@ func newSSEWriter(w http.ResponseWriter, g *generation) *sseWriter {
 	s.head = append(s.head, object...)
 	s.head = append(s.head, `","created":`...)
 	s.head = strconv.AppendInt(s.head, g.created, 10)
-	s.head = append(s.head, `,"model":"`...)
-	s.head = append(s.head, g.model...)
-	s.head = append(s.head, `","choices":[`...)
+	s.head = append(s.head, `,"model":`...)
+	s.head = appendJSONString(s.head, g.model)
+	s.head = append(s.head, `,"choices":[`...)
 	return s
 }
 

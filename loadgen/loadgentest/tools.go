@@ -2,7 +2,6 @@ package loadgentest
 
 import (
 	"encoding/json"
-	"strconv"
 )
 
 // maxToolName bounds the name of the tool the simulator calls.
@@ -93,7 +92,7 @@ func (s *sseWriter) appendToolArgs(from, to int) {
 
 // appendToolName appends the tool's name as a JSON string.
 func (s *sseWriter) appendToolName() {
-	s.buf = strconv.AppendQuote(s.buf, s.g.tool)
+	s.buf = appendJSONString(s.buf, s.g.tool)
 }
 
 // toolDelta writes a chat chunk of the tool call: the first carries the
