@@ -59,6 +59,9 @@ type Sweep struct {
 // caller says what it measured (Results.Server, Workload, Seed) before
 // writing them. On an error, the results hold the runs finished so far.
 func (s *Sweep) Run(ctx context.Context) (*Results, error) {
+	if s == nil {
+		return nil, &loadgen.ConfigError{Field: "Sweep", Reason: "is nil"}
+	}
 	res := startResults("sweep", s.Objective)
 	res.Axis = AxisRate
 	rn := &runner{ctx: ctx, target: s.Target, obj: s.Objective, onResult: valueHook(s.OnResult)}
@@ -113,7 +116,7 @@ func (s *Sweep) check() error {
 	if s.Target == nil {
 		return &loadgen.ConfigError{Field: "Sweep.Target", Reason: "is nil: set the function that makes each run's Generator"}
 	}
-	return checkOpen(s.Open)
+	return checkOpen("Sweep.", s.Open)
 }
 
 // runOn runs the sweep's runs with rn.
@@ -154,12 +157,12 @@ func pick(v, def int) int {
 	return def
 }
 
-// checkOpen checks the open loop of a sweep's or a search's rate runs,
-// at any rate.
-func checkOpen(o loadgen.Open) error {
+// checkOpen checks the open loop of rate runs, at any rate, as a
+// [*loadgen.ConfigError] for the field prefix+"Open".
+func checkOpen(prefix string, o loadgen.Open) error {
 	o.Rate = 1
 	if err := o.Validate(); err != nil {
-		return fmt.Errorf("sweep: the rate runs' load: %w", err)
+		return &loadgen.ConfigError{Field: prefix + "Open", Reason: "cannot work as the rate runs' load: " + strings.TrimPrefix(err.Error(), "loadgen: ")}
 	}
 	return nil
 }
@@ -246,6 +249,9 @@ func (f *Found) level() float64 {
 // a [*loadgen.ConfigError] naming the field. On an error, the results
 // hold the runs finished so far and no answer.
 func (s *Search) Run(ctx context.Context) (*Results, error) {
+	if s == nil {
+		return nil, &loadgen.ConfigError{Field: "Search", Reason: "is nil"}
+	}
 	res := startResults("slo", s.Objective)
 	res.Axis = s.axis()
 	rn := &runner{ctx: ctx, target: s.Target, obj: s.Objective, onResult: valueHook(s.OnResult)}
@@ -305,15 +311,16 @@ func (s *Search) check(prefix string) error {
 		bad("Throughput", "is %d: give 1 to %d streams, or 0 for %d", s.Throughput, maxStreams, DefaultThroughput)
 	}
 	if s.axis() == AxisRate {
-		errs.Add(checkOpen(s.Open))
+		errs.Add(checkOpen(prefix, s.Open))
 	}
 	return errs.Err()
 }
 
 // runOn runs the search with rn, its settings checked.
 func (s *Search) runOn(rn *runner) (*Found, error) {
-	axis := s.axis()
-	b := &bisection{rn: rn, axis: axis, lo: s.Low, hi: s.High, step: s.Step, budget: pick(s.MaxRuns, DefaultMaxRuns), start: len(rn.runs)}
+	d := s.withDefaults()
+	s, axis := &d, d.Axis
+	b := &bisection{rn: rn, axis: axis, lo: s.Low, hi: s.High, step: s.Step, budget: s.MaxRuns, start: len(rn.runs)}
 	b.probe = func(x float64) (bool, error) {
 		var load loadgen.Load = loadgen.Closed{Streams: int(x)}
 		if axis == AxisRate {
@@ -324,10 +331,8 @@ func (s *Search) runOn(rn *runner) (*Found, error) {
 		r, err := rn.do(load, load.String())
 		return r.Met, err
 	}
-	if b.hi == 0 && axis == AxisConcurrency {
-		b.hi = float64(pick(s.Throughput, DefaultThroughput))
-	} else if b.hi == 0 {
-		through, err := rn.do(loadgen.Closed{Streams: pick(s.Throughput, DefaultThroughput)}, "throughput")
+	if b.hi == 0 {
+		through, err := rn.do(loadgen.Closed{Streams: s.Throughput}, "throughput")
 		b.budget--
 		if err != nil {
 			return nil, err
@@ -342,12 +347,34 @@ func (s *Search) runOn(rn *runner) (*Found, error) {
 		b.hi, b.measured = through.Capacity, true
 	}
 	if b.step == 0 {
-		b.step = (b.hi - b.lo) / defaultSteps
-		if axis == AxisConcurrency {
-			b.step = max(1, math.Ceil(b.step))
-		}
+		b.step = defaultStep(axis, b.lo, b.hi)
 	}
 	return b.run()
+}
+
+// withDefaults returns the search with its defaults: its Axis, Throughput
+// and MaxRuns; for concurrency, High; and Step, where High is known.
+func (s Search) withDefaults() Search {
+	s.Axis = s.axis()
+	s.Throughput = pick(s.Throughput, DefaultThroughput)
+	s.MaxRuns = pick(s.MaxRuns, DefaultMaxRuns)
+	if s.High == 0 && s.Axis == AxisConcurrency {
+		s.High = float64(s.Throughput)
+	}
+	if s.Step == 0 && s.High > 0 {
+		s.Step = defaultStep(s.Axis, s.Low, s.High)
+	}
+	return s
+}
+
+// defaultStep is the step of a search of the range [lo, hi] that sets
+// none: a twentieth of it, at least a stream on the concurrency axis.
+func defaultStep(a Axis, lo, hi float64) float64 {
+	step := (hi - lo) / defaultSteps
+	if a == AxisConcurrency {
+		step = max(1, math.Ceil(step))
+	}
+	return step
 }
 
 // bisection searches the levels of an axis between lo and hi for the
