@@ -61,6 +61,15 @@ func (a Axis) unit() string {
 	return "req/s"
 }
 
+// amount says what a level of the axis is: "a whole number of streams",
+// "a rate in requests a second".
+func (a Axis) amount() string {
+	if a == AxisConcurrency {
+		return "a whole number of streams"
+	}
+	return "a rate in requests a second"
+}
+
 // level formats a level of the axis: "12 streams", "3.25 req/s".
 func (a Axis) level(x float64) string {
 	switch {

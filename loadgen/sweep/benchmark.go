@@ -185,7 +185,7 @@ func (b *Benchmark) plan() (*plan, error) {
 		bad("Objective", "%s", err)
 	} else if b.Search == 0 && b.Objective.SLO != (metrics.SLO{}) {
 		if err := b.Objective.Validate(); err != nil {
-			bad("Objective", "%s", strings.TrimPrefix(err.Error(), "sweep: "))
+			bad("Objective", "cannot work: %s", strings.TrimPrefix(err.Error(), "sweep: "))
 		}
 	}
 	if b.Search != 0 {

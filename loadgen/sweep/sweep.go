@@ -283,7 +283,7 @@ func (s *Search) check(prefix string) error {
 		bad("Target", "is nil: set the function that makes each run's Generator")
 	}
 	if err := s.Objective.Validate(); err != nil {
-		bad("Objective", "%s", strings.TrimPrefix(err.Error(), "sweep: "))
+		bad("Objective", "cannot work: %s", strings.TrimPrefix(err.Error(), "sweep: "))
 	}
 	top, most := s.High, maxRate
 	if s.Axis == AxisConcurrency {
@@ -296,13 +296,15 @@ func (s *Search) check(prefix string) error {
 	case s.Axis > AxisRate:
 		bad("Axis", "is %v: search AxisRate or AxisConcurrency", s.Axis)
 	case !(s.Low >= 0) || s.Low > most || (s.Axis == AxisConcurrency && !whole(s.Low)):
-		bad("Low", "is %g: give a %s from 0 to %g", s.Low, s.axis().unit(), most)
+		bad("Low", "is %g: give %s from 0 to %g", s.Low, s.axis().amount(), most)
 	case !(s.High >= 0) || s.High > most || (s.Axis == AxisConcurrency && !whole(s.High)):
-		bad("High", "is %g: give a %s up to %g, or 0 to measure it", s.High, s.axis().unit(), most)
+		bad("High", "is %g: give %s up to %g, or 0 for the default", s.High, s.axis().amount(), most)
+	case s.High == 0 && top > 0 && top <= s.Low:
+		bad("High", "is 0, which means Throughput (%g streams), not above Low (%g): the search's range is empty", top, s.Low)
 	case top > 0 && top <= s.Low:
 		bad("High", "is %g, not above Low (%g): the search's range is empty", top, s.Low)
 	case !(s.Step >= 0) || math.IsInf(s.Step, 0) || (s.Axis == AxisConcurrency && !whole(s.Step)):
-		bad("Step", "is %g: give a resolution in %s above 0, or 0 for a twentieth of the range", s.Step, s.axis().unit())
+		bad("Step", "is %g: give %s above 0, or 0 for a twentieth of the range", s.Step, s.axis().amount())
 	}
 	if s.MaxRuns < 0 {
 		bad("MaxRuns", "is %d: give 1 or more, or 0 for %d", s.MaxRuns, DefaultMaxRuns)
