@@ -87,7 +87,9 @@ type Benchmark struct {
 	// Rates (on the same axis), for the highest level whose runs meet
 	// Objective, as a [Search] does: between Low and High, to within Step,
 	// in at most MaxRuns runs (0 means DefaultMaxRuns). On the
-	// concurrency axis, the three are whole streams.
+	// concurrency axis, the three are whole streams. A level the runs
+	// before it ran is not run again: the search takes that run as its
+	// own.
 	Search          Axis
 	Low, High, Step float64
 	MaxRuns         int

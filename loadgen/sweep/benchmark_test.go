@@ -230,3 +230,23 @@ func TestReadResultsWithoutAxis(t *testing.T) {
 	_, err = sweep.ReadResults(strings.NewReader(`{"schema": "llmload.bench/v1.2", "axis": "diagonal", "runs": []}`))
 	assert.ErrorContains(t, err, `"diagonal"`)
 }
+
+// A search of rates after runs at listed rates takes the run at a rate it
+// would probe as its own, the top of its range here, instead of repeating
+// it; the document says the axis in req/s.
+func TestBenchmarkRateSearchTakesTheRatesRuns(t *testing.T) {
+	b := &sweep.Benchmark{Target: fastTarget(t, 8), Rates: []float64{50, 100}, Open: loadgen.Open{Arrival: loadgen.Constant},
+		Search: sweep.AxisRate, High: 100, Objective: sweep.Objective{SLO: metrics.SLO{Latency: time.Hour}}}
+	res, err := b.Run(t.Context())
+	require.NoError(t, err)
+	require.Len(t, res.Runs, 2, "no run of its own")
+	assert.Equal(t, []float64{50, 100}, []float64{rateOf(res.Runs[0]), rateOf(res.Runs[1])})
+	f := res.Search
+	assert.Equal(t, sweep.AxisRate, res.Axis)
+	assert.Equal(t, sweep.AxisRate, f.Axis)
+	assert.Equal(t, 100.0, f.Rate)
+	assert.Equal(t, 1, f.Below)
+	var table bytes.Buffer
+	require.NoError(t, res.Write(&table, "table"))
+	assert.Contains(t, table.String(), "Highest rate meeting the objective: 100 req/s — met at the top of the range, 100 req/s: the range, not the objective, bounds the rate.")
+}

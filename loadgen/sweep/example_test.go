@@ -49,8 +49,9 @@ func ExampleSweep() {
 
 // A benchmark of a simulated server by concurrency: a closed loop of 1, 2
 // and 4 streams, each sending 8 synthetic requests, then a search for the
-// most streams whose requests all end within an hour (every level does, so
-// the range bounds the answer).
+// most streams whose requests end within an hour. Every level does, so the
+// range bounds the answer, and the search takes the run of 4 streams, the
+// top of its range, as its own.
 func ExampleBenchmark() {
 	srv := loadgentest.NewServer(loadgentest.FastProfile())
 	defer srv.Close()
@@ -73,12 +74,12 @@ func ExampleBenchmark() {
 	for _, r := range res.Runs {
 		fmt.Printf("%-13v completed %d, met %v\n", r.Load, r.Summary.Completed, r.Met)
 	}
-	fmt.Println("found:", res.Search.Concurrency, "streams:", res.Search.Reason)
+	f := res.Search
+	fmt.Printf("found %d streams, run %d: %s\n", f.Concurrency, f.Below+1, f.Reason)
 	// Output:
 	// slo concurrency of synthetic prompts, 64 tokens in, 8 out
 	// concurrency 1 completed 8, met true
 	// concurrency 2 completed 8, met true
 	// concurrency 4 completed 8, met true
-	// concurrency 4 completed 8, met true
-	// found: 4 streams: met at the top of the range, 4 streams: the range, not the objective, bounds the concurrency
+	// found 4 streams, run 3: met at the top of the range, 4 streams: the range, not the objective, bounds the concurrency
 }

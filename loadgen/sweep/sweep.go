@@ -333,6 +333,7 @@ func (s *Search) runOn(rn *runner) (*Found, error) {
 		r, err := rn.do(load, load.String())
 		return r.Met, err
 	}
+	b.earlier = s.earlier(rn.runs)
 	if b.hi == 0 {
 		through, err := rn.do(loadgen.Closed{Streams: s.Throughput}, "throughput")
 		b.budget--
@@ -352,6 +353,32 @@ func (s *Search) runOn(rn *runner) (*Found, error) {
 		b.step = defaultStep(axis, b.lo, b.hi)
 	}
 	return b.run()
+}
+
+// earlier indexes the runs of runs that a probe of the search would
+// repeat, by level: closed loops of so many streams, without a ramp or
+// pauses, for a search of concurrency; open loops as s.Open at some rate
+// (of any seed, if s.Open has none) for a search of rates.
+func (s *Search) earlier(runs []Result) map[float64]int {
+	m := map[float64]int{}
+	for i, r := range runs {
+		switch l := r.Load.(type) {
+		case loadgen.Closed:
+			if s.Axis == AxisConcurrency && l.Ramp == 0 && l.Pause == nil {
+				m[float64(max(l.Streams, 1))] = i
+			}
+		case loadgen.Open:
+			o := s.Open
+			o.Rate = l.Rate
+			if o.Seed == 0 {
+				o.Seed = l.Seed
+			}
+			if s.Axis == AxisRate && o == l {
+				m[l.Rate] = i
+			}
+		}
+	}
+	return m
 }
 
 // withDefaults returns the search with its defaults: its Axis, Throughput
@@ -391,13 +418,26 @@ type bisection struct {
 	start        int                           // rn's runs before the search's
 	measured     bool                          // hi is the capacity a throughput run measured
 	probe        func(x float64) (bool, error) // runs level x and reports whether it met
+	earlier      map[float64]int               // the runs before the search, by level, that it takes as its own
 }
 
 // run runs the search and returns its answer.
 func (b *bisection) run() (*Found, error) {
 	f := &Found{Objective: b.rn.obj, Axis: b.axis, Step: b.step, Below: -1, Above: -1}
-	last := func() int { return len(b.rn.runs) - 1 }
-	at := func(x float64) (bool, error) { b.budget--; return b.probe(x) }
+	// at runs level x, or finds its run among the runs before the search,
+	// and reports whether it met; last is the index of that run.
+	idx := -1
+	at := func(x float64) (bool, error) {
+		if i, ok := b.earlier[x]; ok {
+			idx = i
+			return b.rn.runs[i].Met, nil
+		}
+		b.budget--
+		met, err := b.probe(x)
+		idx = len(b.rn.runs) - 1
+		return met, err
+	}
+	last := func() int { return idx }
 	lo, hi := b.lo, b.hi
 	// The top of the range first: if it is met, nothing above it can be
 	// asked for.
