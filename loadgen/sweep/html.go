@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"cmp"
 	_ "embed"
 	"fmt"
 	"html/template"
@@ -40,11 +41,7 @@ func (r *Results) writeHTML(w io.Writer) error {
 		page.Objective = r.Objective.String()
 	}
 	if f := r.Search; f != nil {
-		if f.Rate > 0 {
-			page.Answer = fmt.Sprintf("Highest rate meeting the objective: %.4g req/s — %s.", f.Rate, f.Reason)
-		} else {
-			page.Answer = "No rate met the objective — " + f.Reason + "."
-		}
+		page.Answer = f.answer()
 	}
 	page.Pooled = r.pooled()
 	for _, run := range withModels(r.Runs) {
@@ -125,25 +122,27 @@ type htmlRow struct {
 	Energy                      []string // GPU J, mean W, tok/J, J/tok and $/M tok
 }
 
-// curves are the latency–throughput curves of the runs, by request rate.
+// curves are the latency–throughput curves of the runs: by the requests a
+// second each completed (its Capacity) or, for runs that vary their
+// concurrency (Results.Axis), by their streams.
 func (r *Results) curves() []chart.Chart {
-	runs := slices.Clone(r.Runs)
-	runs = slices.DeleteFunc(runs, func(x Result) bool { return x.Capacity <= 0 })
-	slices.SortStableFunc(runs, func(a, b Result) int {
-		switch {
-		case a.Capacity < b.Capacity:
-			return -1
-		case a.Capacity > b.Capacity:
-			return 1
+	axis, x := AxisRate, func(run Result) float64 { return run.Capacity }
+	if r.Axis == AxisConcurrency {
+		axis, x = AxisConcurrency, func(run Result) float64 {
+			if c, ok := run.Load.(loadgen.Closed); ok {
+				return float64(max(c.Streams, 1))
+			}
+			return 0
 		}
-		return 0
-	})
+	}
+	runs := slices.DeleteFunc(slices.Clone(r.Runs), func(run Result) bool { return !(x(run) > 0) })
+	slices.SortStableFunc(runs, func(a, b Result) int { return cmp.Compare(x(a), x(b)) })
 	if len(runs) < 2 {
 		return nil
 	}
 	mark := -1.0
-	if r.Search != nil && r.Search.Rate > 0 {
-		mark = r.Search.Rate
+	if r.Search != nil && r.Search.level() > 0 {
+		mark = r.Search.level()
 	}
 	var charts []chart.Chart
 	kinds := []struct {
@@ -164,20 +163,29 @@ func (r *Results) curves() []chart.Chart {
 			d := c.of(&run.Summary)
 			for i, v := range []time.Duration{d.P50, d.P99} {
 				msv := float64(v) / float64(time.Millisecond)
-				pts[i] = append(pts[i], chart.Point{X: run.Capacity, Y: msv,
-					Title: fmt.Sprintf("%s: %.2f req/s, %s %.2f ms", textsafe.Line(run.Label), run.Capacity, []string{"p50", "p99"}[i], msv)})
+				at := fmt.Sprintf("%.2f req/s", x(run))
+				if axis == AxisConcurrency {
+					at = axis.level(x(run))
+				}
+				pts[i] = append(pts[i], chart.Point{X: x(run), Y: msv,
+					Title: fmt.Sprintf("%s: %s, %s %.2f ms", textsafe.Line(run.Label), at, []string{"p50", "p99"}[i], msv)})
 			}
 		}
-		charts = append(charts, newChart(c.title, c.caption, []string{"median", "99th percentile"}, pts[:], mark))
+		charts = append(charts, newChart(c.title, c.caption, axis, []string{"median", "99th percentile"}, pts[:], mark))
 	}
 	return charts
 }
 
-// newChart lays out a chart of series of points: x linear from 0, y
-// linear from 0, or logarithmic when the values span more than a factor
-// of logSpan; mark, if positive, is the x of a search's answer.
-func newChart(title, caption string, names []string, series [][]chart.Point, mark float64) chart.Chart {
-	ch := chart.New(title, caption, "requests a second", "ms")
+// newChart lays out a chart of series of points: x (levels of axis)
+// linear from 0, y linear from 0, or logarithmic when the values span more
+// than a factor of logSpan; mark, if positive, is the x of a search's
+// answer.
+func newChart(title, caption string, axis Axis, names []string, series [][]chart.Point, mark float64) chart.Chart {
+	xLabel := "requests a second"
+	if axis == AxisConcurrency {
+		xLabel = "streams"
+	}
+	ch := chart.New(title, caption, xLabel, "ms")
 	xMax, yMin, yMax := max(mark, 0), math.Inf(1), 0.0
 	for _, s := range series {
 		for _, p := range s {
@@ -200,7 +208,7 @@ func newChart(title, caption string, names []string, series [][]chart.Point, mar
 	}
 	if mark > 0 {
 		ch.Mark = math.Round(x(mark)*10) / 10
-		ch.MarkLabel = fmt.Sprintf("highest rate meeting the objective: %.4g req/s", mark)
+		ch.MarkLabel = fmt.Sprintf("highest %s meeting the objective: %s", axis, axis.level(mark))
 	}
 	return ch
 }

@@ -21,8 +21,10 @@ import (
 // document of another major version.
 //
 // v1.1 moved the API from the server's object to the document's: a v1
-// document reads with its API where it was.
-const Schema = "llmload.bench/v1.1"
+// document reads with its API where it was. v1.2 says the axis the runs
+// vary along (Results.Axis, Found.Axis) and a search's answer in streams
+// (Found.Concurrency): a document without them searched rates.
+const Schema = "llmload.bench/v1.2"
 
 // Results are a benchmark's runs against one server: a single load, a
 // sweep, or a search. It is one Go value, and as JSON (see
@@ -46,6 +48,11 @@ type Results struct {
 	// ("concurrency", "constant", "poisson", "gamma"), "trace", "sweep"
 	// or "slo".
 	Profile string `json:"profile"`
+	// Axis is what the runs' loads vary along: concurrency (closed loops
+	// of so many streams) or rate (open loops of so many requests a
+	// second); none for a schedule's. A sweep or a search written before
+	// it was kept reads as AxisRate.
+	Axis Axis `json:"axis,omitempty"`
 	// Seed is the seed of the prompts' text, their lengths and the
 	// arrivals, when one seed made them all: given again, it repeats them.
 	Seed uint64 `json:"seed,omitempty"`
@@ -175,6 +182,13 @@ func ReadResults(rd io.Reader) (*Results, error) {
 				return nil, fmt.Errorf("sweep: read results: run %d (%q) counts failures of an unknown kind %q", i+1, run.Label, k)
 			}
 		}
+	}
+	// A sweep or a search written before the axis was kept varied rates.
+	if r.Axis == 0 && (r.Profile == "sweep" || r.Profile == "slo") {
+		r.Axis = AxisRate
+	}
+	if r.Search != nil && r.Search.Axis == 0 {
+		r.Search.Axis = AxisRate
 	}
 	// A v1 document kept the API in the server's object.
 	var v1 struct {

@@ -172,6 +172,9 @@ func Run(ctx context.Context, target Target, load loadgen.Load, label string, ob
 	if load == nil {
 		return Result{Label: label}, errors.New("sweep: the load is nil: give a loadgen.Closed, Open or Schedule")
 	}
+	if target == nil {
+		return Result{Label: label, Load: load}, errors.New("sweep: the Target is nil: give the function that makes the run's Generator")
+	}
 	g, err := target(load)
 	if err != nil {
 		return Result{Label: label, Load: load}, err

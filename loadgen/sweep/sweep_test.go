@@ -170,7 +170,7 @@ func TestResultsDocument(t *testing.T) {
 	runs := res.Runs
 	res.Server = capacity.Server{URL: "simulator", Simulated: true, Speed: 1, Profile: "fast"}
 	res.Workload = "synthetic prompts"
-	res.Search = &sweep.Found{Rate: rateOf(runs[2]), Low: 1, High: 2, Below: 2, Above: -1, Reason: "a test"}
+	res.Search = &sweep.Found{Axis: sweep.AxisRate, Rate: rateOf(runs[2]), Low: 1, High: 2, Below: 2, Above: -1, Reason: "a test"}
 	res.Objective = &sweep.Objective{SLO: metrics.SLO{TTFT: time.Second}}
 	res.Notes = []string{"a note \x1b[31mred\x1b[0m"}
 

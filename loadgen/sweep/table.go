@@ -78,11 +78,7 @@ func (r *Results) writeTable(w io.Writer) error {
 		}
 	}
 	if f := r.Search; f != nil {
-		if f.Rate > 0 {
-			fmt.Fprintf(bw, "\nHighest rate meeting the objective: %.4g req/s — %s.\n", f.Rate, f.Reason)
-		} else {
-			fmt.Fprintf(bw, "\nNo rate met the objective — %s.\n", f.Reason)
-		}
+		fmt.Fprintf(bw, "\n%s\n", f.answer())
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(bw, "Note: %s\n", textsafe.Line(n))
@@ -104,6 +100,18 @@ func (r *Results) what() string {
 		p = "Sweep"
 	case "slo":
 		p = "SLO search"
+		if r.Axis == AxisConcurrency {
+			p += " over concurrency"
+		}
+	case "concurrency", "constant", "poisson", "gamma":
+		switch {
+		case len(r.Runs) > 1 && r.Axis == AxisConcurrency:
+			p = "Concurrency sweep"
+		case len(r.Runs) > 1 && r.Axis == AxisRate:
+			p = "Rate sweep"
+		default:
+			p = "Benchmark"
+		}
 	case "trace":
 		p = "Replay"
 	default:
