@@ -569,8 +569,8 @@ func TestRogueLeader(t *testing.T) {
 	}{
 		{"key", keyFlags, "API key (-api-key-env LLMLOAD_TEST_KEY) goes only to a server given here"},
 		{"any header", []string{"-header", "X-Route: blue"}, "-header X-Route goes only to a server given here"},
-		{"key and headers", append([]string{"-header", "X-Route: blue", "-header", "Authorization: Bearer " + headerKey}, keyFlags...),
-			"API key (-api-key-env LLMLOAD_TEST_KEY) and -header Authorization, X-Route goes only"},
+		{"key and headers", append([]string{"-header", "X-Route: blue", "-header", "X-Auth-Token: " + headerKey}, keyFlags...),
+			"API key (-api-key-env LLMLOAD_TEST_KEY) and -header X-Auth-Token, X-Route goes only"},
 	} {
 		t.Run("refused "+tc.name, func(t *testing.T) {
 			code, out, _ := follower(t, tc.flags...)
