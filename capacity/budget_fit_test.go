@@ -722,6 +722,7 @@ func TestMemoryModelFit(t *testing.T) {
 // blocks at least rangeCoverage of the held-out rows logged
 // (go test ./capacity -run TestStartupLogsHeldOutSettings -v).
 func TestStartupLogsHeldOutSettings(t *testing.T) {
+	longtest.Skip(t)
 	rows := loadBudgetRows(t)
 	groups, skipped := holdOutGroups(rows)
 	held := make([]heldOutGroup, len(groups))

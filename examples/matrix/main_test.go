@@ -208,6 +208,7 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool) bool {
 // it with a real SIGINT in the middle of a cell, checks the results file,
 // and finishes the run with -resume.
 func TestInterruptAndResume(t *testing.T) {
+	longtest.Skip(t)
 	if testing.Short() {
 		t.Skip("builds and runs the command")
 	}
