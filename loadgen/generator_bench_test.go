@@ -474,7 +474,16 @@ func measureStreamMemory(tb testing.TB, baseURL string, n int, newTransport func
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	time.Sleep(time.Second) // about 100 chunks a stream: buffers and stacks at their working size
+	// About 100 chunks a stream more: buffers and stacks at their working
+	// size.
+	for from := g.Progress().Tokens; g.Progress().Tokens-from < int64(100*n); {
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			tb.Fatalf("after a minute only %d tokens of %d streams", g.Progress().Tokens-from, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	during := readMemInUse()
 	p := g.Progress()
 	cancel()

@@ -228,10 +228,14 @@ func endingServer(t *testing.T, framing string, reset bool) string {
 					return
 				}
 				io.Copy(io.Discard, req.Body)
+				registered := pollStreams.Load()
 				if _, err := io.WriteString(c, header); err != nil {
 					return
 				}
-				time.Sleep(50 * time.Millisecond) // the client reads the headers and registers its stream
+				// The client reads the headers and registers its stream.
+				for deadline := time.Now().Add(5 * time.Second); pollStreams.Load() <= registered && time.Now().Before(deadline); {
+					time.Sleep(time.Millisecond)
+				}
 				if reset {
 					io.WriteString(c, body)
 					c.SetLinger(0) // Close sends an RST

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -118,7 +120,9 @@ func TestStampedConnEndsLikeAConn(t *testing.T) {
 			_, err := client.Read(make([]byte, 8))
 			done <- err
 		}()
-		time.Sleep(50 * time.Millisecond)
+		for deadline := time.Now().Add(5 * time.Second); !readBlocked() && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
 		client.Close()
 		select {
 		case err := <-done:
@@ -197,4 +201,17 @@ func TestArrivalAcrossAClockStep(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readBlocked reports whether a goroutine waits for the network in a
+// stampedConn's Read.
+func readBlocked() bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, "[IO wait") && strings.Contains(g, "(*stampedConn).Read") {
+			return true
+		}
+	}
+	return false
 }

@@ -209,11 +209,12 @@ func TestStreamTransportCloseUnblocksRead(t *testing.T) {
 	resp, err := hc.Post(srv.URL, "application/json", strings.NewReader("{}"))
 	require.NoError(t, err)
 	read := make(chan error, 1)
+	var got atomic.Int64
 	go func() {
-		_, err := io.Copy(io.Discard, resp.Body)
+		_, err := io.Copy(countingWriter{&got}, resp.Body)
 		read <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	eventually(t, func() bool { return got.Load() > 0 }, "the reader reads the stream")
 	require.NoError(t, resp.Body.Close())
 	select {
 	case err := <-read:
@@ -228,6 +229,14 @@ func TestStreamTransportCloseUnblocksRead(t *testing.T) {
 	}
 	_, err = resp.Body.Read(make([]byte, 1))
 	assert.Error(t, err, "reading a closed body")
+}
+
+// countingWriter discards what it is written and counts its bytes.
+type countingWriter struct{ n *atomic.Int64 }
+
+func (w countingWriter) Write(p []byte) (int, error) {
+	w.n.Add(int64(len(p)))
+	return len(p), nil
 }
 
 func TestStreamTransportRefusesOtherSchemes(t *testing.T) {

@@ -94,6 +94,7 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 				cr.gpus.Mark(w)
 			}
 			streams.mark(w.Start, w.End)
+			cr.r.logf("  warmed up: the window opens in %v, for %v", max(time.Until(w.Start), 0).Round(time.Millisecond), w.End.Sub(w.Start))
 		},
 	}
 	if on := cr.r.OnRequest; on != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"flag"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/headless"
+	"github.com/llmload/llmload/internal/logbuffer"
 	"github.com/llmload/llmload/internal/longtest"
 	"github.com/llmload/llmload/internal/matrixcmd"
 	"github.com/llmload/llmload/internal/tokencount"
@@ -215,10 +217,14 @@ func TestInterruptAndResume(t *testing.T) {
 	bin := buildMatrix(t)
 	dir := t.TempDir()
 	results := filepath.Join(dir, "r.json")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	live := ln.Addr().String()
+	ln.Close()
 	args := []string{"-contexts", "0", "-concurrency", "1,2,4,8", "-prefill", "", "-duration", "30s", "-max-tokens", "2048",
-		"-speed", "20", "-results", results, "-quiet", "-format", "json"}
+		"-speed", "20", "-results", results, "-format", "json", "-metrics-listen", live}
 	cmd := exec.Command(bin, args...)
-	var stderr bytes.Buffer
+	var stderr logbuffer.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	finished := func() int {
@@ -239,9 +245,28 @@ func TestInterruptAndResume(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("no cell finished: %s", stderr.String())
 	}
-	time.Sleep(700 * time.Millisecond) // into the next cell's window
+	// Into the next cell's window: it opened, and the cell's 2 streams
+	// have 200 tokens more since.
+	tokens := func() (float64, bool) {
+		v, ok := scrapeCells(t, "http://"+live+"/metrics")[[2]string{"0 × 2", ""}]
+		return v[1], ok
+	}
+	var base float64
+	opened := func() (ok bool) {
+		if strings.Count(stderr.String(), "the window opens") < 2 {
+			return false
+		}
+		base, ok = tokens()
+		return ok
+	}
+	if !waitFor(t, 60*time.Second, opened) ||
+		!waitFor(t, 60*time.Second, func() bool { n, ok := tokens(); return ok && n-base >= 200 }) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the second cell's window did not open, or had no tokens: %s", stderr.String())
+	}
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	err := cmd.Wait()
+	err = cmd.Wait()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)
 	assert.Equal(t, 1, exit.ExitCode(), stderr.String())
@@ -291,11 +316,14 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 	require.NoError(t, build.Run())
 	results := filepath.Join(t.TempDir(), "r.json")
 	cmd := exec.Command(bin, "-contexts", "0", "-concurrency", "1", "-prefill", "", "-duration", "600s", "-speed", "1", "-results", results, "-quiet")
+	var stderr logbuffer.Buffer
+	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
+	// The plan is saved: the run is under way, and its clean-up saves.
 	waitFor(t, 30*time.Second, func() bool { _, err := os.Stat(results); return err == nil })
-	time.Sleep(500 * time.Millisecond)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	time.Sleep(300 * time.Millisecond)
+	// The first interrupt is taken: the clean-up, and its slow save, began.
+	require.True(t, waitFor(t, 10*time.Second, func() bool { return strings.Contains(stderr.String(), "again to quit at once") }), stderr.String())
 	sent := time.Now()
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	done := make(chan error, 1)

@@ -326,16 +326,16 @@ func TestShardedRunFaults(t *testing.T) {
 	f1 := startShard(t, bin, "-join", url, "-name", "f1", "-fleet-token-env", fleetTokenEnv)
 	f2 := startShard(t, bin, "-join", url, "-name", "f2", "-fleet-token-env", fleetTokenEnv)
 
-	// Into the first cell's window, then kill f2.
+	// Into the first cell's window (half a second of its 4 streams'
+	// tokens), then kill f2.
 	leader.until(t, 30*time.Second, `cell 1 of 3`)
-	f2.until(t, 60*time.Second, `cell 1: the window opens`)
-	time.Sleep(time.Second)
+	srv.intoWindow(t, f2, 1, 200)
 	require.NoError(t, f2.cmd.Process.Kill())
-	// Into the third cell, then stop the leader as Kubernetes stops a
-	// pod: SIGTERM, which the command takes as Ctrl-C.
+	// Into the third cell's window (half a second of its 8 streams'
+	// tokens), then stop the leader as Kubernetes stops a pod: SIGTERM,
+	// which the command takes as Ctrl-C.
 	leader.until(t, 60*time.Second, `cell 3 of 3`)
-	f1.until(t, 60*time.Second, `cell 3: the window opens`)
-	time.Sleep(time.Second)
+	srv.intoWindow(t, f1, 3, 400)
 	require.NoError(t, leader.cmd.Process.Signal(syscall.SIGTERM))
 
 	assert.Equal(t, 1, leader.wait(t, 20*time.Second), "an interrupted run exits 1: %s", leader.log.String())
@@ -372,10 +372,31 @@ func TestShardedRunFaults(t *testing.T) {
 	assert.True(t, third.Measurement.Partial)
 }
 
-// LaunchAndWarmup is how long a cell of leaderArgs takes from its start
-// to well inside its window: the launch a second ahead, the warm-up, the
-// window's start half a second after it.
-const LaunchAndWarmup = 3 * time.Second
+// intoWindow waits until the follower p logs when cell's window opens,
+// then until the server has written tokens output tokens since it opened.
+func (s *pacedServer) intoWindow(t *testing.T, p *shardProc, cell int, tokens int64) {
+	t.Helper()
+	in, err := time.ParseDuration(p.until(t, 60*time.Second, fmt.Sprintf(`cell %d: the window opens in (\S+)`, cell))[1])
+	require.NoError(t, err)
+	opens := time.Now().Add(in) // the line was written before now: the window is open by then
+	deadline := time.Now().Add(60 * time.Second)
+	base := int64(-1)
+	for {
+		if now := time.Now(); !now.Before(opens) {
+			written := s.handler.Stats().WrittenTokens
+			if base < 0 {
+				base = written
+			}
+			if written-base >= tokens {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d tokens in 60 s of cell %d's window", tokens, cell)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
 
 // TestFollowerStopsWhenTheLeaderDies: a follower whose leader is killed
 // stops its streams and exits with an error, without hanging.
@@ -389,8 +410,8 @@ func TestFollowerStopsWhenTheLeaderDies(t *testing.T) {
 	leader := startShard(t, bin, leaderArgs(srv.URL+"/v1", filepath.Join(t.TempDir(), "r.json"), 2, "4", 30*time.Second)...)
 	url := joinURL(t, leader)
 	f := startShard(t, bin, "-join", url, "-name", "f1", "-fleet-token-env", fleetTokenEnv)
-	f.until(t, 30*time.Second, `cell 1: `)
-	time.Sleep(LaunchAndWarmup)
+	// Inside its window: half a second of its 4 streams' tokens.
+	srv.intoWindow(t, f, 1, 200)
 	require.NoError(t, leader.cmd.Process.Kill())
 	killed := time.Now()
 	assert.Equal(t, 1, f.wait(t, 20*time.Second), f.log.String())

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,7 +70,11 @@ func TestServeStreamsAndShutsDown(t *testing.T) {
 		_, err := c.Do(context.Background(), &loadgen.Request{Model: "my-model", Prompt: "go on", MaxTokens: 30_000, IgnoreEOS: true})
 		long <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	// It runs, and has tokens: more than the two requests before made.
+	metrics := "http://" + ln.Addr().String() + "/metrics"
+	require.Eventually(t, func() bool {
+		return metric(t, metrics, "vllm:num_requests_running") == 1 && metric(t, metrics, "vllm:generation_tokens_total") > 40
+	}, 10*time.Second, 10*time.Millisecond, "the long stream runs at the server")
 	stop()
 	select {
 	case err := <-served:
@@ -82,6 +89,30 @@ func TestServeStreamsAndShutsDown(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stream in flight did not end within 10 s of the server stopping")
 	}
+}
+
+// metric reads the value of the metric called name from the server's
+// /metrics at url; -1 if it cannot.
+func metric(t *testing.T, url, name string) float64 {
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Log(err)
+		return -1
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Log(err)
+		return -1
+	}
+	for line := range strings.Lines(string(b)) {
+		if key, value, ok := strings.Cut(strings.TrimSpace(line), " "); ok && strings.HasPrefix(key, name+"{") {
+			if v, err := strconv.ParseFloat(value, 64); err == nil {
+				return v
+			}
+		}
+	}
+	return -1
 }
 
 func TestServeRefusesBadFlags(t *testing.T) {

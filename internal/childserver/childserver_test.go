@@ -54,8 +54,11 @@ func serve(mode string) int {
 	}
 	crashed := make(chan struct{})
 	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "pid "+fmt.Sprint(os.Getpid()))
+		answer := "pid " + fmt.Sprint(os.Getpid())
+		w.Header().Set("Content-Length", fmt.Sprint(len(answer)))
+		io.WriteString(w, answer)
 		if mode == "crash" {
+			http.NewResponseController(w).Flush() // the whole answer is out
 			close(crashed)
 		}
 	}))
@@ -64,7 +67,6 @@ func serve(mode string) int {
 	case <-ctx.Done():
 		return 0
 	case <-crashed:
-		time.Sleep(10 * time.Millisecond) // the answer goes out
 		return 2
 	}
 }

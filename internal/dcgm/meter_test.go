@@ -39,6 +39,13 @@ func (tr *truth) poll(ctx context.Context, srv *loadgentest.Server) {
 	}
 }
 
+// past reports whether the ground truth was read after t.
+func (tr *truth) past(t time.Time) bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return len(tr.ts) > 0 && tr.ts[len(tr.ts)-1].After(t)
+}
+
 func (tr *truth) at(t time.Time) float64 {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
@@ -94,7 +101,11 @@ func TestMeterAgainstSimulator(t *testing.T) {
 		w := metrics.Window{Start: time.Now().Add(150 * time.Millisecond)}
 		w.End = w.Start.Add(time.Second)
 		m.Mark(w)
-		time.Sleep(time.Until(w.End) + 5*time.Millisecond)
+		// The window over, and the ground truth read past its end.
+		time.Sleep(time.Until(w.End))
+		for deadline := time.Now().Add(5 * time.Second); !tr.past(w.End) && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
 		e, err := m.Energy(ctx, w, 1000, 3)
 		require.NoError(t, err)
 		want := tr.at(w.End) - tr.at(w.Start)

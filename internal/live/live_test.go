@@ -104,7 +104,6 @@ func TestScrapeDuringRun(t *testing.T) {
 	var inFlight, tokens, ttft float64
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
 		fams := scrape(t, url)
 		inFlight, _ = value(fams["llmload_requests_in_flight"], cell)
 		tokens, _ = value(fams["llmload_output_tokens_total"], cell)
@@ -112,6 +111,7 @@ func TestScrapeDuringRun(t *testing.T) {
 		if inFlight > 0 && tokens > 0 && ttft > 0 {
 			break
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	assert.Positive(t, inFlight, "requests in flight, mid-run")
 	assert.Positive(t, tokens, "tokens so far")

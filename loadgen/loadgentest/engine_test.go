@@ -423,7 +423,12 @@ func decodeThroughput(t *testing.T, speed float64, batch int) (measured, predict
 	if speed == 1 {
 		window = 1500 * time.Millisecond
 	}
-	time.Sleep(50*time.Millisecond + window)
+	// The streams decode in one batch: a step past 50 ms and a window
+	// after the last first token writes a token to every stream.
+	end := time.Now().Add(50*time.Millisecond + window)
+	waitFor(t, 10*time.Second+2*window, "a step past the window", func() bool {
+		return srv.Truth().Tokens(end, end.Add(time.Hour)) >= batch
+	})
 	cancel()
 	wg.Wait()
 

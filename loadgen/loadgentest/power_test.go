@@ -91,13 +91,16 @@ func TestDCGMExporter(t *testing.T) {
 	before := srv.Handler.Stats().Joules
 	first := sum(idle["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]) / 1000
 	assert.LessOrEqual(t, first, before+1e-6)
-	time.Sleep(200 * time.Millisecond)
+	// Until the ground truth has 20 J more: 200 ms at 100 W.
+	waiting := time.Now()
+	waitFor(t, 10*time.Second, "20 J drawn", func() bool { return srv.Handler.Stats().Joules >= before+20 })
+	waited := time.Since(waiting)
 	start := time.Now()
 	again, _ := dcgm(t, srv)
 	after := srv.Handler.Stats().Joules
 	second := sum(again["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]) / 1000
 	assert.InDelta(t, after, second, 100*(time.Since(start).Seconds()+0.001)+0.001, "the counter read is the ground truth, as of the millisecond it is stamped with")
-	assert.Greater(t, second-first, 100*0.2*0.99, "100 W for 200 ms at least")
+	assert.Greater(t, second-first, 100*waited.Seconds()*0.99, "100 W for the %v waited at least", waited)
 
 	// One request running: 10 + 90 + 5 W, at 10×, over two GPUs.
 	resp, err := post(t.Context(), srv, "/v1/completions", completion(simtokens.Prompt(10, "p"), 2000, true), nil)

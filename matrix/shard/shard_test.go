@@ -1,7 +1,6 @@
 package shard_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -134,20 +133,11 @@ func TestFleetLosesASilentFollower(t *testing.T) {
 	f := startFleet(t, spec, 2, time.Second)
 	r := &matrix.Runner{Spec: spec, Fleet: f.leader, Log: f.log,
 		Client: &loadgen.Client{HTTPClient: srv.Client()}}
-	// Silence follower 2 once the first cell's window is open.
+	// Silence follower 2 once the first cell's window is open and half a
+	// second of its tokens (4 streams at 100 tok/s) were written.
 	go func() {
-		deadline := time.After(30 * time.Second)
-		for {
-			select {
-			case <-deadline:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			if bytes.Contains([]byte(f.log.String()), []byte("cell 1: context 0 × 4")) {
-				time.Sleep(3 * time.Second) // launch, warm-up, into the window
-				f.cancel[1]()
-				return
-			}
+		if waitIntoWindow(t.Context(), f.leader, srv, 1, 200) {
+			f.cancel[1]()
 		}
 	}()
 	res, err := r.Run(t.Context())
@@ -225,13 +215,13 @@ func TestFleetLateJoinWaitsForTheNextCell(t *testing.T) {
 	}()
 	wg.Go(func() {
 		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(f.log.String(), "cell 1: context 0 × 4") {
+		// Into the cell's warm-up: every stream of cell 1 is at the server.
+		for !strings.Contains(f.log.String(), "cell 1: context 0 × 4") || srv.Handler.Stats().Running < 4 {
 			if time.Now().After(deadline) || ctx.Err() != nil {
 				return
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(2 * time.Second) // into the cell's warm-up
 		fw := &shard.Follower{Token: token, Leader: f.url, Name: "late", Log: late}
 		lateErr = fw.Run(ctx)
 	})
@@ -348,6 +338,27 @@ func TestFleetInterruptedBeforeTheWindow(t *testing.T) {
 	assert.False(t, res.Complete)
 }
 
+// waitIntoWindow waits until the window of the leader's cell seq is open
+// and srv has written tokens output tokens since it opened. It returns
+// false if ctx ends or a minute passes first.
+func waitIntoWindow(ctx context.Context, l *shard.Leader, srv *loadgentest.Server, seq int, tokens int64) bool {
+	base := int64(-1)
+	for deadline := time.Now().Add(time.Minute); ctx.Err() == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		start, open := shard.WindowStart(l, seq)
+		if !open || time.Now().Before(start) {
+			continue
+		}
+		written := srv.Handler.Stats().WrittenTokens
+		if base < 0 {
+			base = written
+		}
+		if written-base >= tokens {
+			return true
+		}
+	}
+	return false
+}
+
 // split is the split the leader makes of n streams over shards: as even
 // as possible, the first shards one more.
 func split(n, shards int) []int {
@@ -379,10 +390,9 @@ func TestCancelledLeaderBeforeAnyFollower(t *testing.T) {
 	var cancelled time.Time
 	go func() {
 		// The plan is printed and the leader waits for its followers.
-		for !strings.Contains(log.String(), "cell 1 of 1") && ctx.Err() == nil {
+		for !strings.Contains(log.String(), "waiting for 2 more followers") && ctx.Err() == nil {
 			time.Sleep(10 * time.Millisecond)
 		}
-		time.Sleep(200 * time.Millisecond)
 		cancelled = time.Now()
 		cancel(stop)
 	}()
@@ -413,11 +423,10 @@ func TestCancelledLeaderWithALostFollower(t *testing.T) {
 	stop := errors.New("interrupted")
 	var cancelled time.Time
 	go func() {
-		for !strings.Contains(f.log.String(), "the window opens") && ctx.Err() == nil {
-			time.Sleep(10 * time.Millisecond)
-		}
-		time.Sleep(700 * time.Millisecond) // into the window
-		f.cancel[0]()                      // the follower dies
+		// Into the window: a quarter of a second of its tokens (4
+		// streams at 100 tok/s) were written.
+		waitIntoWindow(ctx, f.leader, srv, 1, 100)
+		f.cancel[0]() // the follower dies
 		cancelled = time.Now()
 		cancel(stop) // and the leader is interrupted
 	}()
