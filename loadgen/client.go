@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/metrics"
@@ -286,7 +287,8 @@ type Chunk struct {
 type Response struct {
 	metrics.Timeline
 	// ID is the server's X-Request-Id response header (vLLM sends it with
-	// --enable-request-id-headers; llmload's simulator always does).
+	// --enable-request-id-headers; llmload's simulator always does), cut
+	// to its first 256 bytes followed by "…" when longer.
 	ID string
 	// Text and Reasoning are the whole content and reasoning of the first
 	// choice.
@@ -544,7 +546,7 @@ func (rs *requestState) answered(ctx context.Context, cancel context.CancelCause
 	arrivals, _ := resp.Body.(arrivalBody)
 	rs.tl.Headers = arrivalTime(arrivals, time.Now())
 	rs.tl.Sent = rs.sentBefore(rs.tl.Headers)
-	rs.tl.ID = resp.Header.Get("X-Request-Id")
+	rs.tl.ID = requestID(resp.Header.Get("X-Request-Id"))
 	if rs.id != nil {
 		*rs.id = rs.tl.ID
 	}
@@ -571,6 +573,26 @@ func (rs *requestState) answered(ctx context.Context, cancel context.CancelCause
 		return 0, &Error{Kind: metrics.KindNotEventStream, Err: notEventStream("POST "+c.urlOf(req), resp, nil, cancel)}
 	}
 	return label, nil
+}
+
+// maxRequestIDLen bounds the server's X-Request-Id as a request keeps it,
+// in bytes: ids in use (UUIDs, vLLM's "chatcmpl-" ids) are under 100, and
+// without a bound a hostile server could make every request's record as
+// large as its headers.
+const maxRequestIDLen = 256
+
+// requestID returns the server's X-Request-Id as the request keeps it: as
+// it came when it is at most maxRequestIDLen bytes, else its first
+// maxRequestIDLen bytes, cut at a character's start, followed by "…".
+func requestID(v string) string {
+	if len(v) <= maxRequestIDLen {
+		return v
+	}
+	n := maxRequestIDLen
+	for n > 0 && !utf8.RuneStart(v[n]) {
+		n--
+	}
+	return v[:n] + "…"
 }
 
 // An arrivalBody is a response body that knows when the bytes of its last

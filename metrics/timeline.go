@@ -138,7 +138,8 @@ type Timeline struct {
 
 	// Server holds the server's own timings of the request, where it
 	// reported them; ID is the server's id for it (its X-Request-Id
-	// header), to find it in the server's logs.
+	// header), to find it in the server's logs: loadgen keeps at most its
+	// first 256 bytes, followed by "…" when it was longer.
 	Server ServerTimings
 	ID     string
 	// Model is the model the request named, which a Recorder with
