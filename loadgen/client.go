@@ -443,6 +443,9 @@ type requestState struct {
 	answerEnd time.Time // when a whole answer (Embeddings, Rerank) came
 	done      bool
 	streamErr error
+	// timingsBad names the first server timing that was not a number of
+	// milliseconds; the request's server timings are then dropped.
+	timingsBad string
 }
 
 func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body []byte) error {
@@ -875,6 +878,9 @@ func (rs *requestState) onChunk(ch *chunk, t time.Time, wd *watchdog) (bool, err
 	if ch.timings.set {
 		rs.tl.Server = ch.timings.server()
 	}
+	if ch.timings.bad != "" && rs.timingsBad == "" {
+		rs.timingsBad = ch.timings.bad
+	}
 	if ch.finish != nil && rs.tl.FinishReason == "" {
 		rs.tl.FinishReason = decodeString(ch.finish)
 	}
@@ -924,7 +930,8 @@ func (rs *requestState) finish() {
 		rs.observe(rs.lastTime, pending) // no visible token ever came
 	}
 	tl.Source, tl.ExtraTokens = rs.count.source(tl.Chunks > 0)
-	tl.ReasoningTokens = rs.kinds.reasoningTokens(tl.ReasoningTokens, tl.OutputTokens())
+	tl.ReasoningTokens, tl.ReasoningOverclaim = rs.kinds.reasoningTokens(tl.ReasoningTokens, tl.OutputTokens())
+	rs.settleServer()
 }
 
 // readStatusError reads an error response's body (at most 64 KiB) for the

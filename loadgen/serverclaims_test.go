@@ -1,6 +1,7 @@
 package loadgen_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/metrics"
 )
 
 // The tests in this file hold the client to what it may believe of a
@@ -62,6 +64,183 @@ func TestRequestIDIsCapped(t *testing.T) {
 			}
 			assert.True(t, strings.HasSuffix(resp.ID, "…"), "marked as cut")
 			assert.True(t, strings.HasPrefix(id, strings.TrimSuffix(resp.ID, "…")), "its start")
+		}
+	})
+}
+
+// contentChunks writes one chat chunk a delta, then a finish and [DONE].
+func contentChunks(deltas ...string) string {
+	var b strings.Builder
+	for _, d := range deltas {
+		b.WriteString(tokenChunk(d))
+	}
+	return b.String() + finishChunk
+}
+
+// TestThinkTagsSplitAnywhere: <think> and </think> split at every place
+// over two deltas, and sent a character a delta, still part the reasoning
+// from the answer: the delta that closes the tag with no answer after it
+// is reasoning, the one that brings answer text is the first answer.
+func TestThinkTagsSplitAnywhere(t *testing.T) {
+	tr := transports[0].new
+	check := func(t *testing.T, deltas []string, reasoning, answer int) {
+		t.Helper()
+		c := claimServer(t, tr, nil, contentChunks(deltas...))
+		resp, err := c.Do(t.Context(), req())
+		require.NoError(t, err)
+		assert.Equal(t, reasoning+answer, resp.OutputTokens(), "%q", deltas)
+		assert.Equal(t, reasoning, resp.ReasoningTokens, "reasoning of %q", deltas)
+		assert.Equal(t, answer, resp.AnswerTokens(), "answer of %q", deltas)
+		assert.False(t, resp.FirstAnswer.IsZero(), "the first answer token of %q", deltas)
+		assert.Equal(t, strings.Join(deltas, ""), resp.Text)
+	}
+	const open, close = "<think>", "</think>"
+	for i := 1; i < len(open); i++ {
+		for j := 1; j < len(close); j++ {
+			t.Run(fmt.Sprintf("open=%s|%s/close=%s|%s", open[:i], open[i:], close[:j], close[j:]), func(t *testing.T) {
+				check(t, []string{open[:i], open[i:] + "plan", " more", close[:j], close[j:] + "The answer", " is 42"}, 4, 2)
+			})
+		}
+	}
+	t.Run("close split after reasoning text", func(t *testing.T) {
+		check(t, []string{"<think>plan", " done</th", "ink>\n\n", "The answer"}, 3, 1)
+	})
+	t.Run("a character a delta", func(t *testing.T) {
+		text := open + "plan" + close + "answer"
+		deltas := strings.Split(text, "")
+		check(t, deltas, len(open+"plan"+close), len("answer"))
+	})
+	t.Run("a start of the tag that is not one", func(t *testing.T) {
+		check(t, []string{"<th", "ank you", " all"}, 1, 2)
+	})
+}
+
+// reasoningUsage is a chat chunk with the usage given: completion tokens,
+// and reasoning tokens among them.
+func reasoningUsage(completion, reasoning int) string {
+	return fmt.Sprintf(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":%d,"total_tokens":%d,"completion_tokens_details":{"reasoning_tokens":%d}}}`+"\n\n", completion, completion+3, reasoning)
+}
+
+// TestReasoningOverclaimIsRecorded: usage that claims more reasoning
+// tokens than the output (10 of 3 completion tokens, or of the 4 deltas
+// seen) keeps the reasoning count within the output and says by how much
+// the claim went beyond it, per request and in a recorder's summary; a
+// claim that can be true is not flagged.
+func TestReasoningOverclaimIsRecorded(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, tr func(int) http.RoundTripper) {
+		for _, tc := range []struct {
+			name                    string
+			body                    string
+			output, reasoning, over int
+		}{
+			{"more than completion_tokens", tokenChunk("a") + tokenChunk("b") + tokenChunk("c") + reasoningUsage(3, 10) + finishChunk, 3, 3, 7},
+			{"more than the deltas seen", tokenChunk("a") + tokenChunk("b") + tokenChunk("c") + tokenChunk("d") + reasoningUsage(2, 9) + finishChunk, 4, 4, 5},
+			{"within the output", tokenChunk("a") + tokenChunk("b") + tokenChunk("c") + reasoningUsage(3, 2) + finishChunk, 3, 2, 0},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				c := claimServer(t, tr, nil, tc.body)
+				resp, err := c.Do(t.Context(), req())
+				require.NoError(t, err)
+				assert.Equal(t, tc.output, resp.OutputTokens())
+				assert.Equal(t, tc.reasoning, resp.ReasoningTokens, "within the output")
+				assert.Equal(t, tc.over, resp.ReasoningOverclaim, "the claim beyond the output")
+				var rec metrics.Recorder
+				rec.Record(&resp.Timeline)
+				assert.Equal(t, min(tc.over, 1), rec.Recording(metrics.ScopeAll).Summary.ReasoningOverclaimed)
+			})
+		}
+	})
+}
+
+// metricsChunk is a last chat chunk with a finish reason and vLLM's
+// per-request metrics object, its members as given.
+func metricsChunk(members string) string {
+	return `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":""},"finish_reason":"stop"}],"metrics":{` + members + "}}\n\ndata: [DONE]\n\n"
+}
+
+// recordOne records tl alone and returns the recorder's summary of it.
+func recordOne(tl *metrics.Timeline) metrics.Summary {
+	var rec metrics.Recorder
+	rec.Record(tl)
+	return rec.Recording(metrics.ScopeAll).Summary
+}
+
+// TestBadServerTimingsAreDropped: a server timing that is not a
+// non-negative number of milliseconds (Python's NaN and Infinity, which are
+// not JSON, a string, a negative number) never fails the request: the
+// request's server timings are dropped, with the reason, and a recorder
+// counts the request. NaN in a member the client does not read drops
+// nothing; null is a timing not measured.
+func TestBadServerTimingsAreDropped(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, tr func(int) http.RoundTripper) {
+		for _, tc := range []struct {
+			members string
+			dropped bool
+		}{
+			{`"queue_time_ms":NaN,"time_to_first_token_ms":0.01,"generation_time_ms":0.01`, true},
+			{`"queue_time_ms":0.01,"time_to_first_token_ms":Infinity`, true},
+			{`"queue_time_ms":0.01,"generation_time_ms":-Infinity`, true},
+			{`"queue_time_ms":"soon","time_to_first_token_ms":0.01`, true},
+			{`"queue_time_ms":-1,"time_to_first_token_ms":0.01`, true},
+			{`"mean_itl_ms":NaN`, true},
+			{`"queue_time_ms":0.01,"time_to_first_token_ms":0.01,"ratio":NaN`, false},
+			{`"queue_time_ms":null,"time_to_first_token_ms":0.01`, false},
+		} {
+			t.Run(tc.members, func(t *testing.T) {
+				c := claimServer(t, tr, nil, tokenChunk("a")+tokenChunk("b")+metricsChunk(tc.members))
+				resp, err := c.Do(t.Context(), req())
+				require.NoError(t, err, "server timings never fail a request")
+				require.True(t, resp.OK())
+				assert.Equal(t, 2, resp.OutputTokens())
+				s := recordOne(&resp.Timeline)
+				if !tc.dropped {
+					assert.Equal(t, "vllm", resp.Server.Source)
+					assert.Empty(t, resp.Server.Dropped)
+					assert.Zero(t, s.ServerTimingsDropped)
+					return
+				}
+				assert.Equal(t, metrics.ServerTimings{Dropped: resp.Server.Dropped}, resp.Server, "dropped whole")
+				assert.Contains(t, resp.Server.Dropped, "not a non-negative number of milliseconds")
+				_, _, _, ok := resp.Split()
+				assert.False(t, ok, "no split of dropped timings")
+				assert.Equal(t, 1, s.ServerTimingsDropped)
+				assert.Equal(t, 1, s.Completed)
+			})
+		}
+	})
+}
+
+// TestImplausibleServerTimingsAreDropped: server timings that outlast what
+// the client measured — an hour in the queue beside a TTFT of a few
+// milliseconds on loopback, or an hour of generation beside the request's
+// latency — are dropped for that request, with the reason, and counted;
+// timings within the client's are kept.
+func TestImplausibleServerTimingsAreDropped(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, tr func(int) http.RoundTripper) {
+		for _, tc := range []struct {
+			members, why string
+		}{
+			{`"queue_time_ms":3600000,"time_to_first_token_ms":0.5,"generation_time_ms":0.5`, "time to first token"},
+			{`"queue_time_ms":0.01,"time_to_first_token_ms":3600000,"generation_time_ms":0.5`, "time to first token"},
+			{`"queue_time_ms":0.01,"time_to_first_token_ms":0.01,"generation_time_ms":3600000`, "latency"},
+			{`"queue_time_ms":0.01,"time_to_first_token_ms":0.02,"generation_time_ms":0.03,"mean_itl_ms":0.03`, ""},
+		} {
+			t.Run(tc.members, func(t *testing.T) {
+				c := claimServer(t, tr, nil, tokenChunk("a")+tokenChunk("b")+metricsChunk(tc.members))
+				resp, err := c.Do(t.Context(), req())
+				require.NoError(t, err)
+				require.Less(t, resp.Latency(), time.Hour)
+				s := recordOne(&resp.Timeline)
+				if tc.why == "" {
+					assert.Equal(t, "vllm", resp.Server.Source)
+					assert.Equal(t, 30*time.Microsecond, resp.Server.Generation)
+					assert.Zero(t, s.ServerTimingsDropped)
+					return
+				}
+				assert.Equal(t, metrics.ServerTimings{Dropped: resp.Server.Dropped}, resp.Server, "dropped whole")
+				assert.Contains(t, resp.Server.Dropped, tc.why)
+				assert.Equal(t, 1, s.ServerTimingsDropped)
+			})
 		}
 	})
 }

@@ -118,6 +118,11 @@ type Timeline struct {
 	// usage's reasoning_tokens where the server reported them, else those
 	// of reasoning deltas (and of <think>…</think> in the text).
 	ReasoningTokens int
+	// ReasoningOverclaim is how many reasoning tokens the server's usage
+	// (completion_tokens_details.reasoning_tokens) claimed beyond the
+	// request's output tokens; ReasoningTokens holds no more than the
+	// output. Zero when the claim could be true.
+	ReasoningOverclaim int
 	// ToolCall reports that the response called a tool: a tool call's
 	// name or arguments streamed (chat's tool_calls, Responses' function
 	// call, Messages' tool_use input).
