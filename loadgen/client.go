@@ -835,6 +835,9 @@ func (sr *streamReader) advance() (done bool, err error) {
 		}
 		return true, &Error{Kind: metrics.KindTruncated, Err: errTruncated}
 	}
+	if rs.count.empty() && !rs.tl.ToolCall {
+		return true, &Error{Kind: metrics.KindEmptyAnswer, Err: errEmptyAnswer}
+	}
 	return true, nil
 }
 

@@ -244,3 +244,51 @@ func TestImplausibleServerTimingsAreDropped(t *testing.T) {
 		}
 	})
 }
+
+// TestEmptyAnswerIsNoSuccess: a stream that ends as it should but carries
+// no token — only [DONE], a finish reason with no content, a Messages
+// message_stop with no content block, a Responses response.completed with
+// no output — fails with its own kind, KindEmptyAnswer, and a recorder
+// counts it failed, not completed. A stream of one token is a success.
+func TestEmptyAnswerIsNoSuccess(t *testing.T) {
+	messages := "event: message_start\ndata: " + `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"stop_reason":null,"usage":{"input_tokens":5,"output_tokens":0}}}` + "\n\n" +
+		"event: message_delta\ndata: " + `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":0}}` + "\n\n" +
+		"event: message_stop\ndata: " + `{"type":"message_stop"}` + "\n\n"
+	responses := "event: response.created\ndata: " + `{"type":"response.created","response":{"id":"resp_1","status":"in_progress","output":[]}}` + "\n\n" +
+		"event: response.completed\ndata: " + `{"type":"response.completed","response":{"id":"resp_1","status":"completed","output":[],"usage":{"input_tokens":5,"output_tokens":0}}}` + "\n\n"
+	forEachTransport(t, func(t *testing.T, tr func(int) http.RoundTripper) {
+		for _, tc := range []struct {
+			name string
+			api  loadgen.API
+			body string
+			kind metrics.ErrorKind
+		}{
+			{"only [DONE]", loadgen.Chat, "data: [DONE]\n\n", metrics.KindEmptyAnswer},
+			{"a finish reason and no content", loadgen.Chat, finishChunk, metrics.KindEmptyAnswer},
+			{"empty deltas", loadgen.Chat, tokenChunk("") + tokenChunk("") + finishChunk, metrics.KindEmptyAnswer},
+			{"messages with no content", loadgen.Messages, messages, metrics.KindEmptyAnswer},
+			{"responses with no output", loadgen.Responses, responses, metrics.KindEmptyAnswer},
+			{"one token", loadgen.Chat, tokenChunk("a") + finishChunk, metrics.KindNone},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				c := claimServer(t, tr, nil, tc.body)
+				r := req()
+				r.API = tc.api
+				resp, err := c.Do(t.Context(), r)
+				s := recordOne(&resp.Timeline)
+				assert.Equal(t, tc.kind, loadgen.KindOf(err), "%v", err)
+				assert.Equal(t, tc.kind, resp.Kind)
+				if tc.kind == metrics.KindNone {
+					assert.Equal(t, 1, s.Completed)
+					return
+				}
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "without a token")
+				assert.False(t, resp.OK())
+				assert.Equal(t, "failed", resp.Outcome())
+				assert.Zero(t, s.Completed, "not a success")
+				assert.Equal(t, map[metrics.ErrorKind]int{metrics.KindEmptyAnswer: 1}, s.Errors)
+			})
+		}
+	})
+}

@@ -111,7 +111,9 @@ func (t *serverTimings) server() metrics.ServerTimings {
 func timingSlack(d time.Duration) time.Duration { return 5*time.Millisecond + d/10 }
 
 // implausible says why the server's timings s cannot be true of a request
-// the client saw take ttft to its first token and latency in all, or ""
+// the client saw take ttft to its first token and latency in all, both from
+// the request's start (before connecting: the client's stamp of the
+// request's writing can lag the server's receipt on a busy machine), or ""
 // when they can: its queue and prefill, before the first token, cannot
 // outlast ttft, and its queue and generation, which do not overlap, cannot
 // outlast latency, each by more than timingSlack. (A server may stamp its
@@ -122,9 +124,9 @@ func implausible(s metrics.ServerTimings, ttft, latency time.Duration) string {
 	pre, total := s.Queue+s.Prefill, s.Queue+s.Generation
 	switch {
 	case ttft > 0 && pre > ttft+timingSlack(ttft):
-		return fmt.Sprintf("the server's queue and prefill (%v) outlast the client's time to first token (%v)", pre, ttft)
+		return fmt.Sprintf("the server's queue and prefill (%v) outlast the client's time to first token from the request's start (%v)", pre, ttft)
 	case latency > 0 && total > latency+timingSlack(latency):
-		return fmt.Sprintf("the server's queue and generation (%v) outlast the client's latency (%v)", total, latency)
+		return fmt.Sprintf("the server's queue and generation (%v) outlast the client's latency from the request's start (%v)", total, latency)
 	}
 	return ""
 }
@@ -140,11 +142,19 @@ func (rs *requestState) settleServer() {
 	case rs.timingsBad != "":
 		why = fmt.Sprintf("the server's %s was not a non-negative number of milliseconds", rs.timingsBad)
 	case tl.Server.Source != "":
-		why = implausible(tl.Server, tl.TTFT(), tl.Latency())
+		why = implausible(tl.Server, since(tl.Start, tl.First), since(tl.Start, tl.End))
 	}
 	if why != "" {
 		tl.Server = metrics.ServerTimings{Dropped: why}
 	}
+}
+
+// since returns to − from, or 0 when either is unknown.
+func since(from, to time.Time) time.Duration {
+	if from.IsZero() || to.IsZero() {
+		return 0
+	}
+	return to.Sub(from)
 }
 
 // timingHeaders reads TGI's x-queue-time and x-inference-time headers

@@ -53,6 +53,7 @@ const (
 	KindNotEventStream    ErrorKind = "not_event_stream"    // a 2xx response that is not an event stream (HTML, plain JSON, not HTTP)
 	KindRedirect          ErrorKind = "redirect"            // a redirect the client would not or could not follow (a loop, too many)
 	KindContentEncoding   ErrorKind = "content_encoding"    // a response body in an encoding the client does not decode (gzip SSE)
+	KindEmptyAnswer       ErrorKind = "empty_answer"        // the stream ended as it should ([DONE], a finish reason) without a token or tool call
 )
 
 // errorKinds are the kinds, KindNone first, in the order a recorder
@@ -61,7 +62,7 @@ var errorKinds = [...]ErrorKind{
 	KindNone, KindConnect, KindHeaderTimeout, KindFirstTokenTimeout, KindStall,
 	KindRateLimited, KindTooLong, KindServerStatus, KindClientStatus,
 	KindStreamError, KindMalformed, KindOversize, KindTruncated, KindCanceled, KindOther,
-	KindNotEventStream, KindRedirect, KindContentEncoding,
+	KindNotEventStream, KindRedirect, KindContentEncoding, KindEmptyAnswer,
 }
 
 // Kinds lists every error kind but [KindNone], in order.
