@@ -36,6 +36,9 @@ const (
 	// request: 64 inputs of 4,096 dimensions, written as decimals, take
 	// about 5 MiB.
 	defaultMaxBodySize = 64 << 20
+	// defaultMaxBodyInFlight bounds the Embeddings and Rerank answers a
+	// Client holds at once: four answers of the largest size by default.
+	defaultMaxBodyInFlight = 256 << 20
 )
 
 // Client streams completions from one OpenAI-compatible server and
@@ -95,14 +98,25 @@ type Client struct {
 	// Rerank request, which comes as one JSON body rather than a stream;
 	// 0 means 64 MiB.
 	MaxBodySize int
+	// MaxBodyInFlight bounds, in bytes, the Embeddings and Rerank answers
+	// the Client buffers at once, over all its requests in flight (the copy
+	// of a Client a [Generator] sends through counts its own); 0 means
+	// 256 MiB, or MaxBodySize if that is larger. A request whose answer
+	// would take the buffers past it fails at once, of kind KindOversize
+	// with an error that wraps [ErrBodyInFlight], rather than wait:
+	// requests that each hold part of the budget while they wait for more
+	// could wait for each other for ever. Decoding an answer takes about as
+	// much memory again, for as long as it lasts.
+	MaxBodyInFlight int
 
 	// The state below is made on first use and never copied (a Client
 	// holds a sync.Once): Clone copies the settings above, field by
 	// field, and its test fails when one is missed.
-	once  sync.Once
-	hc    *http.Client
-	err   error  // what Validate found
-	shown string // BaseURL without user information, for messages
+	once   sync.Once
+	bodies atomic.Int64 // bytes of answers buffered now, under MaxBodyInFlight
+	hc     *http.Client
+	err    error  // what Validate found
+	shown  string // BaseURL without user information, for messages
 }
 
 // Clone returns a Client with c's settings, not yet used, for the caller
@@ -122,6 +136,7 @@ func (c *Client) Clone() *Client {
 		StallRule:         c.StallRule,
 		MaxEventSize:      c.MaxEventSize,
 		MaxBodySize:       c.MaxBodySize,
+		MaxBodyInFlight:   c.MaxBodyInFlight,
 	}
 }
 
