@@ -568,9 +568,11 @@ func (rs *requestState) answered(ctx context.Context, cancel context.CancelCause
 	if rs.id != nil {
 		*rs.id = rs.tl.ID
 	}
-	if st, ok := timingHeaders(resp.Header); ok {
+	st, ok, bad := timingHeaders(resp.Header)
+	if ok {
 		rs.tl.Server = st
 	}
+	rs.timingsBad = bad
 	wd.enter(phaseFirst)
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {

@@ -169,25 +169,29 @@ func recordOne(tl *metrics.Timeline) metrics.Summary {
 // non-negative number of milliseconds (Python's NaN and Infinity, which are
 // not JSON, a string, a negative number) never fails the request: the
 // request's server timings are dropped, with the reason, and a recorder
-// counts the request. NaN in a member the client does not read drops
-// nothing; null is a timing not measured.
+// counts the request; so are TGI's timing headers that are not numbers.
+// NaN in a member the client does not read drops nothing; null is a timing
+// not measured.
 func TestBadServerTimingsAreDropped(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, tr func(int) http.RoundTripper) {
 		for _, tc := range []struct {
 			members string
 			dropped bool
+			header  http.Header
 		}{
-			{`"queue_time_ms":NaN,"time_to_first_token_ms":0.01,"generation_time_ms":0.01`, true},
-			{`"queue_time_ms":0.01,"time_to_first_token_ms":Infinity`, true},
-			{`"queue_time_ms":0.01,"generation_time_ms":-Infinity`, true},
-			{`"queue_time_ms":"soon","time_to_first_token_ms":0.01`, true},
-			{`"queue_time_ms":-1,"time_to_first_token_ms":0.01`, true},
-			{`"mean_itl_ms":NaN`, true},
-			{`"queue_time_ms":0.01,"time_to_first_token_ms":0.01,"ratio":NaN`, false},
-			{`"queue_time_ms":null,"time_to_first_token_ms":0.01`, false},
+			{`"queue_time_ms":0.01`, true, http.Header{"X-Queue-Time": {"1"}, "X-Inference-Time": {"NaN"}}},
+			{`"queue_time_ms":0.01`, true, http.Header{"X-Queue-Time": {"soon"}}},
+			{`"queue_time_ms":NaN,"time_to_first_token_ms":0.01,"generation_time_ms":0.01`, true, nil},
+			{`"queue_time_ms":0.01,"time_to_first_token_ms":Infinity`, true, nil},
+			{`"queue_time_ms":0.01,"generation_time_ms":-Infinity`, true, nil},
+			{`"queue_time_ms":"soon","time_to_first_token_ms":0.01`, true, nil},
+			{`"queue_time_ms":-1,"time_to_first_token_ms":0.01`, true, nil},
+			{`"mean_itl_ms":NaN`, true, nil},
+			{`"queue_time_ms":0.01,"time_to_first_token_ms":0.01,"ratio":NaN`, false, nil},
+			{`"queue_time_ms":null,"time_to_first_token_ms":0.01`, false, nil},
 		} {
-			t.Run(tc.members, func(t *testing.T) {
-				c := claimServer(t, tr, nil, tokenChunk("a")+tokenChunk("b")+metricsChunk(tc.members))
+			t.Run(fmt.Sprint(tc.members, tc.header), func(t *testing.T) {
+				c := claimServer(t, tr, tc.header, tokenChunk("a")+tokenChunk("b")+metricsChunk(tc.members))
 				resp, err := c.Do(t.Context(), req())
 				require.NoError(t, err, "server timings never fail a request")
 				require.True(t, resp.OK())

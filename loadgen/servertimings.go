@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -158,24 +159,29 @@ func since(from, to time.Time) time.Duration {
 }
 
 // timingHeaders reads TGI's x-queue-time and x-inference-time headers
-// (whole milliseconds), when the server sent them.
-func timingHeaders(h http.Header) (metrics.ServerTimings, bool) {
-	q, qok := headerMillis(h, "X-Queue-Time")
-	inf, iok := headerMillis(h, "X-Inference-Time")
+// (whole milliseconds), when the server sent them. bad names the first
+// that was sent and is not a non-negative number of milliseconds.
+func timingHeaders(h http.Header) (st metrics.ServerTimings, ok bool, bad string) {
+	q, qok, qbad := headerMillis(h, "X-Queue-Time")
+	inf, iok, ibad := headerMillis(h, "X-Inference-Time")
+	bad = cmp.Or(qbad, ibad)
 	if !qok && !iok {
-		return metrics.ServerTimings{}, false
+		return metrics.ServerTimings{}, false, bad
 	}
-	return metrics.ServerTimings{Source: "tgi", Queue: q, Generation: inf}, true
+	return metrics.ServerTimings{Source: "tgi", Queue: q, Generation: inf}, true, bad
 }
 
-func headerMillis(h http.Header, name string) (time.Duration, bool) {
+// headerMillis reads the header name as milliseconds: ok when it was sent
+// and holds a non-negative number of them, bad (the name) when it was sent
+// and does not.
+func headerMillis(h http.Header, name string) (d time.Duration, ok bool, bad string) {
 	v := h.Get(name)
 	if v == "" {
-		return 0, false
+		return 0, false, ""
 	}
 	ms, err := strconv.ParseFloat(v, 64)
 	if err != nil || !(ms >= 0 && ms < 1e12) {
-		return 0, false
+		return 0, false, name
 	}
-	return time.Duration(ms * float64(time.Millisecond)), true
+	return time.Duration(ms * float64(time.Millisecond)), true, ""
 }
