@@ -255,7 +255,7 @@ func TestImplausibleServerTimingsAreDropped(t *testing.T) {
 // no output — fails with its own kind, KindEmptyAnswer, and a recorder
 // counts it failed, not completed. A stream of one token is a success.
 func TestEmptyAnswerIsNoSuccess(t *testing.T) {
-	messages := "event: message_start\ndata: " + `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"stop_reason":null,"usage":{"input_tokens":5,"output_tokens":0}}}` + "\n\n" +
+	messages := "event: message_start\ndata: " + `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"stop_reason":null,"usage":{"input_tokens":5,"output_tokens":1}}}` + "\n\n" +
 		"event: message_delta\ndata: " + `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":0}}` + "\n\n" +
 		"event: message_stop\ndata: " + `{"type":"message_stop"}` + "\n\n"
 	responses := "event: response.created\ndata: " + `{"type":"response.created","response":{"id":"resp_1","status":"in_progress","output":[]}}` + "\n\n" +
