@@ -17,10 +17,16 @@ import (
 // than MaxBodySize.
 var errAnswerTooLarge = errors.New("loadgen: the answer is larger than MaxBodySize; raise Client.MaxBodySize if the server's answers are that large")
 
+// ErrBodyInFlight is the cause of an Embeddings or Rerank answer that the
+// Client could not buffer without holding more than its MaxBodyInFlight
+// over all the answers it is reading.
+var ErrBodyInFlight = errors.New("loadgen: the answers being read would exceed Client.MaxBodyInFlight")
+
 // readAnswer reads the one JSON body that answers an Embeddings or Rerank
 // request, at most MaxBodySize bytes of it, and records its input tokens
 // and when its last byte came: the kernel's receive time where the
-// transport has it.
+// transport has it. Its buffer is held against the Client's
+// MaxBodyInFlight as it grows, and given back when the answer is read.
 func (rs *requestState) readAnswer(ctx context.Context, c *Client, resp *http.Response, req *Request) error {
 	limit := c.MaxBodySize
 	if limit <= 0 {
@@ -29,15 +35,22 @@ func (rs *requestState) readAnswer(ctx context.Context, c *Client, resp *http.Re
 	if resp.ContentLength > int64(limit) {
 		return &Error{Kind: metrics.KindOversize, Err: fmt.Errorf("%w (its Content-Length is %d, the limit %d)", errAnswerTooLarge, resp.ContentLength, limit)}
 	}
+	held := &bodyHold{c: c, budget: c.bodyBudget(limit)}
+	defer held.release()
 	arrivals, _ := resp.Body.(arrivalBody)
 	size := 4 << 10
 	if resp.ContentLength > 0 {
 		size = int(resp.ContentLength) + 1 // room to see the EOF in one more read
 	}
-	buf := make([]byte, 0, size)
+	buf, err := held.grow(nil, size)
+	if err != nil {
+		return err
+	}
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)] // grow
+			if buf, err = held.grow(buf, min(2*cap(buf), limit+1)); err != nil {
+				return err
+			}
 		}
 		n, err := resp.Body.Read(buf[len(buf):min(cap(buf), limit+1)])
 		if n > 0 {
@@ -65,6 +78,38 @@ func (rs *requestState) readAnswer(ctx context.Context, c *Client, resp *http.Re
 	rs.tl.Done = true
 	return nil
 }
+
+// bodyBudget is the most the Client buffers of answers at once, for
+// answers of at most limit bytes.
+func (c *Client) bodyBudget(limit int) int64 {
+	if c.MaxBodyInFlight > 0 {
+		return int64(c.MaxBodyInFlight)
+	}
+	return int64(max(defaultMaxBodyInFlight, limit+1))
+}
+
+// bodyHold is what one answer holds of its Client's MaxBodyInFlight.
+type bodyHold struct {
+	c      *Client
+	budget int64
+	held   int64
+}
+
+// grow returns buf in a buffer of size bytes, taking what it adds from the
+// budget, or an error of kind KindOversize when the budget has not that
+// much left.
+func (h *bodyHold) grow(buf []byte, size int) ([]byte, error) {
+	more := int64(size - cap(buf))
+	if now := h.c.bodies.Add(more); now > h.budget {
+		h.c.bodies.Add(-more)
+		return nil, &Error{Kind: metrics.KindOversize, Err: fmt.Errorf("%w (%d bytes: %d more would be %d in all)", ErrBodyInFlight, h.budget, more, now)}
+	}
+	h.held += more
+	return append(make([]byte, 0, size), buf...), nil
+}
+
+// release gives back what the answer held.
+func (h *bodyHold) release() { h.c.bodies.Add(-h.held) }
 
 // inputsOf is how many inputs an Embeddings or Rerank request sends: its
 // Documents, or for an Embeddings request without them, its Prompt.

@@ -53,6 +53,9 @@ func checkChunk(t *testing.T, data []byte) {
 		return
 	}
 	if !json.Valid(data) {
+		if err == nil && c.timings.literal {
+			return // NaN or Infinity in vLLM's metrics, passed over on purpose
+		}
 		if !errors.Is(err, errJSONSyntax) {
 			t.Fatalf("invalid JSON %q not refused as such: %v", data, err)
 		}

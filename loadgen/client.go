@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/metrics"
@@ -35,6 +36,9 @@ const (
 	// request: 64 inputs of 4,096 dimensions, written as decimals, take
 	// about 5 MiB.
 	defaultMaxBodySize = 64 << 20
+	// defaultMaxBodyInFlight bounds the Embeddings and Rerank answers a
+	// Client holds at once: four answers of the largest size by default.
+	defaultMaxBodyInFlight = 256 << 20
 )
 
 // Client streams completions from one OpenAI-compatible server and
@@ -94,14 +98,25 @@ type Client struct {
 	// Rerank request, which comes as one JSON body rather than a stream;
 	// 0 means 64 MiB.
 	MaxBodySize int
+	// MaxBodyInFlight bounds, in bytes, the Embeddings and Rerank answers
+	// the Client buffers at once, over all its requests in flight (the copy
+	// of a Client a [Generator] sends through counts its own); 0 means
+	// 256 MiB, or MaxBodySize if that is larger. A request whose answer
+	// would take the buffers past it fails at once, of kind KindOversize
+	// with an error that wraps [ErrBodyInFlight], rather than wait:
+	// requests that each hold part of the budget while they wait for more
+	// could wait for each other for ever. Decoding an answer takes about as
+	// much memory again, for as long as it lasts.
+	MaxBodyInFlight int
 
 	// The state below is made on first use and never copied (a Client
 	// holds a sync.Once): Clone copies the settings above, field by
 	// field, and its test fails when one is missed.
-	once  sync.Once
-	hc    *http.Client
-	err   error  // what Validate found
-	shown string // BaseURL without user information, for messages
+	once   sync.Once
+	bodies atomic.Int64 // bytes of answers buffered now, under MaxBodyInFlight
+	hc     *http.Client
+	err    error  // what Validate found
+	shown  string // BaseURL without user information, for messages
 }
 
 // Clone returns a Client with c's settings, not yet used, for the caller
@@ -121,6 +136,7 @@ func (c *Client) Clone() *Client {
 		StallRule:         c.StallRule,
 		MaxEventSize:      c.MaxEventSize,
 		MaxBodySize:       c.MaxBodySize,
+		MaxBodyInFlight:   c.MaxBodyInFlight,
 	}
 }
 
@@ -286,7 +302,8 @@ type Chunk struct {
 type Response struct {
 	metrics.Timeline
 	// ID is the server's X-Request-Id response header (vLLM sends it with
-	// --enable-request-id-headers; llmload's simulator always does).
+	// --enable-request-id-headers; llmload's simulator always does), cut
+	// to its first 256 bytes followed by "…" when longer.
 	ID string
 	// Text and Reasoning are the whole content and reasoning of the first
 	// choice.
@@ -441,6 +458,9 @@ type requestState struct {
 	answerEnd time.Time // when a whole answer (Embeddings, Rerank) came
 	done      bool
 	streamErr error
+	// timingsBad names the first server timing that was not a number of
+	// milliseconds; the request's server timings are then dropped.
+	timingsBad string
 }
 
 func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body []byte) error {
@@ -544,13 +564,15 @@ func (rs *requestState) answered(ctx context.Context, cancel context.CancelCause
 	arrivals, _ := resp.Body.(arrivalBody)
 	rs.tl.Headers = arrivalTime(arrivals, time.Now())
 	rs.tl.Sent = rs.sentBefore(rs.tl.Headers)
-	rs.tl.ID = resp.Header.Get("X-Request-Id")
+	rs.tl.ID = requestID(resp.Header.Get("X-Request-Id"))
 	if rs.id != nil {
 		*rs.id = rs.tl.ID
 	}
-	if st, ok := timingHeaders(resp.Header); ok {
+	st, ok, bad := timingHeaders(resp.Header)
+	if ok {
 		rs.tl.Server = st
 	}
+	rs.timingsBad = bad
 	wd.enter(phaseFirst)
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -571,6 +593,26 @@ func (rs *requestState) answered(ctx context.Context, cancel context.CancelCause
 		return 0, &Error{Kind: metrics.KindNotEventStream, Err: notEventStream("POST "+c.urlOf(req), resp, nil, cancel)}
 	}
 	return label, nil
+}
+
+// maxRequestIDLen bounds the server's X-Request-Id as a request keeps it,
+// in bytes: ids in use (UUIDs, vLLM's "chatcmpl-" ids) are under 100, and
+// without a bound a hostile server could make every request's record as
+// large as its headers.
+const maxRequestIDLen = 256
+
+// requestID returns the server's X-Request-Id as the request keeps it: as
+// it came when it is at most maxRequestIDLen bytes, else its first
+// maxRequestIDLen bytes, cut at a character's start, followed by "…".
+func requestID(v string) string {
+	if len(v) <= maxRequestIDLen {
+		return v
+	}
+	n := maxRequestIDLen
+	for n > 0 && !utf8.RuneStart(v[n]) {
+		n--
+	}
+	return v[:n] + "…"
 }
 
 // An arrivalBody is a response body that knows when the bytes of its last
@@ -810,6 +852,9 @@ func (sr *streamReader) advance() (done bool, err error) {
 		}
 		return true, &Error{Kind: metrics.KindTruncated, Err: errTruncated}
 	}
+	if rs.count.empty() && !rs.tl.ToolCall {
+		return true, &Error{Kind: metrics.KindEmptyAnswer, Err: errEmptyAnswer}
+	}
 	return true, nil
 }
 
@@ -852,6 +897,9 @@ func (rs *requestState) onChunk(ch *chunk, t time.Time, wd *watchdog) (bool, err
 	}
 	if ch.timings.set {
 		rs.tl.Server = ch.timings.server()
+	}
+	if ch.timings.bad != "" && rs.timingsBad == "" {
+		rs.timingsBad = ch.timings.bad
 	}
 	if ch.finish != nil && rs.tl.FinishReason == "" {
 		rs.tl.FinishReason = decodeString(ch.finish)
@@ -902,7 +950,8 @@ func (rs *requestState) finish() {
 		rs.observe(rs.lastTime, pending) // no visible token ever came
 	}
 	tl.Source, tl.ExtraTokens = rs.count.source(tl.Chunks > 0)
-	tl.ReasoningTokens = rs.kinds.reasoningTokens(tl.ReasoningTokens, tl.OutputTokens())
+	tl.ReasoningTokens, tl.ReasoningOverclaim = rs.kinds.reasoningTokens(tl.ReasoningTokens, tl.OutputTokens())
+	rs.settleServer()
 }
 
 // readStatusError reads an error response's body (at most 64 KiB) for the

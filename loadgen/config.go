@@ -94,8 +94,8 @@ func (g *Generator) Validate() error {
 
 // Validate reports the settings of c that cannot work as [*ConfigError]s:
 // a BaseURL that is not an http or https URL, an HTTPClient with a Timeout
-// (which would cut every stream longer than it), a negative MaxEventSize
-// or MaxBodySize. A Client checks itself before its first request and
+// (which would cut every stream longer than it), a negative MaxEventSize,
+// MaxBodySize or MaxBodyInFlight. A Client checks itself before its first request and
 // refuses every request while one stands.
 func (c *Client) Validate() error {
 	if c == nil {
@@ -112,6 +112,9 @@ func (c *Client) Validate() error {
 	}
 	if c.MaxBodySize < 0 {
 		errs.add("Client.MaxBodySize", "is %d: set a size in bytes, or 0 for 64 MiB", c.MaxBodySize)
+	}
+	if c.MaxBodyInFlight < 0 {
+		errs.add("Client.MaxBodyInFlight", "is %d: set a size in bytes, or 0 for 256 MiB", c.MaxBodyInFlight)
 	}
 	return errs.err()
 }

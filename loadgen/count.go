@@ -122,6 +122,10 @@ func (tc *tokenCount) check(ch *chunk) error {
 	return nil
 }
 
+// empty reports that the response carried no token: no delta, and no
+// usage that counted any.
+func (tc *tokenCount) empty() bool { return tc.attributed == 0 && tc.usage == 0 }
+
 // flush returns the tokens still waiting for a visible one, if none came.
 func (tc *tokenCount) flush() int {
 	p := tc.pending

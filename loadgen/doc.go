@@ -39,8 +39,11 @@
 // # What counts
 //
 // A request succeeds only when its stream ends with [DONE] or a
-// finish_reason: a stream that simply stops is of kind KindTruncated, and an error
-// object inside a 200 stream is a [*StreamError]. The first token is the
+// finish_reason and carried a token or a tool call: a stream that simply
+// stops is of kind KindTruncated, one that ends as it should with no token
+// (only [DONE], a message_stop with no content) is of kind
+// KindEmptyAnswer, and an error object inside a 200 stream is a
+// [*StreamError]. The first token is the
 // first chunk that carries content, reasoning (reasoning_content or
 // reasoning), completion text or a tool call; role-only and empty deltas do
 // not count. When the server sends usage on every chunk (vLLM's

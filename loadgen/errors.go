@@ -25,6 +25,11 @@ var (
 	errStall             = errors.New("loadgen: no token within StallTimeout; the server stalled")
 	errTruncated         = errors.New("loadgen: stream ended without [DONE] or a finish reason")
 	errOversize          = errors.New("loadgen: an SSE event is larger than MaxEventSize")
+	// errEmptyAnswer is the cause of a stream that ended as it should,
+	// with [DONE] or a finish reason (Messages' message_stop, Responses'
+	// response.completed), and carried no token and no tool call: it
+	// measured nothing, so it is no success.
+	errEmptyAnswer = errors.New("loadgen: the answer ended without a token")
 	// ErrHeadersTooLarge is the cause of response headers, informational
 	// responses included, larger than the transport allows (net/http's
 	// MaxResponseHeaderBytes, [StreamTransport.MaxResponseHeaderBytes]).

@@ -43,3 +43,7 @@ func StepClockForTest(d time.Duration) (undo func(), ok bool) {
 	epoch = stepped
 	return func() { epoch = was }, true
 }
+
+// BodyInFlightForTest returns the bytes of answers c holds now against its
+// MaxBodyInFlight.
+func BodyInFlightForTest(c *Client) int64 { return c.bodies.Load() }

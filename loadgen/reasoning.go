@@ -18,7 +18,11 @@ const (
 // that opens with <think>, by the tags. The usage's reasoning_tokens, where
 // the server reports them, settle the count at the end.
 type reasoningSplit struct {
-	think     thinkState
+	think thinkState
+	// carry holds the end of the text so far that may begin the tag
+	// looked for, when a delta ended inside it.
+	carry     [len("</think>") - 1]byte
+	carryN    uint8
 	last      bool // the last chunk with tokens was reasoning
 	usage     int64
 	usageSeen bool
@@ -57,31 +61,85 @@ func (rs *reasoningSplit) split(ch *chunk, k int) int {
 
 // inThink reads a text delta while the response may still be thinking
 // inline, and reports whether the delta is reasoning. A delta that closes
-// </think> is reasoning unless answer text follows the tag in it.
+// </think> is reasoning unless answer text follows the tag in it. Either
+// tag may come split over any number of deltas ("</th", "ink>"): the part
+// that may begin one is carried to the next delta. Text that may yet be
+// <think> ("<th") counts as reasoning; if the text goes on otherwise, the
+// answer starts with the delta that shows it.
 func (rs *reasoningSplit) inThink(raw []byte) bool {
 	text := unquote(raw)
 	if rs.think == thinkUnknown {
-		t := bytes.TrimLeft(text, " \t\r\n")
-		switch {
-		case len(t) == 0:
-			return false // white space before anything: wait
-		case bytes.HasPrefix(t, openThink):
-			rs.think = thinkInside
-			text = t[len(openThink):]
-		case bytes.HasPrefix(openThink, t):
-			rs.think = thinkInside // the tag split over deltas
-			return true
-		default:
-			rs.think = thinkAfter
-			return false
+		rest, reasoning := rs.opening(text)
+		if rs.think != thinkInside {
+			return reasoning
 		}
+		text = rest
 	}
-	i := bytes.Index(text, closeThink)
-	if i < 0 {
+	after, found := rs.closing(text)
+	if !found {
 		return true
 	}
 	rs.think = thinkAfter
-	return len(bytes.TrimSpace(text[i+len(closeThink):])) == 0
+	return len(bytes.TrimSpace(after)) == 0
+}
+
+// opening reads text before the response has shown whether it opens with
+// <think>. Once the tag is whole it moves to thinkInside and returns the
+// text after the tag; text that starts otherwise moves it to thinkAfter.
+// Until then, white space before anything is not reasoning, and a start
+// of the tag is.
+func (rs *reasoningSplit) opening(text []byte) (rest []byte, reasoning bool) {
+	if rs.carryN == 0 {
+		if text = bytes.TrimLeft(text, " \t\r\n"); len(text) == 0 {
+			return nil, false // white space before anything: wait
+		}
+	}
+	var buf [len("<think>")]byte
+	n := copy(buf[:], rs.carry[:rs.carryN])
+	m := copy(buf[n:], text)
+	head := buf[:n+m]
+	rs.carryN = 0
+	switch {
+	case bytes.Equal(head, openThink):
+		rs.think = thinkInside
+		return text[m:], true
+	case bytes.HasPrefix(openThink, head): // the tag split over deltas
+		rs.carryN = uint8(copy(rs.carry[:], head))
+		return nil, true
+	}
+	rs.think = thinkAfter
+	return nil, false
+}
+
+// closing looks for </think> in text, after what was carried from the
+// deltas before, and returns the text after it. When the tag is not there
+// it carries the end of the text that may begin it.
+func (rs *reasoningSplit) closing(text []byte) (after []byte, found bool) {
+	var buf [2 * len("</think>")]byte
+	n := copy(buf[:], rs.carry[:rs.carryN])
+	m := copy(buf[n:], text[:min(len(text), len(closeThink)-1)])
+	if n > 0 {
+		if i := bytes.Index(buf[:n+m], closeThink); i >= 0 {
+			rs.carryN = 0
+			return text[i+len(closeThink)-n:], true
+		}
+	}
+	if i := bytes.Index(text, closeThink); i >= 0 {
+		rs.carryN = 0
+		return text[i+len(closeThink):], true
+	}
+	tail := text
+	if len(text) < len(closeThink)-1 {
+		tail = buf[:n+m] // the carry and the whole of text
+	}
+	rs.carryN = 0
+	for k := min(len(tail), len(closeThink)-1); k > 0; k-- {
+		if end := tail[len(tail)-k:]; bytes.HasPrefix(closeThink, end) {
+			rs.carryN = uint8(copy(rs.carry[:], end))
+			break
+		}
+	}
+	return nil, false
 }
 
 var openThink, closeThink = []byte("<think>"), []byte("</think>")
@@ -96,10 +154,14 @@ func unquote(raw []byte) []byte {
 }
 
 // reasoningTokens returns the response's reasoning tokens: the usage's,
-// where reported, else counted, at most its output.
-func (rs *reasoningSplit) reasoningTokens(counted, output int) int {
+// where reported, else counted, at most its output; and over, how many the
+// usage claimed beyond the output, which cannot be true (0 when none).
+func (rs *reasoningSplit) reasoningTokens(counted, output int) (tokens, over int) {
 	if rs.usageSeen {
+		if rs.usage > int64(output) {
+			over = int(rs.usage - int64(output)) // both at most maxReportedTokens
+		}
 		counted = int(min(rs.usage, int64(output)))
 	}
-	return max(min(counted, output), 0)
+	return max(min(counted, output), 0), over
 }

@@ -97,7 +97,7 @@ func TestKindAndSourceText(t *testing.T) {
 		assert.False(t, seen[k], "%s named twice", k)
 		seen[k] = true
 	}
-	assert.Len(t, seen, 17)
+	assert.Len(t, seen, 18)
 	js, err := json.Marshal(map[metrics.TokenSource]int{metrics.SourceChunks: 1, metrics.SourceFinalUsage: 2})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"chunks": 1, "final_usage": 2}`, string(js), "a source is written by its name")

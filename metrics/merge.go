@@ -129,6 +129,8 @@ func MergeRecordings(recs ...Recording) (Recording, error) {
 		s.Failed += p.Failed
 		s.Canceled += p.Canceled
 		s.Missed += p.Missed
+		s.ServerTimingsDropped += p.ServerTimingsDropped
+		s.ReasoningOverclaimed += p.ReasoningOverclaimed
 		s.Good += p.Good
 		s.OutputTokens += p.OutputTokens
 		s.Errors = counts.Add(s.Errors, p.Errors)

@@ -89,6 +89,7 @@ type part struct {
 	reasoningTokens, answerTokens                        int // and how many of them were reasoning and answer
 	toolCalls                                            int // completed requests that called a tool
 	missed                                               int // canceled requests that had missed the SLO
+	serverDropped, reasoningOver                         int // requests whose server timings were dropped, whose reasoning count was cut
 	errors                                               [len(errorKinds)]int
 	sources                                              [len(tokenSources)]int
 	ttft, tbt, tpot, latency, wait, ttfo                 Histogram
@@ -329,6 +330,12 @@ func (r *Recorder) record(tl *Timeline) {
 		p = &r.parts[partWindow]
 	}
 	p.requests++
+	if tl.Server.Dropped != "" {
+		p.serverDropped++
+	}
+	if tl.ReasoningOverclaim > 0 {
+		p.reasoningOver++
+	}
 	switch {
 	case tl.Kind == KindCanceled:
 		p.canceled++

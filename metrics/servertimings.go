@@ -24,6 +24,13 @@ type ServerTimings struct {
 	Generation time.Duration
 	// MeanITL is the server's mean time between output tokens.
 	MeanITL time.Duration
+	// Dropped says why the server's timings of the request were dropped,
+	// when they were: a field that was not a non-negative number of
+	// milliseconds (NaN, say), or timings that outlast what the client
+	// measured, such as a queue longer than the client's time to first
+	// token. Source and every duration are then zero; a [Recorder] counts
+	// such requests in [Summary.ServerTimingsDropped].
+	Dropped string
 }
 
 // Split divides the request's time to first token, as the client measured

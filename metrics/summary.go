@@ -53,6 +53,13 @@ type Summary struct {
 	Errors map[ErrorKind]int `json:"errors,omitempty"`
 	// Sources counts requests by how their tokens were counted.
 	Sources map[TokenSource]int `json:"sources,omitempty"`
+	// ServerTimingsDropped counts requests whose server timings were
+	// dropped as not to be believed (see [ServerTimings.Dropped]).
+	ServerTimingsDropped int `json:"server_timings_dropped,omitempty"`
+	// ReasoningOverclaimed counts requests whose usage claimed more
+	// reasoning tokens than their output (see
+	// [Timeline.ReasoningOverclaim]).
+	ReasoningOverclaimed int `json:"reasoning_overclaimed,omitempty"`
 
 	// OutputTokens is the number of tokens that arrived inside the window.
 	OutputTokens int `json:"output_tokens"`
@@ -144,6 +151,8 @@ func (r *Recorder) summaryOf(scope Scope) (Summary, Histograms) {
 		s.Failed += p.failed
 		s.Canceled += p.canceled
 		s.Missed += p.missed
+		s.ServerTimingsDropped += p.serverDropped
+		s.ReasoningOverclaimed += p.reasoningOver
 		if i == partWarmup && !windowless {
 			// Completed before the window opened: outside it.
 			s.CompletedOutside += p.completed + p.outside

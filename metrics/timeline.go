@@ -53,6 +53,7 @@ const (
 	KindNotEventStream    ErrorKind = "not_event_stream"    // a 2xx response that is not an event stream (HTML, plain JSON, not HTTP)
 	KindRedirect          ErrorKind = "redirect"            // a redirect the client would not or could not follow (a loop, too many)
 	KindContentEncoding   ErrorKind = "content_encoding"    // a response body in an encoding the client does not decode (gzip SSE)
+	KindEmptyAnswer       ErrorKind = "empty_answer"        // the stream ended as it should ([DONE], a finish reason) without a token or tool call
 )
 
 // errorKinds are the kinds, KindNone first, in the order a recorder
@@ -61,7 +62,7 @@ var errorKinds = [...]ErrorKind{
 	KindNone, KindConnect, KindHeaderTimeout, KindFirstTokenTimeout, KindStall,
 	KindRateLimited, KindTooLong, KindServerStatus, KindClientStatus,
 	KindStreamError, KindMalformed, KindOversize, KindTruncated, KindCanceled, KindOther,
-	KindNotEventStream, KindRedirect, KindContentEncoding,
+	KindNotEventStream, KindRedirect, KindContentEncoding, KindEmptyAnswer,
 }
 
 // Kinds lists every error kind but [KindNone], in order.
@@ -118,6 +119,11 @@ type Timeline struct {
 	// usage's reasoning_tokens where the server reported them, else those
 	// of reasoning deltas (and of <think>…</think> in the text).
 	ReasoningTokens int
+	// ReasoningOverclaim is how many reasoning tokens the server's usage
+	// (completion_tokens_details.reasoning_tokens) claimed beyond the
+	// request's output tokens; ReasoningTokens holds no more than the
+	// output. Zero when the claim could be true.
+	ReasoningOverclaim int
 	// ToolCall reports that the response called a tool: a tool call's
 	// name or arguments streamed (chat's tool_calls, Responses' function
 	// call, Messages' tool_use input).
@@ -138,7 +144,8 @@ type Timeline struct {
 
 	// Server holds the server's own timings of the request, where it
 	// reported them; ID is the server's id for it (its X-Request-Id
-	// header), to find it in the server's logs.
+	// header), to find it in the server's logs: loadgen keeps at most its
+	// first 256 bytes, followed by "…" when it was longer.
 	Server ServerTimings
 	ID     string
 	// Model is the model the request named, which a Recorder with

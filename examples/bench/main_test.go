@@ -280,3 +280,22 @@ func TestRefusingServerFails(t *testing.T) {
 	assert.Contains(t, errOut, "bench: loadgen: the run stopped: its first 20 requests in a row failed for a cause")
 	assert.Contains(t, errOut, "The model does not exist.", "the server's own words")
 }
+
+// Against a server whose every answer is empty (only [DONE]), no request
+// counts as a success: the report counts them failed as empty answers, and
+// the command exits 1 rather than report a run that measured nothing.
+func TestEmptyAnswersFail(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	code, out, errOut := bench(t, "-url", srv.URL+"/v1", "-model", "m", "-dataset", "../../loadgen/workload/testdata/sharegpt.json",
+		"-requests", "20", "-concurrency", "2", "-warmup", "0", "-quiet")
+	t.Log(out, errOut)
+	assert.Equal(t, 1, code, errOut)
+	assert.Regexp(t, `Successful requests: +0\n`, out)
+	assert.Regexp(t, `Failed requests: +20 \(empty_answer ×20\)`, out)
+	assert.Contains(t, errOut, "without a token")
+}

@@ -202,6 +202,9 @@ func appendLine(b []byte, anchor time.Time, run string, window metrics.Window, r
 	}
 	b = appendInt(b, "output_tokens", tl.OutputTokens())
 	b = appendInt(b, "reasoning_tokens", tl.ReasoningTokens)
+	if tl.ReasoningOverclaim > 0 {
+		b = appendInt(b, "reasoning_overclaim", tl.ReasoningOverclaim)
+	}
 	b = appendInt(b, "chunks", tl.Chunks)
 	b = appendInt(b, "prompt_tokens", tl.PromptTokens)
 	b = appendInt(b, "completion_tokens", tl.CompletionTokens)
@@ -211,6 +214,9 @@ func appendLine(b []byte, anchor time.Time, run string, window metrics.Window, r
 	}
 	if tl.Source != metrics.SourceUnknown {
 		b = appendString(b, "source", string(tl.Source))
+	}
+	if d := tl.Server.Dropped; d != "" {
+		b = appendString(b, "server_timings_dropped", d)
 	}
 	if s := tl.Server; s.Source != "" {
 		b = append(b, `"server":{`...)

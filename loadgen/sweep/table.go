@@ -183,6 +183,12 @@ func writeBlock(w io.Writer, run *Result, objective, pooled bool) {
 	if s.ToolCalls > 0 {
 		line("Requests that called a tool", fmt.Sprint(s.ToolCalls))
 	}
+	if s.ServerTimingsDropped > 0 {
+		line("Server timings dropped", fmt.Sprintf("%d (not numbers, or longer than the client measured)", s.ServerTimingsDropped))
+	}
+	if s.ReasoningOverclaimed > 0 {
+		line("Reasoning usage over the output", fmt.Sprintf("%d (counted as the output at most)", s.ReasoningOverclaimed))
+	}
 	if run.Queued > 0 {
 		line("Arrivals queued on the client", fmt.Sprintf("%d (waited for a free slot under the in-flight cap)", run.Queued))
 	}
