@@ -75,7 +75,7 @@ func TestBenchmarkErrorsNameFlags(t *testing.T) {
 		{[]string{"-profile", "slo", "-slo-axis", "concurrency", "-slo-low", "2.5", "-slo-latency", "1s"}, "bench: -slo-low 2.5: give a whole number of streams from 0 to 16384\n"},
 		{[]string{"-profile", "rate", "-rate", "2,-1"}, "bench: -rate -1: give requests a second above 0"},
 		{[]string{"-slo-quantile", "2"}, "bench: -slo-quantile: has the quantile 2: give a share from 0 to 1\n"},
-		{[]string{"-profile", "slo", "-slo-axis", "concurrency", "-rate", "2"}, "-slo-axis concurrency: its runs before the search vary the same"},
+		{[]string{"-profile", "slo", "-slo-axis", "concurrency", "-rate", "2", "-slo-latency", "1s"}, "bench: -slo-axis: is concurrency, and the runs before it vary the rate"},
 		{[]string{"-concurrency", "1,x"}, `invalid value "1,x" for flag -concurrency`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -147,9 +147,6 @@ func (b *Flags) check() error {
 		return fmt.Errorf("-profile %q: want concurrency, rate, poisson, gamma, sweep or slo", b.profile)
 	case b.profile == "concurrency" && b.maxInFlight != 0:
 		return errors.New("-max-in-flight caps an open loop: a closed loop keeps -concurrency requests in flight")
-	case b.profile == "slo" && b.sloAxis == sweep.AxisConcurrency && b.set["rate"],
-		b.profile == "slo" && b.sloAxis == sweep.AxisRate && b.set["concurrency"]:
-		return fmt.Errorf("-profile slo -slo-axis %v: its runs before the search vary the same: give -concurrency with -slo-axis concurrency, -rate with -slo-axis rate", b.sloAxis)
 	case b.duration <= 0 && b.requests == 0 && b.trace == "":
 		return errors.New("-duration must be above 0, or give -requests")
 	}
@@ -251,10 +248,10 @@ func (b *Flags) Benchmark(bm *sweep.Benchmark) {
 		}
 	case "slo":
 		bm.Search, bm.Low, bm.High, bm.Step, bm.MaxRuns = b.sloAxis, b.sloLow, b.sloHigh, b.sloStep, b.sloMaxRuns
-		if b.set["concurrency"] && b.sloAxis == sweep.AxisConcurrency {
+		if b.set["concurrency"] {
 			bm.Concurrency = b.concurrency
 		}
-		if b.set["rate"] && b.sloAxis == sweep.AxisRate {
+		if b.set["rate"] {
 			bm.Rates = b.rate
 		}
 	}
