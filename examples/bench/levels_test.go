@@ -76,7 +76,8 @@ func TestBenchmarkErrorsNameFlags(t *testing.T) {
 		{[]string{"-profile", "rate", "-rate", "2,-1"}, "bench: -rate -1: give requests a second above 0"},
 		{[]string{"-slo-quantile", "2"}, "bench: -slo-quantile: has the quantile 2: give a share from 0 to 1\n"},
 		{[]string{"-profile", "slo", "-slo-axis", "concurrency", "-rate", "2", "-slo-latency", "1s"}, "bench: -slo-axis: is concurrency, and the runs before it vary the rate"},
-		{[]string{"-concurrency", "1,x"}, `invalid value "1,x" for flag -concurrency`},
+		{[]string{"-concurrency", "1,x"}, `invalid value "1,x" for flag -concurrency: "x" is not a whole number`},
+		{[]string{"-trace", "testdata/mooncake.jsonl", "-trace-block", "16", "-max-in-flight", "-2"}, "bench: -max-in-flight: caps the requests in flight at -2"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			requests := t.TempDir() + "/r.jsonl"
@@ -88,4 +89,16 @@ func TestBenchmarkErrorsNameFlags(t *testing.T) {
 			assert.NotContains(t, errOut, "Benchmark.", "named as a flag")
 		})
 	}
+}
+
+// -max-in-flight caps a trace's replay, an open loop of the trace's
+// arrivals.
+func TestTraceMaxInFlight(t *testing.T) {
+	code, out, errOut := bench(t, "-sim-profile", "fast", "-speed", "20", "-trace", "testdata/mooncake.jsonl", "-trace-block", "16", "-max-in-flight", "2", "-format", "json", "-quiet")
+	require.Equal(t, 0, code, errOut)
+	res, err := sweep.ReadResults(strings.NewReader(out))
+	require.NoError(t, err)
+	assert.Equal(t, "trace", res.Profile)
+	assert.Equal(t, loadgen.Schedule{MaxInFlight: 2}, res.Runs[0].Load)
+	assert.Equal(t, 3, res.Runs[0].Summary.Completed)
 }

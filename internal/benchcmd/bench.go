@@ -37,8 +37,8 @@ type Flags struct {
 	seed                        uint64
 	ignoreEOS                   bool
 	profile                     string
-	concurrency                 ints
-	rate                        floats
+	concurrency                 list[int]
+	rate                        list[float64]
 	burstiness                  float64
 	maxInFlight                 int
 	arrival                     loadgen.Arrival
@@ -58,7 +58,7 @@ type Flags struct {
 // Register defines the flags on fs.
 func (b *Flags) Register(fs *flag.FlagSet) {
 	b.registerWorkload(fs)
-	b.concurrency = ints{8}
+	b.concurrency = list[int]{8}
 	fs.StringVar(&b.profile, "profile", "concurrency", "concurrency, rate, poisson, gamma, sweep or slo")
 	fs.Var(&b.concurrency, "concurrency", "streams of -profile concurrency, or a list of them, each a run (1,4,16); with -profile slo -slo-axis concurrency, runs before the search")
 	fs.Var(&b.rate, "rate", "requests a second of -profile rate, poisson or gamma, or a list of them, each a run (2,4,8); with -profile slo, runs before the search")
@@ -140,20 +140,21 @@ func (b *Flags) check() error {
 			sources++
 		}
 	}
-	switch {
-	case sources > 1:
+	if sources > 1 {
 		return errors.New("-dataset, -trace and -turns each choose what is sent: give one")
-	case !slices.Contains([]string{"concurrency", "rate", "constant", "poisson", "gamma", "sweep", "slo"}, b.profile):
-		return fmt.Errorf("-profile %q: want concurrency, rate, poisson, gamma, sweep or slo", b.profile)
-	case b.profile == "concurrency" && b.maxInFlight != 0:
-		return errors.New("-max-in-flight caps an open loop: a closed loop keeps -concurrency requests in flight")
-	case b.duration <= 0 && b.requests == 0 && b.trace == "":
-		return errors.New("-duration must be above 0, or give -requests")
 	}
 	if b.trace != "" {
 		if err := b.checkTrace(); err != nil {
 			return err
 		}
+	}
+	switch {
+	case b.trace == "" && !slices.Contains([]string{"concurrency", "rate", "constant", "poisson", "gamma", "sweep", "slo"}, b.profile):
+		return fmt.Errorf("-profile %q: want concurrency, rate, poisson, gamma, sweep or slo", b.profile)
+	case b.profile == "concurrency" && b.maxInFlight != 0:
+		return errors.New("-max-in-flight caps an open loop: a closed loop keeps -concurrency requests in flight")
+	case b.duration <= 0 && b.requests == 0 && b.trace == "":
+		return errors.New("-duration must be above 0, or give -requests")
 	}
 	if b.turns != nil && b.profile != "concurrency" {
 		return errors.New("-turns sessions run in a closed loop: use -profile concurrency")
@@ -325,57 +326,38 @@ func (b *Flags) Conns() int {
 	return min(most, 1<<14) + 4
 }
 
-// ints is a flag of whole numbers separated by commas.
-type ints []int
+// list is a flag of values separated by commas: streams (1,4,16) or
+// rates (2,4,8).
+type list[T int | float64] []T
 
-func (l *ints) String() string {
+func (l *list[T]) String() string {
 	s := make([]string, len(*l))
-	for i, n := range *l {
-		s[i] = strconv.Itoa(n)
+	for i, v := range *l {
+		s[i] = fmt.Sprint(v)
 	}
 	return strings.Join(s, ",")
 }
 
-func (l *ints) Set(v string) error {
+func (l *list[T]) Set(v string) error {
 	*l = nil
 	for f := range strings.SplitSeq(v, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return fmt.Errorf("%q is not a whole number", f)
-		}
-		*l = append(*l, n)
-	}
-	return nil
-}
-
-// floats is a flag of numbers separated by commas.
-type floats []float64
-
-func (l *floats) String() string {
-	s := make([]string, len(*l))
-	for i, r := range *l {
-		s[i] = strconv.FormatFloat(r, 'g', -1, 64)
-	}
-	return strings.Join(s, ",")
-}
-
-func (l *floats) Set(v string) error {
-	*l = nil
-	for f := range strings.SplitSeq(v, ",") {
-		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil {
+		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || float64(T(x)) != x {
+			if _, whole := any(T(0)).(int); whole {
+				return fmt.Errorf("%q is not a whole number", f)
+			}
 			return fmt.Errorf("%q is not a number", f)
 		}
-		*l = append(*l, r)
+		*l = append(*l, T(x))
 	}
 	return nil
 }
 
 // orZero is the list, or a rate of 0 (which the benchmark refuses) when
 // none was given.
-func (l floats) orZero() []float64 {
+func (l list[T]) orZero() []T {
 	if len(l) == 0 {
-		return []float64{0}
+		return []T{0}
 	}
 	return l
 }

@@ -42,11 +42,19 @@ func (o *Options) Hooks(ctx context.Context, s *Setup, stderr io.Writer) (*Hooks
 	}
 	h := &Hooks{ctx: ctx, hourlyCost: o.GPU.HourlyCost, progress: func(sweep.Result) {}}
 	var err error
-	if h.requests, h.lm, err = Outputs(ctx, o.RequestsOut, o.Overwrite, o.MetricsListen, log); err != nil {
-		return nil, &UsageError{Err: err}
+	if o.RequestsOut != "" {
+		if h.requests, err = requestlog.Create(o.RequestsOut, o.Overwrite); err != nil {
+			return nil, fmt.Errorf("-requests-out: %w", err)
+		}
+	}
+	if o.MetricsListen != "" {
+		if h.lm, err = live.Start(ctx, o.MetricsListen, "", log); err != nil {
+			h.Close()
+			return nil, fmt.Errorf("-metrics-listen: %w", err)
+		}
 	}
 	if !o.Quiet {
-		h.progress = Progress(stderr, o.Client.API)
+		h.progress = progress(stderr, o.Client.API)
 	}
 	simBase := ""
 	if o.Client.URL == "" {
@@ -54,7 +62,7 @@ func (o *Options) Hooks(ctx context.Context, s *Setup, stderr io.Writer) (*Hooks
 	}
 	if h.gpus, err = o.GPU.Meter(ctx, simBase, gpuEvery); err != nil {
 		h.Close()
-		return nil, &UsageError{Err: err}
+		return nil, err
 	}
 	return h, nil
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/llmload/llmload/internal/cli"
 )
 
-// DefaultSpeed is the simulator's speed factor when none is given.
-const DefaultSpeed = 10
+// defaultSpeed is the simulator's speed factor when none is given.
+const defaultSpeed = 10
 
 // Options are the command's flags: the client's, the request body's, the
 // images', the benchmark's ([Flags]), the simulator's, the GPUs' and the
@@ -47,7 +47,7 @@ func Parse(args []string, stderr io.Writer) (*Options, error) {
 	fs.StringVar(&o.MetricsListen, "metrics-listen", "", "serve the client's own metrics for Prometheus at http://ADDR/metrics while the runs go on (requests in flight, tokens, TTFT and time between tokens, errors by kind, labelled by run), e.g. :9464")
 	fs.StringVar(&o.RequestsOut, "requests-out", "", "write every request, as it ends, to this file: a line of JSON each, with its run, times, tokens, outcome and the server's timings")
 	fs.BoolVar(&o.Overwrite, "overwrite", false, "replace an existing -requests-out file")
-	o.Sim.Register(fs, "sim-profile", DefaultSpeed)
+	o.Sim.Register(fs, "sim-profile", defaultSpeed)
 	o.GPU.Register(fs)
 	fs.BoolVar(&o.Quiet, "quiet", false, "print only the report")
 	if err := fs.Parse(args); err != nil {

@@ -81,7 +81,7 @@ func (s *Setup) Close() {
 
 // Prepare asks a server given by URL who it is and, for prompts the
 // flags size, the size of its tokens, then makes the requests and checks
-// the workload. A workload that cannot work is a [UsageError]; the
+// the workload. A workload that cannot work is a usage error (status 2); the
 // server's failure to answer is not.
 func (o *Options) Prepare(ctx context.Context, s *Setup, stderr io.Writer) error {
 	api, mix := o.Client.API, s.Mix
@@ -99,13 +99,13 @@ func (o *Options) Prepare(ctx context.Context, s *Setup, stderr io.Writer) error
 		}
 	}
 	if err := o.build(s); err != nil {
-		return &UsageError{Err: err}
+		return &usageError{Err: err}
 	}
 	if err := mix.Validate(); err != nil {
-		return &UsageError{Err: err}
+		return &usageError{Err: err}
 	}
 	sizes, _ := o.Images.Sizes()
-	return o.Client.Redactor().Error(CountImages(ctx, s.Client, mix, sizes, s.Head))
+	return o.Client.Redactor().Error(countImages(ctx, s.Client, mix, sizes, s.Head))
 }
 
 // build makes the requests of s's workload: the API, the model or the
@@ -144,19 +144,19 @@ func (o *Options) build(s *Setup) error {
 // pooled reports that api answers in one body: Embeddings and Rerank.
 func pooled(api loadgen.API) bool { return api == loadgen.Embeddings || api == loadgen.Rerank }
 
-// A UsageError is a flag or a file that cannot work, found before
+// A usageError is a flag or a file that cannot work, found before
 // anything runs: the command exits with status 2.
-type UsageError struct{ Err error }
+type usageError struct{ Err error }
 
-func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *usageError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the error found.
-func (e *UsageError) Unwrap() error { return e.Err }
+func (e *usageError) Unwrap() error { return e.Err }
 
 // Status is the exit status of a command stopped by err before its runs:
-// 2 for a [UsageError], 1 for anything else.
+// 2 for a usage error, 1 for anything else.
 func Status(err error) int {
-	if _, ok := errors.AsType[*UsageError](err); ok {
+	if _, ok := errors.AsType[*usageError](err); ok {
 		return 2
 	}
 	return 1

@@ -47,20 +47,20 @@ func (f Fields) rewrite(err error) error {
 		}
 	}
 	if v, rest, ok := strings.Cut(strings.TrimPrefix(ce.Reason, "is "), ": "); ok && strings.HasPrefix(ce.Reason, "is ") && !strings.Contains(v, " ") {
-		return &FlagError{Flag: flag, Msg: flag + " " + v + ": " + rest, Err: ce}
+		return &flagError{Flag: flag, Msg: flag + " " + v + ": " + rest, Err: ce}
 	}
-	return &FlagError{Flag: flag, Msg: flag + ": " + ce.Reason, Err: ce}
+	return &flagError{Flag: flag, Msg: flag + ": " + ce.Reason, Err: ce}
 }
 
-// A FlagError is a library's ConfigError said of the flag that set the
+// A flagError is a library's ConfigError said of the flag that set the
 // field; errors.As still finds the ConfigError.
-type FlagError struct {
+type flagError struct {
 	Flag string // such as "-concurrency"
 	Msg  string
 	Err  *loadgen.ConfigError
 }
 
-func (e *FlagError) Error() string { return e.Msg }
+func (e *flagError) Error() string { return e.Msg }
 
 // Unwrap returns the library's error.
-func (e *FlagError) Unwrap() error { return e.Err }
+func (e *flagError) Unwrap() error { return e.Err }
