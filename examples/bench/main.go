@@ -107,7 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Benchmarking %s against %s\n", s.Head.Workload, textsafe.Line(s.Head.Server.String()))
 	}
 	res, runErr := b.Run(ctx)
-	if res == nil { // checked above: not met
+	if res == nil { // refused before any run, which Validate did not
 		fail(stderr, o.Bench.Fields().Error(runErr))
 		h.Close()
 		return 2

@@ -153,7 +153,7 @@ func (b *Flags) check() error {
 		return fmt.Errorf("-profile %q: want concurrency, rate, poisson, gamma, sweep or slo", b.profile)
 	case b.profile == "concurrency" && b.maxInFlight != 0:
 		return errors.New("-max-in-flight caps an open loop: a closed loop keeps -concurrency requests in flight")
-	case b.duration <= 0 && b.requests == 0 && b.trace == "":
+	case b.duration == 0 && b.requests == 0 && b.trace == "": // the Benchmark would take it for its default
 		return errors.New("-duration must be above 0, or give -requests")
 	}
 	if b.turns != nil && b.profile != "concurrency" {
