@@ -213,13 +213,13 @@ func TestFlagsRefused(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"-profile", "slo"}, "-profile slo: sweep: the objective sets no TTFT, TTFO, TPOT or latency"},
-		{[]string{"-profile", "poisson"}, "-profile poisson: loadgen: Open.Rate is 0: set requests per second above 0"},
-		{[]string{"-profile", "gamma", "-rate", "2"}, "-profile gamma: loadgen: Open.Burstiness is 0: Gamma arrivals need a shape above 0"},
-		{[]string{"-profile", "sweep", "-arrival", "gamma"}, "-arrival gamma: loadgen: Open.Burstiness is 0"},
+		{[]string{"-profile", "slo"}, "-profile slo (its objective: -slo-ttft, -slo-ttfo, -slo-tpot, -slo-latency, -slo-quantile): cannot work: the objective sets no TTFT, TTFO, TPOT or latency"},
+		{[]string{"-profile", "poisson"}, "-rate 0: give requests a second above 0"},
+		{[]string{"-profile", "gamma", "-rate", "2"}, "-profile gamma: cannot work as the rate runs' load: Open.Burstiness is 0: Gamma arrivals need a shape above 0"},
+		{[]string{"-profile", "sweep", "-arrival", "gamma"}, "-arrival gamma: cannot work as the rate runs' load: Open.Burstiness is 0"},
 		{[]string{"-concurrency", "0"}, "-concurrency 0: give 1 to 16384 streams"},
 		{[]string{"-concurrency", "100000000"}, "-concurrency 100000000: give 1 to 16384 streams"},
-		{[]string{"-profile", "sweep", "-rates", "100000000"}, "-rates 100000000: give 0 to 1000 rates"},
+		{[]string{"-profile", "sweep", "-rates", "100000000"}, "-rates 100000000: give 1 to 1000 rates"},
 		{[]string{"-trace", "t.jsonl", "-duration", "3s"}, "-trace replays the whole trace at its own times, with no window or warm-up of its own: drop -duration"},
 		{[]string{"-trace", "t.jsonl", "-requests", "5"}, "drop -requests"},
 		{[]string{"-trace", "t.jsonl", "-warmup", "1s"}, "drop -warmup"},

@@ -1,31 +1,30 @@
-// Package benchcmd is the serving benchmark's command (examples/bench) but
-// its main: the flags that say what a benchmark sends and how, and the
-// runs they make. What every command shares is package cli's.
+// Package benchcmd holds the serving benchmark's (examples/bench) flags:
+// what they set of a [sweep.Benchmark] and the table naming its fields
+// by them, and what the command does around a benchmark (the server, the
+// requests' file, progress). Benchmark.Run decides the runs and checks
+// them; what every command shares is package cli's.
 package benchcmd
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/llmload/llmload/internal/cli"
-	"github.com/llmload/llmload/internal/dcgm"
-	"github.com/llmload/llmload/internal/live"
-	"github.com/llmload/llmload/internal/requestlog"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/sweep"
 	"github.com/llmload/llmload/loadgen/workload"
-	"github.com/llmload/llmload/matrix"
-	"github.com/llmload/llmload/metrics"
 )
 
 // Flags are the flags that say what a benchmark sends (a dataset,
 // synthetic lengths, sessions or a trace) and how (the profile and its
-// load, the window, a sweep's and an SLO search's settings); [Flags.Mix]
-// and [Flags.Run] make and run them.
+// load, the window, a sweep's and an SLO search's settings);
+// [Flags.Benchmark] sets them on a [sweep.Benchmark].
 type Flags struct {
 	dataset                     string
 	input, output               workload.Length
@@ -38,25 +37,55 @@ type Flags struct {
 	seed                        uint64
 	ignoreEOS                   bool
 	profile                     string
-	concurrency, maxInFlight    int
-	rate, burstiness            float64
+	concurrency                 list[int]
+	rate                        list[float64]
+	burstiness                  float64
+	maxInFlight                 int
 	arrival                     loadgen.Arrival
-	load                        loadgen.Load // the load of a single run
-	open                        loadgen.Open // the rate runs of a sweep or a search
 	duration, warmup, series    time.Duration
 	requests                    int
 	rates, throughput           int
 	objective                   sweep.Objective
+	sloAxis                     sweep.Axis
 	sloLow, sloHigh, sloStep    float64
 	sloMaxRuns                  int
 	batch                       int
 	set                         map[string]bool
 	inputFlag, outputFlag, turn string
-	arrivalFlag                 string
+	arrivalFlag, sloAxisFlag    string
 }
 
 // Register defines the flags on fs.
 func (b *Flags) Register(fs *flag.FlagSet) {
+	b.registerWorkload(fs)
+	b.concurrency = list[int]{8}
+	fs.StringVar(&b.profile, "profile", "concurrency", "concurrency, rate, poisson, gamma, sweep or slo")
+	fs.Var(&b.concurrency, "concurrency", "streams of -profile concurrency, or a list of them, each a run (1,4,16); with -profile slo -slo-axis concurrency, runs before the search")
+	fs.Var(&b.rate, "rate", "requests a second of -profile rate, poisson or gamma, or a list of them, each a run (2,4,8); with -profile slo, runs before the search")
+	fs.Float64Var(&b.burstiness, "burstiness", 0, "shape of gamma arrivals: below 1 burstier than Poisson")
+	fs.IntVar(&b.maxInFlight, "max-in-flight", 0, fmt.Sprintf("cap on an open loop's requests in flight (0: %d)", loadgen.DefaultMaxInFlight))
+	fs.DurationVar(&b.duration, "duration", 10*time.Second, "measurement window of each run")
+	fs.DurationVar(&b.warmup, "warmup", 2*time.Second, "warm-up before each run's window; its requests are reported apart")
+	fs.DurationVar(&b.series, "series", time.Second, "interval of each run's time series, in the results (0 keeps none)")
+	fs.IntVar(&b.requests, "requests", 0, "send this many requests a run and wait for them all, instead of a -duration window")
+	fs.IntVar(&b.rates, "rates", sweep.DefaultRates, "rates a sweep runs between its synchronous and throughput runs (0: the default)")
+	fs.IntVar(&b.throughput, "throughput", sweep.DefaultThroughput, "streams of a sweep's or a search's throughput run, and the top of a search of streams without -slo-high")
+	fs.StringVar(&b.arrivalFlag, "arrival", "constant", "arrivals of a sweep's and a search's rate runs: constant, poisson or gamma (with -burstiness)")
+
+	fs.DurationVar(&b.objective.SLO.TTFT, "slo-ttft", 0, "objective on time to first token, for goodput and -profile slo")
+	fs.DurationVar(&b.objective.SLO.TTFO, "slo-ttfo", 0, "objective on time to first output token, the first answer token after any reasoning, for goodput and -profile slo")
+	fs.DurationVar(&b.objective.SLO.TPOT, "slo-tpot", 0, "objective on time per output token")
+	fs.DurationVar(&b.objective.SLO.Latency, "slo-latency", 0, "objective on end-to-end latency")
+	fs.Float64Var(&b.objective.Quantile, "slo-quantile", sweep.DefaultQuantile, "share of requests that must meet the objectives")
+	fs.StringVar(&b.sloAxisFlag, "slo-axis", "rate", "what -profile slo searches: rate (requests a second) or concurrency (streams)")
+	fs.Float64Var(&b.sloLow, "slo-low", 0, "lowest level -profile slo searches, in requests a second or streams")
+	fs.Float64Var(&b.sloHigh, "slo-high", 0, "highest level -profile slo searches (0: for rates, a throughput run measures it; for streams, -throughput)")
+	fs.Float64Var(&b.sloStep, "slo-step", 0, "resolution of -profile slo, in requests a second or streams (0: a twentieth of its range)")
+	fs.IntVar(&b.sloMaxRuns, "slo-max-runs", sweep.DefaultMaxRuns, "most runs of -profile slo")
+}
+
+// registerWorkload defines the flags that say what is sent.
+func (b *Flags) registerWorkload(fs *flag.FlagSet) {
 	fs.StringVar(&b.dataset, "dataset", "", "a ShareGPT file (JSON or JSONL; ShareGPT4V's \"image\" too), OpenAI chat records {\"messages\": [...]} with image_url parts, or a JSONL file of {\"prompt\": ..., \"output_tokens\": N}; image files are under the file's directory")
 	fs.StringVar(&b.inputFlag, "input-len", "uniform:256,1024", "synthetic prompts' length in tokens, template included: N, uniform:MIN,MAX, normal:MEAN,SD or lognormal:MEAN,SD")
 	fs.StringVar(&b.outputFlag, "output-len", "128", "output length in tokens, as -input-len (with -dataset, replaces the records' own; 0 leaves it to the server)")
@@ -70,33 +99,11 @@ func (b *Flags) Register(fs *flag.FlagSet) {
 	fs.Uint64Var(&b.seed, "seed", 0, "seed of the synthetic text, the lengths and the arrivals (0: a fresh one, reported in the results; give it again to repeat them)")
 	fs.BoolVar(&b.ignoreEOS, "ignore-eos", true, "ask the server to generate every output in full (vLLM, SGLang)")
 	fs.IntVar(&b.batch, "batch", 1, "with -api embeddings, the inputs a request embeds; with -api rerank, the documents a query ranks (each input and the query of -input-len tokens)")
-
-	fs.StringVar(&b.profile, "profile", "concurrency", "concurrency, rate, poisson, gamma, sweep or slo")
-	fs.IntVar(&b.concurrency, "concurrency", 8, "streams of -profile concurrency")
-	fs.Float64Var(&b.rate, "rate", 0, "requests a second of -profile rate, poisson or gamma")
-	fs.Float64Var(&b.burstiness, "burstiness", 0, "shape of gamma arrivals: below 1 burstier than Poisson")
-	fs.IntVar(&b.maxInFlight, "max-in-flight", 0, fmt.Sprintf("cap on an open loop's requests in flight (0: %d)", loadgen.DefaultMaxInFlight))
-	fs.DurationVar(&b.duration, "duration", 10*time.Second, "measurement window of each run")
-	fs.DurationVar(&b.warmup, "warmup", 2*time.Second, "warm-up before each run's window; its requests are reported apart")
-	fs.DurationVar(&b.series, "series", time.Second, "interval of each run's time series, in the results (0 keeps none)")
-	fs.IntVar(&b.requests, "requests", 0, "send this many requests a run and wait for them all, instead of a -duration window")
-	fs.IntVar(&b.rates, "rates", sweep.DefaultRates, "rates a sweep runs between its synchronous and throughput runs")
-	fs.IntVar(&b.throughput, "throughput", sweep.DefaultThroughput, "streams of a sweep's or a search's throughput run")
-	fs.StringVar(&b.arrivalFlag, "arrival", "constant", "arrivals of a sweep's and a search's rate runs: constant, poisson or gamma (with -burstiness)")
-
-	fs.DurationVar(&b.objective.SLO.TTFT, "slo-ttft", 0, "objective on time to first token, for goodput and -profile slo")
-	fs.DurationVar(&b.objective.SLO.TTFO, "slo-ttfo", 0, "objective on time to first output token, the first answer token after any reasoning, for goodput and -profile slo")
-	fs.DurationVar(&b.objective.SLO.TPOT, "slo-tpot", 0, "objective on time per output token")
-	fs.DurationVar(&b.objective.SLO.Latency, "slo-latency", 0, "objective on end-to-end latency")
-	fs.Float64Var(&b.objective.Quantile, "slo-quantile", sweep.DefaultQuantile, "share of requests that must meet the objectives")
-	fs.Float64Var(&b.sloLow, "slo-low", 0, "lowest rate -profile slo searches")
-	fs.Float64Var(&b.sloHigh, "slo-high", 0, "highest rate -profile slo searches (0: a throughput run measures it)")
-	fs.Float64Var(&b.sloStep, "slo-step", 0, "resolution of -profile slo, in requests a second (0: a twentieth of its range)")
-	fs.IntVar(&b.sloMaxRuns, "slo-max-runs", sweep.DefaultMaxRuns, "most runs of -profile slo")
 }
 
 // Parse reads the flags on fs, parsed, and refuses those that cannot work
-// together, before anything runs.
+// together, before anything runs. The benchmark's own settings are
+// checked by [sweep.Benchmark.Run]; [Flags.Fields] names them as flags.
 func (b *Flags) Parse(fs *flag.FlagSet) error {
 	b.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { b.set[f.Name] = true })
@@ -115,13 +122,17 @@ func (b *Flags) Parse(fs *flag.FlagSet) error {
 	if err = b.arrival.UnmarshalText([]byte(b.arrivalFlag)); err != nil {
 		return fmt.Errorf("-arrival %q: want constant, poisson or gamma", b.arrivalFlag)
 	}
+	if err = b.sloAxis.UnmarshalText([]byte(b.sloAxisFlag)); err != nil || b.sloAxis == 0 {
+		return fmt.Errorf("-slo-axis %q: want rate or concurrency", b.sloAxisFlag)
+	}
+	if b.seed == 0 {
+		b.seed = rand.Uint64() | 1 // a fresh one, reported, so that it can be given again
+	}
 	return b.check()
 }
 
-// maxRates bounds -rates: a sweep's runs, each a window long.
-const maxRates = 1000
-
-// check refuses flags that cannot work together, before anything runs.
+// check refuses flags that cannot work together, before anything runs:
+// what the flags mean together, not what a Benchmark checks.
 func (b *Flags) check() error {
 	sources := 0
 	for _, f := range []string{"dataset", "trace", "turns"} {
@@ -132,51 +143,24 @@ func (b *Flags) check() error {
 	if sources > 1 {
 		return errors.New("-dataset, -trace and -turns each choose what is sent: give one")
 	}
-	if err := b.loads(); err != nil {
-		return err
-	}
 	if b.trace != "" {
-		if b.set["profile"] {
-			return errors.New("-trace replays the trace's own arrivals: drop -profile")
+		if err := b.checkTrace(); err != nil {
+			return err
 		}
-		if !(b.traceScale > 0 && b.traceScale <= 1e6) {
-			return fmt.Errorf("-trace-scale %g: give a factor above 0", b.traceScale)
-		}
-		if b.traceBlock < 1 {
-			return fmt.Errorf("-trace-block %d: give 1 token or more", b.traceBlock)
-		}
-		for _, f := range []string{"duration", "requests", "warmup"} {
-			if b.set[f] {
-				return fmt.Errorf("-trace replays the whole trace at its own times, with no window or warm-up of its own: drop -%s (cut the trace to replay less of it)", f)
-			}
-		}
-		b.profile = "trace"
-		b.load = loadgen.Schedule{MaxInFlight: b.maxInFlight}
 	}
-	if _, closed := b.load.(loadgen.Closed); b.turns != nil && !closed {
+	switch {
+	case b.trace == "" && !slices.Contains([]string{"concurrency", "rate", "constant", "poisson", "gamma", "sweep", "slo"}, b.profile):
+		return fmt.Errorf("-profile %q: want concurrency, rate, poisson, gamma, sweep or slo", b.profile)
+	case b.profile == "concurrency" && b.maxInFlight != 0:
+		return errors.New("-max-in-flight caps an open loop: a closed loop keeps -concurrency requests in flight")
+	case b.duration == 0 && b.requests == 0 && b.trace == "": // the Benchmark would take it for its default
+		return errors.New("-duration must be above 0, or give -requests")
+	}
+	if b.turns != nil && b.profile != "concurrency" {
 		return errors.New("-turns sessions run in a closed loop: use -profile concurrency")
 	}
 	if b.think < 0 {
 		return fmt.Errorf("-think %v cannot be negative", b.think)
-	}
-	if b.requests < 0 {
-		return fmt.Errorf("-requests %d cannot be negative", b.requests)
-	}
-	if b.rates < 0 || b.rates > maxRates {
-		return fmt.Errorf("-rates %d: give 0 to %d rates between the sweep's ends", b.rates, maxRates)
-	}
-	if b.duration <= 0 && b.requests == 0 && b.trace == "" {
-		return errors.New("-duration must be above 0, or give -requests")
-	}
-	if b.warmup < 0 {
-		return fmt.Errorf("-warmup %v cannot be negative", b.warmup)
-	}
-	if b.profile == "slo" {
-		if err := b.objective.Validate(); err != nil {
-			return fmt.Errorf("-profile slo: %w (set -slo-ttft, -slo-ttfo, -slo-tpot or -slo-latency)", err)
-		}
-	} else if !(b.objective.Quantile >= 0 && b.objective.Quantile <= 1) {
-		return fmt.Errorf("-slo-quantile %g: give a share from 0 to 1", b.objective.Quantile)
 	}
 	if b.prefix.Groups < 0 || b.prefix.Tokens < 0 || (b.prefix.Groups > 0) != (b.prefix.Tokens > 0) {
 		return errors.New("-prefix-groups and -prefix-len go together, each above 0")
@@ -184,6 +168,26 @@ func (b *Flags) check() error {
 	if b.batch < 1 || b.batch > maxBatch {
 		return fmt.Errorf("-batch %d: give 1 to %d inputs a request", b.batch, maxBatch)
 	}
+	return nil
+}
+
+// checkTrace refuses the flags a trace's replay has no use for.
+func (b *Flags) checkTrace() error {
+	if b.set["profile"] {
+		return errors.New("-trace replays the trace's own arrivals: drop -profile")
+	}
+	if !(b.traceScale > 0 && b.traceScale <= 1e6) {
+		return fmt.Errorf("-trace-scale %g: give a factor above 0", b.traceScale)
+	}
+	if b.traceBlock < 1 {
+		return fmt.Errorf("-trace-block %d: give 1 token or more", b.traceBlock)
+	}
+	for _, f := range []string{"duration", "requests", "warmup"} {
+		if b.set[f] {
+			return fmt.Errorf("-trace replays the whole trace at its own times, with no window or warm-up of its own: drop -%s (cut the trace to replay less of it)", f)
+		}
+	}
+	b.profile = "trace"
 	return nil
 }
 
@@ -212,66 +216,74 @@ func (b *Flags) CheckAPI(api loadgen.API) error {
 // Batch reports -batch.
 func (b *Flags) Batch() int { return b.batch }
 
-// loads makes the loads the flags ask for, in one place: the single run's
-// (-profile concurrency, rate, poisson or gamma), and the open loop of a
-// sweep's or a search's rate runs (-arrival, -burstiness), each with
-// -max-in-flight and the run's seed.
-func (b *Flags) loads() error {
-	if b.seed == 0 {
-		b.seed = rand.Uint64() | 1 // a fresh one, reported, so that it can be given again
+// Benchmark sets on bm what the flags say of the runs: the window, what
+// each run records, the objective and the load: a closed loop at each of
+// -concurrency's levels, an open loop at each of -rate's, a sweep, a
+// search (after the levels given on its axis) or a trace's schedule.
+// bm.Run checks them all, and [Flags.Fields] names its errors as flags.
+func (b *Flags) Benchmark(bm *sweep.Benchmark) {
+	bm.Duration, bm.Warmup, bm.Requests, bm.Series = b.duration, b.warmup, b.requests, b.series
+	bm.Objective, bm.Throughput = b.objective, b.throughput
+	arrival := map[string]loadgen.Arrival{"rate": loadgen.Constant, "constant": loadgen.Constant, "poisson": loadgen.Poisson, "gamma": loadgen.Gamma}[b.profile]
+	if b.profile == "sweep" || b.profile == "slo" {
+		arrival = b.arrival
 	}
-	open := func(a loadgen.Arrival) loadgen.Open {
-		l := loadgen.Open{Rate: b.rate, Arrival: a, MaxInFlight: b.maxInFlight}
-		if a != loadgen.Constant {
-			l.Seed = b.seed
-		}
-		if a == loadgen.Gamma {
-			l.Burstiness = b.burstiness
-		}
-		return l
+	bm.Open = loadgen.Open{Arrival: arrival, MaxInFlight: b.maxInFlight}
+	if arrival != loadgen.Constant {
+		bm.Open.Seed = b.seed
+	}
+	if arrival == loadgen.Gamma {
+		bm.Open.Burstiness = b.burstiness
 	}
 	switch b.profile {
+	case "trace":
+		bm.Load = loadgen.Schedule{MaxInFlight: b.maxInFlight}
 	case "concurrency":
-		b.load = loadgen.Closed{Streams: b.concurrency}
-		if b.concurrency < 1 || b.concurrency > matrix.MaxConcurrency {
-			return fmt.Errorf("-concurrency %d: give 1 to %d streams, the most one process runs with honest timing", b.concurrency, matrix.MaxConcurrency)
+		bm.Concurrency = b.concurrency
+	case "rate", "constant", "poisson", "gamma":
+		bm.Rates = b.rate.orZero()
+	case "sweep":
+		bm.Sweep = b.rates
+		if b.rates == 0 {
+			bm.Sweep = sweep.DefaultRates
 		}
-		if b.maxInFlight != 0 {
-			return errors.New("-max-in-flight caps an open loop: a closed loop keeps -concurrency requests in flight")
+	case "slo":
+		bm.Search, bm.Low, bm.High, bm.Step, bm.MaxRuns = b.sloAxis, b.sloLow, b.sloHigh, b.sloStep, b.sloMaxRuns
+		if b.set["concurrency"] {
+			bm.Concurrency = b.concurrency
 		}
-	case "rate", "constant":
-		b.load = open(loadgen.Constant)
-	case "poisson":
-		b.load = open(loadgen.Poisson)
-	case "gamma":
-		b.load = open(loadgen.Gamma)
-	case "sweep", "slo":
-		b.open = open(b.arrival)
-		b.open.Rate = 1 // each run sets its own
-		if err := b.open.Validate(); err != nil {
-			return fmt.Errorf("-arrival %v: %w", b.arrival, err)
+		if b.set["rate"] {
+			bm.Rates = b.rate
 		}
-		b.open.Rate = 0
-		return nil
-	default:
-		return fmt.Errorf("-profile %q: want concurrency, rate, poisson, gamma, sweep or slo", b.profile)
 	}
-	if err := b.load.Validate(); err != nil {
-		return fmt.Errorf("-profile %s: %w", b.profile, err)
-	}
-	return nil
 }
 
-// Results returns the results a benchmark starts from: its profile, seed
-// and objective.
-func (b *Flags) Results() *sweep.Results {
-	res := &sweep.Results{Profile: b.profile, Started: time.Now(), Seed: b.seed}
-	if b.objective.SLO != (metrics.SLO{}) {
-		obj := b.objective
-		res.Objective = &obj
+// Fields is the table of the flags that set each field of a
+// [sweep.Benchmark] and of its Client, for [cli.Fields.Error].
+func (b *Flags) Fields() cli.Fields {
+	open := "-profile " + b.profile // the arrivals of a rate profile
+	if b.profile == "sweep" || b.profile == "slo" {
+		open = "-arrival " + b.arrival.String()
 	}
-	return res
+	objective := "-slo-quantile"
+	if b.profile == "slo" {
+		objective = "-profile slo (its objective: -slo-ttft, -slo-ttfo, -slo-tpot, -slo-latency, -slo-quantile)"
+	}
+	return cli.Fields{
+		"Benchmark.Concurrency": "-concurrency", "Benchmark.Rates": "-rate", "Benchmark.Open": open, "Benchmark.Open.Rate": "-rate",
+		"Benchmark.Load": "-max-in-flight", "Benchmark.Sweep": "-rates", "Benchmark.Throughput": "-throughput",
+		"Benchmark.Duration": "-duration", "Benchmark.Warmup": "-warmup", "Benchmark.Requests": "-requests", "Benchmark.Series": "-series",
+		"Benchmark.Objective": objective, "Benchmark.Search": "-slo-axis", "Benchmark.Low": "-slo-low", "Benchmark.High": "-slo-high",
+		"Benchmark.Step": "-slo-step", "Benchmark.MaxRuns": "-slo-max-runs", "Benchmark.Client": "-url",
+	}
 }
+
+// Profile is the results' Profile: -profile as given ("rate", where a
+// Benchmark says "constant"), or "trace".
+func (b *Flags) Profile() string { return b.profile }
+
+// Seed is -seed, or the fresh one drawn for a -seed of 0.
+func (b *Flags) Seed() uint64 { return b.seed }
 
 // Open reads -dataset's or -trace's file through, before a server is
 // started or a request sent: a malformed record stops everything. A
@@ -304,117 +316,48 @@ func (b *Flags) Files() []cli.FileFlag {
 // IgnoreEOS reports -ignore-eos.
 func (b *Flags) IgnoreEOS() bool { return b.ignoreEOS }
 
-// Run runs the benchmark the flags ask for against the runs target makes,
-// writing each request to requests, counting it in lm and giving each
-// run the energy gpus read in its window at hourlyCost dollars a GPU an
-// hour (requests, lm and gpus may be nil), into res; onResult is called
-// with each run's result.
-func (b *Flags) Run(ctx context.Context, client *loadgen.Client, mix *workload.Mix, requests *requestlog.Writer, lm *live.Metrics,
-	gpus *dcgm.Meter, hourlyCost float64, res *sweep.Results, onResult func(sweep.Result)) error {
-	target := func(load loadgen.Load) (*loadgen.Generator, error) {
-		g := &loadgen.Generator{Client: client, Duration: b.duration, Warmup: b.warmup, Requests: b.requests}
-		if b.series > 0 {
-			g.Recorder = &metrics.Recorder{Every: b.series}
-		}
-		if len(mix.Builder.Models) > 0 {
-			if g.Recorder == nil {
-				g.Recorder = &metrics.Recorder{}
-			}
-			g.Recorder.ByModel = true
-		}
-		if gpus != nil {
-			g.OnWindow = gpus.Mark
-		}
-		observe(g, requests, lm, load.String())
-		if b.requests > 0 {
-			g.Duration = 0
-		}
-		if err := mix.Setup(g, load); err != nil {
-			return nil, err
-		}
-		return g, nil
-	}
-	// Each run's energy, taken as it ends, in the order of the runs.
-	var energies []*metrics.Energy
-	if gpus != nil {
-		report := onResult
-		onResult = func(r sweep.Result) {
-			if w := r.Summary.Window; !w.Start.IsZero() {
-				e, err := gpus.Energy(ctx, w, r.Summary.OutputTokens, hourlyCost)
-				if err != nil {
-					res.Notes = append(res.Notes, r.Label+": the GPUs' energy: "+err.Error())
-				}
-				if e != nil {
-					for _, n := range e.Notes {
-						res.Notes = append(res.Notes, r.Label+": the GPUs' energy: "+n)
-					}
-				}
-				r.Energy = e
-			}
-			energies = append(energies, r.Energy)
-			report(r)
-		}
-	}
-	defer func() {
-		for i := range min(len(energies), len(res.Runs)) {
-			res.Runs[i].Energy = energies[i]
-		}
-	}()
-	var err error
-	switch b.profile {
-	case "sweep":
-		sw := &sweep.Sweep{Target: target, Rates: b.rates, Throughput: b.throughput, Open: b.open,
-			Objective: b.objective, OnResult: onResult}
-		var got *sweep.Results
-		got, err = sw.Run(ctx)
-		res.Runs = got.Runs
-	case "slo":
-		s := &sweep.Search{Target: target, Objective: b.objective, Low: b.sloLow, High: b.sloHigh, Step: b.sloStep,
-			MaxRuns: b.sloMaxRuns, Throughput: b.throughput, Open: b.open, OnResult: onResult}
-		var got *sweep.Results
-		got, err = s.Run(ctx)
-		res.Search, res.Runs = got.Search, got.Runs
-	default:
-		label := b.load.String()
-		if mix.Trace != nil {
-			label = "trace replay"
-		}
-		var r sweep.Result
-		r, err = sweep.Run(ctx, target, b.load, label, b.objective)
-		res.Runs = []sweep.Result{r}
-		onResult(r)
-	}
-	if merr := mix.Err(); merr != nil && err == nil {
-		err = merr
-	}
-	return err
-}
-
 // Conns is how many connections the benchmark's client keeps to the
 // server: enough for its most streams and a few more.
 func (b *Flags) Conns() int {
-	return max(b.concurrency, b.throughput, b.maxInFlight, loadgen.DefaultMaxInFlight) + 4
+	most := max(b.throughput, b.maxInFlight, loadgen.DefaultMaxInFlight, int(min(b.sloHigh, 1<<14)))
+	for _, n := range b.concurrency {
+		most = max(most, n)
+	}
+	return min(most, 1<<14) + 4
 }
 
-// observe writes each request of g's run to requests as it ends, and
-// counts it in the live metrics, labelled run; either may be nil.
-func observe(g *loadgen.Generator, requests *requestlog.Writer, lm *live.Metrics, run string) {
-	if requests == nil && lm == nil {
-		return
+// list is a flag of values separated by commas: streams (1,4,16) or
+// rates (2,4,8).
+type list[T int | float64] []T
+
+func (l *list[T]) String() string {
+	s := make([]string, len(*l))
+	for i, v := range *l {
+		s[i] = fmt.Sprint(v)
 	}
-	if g.Recorder == nil {
-		g.Recorder = &metrics.Recorder{}
-	}
-	rec := g.Recorder
-	if lm != nil {
-		lm.Track(run, g)
-	}
-	g.OnRequest = func(req *loadgen.Request, tl *metrics.Timeline) {
-		if requests != nil {
-			requests.Write(run, rec.Window(), req, tl)
+	return strings.Join(s, ",")
+}
+
+func (l *list[T]) Set(v string) error {
+	*l = nil
+	for f := range strings.SplitSeq(v, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || float64(T(x)) != x {
+			if _, whole := any(T(0)).(int); whole {
+				return fmt.Errorf("%q is not a whole number", f)
+			}
+			return fmt.Errorf("%q is not a number", f)
 		}
-		if lm != nil {
-			lm.Observe(run, tl)
-		}
+		*l = append(*l, T(x))
 	}
+	return nil
+}
+
+// orZero is the list, or a rate of 0 (which the benchmark refuses) when
+// none was given.
+func (l list[T]) orZero() []T {
+	if len(l) == 0 {
+		return []T{0}
+	}
+	return l
 }

@@ -77,11 +77,11 @@ func ImageNote(tokens int, sizes []string) string {
 	return ""
 }
 
-// CountImages measures the prompt tokens of the images every request of
+// countImages measures the prompt tokens of the images every request of
 // mix carries (-image, of sizes) into res.ImageTokens, with a note when
 // they look unseen, and notes a dataset's own images, which are counted
 // in each request's input tokens and not apart.
-func CountImages(ctx context.Context, client *loadgen.Client, mix *workload.Mix, sizes []string, res *sweep.Results) error {
+func countImages(ctx context.Context, client *loadgen.Client, mix *workload.Mix, sizes []string, res *sweep.Results) error {
 	b := &mix.Builder
 	if len(b.Images) > 0 {
 		var err error

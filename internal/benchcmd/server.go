@@ -10,8 +10,6 @@ import (
 
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/keyed"
-	"github.com/llmload/llmload/internal/live"
-	"github.com/llmload/llmload/internal/requestlog"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/sweep"
 )
@@ -45,11 +43,11 @@ func Identify(ctx context.Context, client *loadgen.Client, url string, s *capaci
 	return nil
 }
 
-// Progress returns what prints a line on w as each run ends: its rate,
+// progress returns what prints a line on w as each run ends: its rate,
 // its throughput and its median latencies (for api Embeddings and Rerank,
 // input tokens and the latency alone), and why a rate was stopped as
 // over capacity.
-func Progress(w io.Writer, api loadgen.API) func(sweep.Result) {
+func progress(w io.Writer, api loadgen.API) func(sweep.Result) {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
 	return func(r sweep.Result) {
 		if api == loadgen.Embeddings || api == loadgen.Rerank {
@@ -63,28 +61,4 @@ func Progress(w io.Writer, api loadgen.API) func(sweep.Result) {
 			fmt.Fprintf(w, "%-28s over capacity: %s\n", "", r.OverCapacity)
 		}
 	}
-}
-
-// Outputs creates the file at requestsOut that every request is written
-// to as it ends (replacing an existing one only when replace), and serves
-// the client's metrics for Prometheus at metricsListen (saying where on
-// log), each where given.
-func Outputs(ctx context.Context, requestsOut string, replace bool, metricsListen string, log io.Writer) (*requestlog.Writer, *live.Metrics, error) {
-	var requests *requestlog.Writer
-	var err error
-	if requestsOut != "" {
-		if requests, err = requestlog.Create(requestsOut, replace); err != nil {
-			return nil, nil, fmt.Errorf("-requests-out: %w", err)
-		}
-	}
-	var lm *live.Metrics
-	if metricsListen != "" {
-		if lm, err = live.Start(ctx, metricsListen, "", log); err != nil {
-			if requests != nil {
-				requests.Close()
-			}
-			return nil, nil, fmt.Errorf("-metrics-listen: %w", err)
-		}
-	}
-	return requests, lm, nil
 }

@@ -153,6 +153,17 @@ func (b *Benchmark) Run(ctx context.Context) (*Results, error) {
 	return res, err
 }
 
+// Validate checks the settings as Run does, with the same errors, and
+// runs nothing: a command checks them before it starts what the runs
+// need, such as files to write.
+func (b *Benchmark) Validate() error {
+	if b == nil {
+		return &loadgen.ConfigError{Field: "Benchmark", Reason: "is nil"}
+	}
+	_, err := b.plan()
+	return err
+}
+
 // run runs the plan's runs with rn, and sets a search's answer in res.
 func (p *plan) run(rn *runner, res *Results) error {
 	for _, l := range p.loads {

@@ -250,3 +250,25 @@ func TestBenchmarkRateSearchTakesTheRatesRuns(t *testing.T) {
 	require.NoError(t, res.Write(&table, "table"))
 	assert.Contains(t, table.String(), "Highest rate meeting the objective: 100 req/s — met at the top of the range, 100 req/s: the range, not the objective, bounds the rate.")
 }
+
+// Validate refuses what Run refuses, with the same errors, and runs
+// nothing; settings that work pass.
+func TestBenchmarkValidate(t *testing.T) {
+	calls := 0
+	target := func(loadgen.Load) (*loadgen.Generator, error) {
+		calls++
+		return nil, errors.New("not run")
+	}
+	b := &sweep.Benchmark{Target: target, Concurrency: []int{1, 0}}
+	err := b.Validate()
+	ce, ok := errors.AsType[*loadgen.ConfigError](err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, "Benchmark.Concurrency[1]", ce.Field)
+	res, runErr := b.Run(t.Context())
+	assert.Nil(t, res)
+	assert.EqualError(t, runErr, err.Error())
+	assert.NoError(t, (&sweep.Benchmark{Target: target, Concurrency: []int{1, 4}}).Validate())
+	assert.Zero(t, calls, "nothing ran")
+	var none *sweep.Benchmark
+	assert.Error(t, none.Validate())
+}
