@@ -92,20 +92,20 @@ func attentionBytesPerToken(m *Model, kvCacheDType string, tensorParallel int) (
 // --mamba-ssm-cache-dtype; "" or "auto" means the model dtype for the
 // convolution state and config.json's mamba_ssm_dtype (else the model dtype)
 // for the recurrent state.
-func stateBytes(m *Model, kind LayerKind, tensorParallel int, convDType, ssmDType string) (conv, ssm int, err error) {
+func stateBytes(m *Model, kind layerKind, tensorParallel int, convDType, ssmDType string) (conv, ssm int, err error) {
 	if tensorParallel <= 0 {
 		tensorParallel = 1
 	}
 	var convElems, ssmElems int
 	var configSSM string
 	switch {
-	case kind == LinearAttention && m.GatedDeltaNet != nil:
+	case kind == linearAttention && m.GatedDeltaNet != nil:
 		g := m.GatedDeltaNet
 		convDim := g.KeyHeadDim*g.NumKeyHeads*2 + g.ValueHeadDim*g.NumValueHeads
 		convElems = convDim / tensorParallel * (g.ConvKernel - 1)
 		ssmElems = g.NumValueHeads / tensorParallel * g.KeyHeadDim * g.ValueHeadDim
 		configSSM = g.StateDType
-	case kind == Mamba && m.Mamba2 != nil:
+	case kind == mambaLayer && m.Mamba2 != nil:
 		mb := m.Mamba2
 		groups := mb.NumGroups
 		if groups%tensorParallel != 0 {

@@ -14,31 +14,32 @@ import (
 	"github.com/llmload/llmload/internal/bounded"
 )
 
-// LayerKind is what one decoder layer keeps between steps, which decides how
-// its cache grows. Its values are the names config.json's layer_types uses.
-type LayerKind string
+// layerKind is what one decoder layer keeps between steps, which decides how
+// its cache grows. Its values are the names config.json's layer_types uses:
+// [Model.Layers] and [Group.Kind] hold them.
+type layerKind = string
 
 // Layer kinds. The zero value means "not set".
 const (
-	layerUnset LayerKind = ""
-	// FullAttention keeps keys and values for every token of the sequence.
-	FullAttention LayerKind = "full_attention"
-	// SlidingAttention keeps keys and values for the last SlidingWindow tokens.
-	SlidingAttention LayerKind = "sliding_attention"
-	// LinearAttention is a Gated DeltaNet layer: a fixed-size state per
+	layerUnset layerKind = ""
+	// fullAttention keeps keys and values for every token of the sequence.
+	fullAttention layerKind = "full_attention"
+	// slidingAttention keeps keys and values for the last SlidingWindow tokens.
+	slidingAttention layerKind = "sliding_attention"
+	// linearAttention is a Gated DeltaNet layer: a fixed-size state per
 	// sequence (a short-convolution state and a recurrent state), whatever
 	// the length.
-	LinearAttention LayerKind = "linear_attention"
-	// Mamba is a Mamba2 layer: a fixed-size convolution and SSM state per
+	linearAttention layerKind = "linear_attention"
+	// mambaLayer is a Mamba2 layer: a fixed-size convolution and SSM state per
 	// sequence.
-	Mamba LayerKind = "mamba"
-	// NoCache is a layer that keeps nothing (an MLP-only layer of a hybrid
+	mambaLayer layerKind = "mamba"
+	// noCache is a layer that keeps nothing (an MLP-only layer of a hybrid
 	// pattern such as Nemotron-H's).
-	NoCache LayerKind = "none"
+	noCache layerKind = "none"
 )
 
 // everyLayerKind lists the kinds, in the order a summary gives them.
-var everyLayerKind = [...]LayerKind{FullAttention, SlidingAttention, LinearAttention, Mamba, NoCache}
+var everyLayerKind = [...]layerKind{fullAttention, slidingAttention, linearAttention, mambaLayer, noCache}
 
 // MLA describes multi-head latent attention (DeepSeek V2/V3, Kimi K2): each
 // token stores one compressed latent of KVLoraRank plus QKRopeHeadDim values
@@ -134,11 +135,11 @@ type Model struct {
 	// DerivedMaxModelLen is vLLM's default max_model_len: the position limit,
 	// scaled by rope scaling where vLLM scales it.
 	DerivedMaxModelLen int         `json:"derived_max_model_len"`
-	Layers             []LayerKind `json:"layers"`                   // what each decoder layer keeps
-	SlidingWindow      int         `json:"sliding_window,omitempty"` // tokens a SlidingAttention layer keeps
+	Layers             []string    `json:"layers"`                   // what each decoder layer keeps: "full_attention", "sliding_attention", "linear_attention" (Gated DeltaNet), "mamba" (Mamba2) or "none"
+	SlidingWindow      int         `json:"sliding_window,omitempty"` // tokens a slidingAttention layer keeps
 
 	MLA           *MLA           `json:"mla,omitempty"`             // nil unless attention is MLA
-	GatedDeltaNet *GatedDeltaNet `json:"gated_delta_net,omitempty"` // nil unless there are LinearAttention layers
+	GatedDeltaNet *GatedDeltaNet `json:"gated_delta_net,omitempty"` // nil unless there are linearAttention layers
 	Mamba2        *Mamba2        `json:"mamba2,omitempty"`          // nil unless there are Mamba layers
 	MoE           *MoE           `json:"moe,omitempty"`             // nil for dense MLPs
 	Vision        *Vision        `json:"vision,omitempty"`          // nil for text-only models
@@ -149,7 +150,7 @@ type Model struct {
 }
 
 // count returns how many layers are of kind k.
-func (m *Model) count(k LayerKind) int {
+func (m *Model) count(k layerKind) int {
 	n := 0
 	for _, l := range m.Layers {
 		if l == k {
@@ -162,7 +163,7 @@ func (m *Model) count(k LayerKind) int {
 // hybrid reports whether the model mixes attention with layers that keep a
 // per-sequence state (linear attention or Mamba).
 func (m *Model) hybrid() bool {
-	return m.count(LinearAttention)+m.count(Mamba) > 0 && m.count(FullAttention)+m.count(SlidingAttention) > 0
+	return m.count(linearAttention)+m.count(mambaLayer) > 0 && m.count(fullAttention)+m.count(slidingAttention) > 0
 }
 
 // String summarizes the layers, e.g. "32 layers: 8 full_attention, 24 linear_attention".
@@ -523,7 +524,7 @@ func ParseConfig(data []byte) (*Model, error) {
 		return nil, err
 	}
 	m.Layers = layers
-	if m.count(LinearAttention) > 0 {
+	if m.count(linearAttention) > 0 {
 		m.GatedDeltaNet = &GatedDeltaNet{
 			NumKeyHeads:   c.int("linear_num_key_heads"),
 			NumValueHeads: c.int("linear_num_value_heads"),
@@ -533,7 +534,7 @@ func ParseConfig(data []byte) (*Model, error) {
 			StateDType:    normalizeDType(c.str("mamba_ssm_dtype")),
 		}
 	}
-	if m.count(Mamba) > 0 {
+	if m.count(mambaLayer) > 0 {
 		mb := &Mamba2{
 			NumHeads:   c.int("mamba_num_heads", "mamba_n_heads"),
 			HeadDim:    c.int("mamba_head_dim", "mamba_d_head"),
@@ -599,8 +600,8 @@ func ParseConfig(data []byte) (*Model, error) {
 // full_attention_interval, hybrid_override_pattern, layers_block_type or
 // sliding_window_pattern; a config with none of them is all full attention
 // (or all sliding window, where the config enables a window).
-func layerKinds(c *config, m *Model, n int) ([]LayerKind, error) {
-	out := make([]LayerKind, n)
+func layerKinds(c *config, m *Model, n int) ([]layerKind, error) {
+	out := make([]layerKind, n)
 	if v, ok := c.get("layer_types"); ok {
 		l, ok := v.([]any)
 		if !ok || len(l) < n {
@@ -613,9 +614,9 @@ func layerKinds(c *config, m *Model, n int) ([]LayerKind, error) {
 	}
 	if iv := c.int("full_attention_interval"); iv > 0 {
 		for i := range out {
-			out[i] = LinearAttention
+			out[i] = linearAttention
 			if (i+1)%iv == 0 {
-				out[i] = FullAttention
+				out[i] = fullAttention
 			}
 		}
 		return out, nil
@@ -627,11 +628,11 @@ func layerKinds(c *config, m *Model, n int) ([]LayerKind, error) {
 		for i := range n {
 			switch p[i] {
 			case 'M':
-				out[i] = Mamba
+				out[i] = mambaLayer
 			case '*':
-				out[i] = FullAttention
+				out[i] = fullAttention
 			case '-', 'E':
-				out[i] = NoCache
+				out[i] = noCache
 			default:
 				return nil, &ConfigError{Field: "hybrid_override_pattern", Value: configValue(p), Reason: fmt.Sprintf("unknown layer %q", p[i])}
 			}
@@ -646,11 +647,11 @@ func layerKinds(c *config, m *Model, n int) ([]LayerKind, error) {
 			return out, nil
 		}
 	}
-	kind := FullAttention
+	kind := fullAttention
 	if m.SlidingWindow > 0 {
 		use, set := c.bool("use_sliding_window")
 		if !set || use {
-			kind = SlidingAttention
+			kind = slidingAttention
 		}
 	}
 	for i := range out {
@@ -662,34 +663,34 @@ func layerKinds(c *config, m *Model, n int) ([]LayerKind, error) {
 	}
 	if p > 0 && m.SlidingWindow > 0 {
 		for i := range out {
-			out[i] = SlidingAttention
+			out[i] = slidingAttention
 			if (i+1)%p == 0 {
-				out[i] = FullAttention
+				out[i] = fullAttention
 			}
 		}
 	}
 	return out, nil
 }
 
-func parseLayerKind(s string) (LayerKind, error) {
+func parseLayerKind(s string) (layerKind, error) {
 	switch s {
 	case "full_attention", "attention", "global", "full":
-		return FullAttention, nil
+		return fullAttention, nil
 	case "sliding_attention", "sliding_window", "local", "sliding":
-		return SlidingAttention, nil
+		return slidingAttention, nil
 	case "linear_attention":
-		return LinearAttention, nil
+		return linearAttention, nil
 	case "mamba", "mamba2":
-		return Mamba, nil
+		return mambaLayer, nil
 	case "mlp", "moe":
-		return NoCache, nil
+		return noCache, nil
 	}
 	return layerUnset, errors.New("unknown layer type")
 }
 
 // parseLayerKinds reads the list of layer type names in field into out,
 // one for one.
-func parseLayerKinds(field string, names []any, out []LayerKind) error {
+func parseLayerKinds(field string, names []any, out []layerKind) error {
 	for i, v := range names {
 		name, _ := v.(string)
 		k, err := parseLayerKind(name)

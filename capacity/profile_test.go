@@ -185,7 +185,7 @@ func TestWeightsPerGPU(t *testing.T) {
 // the layers alternate sliding window and full attention.
 func TestGemma2Layers(t *testing.T) {
 	m := mustParse(t, `{"model_type":"gemma2","hidden_size":2304,"num_attention_heads":8,"num_key_value_heads":4,"head_dim":256,"num_hidden_layers":4,"sliding_window":4096,"vocab_size":256000}`)
-	assert.Equal(t, []LayerKind{SlidingAttention, FullAttention, SlidingAttention, FullAttention}, m.Layers)
+	assert.Equal(t, []layerKind{slidingAttention, fullAttention, slidingAttention, fullAttention}, m.Layers)
 }
 
 // TestEstimateRangeOutsideTable: a launch unlike every start-up log in the

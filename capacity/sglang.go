@@ -65,7 +65,7 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 		return nil, err
 	}
 	e.AttentionBytesPerToken = perLayer
-	attention := m.count(FullAttention) + m.count(SlidingAttention)
+	attention := m.count(fullAttention) + m.count(slidingAttention)
 	cell := perLayer * attention
 	e.PageBytes = cell
 	e.MaxModelLen = l.ContextLength
@@ -98,10 +98,10 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 		e.Expected.Reasons = []string{"SGLang: no start-up log in the table checks its budget, so the range of this estimate is unknown (shown as none)"}
 	}
 	avail := b.AvailableKV.Bytes
-	if states := m.count(LinearAttention) + m.count(Mamba); states > 0 {
-		kind := LinearAttention
-		if m.count(Mamba) > 0 {
-			kind = Mamba
+	if states := m.count(linearAttention) + m.count(mambaLayer); states > 0 {
+		kind := linearAttention
+		if m.count(mambaLayer) > 0 {
+			kind = mambaLayer
 		}
 		conv, ssm, err := stateBytes(m, kind, tp, "", "")
 		if err != nil {
@@ -122,7 +122,7 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 	if cell <= 0 {
 		return nil, fmt.Errorf("%w: no attention layer", ErrUnsupported)
 	}
-	e.Groups = []Group{{Kind: FullAttention, Layers: attention, BlockSize: 1, BlocksPerRequest: e.MaxModelLen}}
+	e.Groups = []Group{{Kind: fullAttention, Layers: attention, BlockSize: 1, BlocksPerRequest: e.MaxModelLen}}
 	e.LayersPerBlock = attention
 	if avail <= 0 {
 		return e, fmt.Errorf("%w: %.2f GiB left for the KV cache", ErrInsufficientMemory, float64(avail)/gibibyte)

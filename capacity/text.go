@@ -88,8 +88,8 @@ func (e *Estimate) writeBudget(p *textWriter) {
 func (e *Estimate) writeBlocks(p *textWriter) {
 	p.f("\nBlocks\n")
 	p.f("  block size           %s tokens, page %s bytes per layer\n", commaInt(e.BlockSize), commaInt(e.PageBytes))
-	count := map[LayerKind]int{}
-	var kinds []LayerKind
+	count := map[layerKind]int{}
+	var kinds []layerKind
 	smallest := 0
 	per := make([]string, 0, len(e.Groups))
 	for _, g := range e.Groups {
@@ -136,7 +136,7 @@ func (g *Grid) WriteText(w io.Writer) error {
 		kv += fmt.Sprintf(" (expected %s–%s)", commaInt(l.KVTokensLow), commaInt(l.KVTokensHigh))
 	}
 	p.f("Limits     kv_tokens %s, max_running %s, max_model_len %s, template overhead %d\n",
-		kv, knownCount(l.MaxRunning), knownCount(l.MaxModelLen), l.TemplateTokens())
+		kv, knownCount(l.MaxRunning), knownCount(l.MaxModelLen), l.templateTokens())
 	if l.Source != "" {
 		p.f("           from %s\n", l.Source)
 	}

@@ -111,7 +111,7 @@ func (m *Model) Validate() error {
 	c.in("max_position_embeddings", m.MaxPositionEmbeddings, 0, maxModelLen)
 	c.in("derived max_model_len", m.DerivedMaxModelLen, 0, maxModelLen)
 	c.in("sliding_window", m.SlidingWindow, 0, maxModelLen)
-	if m.count(SlidingAttention) > 0 {
+	if m.count(slidingAttention) > 0 {
 		c.in("sliding_window", m.SlidingWindow, 1, maxModelLen)
 	}
 	if a := m.MLA; a != nil {
@@ -121,7 +121,7 @@ func (m *Model) Validate() error {
 		c.in("v_head_dim", a.VHeadDim, 0, maxHeadDim)
 		c.in("q_lora_rank", a.QLoraRank, 0, maxLatent)
 	}
-	if m.count(LinearAttention) > 0 && m.GatedDeltaNet == nil && c.err == nil {
+	if m.count(linearAttention) > 0 && m.GatedDeltaNet == nil && c.err == nil {
 		c.err = &ConfigError{Field: "linear_num_key_heads", Value: "missing", Reason: "linear_attention layers need the Gated DeltaNet dimensions"}
 	}
 	if g := m.GatedDeltaNet; g != nil {
@@ -131,7 +131,7 @@ func (m *Model) Validate() error {
 		c.in("linear_value_head_dim", g.ValueHeadDim, 1, maxHeadDim)
 		c.in("linear_conv_kernel_dim", g.ConvKernel, 1, maxConvKernel)
 	}
-	if m.count(Mamba) > 0 && m.Mamba2 == nil && c.err == nil {
+	if m.count(mambaLayer) > 0 && m.Mamba2 == nil && c.err == nil {
 		c.err = &ConfigError{Field: "mamba_num_heads", Value: "missing", Reason: "mamba layers need the Mamba2 dimensions"}
 	}
 	if mb := m.Mamba2; mb != nil {

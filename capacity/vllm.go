@@ -100,7 +100,7 @@ type VLLM struct {
 // Group is one KV-cache group of vLLM's hybrid allocator: layers of one kind
 // that share a block table. All groups draw their blocks from one pool.
 type Group struct {
-	Kind      LayerKind `json:"kind"`       // what the group's layers keep
+	Kind      string    `json:"kind"`       // what the group's layers keep, as [Model.Layers] names it
 	Layers    int       `json:"layers"`     // layers in the group; the last group of a kind may be short (padded)
 	BlockSize int       `json:"block_size"` // tokens per block as vLLM records it (max_model_len for state groups without prefix caching)
 	// BlocksPerRequest is what one request of max_model_len holds in this
@@ -150,17 +150,17 @@ type Estimate struct {
 	Notes               []string `json:"notes,omitempty"`        // padding, caveats and version differences
 	// Expected is the range KVTokens is expected to fall in, from the ranges
 	// of the budget's estimated terms.
-	Expected ExpectedError `json:"expected_error"`
+	Expected Range `json:"expected_error"`
 }
 
-// ExpectedError is the range an estimate's KV capacity is expected to fall
+// Range is the range an estimate's KV capacity is expected to fall
 // in, 90% of the time: calibrated by leave-one-out on the start-up-log table
 // (see testdata/startup_logs.json), and wider the farther a launch lies
 // from the table's rows in utilization, GPU memory, vLLM version and tensor
 // parallelism (calibrated by holding those settings out), spanning every
 // version's profile when the version is not given.
 // A budget the caller gave has no range.
-type ExpectedError struct {
+type Range struct {
 	KVTokensLow   int     `json:"kv_tokens_low"`   // KVTokens with every estimated term at its largest
 	KVTokensHigh  int     `json:"kv_tokens_high"`  // KVTokens with every estimated term at its smallest
 	NumBlocksLow  int     `json:"num_blocks_low"`  // NumBlocks likewise
@@ -276,7 +276,7 @@ func (mm *memoryModel) estimateVLLM(m *Model, l VLLM) (*Estimate, error) {
 }
 
 // percents sets LowPercent and HighPercent from the token range around kv.
-func (x *ExpectedError) percents(kv int) {
+func (x *Range) percents(kv int) {
 	if kv > 0 {
 		x.LowPercent = 100 * float64(x.KVTokensLow-kv) / float64(kv)
 		x.HighPercent = 100 * float64(x.KVTokensHigh-kv) / float64(kv)
@@ -473,7 +473,7 @@ func isKnownKVCacheDType(d string) bool {
 // geometry sets the per-token and per-sequence sizes, the block size and the
 // page size.
 func (e *Estimate) geometry(m *Model, l VLLM, tp int) error {
-	hasAttention := m.count(FullAttention)+m.count(SlidingAttention) > 0
+	hasAttention := m.count(fullAttention)+m.count(slidingAttention) > 0
 	if hasAttention {
 		b, err := attentionBytesPerToken(m, e.KVCacheDType, tp)
 		if err != nil {
@@ -483,10 +483,10 @@ func (e *Estimate) geometry(m *Model, l VLLM, tp int) error {
 	}
 	stateKind := layerUnset
 	switch {
-	case m.count(LinearAttention) > 0:
-		stateKind = LinearAttention
-	case m.count(Mamba) > 0:
-		stateKind = Mamba
+	case m.count(linearAttention) > 0:
+		stateKind = linearAttention
+	case m.count(mambaLayer) > 0:
+		stateKind = mambaLayer
 	}
 	if stateKind != layerUnset {
 		conv, ssm, err := stateBytes(m, stateKind, tp, l.MambaCacheDType, l.MambaSSMCacheDType)
@@ -536,13 +536,13 @@ func (e *Estimate) geometry(m *Model, l VLLM, tp int) error {
 // that share one block (the stage's largest group).
 func (e *Estimate) group(m *Model, pp int) ([]int, error) {
 	type kindLayers struct {
-		kind   LayerKind
+		kind   layerKind
 		layers []int
 	}
 	var kinds []*kindLayers
-	byKind := map[LayerKind]*kindLayers{}
+	byKind := map[layerKind]*kindLayers{}
 	for i, k := range m.Layers {
-		if k == NoCache {
+		if k == noCache {
 			continue
 		}
 		kl := byKind[k]
@@ -613,16 +613,16 @@ func (e *Estimate) group(m *Model, pp int) ([]int, error) {
 	return sizes, nil
 }
 
-func (e *Estimate) newGroup(k LayerKind, layers int, m *Model) Group {
+func (e *Estimate) newGroup(k layerKind, layers int, m *Model) Group {
 	g := Group{Kind: k, Layers: layers, BlockSize: e.BlockSize}
 	L := e.MaxModelLen
 	switch k {
-	case FullAttention:
+	case fullAttention:
 		g.BlocksPerRequest = ceilDiv(L, e.BlockSize)
-	case SlidingAttention:
+	case slidingAttention:
 		n := min(m.SlidingWindow-1+e.MaxNumBatchedTokens, L)
 		g.BlocksPerRequest = ceilDiv(n, e.BlockSize) + 1
-	case LinearAttention, Mamba:
+	case linearAttention, mambaLayer:
 		g.BlocksPerRequest = 1
 		if e.MambaCacheMode == "align" {
 			g.BlocksPerRequest = 2
@@ -705,7 +705,7 @@ func (mm *memoryModel) budget(e *Estimate, m *Model, l VLLM, tp, pp int) []strin
 		b.NonTorch = estimated(n, max(n+mm.NonTorchLow, 0), n+mm.NonTorchHigh, "estimated: "+detail)
 		reasons = append(reasons, fmt.Sprintf("non-torch memory: %s, %+.2f … %+.2f GiB on the table (leave-one-out)", gib(n), float64(mm.NonTorchLow)/gibibyte, float64(mm.NonTorchHigh)/gibibyte))
 	}
-	hybrid := m.count(LinearAttention) > 0
+	hybrid := m.count(linearAttention) > 0
 	switch {
 	case l.CUDAGraphBytes > 0:
 		b.CUDAGraphs = given(l.CUDAGraphBytes)

@@ -238,7 +238,7 @@ func (m *Model) params() paramCounts {
 	for i, k := range m.Layers {
 		hasMLP := true
 		switch k {
-		case FullAttention, SlidingAttention:
+		case fullAttention, slidingAttention:
 			if a := m.MLA; a != nil {
 				qk := int64(a.QKNopeHeadDim + a.QKRopeHeadDim)
 				if a.QLoraRank > 0 {
@@ -262,13 +262,13 @@ func (m *Model) params() paramCounts {
 			if m.ModelType == "nemotron_h" {
 				hasMLP = false
 			}
-		case LinearAttention:
+		case linearAttention:
 			g := m.GatedDeltaNet
 			key, val := int64(g.NumKeyHeads*g.KeyHeadDim), int64(g.NumValueHeads*g.ValueHeadDim)
 			linear(h, 2*key+2*val)
 			p.unquantized += h*2*int64(g.NumValueHeads) + (2*key+val)*int64(g.ConvKernel)
 			linear(val, h)
-		case Mamba:
+		case mambaLayer:
 			mb := m.Mamba2
 			inner := int64(mb.NumHeads * mb.HeadDim)
 			gn := int64(2 * mb.NumGroups * mb.StateSize)
@@ -276,7 +276,7 @@ func (m *Model) params() paramCounts {
 			p.unquantized += (inner + gn) * int64(mb.ConvKernel)
 			linear(inner, h)
 			hasMLP = false
-		case NoCache:
+		case noCache:
 		}
 		if !hasMLP {
 			continue
