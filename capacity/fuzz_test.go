@@ -52,7 +52,7 @@ func FuzzParseConfig(f *testing.F) {
 			}
 			return
 		}
-		if err := m.Validate(); err != nil {
+		if err := m.validate(); err != nil {
 			t.Fatalf("ParseConfig returned a model Validate refuses: %v", err)
 		}
 		_ = m.String()

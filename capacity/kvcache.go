@@ -60,7 +60,7 @@ func attentionBytesPerToken(m *Model, kvCacheDType string, tensorParallel int) (
 		case "bfloat16", "float16":
 			return latent * 2, nil
 		}
-		return 0, &LaunchError{Field: "kv_cache_dtype", Value: kvCacheDType, Reason: "not one vLLM takes for an MLA model (auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc, fp8_ds_mla)"}
+		return 0, &InputError{Flag: true, Field: "kv_cache_dtype", Value: kvCacheDType, Reason: "not one vLLM takes for an MLA model (auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc, fp8_ds_mla)"}
 	}
 	heads := max(1, m.NumKVHeads/tensorParallel)
 	hs := m.HeadDim
@@ -82,7 +82,7 @@ func attentionBytesPerToken(m *Model, kvCacheDType string, tensorParallel int) (
 	case "nvfp4":
 		return 2 * heads * (hs/2 + hs/16), nil
 	}
-	return 0, &LaunchError{Field: "kv_cache_dtype", Value: kvCacheDType, Reason: "not a KV-cache dtype this package sizes (" + strings.Join(KVCacheDTypes, ", ") + ")"}
+	return 0, &InputError{Flag: true, Field: "kv_cache_dtype", Value: kvCacheDType, Reason: "not a KV-cache dtype this package sizes (" + strings.Join(KVCacheDTypes, ", ") + ")"}
 }
 
 // stateBytes returns the bytes one sequence's state occupies in one

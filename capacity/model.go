@@ -188,7 +188,7 @@ const maxConfigBytes = 16 << 20
 
 // readModelFile reads the regular file at path, up to limit bytes. A
 // larger file, or anything but a regular file (a device such as /dev/zero,
-// a pipe, a socket), is refused with a *ConfigError naming the file and the
+// a pipe, a socket), is refused with an *InputError naming the file and the
 // limit, before its contents are read.
 func readModelFile(path string, limit int64) ([]byte, error) {
 	fi, err := os.Stat(path)
@@ -198,7 +198,7 @@ func readModelFile(path string, limit int64) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, notRegular(path, fi.Mode())
 	}
-	tooLarge := &ConfigError{File: path, Reason: fmt.Sprintf("larger than %d MiB, the most a model file of its kind takes: not read", limit>>20)}
+	tooLarge := &InputError{File: path, Reason: fmt.Sprintf("larger than %d MiB, the most a model file of its kind takes: not read", limit>>20)}
 	if fi.Size() > limit {
 		return nil, tooLarge
 	}
@@ -230,7 +230,7 @@ func notRegular(path string, mode os.FileMode) error {
 	case mode.IsDir():
 		kind = "a directory, not a file"
 	}
-	return &ConfigError{File: path, Reason: kind + ": not read"}
+	return &InputError{File: path, Reason: kind + ": not read"}
 }
 
 // LoadModel reads a model from path: a config.json file, or a model
@@ -253,7 +253,7 @@ func LoadModel(path string) (*Model, error) {
 	}
 	m, err := ParseConfig(data)
 	if err != nil {
-		var ce *ConfigError
+		var ce *InputError
 		if errors.As(err, &ce) {
 			ce.File = path
 		}
@@ -370,18 +370,18 @@ func (c *config) obj(key string) map[string]any {
 // int64 lets the arithmetic that follows stay exact.
 const maxConfigInt = 1 << 31
 
-// configInt converts a JSON number to an int, or returns a *ConfigError
+// configInt converts a JSON number to an int, or returns an *InputError
 // naming field.
 func configInt(v any, field string) (int, error) {
 	n, ok := toInt(v)
 	f, number := toFloat(v)
 	switch {
 	case number && math.Abs(f) > maxConfigInt:
-		return 0, &ConfigError{Field: field, Value: configValue(v), Reason: "larger than any model has"}
+		return 0, &InputError{Field: field, Value: configValue(v), Reason: "larger than any model has"}
 	case !ok:
-		return 0, &ConfigError{Field: field, Value: configValue(v), Reason: "not an integer"}
+		return 0, &InputError{Field: field, Value: configValue(v), Reason: "not an integer"}
 	case n > maxConfigInt || n < -maxConfigInt:
-		return 0, &ConfigError{Field: field, Value: configValue(v), Reason: "larger than any model has"}
+		return 0, &InputError{Field: field, Value: configValue(v), Reason: "larger than any model has"}
 	}
 	return n, nil
 }
@@ -442,15 +442,15 @@ func toFloat(v any) (float64, bool) {
 // language model comes from text_config (or llm_config); its vision encoder
 // is kept in Model.Vision so that --language-model-only can drop it.
 //
-// Every field is checked against what a real model can be ([Model.Validate]):
-// a missing, non-integer or impossible value is a *ConfigError naming the
+// Every field is checked against what a real model can be ([Model.validate]):
+// a missing, non-integer or impossible value is an *InputError naming the
 // field, never an estimate.
 func ParseConfig(data []byte) (*Model, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var top map[string]any
 	if err := dec.Decode(&top); err != nil {
-		return nil, &ConfigError{Reason: "not a JSON object: " + err.Error()}
+		return nil, &InputError{Reason: "not a JSON object: " + err.Error()}
 	}
 	c := &config{top: top}
 	for _, k := range []string{"text_config", "llm_config", "language_config"} {
@@ -489,24 +489,24 @@ func ParseConfig(data []byte) (*Model, error) {
 	}
 	switch {
 	case numLayers == 0:
-		return nil, &ConfigError{Field: "num_hidden_layers", Value: "missing", Reason: "the number of decoder layers is required"}
+		return nil, &InputError{Field: "num_hidden_layers", Value: "missing", Reason: "the number of decoder layers is required"}
 	case numLayers < 0 || numLayers > maxLayers:
-		return nil, &ConfigError{Field: "num_hidden_layers", Value: strconv.Itoa(numLayers), Reason: fmt.Sprintf("want 1 to %d layers", maxLayers)}
+		return nil, &InputError{Field: "num_hidden_layers", Value: strconv.Itoa(numLayers), Reason: fmt.Sprintf("want 1 to %d layers", maxLayers)}
 	case m.HiddenSize == 0:
-		return nil, &ConfigError{Field: "hidden_size", Value: "missing", Reason: "the model width is required"}
+		return nil, &InputError{Field: "hidden_size", Value: "missing", Reason: "the model width is required"}
 	case m.NumAttentionHeads == 0:
-		return nil, &ConfigError{Field: "num_attention_heads", Value: "missing", Reason: "the number of attention heads is required"}
+		return nil, &InputError{Field: "num_attention_heads", Value: "missing", Reason: "the number of attention heads is required"}
 	}
 	if m.NumKVHeads == 0 {
 		if _, _, given := c.lookup("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"); given {
-			return nil, &ConfigError{Field: "num_key_value_heads", Value: "0", Reason: "a model has at least one key/value head"}
+			return nil, &InputError{Field: "num_key_value_heads", Value: "0", Reason: "a model has at least one key/value head"}
 		}
 		m.NumKVHeads = m.NumAttentionHeads
 	}
 	if m.HeadDim == 0 && m.NumAttentionHeads > 0 {
 		m.HeadDim = m.HiddenSize / m.NumAttentionHeads
 		if m.HeadDim == 0 {
-			return nil, &ConfigError{Field: "head_dim", Value: "missing",
+			return nil, &InputError{Field: "head_dim", Value: "missing",
 				Reason: fmt.Sprintf("hidden_size %d ÷ num_attention_heads %d leaves no head dimension", m.HiddenSize, m.NumAttentionHeads)}
 		}
 	}
@@ -586,8 +586,8 @@ func ParseConfig(data []byte) (*Model, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	if err := m.Validate(); err != nil {
-		var ce *ConfigError
+	if err := m.validate(); err != nil {
+		var ce *InputError
 		if errors.As(err, &ce) && c.fields[ce.Field] != "" {
 			ce.Field = c.fields[ce.Field]
 		}
@@ -605,7 +605,7 @@ func layerKinds(c *config, m *Model, n int) ([]layerKind, error) {
 	if v, ok := c.get("layer_types"); ok {
 		l, ok := v.([]any)
 		if !ok || len(l) < n {
-			return nil, &ConfigError{Field: "layer_types", Value: fmt.Sprintf("%d entries", len(l)), Reason: fmt.Sprintf("want one for each of the %d layers", n)}
+			return nil, &InputError{Field: "layer_types", Value: fmt.Sprintf("%d entries", len(l)), Reason: fmt.Sprintf("want one for each of the %d layers", n)}
 		}
 		if err := parseLayerKinds("layer_types", l[:n], out); err != nil {
 			return nil, err
@@ -623,7 +623,7 @@ func layerKinds(c *config, m *Model, n int) ([]layerKind, error) {
 	}
 	if p := c.str("hybrid_override_pattern"); p != "" {
 		if len(p) < n {
-			return nil, &ConfigError{Field: "hybrid_override_pattern", Value: configValue(p), Reason: fmt.Sprintf("want one entry for each of the %d layers", n)}
+			return nil, &InputError{Field: "hybrid_override_pattern", Value: configValue(p), Reason: fmt.Sprintf("want one entry for each of the %d layers", n)}
 		}
 		for i := range n {
 			switch p[i] {
@@ -634,7 +634,7 @@ func layerKinds(c *config, m *Model, n int) ([]layerKind, error) {
 			case '-', 'E':
 				out[i] = noCache
 			default:
-				return nil, &ConfigError{Field: "hybrid_override_pattern", Value: configValue(p), Reason: fmt.Sprintf("unknown layer %q", p[i])}
+				return nil, &InputError{Field: "hybrid_override_pattern", Value: configValue(p), Reason: fmt.Sprintf("unknown layer %q", p[i])}
 			}
 		}
 		return out, nil
@@ -695,7 +695,7 @@ func parseLayerKinds(field string, names []any, out []layerKind) error {
 		name, _ := v.(string)
 		k, err := parseLayerKind(name)
 		if err != nil {
-			return &ConfigError{Field: fmt.Sprintf("%s[%d]", field, i), Value: configValue(v), Reason: "unknown layer type"}
+			return &InputError{Field: fmt.Sprintf("%s[%d]", field, i), Value: configValue(v), Reason: "unknown layer type"}
 		}
 		out[i] = k
 	}
@@ -787,7 +787,7 @@ func derivedMaxModelLen(c *config, positions int) int {
 	n := float64(base) * f
 	if n > maxModelLen {
 		if c.err == nil {
-			c.err = &ConfigError{Field: "rope_scaling.factor", Value: configValue(rs["factor"]),
+			c.err = &InputError{Field: "rope_scaling.factor", Value: configValue(rs["factor"]),
 				Reason: fmt.Sprintf("scales %d positions to %.4g, beyond %d", base, n, maxModelLen)}
 		}
 		return 0

@@ -155,7 +155,7 @@ func TestParseConfigErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(config))
-			require.ErrorAs(t, err, new(*ConfigError))
+			require.ErrorAs(t, err, new(*InputError))
 		})
 	}
 	_, err := LoadModel(filepath.Join(t.TempDir(), "missing"))
@@ -241,7 +241,7 @@ func TestLoadModelDirectoryWeights(t *testing.T) {
 // TestLoadModelRefusesHugeFiles: a config.json that is a link to
 // /dev/zero, a sparse file of 3 GiB, a named pipe no one writes to, an
 // index or a safetensors header beyond its limit — each is refused at once
-// with a *ConfigError naming the file (and the limit), without reading it
+// with an *InputError naming the file (and the limit), without reading it
 // into memory.
 func TestLoadModelRefusesHugeFiles(t *testing.T) {
 	refused := func(t *testing.T, path, want string) {
@@ -251,7 +251,7 @@ func TestLoadModelRefusesHugeFiles(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		_, err := LoadModel(path)
 		runtime.ReadMemStats(&after)
-		var ce *ConfigError
+		var ce *InputError
 		require.ErrorAs(t, err, &ce)
 		assert.Contains(t, ce.File, filepath.Base(path))
 		assert.Contains(t, err.Error(), want)

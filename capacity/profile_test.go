@@ -154,7 +154,7 @@ func TestServedDType(t *testing.T) {
 		assert.Equal(t, tc.want, got, "%s with --dtype %q", tc.config, tc.flag)
 	}
 	_, err := servedDType("bfloat16", "int3")
-	var le *LaunchError
+	var le *InputError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, "dtype", le.Field)
 

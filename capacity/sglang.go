@@ -41,7 +41,7 @@ type SGLang struct {
 // pool comes out of the same memory first. There are no blocks: the result's
 // BlockSize is 1 and NumBlocks the token count.
 func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
-	if err := m.Validate(); err != nil {
+	if err := m.validate(); err != nil {
 		return nil, err
 	}
 	if err := l.validate(); err != nil {
@@ -58,7 +58,7 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 	switch e.KVCacheDType {
 	case "auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2":
 	default:
-		return nil, &LaunchError{Field: "kv_cache_dtype", Value: l.KVCacheDType, Reason: "not one SGLang takes (auto, bf16, fp8_e4m3, fp8_e5m2)"}
+		return nil, &InputError{Flag: true, Field: "kv_cache_dtype", Value: l.KVCacheDType, Reason: "not one SGLang takes (auto, bf16, fp8_e4m3, fp8_e5m2)"}
 	}
 	perLayer, err := attentionBytesPerToken(m, e.KVCacheDType, tp)
 	if err != nil {

@@ -285,7 +285,7 @@ func (x *Range) percents(kv int) {
 
 // estimateVersion is estimateVLLM for one version (empty: the default).
 func (mm *memoryModel) estimateVersion(m *Model, l VLLM) (*Estimate, error) {
-	if err := m.Validate(); err != nil {
+	if err := m.validate(); err != nil {
 		return nil, err
 	}
 	if err := l.validate(); err != nil {
@@ -298,7 +298,7 @@ func (mm *memoryModel) estimateVersion(m *Model, l VLLM) (*Estimate, error) {
 	pp := max(l.PipelineParallelSize, 1)
 	e := &Estimate{Engine: EngineVLLM, Model: m, KVCacheDType: normalizeKVCacheDType(l.KVCacheDType)}
 	if e.KVCacheDType != "auto" && !isKnownKVCacheDType(e.KVCacheDType) {
-		return nil, &LaunchError{Field: "kv_cache_dtype", Value: l.KVCacheDType, Reason: "not a KV-cache dtype this package sizes (" + strings.Join(KVCacheDTypes, ", ") + ")"}
+		return nil, &InputError{Flag: true, Field: "kv_cache_dtype", Value: l.KVCacheDType, Reason: "not a KV-cache dtype this package sizes (" + strings.Join(KVCacheDTypes, ", ") + ")"}
 	}
 	e.Version = l.Version
 	if _, _, ok := version(e.Version); !ok || strings.Contains(e.Version, ".dev") {
@@ -322,7 +322,7 @@ func (mm *memoryModel) estimateVersion(m *Model, l VLLM) (*Estimate, error) {
 		e.MaxModelLen = m.DerivedMaxModelLen
 	}
 	if e.MaxModelLen <= 0 {
-		return nil, &ConfigError{Field: "max_position_embeddings", Value: "missing", Reason: "max_model_len follows from it; set MaxModelLen"}
+		return nil, &InputError{Field: "max_position_embeddings", Value: "missing", Reason: "max_model_len follows from it; set MaxModelLen"}
 	}
 	e.schedulerDefaults(l)
 
@@ -391,7 +391,7 @@ func servedDType(config, flag string) (string, error) {
 	case "bfloat16", "float16", "float32":
 		return d, nil
 	}
-	return "", &LaunchError{Field: "dtype", Value: flag, Reason: "want auto, bfloat16, float16 or float32"}
+	return "", &InputError{Flag: true, Field: "dtype", Value: flag, Reason: "want auto, bfloat16, float16 or float32"}
 }
 
 // schedulerDefaults sets max_num_seqs and max_num_batched_tokens as vLLM

@@ -162,9 +162,9 @@ func TestEstimateErrors(t *testing.T) {
 
 	noLen := mustParse(t, `{"hidden_size":64,"num_attention_heads":4,"num_hidden_layers":1}`)
 	_, err = EstimateVLLM(noLen, VLLM{AvailableKVBytes: gibibyte})
-	require.ErrorAs(t, err, new(*ConfigError))
+	require.ErrorAs(t, err, new(*InputError))
 	_, err = EstimateVLLM(nil, VLLM{})
-	require.ErrorAs(t, err, new(*ConfigError))
+	require.ErrorAs(t, err, new(*InputError))
 	_, err = EstimateVLLM(m, VLLM{MaxModelLen: 8192})
 	require.ErrorIs(t, err, ErrNoGPUMemory)
 	_, err = EstimateSGLang(m, SGLang{})

@@ -58,7 +58,7 @@ func readWeights(dir string) (*Weights, error) {
 	}
 	n, err := idx.Metadata.TotalSize.Int64()
 	if err != nil || n <= 0 || n > maxWeightBytes {
-		return nil, &ConfigError{File: filepath.Join(dir, "model.safetensors.index.json"), Field: "metadata.total_size", Value: configValue(string(idx.Metadata.TotalSize)), Reason: "not a checkpoint's size"}
+		return nil, &InputError{File: filepath.Join(dir, "model.safetensors.index.json"), Field: "metadata.total_size", Value: configValue(string(idx.Metadata.TotalSize)), Reason: "not a checkpoint's size"}
 	}
 	return &Weights{LanguageBytes: n, Source: "model.safetensors.index.json total_size (vision and MTP tensors included)"}, nil
 }
@@ -81,7 +81,7 @@ func addSafetensors(w *Weights, path string) error {
 		// A header that cannot be true: not JSON, offsets negative,
 		// reversed or beyond any checkpoint, a tensor whose shape and dtype
 		// disagree with its bytes.
-		return &ConfigError{File: path, Reason: "bad safetensors header: " + err.Error()}
+		return &InputError{File: path, Reason: "bad safetensors header: " + err.Error()}
 	}
 	for name, size := range sizes {
 		part := &w.LanguageBytes
@@ -92,7 +92,7 @@ func addSafetensors(w *Weights, path string) error {
 			part = &w.SkippedBytes
 		}
 		if *part > maxWeightBytes-size {
-			return &ConfigError{File: path, Reason: fmt.Sprintf("bad safetensors header: tensors add up to more than %d bytes", int64(maxWeightBytes))}
+			return &InputError{File: path, Reason: fmt.Sprintf("bad safetensors header: tensors add up to more than %d bytes", int64(maxWeightBytes))}
 		}
 		*part += size
 	}

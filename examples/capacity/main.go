@@ -34,6 +34,7 @@ import (
 
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/cli"
+	"github.com/llmload/llmload/internal/setting"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/internal/tokencount"
 )
@@ -216,7 +217,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	r.Source = limits.Source
 	r.KVTokens, r.KVTokensLow, r.KVTokensHigh = limits.KVTokens, limits.KVTokensLow, limits.KVTokensHigh
 	r.MaxModelLen, r.MaxRunning = limits.MaxModelLen, limits.MaxRunning
-	r.TemplateOverhead = limits.TemplateTokens()
+	r.TemplateOverhead = setting.Resolve(limits.TemplateOverhead, capacity.DefaultTemplateOverhead)
 	r.Cells = grid.Cells
 	for _, c := range contexts {
 		r.AtOnce = append(r.AtOnce, atOnce{ContextTokens: c, Concurrency: limits.MaxConcurrency(c, o.maxTokens)})
