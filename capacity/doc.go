@@ -15,7 +15,7 @@
 // Either way the result is a [Limits]: KV tokens, max running requests and
 // max_model_len, each zero when unknown. [Limits.Check] gives one cell of a
 // context × concurrency grid its [Verdict]: it fits, fits with some requests
-// queued, fits at risk, or is over capacity, and why; [Limits.MaxConcurrency]
+// queued, fits at risk, or is over capacity, and why; [Limits.Concurrency]
 // says how many requests of one size run at once. [Limits.Grid] checks a
 // whole grid.
 //

@@ -261,7 +261,7 @@ type Concurrency struct {
 	Detail string    `json:"detail"` // the arithmetic, for reports
 }
 
-// MaxConcurrency returns how many requests of context prompt tokens and up
+// Concurrency returns how many requests of context prompt tokens and up
 // to maxOutput output tokens each l holds at once, with nothing waiting in
 // the server's queue. Each running request holds context + maxOutput KV
 // tokens, so it is ⌊KVTokens ÷ (context + maxOutput)⌋, at most MaxRunning,
@@ -269,7 +269,7 @@ type Concurrency struct {
 // overhead). Where the KV tokens are an estimate with a range, Low and High
 // take its ends: [Limits.Check] finds Low requests fitting, up to High
 // fitting at risk, and High + 1 over capacity.
-func (l Limits) MaxConcurrency(context, maxOutput int) Concurrency {
+func (l Limits) Concurrency(context, maxOutput int) Concurrency {
 	context, maxOutput = max(context, 0), max(maxOutput, 0)
 	perRequest := max(addSat(context, maxOutput), 1)
 	if l.MaxModelLen > 0 {

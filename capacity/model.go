@@ -134,9 +134,9 @@ type Model struct {
 	MaxPositionEmbeddings int    `json:"max_position_embeddings"`       // max_position_embeddings
 	// DerivedMaxModelLen is vLLM's default max_model_len: the position limit,
 	// scaled by rope scaling where vLLM scales it.
-	DerivedMaxModelLen int         `json:"derived_max_model_len"`
-	Layers             []string    `json:"layers"`                   // what each decoder layer keeps: "full_attention", "sliding_attention", "linear_attention" (Gated DeltaNet), "mamba" (Mamba2) or "none"
-	SlidingWindow      int         `json:"sliding_window,omitempty"` // tokens a slidingAttention layer keeps
+	DerivedMaxModelLen int      `json:"derived_max_model_len"`
+	Layers             []string `json:"layers"`                   // what each decoder layer keeps: "full_attention", "sliding_attention", "linear_attention" (Gated DeltaNet), "mamba" (Mamba2) or "none"
+	SlidingWindow      int      `json:"sliding_window,omitempty"` // tokens a slidingAttention layer keeps
 
 	MLA           *MLA           `json:"mla,omitempty"`             // nil unless attention is MLA
 	GatedDeltaNet *GatedDeltaNet `json:"gated_delta_net,omitempty"` // nil unless there are linearAttention layers

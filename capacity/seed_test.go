@@ -114,12 +114,12 @@ func TestSeedZeroContextAt128(t *testing.T) {
 	assert.Equal(t, 128*8192, v.Need)
 }
 
-// TestSeedMaxConcurrency asks the seed's estimate how many requests of each
+// TestSeedConcurrency asks the seed's estimate how many requests of each
 // measured context (up to 8,192 output tokens) run at once, and holds the
 // answer and its range against the measured grid: every concurrency
 // measured fitting is at most the range's high end, every one measured over
 // capacity more than its low end, and the 248K row holds none.
-func TestSeedMaxConcurrency(t *testing.T) {
+func TestSeedConcurrency(t *testing.T) {
 	limits := seedEstimate(t).Limits()
 	f, err := os.Open("testdata/measurements.csv")
 	require.NoError(t, err)
@@ -145,7 +145,7 @@ func TestSeedMaxConcurrency(t *testing.T) {
 	}
 	require.Len(t, over, 6)
 	for context, firstOver := range over {
-		c := limits.MaxConcurrency(context, seedMaxOutput)
+		c := limits.Concurrency(context, seedMaxOutput)
 		t.Logf("%d-token context: %d at once (%d–%d), measured: %d fit, %d over; %s", context, c.Requests, c.Low, c.High, fit[context], firstOver, c.Detail)
 		assert.LessOrEqual(t, fit[context], c.High, "measured fitting beyond the range")
 		assert.Less(t, c.Low, firstOver, "measured over capacity within the range")

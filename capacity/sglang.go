@@ -133,7 +133,7 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 	e.Expected.NumBlocksLow, e.Expected.NumBlocksHigh = e.NumBlocks, e.NumBlocks
 	e.BlocksPerRequest = e.MaxModelLen
 	if e.MaxModelLen > 0 {
-		e.MaxConcurrency = float64(e.KVTokens) / float64(e.MaxModelLen)
+		e.KVConcurrency = float64(e.KVTokens) / float64(e.MaxModelLen)
 	}
 	return e, nil
 }

@@ -100,9 +100,9 @@ type VLLM struct {
 // Group is one KV-cache group of vLLM's hybrid allocator: layers of one kind
 // that share a block table. All groups draw their blocks from one pool.
 type Group struct {
-	Kind      string    `json:"kind"`       // what the group's layers keep, as [Model.Layers] names it
-	Layers    int       `json:"layers"`     // layers in the group; the last group of a kind may be short (padded)
-	BlockSize int       `json:"block_size"` // tokens per block as vLLM records it (max_model_len for state groups without prefix caching)
+	Kind      string `json:"kind"`       // what the group's layers keep, as [Model.Layers] names it
+	Layers    int    `json:"layers"`     // layers in the group; the last group of a kind may be short (padded)
+	BlockSize int    `json:"block_size"` // tokens per block as vLLM records it (max_model_len for state groups without prefix caching)
 	// BlocksPerRequest is what one request of max_model_len holds in this
 	// group: its tokens in blocks for attention, fixed state blocks for
 	// linear attention and Mamba.
@@ -135,9 +135,9 @@ type Estimate struct {
 	NumBlocks        int     `json:"num_blocks"`                 // blocks in the pool (vLLM's num_gpu_blocks)
 	BlocksPerRequest int     `json:"blocks_per_request"`         // blocks one request of MaxModelLen holds, over all groups
 
-	KVTokens       int     `json:"kv_tokens"`       // kv_cache_size_tokens as this vLLM version reports it
-	MaxConcurrency float64 `json:"max_concurrency"` // kv_cache_max_concurrency: NumBlocks ÷ BlocksPerRequest
-	// GroupAwareKVTokens is int(MaxConcurrency × MaxModelLen), what vLLM
+	KVTokens      int     `json:"kv_tokens"`       // kv_cache_size_tokens as this vLLM version reports it
+	KVConcurrency float64 `json:"max_concurrency"` // kv_cache_max_concurrency, vLLM's "Maximum concurrency": NumBlocks ÷ BlocksPerRequest, requests of MaxModelLen the cache holds
+	// GroupAwareKVTokens is int(KVConcurrency × MaxModelLen), what vLLM
 	// ≥ 0.20 reports; LegacyKVTokens is NumBlocks ÷ len(Groups) × the
 	// smallest group block size, what earlier versions logged as "GPU KV
 	// cache size".
@@ -757,7 +757,7 @@ func dtypeSizeOr(dtype string, def int) int {
 // report applies vLLM's reporting formulas.
 func (e *Estimate) report() {
 	if e.BlocksPerRequest > 0 {
-		e.MaxConcurrency = float64(e.NumBlocks) / float64(e.BlocksPerRequest)
+		e.KVConcurrency = float64(e.NumBlocks) / float64(e.BlocksPerRequest)
 	}
 	e.GroupAwareKVTokens = e.groupAwareTokens(e.NumBlocks)
 	e.LegacyKVTokens = e.legacyTokens(e.NumBlocks)

@@ -177,7 +177,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		r.Discovery = d
 		r.Engine, r.Version = d.Engine, d.Version
-		r.BlockSize, r.NumBlocks, r.MaxConcurrency = d.BlockSize, d.NumGPUBlocks, d.MaxConcurrency
+		r.BlockSize, r.NumBlocks, r.MaxConcurrency = d.BlockSize, d.NumGPUBlocks, d.KVConcurrency
 		limits = d.Complete(capacity.Limits{KVTokens: o.kvTokens, MaxRunning: o.maxNumSeqs, MaxModelLen: o.maxModelLen, Source: "flags"})
 		if o.version == "" && d.Engine == capacity.EngineVLLM {
 			o.version = d.Version
@@ -201,7 +201,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		r.Model, r.Estimate = m, e
 		if r.Discovery == nil {
 			r.Engine, r.Version = e.Engine, e.Version
-			r.BlockSize, r.NumBlocks, r.MaxConcurrency = e.BlockSize, e.NumBlocks, e.MaxConcurrency
+			r.BlockSize, r.NumBlocks, r.MaxConcurrency = e.BlockSize, e.NumBlocks, e.KVConcurrency
 			limits = e.Limits()
 		} else {
 			// The server's own figures beat the estimate; the estimate's
@@ -220,7 +220,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	r.TemplateOverhead = setting.Resolve(limits.TemplateOverhead, capacity.DefaultTemplateOverhead)
 	r.Cells = grid.Cells
 	for _, c := range contexts {
-		r.AtOnce = append(r.AtOnce, atOnce{ContextTokens: c, Concurrency: limits.MaxConcurrency(c, o.maxTokens)})
+		r.AtOnce = append(r.AtOnce, atOnce{ContextTokens: c, Concurrency: limits.Concurrency(c, o.maxTokens)})
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
