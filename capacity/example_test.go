@@ -123,7 +123,7 @@ func ExampleEstimateVLLM_startupLog() {
 		KVCacheDType:        "fp8",
 		EnablePrefixCaching: true,
 		MaxModelLen:         131072,
-		AvailableKVBytes:    capacity.GiBToBytes(6.01),
+		AvailableKVBytes:    6_453_188_362, // 6.01 GiB
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -158,7 +158,7 @@ func ExampleEstimate_WriteText() {
 		KVCacheDType:        "fp8",
 		EnablePrefixCaching: true,
 		MaxModelLen:         131072,
-		AvailableKVBytes:    capacity.GiBToBytes(6.01),
+		AvailableKVBytes:    6_453_188_362, // 6.01 GiB
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -228,13 +228,11 @@ func ExampleLimits_Concurrency() {
 func ExampleServer_String() {
 	s := capacity.Server{URL: "http://gpu:8000/v1", Model: "Qwen/Qwen3-8B", Engine: capacity.EngineVLLM, Version: "0.10.1"}
 	fmt.Println(s)
-	fmt.Printf("%q\n", s.EngineVersion())
 	s.Version = ""
-	fmt.Printf("%q\n", s.EngineVersion())
-	fmt.Printf("%q\n", capacity.Server{URL: "http://gpu:8000/v1"}.EngineVersion())
+	fmt.Println(s)
+	fmt.Println(capacity.Server{URL: "http://gpu:8000/v1"})
 	// Output:
 	// http://gpu:8000/v1 (Qwen/Qwen3-8B, vllm 0.10.1)
-	// "vllm 0.10.1"
-	// "vllm"
-	// ""
+	// http://gpu:8000/v1 (Qwen/Qwen3-8B, vllm)
+	// http://gpu:8000/v1
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/llmload/llmload/internal/gib"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -18,7 +19,7 @@ import (
 //	--kv-cache-dtype int4_per_token_head --attention-backend TRITON_ATTN
 var seedLaunch = VLLM{
 	Version:              "0.32.0",
-	GPUMemoryBytes:       GiBToBytes(11.76),
+	GPUMemoryBytes:       gib.Bytes(11.76),
 	GPUMemoryUtilization: 0.94,
 	KVCacheDType:         "int4_per_token_head",
 	MaxModelLen:          262144,

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/llmload/llmload/internal/gib"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -92,9 +93,9 @@ func TestStartupLogsFromAvailableMemory(t *testing.T) {
 				lo = at(r.Logged.AvailableKVBytes)
 				mid, hi = lo, lo
 			} else {
-				lo = at(GiBToBytes(r.Logged.AvailableKVGiB - 0.005))
-				mid = at(GiBToBytes(r.Logged.AvailableKVGiB))
-				hi = at(GiBToBytes(r.Logged.AvailableKVGiB + 0.005))
+				lo = at(gib.Bytes(r.Logged.AvailableKVGiB - 0.005))
+				mid = at(gib.Bytes(r.Logged.AvailableKVGiB))
+				hi = at(gib.Bytes(r.Logged.AvailableKVGiB + 0.005))
 			}
 			perBlock := int(math.Ceil(float64(mid.KVTokens) / float64(mid.NumBlocks)))
 			got := r.Logged.KVTokens

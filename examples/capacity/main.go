@@ -34,6 +34,7 @@ import (
 
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/cli"
+	"github.com/llmload/llmload/internal/gib"
 	"github.com/llmload/llmload/internal/setting"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/internal/tokencount"
@@ -294,7 +295,7 @@ func (o *options) estimate(m *capacity.Model) (*capacity.Estimate, error) {
 		return capacity.EstimateVLLM(m, capacity.VLLM{
 			Version:              o.version,
 			DType:                o.dtype,
-			GPUMemoryBytes:       capacity.GiBToBytes(o.gpuMemGiB),
+			GPUMemoryBytes:       gib.Bytes(o.gpuMemGiB),
 			GPUName:              o.gpuName,
 			GPUMemoryUtilization: o.utilization,
 			KVCacheDType:         o.kvCacheDType,
@@ -309,25 +310,25 @@ func (o *options) estimate(m *capacity.Model) (*capacity.Estimate, error) {
 			LanguageModelOnly:    o.languageOnly,
 			Quantization:         o.quantization,
 			WeightBits:           o.weightBits,
-			WeightsBytes:         capacity.GiBToBytes(o.weightsGiB),
-			ActivationBytes:      capacity.GiBToBytes(o.activationGiB),
-			CUDAGraphBytes:       capacity.GiBToBytes(o.graphsGiB),
-			NonTorchBytes:        capacity.GiBToBytes(o.nonTorchGiB),
-			AvailableKVBytes:     capacity.GiBToBytes(o.availableGiB),
+			WeightsBytes:         gib.Bytes(o.weightsGiB),
+			ActivationBytes:      gib.Bytes(o.activationGiB),
+			CUDAGraphBytes:       gib.Bytes(o.graphsGiB),
+			NonTorchBytes:        gib.Bytes(o.nonTorchGiB),
+			AvailableKVBytes:     gib.Bytes(o.availableGiB),
 			NumGPUBlocksOverride: o.numGPUBlocks,
 		})
 	case capacity.EngineSGLang:
 		return capacity.EstimateSGLang(m, capacity.SGLang{
-			GPUMemoryBytes:     capacity.GiBToBytes(o.gpuMemGiB),
+			GPUMemoryBytes:     gib.Bytes(o.gpuMemGiB),
 			MemFractionStatic:  o.utilization,
 			KVCacheDType:       o.kvCacheDType,
 			TensorParallelSize: o.tp,
 			ContextLength:      o.maxModelLen,
 			MaxRunningRequests: o.maxNumSeqs,
 			LanguageModelOnly:  o.languageOnly,
-			WeightsBytes:       capacity.GiBToBytes(o.weightsGiB),
-			NonTorchBytes:      capacity.GiBToBytes(o.nonTorchGiB),
-			AvailableKVBytes:   capacity.GiBToBytes(o.availableGiB),
+			WeightsBytes:       gib.Bytes(o.weightsGiB),
+			NonTorchBytes:      gib.Bytes(o.nonTorchGiB),
+			AvailableKVBytes:   gib.Bytes(o.availableGiB),
 		})
 	}
 	return nil, fmt.Errorf("-engine %s: want vllm or sglang", o.engine)
