@@ -61,7 +61,7 @@ type VLLM struct {
 	// defaults by it: an A100 keeps the small ones whatever its memory.
 	GPUName              string  `json:"gpu_name,omitempty"`
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"` // 0 means vLLM's default, 0.9
-	KVCacheDType         string  `json:"kv_cache_dtype,omitempty"`         // one of KVCacheDTypes; "" means "auto"
+	KVCacheDType         string  `json:"kv_cache_dtype,omitempty"`         // one of kvCacheDTypes; "" means "auto"
 	MaxModelLen          int     `json:"max_model_len,omitempty"`          // 0 means the model's DerivedMaxModelLen
 	MaxNumSeqs           int     `json:"max_num_seqs,omitempty"`           // 0 means 256, or 1024 on a GPU of 70 GiB or more other than an A100 (V0 engine, before 0.8: 256)
 	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens,omitempty"` // 0 means 2048, or 8192 on a GPU of 70 GiB or more other than an A100 (V0 engine: max_model_len, at least 2048, or 512 past 32,768 where chunked prefill turns on)
@@ -298,7 +298,7 @@ func (mm *memoryModel) estimateVersion(m *Model, l VLLM) (*Estimate, error) {
 	pp := max(l.PipelineParallelSize, 1)
 	e := &Estimate{Engine: EngineVLLM, Model: m, KVCacheDType: normalizeKVCacheDType(l.KVCacheDType)}
 	if e.KVCacheDType != "auto" && !isKnownKVCacheDType(e.KVCacheDType) {
-		return nil, &InputError{Flag: true, Field: "kv_cache_dtype", Value: l.KVCacheDType, Reason: "not a KV-cache dtype this package sizes (" + strings.Join(KVCacheDTypes, ", ") + ")"}
+		return nil, &InputError{Flag: true, Field: "kv_cache_dtype", Value: l.KVCacheDType, Reason: "not a KV-cache dtype this package sizes (" + strings.Join(kvCacheDTypes, ", ") + ")"}
 	}
 	e.Version = l.Version
 	if _, _, ok := version(e.Version); !ok || strings.Contains(e.Version, ".dev") {
@@ -462,7 +462,7 @@ func patchOf(v string) int {
 }
 
 func isKnownKVCacheDType(d string) bool {
-	for _, k := range KVCacheDTypes {
+	for _, k := range kvCacheDTypes {
 		if k == d {
 			return true
 		}

@@ -92,7 +92,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.Float64Var(&o.gpuMemGiB, "gpu-mem-gib", 0, "total memory of one GPU in GiB, as PyTorch reports it (11.76 for a 12 GB RTX 3060)")
 	fs.StringVar(&o.gpuName, "gpu-name", "", "the GPU's `name` as PyTorch reports it (\"NVIDIA A100-SXM4-80GB\"): vLLM keeps an A100's scheduler defaults small whatever its memory")
 	fs.Float64Var(&o.utilization, "gpu-memory-utilization", 0, "fraction of GPU memory vLLM may use (SGLang: --mem-fraction-static); 0 means the engine's default")
-	fs.StringVar(&o.kvCacheDType, "kv-cache-dtype", "auto", "KV cache dtype: "+strings.Join(capacity.KVCacheDTypes, ", "))
+	fs.StringVar(&o.kvCacheDType, "kv-cache-dtype", "auto", "KV cache dtype as vLLM takes it: auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc, fp8_per_token_head, int8_per_token_head, int4_per_token_head, nvfp4 or fp8_ds_mla (another is refused, naming these)")
 	fs.IntVar(&o.maxModelLen, "max-model-len", 0, "longest request in tokens; 0 means the model's")
 	fs.IntVar(&o.maxNumSeqs, "max-num-seqs", 0, "most requests running at once; 0 means vLLM's default (with -url: unknown unless the server publishes it)")
 	fs.IntVar(&o.kvTokens, "kv-tokens", 0, "with -url: the KV cache's capacity in tokens, where the server does not publish it (its start-up log)")
