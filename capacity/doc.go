@@ -5,10 +5,10 @@
 // A [Model] comes from a Hugging Face config.json ([LoadModel],
 // [ParseConfig]). [EstimateVLLM] and [EstimateSGLang] size its KV cache from
 // one GPU's memory and the server's launch flags as each engine does. The
-// [Estimate] carries the range the KV tokens are expected to fall in, and
+// [Estimate] carries the [Range] the KV tokens are expected to fall in, and
 // [Estimate.WriteText] writes how it was derived, term by term. Configs and
-// flags no real model or server can have are refused with an [InputError]
-// or [InputError] naming the field. [DiscoverModel]
+// flags no real model or server can have are refused with an
+// [InputError] naming the field. [DiscoverModel]
 // asks a running vLLM, SGLang, llama.cpp, TGI or Ollama server instead; its
 // figures beat any estimate.
 //

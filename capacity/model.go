@@ -459,6 +459,43 @@ func ParseConfig(data []byte) (*Model, error) {
 			break
 		}
 	}
+	m, numLayers, err := parseAttention(c)
+	if err != nil {
+		return nil, err
+	}
+	layers, err := layerKinds(c, m, numLayers)
+	if err != nil {
+		return nil, err
+	}
+	m.Layers = layers
+	parseStates(c, m)
+	parseMoE(c, m)
+	if v, ok := top["vision_config"].(map[string]any); ok {
+		m.Vision = &Vision{
+			Depth:            c.objInt(v, "vision_config", "depth", "num_hidden_layers", "num_layers"),
+			HiddenSize:       c.objInt(v, "vision_config", "hidden_size", "embed_dim", "width"),
+			IntermediateSize: c.objInt(v, "vision_config", "intermediate_size", "mlp_dim"),
+		}
+	}
+	m.Quantization = parseQuantization(c)
+	m.DerivedMaxModelLen = derivedMaxModelLen(c, m.MaxPositionEmbeddings)
+	if c.err != nil {
+		return nil, c.err
+	}
+	if err := m.validate(); err != nil {
+		var ce *InputError
+		if errors.As(err, &ce) && c.fields[ce.Field] != "" {
+			ce.Field = c.fields[ce.Field]
+		}
+		return nil, err
+	}
+	return m, nil
+}
+
+// parseAttention reads what every model has, refusing a config without
+// it: its sizes, dtype and attention heads, MLA's latent where it has one,
+// and the number of its decoder layers.
+func parseAttention(c *config) (*Model, int, error) {
 	m := &Model{
 		ModelType:             c.str("model_type"),
 		DType:                 normalizeDType(c.str("torch_dtype", "dtype")),
@@ -471,7 +508,7 @@ func ParseConfig(data []byte) (*Model, error) {
 		MaxPositionEmbeddings: c.int("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "max_sequence_length"),
 		SlidingWindow:         c.int("sliding_window"),
 	}
-	if a, ok := top["architectures"].([]any); ok && len(a) > 0 {
+	if a, ok := c.top["architectures"].([]any); ok && len(a) > 0 {
 		m.Architecture, _ = a[0].(string)
 	}
 	if m.DType == "" {
@@ -485,28 +522,28 @@ func ParseConfig(data []byte) (*Model, error) {
 	}
 	numLayers := c.int("num_hidden_layers", "n_layer", "num_layers")
 	if c.err != nil {
-		return nil, c.err
+		return nil, 0, c.err
 	}
 	switch {
 	case numLayers == 0:
-		return nil, &InputError{Field: "num_hidden_layers", Value: "missing", Reason: "the number of decoder layers is required"}
+		return nil, 0, &InputError{Field: "num_hidden_layers", Value: "missing", Reason: "the number of decoder layers is required"}
 	case numLayers < 0 || numLayers > maxLayers:
-		return nil, &InputError{Field: "num_hidden_layers", Value: strconv.Itoa(numLayers), Reason: fmt.Sprintf("want 1 to %d layers", maxLayers)}
+		return nil, 0, &InputError{Field: "num_hidden_layers", Value: strconv.Itoa(numLayers), Reason: fmt.Sprintf("want 1 to %d layers", maxLayers)}
 	case m.HiddenSize == 0:
-		return nil, &InputError{Field: "hidden_size", Value: "missing", Reason: "the model width is required"}
+		return nil, 0, &InputError{Field: "hidden_size", Value: "missing", Reason: "the model width is required"}
 	case m.NumAttentionHeads == 0:
-		return nil, &InputError{Field: "num_attention_heads", Value: "missing", Reason: "the number of attention heads is required"}
+		return nil, 0, &InputError{Field: "num_attention_heads", Value: "missing", Reason: "the number of attention heads is required"}
 	}
 	if m.NumKVHeads == 0 {
 		if _, _, given := c.lookup("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"); given {
-			return nil, &InputError{Field: "num_key_value_heads", Value: "0", Reason: "a model has at least one key/value head"}
+			return nil, 0, &InputError{Field: "num_key_value_heads", Value: "0", Reason: "a model has at least one key/value head"}
 		}
 		m.NumKVHeads = m.NumAttentionHeads
 	}
 	if m.HeadDim == 0 && m.NumAttentionHeads > 0 {
 		m.HeadDim = m.HiddenSize / m.NumAttentionHeads
 		if m.HeadDim == 0 {
-			return nil, &InputError{Field: "head_dim", Value: "missing",
+			return nil, 0, &InputError{Field: "head_dim", Value: "missing",
 				Reason: fmt.Sprintf("hidden_size %d ÷ num_attention_heads %d leaves no head dimension", m.HiddenSize, m.NumAttentionHeads)}
 		}
 	}
@@ -519,11 +556,12 @@ func ParseConfig(data []byte) (*Model, error) {
 			QLoraRank:     c.int("q_lora_rank"),
 		}
 	}
-	layers, err := layerKinds(c, m, numLayers)
-	if err != nil {
-		return nil, err
-	}
-	m.Layers = layers
+	return m, numLayers, nil
+}
+
+// parseStates reads the state dimensions of the layers m has that keep
+// a state per sequence: Gated DeltaNet's and Mamba2's.
+func parseStates(c *config, m *Model) {
 	if m.count(linearAttention) > 0 {
 		m.GatedDeltaNet = &GatedDeltaNet{
 			NumKeyHeads:   c.int("linear_num_key_heads"),
@@ -553,6 +591,10 @@ func ParseConfig(data []byte) (*Model, error) {
 		}
 		m.Mamba2 = mb
 	}
+}
+
+// parseMoE reads a mixture-of-experts model's experts, if it has them.
+func parseMoE(c *config, m *Model) {
 	if n := c.int("num_experts", "n_routed_experts", "num_local_experts"); n > 1 || n < 0 {
 		moe := &MoE{
 			NumExperts:       n,
@@ -574,26 +616,6 @@ func ParseConfig(data []byte) (*Model, error) {
 		}
 		m.MoE = moe
 	}
-	if v, ok := top["vision_config"].(map[string]any); ok {
-		m.Vision = &Vision{
-			Depth:            c.objInt(v, "vision_config", "depth", "num_hidden_layers", "num_layers"),
-			HiddenSize:       c.objInt(v, "vision_config", "hidden_size", "embed_dim", "width"),
-			IntermediateSize: c.objInt(v, "vision_config", "intermediate_size", "mlp_dim"),
-		}
-	}
-	m.Quantization = parseQuantization(c)
-	m.DerivedMaxModelLen = derivedMaxModelLen(c, m.MaxPositionEmbeddings)
-	if c.err != nil {
-		return nil, c.err
-	}
-	if err := m.validate(); err != nil {
-		var ce *InputError
-		if errors.As(err, &ce) && c.fields[ce.Field] != "" {
-			ce.Field = c.fields[ce.Field]
-		}
-		return nil, err
-	}
-	return m, nil
 }
 
 // layerKinds reads the per-layer pattern from layer_types,
