@@ -375,7 +375,7 @@ func (r *Recorder) record(tl *Timeline) {
 		p.ttfo.Record(tl.TTFO())
 	}
 	if !tl.Sent.IsZero() && !tl.Start.IsZero() {
-		p.wait.Record(tl.ClientWait())
+		p.wait.Record(tl.clientWait())
 	}
 	if tl.OutputTokens() >= 2 {
 		p.tbt.Record(tl.TimeBetweenTokens())
@@ -386,7 +386,7 @@ func (r *Recorder) record(tl *Timeline) {
 			p.fromDue.Record(tl.End.Sub(tl.Due))
 		}
 		if tl.OutputTokens() >= 2 {
-			p.tpot.Record(tl.TPOT())
+			p.tpot.Record(tl.tpot())
 		}
 	}
 
@@ -502,7 +502,7 @@ func (hs *Histograms) merge(o Histograms) error {
 		{&hs.SplitPrefill, o.SplitPrefill, true}, {&hs.SplitRest, o.SplitRest, true},
 		{&hs.LatencyFromDue, o.LatencyFromDue, true},
 	} {
-		if *p.dst == nil && p.optional && p.src.Count() == 0 {
+		if *p.dst == nil && p.optional && p.src.count() == 0 {
 			continue
 		}
 		if *p.dst == nil {

@@ -166,7 +166,7 @@ func (r *Recorder) summaryOf(scope Scope) (Summary, Histograms) {
 			}
 		}
 		for src, n := range p.sources {
-			if n > 0 && tokenSources[src] != SourceUnknown {
+			if n > 0 && tokenSources[src] != sourceUnknown {
 				if s.Sources == nil {
 					s.Sources = make(map[TokenSource]int)
 				}
