@@ -68,7 +68,7 @@ func (l Limits) Merge(other Limits) Limits {
 	return l
 }
 
-// TemplateTokens is the number of tokens the chat template adds to a
+// templateTokens is the number of tokens the chat template adds to a
 // prompt, as Check counts them: TemplateOverhead, DefaultTemplateOverhead
 // when that is zero, none when it is negative.
 func (l Limits) templateTokens() int {
