@@ -24,9 +24,6 @@ func (h *Histogram) Reset()                           { h.reset() }
 func (tl *Timeline) TPOT() time.Duration              { return tl.tpot() }
 func (tl *Timeline) ClientWait() time.Duration        { return tl.clientWait() }
 
-type DroppedError = droppedError
-
-const SourceUnknown = sourceUnknown
 
 func (hs *Histograms) Merge(o Histograms) error { return hs.merge(o) }
 func (s SLO) Met(tl *Timeline) bool             { return s.met(tl) }

@@ -28,14 +28,14 @@ const (
 
 // droppedError is returned when some values of a histogram read back
 // ([Histogram.UnmarshalJSON]) or merged ([MergeRecordings]) do not fit the
-// geometry: it says how many (test with [errors.As]).
+// geometry: it says how many.
 type droppedError struct {
-	Dropped int64
+	dropped int64
 }
 
 // Error says how many values were dropped.
 func (e *droppedError) Error() string {
-	return fmt.Sprintf("metrics: %d histogram values dropped in merge (outside 1µs–1h)", e.Dropped)
+	return fmt.Sprintf("metrics: %d histogram values dropped in merge (outside 1µs–1h)", e.dropped)
 }
 
 // errNilHistogram is returned by [Histogram.merge] called on a nil
@@ -225,7 +225,7 @@ func (h *Histogram) merge(o *Histogram) error {
 	h.sumHi += o.sumHi + carry
 	h.estimated = h.estimated || o.estimated
 	if dropped := h.h.Merge(o.h); dropped > 0 {
-		return &droppedError{Dropped: dropped}
+		return &droppedError{dropped: dropped}
 	}
 	return nil
 }
@@ -307,7 +307,7 @@ func (h *Histogram) decodeV2(b []byte) error {
 	}
 	fresh := newHDR()
 	if dropped := fresh.Merge(d); dropped > 0 {
-		return &droppedError{Dropped: dropped}
+		return &droppedError{dropped: dropped}
 	}
 	*h = Histogram{h: fresh, estimated: fresh.TotalCount() > 0}
 	return nil
