@@ -24,7 +24,6 @@ func (h *Histogram) Reset()                           { h.reset() }
 func (tl *Timeline) TPOT() time.Duration              { return tl.tpot() }
 func (tl *Timeline) ClientWait() time.Duration        { return tl.clientWait() }
 
-
 func (hs *Histograms) Merge(o Histograms) error { return hs.merge(o) }
 func (s SLO) Met(tl *Timeline) bool             { return s.met(tl) }
 func (s SLO) Missed(tl *Timeline) bool          { return s.missed(tl) }
