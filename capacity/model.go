@@ -442,7 +442,7 @@ func toFloat(v any) (float64, bool) {
 // language model comes from text_config (or llm_config); its vision encoder
 // is kept in Model.Vision so that --language-model-only can drop it.
 //
-// Every field is checked against what a real model can be ([Model.validate]):
+// Every field is checked against what a real model can be:
 // a missing, non-integer or impossible value is an *InputError naming the
 // field, never an estimate.
 func ParseConfig(data []byte) (*Model, error) {
