@@ -1,16 +1,10 @@
 package capacity
 
-import "math"
-
 // gibibyte is 2³⁰ bytes, the unit vLLM's logs use.
 const gibibyte = 1 << 30
 
 // mebibyte is 2²⁰ bytes.
 const mebibyte = 1 << 20
-
-// GiBToBytes converts a figure in GiB, as vLLM logs it ("Available KV cache
-// memory: 6.01 GiB"), to bytes.
-func GiBToBytes(gib float64) int64 { return int64(math.Round(gib * gibibyte)) }
 
 // defaultNonTorchBytes is the memory outside PyTorch's allocator that
 // EstimateSGLang reserves (cuBLAS and Triton workspaces). vLLM's is fitted

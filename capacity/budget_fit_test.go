@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/gib"
 	"github.com/llmload/llmload/internal/longtest"
 )
 
@@ -24,8 +25,8 @@ type budgetRow struct {
 // launch returns the row's launch flags with the memory vLLM saw.
 func (r budgetRow) launch() VLLM {
 	l := r.Launch
-	l.GPUMemoryBytes = GiBToBytes(r.Logged.TotalGiB)
-	l.WeightsBytes = GiBToBytes(r.Logged.WeightsGiB)
+	l.GPUMemoryBytes = gib.Bytes(r.Logged.TotalGiB)
+	l.WeightsBytes = gib.Bytes(r.Logged.WeightsGiB)
 	return l
 }
 
@@ -247,7 +248,7 @@ func leaveOneOut(t *testing.T, rows []budgetRow, estimateWeights bool) []looResu
 			require.NoError(t, err, r.Name)
 		}
 		given := r.Launch
-		given.AvailableKVBytes = GiBToBytes(r.Logged.AvailableKVGiB)
+		given.AvailableKVBytes = gib.Bytes(r.Logged.AvailableKVGiB)
 		truth, err := EstimateVLLM(r.model, given)
 		if err != nil && !errors.Is(err, ErrInsufficientMemory) {
 			require.NoError(t, err, r.Name)
@@ -339,7 +340,7 @@ func residualsOf(t *testing.T, fit memoryModel, r budgetRow) termResiduals {
 	}
 	if r.Logged.CUDAGraphGiB > 0 {
 		e, err := fit.estimateVLLM(r.model, VLLM{AvailableKVBytes: 1 << 40, MaxModelLen: r.Launch.MaxModelLen, MaxNumSeqs: r.Launch.MaxNumSeqs,
-			MaxNumBatchedTokens: r.Launch.MaxNumBatchedTokens, GPUMemoryBytes: GiBToBytes(r.Logged.TotalGiB), Version: r.Launch.Version})
+			MaxNumBatchedTokens: r.Launch.MaxNumBatchedTokens, GPUMemoryBytes: gib.Bytes(r.Logged.TotalGiB), Version: r.Launch.Version})
 		require.NoError(t, err)
 		pw, full := cudaGraphCount(e.MaxNumSeqs)
 		n := fit.cudaGraphs(ceilDiv(len(r.model.Layers), max(r.Launch.PipelineParallelSize, 1)), pw, full)
@@ -440,7 +441,7 @@ func withTable(mm memoryModel, rows []budgetRow) memoryModel {
 func rowTruth(t *testing.T, r budgetRow) (blocks int, avail int64) {
 	t.Helper()
 	given := r.Launch
-	given.AvailableKVBytes = GiBToBytes(r.Logged.AvailableKVGiB)
+	given.AvailableKVBytes = gib.Bytes(r.Logged.AvailableKVGiB)
 	truth, err := EstimateVLLM(r.model, given)
 	if err != nil && !errors.Is(err, ErrInsufficientMemory) {
 		require.NoError(t, err, r.Name)

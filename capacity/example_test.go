@@ -36,7 +36,7 @@ func Example() {
 	}
 	fmt.Println(m)
 	fmt.Printf("block %d tokens, %d blocks, %d per request\n", e.BlockSize, e.NumBlocks, e.BlocksPerRequest)
-	fmt.Printf("kv_cache_size_tokens %d, max concurrency %.2f\n", e.KVTokens, e.MaxConcurrency)
+	fmt.Printf("kv_cache_size_tokens %d, max concurrency %.2f\n", e.KVTokens, e.KVConcurrency)
 	x := e.Expected
 	fmt.Printf("expected %d to %d tokens (%+.1f%% … %+.1f%%)\n", x.KVTokensLow, x.KVTokensHigh, x.LowPercent, x.HighPercent)
 
@@ -123,13 +123,13 @@ func ExampleEstimateVLLM_startupLog() {
 		KVCacheDType:        "fp8",
 		EnablePrefixCaching: true,
 		MaxModelLen:         131072,
-		AvailableKVBytes:    capacity.GiBToBytes(6.01),
+		AvailableKVBytes:    6_453_188_362, // 6.01 GiB
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("%d blocks of %d tokens, %d groups of %d layers\n", e.NumBlocks, e.BlockSize, len(e.Groups), e.LayersPerBlock)
-	fmt.Printf("GPU KV cache size: %d tokens, maximum concurrency %.2fx\n", e.KVTokens, e.MaxConcurrency)
+	fmt.Printf("GPU KV cache size: %d tokens, maximum concurrency %.2fx\n", e.KVTokens, e.KVConcurrency)
 	// Output:
 	// 300 blocks of 2096 tokens, 4 groups of 10 layers
 	// GPU KV cache size: 569878 tokens, maximum concurrency 4.35x
@@ -158,7 +158,7 @@ func ExampleEstimate_WriteText() {
 		KVCacheDType:        "fp8",
 		EnablePrefixCaching: true,
 		MaxModelLen:         131072,
-		AvailableKVBytes:    capacity.GiBToBytes(6.01),
+		AvailableKVBytes:    6_453_188_362, // 6.01 GiB
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -216,9 +216,9 @@ func ExampleLimits_Grid() {
 // How many requests of a 32K-token prompt and up to 8K output tokens run at
 // once on a server whose KV cache is estimated at 300,000 tokens (expected
 // 270,000–320,000).
-func ExampleLimits_MaxConcurrency() {
+func ExampleLimits_Concurrency() {
 	l := capacity.Limits{KVTokens: 300_000, KVTokensLow: 270_000, KVTokensHigh: 320_000, MaxRunning: 256, MaxModelLen: 262_144}
-	c := l.MaxConcurrency(32*1024, 8*1024)
+	c := l.Concurrency(32*1024, 8*1024)
 	fmt.Printf("%d at once (%d–%d), bound by %s\n", c.Requests, c.Low, c.High, c.Limit)
 	// Output:
 	// 7 at once (6–7), bound by kv_tokens
@@ -228,13 +228,11 @@ func ExampleLimits_MaxConcurrency() {
 func ExampleServer_String() {
 	s := capacity.Server{URL: "http://gpu:8000/v1", Model: "Qwen/Qwen3-8B", Engine: capacity.EngineVLLM, Version: "0.10.1"}
 	fmt.Println(s)
-	fmt.Printf("%q\n", s.EngineVersion())
 	s.Version = ""
-	fmt.Printf("%q\n", s.EngineVersion())
-	fmt.Printf("%q\n", capacity.Server{URL: "http://gpu:8000/v1"}.EngineVersion())
+	fmt.Println(s)
+	fmt.Println(capacity.Server{URL: "http://gpu:8000/v1"})
 	// Output:
 	// http://gpu:8000/v1 (Qwen/Qwen3-8B, vllm 0.10.1)
-	// "vllm 0.10.1"
-	// "vllm"
-	// ""
+	// http://gpu:8000/v1 (Qwen/Qwen3-8B, vllm)
+	// http://gpu:8000/v1
 }

@@ -52,7 +52,7 @@ func FuzzParseConfig(f *testing.F) {
 			}
 			return
 		}
-		if err := m.Validate(); err != nil {
+		if err := m.validate(); err != nil {
 			t.Fatalf("ParseConfig returned a model Validate refuses: %v", err)
 		}
 		_ = m.String()
@@ -61,7 +61,7 @@ func FuzzParseConfig(f *testing.F) {
 			if e == nil {
 				continue
 			}
-			if e.NumBlocks < 0 || e.KVTokens < 0 || e.LegacyKVTokens < 0 || e.MaxConcurrency < 0 || e.BlocksPerRequest < 0 {
+			if e.NumBlocks < 0 || e.KVTokens < 0 || e.LegacyKVTokens < 0 || e.KVConcurrency < 0 || e.BlocksPerRequest < 0 {
 				t.Fatalf("negative capacity (error %v): %+v", err, e)
 			}
 		}
@@ -153,7 +153,7 @@ func FuzzConfigNumbers(f *testing.F) {
 			{AvailableKVBytes: 1 << 40, KVCacheDType: "int4_per_token_head", MaxModelLen: 1 << 30},
 		} {
 			e, err := EstimateVLLM(m, l)
-			if e != nil && (e.NumBlocks < 0 || e.KVTokens < 0 || e.LegacyKVTokens < 0 || e.MaxConcurrency < 0) {
+			if e != nil && (e.NumBlocks < 0 || e.KVTokens < 0 || e.LegacyKVTokens < 0 || e.KVConcurrency < 0) {
 				t.Fatalf("negative capacity (error %v): %+v", err, e)
 			}
 		}

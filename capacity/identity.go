@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"fmt"
+	"github.com/llmload/llmload/internal/enginelabel"
 	"strings"
 )
 
@@ -35,15 +36,9 @@ type Server struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// EngineVersion names the server's engine and version as every report
-// does ("vllm 0.10.1"): the engine alone when its version is not known,
-// and "" when neither is.
-func (s Server) EngineVersion() string { return engineVersion(s.Engine, s.Version) }
-
-// engineVersion is [Server.EngineVersion] of any engine and version.
-func engineVersion(e Engine, version string) string {
-	return strings.TrimSpace(string(e) + " " + strings.TrimSpace(version))
-}
+// engineVersion names an engine and its version as every report does
+// ("vllm 0.10.1").
+func engineVersion(e Engine, version string) string { return enginelabel.Of(string(e), version) }
 
 // String names the server for a report's first line: its URL, then its
 // model, engine and version where known ("http://gpu:8000/v1 (m, vllm
@@ -61,7 +56,7 @@ func (s Server) String() string {
 		about = append(about, s.Model)
 	}
 	if s.Engine != EngineUnknown {
-		about = append(about, s.EngineVersion())
+		about = append(about, engineVersion(s.Engine, s.Version))
 	}
 	if len(about) == 0 {
 		return s.URL

@@ -5,13 +5,13 @@ import (
 	"strings"
 )
 
-// KVCacheDTypes lists the --kv-cache-dtype values vLLM accepts that this
+// kvCacheDTypes lists the --kv-cache-dtype values vLLM accepts that this
 // package sizes. "auto" stores the model dtype. The *_per_token_head dtypes
 // (Triton attention backend) store one float32 scale per token, head and
 // K/V side next to the data; int4_per_token_head packs two values a byte.
 // nvfp4 packs two values a byte with one fp8 scale per 16. fp8_ds_mla is
 // DeepSeek's 656-byte MLA layout.
-var KVCacheDTypes = []string{
+var kvCacheDTypes = []string{
 	"auto", "bfloat16", "float16",
 	"fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
 	"fp8_per_token_head", "int8_per_token_head", "int4_per_token_head",
@@ -60,7 +60,7 @@ func attentionBytesPerToken(m *Model, kvCacheDType string, tensorParallel int) (
 		case "bfloat16", "float16":
 			return latent * 2, nil
 		}
-		return 0, &LaunchError{Field: "kv_cache_dtype", Value: kvCacheDType, Reason: "not one vLLM takes for an MLA model (auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc, fp8_ds_mla)"}
+		return 0, &InputError{Flag: true, Field: "kv_cache_dtype", Value: kvCacheDType, Reason: "not one vLLM takes for an MLA model (auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc, fp8_ds_mla)"}
 	}
 	heads := max(1, m.NumKVHeads/tensorParallel)
 	hs := m.HeadDim
@@ -82,7 +82,7 @@ func attentionBytesPerToken(m *Model, kvCacheDType string, tensorParallel int) (
 	case "nvfp4":
 		return 2 * heads * (hs/2 + hs/16), nil
 	}
-	return 0, &LaunchError{Field: "kv_cache_dtype", Value: kvCacheDType, Reason: "not a KV-cache dtype this package sizes (" + strings.Join(KVCacheDTypes, ", ") + ")"}
+	return 0, &InputError{Flag: true, Field: "kv_cache_dtype", Value: kvCacheDType, Reason: "not a KV-cache dtype this package sizes (" + strings.Join(kvCacheDTypes, ", ") + ")"}
 }
 
 // stateBytes returns the bytes one sequence's state occupies in one
@@ -92,20 +92,20 @@ func attentionBytesPerToken(m *Model, kvCacheDType string, tensorParallel int) (
 // --mamba-ssm-cache-dtype; "" or "auto" means the model dtype for the
 // convolution state and config.json's mamba_ssm_dtype (else the model dtype)
 // for the recurrent state.
-func stateBytes(m *Model, kind LayerKind, tensorParallel int, convDType, ssmDType string) (conv, ssm int, err error) {
+func stateBytes(m *Model, kind layerKind, tensorParallel int, convDType, ssmDType string) (conv, ssm int, err error) {
 	if tensorParallel <= 0 {
 		tensorParallel = 1
 	}
 	var convElems, ssmElems int
 	var configSSM string
 	switch {
-	case kind == LinearAttention && m.GatedDeltaNet != nil:
+	case kind == linearAttention && m.GatedDeltaNet != nil:
 		g := m.GatedDeltaNet
 		convDim := g.KeyHeadDim*g.NumKeyHeads*2 + g.ValueHeadDim*g.NumValueHeads
 		convElems = convDim / tensorParallel * (g.ConvKernel - 1)
 		ssmElems = g.NumValueHeads / tensorParallel * g.KeyHeadDim * g.ValueHeadDim
 		configSSM = g.StateDType
-	case kind == Mamba && m.Mamba2 != nil:
+	case kind == mambaLayer && m.Mamba2 != nil:
 		mb := m.Mamba2
 		groups := mb.NumGroups
 		if groups%tensorParallel != 0 {

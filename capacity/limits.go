@@ -68,10 +68,10 @@ func (l Limits) Merge(other Limits) Limits {
 	return l
 }
 
-// TemplateTokens is the number of tokens the chat template adds to a
+// templateTokens is the number of tokens the chat template adds to a
 // prompt, as Check counts them: TemplateOverhead, DefaultTemplateOverhead
 // when that is zero, none when it is negative.
-func (l Limits) TemplateTokens() int {
+func (l Limits) templateTokens() int {
 	return setting.Resolve(l.TemplateOverhead, DefaultTemplateOverhead)
 }
 
@@ -136,11 +136,11 @@ func (l Limits) Check(context, concurrency, maxOutput int) Verdict {
 	context, concurrency, maxOutput = max(context, 0), max(concurrency, 0), max(maxOutput, 0)
 	perRequest := addSat(context, maxOutput)
 	if l.MaxModelLen > 0 {
-		need := addSat(perRequest, l.TemplateTokens())
+		need := addSat(perRequest, l.templateTokens())
 		if need > l.MaxModelLen {
 			return Verdict{Reason: OverMaxModelLen, Need: need, Have: l.MaxModelLen,
 				Detail: fmt.Sprintf("one request needs %d + %d + %d template = %d tokens > max_model_len %d",
-					context, maxOutput, l.TemplateTokens(), need, l.MaxModelLen)}
+					context, maxOutput, l.templateTokens(), need, l.MaxModelLen)}
 		}
 	}
 	running := concurrency
@@ -261,7 +261,7 @@ type Concurrency struct {
 	Detail string    `json:"detail"` // the arithmetic, for reports
 }
 
-// MaxConcurrency returns how many requests of context prompt tokens and up
+// Concurrency returns how many requests of context prompt tokens and up
 // to maxOutput output tokens each l holds at once, with nothing waiting in
 // the server's queue. Each running request holds context + maxOutput KV
 // tokens, so it is ⌊KVTokens ÷ (context + maxOutput)⌋, at most MaxRunning,
@@ -269,14 +269,14 @@ type Concurrency struct {
 // overhead). Where the KV tokens are an estimate with a range, Low and High
 // take its ends: [Limits.Check] finds Low requests fitting, up to High
 // fitting at risk, and High + 1 over capacity.
-func (l Limits) MaxConcurrency(context, maxOutput int) Concurrency {
+func (l Limits) Concurrency(context, maxOutput int) Concurrency {
 	context, maxOutput = max(context, 0), max(maxOutput, 0)
 	perRequest := max(addSat(context, maxOutput), 1)
 	if l.MaxModelLen > 0 {
-		if need := addSat(perRequest, l.TemplateTokens()); need > l.MaxModelLen {
+		if need := addSat(perRequest, l.templateTokens()); need > l.MaxModelLen {
 			return Concurrency{Limit: LimitMaxModelLen,
 				Detail: fmt.Sprintf("none: one request needs %d + %d + %d template = %d tokens > max_model_len %d",
-					context, maxOutput, l.TemplateTokens(), need, l.MaxModelLen)}
+					context, maxOutput, l.templateTokens(), need, l.MaxModelLen)}
 		}
 	}
 	fit := func(kv int) int { return kv / perRequest }

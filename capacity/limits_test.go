@@ -128,7 +128,7 @@ func TestLimitsGaps(t *testing.T) {
 	assert.Equal(t, Gap{Limit: LimitMaxModelLen}, unknown[1])
 }
 
-func TestLimitsMaxConcurrency(t *testing.T) {
+func TestLimitsConcurrency(t *testing.T) {
 	tests := []struct {
 		name            string
 		limits          Limits
@@ -152,7 +152,7 @@ func TestLimitsMaxConcurrency(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := tc.limits.MaxConcurrency(tc.ctx, tc.out)
+			c := tc.limits.Concurrency(tc.ctx, tc.out)
 			assert.Equal(t, tc.want, c.Requests, c.Detail)
 			assert.Equal(t, tc.low, c.Low, c.Detail)
 			assert.Equal(t, tc.high, c.High, c.Detail)

@@ -14,31 +14,32 @@ import (
 	"github.com/llmload/llmload/internal/bounded"
 )
 
-// LayerKind is what one decoder layer keeps between steps, which decides how
-// its cache grows. Its values are the names config.json's layer_types uses.
-type LayerKind string
+// layerKind is what one decoder layer keeps between steps, which decides how
+// its cache grows. Its values are the names config.json's layer_types uses:
+// [Model.Layers] and [Group.Kind] hold them.
+type layerKind = string
 
 // Layer kinds. The zero value means "not set".
 const (
-	layerUnset LayerKind = ""
-	// FullAttention keeps keys and values for every token of the sequence.
-	FullAttention LayerKind = "full_attention"
-	// SlidingAttention keeps keys and values for the last SlidingWindow tokens.
-	SlidingAttention LayerKind = "sliding_attention"
-	// LinearAttention is a Gated DeltaNet layer: a fixed-size state per
+	layerUnset layerKind = ""
+	// fullAttention keeps keys and values for every token of the sequence.
+	fullAttention layerKind = "full_attention"
+	// slidingAttention keeps keys and values for the last SlidingWindow tokens.
+	slidingAttention layerKind = "sliding_attention"
+	// linearAttention is a Gated DeltaNet layer: a fixed-size state per
 	// sequence (a short-convolution state and a recurrent state), whatever
 	// the length.
-	LinearAttention LayerKind = "linear_attention"
-	// Mamba is a Mamba2 layer: a fixed-size convolution and SSM state per
+	linearAttention layerKind = "linear_attention"
+	// mambaLayer is a Mamba2 layer: a fixed-size convolution and SSM state per
 	// sequence.
-	Mamba LayerKind = "mamba"
-	// NoCache is a layer that keeps nothing (an MLP-only layer of a hybrid
+	mambaLayer layerKind = "mamba"
+	// noCache is a layer that keeps nothing (an MLP-only layer of a hybrid
 	// pattern such as Nemotron-H's).
-	NoCache LayerKind = "none"
+	noCache layerKind = "none"
 )
 
 // everyLayerKind lists the kinds, in the order a summary gives them.
-var everyLayerKind = [...]LayerKind{FullAttention, SlidingAttention, LinearAttention, Mamba, NoCache}
+var everyLayerKind = [...]layerKind{fullAttention, slidingAttention, linearAttention, mambaLayer, noCache}
 
 // MLA describes multi-head latent attention (DeepSeek V2/V3, Kimi K2): each
 // token stores one compressed latent of KVLoraRank plus QKRopeHeadDim values
@@ -133,12 +134,12 @@ type Model struct {
 	MaxPositionEmbeddings int    `json:"max_position_embeddings"`       // max_position_embeddings
 	// DerivedMaxModelLen is vLLM's default max_model_len: the position limit,
 	// scaled by rope scaling where vLLM scales it.
-	DerivedMaxModelLen int         `json:"derived_max_model_len"`
-	Layers             []LayerKind `json:"layers"`                   // what each decoder layer keeps
-	SlidingWindow      int         `json:"sliding_window,omitempty"` // tokens a SlidingAttention layer keeps
+	DerivedMaxModelLen int      `json:"derived_max_model_len"`
+	Layers             []string `json:"layers"`                   // what each decoder layer keeps: "full_attention", "sliding_attention", "linear_attention" (Gated DeltaNet), "mamba" (Mamba2) or "none"
+	SlidingWindow      int      `json:"sliding_window,omitempty"` // tokens a slidingAttention layer keeps
 
 	MLA           *MLA           `json:"mla,omitempty"`             // nil unless attention is MLA
-	GatedDeltaNet *GatedDeltaNet `json:"gated_delta_net,omitempty"` // nil unless there are LinearAttention layers
+	GatedDeltaNet *GatedDeltaNet `json:"gated_delta_net,omitempty"` // nil unless there are linearAttention layers
 	Mamba2        *Mamba2        `json:"mamba2,omitempty"`          // nil unless there are Mamba layers
 	MoE           *MoE           `json:"moe,omitempty"`             // nil for dense MLPs
 	Vision        *Vision        `json:"vision,omitempty"`          // nil for text-only models
@@ -149,7 +150,7 @@ type Model struct {
 }
 
 // count returns how many layers are of kind k.
-func (m *Model) count(k LayerKind) int {
+func (m *Model) count(k layerKind) int {
 	n := 0
 	for _, l := range m.Layers {
 		if l == k {
@@ -162,7 +163,7 @@ func (m *Model) count(k LayerKind) int {
 // hybrid reports whether the model mixes attention with layers that keep a
 // per-sequence state (linear attention or Mamba).
 func (m *Model) hybrid() bool {
-	return m.count(LinearAttention)+m.count(Mamba) > 0 && m.count(FullAttention)+m.count(SlidingAttention) > 0
+	return m.count(linearAttention)+m.count(mambaLayer) > 0 && m.count(fullAttention)+m.count(slidingAttention) > 0
 }
 
 // String summarizes the layers, e.g. "32 layers: 8 full_attention, 24 linear_attention".
@@ -187,7 +188,7 @@ const maxConfigBytes = 16 << 20
 
 // readModelFile reads the regular file at path, up to limit bytes. A
 // larger file, or anything but a regular file (a device such as /dev/zero,
-// a pipe, a socket), is refused with a *ConfigError naming the file and the
+// a pipe, a socket), is refused with an *InputError naming the file and the
 // limit, before its contents are read.
 func readModelFile(path string, limit int64) ([]byte, error) {
 	fi, err := os.Stat(path)
@@ -197,7 +198,7 @@ func readModelFile(path string, limit int64) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, notRegular(path, fi.Mode())
 	}
-	tooLarge := &ConfigError{File: path, Reason: fmt.Sprintf("larger than %d MiB, the most a model file of its kind takes: not read", limit>>20)}
+	tooLarge := &InputError{File: path, Reason: fmt.Sprintf("larger than %d MiB, the most a model file of its kind takes: not read", limit>>20)}
 	if fi.Size() > limit {
 		return nil, tooLarge
 	}
@@ -229,7 +230,7 @@ func notRegular(path string, mode os.FileMode) error {
 	case mode.IsDir():
 		kind = "a directory, not a file"
 	}
-	return &ConfigError{File: path, Reason: kind + ": not read"}
+	return &InputError{File: path, Reason: kind + ": not read"}
 }
 
 // LoadModel reads a model from path: a config.json file, or a model
@@ -252,7 +253,7 @@ func LoadModel(path string) (*Model, error) {
 	}
 	m, err := ParseConfig(data)
 	if err != nil {
-		var ce *ConfigError
+		var ce *InputError
 		if errors.As(err, &ce) {
 			ce.File = path
 		}
@@ -369,18 +370,18 @@ func (c *config) obj(key string) map[string]any {
 // int64 lets the arithmetic that follows stay exact.
 const maxConfigInt = 1 << 31
 
-// configInt converts a JSON number to an int, or returns a *ConfigError
+// configInt converts a JSON number to an int, or returns an *InputError
 // naming field.
 func configInt(v any, field string) (int, error) {
 	n, ok := toInt(v)
 	f, number := toFloat(v)
 	switch {
 	case number && math.Abs(f) > maxConfigInt:
-		return 0, &ConfigError{Field: field, Value: configValue(v), Reason: "larger than any model has"}
+		return 0, &InputError{Field: field, Value: configValue(v), Reason: "larger than any model has"}
 	case !ok:
-		return 0, &ConfigError{Field: field, Value: configValue(v), Reason: "not an integer"}
+		return 0, &InputError{Field: field, Value: configValue(v), Reason: "not an integer"}
 	case n > maxConfigInt || n < -maxConfigInt:
-		return 0, &ConfigError{Field: field, Value: configValue(v), Reason: "larger than any model has"}
+		return 0, &InputError{Field: field, Value: configValue(v), Reason: "larger than any model has"}
 	}
 	return n, nil
 }
@@ -441,15 +442,15 @@ func toFloat(v any) (float64, bool) {
 // language model comes from text_config (or llm_config); its vision encoder
 // is kept in Model.Vision so that --language-model-only can drop it.
 //
-// Every field is checked against what a real model can be ([Model.Validate]):
-// a missing, non-integer or impossible value is a *ConfigError naming the
+// Every field is checked against what a real model can be:
+// a missing, non-integer or impossible value is an *InputError naming the
 // field, never an estimate.
 func ParseConfig(data []byte) (*Model, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var top map[string]any
 	if err := dec.Decode(&top); err != nil {
-		return nil, &ConfigError{Reason: "not a JSON object: " + err.Error()}
+		return nil, &InputError{Reason: "not a JSON object: " + err.Error()}
 	}
 	c := &config{top: top}
 	for _, k := range []string{"text_config", "llm_config", "language_config"} {
@@ -458,6 +459,43 @@ func ParseConfig(data []byte) (*Model, error) {
 			break
 		}
 	}
+	m, numLayers, err := parseAttention(c)
+	if err != nil {
+		return nil, err
+	}
+	layers, err := layerKinds(c, m, numLayers)
+	if err != nil {
+		return nil, err
+	}
+	m.Layers = layers
+	parseStates(c, m)
+	parseMoE(c, m)
+	if v, ok := top["vision_config"].(map[string]any); ok {
+		m.Vision = &Vision{
+			Depth:            c.objInt(v, "vision_config", "depth", "num_hidden_layers", "num_layers"),
+			HiddenSize:       c.objInt(v, "vision_config", "hidden_size", "embed_dim", "width"),
+			IntermediateSize: c.objInt(v, "vision_config", "intermediate_size", "mlp_dim"),
+		}
+	}
+	m.Quantization = parseQuantization(c)
+	m.DerivedMaxModelLen = derivedMaxModelLen(c, m.MaxPositionEmbeddings)
+	if c.err != nil {
+		return nil, c.err
+	}
+	if err := m.validate(); err != nil {
+		var ce *InputError
+		if errors.As(err, &ce) && c.fields[ce.Field] != "" {
+			ce.Field = c.fields[ce.Field]
+		}
+		return nil, err
+	}
+	return m, nil
+}
+
+// parseAttention reads what every model has, refusing a config without
+// it: its sizes, dtype and attention heads, MLA's latent where it has one,
+// and the number of its decoder layers.
+func parseAttention(c *config) (*Model, int, error) {
 	m := &Model{
 		ModelType:             c.str("model_type"),
 		DType:                 normalizeDType(c.str("torch_dtype", "dtype")),
@@ -470,7 +508,7 @@ func ParseConfig(data []byte) (*Model, error) {
 		MaxPositionEmbeddings: c.int("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "max_sequence_length"),
 		SlidingWindow:         c.int("sliding_window"),
 	}
-	if a, ok := top["architectures"].([]any); ok && len(a) > 0 {
+	if a, ok := c.top["architectures"].([]any); ok && len(a) > 0 {
 		m.Architecture, _ = a[0].(string)
 	}
 	if m.DType == "" {
@@ -484,28 +522,28 @@ func ParseConfig(data []byte) (*Model, error) {
 	}
 	numLayers := c.int("num_hidden_layers", "n_layer", "num_layers")
 	if c.err != nil {
-		return nil, c.err
+		return nil, 0, c.err
 	}
 	switch {
 	case numLayers == 0:
-		return nil, &ConfigError{Field: "num_hidden_layers", Value: "missing", Reason: "the number of decoder layers is required"}
+		return nil, 0, &InputError{Field: "num_hidden_layers", Value: "missing", Reason: "the number of decoder layers is required"}
 	case numLayers < 0 || numLayers > maxLayers:
-		return nil, &ConfigError{Field: "num_hidden_layers", Value: strconv.Itoa(numLayers), Reason: fmt.Sprintf("want 1 to %d layers", maxLayers)}
+		return nil, 0, &InputError{Field: "num_hidden_layers", Value: strconv.Itoa(numLayers), Reason: fmt.Sprintf("want 1 to %d layers", maxLayers)}
 	case m.HiddenSize == 0:
-		return nil, &ConfigError{Field: "hidden_size", Value: "missing", Reason: "the model width is required"}
+		return nil, 0, &InputError{Field: "hidden_size", Value: "missing", Reason: "the model width is required"}
 	case m.NumAttentionHeads == 0:
-		return nil, &ConfigError{Field: "num_attention_heads", Value: "missing", Reason: "the number of attention heads is required"}
+		return nil, 0, &InputError{Field: "num_attention_heads", Value: "missing", Reason: "the number of attention heads is required"}
 	}
 	if m.NumKVHeads == 0 {
 		if _, _, given := c.lookup("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"); given {
-			return nil, &ConfigError{Field: "num_key_value_heads", Value: "0", Reason: "a model has at least one key/value head"}
+			return nil, 0, &InputError{Field: "num_key_value_heads", Value: "0", Reason: "a model has at least one key/value head"}
 		}
 		m.NumKVHeads = m.NumAttentionHeads
 	}
 	if m.HeadDim == 0 && m.NumAttentionHeads > 0 {
 		m.HeadDim = m.HiddenSize / m.NumAttentionHeads
 		if m.HeadDim == 0 {
-			return nil, &ConfigError{Field: "head_dim", Value: "missing",
+			return nil, 0, &InputError{Field: "head_dim", Value: "missing",
 				Reason: fmt.Sprintf("hidden_size %d ÷ num_attention_heads %d leaves no head dimension", m.HiddenSize, m.NumAttentionHeads)}
 		}
 	}
@@ -518,12 +556,13 @@ func ParseConfig(data []byte) (*Model, error) {
 			QLoraRank:     c.int("q_lora_rank"),
 		}
 	}
-	layers, err := layerKinds(c, m, numLayers)
-	if err != nil {
-		return nil, err
-	}
-	m.Layers = layers
-	if m.count(LinearAttention) > 0 {
+	return m, numLayers, nil
+}
+
+// parseStates reads the state dimensions of the layers m has that keep
+// a state per sequence: Gated DeltaNet's and Mamba2's.
+func parseStates(c *config, m *Model) {
+	if m.count(linearAttention) > 0 {
 		m.GatedDeltaNet = &GatedDeltaNet{
 			NumKeyHeads:   c.int("linear_num_key_heads"),
 			NumValueHeads: c.int("linear_num_value_heads"),
@@ -533,7 +572,7 @@ func ParseConfig(data []byte) (*Model, error) {
 			StateDType:    normalizeDType(c.str("mamba_ssm_dtype")),
 		}
 	}
-	if m.count(Mamba) > 0 {
+	if m.count(mambaLayer) > 0 {
 		mb := &Mamba2{
 			NumHeads:   c.int("mamba_num_heads", "mamba_n_heads"),
 			HeadDim:    c.int("mamba_head_dim", "mamba_d_head"),
@@ -552,6 +591,10 @@ func ParseConfig(data []byte) (*Model, error) {
 		}
 		m.Mamba2 = mb
 	}
+}
+
+// parseMoE reads a mixture-of-experts model's experts, if it has them.
+func parseMoE(c *config, m *Model) {
 	if n := c.int("num_experts", "n_routed_experts", "num_local_experts"); n > 1 || n < 0 {
 		moe := &MoE{
 			NumExperts:       n,
@@ -573,38 +616,18 @@ func ParseConfig(data []byte) (*Model, error) {
 		}
 		m.MoE = moe
 	}
-	if v, ok := top["vision_config"].(map[string]any); ok {
-		m.Vision = &Vision{
-			Depth:            c.objInt(v, "vision_config", "depth", "num_hidden_layers", "num_layers"),
-			HiddenSize:       c.objInt(v, "vision_config", "hidden_size", "embed_dim", "width"),
-			IntermediateSize: c.objInt(v, "vision_config", "intermediate_size", "mlp_dim"),
-		}
-	}
-	m.Quantization = parseQuantization(c)
-	m.DerivedMaxModelLen = derivedMaxModelLen(c, m.MaxPositionEmbeddings)
-	if c.err != nil {
-		return nil, c.err
-	}
-	if err := m.Validate(); err != nil {
-		var ce *ConfigError
-		if errors.As(err, &ce) && c.fields[ce.Field] != "" {
-			ce.Field = c.fields[ce.Field]
-		}
-		return nil, err
-	}
-	return m, nil
 }
 
 // layerKinds reads the per-layer pattern from layer_types,
 // full_attention_interval, hybrid_override_pattern, layers_block_type or
 // sliding_window_pattern; a config with none of them is all full attention
 // (or all sliding window, where the config enables a window).
-func layerKinds(c *config, m *Model, n int) ([]LayerKind, error) {
-	out := make([]LayerKind, n)
+func layerKinds(c *config, m *Model, n int) ([]layerKind, error) {
+	out := make([]layerKind, n)
 	if v, ok := c.get("layer_types"); ok {
 		l, ok := v.([]any)
 		if !ok || len(l) < n {
-			return nil, &ConfigError{Field: "layer_types", Value: fmt.Sprintf("%d entries", len(l)), Reason: fmt.Sprintf("want one for each of the %d layers", n)}
+			return nil, &InputError{Field: "layer_types", Value: fmt.Sprintf("%d entries", len(l)), Reason: fmt.Sprintf("want one for each of the %d layers", n)}
 		}
 		if err := parseLayerKinds("layer_types", l[:n], out); err != nil {
 			return nil, err
@@ -613,27 +636,27 @@ func layerKinds(c *config, m *Model, n int) ([]LayerKind, error) {
 	}
 	if iv := c.int("full_attention_interval"); iv > 0 {
 		for i := range out {
-			out[i] = LinearAttention
+			out[i] = linearAttention
 			if (i+1)%iv == 0 {
-				out[i] = FullAttention
+				out[i] = fullAttention
 			}
 		}
 		return out, nil
 	}
 	if p := c.str("hybrid_override_pattern"); p != "" {
 		if len(p) < n {
-			return nil, &ConfigError{Field: "hybrid_override_pattern", Value: configValue(p), Reason: fmt.Sprintf("want one entry for each of the %d layers", n)}
+			return nil, &InputError{Field: "hybrid_override_pattern", Value: configValue(p), Reason: fmt.Sprintf("want one entry for each of the %d layers", n)}
 		}
 		for i := range n {
 			switch p[i] {
 			case 'M':
-				out[i] = Mamba
+				out[i] = mambaLayer
 			case '*':
-				out[i] = FullAttention
+				out[i] = fullAttention
 			case '-', 'E':
-				out[i] = NoCache
+				out[i] = noCache
 			default:
-				return nil, &ConfigError{Field: "hybrid_override_pattern", Value: configValue(p), Reason: fmt.Sprintf("unknown layer %q", p[i])}
+				return nil, &InputError{Field: "hybrid_override_pattern", Value: configValue(p), Reason: fmt.Sprintf("unknown layer %q", p[i])}
 			}
 		}
 		return out, nil
@@ -646,11 +669,11 @@ func layerKinds(c *config, m *Model, n int) ([]LayerKind, error) {
 			return out, nil
 		}
 	}
-	kind := FullAttention
+	kind := fullAttention
 	if m.SlidingWindow > 0 {
 		use, set := c.bool("use_sliding_window")
 		if !set || use {
-			kind = SlidingAttention
+			kind = slidingAttention
 		}
 	}
 	for i := range out {
@@ -662,39 +685,39 @@ func layerKinds(c *config, m *Model, n int) ([]LayerKind, error) {
 	}
 	if p > 0 && m.SlidingWindow > 0 {
 		for i := range out {
-			out[i] = SlidingAttention
+			out[i] = slidingAttention
 			if (i+1)%p == 0 {
-				out[i] = FullAttention
+				out[i] = fullAttention
 			}
 		}
 	}
 	return out, nil
 }
 
-func parseLayerKind(s string) (LayerKind, error) {
+func parseLayerKind(s string) (layerKind, error) {
 	switch s {
 	case "full_attention", "attention", "global", "full":
-		return FullAttention, nil
+		return fullAttention, nil
 	case "sliding_attention", "sliding_window", "local", "sliding":
-		return SlidingAttention, nil
+		return slidingAttention, nil
 	case "linear_attention":
-		return LinearAttention, nil
+		return linearAttention, nil
 	case "mamba", "mamba2":
-		return Mamba, nil
+		return mambaLayer, nil
 	case "mlp", "moe":
-		return NoCache, nil
+		return noCache, nil
 	}
 	return layerUnset, errors.New("unknown layer type")
 }
 
 // parseLayerKinds reads the list of layer type names in field into out,
 // one for one.
-func parseLayerKinds(field string, names []any, out []LayerKind) error {
+func parseLayerKinds(field string, names []any, out []layerKind) error {
 	for i, v := range names {
 		name, _ := v.(string)
 		k, err := parseLayerKind(name)
 		if err != nil {
-			return &ConfigError{Field: fmt.Sprintf("%s[%d]", field, i), Value: configValue(v), Reason: "unknown layer type"}
+			return &InputError{Field: fmt.Sprintf("%s[%d]", field, i), Value: configValue(v), Reason: "unknown layer type"}
 		}
 		out[i] = k
 	}
@@ -786,7 +809,7 @@ func derivedMaxModelLen(c *config, positions int) int {
 	n := float64(base) * f
 	if n > maxModelLen {
 		if c.err == nil {
-			c.err = &ConfigError{Field: "rope_scaling.factor", Value: configValue(rs["factor"]),
+			c.err = &InputError{Field: "rope_scaling.factor", Value: configValue(rs["factor"]),
 				Reason: fmt.Sprintf("scales %d positions to %.4g, beyond %d", base, n, maxModelLen)}
 		}
 		return 0

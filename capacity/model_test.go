@@ -19,9 +19,9 @@ func TestLoadModelQwen35(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Qwen3_5ForConditionalGeneration", m.Architecture)
 	assert.Len(t, m.Layers, 32)
-	assert.Equal(t, 8, m.count(FullAttention))
-	assert.Equal(t, 24, m.count(LinearAttention))
-	assert.Equal(t, FullAttention, m.Layers[3], "every 4th layer is full attention")
+	assert.Equal(t, 8, m.count(fullAttention))
+	assert.Equal(t, 24, m.count(linearAttention))
+	assert.Equal(t, fullAttention, m.Layers[3], "every 4th layer is full attention")
 	assert.True(t, m.hybrid())
 	assert.Equal(t, 16, m.NumAttentionHeads)
 	assert.Equal(t, 4, m.NumKVHeads)
@@ -49,13 +49,13 @@ func TestParseConfigLayouts(t *testing.T) {
 	tests := []struct {
 		name   string
 		config string
-		want   []LayerKind
+		want   []layerKind
 		check  func(t *testing.T, m *Model)
 	}{
 		{
 			name:   "dense with llama3 rope keeps its positions",
 			config: `{"hidden_size":4096,"num_attention_heads":32,"num_key_value_heads":8,"num_hidden_layers":2,"max_position_embeddings":131072,"rope_scaling":{"rope_type":"llama3","factor":8.0,"original_max_position_embeddings":8192}}`,
-			want:   []LayerKind{FullAttention, FullAttention},
+			want:   []layerKind{fullAttention, fullAttention},
 			check: func(t *testing.T, m *Model) {
 				assert.Equal(t, 128, m.HeadDim, "hidden ÷ heads")
 				assert.Equal(t, 131072, m.DerivedMaxModelLen)
@@ -65,39 +65,39 @@ func TestParseConfigLayouts(t *testing.T) {
 		{
 			name:   "yarn scales the original positions",
 			config: `{"hidden_size":2048,"num_attention_heads":16,"num_hidden_layers":1,"max_position_embeddings":32768,"rope_scaling":{"type":"yarn","factor":4,"original_max_position_embeddings":32768}}`,
-			want:   []LayerKind{FullAttention},
+			want:   []layerKind{fullAttention},
 			check:  func(t *testing.T, m *Model) { assert.Equal(t, 131072, m.DerivedMaxModelLen) },
 		},
 		{
 			name:   "layer_types with a sliding window",
 			config: `{"hidden_size":2880,"num_attention_heads":64,"num_key_value_heads":8,"head_dim":64,"num_hidden_layers":4,"sliding_window":128,"layer_types":["sliding_attention","full_attention","sliding_attention","full_attention"]}`,
-			want:   []LayerKind{SlidingAttention, FullAttention, SlidingAttention, FullAttention},
+			want:   []layerKind{slidingAttention, fullAttention, slidingAttention, fullAttention},
 		},
 		{
 			name:   "a window on every layer",
 			config: `{"hidden_size":4096,"num_attention_heads":32,"num_key_value_heads":8,"num_hidden_layers":2,"sliding_window":4096}`,
-			want:   []LayerKind{SlidingAttention, SlidingAttention},
+			want:   []layerKind{slidingAttention, slidingAttention},
 		},
 		{
 			name:   "a window that is switched off",
 			config: `{"hidden_size":4096,"num_attention_heads":32,"num_hidden_layers":2,"sliding_window":131072,"use_sliding_window":false}`,
-			want:   []LayerKind{FullAttention, FullAttention},
+			want:   []layerKind{fullAttention, fullAttention},
 		},
 		{
 			name:   "gemma-style sliding_window_pattern",
 			config: `{"hidden_size":2560,"num_attention_heads":8,"num_key_value_heads":4,"head_dim":256,"num_hidden_layers":6,"sliding_window":1024,"sliding_window_pattern":3}`,
-			want:   []LayerKind{SlidingAttention, SlidingAttention, FullAttention, SlidingAttention, SlidingAttention, FullAttention},
+			want:   []layerKind{slidingAttention, slidingAttention, fullAttention, slidingAttention, slidingAttention, fullAttention},
 		},
 		{
 			name:   "full_attention_interval",
 			config: `{"hidden_size":2048,"num_attention_heads":16,"num_key_value_heads":2,"head_dim":256,"num_hidden_layers":4,"full_attention_interval":2,"linear_num_key_heads":16,"linear_num_value_heads":32,"linear_key_head_dim":128,"linear_value_head_dim":128,"linear_conv_kernel_dim":4}`,
-			want:   []LayerKind{LinearAttention, FullAttention, LinearAttention, FullAttention},
+			want:   []layerKind{linearAttention, fullAttention, linearAttention, fullAttention},
 			check:  func(t *testing.T, m *Model) { assert.Empty(t, m.GatedDeltaNet.StateDType, "model dtype") },
 		},
 		{
 			name:   "nemotron-h pattern",
 			config: `{"model_type":"nemotron_h","hidden_size":4096,"num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,"num_hidden_layers":5,"hybrid_override_pattern":"M-M*E","mamba_num_heads":128,"mamba_head_dim":64,"ssm_state_size":128,"n_groups":8,"conv_kernel":4}`,
-			want:   []LayerKind{Mamba, NoCache, Mamba, FullAttention, NoCache},
+			want:   []layerKind{mambaLayer, noCache, mambaLayer, fullAttention, noCache},
 			check: func(t *testing.T, m *Model) {
 				assert.Equal(t, &Mamba2{NumHeads: 128, HeadDim: 64, StateSize: 128, NumGroups: 8, ConvKernel: 4}, m.Mamba2)
 			},
@@ -105,7 +105,7 @@ func TestParseConfigLayouts(t *testing.T) {
 		{
 			name:   "mla and moe",
 			config: `{"hidden_size":2048,"num_attention_heads":16,"num_hidden_layers":2,"kv_lora_rank":512,"qk_rope_head_dim":64,"qk_nope_head_dim":128,"v_head_dim":128,"q_lora_rank":null,"n_routed_experts":64,"n_shared_experts":2,"num_experts_per_tok":6,"moe_intermediate_size":1408,"first_k_dense_replace":1}`,
-			want:   []LayerKind{FullAttention, FullAttention},
+			want:   []layerKind{fullAttention, fullAttention},
 			check: func(t *testing.T, m *Model) {
 				assert.Equal(t, &MLA{KVLoraRank: 512, QKRopeHeadDim: 64, QKNopeHeadDim: 128, VHeadDim: 128}, m.MLA)
 				assert.Equal(t, &MoE{NumExperts: 64, ExpertsPerToken: 6, IntermediateSize: 1408, SharedIntermediateSize: 2816, DenseLayers: 1}, m.MoE)
@@ -114,7 +114,7 @@ func TestParseConfigLayouts(t *testing.T) {
 		{
 			name:   "multimodal nesting falls back to the top level",
 			config: `{"architectures":["Gemma3ForConditionalGeneration"],"text_config":{"hidden_size":2560,"num_attention_heads":8,"num_key_value_heads":4,"head_dim":256,"num_hidden_layers":1},"max_position_embeddings":131072,"vision_config":{"num_hidden_layers":27,"hidden_size":1152,"intermediate_size":4304},"quantization_config":{"quant_method":"fp8"}}`,
-			want:   []LayerKind{FullAttention},
+			want:   []layerKind{fullAttention},
 			check: func(t *testing.T, m *Model) {
 				assert.Equal(t, 131072, m.MaxPositionEmbeddings)
 				assert.Equal(t, &Vision{Depth: 27, HiddenSize: 1152, IntermediateSize: 4304}, m.Vision)
@@ -124,7 +124,7 @@ func TestParseConfigLayouts(t *testing.T) {
 		{
 			name:   "modelopt nvfp4",
 			config: `{"hidden_size":64,"num_attention_heads":4,"num_hidden_layers":1,"quantization_config":{"quant_method":"modelopt","quant_algo":"NVFP4"}}`,
-			want:   []LayerKind{FullAttention},
+			want:   []layerKind{fullAttention},
 			check: func(t *testing.T, m *Model) {
 				assert.Equal(t, Quantization{Method: "nvfp4", Bits: 4, GroupSize: 16}, m.Quantization)
 			},
@@ -155,7 +155,7 @@ func TestParseConfigErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(config))
-			require.ErrorAs(t, err, new(*ConfigError))
+			require.ErrorAs(t, err, new(*InputError))
 		})
 	}
 	_, err := LoadModel(filepath.Join(t.TempDir(), "missing"))
@@ -241,7 +241,7 @@ func TestLoadModelDirectoryWeights(t *testing.T) {
 // TestLoadModelRefusesHugeFiles: a config.json that is a link to
 // /dev/zero, a sparse file of 3 GiB, a named pipe no one writes to, an
 // index or a safetensors header beyond its limit — each is refused at once
-// with a *ConfigError naming the file (and the limit), without reading it
+// with an *InputError naming the file (and the limit), without reading it
 // into memory.
 func TestLoadModelRefusesHugeFiles(t *testing.T) {
 	refused := func(t *testing.T, path, want string) {
@@ -251,7 +251,7 @@ func TestLoadModelRefusesHugeFiles(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		_, err := LoadModel(path)
 		runtime.ReadMemStats(&after)
-		var ce *ConfigError
+		var ce *InputError
 		require.ErrorAs(t, err, &ce)
 		assert.Contains(t, ce.File, filepath.Base(path))
 		assert.Contains(t, err.Error(), want)

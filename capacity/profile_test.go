@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmload/llmload/internal/gib"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,7 +29,7 @@ func TestEstimateVersions(t *testing.T) {
 		t.Helper()
 		l.Version = v
 		if l.GPUMemoryBytes == 0 {
-			l.GPUMemoryBytes = GiBToBytes(79.19)
+			l.GPUMemoryBytes = gib.Bytes(79.19)
 		}
 		if l.MaxModelLen == 0 {
 			l.MaxModelLen = 8192
@@ -55,12 +56,12 @@ func TestEstimateVersions(t *testing.T) {
 	assert.Greater(t, graphs.High, graphs.Bytes)
 	assert.Zero(t, at("0.21.0", VLLM{EnforceEager: true}).Budget.CUDAGraphs.Bytes)
 
-	v0 := at("0.6.4", VLLM{GPUMemoryBytes: GiBToBytes(23.58), MaxModelLen: 20000})
+	v0 := at("0.6.4", VLLM{GPUMemoryBytes: gib.Bytes(23.58), MaxModelLen: 20000})
 	assert.Equal(t, 256, v0.MaxNumSeqs)
 	assert.Equal(t, 20000, v0.MaxNumBatchedTokens, "no chunked prefill: the profile batches max_model_len")
 	assert.Contains(t, v0.Budget.Activation.Detail, "forward pass of 20,000 tokens")
-	assert.Equal(t, 512, at("0.6.4", VLLM{GPUMemoryBytes: GiBToBytes(23.58), MaxModelLen: 40000}).MaxNumBatchedTokens)
-	assert.Equal(t, 2048, at("0.6.4", VLLM{GPUMemoryBytes: GiBToBytes(23.58), MaxModelLen: 1024}).MaxNumBatchedTokens)
+	assert.Equal(t, 512, at("0.6.4", VLLM{GPUMemoryBytes: gib.Bytes(23.58), MaxModelLen: 40000}).MaxNumBatchedTokens)
+	assert.Equal(t, 2048, at("0.6.4", VLLM{GPUMemoryBytes: gib.Bytes(23.58), MaxModelLen: 1024}).MaxNumBatchedTokens)
 
 	def := at("", VLLM{})
 	assert.Equal(t, DefaultVLLMVersion, def.Version)
@@ -98,7 +99,7 @@ func TestEstimateHybridGraphShare(t *testing.T) {
 // and the reasons name what could not be known; a given budget has none.
 func TestEstimateExpectedError(t *testing.T) {
 	m := mustParse(t, llama8B)
-	l := VLLM{Version: "0.19.0", GPUMemoryBytes: GiBToBytes(23.58), GPUMemoryUtilization: 0.9, MaxModelLen: 8192}
+	l := VLLM{Version: "0.19.0", GPUMemoryBytes: gib.Bytes(23.58), GPUMemoryUtilization: 0.9, MaxModelLen: 8192}
 	e, err := EstimateVLLM(m, l)
 	require.NoError(t, err)
 	x := e.Expected
@@ -127,7 +128,7 @@ func TestEstimateExpectedError(t *testing.T) {
 
 	// Terms from a start-up log narrow the range; the whole budget given
 	// removes it.
-	l.WeightsBytes, l.ActivationBytes, l.NonTorchBytes = GiBToBytes(14.99), GiBToBytes(1.89), GiBToBytes(0.25)
+	l.WeightsBytes, l.ActivationBytes, l.NonTorchBytes = gib.Bytes(14.99), gib.Bytes(1.89), gib.Bytes(0.25)
 	e, err = EstimateVLLM(m, l)
 	require.NoError(t, err)
 	assert.Equal(t, e.KVTokens, e.Expected.KVTokensLow, "nothing left to estimate before 0.21")
@@ -154,7 +155,7 @@ func TestServedDType(t *testing.T) {
 		assert.Equal(t, tc.want, got, "%s with --dtype %q", tc.config, tc.flag)
 	}
 	_, err := servedDType("bfloat16", "int3")
-	var le *LaunchError
+	var le *InputError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, "dtype", le.Field)
 
@@ -185,7 +186,7 @@ func TestWeightsPerGPU(t *testing.T) {
 // the layers alternate sliding window and full attention.
 func TestGemma2Layers(t *testing.T) {
 	m := mustParse(t, `{"model_type":"gemma2","hidden_size":2304,"num_attention_heads":8,"num_key_value_heads":4,"head_dim":256,"num_hidden_layers":4,"sliding_window":4096,"vocab_size":256000}`)
-	assert.Equal(t, []LayerKind{SlidingAttention, FullAttention, SlidingAttention, FullAttention}, m.Layers)
+	assert.Equal(t, []layerKind{slidingAttention, fullAttention, slidingAttention, fullAttention}, m.Layers)
 }
 
 // TestEstimateRangeOutsideTable: a launch unlike every start-up log in the
@@ -196,7 +197,7 @@ func TestGemma2Layers(t *testing.T) {
 // not.
 func TestEstimateRangeOutsideTable(t *testing.T) {
 	m := mustParse(t, llama8B)
-	like := VLLM{Version: "0.11.0", GPUMemoryBytes: GiBToBytes(79.19), GPUMemoryUtilization: 0.9, MaxModelLen: 8192, WeightsBytes: GiBToBytes(14.99)}
+	like := VLLM{Version: "0.11.0", GPUMemoryBytes: gib.Bytes(79.19), GPUMemoryUtilization: 0.9, MaxModelLen: 8192, WeightsBytes: gib.Bytes(14.99)}
 	halfWidth := func(e *Estimate) int64 { return e.Budget.AvailableKV.High - e.Budget.AvailableKV.Bytes }
 	profile := func(e *Estimate) int64 { return e.Budget.Activation.Bytes + e.Budget.NonTorch.Bytes }
 	base, err := EstimateVLLM(m, like)
@@ -214,7 +215,7 @@ func TestEstimateRangeOutsideTable(t *testing.T) {
 		{"a gap before 0.11", func(l *VLLM) { l.Version = "0.8.5" }, "vLLM 0.8 is in no calibrated row", 0.5},
 		{"newer than the table", func(l *VLLM) { l.Version = "0.24.0" }, "vLLM 0.24.0 is newer than every calibrated row (newest 0.19.0)", 1.25},
 		{"older than the table", func(l *VLLM) { l.Version = "0.5.5" }, "vLLM 0.5.5 is older than every calibrated row (oldest 0.6.4)", 0.25},
-		{"another GPU", func(l *VLLM) { l.GPUMemoryBytes = GiBToBytes(39.39) }, "a GPU of 39.39 GiB is unlike every calibrated one (23.58, 79.19 GiB)", math.Log2(39.39 / 23.58)},
+		{"another GPU", func(l *VLLM) { l.GPUMemoryBytes = gib.Bytes(39.39) }, "a GPU of 39.39 GiB is unlike every calibrated one (23.58, 79.19 GiB)", math.Log2(39.39 / 23.58)},
 		{"another utilization", func(l *VLLM) { l.GPUMemoryUtilization = 0.5 }, "utilization 0.50 is below every calibrated row (0.90–0.95)", math.Log2(0.9 / 0.5)},
 		{"another tensor parallelism", func(l *VLLM) { l.TensorParallelSize = 8 }, "tensor parallelism 8 is in no calibrated row (1, 2, 4)", 1},
 	} {
@@ -245,8 +246,8 @@ func TestEstimateRangeWidensWithDistance(t *testing.T) {
 	m := mustParse(t, llama8B)
 	share := func(u float64) (float64, string) {
 		t.Helper()
-		e, err := EstimateVLLM(m, VLLM{Version: "0.11.0", GPUMemoryBytes: GiBToBytes(79.19), GPUMemoryUtilization: u,
-			MaxModelLen: 8192, MaxNumSeqs: 256, MaxNumBatchedTokens: 2048, WeightsBytes: GiBToBytes(14.99)})
+		e, err := EstimateVLLM(m, VLLM{Version: "0.11.0", GPUMemoryBytes: gib.Bytes(79.19), GPUMemoryUtilization: u,
+			MaxModelLen: 8192, MaxNumSeqs: 256, MaxNumBatchedTokens: 2048, WeightsBytes: gib.Bytes(14.99)})
 		require.NoError(t, err)
 		b := e.Budget
 		return float64(b.AvailableKV.High-b.AvailableKV.Bytes) / float64(b.Activation.Bytes+b.NonTorch.Bytes), strings.Join(e.Expected.Reasons, "\n")
@@ -267,7 +268,7 @@ func TestEstimateRangeWidensWithDistance(t *testing.T) {
 // reasons say so first.
 func TestEstimateUnknownVersion(t *testing.T) {
 	m := mustParse(t, llama8B)
-	l := VLLM{GPUMemoryBytes: GiBToBytes(39.39), GPUMemoryUtilization: 0.5, MaxModelLen: 8192, WeightsBytes: GiBToBytes(14.99)}
+	l := VLLM{GPUMemoryBytes: gib.Bytes(39.39), GPUMemoryUtilization: 0.5, MaxModelLen: 8192, WeightsBytes: gib.Bytes(14.99)}
 	e, err := EstimateVLLM(m, l)
 	require.NoError(t, err)
 	l.Version = DefaultVLLMVersion
@@ -325,8 +326,8 @@ func TestProfileVersionsCoverTheBoundaries(t *testing.T) {
 // charges the H100's.
 func TestEstimateA100SchedulerDefaults(t *testing.T) {
 	m := mustParse(t, llama8B)
-	a100 := VLLM{Version: "0.10.1", GPUName: "NVIDIA A100-SXM4-80GB", GPUMemoryBytes: GiBToBytes(79.15), GPUMemoryUtilization: 0.5,
-		MaxModelLen: 8192, WeightsBytes: GiBToBytes(14.99)}
+	a100 := VLLM{Version: "0.10.1", GPUName: "NVIDIA A100-SXM4-80GB", GPUMemoryBytes: gib.Bytes(79.15), GPUMemoryUtilization: 0.5,
+		MaxModelLen: 8192, WeightsBytes: gib.Bytes(14.99)}
 	e, err := EstimateVLLM(m, a100)
 	require.NoError(t, err)
 	assert.Equal(t, 2048, e.MaxNumBatchedTokens)
@@ -339,7 +340,7 @@ func TestEstimateA100SchedulerDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 8192, h.MaxNumBatchedTokens)
 	assert.Equal(t, 1024, h.MaxNumSeqs)
-	assert.Greater(t, h.Budget.Activation.Bytes-e.Budget.Activation.Bytes, GiBToBytes(3), "the sampler over 768 more rows of a 128K vocabulary")
+	assert.Greater(t, h.Budget.Activation.Bytes-e.Budget.Activation.Bytes, gib.Bytes(3), "the sampler over 768 more rows of a 128K vocabulary")
 	assert.Greater(t, e.KVTokens, h.KVTokens)
 
 	for _, tc := range []struct {

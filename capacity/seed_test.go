@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/llmload/llmload/internal/gib"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -18,7 +19,7 @@ import (
 //	--kv-cache-dtype int4_per_token_head --attention-backend TRITON_ATTN
 var seedLaunch = VLLM{
 	Version:              "0.32.0",
-	GPUMemoryBytes:       GiBToBytes(11.76),
+	GPUMemoryBytes:       gib.Bytes(11.76),
 	GPUMemoryUtilization: 0.94,
 	KVCacheDType:         "int4_per_token_head",
 	MaxModelLen:          262144,
@@ -114,12 +115,12 @@ func TestSeedZeroContextAt128(t *testing.T) {
 	assert.Equal(t, 128*8192, v.Need)
 }
 
-// TestSeedMaxConcurrency asks the seed's estimate how many requests of each
+// TestSeedConcurrency asks the seed's estimate how many requests of each
 // measured context (up to 8,192 output tokens) run at once, and holds the
 // answer and its range against the measured grid: every concurrency
 // measured fitting is at most the range's high end, every one measured over
 // capacity more than its low end, and the 248K row holds none.
-func TestSeedMaxConcurrency(t *testing.T) {
+func TestSeedConcurrency(t *testing.T) {
 	limits := seedEstimate(t).Limits()
 	f, err := os.Open("testdata/measurements.csv")
 	require.NoError(t, err)
@@ -145,7 +146,7 @@ func TestSeedMaxConcurrency(t *testing.T) {
 	}
 	require.Len(t, over, 6)
 	for context, firstOver := range over {
-		c := limits.MaxConcurrency(context, seedMaxOutput)
+		c := limits.Concurrency(context, seedMaxOutput)
 		t.Logf("%d-token context: %d at once (%d–%d), measured: %d fit, %d over; %s", context, c.Requests, c.Low, c.High, fit[context], firstOver, c.Detail)
 		assert.LessOrEqual(t, fit[context], c.High, "measured fitting beyond the range")
 		assert.Less(t, c.Low, firstOver, "measured over capacity within the range")

@@ -73,16 +73,16 @@ type Probe struct {
 // Discovery is what a running server says about its capacity. A limit the
 // server does not publish stays zero (unknown) in Limits.
 type Discovery struct {
-	Engine         Engine            `json:"engine"`                    // the engine that answered
-	Version        string            `json:"version,omitempty"`         // the engine's version, where it tells it
-	Model          string            `json:"model,omitempty"`           // the model whose limits were read, where the server serves several (Ollama)
-	Limits         Limits            `json:"limits"`                    // what it publishes; unknown limits are zero
-	NumGPUBlocks   int               `json:"num_gpu_blocks,omitempty"`  // vLLM's num_gpu_blocks label
-	BlockSize      int               `json:"block_size,omitempty"`      // vLLM's block_size label
-	MaxConcurrency float64           `json:"max_concurrency,omitempty"` // vLLM's kv_cache_max_concurrency label
-	CacheConfig    map[string]string `json:"cache_config,omitempty"`    // all vllm:cache_config_info labels as served
-	Notes          []string          `json:"notes,omitempty"`           // caveats about the figures
-	Probes         []Probe           `json:"probes"`                    // the requests made, in order
+	Engine        Engine            `json:"engine"`                    // the engine that answered
+	Version       string            `json:"version,omitempty"`         // the engine's version, where it tells it
+	Model         string            `json:"model,omitempty"`           // the model whose limits were read, where the server serves several (Ollama)
+	Limits        Limits            `json:"limits"`                    // what it publishes; unknown limits are zero
+	NumGPUBlocks  int               `json:"num_gpu_blocks,omitempty"`  // vLLM's num_gpu_blocks label
+	BlockSize     int               `json:"block_size,omitempty"`      // vLLM's block_size label
+	KVConcurrency float64           `json:"max_concurrency,omitempty"` // vLLM's kv_cache_max_concurrency label: its "Maximum concurrency" for requests of max_model_len
+	CacheConfig   map[string]string `json:"cache_config,omitempty"`    // all vllm:cache_config_info labels as served
+	Notes         []string          `json:"notes,omitempty"`           // caveats about the figures
+	Probes        []Probe           `json:"probes"`                    // the requests made, in order
 }
 
 // DiscoverModel asks the server at baseURL ("http://host:8000", with or without
@@ -313,7 +313,7 @@ func (p *prober) vllm(d *Discovery) bool {
 	d.NumGPUBlocks = labelInt(labels, "num_gpu_blocks")
 	d.BlockSize = labelInt(labels, "block_size")
 	if f, err := strconv.ParseFloat(labels["kv_cache_max_concurrency"], 64); err == nil {
-		d.MaxConcurrency = f
+		d.KVConcurrency = f
 	}
 	if n := labelInt(labels, "kv_cache_size_tokens"); n > 0 {
 		d.Limits.KVTokens = n

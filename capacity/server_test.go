@@ -198,7 +198,7 @@ func TestDiscoverVLLMLabels(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 387, d.NumGPUBlocks)
 	assert.Equal(t, 2048, d.BlockSize)
-	assert.InDelta(t, 2.888, d.MaxConcurrency, 0.001)
+	assert.InDelta(t, 2.888, d.KVConcurrency, 0.001)
 	assert.Equal(t, "int4_per_token_head", d.CacheConfig["cache_dtype"])
 	assert.Equal(t, "vllm:cache_config_info kv_cache_size_tokens, /v1/models max_model_len", d.Limits.Source)
 }

@@ -41,7 +41,7 @@ type SGLang struct {
 // pool comes out of the same memory first. There are no blocks: the result's
 // BlockSize is 1 and NumBlocks the token count.
 func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
-	if err := m.Validate(); err != nil {
+	if err := m.validate(); err != nil {
 		return nil, err
 	}
 	if err := l.validate(); err != nil {
@@ -58,14 +58,14 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 	switch e.KVCacheDType {
 	case "auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2":
 	default:
-		return nil, &LaunchError{Field: "kv_cache_dtype", Value: l.KVCacheDType, Reason: "not one SGLang takes (auto, bf16, fp8_e4m3, fp8_e5m2)"}
+		return nil, &InputError{Flag: true, Field: "kv_cache_dtype", Value: l.KVCacheDType, Reason: "not one SGLang takes (auto, bf16, fp8_e4m3, fp8_e5m2)"}
 	}
 	perLayer, err := attentionBytesPerToken(m, e.KVCacheDType, tp)
 	if err != nil {
 		return nil, err
 	}
 	e.AttentionBytesPerToken = perLayer
-	attention := m.count(FullAttention) + m.count(SlidingAttention)
+	attention := m.count(fullAttention) + m.count(slidingAttention)
 	cell := perLayer * attention
 	e.PageBytes = cell
 	e.MaxModelLen = l.ContextLength
@@ -98,10 +98,10 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 		e.Expected.Reasons = []string{"SGLang: no start-up log in the table checks its budget, so the range of this estimate is unknown (shown as none)"}
 	}
 	avail := b.AvailableKV.Bytes
-	if states := m.count(LinearAttention) + m.count(Mamba); states > 0 {
-		kind := LinearAttention
-		if m.count(Mamba) > 0 {
-			kind = Mamba
+	if states := m.count(linearAttention) + m.count(mambaLayer); states > 0 {
+		kind := linearAttention
+		if m.count(mambaLayer) > 0 {
+			kind = mambaLayer
 		}
 		conv, ssm, err := stateBytes(m, kind, tp, "", "")
 		if err != nil {
@@ -122,7 +122,7 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 	if cell <= 0 {
 		return nil, fmt.Errorf("%w: no attention layer", ErrUnsupported)
 	}
-	e.Groups = []Group{{Kind: FullAttention, Layers: attention, BlockSize: 1, BlocksPerRequest: e.MaxModelLen}}
+	e.Groups = []Group{{Kind: fullAttention, Layers: attention, BlockSize: 1, BlocksPerRequest: e.MaxModelLen}}
 	e.LayersPerBlock = attention
 	if avail <= 0 {
 		return e, fmt.Errorf("%w: %.2f GiB left for the KV cache", ErrInsufficientMemory, float64(avail)/gibibyte)
@@ -133,7 +133,7 @@ func EstimateSGLang(m *Model, l SGLang) (*Estimate, error) {
 	e.Expected.NumBlocksLow, e.Expected.NumBlocksHigh = e.NumBlocks, e.NumBlocks
 	e.BlocksPerRequest = e.MaxModelLen
 	if e.MaxModelLen > 0 {
-		e.MaxConcurrency = float64(e.KVTokens) / float64(e.MaxModelLen)
+		e.KVConcurrency = float64(e.KVTokens) / float64(e.MaxModelLen)
 	}
 	return e, nil
 }

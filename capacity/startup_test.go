@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/llmload/llmload/internal/gib"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -92,9 +93,9 @@ func TestStartupLogsFromAvailableMemory(t *testing.T) {
 				lo = at(r.Logged.AvailableKVBytes)
 				mid, hi = lo, lo
 			} else {
-				lo = at(GiBToBytes(r.Logged.AvailableKVGiB - 0.005))
-				mid = at(GiBToBytes(r.Logged.AvailableKVGiB))
-				hi = at(GiBToBytes(r.Logged.AvailableKVGiB + 0.005))
+				lo = at(gib.Bytes(r.Logged.AvailableKVGiB - 0.005))
+				mid = at(gib.Bytes(r.Logged.AvailableKVGiB))
+				hi = at(gib.Bytes(r.Logged.AvailableKVGiB + 0.005))
 			}
 			perBlock := int(math.Ceil(float64(mid.KVTokens) / float64(mid.NumBlocks)))
 			got := r.Logged.KVTokens
@@ -109,9 +110,9 @@ func TestStartupLogsFromAvailableMemory(t *testing.T) {
 			if r.Logged.MaxConcurrency != "" {
 				c, err := strconv.ParseFloat(r.Logged.MaxConcurrency, 64)
 				require.NoError(t, err)
-				perBlockC := mid.MaxConcurrency / float64(mid.NumBlocks)
-				assert.GreaterOrEqual(t, c, lo.MaxConcurrency-perBlockC-0.005, "logged concurrency below the range")
-				assert.LessOrEqual(t, c, hi.MaxConcurrency+perBlockC+0.005, "logged concurrency above the range")
+				perBlockC := mid.KVConcurrency / float64(mid.NumBlocks)
+				assert.GreaterOrEqual(t, c, lo.KVConcurrency-perBlockC-0.005, "logged concurrency below the range")
+				assert.LessOrEqual(t, c, hi.KVConcurrency+perBlockC+0.005, "logged concurrency above the range")
 			}
 			t.Logf("%s: logged %d tokens from %.2f GiB; predicted %d (%d blocks of %d tokens, %d per request), off by %+.1f blocks; source %s",
 				r.Name, got, float64(mid.Budget.AvailableKV.Bytes)/gibibyte, mid.KVTokens, mid.NumBlocks, mid.BlockSize, mid.BlocksPerRequest,
@@ -141,7 +142,7 @@ func TestStartupLogsFromBlocks(t *testing.T) {
 				if e.KVTokens != r.Logged.KVTokens {
 					continue
 				}
-				if r.Logged.MaxConcurrency != "" && fmt.Sprintf("%.2f", e.MaxConcurrency) != r.Logged.MaxConcurrency {
+				if r.Logged.MaxConcurrency != "" && fmt.Sprintf("%.2f", e.KVConcurrency) != r.Logged.MaxConcurrency {
 					continue
 				}
 				matches = append(matches, n)

@@ -88,8 +88,8 @@ func (e *Estimate) writeBudget(p *textWriter) {
 func (e *Estimate) writeBlocks(p *textWriter) {
 	p.f("\nBlocks\n")
 	p.f("  block size           %s tokens, page %s bytes per layer\n", commaInt(e.BlockSize), commaInt(e.PageBytes))
-	count := map[LayerKind]int{}
-	var kinds []LayerKind
+	count := map[layerKind]int{}
+	var kinds []layerKind
 	smallest := 0
 	per := make([]string, 0, len(e.Groups))
 	for _, g := range e.Groups {
@@ -109,7 +109,7 @@ func (e *Estimate) writeBlocks(p *textWriter) {
 	p.f("  groups               %d of up to %d layers: %s\n", len(e.Groups), e.LayersPerBlock, strings.Join(parts, ", "))
 	p.f("  num_blocks           %s = available ÷ (%s × %d)\n", commaInt(e.NumBlocks), commaInt(e.PageBytes), e.LayersPerBlock)
 	p.f("  per request          %s blocks at max_model_len %s (%s)\n", commaInt(e.BlocksPerRequest), commaInt(e.MaxModelLen), strings.Join(per, " + "))
-	p.f("  kv_cache_size_tokens %s, max concurrency %.2f\n", commaInt(e.KVTokens), e.MaxConcurrency)
+	p.f("  kv_cache_size_tokens %s, max concurrency %.2f\n", commaInt(e.KVTokens), e.KVConcurrency)
 	if x := e.Expected; x.KVTokensLow != x.KVTokensHigh {
 		p.f("                       expected %s–%s (%+.1f%% … %+.1f%%)\n", commaInt(x.KVTokensLow), commaInt(x.KVTokensHigh), x.LowPercent, x.HighPercent)
 	} else {
@@ -136,7 +136,7 @@ func (g *Grid) WriteText(w io.Writer) error {
 		kv += fmt.Sprintf(" (expected %s–%s)", commaInt(l.KVTokensLow), commaInt(l.KVTokensHigh))
 	}
 	p.f("Limits     kv_tokens %s, max_running %s, max_model_len %s, template overhead %d\n",
-		kv, knownCount(l.MaxRunning), knownCount(l.MaxModelLen), l.TemplateTokens())
+		kv, knownCount(l.MaxRunning), knownCount(l.MaxModelLen), l.templateTokens())
 	if l.Source != "" {
 		p.f("           from %s\n", l.Source)
 	}
@@ -155,7 +155,7 @@ func (g *Grid) WriteText(w io.Writer) error {
 		for j := range g.Concurrency {
 			fmt.Fprintf(tw, "%s\t", g.Cells[i*len(g.Concurrency)+j].mark())
 		}
-		fmt.Fprintf(tw, "%s\t\n", g.Limits.MaxConcurrency(c, g.MaxOutput).text())
+		fmt.Fprintf(tw, "%s\t\n", g.Limits.Concurrency(c, g.MaxOutput).text())
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -225,7 +225,7 @@ func (d *Discovery) WriteText(w io.Writer) error {
 		p.f("Found      %s (from %s)\n", strings.Join(figures, ", "), found.Source)
 	}
 	if d.NumGPUBlocks > 0 {
-		p.f("           %s blocks of %s tokens, max concurrency %.2f\n", commaInt(d.NumGPUBlocks), commaInt(d.BlockSize), d.MaxConcurrency)
+		p.f("           %s blocks of %s tokens, max concurrency %.2f\n", commaInt(d.NumGPUBlocks), commaInt(d.BlockSize), d.KVConcurrency)
 	}
 	for _, n := range d.Notes {
 		p.f("           note: %s\n", n)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/llmload/llmload/internal/gib"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -16,7 +17,7 @@ func TestEstimateWriteText(t *testing.T) {
 	m, err := LoadModel("testdata/qwen3.5-4b-awq")
 	require.NoError(t, err)
 	launch := seedLaunch
-	launch.WeightsBytes = GiBToBytes(3)
+	launch.WeightsBytes = gib.Bytes(3)
 	e, err := EstimateVLLM(m, launch)
 	require.NoError(t, err)
 	var b bytes.Buffer
@@ -59,7 +60,7 @@ func TestEstimateWriteText(t *testing.T) {
 func TestEstimateWriteTextSGLang(t *testing.T) {
 	m, err := LoadModel("testdata/qwen3.5-4b-awq")
 	require.NoError(t, err)
-	e, err := EstimateSGLang(m, SGLang{GPUMemoryBytes: GiBToBytes(11.76), MaxRunningRequests: 16, ContextLength: 32768})
+	e, err := EstimateSGLang(m, SGLang{GPUMemoryBytes: gib.Bytes(11.76), MaxRunningRequests: 16, ContextLength: 32768})
 	require.NoError(t, err)
 	var b bytes.Buffer
 	require.NoError(t, e.WriteText(&b))

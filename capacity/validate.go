@@ -33,19 +33,32 @@ const (
 	maxGPUBlocks    = 1 << 31 // num_gpu_blocks_override
 )
 
-// ConfigError reports a model config field whose value no real model has:
-// missing where it is required, not an integer, out of range, or at odds
-// with another field; or a model file refused whole (Field empty): too
-// large, not a regular file, or a safetensors header that cannot be true.
-type ConfigError struct {
-	File   string // the file, when LoadModel read one
-	Field  string // config.json's name for the field, e.g. "num_attention_heads" or "text_config.hidden_size"; empty when the file is not JSON
+// InputError reports an input no real model or server has: a model
+// config field whose value is missing where it is required, not an
+// integer, out of range, or at odds with another field; a model file
+// refused whole (Field empty): too large, not a regular file, or a
+// safetensors header that cannot be true; or a launch flag (Flag true: a
+// field of VLLM or SGLang) out of range, or that the estimate cannot size
+// (a KV-cache dtype it does not know, or one the engine does not take for
+// the model).
+type InputError struct {
+	File string // the file, when LoadModel read one
+	// Field is config.json's name for the field, e.g.
+	// "num_attention_heads" or "text_config.hidden_size", or the launch
+	// flag's as the engine spells it, e.g. "max_num_seqs"; empty when the
+	// file is not JSON.
+	Field  string
 	Value  string // the value as given ("missing" when absent)
 	Reason string // what is wrong with it
+	Flag   bool   // Field is a launch flag, not a config field
 }
 
-// Error implements error.
-func (e *ConfigError) Error() string {
+// Error names the file or the flag, the field, its value and what is
+// wrong with it.
+func (e *InputError) Error() string {
+	if e.Flag {
+		return fmt.Sprintf("capacity: launch flag %s = %s: %s", e.Field, e.Value, e.Reason)
+	}
 	where := "model config"
 	if e.File != "" {
 		where = e.File
@@ -54,20 +67,6 @@ func (e *ConfigError) Error() string {
 		return fmt.Sprintf("capacity: %s: %s", where, e.Reason)
 	}
 	return fmt.Sprintf("capacity: %s: %s = %s: %s", where, e.Field, e.Value, e.Reason)
-}
-
-// LaunchError reports one launch flag (a field of VLLM or SGLang) whose
-// value is out of range, or that the estimate cannot size (a KV-cache dtype
-// it does not know, or one the engine does not take for the model).
-type LaunchError struct {
-	Field  string // the flag's name as the engine spells it, e.g. "max_num_seqs"
-	Value  string // the value given
-	Reason string // what is wrong with it
-}
-
-// Error implements error.
-func (e *LaunchError) Error() string {
-	return fmt.Sprintf("capacity: launch flag %s = %s: %s", e.Field, e.Value, e.Reason)
 }
 
 // fieldCheck collects the first out-of-range field.
@@ -82,24 +81,24 @@ func (c *fieldCheck) in(name string, v, lo, hi int) {
 	if v > hi {
 		reason += "; no real model has this much"
 	}
-	c.err = &ConfigError{Field: name, Value: strconv.Itoa(v), Reason: reason}
+	c.err = &InputError{Field: name, Value: strconv.Itoa(v), Reason: reason}
 }
 
-// Validate checks every field of m against what a real model can be and
-// returns a *ConfigError naming the first that is not: counts and sizes
+// validate checks every field of m against what a real model can be and
+// returns an *InputError naming the first that is not: counts and sizes
 // within bounds no published model comes near, at least one key/value head
 // and no more than the query heads, a positive head dimension, the
 // parameters of each kind of layer present when such layers are. ParseConfig
 // calls it; EstimateVLLM and EstimateSGLang call it on models built by hand.
-func (m *Model) Validate() error {
+func (m *Model) validate() error {
 	if m == nil {
-		return &ConfigError{Field: "model", Value: "nil", Reason: "no model"}
+		return &InputError{Field: "model", Value: "nil", Reason: "no model"}
 	}
 	var c fieldCheck
 	c.in("num_hidden_layers", len(m.Layers), 1, maxLayers)
 	for i, k := range m.Layers {
 		if c.err == nil && !slices.Contains(everyLayerKind[:], k) {
-			c.err = &ConfigError{Field: fmt.Sprintf("layers[%d]", i), Value: strconv.Quote(string(k)), Reason: "not a layer kind"}
+			c.err = &InputError{Field: fmt.Sprintf("layers[%d]", i), Value: strconv.Quote(string(k)), Reason: "not a layer kind"}
 		}
 	}
 	c.in("hidden_size", m.HiddenSize, 1, maxHidden)
@@ -111,7 +110,7 @@ func (m *Model) Validate() error {
 	c.in("max_position_embeddings", m.MaxPositionEmbeddings, 0, maxModelLen)
 	c.in("derived max_model_len", m.DerivedMaxModelLen, 0, maxModelLen)
 	c.in("sliding_window", m.SlidingWindow, 0, maxModelLen)
-	if m.count(SlidingAttention) > 0 {
+	if m.count(slidingAttention) > 0 {
 		c.in("sliding_window", m.SlidingWindow, 1, maxModelLen)
 	}
 	if a := m.MLA; a != nil {
@@ -121,8 +120,8 @@ func (m *Model) Validate() error {
 		c.in("v_head_dim", a.VHeadDim, 0, maxHeadDim)
 		c.in("q_lora_rank", a.QLoraRank, 0, maxLatent)
 	}
-	if m.count(LinearAttention) > 0 && m.GatedDeltaNet == nil && c.err == nil {
-		c.err = &ConfigError{Field: "linear_num_key_heads", Value: "missing", Reason: "linear_attention layers need the Gated DeltaNet dimensions"}
+	if m.count(linearAttention) > 0 && m.GatedDeltaNet == nil && c.err == nil {
+		c.err = &InputError{Field: "linear_num_key_heads", Value: "missing", Reason: "linear_attention layers need the Gated DeltaNet dimensions"}
 	}
 	if g := m.GatedDeltaNet; g != nil {
 		c.in("linear_num_key_heads", g.NumKeyHeads, 1, maxHeads)
@@ -131,8 +130,8 @@ func (m *Model) Validate() error {
 		c.in("linear_value_head_dim", g.ValueHeadDim, 1, maxHeadDim)
 		c.in("linear_conv_kernel_dim", g.ConvKernel, 1, maxConvKernel)
 	}
-	if m.count(Mamba) > 0 && m.Mamba2 == nil && c.err == nil {
-		c.err = &ConfigError{Field: "mamba_num_heads", Value: "missing", Reason: "mamba layers need the Mamba2 dimensions"}
+	if m.count(mambaLayer) > 0 && m.Mamba2 == nil && c.err == nil {
+		c.err = &InputError{Field: "mamba_num_heads", Value: "missing", Reason: "mamba layers need the Mamba2 dimensions"}
 	}
 	if mb := m.Mamba2; mb != nil {
 		c.in("mamba_num_heads", mb.NumHeads, 1, maxMambaHeads)
@@ -161,7 +160,7 @@ func (m *Model) Validate() error {
 			n    int64
 		}{{"language weights", w.LanguageBytes}, {"vision weights", w.VisionBytes}, {"skipped weights", w.SkippedBytes}} {
 			if c.err == nil && (f.n < 0 || f.n > maxWeightBytes) {
-				c.err = &ConfigError{Field: f.name, Value: strconv.FormatInt(f.n, 10) + " bytes", Reason: fmt.Sprintf("want 0 to %d bytes", int64(maxWeightBytes))}
+				c.err = &InputError{Field: f.name, Value: strconv.FormatInt(f.n, 10) + " bytes", Reason: fmt.Sprintf("want 0 to %d bytes", int64(maxWeightBytes))}
 			}
 		}
 	}
@@ -173,13 +172,13 @@ type launchCheck struct{ err error }
 
 func (c *launchCheck) in(name string, v, lo, hi int64) {
 	if c.err == nil && (v < lo || v > hi) {
-		c.err = &LaunchError{Field: name, Value: strconv.FormatInt(v, 10), Reason: fmt.Sprintf("want %d to %d", lo, hi)}
+		c.err = &InputError{Flag: true, Field: name, Value: strconv.FormatInt(v, 10), Reason: fmt.Sprintf("want %d to %d", lo, hi)}
 	}
 }
 
 func (c *launchCheck) fraction(name string, v float64) {
 	if c.err == nil && !(v >= 0 && v <= 1) { // also refuses NaN
-		c.err = &LaunchError{Field: name, Value: strconv.FormatFloat(v, 'g', -1, 64), Reason: "want a fraction between 0 and 1 (0: the default)"}
+		c.err = &InputError{Flag: true, Field: name, Value: strconv.FormatFloat(v, 'g', -1, 64), Reason: "want a fraction between 0 and 1 (0: the default)"}
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 // TestParseConfigRefusesImpossibleFields feeds configs no real model has.
 // Before they were validated, the first two divided by zero in EstimateVLLM,
 // 1e12 layers ran out of memory, 1e18 panicked in makeslice, and -8 KV heads
-// gave an estimate with an absurd capacity. Each is now a *ConfigError
+// gave an estimate with an absurd capacity. Each is now an *InputError
 // naming the field.
 func TestParseConfigRefusesImpossibleFields(t *testing.T) {
 	const base = `"hidden_size":4096,"intermediate_size":14336,"vocab_size":128256,"max_position_embeddings":8192`
@@ -50,8 +50,8 @@ func TestParseConfigRefusesImpossibleFields(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := ParseConfig([]byte(tc.config))
 			require.Error(t, err, "parsed %+v", m)
-			assert.ErrorAs(t, err, new(*ConfigError))
-			var ce *ConfigError
+			assert.ErrorAs(t, err, new(*InputError))
+			var ce *InputError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tc.field, ce.Field, err.Error())
 			assert.Contains(t, err.Error(), tc.field)
@@ -66,7 +66,7 @@ func TestEstimateValidatesHandBuiltModels(t *testing.T) {
 	m := mustParse(t, denseConfig)
 	m.HeadDim = 0
 	_, err := EstimateVLLM(m, VLLM{GPUMemoryBytes: 80 * gibibyte})
-	var ce *ConfigError
+	var ce *InputError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "head_dim", ce.Field)
 	_, err = EstimateSGLang(m, SGLang{GPUMemoryBytes: 80 * gibibyte})
@@ -79,11 +79,11 @@ func TestEstimateValidatesHandBuiltModels(t *testing.T) {
 	assert.Equal(t, "layers[32]", ce.Field)
 
 	_, err = EstimateVLLM(nil, VLLM{GPUMemoryBytes: 80 * gibibyte})
-	require.ErrorAs(t, err, new(*ConfigError))
+	require.ErrorAs(t, err, new(*InputError))
 }
 
 // TestEstimateRefusesImpossibleLaunches: flags out of any real range are a
-// *LaunchError naming the flag, not an estimate (a negative utilization
+// *InputError naming the flag, not an estimate (a negative utilization
 // used to mean the default, a NaN one a NaN budget).
 func TestEstimateRefusesImpossibleLaunches(t *testing.T) {
 	m := mustParse(t, denseConfig)
@@ -107,14 +107,14 @@ func TestEstimateRefusesImpossibleLaunches(t *testing.T) {
 		t.Run(tc.field, func(t *testing.T) {
 			e, err := EstimateVLLM(m, tc.launch)
 			require.Error(t, err, "estimated %+v", e)
-			assert.ErrorAs(t, err, new(*LaunchError))
-			var le *LaunchError
+			assert.ErrorAs(t, err, new(*InputError))
+			var le *InputError
 			require.ErrorAs(t, err, &le)
 			assert.Equal(t, tc.field, le.Field)
 		})
 	}
 	_, err := EstimateSGLang(m, SGLang{GPUMemoryBytes: 80 * gibibyte, MemFractionStatic: -1})
-	require.ErrorAs(t, err, new(*LaunchError))
+	require.ErrorAs(t, err, new(*InputError))
 }
 
 // safetensorsFile returns the bytes of a safetensors header holding one
@@ -131,7 +131,7 @@ func safetensorsFile(t *testing.T, entry any) []byte {
 
 // TestReadWeightsRefusesImpossibleHeaders: negative or reversed offsets
 // used to subtract from the weights, giving an absurd capacity; each is now
-// a *ConfigError (bad safetensors header), as are offsets beyond any
+// an *InputError (bad safetensors header), as are offsets beyond any
 // checkpoint and shapes that disagree with their bytes.
 func TestReadWeightsRefusesImpossibleHeaders(t *testing.T) {
 	config, err := os.ReadFile("testdata/qwen3.5-4b-awq/config.json")
@@ -195,22 +195,22 @@ func TestConfigErrorMessage(t *testing.T) {
 	_, err := ParseConfig([]byte(`{"hidden_size":4096,"num_attention_heads":32,"num_key_value_heads":-8,"num_hidden_layers":2}`))
 	require.Error(t, err)
 	assert.Equal(t, "capacity: model config: num_key_value_heads = -8: want 1 to 32", err.Error())
-	assert.ErrorAs(t, err, new(*ConfigError))
+	assert.ErrorAs(t, err, new(*InputError))
 }
 
-// requireLaunchField requires err to be a *LaunchError about field.
+// requireLaunchField requires err to be an *InputError about field.
 func requireLaunchField(t *testing.T, err error, field string) {
 	t.Helper()
-	var le *LaunchError
+	var le *InputError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, field, le.Field, le.Error())
 }
 
-// requireBadHeader requires err to be a *ConfigError refusing a
+// requireBadHeader requires err to be an *InputError refusing a
 // safetensors file's header; m is what was loaded instead, if anything.
 func requireBadHeader(t *testing.T, err error, m *Model) {
 	t.Helper()
-	var ce *ConfigError
+	var ce *InputError
 	require.ErrorAs(t, err, &ce, "loaded %+v", m)
 	assert.Contains(t, ce.Reason, "bad safetensors header")
 	assert.Contains(t, ce.File, ".safetensors")

@@ -61,7 +61,7 @@ type VLLM struct {
 	// defaults by it: an A100 keeps the small ones whatever its memory.
 	GPUName              string  `json:"gpu_name,omitempty"`
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"` // 0 means vLLM's default, 0.9
-	KVCacheDType         string  `json:"kv_cache_dtype,omitempty"`         // one of KVCacheDTypes; "" means "auto"
+	KVCacheDType         string  `json:"kv_cache_dtype,omitempty"`         // one of kvCacheDTypes; "" means "auto"
 	MaxModelLen          int     `json:"max_model_len,omitempty"`          // 0 means the model's DerivedMaxModelLen
 	MaxNumSeqs           int     `json:"max_num_seqs,omitempty"`           // 0 means 256, or 1024 on a GPU of 70 GiB or more other than an A100 (V0 engine, before 0.8: 256)
 	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens,omitempty"` // 0 means 2048, or 8192 on a GPU of 70 GiB or more other than an A100 (V0 engine: max_model_len, at least 2048, or 512 past 32,768 where chunked prefill turns on)
@@ -100,9 +100,9 @@ type VLLM struct {
 // Group is one KV-cache group of vLLM's hybrid allocator: layers of one kind
 // that share a block table. All groups draw their blocks from one pool.
 type Group struct {
-	Kind      LayerKind `json:"kind"`       // what the group's layers keep
-	Layers    int       `json:"layers"`     // layers in the group; the last group of a kind may be short (padded)
-	BlockSize int       `json:"block_size"` // tokens per block as vLLM records it (max_model_len for state groups without prefix caching)
+	Kind      string `json:"kind"`       // what the group's layers keep, as [Model.Layers] names it
+	Layers    int    `json:"layers"`     // layers in the group; the last group of a kind may be short (padded)
+	BlockSize int    `json:"block_size"` // tokens per block as vLLM records it (max_model_len for state groups without prefix caching)
 	// BlocksPerRequest is what one request of max_model_len holds in this
 	// group: its tokens in blocks for attention, fixed state blocks for
 	// linear attention and Mamba.
@@ -135,9 +135,9 @@ type Estimate struct {
 	NumBlocks        int     `json:"num_blocks"`                 // blocks in the pool (vLLM's num_gpu_blocks)
 	BlocksPerRequest int     `json:"blocks_per_request"`         // blocks one request of MaxModelLen holds, over all groups
 
-	KVTokens       int     `json:"kv_tokens"`       // kv_cache_size_tokens as this vLLM version reports it
-	MaxConcurrency float64 `json:"max_concurrency"` // kv_cache_max_concurrency: NumBlocks ÷ BlocksPerRequest
-	// GroupAwareKVTokens is int(MaxConcurrency × MaxModelLen), what vLLM
+	KVTokens      int     `json:"kv_tokens"`       // kv_cache_size_tokens as this vLLM version reports it
+	KVConcurrency float64 `json:"max_concurrency"` // kv_cache_max_concurrency, vLLM's "Maximum concurrency": NumBlocks ÷ BlocksPerRequest, requests of MaxModelLen the cache holds
+	// GroupAwareKVTokens is int(KVConcurrency × MaxModelLen), what vLLM
 	// ≥ 0.20 reports; LegacyKVTokens is NumBlocks ÷ len(Groups) × the
 	// smallest group block size, what earlier versions logged as "GPU KV
 	// cache size".
@@ -150,17 +150,17 @@ type Estimate struct {
 	Notes               []string `json:"notes,omitempty"`        // padding, caveats and version differences
 	// Expected is the range KVTokens is expected to fall in, from the ranges
 	// of the budget's estimated terms.
-	Expected ExpectedError `json:"expected_error"`
+	Expected Range `json:"expected_error"`
 }
 
-// ExpectedError is the range an estimate's KV capacity is expected to fall
+// Range is the range an estimate's KV capacity is expected to fall
 // in, 90% of the time: calibrated by leave-one-out on the start-up-log table
 // (see testdata/startup_logs.json), and wider the farther a launch lies
 // from the table's rows in utilization, GPU memory, vLLM version and tensor
 // parallelism (calibrated by holding those settings out), spanning every
 // version's profile when the version is not given.
 // A budget the caller gave has no range.
-type ExpectedError struct {
+type Range struct {
 	KVTokensLow   int     `json:"kv_tokens_low"`   // KVTokens with every estimated term at its largest
 	KVTokensHigh  int     `json:"kv_tokens_high"`  // KVTokens with every estimated term at its smallest
 	NumBlocksLow  int     `json:"num_blocks_low"`  // NumBlocks likewise
@@ -276,7 +276,7 @@ func (mm *memoryModel) estimateVLLM(m *Model, l VLLM) (*Estimate, error) {
 }
 
 // percents sets LowPercent and HighPercent from the token range around kv.
-func (x *ExpectedError) percents(kv int) {
+func (x *Range) percents(kv int) {
 	if kv > 0 {
 		x.LowPercent = 100 * float64(x.KVTokensLow-kv) / float64(kv)
 		x.HighPercent = 100 * float64(x.KVTokensHigh-kv) / float64(kv)
@@ -285,7 +285,7 @@ func (x *ExpectedError) percents(kv int) {
 
 // estimateVersion is estimateVLLM for one version (empty: the default).
 func (mm *memoryModel) estimateVersion(m *Model, l VLLM) (*Estimate, error) {
-	if err := m.Validate(); err != nil {
+	if err := m.validate(); err != nil {
 		return nil, err
 	}
 	if err := l.validate(); err != nil {
@@ -298,7 +298,7 @@ func (mm *memoryModel) estimateVersion(m *Model, l VLLM) (*Estimate, error) {
 	pp := max(l.PipelineParallelSize, 1)
 	e := &Estimate{Engine: EngineVLLM, Model: m, KVCacheDType: normalizeKVCacheDType(l.KVCacheDType)}
 	if e.KVCacheDType != "auto" && !isKnownKVCacheDType(e.KVCacheDType) {
-		return nil, &LaunchError{Field: "kv_cache_dtype", Value: l.KVCacheDType, Reason: "not a KV-cache dtype this package sizes (" + strings.Join(KVCacheDTypes, ", ") + ")"}
+		return nil, &InputError{Flag: true, Field: "kv_cache_dtype", Value: l.KVCacheDType, Reason: "not a KV-cache dtype this package sizes (" + strings.Join(kvCacheDTypes, ", ") + ")"}
 	}
 	e.Version = l.Version
 	if _, _, ok := version(e.Version); !ok || strings.Contains(e.Version, ".dev") {
@@ -322,7 +322,7 @@ func (mm *memoryModel) estimateVersion(m *Model, l VLLM) (*Estimate, error) {
 		e.MaxModelLen = m.DerivedMaxModelLen
 	}
 	if e.MaxModelLen <= 0 {
-		return nil, &ConfigError{Field: "max_position_embeddings", Value: "missing", Reason: "max_model_len follows from it; set MaxModelLen"}
+		return nil, &InputError{Field: "max_position_embeddings", Value: "missing", Reason: "max_model_len follows from it; set MaxModelLen"}
 	}
 	e.schedulerDefaults(l)
 
@@ -391,7 +391,7 @@ func servedDType(config, flag string) (string, error) {
 	case "bfloat16", "float16", "float32":
 		return d, nil
 	}
-	return "", &LaunchError{Field: "dtype", Value: flag, Reason: "want auto, bfloat16, float16 or float32"}
+	return "", &InputError{Flag: true, Field: "dtype", Value: flag, Reason: "want auto, bfloat16, float16 or float32"}
 }
 
 // schedulerDefaults sets max_num_seqs and max_num_batched_tokens as vLLM
@@ -462,7 +462,7 @@ func patchOf(v string) int {
 }
 
 func isKnownKVCacheDType(d string) bool {
-	for _, k := range KVCacheDTypes {
+	for _, k := range kvCacheDTypes {
 		if k == d {
 			return true
 		}
@@ -473,7 +473,7 @@ func isKnownKVCacheDType(d string) bool {
 // geometry sets the per-token and per-sequence sizes, the block size and the
 // page size.
 func (e *Estimate) geometry(m *Model, l VLLM, tp int) error {
-	hasAttention := m.count(FullAttention)+m.count(SlidingAttention) > 0
+	hasAttention := m.count(fullAttention)+m.count(slidingAttention) > 0
 	if hasAttention {
 		b, err := attentionBytesPerToken(m, e.KVCacheDType, tp)
 		if err != nil {
@@ -483,10 +483,10 @@ func (e *Estimate) geometry(m *Model, l VLLM, tp int) error {
 	}
 	stateKind := layerUnset
 	switch {
-	case m.count(LinearAttention) > 0:
-		stateKind = LinearAttention
-	case m.count(Mamba) > 0:
-		stateKind = Mamba
+	case m.count(linearAttention) > 0:
+		stateKind = linearAttention
+	case m.count(mambaLayer) > 0:
+		stateKind = mambaLayer
 	}
 	if stateKind != layerUnset {
 		conv, ssm, err := stateBytes(m, stateKind, tp, l.MambaCacheDType, l.MambaSSMCacheDType)
@@ -536,13 +536,13 @@ func (e *Estimate) geometry(m *Model, l VLLM, tp int) error {
 // that share one block (the stage's largest group).
 func (e *Estimate) group(m *Model, pp int) ([]int, error) {
 	type kindLayers struct {
-		kind   LayerKind
+		kind   layerKind
 		layers []int
 	}
 	var kinds []*kindLayers
-	byKind := map[LayerKind]*kindLayers{}
+	byKind := map[layerKind]*kindLayers{}
 	for i, k := range m.Layers {
-		if k == NoCache {
+		if k == noCache {
 			continue
 		}
 		kl := byKind[k]
@@ -613,16 +613,16 @@ func (e *Estimate) group(m *Model, pp int) ([]int, error) {
 	return sizes, nil
 }
 
-func (e *Estimate) newGroup(k LayerKind, layers int, m *Model) Group {
+func (e *Estimate) newGroup(k layerKind, layers int, m *Model) Group {
 	g := Group{Kind: k, Layers: layers, BlockSize: e.BlockSize}
 	L := e.MaxModelLen
 	switch k {
-	case FullAttention:
+	case fullAttention:
 		g.BlocksPerRequest = ceilDiv(L, e.BlockSize)
-	case SlidingAttention:
+	case slidingAttention:
 		n := min(m.SlidingWindow-1+e.MaxNumBatchedTokens, L)
 		g.BlocksPerRequest = ceilDiv(n, e.BlockSize) + 1
-	case LinearAttention, Mamba:
+	case linearAttention, mambaLayer:
 		g.BlocksPerRequest = 1
 		if e.MambaCacheMode == "align" {
 			g.BlocksPerRequest = 2
@@ -705,7 +705,7 @@ func (mm *memoryModel) budget(e *Estimate, m *Model, l VLLM, tp, pp int) []strin
 		b.NonTorch = estimated(n, max(n+mm.NonTorchLow, 0), n+mm.NonTorchHigh, "estimated: "+detail)
 		reasons = append(reasons, fmt.Sprintf("non-torch memory: %s, %+.2f … %+.2f GiB on the table (leave-one-out)", gib(n), float64(mm.NonTorchLow)/gibibyte, float64(mm.NonTorchHigh)/gibibyte))
 	}
-	hybrid := m.count(LinearAttention) > 0
+	hybrid := m.count(linearAttention) > 0
 	switch {
 	case l.CUDAGraphBytes > 0:
 		b.CUDAGraphs = given(l.CUDAGraphBytes)
@@ -757,7 +757,7 @@ func dtypeSizeOr(dtype string, def int) int {
 // report applies vLLM's reporting formulas.
 func (e *Estimate) report() {
 	if e.BlocksPerRequest > 0 {
-		e.MaxConcurrency = float64(e.NumBlocks) / float64(e.BlocksPerRequest)
+		e.KVConcurrency = float64(e.NumBlocks) / float64(e.BlocksPerRequest)
 	}
 	e.GroupAwareKVTokens = e.groupAwareTokens(e.NumBlocks)
 	e.LegacyKVTokens = e.legacyTokens(e.NumBlocks)

@@ -58,7 +58,7 @@ func readWeights(dir string) (*Weights, error) {
 	}
 	n, err := idx.Metadata.TotalSize.Int64()
 	if err != nil || n <= 0 || n > maxWeightBytes {
-		return nil, &ConfigError{File: filepath.Join(dir, "model.safetensors.index.json"), Field: "metadata.total_size", Value: configValue(string(idx.Metadata.TotalSize)), Reason: "not a checkpoint's size"}
+		return nil, &InputError{File: filepath.Join(dir, "model.safetensors.index.json"), Field: "metadata.total_size", Value: configValue(string(idx.Metadata.TotalSize)), Reason: "not a checkpoint's size"}
 	}
 	return &Weights{LanguageBytes: n, Source: "model.safetensors.index.json total_size (vision and MTP tensors included)"}, nil
 }
@@ -81,7 +81,7 @@ func addSafetensors(w *Weights, path string) error {
 		// A header that cannot be true: not JSON, offsets negative,
 		// reversed or beyond any checkpoint, a tensor whose shape and dtype
 		// disagree with its bytes.
-		return &ConfigError{File: path, Reason: "bad safetensors header: " + err.Error()}
+		return &InputError{File: path, Reason: "bad safetensors header: " + err.Error()}
 	}
 	for name, size := range sizes {
 		part := &w.LanguageBytes
@@ -92,7 +92,7 @@ func addSafetensors(w *Weights, path string) error {
 			part = &w.SkippedBytes
 		}
 		if *part > maxWeightBytes-size {
-			return &ConfigError{File: path, Reason: fmt.Sprintf("bad safetensors header: tensors add up to more than %d bytes", int64(maxWeightBytes))}
+			return &InputError{File: path, Reason: fmt.Sprintf("bad safetensors header: tensors add up to more than %d bytes", int64(maxWeightBytes))}
 		}
 		*part += size
 	}
@@ -238,7 +238,7 @@ func (m *Model) params() paramCounts {
 	for i, k := range m.Layers {
 		hasMLP := true
 		switch k {
-		case FullAttention, SlidingAttention:
+		case fullAttention, slidingAttention:
 			if a := m.MLA; a != nil {
 				qk := int64(a.QKNopeHeadDim + a.QKRopeHeadDim)
 				if a.QLoraRank > 0 {
@@ -262,13 +262,13 @@ func (m *Model) params() paramCounts {
 			if m.ModelType == "nemotron_h" {
 				hasMLP = false
 			}
-		case LinearAttention:
+		case linearAttention:
 			g := m.GatedDeltaNet
 			key, val := int64(g.NumKeyHeads*g.KeyHeadDim), int64(g.NumValueHeads*g.ValueHeadDim)
 			linear(h, 2*key+2*val)
 			p.unquantized += h*2*int64(g.NumValueHeads) + (2*key+val)*int64(g.ConvKernel)
 			linear(val, h)
-		case Mamba:
+		case mambaLayer:
 			mb := m.Mamba2
 			inner := int64(mb.NumHeads * mb.HeadDim)
 			gn := int64(2 * mb.NumGroups * mb.StateSize)
@@ -276,7 +276,7 @@ func (m *Model) params() paramCounts {
 			p.unquantized += (inner + gn) * int64(mb.ConvKernel)
 			linear(inner, h)
 			hasMLP = false
-		case NoCache:
+		case noCache:
 		}
 		if !hasMLP {
 			continue

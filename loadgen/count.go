@@ -147,5 +147,5 @@ func (tc *tokenCount) source(observed bool) (metrics.TokenSource, int) {
 	case observed:
 		return metrics.SourceChunks, 0
 	}
-	return metrics.SourceUnknown, 0
+	return "", 0
 }

@@ -442,7 +442,7 @@ func TestOpenAtSharesOneWindow(t *testing.T) {
 		// Four streams, a token every 10 ms each, for 500 ms: about 200
 		// tokens in the window, and the 500 ms before it in the warm-up.
 		assert.InDelta(t, 200, s.OutputTokens, 40)
-		warm := run.Recorder.Recording(metrics.ScopeWarmup).Histograms.ITL.Count()
+		warm := run.Recorder.Recording(metrics.ScopeWarmup).Histograms.ITL.Summary().Count
 		assert.Greater(t, warm, int64(100), "the gaps before the window are the warm-up's")
 	}
 }

@@ -74,7 +74,7 @@ func (m *healthMonitor) start() {
 // mark starts the measured span afresh.
 func (m *healthMonitor) mark() {
 	m.mu.Lock()
-	m.lag.Reset()
+	m.lag = metrics.Histogram{}
 	m.from = time.Now()
 	m.cpuFrom = processCPU()
 	m.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llmload/llmload/internal/enginelabel"
 	"github.com/llmload/llmload/internal/thousands"
 )
 
@@ -56,7 +57,7 @@ func (i RunInfo) describe() string {
 		model = "unknown model"
 	}
 	var srv []string
-	if e := cleanText(i.Server.EngineVersion()); e != "" {
+	if e := cleanText(enginelabel.Of(string(i.Server.Engine), i.Server.Version)); e != "" {
 		srv = append(srv, e)
 	}
 	if u := cleanText(i.Server.URL); u != "" {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/gib"
 )
 
 // TestWritePlanEstimateRange: limits from an estimate carry its expected
@@ -20,7 +21,7 @@ func TestWritePlanEstimateRange(t *testing.T) {
 	m, err := capacity.LoadModel("../capacity/testdata/qwen3.5-4b-awq")
 	require.NoError(t, err)
 	e, err := capacity.EstimateVLLM(m, capacity.VLLM{
-		Version: "0.32.0", GPUMemoryBytes: capacity.GiBToBytes(11.76), GPUMemoryUtilization: 0.94,
+		Version: "0.32.0", GPUMemoryBytes: gib.Bytes(11.76), GPUMemoryUtilization: 0.94,
 		KVCacheDType: "int4_per_token_head", MaxModelLen: 262144, MaxNumSeqs: 128,
 		EnablePrefixCaching: true, LanguageModelOnly: true,
 	})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmload/llmload/internal/enginelabel"
 	"github.com/llmload/llmload/internal/errorkinds"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/thousands"
@@ -575,7 +576,7 @@ func (rp *report) newHeader() reportHeader {
 		h.Model = "unknown model"
 	}
 	var srv []string
-	if e := cleanText(r.Server.EngineVersion()); e != "" {
+	if e := cleanText(enginelabel.Of(string(r.Server.Engine), r.Server.Version)); e != "" {
 		srv = append(srv, e) // "vllm 0.10.1", as a comparison names it
 	}
 	url := cleanText(redact.URL(r.Server.URL))

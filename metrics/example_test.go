@@ -50,7 +50,7 @@ func ExampleHistogram() {
 	for i := 1; i <= 1000; i++ {
 		h.Record(time.Duration(i) * time.Millisecond)
 	}
-	fmt.Println(h.Count(), h.Quantile(0.5).Round(time.Millisecond), h.Quantile(0.99).Round(time.Millisecond))
+	fmt.Println(h.Summary().Count, h.Quantile(0.5).Round(time.Millisecond), h.Quantile(0.99).Round(time.Millisecond))
 	// Output: 1000 500ms 990ms
 }
 
@@ -121,7 +121,7 @@ func ExampleMergeRecordings() {
 	s := all.Summary
 	fmt.Println("requests:", s.Requests, "tokens:", s.OutputTokens)
 	fmt.Println("TBT p50:", s.TBT.P50.Round(time.Millisecond), "p99:", s.TBT.P99.Round(time.Millisecond))
-	fmt.Println("TBT values:", all.Histograms.TBT.Count())
+	fmt.Println("TBT values:", all.Histograms.TBT.Summary().Count)
 	// Output:
 	// requests: 5 tokens: 1960
 	// TBT p50: 10ms p99: 20ms

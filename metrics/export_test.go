@@ -19,7 +19,12 @@ func (h *Histogram) Min() time.Duration               { return h.minimum() }
 func (h *Histogram) Max() time.Duration               { return h.maximum() }
 func (h *Histogram) Merge(o *Histogram) error         { return h.merge(o) }
 func (h *Histogram) Clone() *Histogram                { return h.clone() }
-func (hs *Histograms) Merge(o Histograms) error       { return hs.merge(o) }
-func (s SLO) Met(tl *Timeline) bool                   { return s.met(tl) }
-func (s SLO) Missed(tl *Timeline) bool                { return s.missed(tl) }
-func (w Window) Contains(t time.Time) bool            { return w.contains(t) }
+func (h *Histogram) Count() int64                     { return h.count() }
+func (h *Histogram) Reset()                           { h.reset() }
+func (tl *Timeline) TPOT() time.Duration              { return tl.tpot() }
+func (tl *Timeline) ClientWait() time.Duration        { return tl.clientWait() }
+
+func (hs *Histograms) Merge(o Histograms) error { return hs.merge(o) }
+func (s SLO) Met(tl *Timeline) bool             { return s.met(tl) }
+func (s SLO) Missed(tl *Timeline) bool          { return s.missed(tl) }
+func (w Window) Contains(t time.Time) bool      { return w.contains(t) }

@@ -26,16 +26,16 @@ const (
 	histogramDigits  = 3
 )
 
-// DroppedError is returned when some values of a histogram read back
+// droppedError is returned when some values of a histogram read back
 // ([Histogram.UnmarshalJSON]) or merged ([MergeRecordings]) do not fit the
-// geometry: it says how many (test with [errors.As]).
-type DroppedError struct {
-	Dropped int64
+// geometry: it says how many.
+type droppedError struct {
+	dropped int64
 }
 
 // Error says how many values were dropped.
-func (e *DroppedError) Error() string {
-	return fmt.Sprintf("metrics: %d histogram values dropped in merge (outside 1µs–1h)", e.Dropped)
+func (e *droppedError) Error() string {
+	return fmt.Sprintf("metrics: %d histogram values dropped in merge (outside 1µs–1h)", e.dropped)
 }
 
 // errNilHistogram is returned by [Histogram.merge] called on a nil
@@ -122,8 +122,8 @@ func (h *Histogram) addSum(d, n uint64) {
 	h.sumHi += hi + carry
 }
 
-// Count returns the number of recorded values.
-func (h *Histogram) Count() int64 {
+// count returns the number of recorded values.
+func (h *Histogram) count() int64 {
 	if h == nil || h.h == nil {
 		return 0
 	}
@@ -153,7 +153,7 @@ func (h *Histogram) clampedCount() int64 {
 // within the exact Min and Max: Quantile(0) is the minimum, Quantile(1) the
 // maximum, and a histogram of equal values returns that value at every q.
 func (h *Histogram) Quantile(q float64) time.Duration {
-	if h.Count() == 0 || math.IsNaN(q) {
+	if h.count() == 0 || math.IsNaN(q) {
 		return 0
 	}
 	q = min(max(q, 0), 1)
@@ -164,7 +164,7 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 // mean returns the mean of the recorded values, or 0 when there are none. It
 // is exact, to the nanosecond, for values recorded in this process.
 func (h *Histogram) mean() time.Duration {
-	n := h.Count()
+	n := h.count()
 	if n == 0 {
 		return 0
 	}
@@ -179,7 +179,7 @@ func (h *Histogram) mean() time.Duration {
 // minimum returns the smallest recorded value, or 0 when there are none. It is
 // exact for values recorded in this process.
 func (h *Histogram) minimum() time.Duration {
-	if h.Count() == 0 {
+	if h.count() == 0 {
 		return 0
 	}
 	if h.estimated {
@@ -191,7 +191,7 @@ func (h *Histogram) minimum() time.Duration {
 // maximum returns the largest recorded value, or 0 when there are none. It is
 // exact for values recorded in this process.
 func (h *Histogram) maximum() time.Duration {
-	if h.Count() == 0 {
+	if h.count() == 0 {
 		return 0
 	}
 	if h.estimated {
@@ -201,7 +201,7 @@ func (h *Histogram) maximum() time.Duration {
 }
 
 // merge adds every value of o to h; a nil or empty o adds nothing. It
-// returns a [*DroppedError] if any value could not be added (the others are
+// returns a *droppedError if any value could not be added (the others are
 // added regardless), and [errNilHistogram] when h is nil.
 func (h *Histogram) merge(o *Histogram) error {
 	if h == nil {
@@ -211,7 +211,7 @@ func (h *Histogram) merge(o *Histogram) error {
 		return nil
 	}
 	h.clamped += o.clamped
-	if o.Count() == 0 {
+	if o.count() == 0 {
 		return nil
 	}
 	h.init()
@@ -225,13 +225,13 @@ func (h *Histogram) merge(o *Histogram) error {
 	h.sumHi += o.sumHi + carry
 	h.estimated = h.estimated || o.estimated
 	if dropped := h.h.Merge(o.h); dropped > 0 {
-		return &DroppedError{Dropped: dropped}
+		return &droppedError{dropped: dropped}
 	}
 	return nil
 }
 
-// Reset empties the histogram, keeping its memory.
-func (h *Histogram) Reset() {
+// reset empties the histogram, keeping its memory.
+func (h *Histogram) reset() {
 	if h == nil {
 		return
 	}
@@ -258,7 +258,7 @@ func (h *Histogram) clone() *Histogram {
 // every report shows.
 func (h *Histogram) Summary() Distribution {
 	return Distribution{
-		Count: h.Count(),
+		Count: h.count(),
 		Min:   h.minimum(),
 		Mean:  h.mean(),
 		P50:   h.Quantile(0.50),
@@ -307,7 +307,7 @@ func (h *Histogram) decodeV2(b []byte) error {
 	}
 	fresh := newHDR()
 	if dropped := fresh.Merge(d); dropped > 0 {
-		return &DroppedError{Dropped: dropped}
+		return &droppedError{dropped: dropped}
 	}
 	*h = Histogram{h: fresh, estimated: fresh.TotalCount() > 0}
 	return nil
@@ -337,7 +337,7 @@ func (h *Histogram) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	j := histogramJSON{V2: string(b), Clamped: h.clampedCount()}
-	if h.Count() > 0 && !h.estimated {
+	if h.count() > 0 && !h.estimated {
 		lo, hi := int64(h.min), int64(h.max)
 		j.Min, j.Max = &lo, &hi
 		sum := new(big.Int).Lsh(new(big.Int).SetUint64(h.sumHi), 64)
@@ -364,8 +364,8 @@ func (h *Histogram) UnmarshalJSON(b []byte) error {
 	if err := d.decodeV2([]byte(j.V2)); err != nil {
 		return err
 	}
-	if j.Clamped < 0 || j.Clamped > d.Count() {
-		return fmt.Errorf("metrics: histogram JSON: %d clamped values of %d", j.Clamped, d.Count())
+	if j.Clamped < 0 || j.Clamped > d.count() {
+		return fmt.Errorf("metrics: histogram JSON: %d clamped values of %d", j.Clamped, d.count())
 	}
 	d.clamped = j.Clamped
 	if j.Min != nil || j.Max != nil || j.Sum != "" {
@@ -380,7 +380,7 @@ func (h *Histogram) UnmarshalJSON(b []byte) error {
 // setExact restores the exact figures of a histogram decoded from its
 // buckets, checking them against the buckets.
 func (h *Histogram) setExact(j histogramJSON) error {
-	n := h.Count()
+	n := h.count()
 	bad := func(why string) error { return fmt.Errorf("metrics: histogram JSON: %s", why) }
 	if j.Min == nil || j.Max == nil || j.Sum == "" {
 		return bad("min_ns, max_ns and sum_ns go together")

@@ -184,8 +184,8 @@ func (r Recording) check() error {
 		{"split_ttft", h.SplitTTFT, s.Split.TTFT}, {"split_queue", h.SplitQueue, s.Split.Queue},
 		{"split_prefill", h.SplitPrefill, s.Split.Prefill}, {"split_rest", h.SplitRest, s.Split.Rest},
 	} {
-		if p.hist.Count() != p.sum.Count {
-			return fmt.Errorf("its %s histogram holds %d values and its summary counts %d", p.name, p.hist.Count(), p.sum.Count)
+		if p.hist.count() != p.sum.Count {
+			return fmt.Errorf("its %s histogram holds %d values and its summary counts %d", p.name, p.hist.count(), p.sum.Count)
 		}
 	}
 	if s.OutputTokens < 0 || s.Requests < 0 {

@@ -329,6 +329,29 @@ func (r *Recorder) record(tl *Timeline) {
 	if w != nil && !end.Before(w.Start) {
 		p = &r.parts[partWindow]
 	}
+	p.countOutcome(tl, w, r.SLO)
+	if i := slices.Index(tokenSources[:], tl.Source); i >= 0 {
+		p.sources[i]++
+	}
+	p.recordDurations(tl)
+	r.tally.add(tl, w, end)
+	if r.Every > 0 {
+		if r.series.every == 0 {
+			r.series.every = r.Every
+		}
+		r.recordSeries(tl)
+	}
+	r.recorded.Add(1)
+	if tl.Kind != KindNone && tl.Kind != KindCanceled {
+		r.failed.Add(1)
+	}
+}
+
+// countOutcome counts tl's outcome in p: canceled (with the SLO it had
+// already missed), failed by kind, completed inside the window (w nil:
+// every completed request) with its tokens and the SLO it met, or
+// completed outside it.
+func (p *part) countOutcome(tl *Timeline, w *Window, slo SLO) {
 	p.requests++
 	if tl.Server.Dropped != "" {
 		p.serverDropped++
@@ -339,7 +362,7 @@ func (r *Recorder) record(tl *Timeline) {
 	switch {
 	case tl.Kind == KindCanceled:
 		p.canceled++
-		if r.SLO != (SLO{}) && r.SLO.missed(tl) {
+		if slo != (SLO{}) && slo.missed(tl) {
 			p.missed++
 		}
 	case tl.Kind != KindNone || tl.Err != nil:
@@ -351,7 +374,7 @@ func (r *Recorder) record(tl *Timeline) {
 		p.errors[kindIndex(k)]++
 	case !tl.OK():
 		p.canceled++ // ended early without an error: a reader that stopped
-		if r.SLO != (SLO{}) && r.SLO.missed(tl) {
+		if slo != (SLO{}) && slo.missed(tl) {
 			p.missed++
 		}
 	case w == nil || w.contains(tl.End):
@@ -365,15 +388,18 @@ func (r *Recorder) record(tl *Timeline) {
 		if tl.ToolCall {
 			p.toolCalls++
 		}
-		if r.SLO != (SLO{}) && r.SLO.met(tl) {
+		if slo != (SLO{}) && slo.met(tl) {
 			p.good++
 		}
 	default:
 		p.outside++
 	}
-	if i := slices.Index(tokenSources[:], tl.Source); i >= 0 {
-		p.sources[i]++
-	}
+}
+
+// recordDurations records tl's durations in p's histograms: each where
+// the request got far enough to have it, latency and TPOT for completed
+// requests only.
+func (p *part) recordDurations(tl *Timeline) {
 	if !tl.First.IsZero() {
 		p.ttft.Record(tl.TTFT())
 		p.recordSplit(tl)
@@ -382,7 +408,7 @@ func (r *Recorder) record(tl *Timeline) {
 		p.ttfo.Record(tl.TTFO())
 	}
 	if !tl.Sent.IsZero() && !tl.Start.IsZero() {
-		p.wait.Record(tl.ClientWait())
+		p.wait.Record(tl.clientWait())
 	}
 	if tl.OutputTokens() >= 2 {
 		p.tbt.Record(tl.TimeBetweenTokens())
@@ -393,11 +419,16 @@ func (r *Recorder) record(tl *Timeline) {
 			p.fromDue.Record(tl.End.Sub(tl.Due))
 		}
 		if tl.OutputTokens() >= 2 {
-			p.tpot.Record(tl.TPOT())
+			p.tpot.Record(tl.tpot())
 		}
 	}
 
-	a := &r.tally
+}
+
+// add adds tl, which ended at end, to the recording's tallies: its tokens
+// inside window w and in all, the recording's span, and the time it was
+// active.
+func (a *tally) add(tl *Timeline, w *Window, end time.Time) {
 	a.winTokens += tl.win.tokens
 	if tl.ExtraTokens > 0 && tl.Chunks > 0 {
 		a.winExtra += float64(tl.ExtraTokens) * float64(tl.win.chunks) / float64(tl.Chunks)
@@ -424,16 +455,6 @@ func (r *Recorder) record(tl *Timeline) {
 		if end.After(tl.First) {
 			a.activeAll += end.Sub(tl.First)
 		}
-	}
-	if r.Every > 0 {
-		if r.series.every == 0 {
-			r.series.every = r.Every
-		}
-		r.recordSeries(tl)
-	}
-	r.recorded.Add(1)
-	if tl.Kind != KindNone && tl.Kind != KindCanceled {
-		r.failed.Add(1)
 	}
 }
 
@@ -509,7 +530,7 @@ func (hs *Histograms) merge(o Histograms) error {
 		{&hs.SplitPrefill, o.SplitPrefill, true}, {&hs.SplitRest, o.SplitRest, true},
 		{&hs.LatencyFromDue, o.LatencyFromDue, true},
 	} {
-		if *p.dst == nil && p.optional && p.src.Count() == 0 {
+		if *p.dst == nil && p.optional && p.src.count() == 0 {
 			continue
 		}
 		if *p.dst == nil {

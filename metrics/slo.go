@@ -32,7 +32,7 @@ func (s SLO) met(tl *Timeline) bool {
 		return false
 	}
 	return (s.TTFT == 0 || tl.TTFT() <= s.TTFT) &&
-		(s.TPOT == 0 || tl.TPOT() <= s.TPOT) &&
+		(s.TPOT == 0 || tl.tpot() <= s.TPOT) &&
 		(s.Latency == 0 || tl.Latency() <= s.Latency) &&
 		(s.TTFO == 0 || (!tl.FirstAnswer.IsZero() && tl.TTFO() <= s.TTFO))
 }

@@ -33,7 +33,7 @@ const (
 
 // splitOf returns the split of the histograms of a recording.
 func splitOf(h Histograms) TTFTSplit {
-	s := TTFTSplit{Requests: h.SplitTTFT.Count(), TTFT: h.SplitTTFT.Summary(), Queue: h.SplitQueue.Summary(),
+	s := TTFTSplit{Requests: h.SplitTTFT.count(), TTFT: h.SplitTTFT.Summary(), Queue: h.SplitQueue.Summary(),
 		Prefill: h.SplitPrefill.Summary(), Rest: h.SplitRest.Summary()}
 	s.Outside = s.Requests > 0 && s.TTFT.Mean > 0 && s.Rest.Mean >= restFloor &&
 		float64(s.Rest.Mean) > restShare*float64(s.TTFT.Mean)

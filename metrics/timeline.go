@@ -6,12 +6,13 @@ import (
 )
 
 // TokenSource says how a request's output tokens were counted, by the
-// name reports and JSON give it.
+// name reports and JSON give it. The zero TokenSource means no token
+// arrived, so nothing was counted.
 type TokenSource string
 
 const (
-	// SourceUnknown: no token arrived, so nothing was counted.
-	SourceUnknown TokenSource = ""
+	// sourceUnknown: no token arrived, so nothing was counted.
+	sourceUnknown TokenSource = ""
 	// SourceUsageDeltas: the server sent usage on every chunk
 	// (vLLM's continuous_usage_stats) and each chunk counted the growth of
 	// completion_tokens.
@@ -25,7 +26,7 @@ const (
 
 // tokenSources are the sources a recorder counts, in the order of its
 // counts.
-var tokenSources = [...]TokenSource{SourceUnknown, SourceUsageDeltas, SourceChunks, SourceFinalUsage}
+var tokenSources = [...]TokenSource{sourceUnknown, SourceUsageDeltas, SourceChunks, SourceFinalUsage}
 
 // ErrorKind classifies why a request failed, by the name reports and JSON
 // give it ("stall", "rate_limited"…). Its zero value, [KindNone], means it
@@ -210,14 +211,14 @@ func (tl *Timeline) TimeBetweenTokens() time.Duration { return tl.perToken(tl.La
 // the end of the response, or 0 when either is unknown.
 func (tl *Timeline) Latency() time.Duration { return span(tl.Sent, tl.End) }
 
-// TPOT returns the time per output token after the first, as vLLM defines
+// tpot returns the time per output token after the first, as vLLM defines
 // it: (latency − TTFT) ÷ (output tokens − 1). It is 0 for fewer than two
 // tokens or an unfinished request.
-func (tl *Timeline) TPOT() time.Duration { return tl.perToken(tl.End) }
+func (tl *Timeline) tpot() time.Duration { return tl.perToken(tl.End) }
 
-// ClientWait returns how long the request waited on the client side before
+// clientWait returns how long the request waited on the client side before
 // it was written (connecting included), or 0 when unknown.
-func (tl *Timeline) ClientWait() time.Duration { return span(tl.Start, tl.Sent) }
+func (tl *Timeline) clientWait() time.Duration { return span(tl.Start, tl.Sent) }
 
 // span returns to − from, or 0 when either is unknown: the one rule of
 // every interval a timeline reports.

@@ -34,6 +34,8 @@ import (
 
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/cli"
+	"github.com/llmload/llmload/internal/gib"
+	"github.com/llmload/llmload/internal/setting"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/internal/tokencount"
 )
@@ -90,7 +92,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.Float64Var(&o.gpuMemGiB, "gpu-mem-gib", 0, "total memory of one GPU in GiB, as PyTorch reports it (11.76 for a 12 GB RTX 3060)")
 	fs.StringVar(&o.gpuName, "gpu-name", "", "the GPU's `name` as PyTorch reports it (\"NVIDIA A100-SXM4-80GB\"): vLLM keeps an A100's scheduler defaults small whatever its memory")
 	fs.Float64Var(&o.utilization, "gpu-memory-utilization", 0, "fraction of GPU memory vLLM may use (SGLang: --mem-fraction-static); 0 means the engine's default")
-	fs.StringVar(&o.kvCacheDType, "kv-cache-dtype", "auto", "KV cache dtype: "+strings.Join(capacity.KVCacheDTypes, ", "))
+	fs.StringVar(&o.kvCacheDType, "kv-cache-dtype", "auto", "KV cache dtype as vLLM takes it: auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc, fp8_per_token_head, int8_per_token_head, int4_per_token_head, nvfp4 or fp8_ds_mla (another is refused, naming these)")
 	fs.IntVar(&o.maxModelLen, "max-model-len", 0, "longest request in tokens; 0 means the model's")
 	fs.IntVar(&o.maxNumSeqs, "max-num-seqs", 0, "most requests running at once; 0 means vLLM's default (with -url: unknown unless the server publishes it)")
 	fs.IntVar(&o.kvTokens, "kv-tokens", 0, "with -url: the KV cache's capacity in tokens, where the server does not publish it (its start-up log)")
@@ -176,7 +178,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		r.Discovery = d
 		r.Engine, r.Version = d.Engine, d.Version
-		r.BlockSize, r.NumBlocks, r.MaxConcurrency = d.BlockSize, d.NumGPUBlocks, d.MaxConcurrency
+		r.BlockSize, r.NumBlocks, r.MaxConcurrency = d.BlockSize, d.NumGPUBlocks, d.KVConcurrency
 		limits = d.Complete(capacity.Limits{KVTokens: o.kvTokens, MaxRunning: o.maxNumSeqs, MaxModelLen: o.maxModelLen, Source: "flags"})
 		if o.version == "" && d.Engine == capacity.EngineVLLM {
 			o.version = d.Version
@@ -200,7 +202,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		r.Model, r.Estimate = m, e
 		if r.Discovery == nil {
 			r.Engine, r.Version = e.Engine, e.Version
-			r.BlockSize, r.NumBlocks, r.MaxConcurrency = e.BlockSize, e.NumBlocks, e.MaxConcurrency
+			r.BlockSize, r.NumBlocks, r.MaxConcurrency = e.BlockSize, e.NumBlocks, e.KVConcurrency
 			limits = e.Limits()
 		} else {
 			// The server's own figures beat the estimate; the estimate's
@@ -216,10 +218,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	r.Source = limits.Source
 	r.KVTokens, r.KVTokensLow, r.KVTokensHigh = limits.KVTokens, limits.KVTokensLow, limits.KVTokensHigh
 	r.MaxModelLen, r.MaxRunning = limits.MaxModelLen, limits.MaxRunning
-	r.TemplateOverhead = limits.TemplateTokens()
+	r.TemplateOverhead = setting.Resolve(limits.TemplateOverhead, capacity.DefaultTemplateOverhead)
 	r.Cells = grid.Cells
 	for _, c := range contexts {
-		r.AtOnce = append(r.AtOnce, atOnce{ContextTokens: c, Concurrency: limits.MaxConcurrency(c, o.maxTokens)})
+		r.AtOnce = append(r.AtOnce, atOnce{ContextTokens: c, Concurrency: limits.Concurrency(c, o.maxTokens)})
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
@@ -293,7 +295,7 @@ func (o *options) estimate(m *capacity.Model) (*capacity.Estimate, error) {
 		return capacity.EstimateVLLM(m, capacity.VLLM{
 			Version:              o.version,
 			DType:                o.dtype,
-			GPUMemoryBytes:       capacity.GiBToBytes(o.gpuMemGiB),
+			GPUMemoryBytes:       gib.Bytes(o.gpuMemGiB),
 			GPUName:              o.gpuName,
 			GPUMemoryUtilization: o.utilization,
 			KVCacheDType:         o.kvCacheDType,
@@ -308,25 +310,25 @@ func (o *options) estimate(m *capacity.Model) (*capacity.Estimate, error) {
 			LanguageModelOnly:    o.languageOnly,
 			Quantization:         o.quantization,
 			WeightBits:           o.weightBits,
-			WeightsBytes:         capacity.GiBToBytes(o.weightsGiB),
-			ActivationBytes:      capacity.GiBToBytes(o.activationGiB),
-			CUDAGraphBytes:       capacity.GiBToBytes(o.graphsGiB),
-			NonTorchBytes:        capacity.GiBToBytes(o.nonTorchGiB),
-			AvailableKVBytes:     capacity.GiBToBytes(o.availableGiB),
+			WeightsBytes:         gib.Bytes(o.weightsGiB),
+			ActivationBytes:      gib.Bytes(o.activationGiB),
+			CUDAGraphBytes:       gib.Bytes(o.graphsGiB),
+			NonTorchBytes:        gib.Bytes(o.nonTorchGiB),
+			AvailableKVBytes:     gib.Bytes(o.availableGiB),
 			NumGPUBlocksOverride: o.numGPUBlocks,
 		})
 	case capacity.EngineSGLang:
 		return capacity.EstimateSGLang(m, capacity.SGLang{
-			GPUMemoryBytes:     capacity.GiBToBytes(o.gpuMemGiB),
+			GPUMemoryBytes:     gib.Bytes(o.gpuMemGiB),
 			MemFractionStatic:  o.utilization,
 			KVCacheDType:       o.kvCacheDType,
 			TensorParallelSize: o.tp,
 			ContextLength:      o.maxModelLen,
 			MaxRunningRequests: o.maxNumSeqs,
 			LanguageModelOnly:  o.languageOnly,
-			WeightsBytes:       capacity.GiBToBytes(o.weightsGiB),
-			NonTorchBytes:      capacity.GiBToBytes(o.nonTorchGiB),
-			AvailableKVBytes:   capacity.GiBToBytes(o.availableGiB),
+			WeightsBytes:       gib.Bytes(o.weightsGiB),
+			NonTorchBytes:      gib.Bytes(o.nonTorchGiB),
+			AvailableKVBytes:   gib.Bytes(o.availableGiB),
 		})
 	}
 	return nil, fmt.Errorf("-engine %s: want vllm or sglang", o.engine)

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/gib"
 	"github.com/llmload/llmload/internal/tokencount"
 )
 
@@ -192,7 +193,7 @@ func TestRunEstimateText(t *testing.T) {
 func TestRunOverrides(t *testing.T) {
 	r := runJSON(t, append(seedArgs, "-available-kv-gib", "6.5")...)
 	assert.False(t, r.Estimate.Budget.AvailableKV.Estimated)
-	assert.Equal(t, int(capacity.GiBToBytes(6.5))/(2048*1056)/8, r.NumBlocks)
+	assert.Equal(t, int(gib.Bytes(6.5))/(2048*1056)/8, r.NumBlocks)
 
 	r = runJSON(t, "-config", "../../capacity/testdata/qwen3.5-4b-awq", "-engine", "sglang",
 		"-available-kv-gib", "6", "-max-num-seqs", "16", "-max-model-len", "32768", "-contexts", "16K", "-concurrency", "8")

@@ -290,7 +290,7 @@ func TestShardedRunAcrossProcesses(t *testing.T) {
 		assert.ElementsMatch(t, []string{c.Measurement.Shards[0].Name, "f1", "f2"}, names)
 		assert.Equal(t, c.Measurement.OutputTokens, tokens)
 		require.NotNil(t, c.Measurement.Recording, "the cell carries its histograms")
-		assert.EqualValues(t, c.Measurement.Recording.Summary.TBT.Count, c.Measurement.Recording.Histograms.TBT.Count())
+		assert.EqualValues(t, c.Measurement.Recording.Summary.TBT.Count, c.Measurement.Recording.Histograms.TBT.Summary().Count)
 	}
 	clients := srv.clients()
 	// /proc/net/tcp is not read as one snapshot: with many sockets

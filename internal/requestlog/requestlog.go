@@ -212,7 +212,7 @@ func appendLine(b []byte, anchor time.Time, run string, window metrics.Window, r
 	if tl.FinishReason != "" {
 		b = appendString(b, "finish_reason", tl.FinishReason)
 	}
-	if tl.Source != metrics.SourceUnknown {
+	if tl.Source != "" {
 		b = appendString(b, "source", string(tl.Source))
 	}
 	if d := tl.Server.Dropped; d != "" {

@@ -73,7 +73,7 @@ func TestSweepRuns(t *testing.T) {
 	for _, r := range runs {
 		assert.Equal(t, 24, r.Requests, r.Label)
 		assert.Equal(t, 24, r.Summary.Completed, r.Label)
-		assert.EqualValues(t, 24, r.Histograms.Latency.Count(), r.Label)
+		assert.EqualValues(t, 24, r.Histograms.Latency.Summary().Count, r.Label)
 		assert.True(t, r.Met, "%s: every request completed within an hour", r.Label)
 		assert.Equal(t, 1.0, r.GoodShare)
 		assert.Equal(t, loadgen.StopRequests, r.Stopped)
@@ -189,7 +189,7 @@ func TestResultsDocument(t *testing.T) {
 	back, err := sweep.ReadResults(bytes.NewReader(doc.Bytes()))
 	require.NoError(t, err)
 	require.Len(t, back.Runs, 3)
-	assert.Equal(t, runs[1].Summary.TTFT.Count, back.Runs[1].Histograms.TTFT.Count())
+	assert.Equal(t, runs[1].Summary.TTFT.Count, back.Runs[1].Histograms.TTFT.Summary().Count)
 	assert.Equal(t, runs[1].Histograms.TTFT.Summary(), back.Runs[1].Histograms.TTFT.Summary(), "exact, as recorded")
 	assert.Equal(t, runs[1].Summary.TTFT, back.Runs[1].Summary.TTFT)
 	assert.Equal(t, runs[1].Summary.Completed, back.Runs[1].Summary.Completed)

@@ -144,8 +144,8 @@ func parseRecord(raw []byte, line int) (datasetRecord, error) {
 	switch {
 	case r.Prompt != nil:
 		if r.OutputTokens != nil {
-			if *r.OutputTokens < 1 || *r.OutputTokens > MaxLength {
-				return rec, fmt.Errorf("output_tokens %d is not from 1 to %d", *r.OutputTokens, MaxLength)
+			if *r.OutputTokens < 1 || *r.OutputTokens > maxLength {
+				return rec, fmt.Errorf("output_tokens %d is not from 1 to %d", *r.OutputTokens, maxLength)
 			}
 			rec.OutputTokens = *r.OutputTokens
 		}
@@ -346,7 +346,7 @@ type Dataset struct {
 // OpenDataset reads the dataset at path through (see [Dataset] for its
 // formats) and returns it when every record is well formed and at least one is
 // usable. Otherwise the error is a [*FileError] listing the malformed
-// records by line, or [ErrEmpty]: a run should refuse to start rather
+// records by line, or an error saying it holds none: a run should refuse to start rather
 // than measure another workload than the one asked for.
 func OpenDataset(path string) (*Dataset, error) {
 	f, err := safefile.Open(path)
@@ -386,7 +386,7 @@ func OpenDataset(path string) (*Dataset, error) {
 		return nil, fe
 	}
 	if d.Records == 0 {
-		return nil, fmt.Errorf("%w: %s has no record with a user turn (%d skipped, %d for a missing image)", ErrEmpty, name, d.Skipped, d.MissingImages)
+		return nil, fmt.Errorf("%w: %s has no record with a user turn (%d skipped, %d for a missing image)", errEmpty, name, d.Skipped, d.MissingImages)
 	}
 	return d, nil
 }

@@ -23,7 +23,7 @@ func (t *traceReader) Next() (TraceEntry, error) { return t.next() }
 
 // Format returns the trace's format, known once a record was read, for the
 // tests.
-func (t *traceReader) Format() TraceFormat { return t.format }
+func (t *traceReader) Format() string { return t.format }
 
 // The dataset reader, for the tests.
 type (
@@ -54,3 +54,19 @@ func ImageURLs(root *os.Root, r datasetRecord) ([]string, error) { return imageU
 
 // EstimateTokens is the estimate of a dataset reply's tokens, for the tests.
 var EstimateTokens = estimateTokens
+
+// What the package keeps to itself, for the tests.
+type TraceEntry = traceEntry
+
+func (rp *Replay) Item(e traceEntry) Item { return rp.item(e) }
+
+const (
+	MaxLength = maxLength
+	Mooncake  = formatMooncake
+	Azure     = formatAzure
+)
+
+var (
+	ErrLength = errLength
+	ErrEmpty  = errEmpty
+)

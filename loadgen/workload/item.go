@@ -149,11 +149,11 @@ func joinContents(msgs []loadgen.Message) string {
 
 // cycle returns a Reader that reads the Reader open returns to its end,
 // then opens it again, without end. A Reader that ends before its first
-// item is an error: ErrEmpty.
+// item is an error: errEmpty.
 func cycleOf(open func() (Reader, error)) Reader { return &cycle{open: open} }
 
-// ErrEmpty reports a workload with no item to send.
-var ErrEmpty = errors.New("workload: no item to send")
+// errEmpty reports a workload with no item to send.
+var errEmpty = errors.New("workload: no item to send")
 
 type cycle struct {
 	open func() (Reader, error)
@@ -181,10 +181,10 @@ func (c *cycle) Read() (Item, error) {
 			return Item{}, err
 		}
 		if !c.read {
-			return Item{}, ErrEmpty
+			return Item{}, errEmpty
 		}
 	}
-	return Item{}, ErrEmpty
+	return Item{}, errEmpty
 }
 
 // closeReader closes r if it holds a file.

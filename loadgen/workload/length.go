@@ -9,9 +9,9 @@ import (
 	"strings"
 )
 
-// MaxLength bounds every length a [Length] draws and [ParseLength] accepts:
+// maxLength bounds every length a [Length] draws and [ParseLength] accepts:
 // far beyond any model's context, far below int's limit.
-const MaxLength = 1 << 24
+const maxLength = 1 << 24
 
 // A Length is a distribution of token counts, such as the input or the
 // output lengths of synthetic requests. Draw returns a count within the
@@ -36,7 +36,7 @@ func Uniform(min, max int) Length { return uniform{min: min, max: max} }
 
 // Normal returns a length drawn from a normal distribution of mean mu and
 // standard deviation sigma, rounded, and clamped to [min, max] (min 0
-// means 1; max 0 means [MaxLength]). Its Mean is mu: the clamping's bias
+// means 1; max 0 means 2²⁴). Its Mean is mu: the clamping's bias
 // is not counted.
 func Normal(mu, sigma float64, min, max int) Length {
 	return normal{mu: mu, sigma: sigma, min: min, max: max}
@@ -47,7 +47,7 @@ func Normal(mu, sigma float64, min, max int) Length {
 // and the standard deviation of the lengths themselves (not of their
 // logarithms), so LogNormal(512, 256, 0, 0) has a mean of 512. The draw is
 // rounded and clamped to [min, max] (min 0 means 1; max 0 means
-// [MaxLength]); its Mean is mu.
+// 2²⁴); its Mean is mu.
 func LogNormal(mu, sigma float64, min, max int) Length {
 	return logNormal{mu: mu, sigma: sigma, min: min, max: max}
 }
@@ -108,7 +108,7 @@ func bounds(mu, sigma float64, lo, hi int) string {
 func clampLength(v float64, lo, hi int) int {
 	lo = max(lo, 1)
 	if hi <= 0 {
-		hi = MaxLength
+		hi = maxLength
 	}
 	switch {
 	case math.IsNaN(v) || v < float64(lo):
@@ -119,9 +119,9 @@ func clampLength(v float64, lo, hi int) int {
 	return int(v)
 }
 
-// ErrLength reports text that is not a length distribution (see
+// errLength reports text that is not a length distribution (see
 // [ParseLength]).
-var ErrLength = errors.New("not a length distribution")
+var errLength = errors.New("not a length distribution")
 
 // ParseLength reads a length distribution as a command line gives it:
 //
@@ -132,18 +132,18 @@ var ErrLength = errors.New("not a length distribution")
 //	lognormal:512,256        log-normal of mean 512 and standard deviation 256
 //
 // Lengths are at least 1 (a fixed length may be 0, for "leave it to the
-// server") and at most [MaxLength]. Anything else is an error wrapping
-// [ErrLength] that says what was wrong.
+// server") and at most 2²⁴. Anything else is an error that says
+// what was wrong.
 func ParseLength(s string) (Length, error) {
 	bad := func(why string) (Length, error) {
-		return nil, fmt.Errorf("%q is %w: %s", s, ErrLength, why)
+		return nil, fmt.Errorf("%q is %w: %s", s, errLength, why)
 	}
 	kind, args, found := strings.Cut(strings.TrimSpace(s), ":")
 	kind = strings.TrimSpace(kind)
 	if !found {
 		n, err := strconv.Atoi(kind)
-		if err != nil || n < 0 || n > MaxLength {
-			return bad(fmt.Sprintf("write a token count from 0 to %d, or uniform:MIN,MAX, normal:MEAN,STDDEV or lognormal:MEAN,STDDEV", MaxLength))
+		if err != nil || n < 0 || n > maxLength {
+			return bad(fmt.Sprintf("write a token count from 0 to %d, or uniform:MIN,MAX, normal:MEAN,STDDEV or lognormal:MEAN,STDDEV", maxLength))
 		}
 		return Fixed(n), nil
 	}
@@ -156,7 +156,7 @@ func ParseLength(s string) (Length, error) {
 		nums = append(nums, v)
 	}
 	whole := func(v float64) (int, bool) {
-		return int(v), v == math.Trunc(v) && v >= 0 && v <= MaxLength
+		return int(v), v == math.Trunc(v) && v >= 0 && v <= maxLength
 	}
 	switch strings.ToLower(kind) {
 	case "uniform":
@@ -166,7 +166,7 @@ func ParseLength(s string) (Length, error) {
 		lo, ok1 := whole(nums[0])
 		hi, ok2 := whole(nums[1])
 		if !ok1 || !ok2 || lo < 1 || hi < lo {
-			return bad(fmt.Sprintf("uniform needs whole lengths 1 ≤ MIN ≤ MAX ≤ %d", MaxLength))
+			return bad(fmt.Sprintf("uniform needs whole lengths 1 ≤ MIN ≤ MAX ≤ %d", maxLength))
 		}
 		return Uniform(lo, hi), nil
 	case "normal", "lognormal":
@@ -174,8 +174,8 @@ func ParseLength(s string) (Length, error) {
 			return bad(kind + " takes MEAN,STDDEV or MEAN,STDDEV,MIN,MAX")
 		}
 		mu, sigma := nums[0], nums[1]
-		if !(mu >= 1 && mu <= MaxLength) || !(sigma >= 0 && sigma <= MaxLength) {
-			return bad(fmt.Sprintf("the mean must be from 1 to %d and the standard deviation from 0 to %d", MaxLength, MaxLength))
+		if !(mu >= 1 && mu <= maxLength) || !(sigma >= 0 && sigma <= maxLength) {
+			return bad(fmt.Sprintf("the mean must be from 1 to %d and the standard deviation from 0 to %d", maxLength, maxLength))
 		}
 		var lo, hi int
 		if len(nums) == 4 {
@@ -183,7 +183,7 @@ func ParseLength(s string) (Length, error) {
 			lo, ok1 = whole(nums[2])
 			hi, ok2 = whole(nums[3])
 			if !ok1 || !ok2 || lo < 1 || hi < lo {
-				return bad(fmt.Sprintf("the bounds need whole lengths 1 ≤ MIN ≤ MAX ≤ %d", MaxLength))
+				return bad(fmt.Sprintf("the bounds need whole lengths 1 ≤ MIN ≤ MAX ≤ %d", maxLength))
 			}
 		}
 		if strings.ToLower(kind) == "normal" {

@@ -19,30 +19,27 @@ import (
 	"github.com/llmload/llmload/loadgen"
 )
 
-// TraceFormat names the format of a trace file: "mooncake" or "azure".
-type TraceFormat string
-
-// The trace formats [OpenTrace] reads. The empty TraceFormat means no
-// record has been read yet.
+// The trace formats [OpenTrace] reads, by the names [Trace.Format] gives
+// them.
 const (
-	// Mooncake is the JSONL trace of Mooncake (FAST '25), one request a
+	// formatMooncake is the JSONL trace of Mooncake (FAST '25), one request a
 	// line: {"timestamp": MS, "input_length": N, "output_length": N,
 	// "hash_ids": [ID, ...]}, timestamp in milliseconds and hash_ids
 	// optional: one ID for each block of [DefaultBlockTokens] prompt
 	// tokens, equal IDs for equal prefixes.
-	Mooncake TraceFormat = "mooncake"
-	// Azure is the CSV of Azure's LLM inference traces (2023, 2024): a
+	formatMooncake = "mooncake"
+	// formatAzure is the CSV of Azure's LLM inference traces (2023, 2024): a
 	// header naming TIMESTAMP, ContextTokens and GeneratedTokens (in any
 	// order, with any other columns), then one request a line, its
 	// TIMESTAMP as "2023-11-16 18:15:46.6805900".
-	Azure TraceFormat = "azure"
+	formatAzure = "azure"
 )
 
 // DefaultBlockTokens is the prompt tokens one Mooncake hash ID stands for.
 const DefaultBlockTokens = 512
 
-// A TraceEntry is one request of a trace.
-type TraceEntry struct {
+// A traceEntry is one request of a trace.
+type traceEntry struct {
 	// Line is where it is in its file.
 	Line int
 	// At is when it arrived, from the trace's first request.
@@ -57,13 +54,13 @@ type TraceEntry struct {
 
 // traceReader reads the requests of a trace, one at a time, from a
 // stream: memory does not grow with the file. It recognises the format
-// ([Mooncake] or [Azure]) by the first line that is not blank. Times must
+// (Mooncake or Azure) by the first line that is not blank. Times must
 // not go backwards; lengths are whole numbers, at least 1 and at most
-// [MaxLength]. Anything else is a [*ParseError] naming its line.
+// 2²⁴. Anything else is a [*ParseError] naming its line.
 type traceReader struct {
 	name   string
 	s      *recordScanner
-	format TraceFormat
+	format string
 	cols   [3]int // Azure: the columns of TIMESTAMP, ContextTokens, GeneratedTokens
 	ncols  int
 	first  time.Time // Azure: the first request's time
@@ -83,14 +80,14 @@ func newTraceReader(r io.Reader, name string) *traceReader {
 // next returns the next request, or io.EOF after the last. A malformed
 // record is a [*ParseError]; reading may go on after it, unless it was the
 // header of a CSV file.
-func (t *traceReader) next() (TraceEntry, error) {
+func (t *traceReader) next() (traceEntry, error) {
 	for {
 		raw, line, err := t.s.next()
 		if errors.Is(err, io.EOF) {
-			return TraceEntry{}, io.EOF
+			return traceEntry{}, io.EOF
 		}
-		fail := func(err error) (TraceEntry, error) {
-			return TraceEntry{}, &ParseError{Name: t.name, Line: line, Err: err}
+		fail := func(err error) (traceEntry, error) {
+			return traceEntry{}, &ParseError{Name: t.name, Line: line, Err: err}
 		}
 		if err != nil {
 			return fail(err)
@@ -103,9 +100,9 @@ func (t *traceReader) next() (TraceEntry, error) {
 				continue
 			}
 			if raw[0] == '{' {
-				t.format = Mooncake
+				t.format = formatMooncake
 			} else {
-				t.format = Azure
+				t.format = formatAzure
 				if err := t.header(raw); err != nil {
 					t.s.stop()
 					return fail(err)
@@ -113,8 +110,8 @@ func (t *traceReader) next() (TraceEntry, error) {
 				continue
 			}
 		}
-		var e TraceEntry
-		if t.format == Mooncake {
+		var e traceEntry
+		if t.format == formatMooncake {
 			e, err = t.mooncake(raw)
 		} else {
 			e, err = t.azure(raw)
@@ -142,46 +139,46 @@ type mooncakeRecord struct {
 	HashIDs      []int64  `json:"hash_ids"`
 }
 
-func (t *traceReader) mooncake(raw []byte) (TraceEntry, error) {
+func (t *traceReader) mooncake(raw []byte) (traceEntry, error) {
 	var r mooncakeRecord
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return TraceEntry{}, describeJSON(err)
+		return traceEntry{}, describeJSON(err)
 	}
 
 	switch {
 	case r.Timestamp == nil:
-		return TraceEntry{}, errors.New(`no "timestamp" (milliseconds)`)
+		return traceEntry{}, errors.New(`no "timestamp" (milliseconds)`)
 	case r.InputLength == nil:
-		return TraceEntry{}, errors.New(`no "input_length"`)
+		return traceEntry{}, errors.New(`no "input_length"`)
 	case r.OutputLength == nil:
-		return TraceEntry{}, errors.New(`no "output_length"`)
+		return traceEntry{}, errors.New(`no "output_length"`)
 	case !(*r.Timestamp >= 0 && *r.Timestamp < maxTimestampMs):
-		return TraceEntry{}, fmt.Errorf("timestamp %v is not a time in milliseconds from 0 to %g (about 290 years, the most a time.Duration holds)", *r.Timestamp, float64(maxTimestampMs))
+		return traceEntry{}, fmt.Errorf("timestamp %v is not a time in milliseconds from 0 to %g (about 290 years, the most a time.Duration holds)", *r.Timestamp, float64(maxTimestampMs))
 	}
 	in, err := length("input_length", *r.InputLength)
 	if err != nil {
-		return TraceEntry{}, err
+		return traceEntry{}, err
 	}
 	out, err := length("output_length", *r.OutputLength)
 	if err != nil {
-		return TraceEntry{}, err
+		return traceEntry{}, err
 	}
 	for i, h := range r.HashIDs {
 		if h < 0 {
-			return TraceEntry{}, fmt.Errorf("hash_ids[%d] is %d: IDs are 0 or more", i, h)
+			return traceEntry{}, fmt.Errorf("hash_ids[%d] is %d: IDs are 0 or more", i, h)
 		}
 	}
 	if !t.seen {
 		t.start = *r.Timestamp
 	}
 	at := time.Duration(math.Round((*r.Timestamp - t.start) * float64(time.Millisecond)))
-	return TraceEntry{At: at, InputTokens: in, OutputTokens: out, HashIDs: slices.Clip(r.HashIDs)}, nil
+	return traceEntry{At: at, InputTokens: in, OutputTokens: out, HashIDs: slices.Clip(r.HashIDs)}, nil
 }
 
 // length checks a length read as a number.
 func length(field string, v float64) (int, error) {
-	if v != math.Trunc(v) || v < 1 || v > MaxLength {
-		return 0, fmt.Errorf("%s %v is not a whole number from 1 to %d", field, v, MaxLength)
+	if v != math.Trunc(v) || v < 1 || v > maxLength {
+		return 0, fmt.Errorf("%s %v is not a whole number from 1 to %d", field, v, maxLength)
 	}
 	return int(v), nil
 }
@@ -223,50 +220,53 @@ func csvFields(raw []byte) ([]string, error) {
 // second, of any length, is read too.
 const azureTime = "2006-01-02 15:04:05"
 
-func (t *traceReader) azure(raw []byte) (TraceEntry, error) {
+func (t *traceReader) azure(raw []byte) (traceEntry, error) {
 	fields, err := csvFields(raw)
 	if err != nil {
-		return TraceEntry{}, err
+		return traceEntry{}, err
 	}
 	if len(fields) != t.ncols {
-		return TraceEntry{}, fmt.Errorf("%d fields, but the header has %d", len(fields), t.ncols)
+		return traceEntry{}, fmt.Errorf("%d fields, but the header has %d", len(fields), t.ncols)
 	}
 	ts := strings.TrimSpace(fields[t.cols[0]])
 	at, err := time.Parse(azureTime, ts)
 	if err != nil {
-		return TraceEntry{}, fmt.Errorf("TIMESTAMP %q is not a time like 2023-11-16 18:15:46.6805900", ts)
+		return traceEntry{}, fmt.Errorf("TIMESTAMP %q is not a time like 2023-11-16 18:15:46.6805900", ts)
 	}
 	var n [2]int
 	for i, col := range t.cols[1:] {
 		v, err := strconv.Atoi(strings.TrimSpace(fields[col]))
-		if err != nil || v < 1 || v > MaxLength {
-			return TraceEntry{}, fmt.Errorf("%s %q is not a whole number from 1 to %d", azureColumns[i+1], fields[col], MaxLength)
+		if err != nil || v < 1 || v > maxLength {
+			return traceEntry{}, fmt.Errorf("%s %q is not a whole number from 1 to %d", azureColumns[i+1], fields[col], maxLength)
 		}
 		n[i] = v
 	}
 	if !t.seen {
 		t.first = at
 	}
-	return TraceEntry{At: at.Sub(t.first), InputTokens: n[0], OutputTokens: n[1]}, nil
+	return traceEntry{At: at.Sub(t.first), InputTokens: n[0], OutputTokens: n[1]}, nil
 }
 
 // Trace is a trace file read through once: it is well formed, and holds
 // Requests requests over Span, from its first request to its last.
 type Trace struct {
-	Path     string
-	Format   TraceFormat
+	Path string
+	// Format is the trace's format: "mooncake", the JSONL trace of
+	// Mooncake (FAST '25), or "azure", the CSV of Azure's LLM inference
+	// traces (2023, 2024).
+	Format   string
 	Requests int
 	Span     time.Duration
 }
 
 // OpenTrace reads the trace at path, a record at a time (memory does not
 // grow with the file), and returns it when every record is well formed and
-// there is at least one. It recognises the format ([Mooncake] or [Azure])
+// there is at least one. It recognises the format (Mooncake or Azure)
 // by the first line that is not blank. Times must not go backwards;
-// lengths are whole numbers, at least 1 and at most [MaxLength]; anything
+// lengths are whole numbers, at least 1 and at most 2²⁴; anything
 // else is a [*ParseError] naming its line.
 // Otherwise the error is a [*FileError] listing the malformed records by
-// line, or [ErrEmpty].
+// line, or an error saying the file holds no request.
 func OpenTrace(path string) (*Trace, error) {
 	f, err := safefile.Open(path)
 	if err != nil {
@@ -298,7 +298,7 @@ func OpenTrace(path string) (*Trace, error) {
 		return nil, fe
 	}
 	if tr.Requests == 0 {
-		return nil, fmt.Errorf("%w: %s has no request", ErrEmpty, name)
+		return nil, fmt.Errorf("%w: %s has no request", errEmpty, name)
 	}
 	return tr, nil
 }
@@ -324,7 +324,7 @@ type Replay struct {
 // Mooncake trace has one for each block of BlockTokens, the last one
 // perhaps partial, so n IDs stand for more than (n−1) blocks and at most
 // n. One block fewer is accepted (a trace that hashes only full blocks).
-func (rp *Replay) check(e TraceEntry) error {
+func (rp *Replay) check(e traceEntry) error {
 	n := len(e.HashIDs)
 	if n == 0 {
 		return nil
@@ -345,12 +345,12 @@ func (rp *Replay) blockTokens() int {
 	return DefaultBlockTokens
 }
 
-// Item returns the request of a trace entry: a prompt of its
+// item returns the request of a trace entry: a prompt of its
 // InputTokens, as the server counts them, whose leading blocks are the
 // text of its hash IDs, so requests that share IDs share that prefix, and
 // the rest text of its own; OutputTokens as its output length; and its
 // time, scaled.
-func (rp *Replay) Item(e TraceEntry) Item {
+func (rp *Replay) item(e traceEntry) Item {
 	scale := rp.TimeScale
 	if scale <= 0 {
 		scale = 1
@@ -446,7 +446,7 @@ func (t *traceItems) Read() (Item, error) {
 	if err := t.rp.check(e); err != nil {
 		return Item{}, &ParseError{Name: filepath.Base(t.path), Line: e.Line, Err: err}
 	}
-	return t.rp.Item(e), nil
+	return t.rp.item(e), nil
 }
 
 func (t *traceItems) Close() error {

@@ -162,7 +162,7 @@ func TestReplayCompletions(t *testing.T) {
 func TestTraceByteOrderMark(t *testing.T) {
 	for name, tc := range map[string]struct {
 		file   string
-		format workload.TraceFormat
+		format string
 	}{
 		"azure":    {"\ufeffTIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n", workload.Azure},
 		"mooncake": {"\ufeff{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1}\n", workload.Mooncake},

@@ -235,7 +235,7 @@ func TestRealisticPartRoundTrips(t *testing.T) {
 	if got, want := merged.Summary.OutputTokens, own.Summary.OutputTokens+s.OutputTokens; got != want {
 		t.Errorf("merged %d tokens, want %d", got, want)
 	}
-	if got, want := merged.Histograms.ITL.Count(), own.Histograms.ITL.Count()+p.Recording.Histograms.ITL.Count(); got != want {
+	if got, want := merged.Histograms.ITL.Summary().Count, own.Histograms.ITL.Summary().Count+p.Recording.Histograms.ITL.Summary().Count; got != want {
 		t.Errorf("merged %d gaps, want %d", got, want)
 	}
 	if merged.Histograms.ITL.Summary().Max != max(own.Histograms.ITL.Summary().Max, p.Recording.Histograms.ITL.Summary().Max) {

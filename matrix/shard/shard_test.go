@@ -116,7 +116,7 @@ func TestFleetMergesShards(t *testing.T) {
 		assert.InEpsilon(t, 100*float64(c.Concurrency), c.Measurement.TotalTokensPerSec, 0.05, "%d streams", c.Concurrency)
 		assert.InDelta(t, 10, c.Measurement.TBT.P50, 0.3)
 		require.NotNil(t, c.Measurement.Recording)
-		assert.Equal(t, int64(c.Measurement.Recording.Summary.Requests), c.Measurement.Recording.Histograms.Latency.Count()+int64(c.Measurement.Recording.Summary.Canceled+c.Measurement.Recording.Summary.Failed),
+		assert.Equal(t, int64(c.Measurement.Recording.Summary.Requests), c.Measurement.Recording.Histograms.Latency.Summary().Count+int64(c.Measurement.Recording.Summary.Canceled+c.Measurement.Recording.Summary.Failed),
 			"every request in the merged histograms")
 	}
 }
