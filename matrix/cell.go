@@ -48,8 +48,8 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	// another, waits for a place, not for prefill. (A server with a prefix
 	// cache per slot, as llama.cpp's and Ollama's, prefills the prompt
 	// again in every slot the scout did not warm.)
-	queueAfter := time.Duration(w.Flow) + time.Duration(n)*max(p.coldTTFT, sc.ttft)
-	warmupTimeout := time.Duration(w.Timeout) + time.Duration(w.PerContextK)*time.Duration(c.ContextTokens/tokensK)
+	queueAfter := w.Flow + time.Duration(n)*max(p.coldTTFT, sc.ttft)
+	warmupTimeout := w.Timeout + w.PerContextK*time.Duration(c.ContextTokens/tokensK)
 	cellCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	// With a fleet, this process runs its share of the streams, the
@@ -69,14 +69,14 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 	if spec.SLO != nil {
 		rec.SLO = *spec.SLO
 	}
-	if every := time.Duration(spec.Series); every > 0 {
+	if every := spec.Series; every > 0 {
 		rec.Every = every
 		cr.sampler.Keep()
 	}
 	streams := newStreamTracker(local)
 	warm := &warmup{
 		n: local, cellN: n, streams: streams, sampler: cr.sampler,
-		flow: time.Duration(w.Flow), queueAfter: queueAfter, knownCap: cr.queueCap,
+		flow: w.Flow, queueAfter: queueAfter, knownCap: cr.queueCap,
 	}
 	g := &loadgen.Generator{
 		Client: cr.client, Load: loadgen.Closed{Streams: local}, Recorder: &rec,
@@ -84,10 +84,10 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 			streams.begin(slot, seq)
 			return req
 		},
-		Warmup:        time.Duration(w.Min),
+		Warmup:        w.Min,
 		WarmupUntil:   warm.until,
 		WarmupTimeout: warmupTimeout,
-		Duration:      time.Duration(spec.Duration),
+		Duration:      spec.Duration,
 		OnWindow: func(w metrics.Window) {
 			cr.sampler.MarkWindow(w)
 			if cr.gpus != nil {
@@ -302,7 +302,7 @@ func (cr *cellRun) stuckAfter() time.Duration {
 	if cr.r.StuckAfter > 0 {
 		return cr.r.StuckAfter
 	}
-	return min(defaultStuckAfter, time.Duration(cr.spec.Duration))
+	return min(defaultStuckAfter, cr.spec.Duration)
 }
 
 // watch reads the streams' state every streamTick, writes the progress

@@ -139,14 +139,14 @@ func roundFigure(x float64) float64 {
 
 // converted returns the spec with its durations in the other clock.
 func (s Spec) converted(to clockConversion) Spec {
-	s.Duration = Duration(to.duration(time.Duration(s.Duration)))
+	s.Duration = to.duration(s.Duration)
 	if s.Series > 0 {
-		s.Series = Duration(to.duration(time.Duration(s.Series)))
+		s.Series = to.duration(s.Series)
 	}
 	if s.Warmup != nil {
 		w := *s.Warmup
-		for _, d := range []*Duration{&w.Min, &w.Flow, &w.Timeout, &w.PerContextK} {
-			*d = Duration(to.duration(time.Duration(*d)))
+		for _, d := range []*time.Duration{&w.Min, &w.Flow, &w.Timeout, &w.PerContextK} {
+			*d = to.duration(*d)
 		}
 		s.Warmup = &w
 	}

@@ -305,7 +305,7 @@ func TestCompareSameServerTwice(t *testing.T) {
 		srv := loadgentest.NewServer(p)
 		defer srv.Close()
 		spec := Spec{URL: srv.URL + "/v1", Model: p.Model, Contexts: []int{0, 4 * tokensK}, Concurrency: []int{1, 4}, Prefill: []int{4 * tokensK, 8 * tokensK},
-			Duration: Duration(8 * time.Second), MaxTokens: 512}
+			Duration: 8 * time.Second, MaxTokens: 512}
 		r := &Runner{Spec: spec.AtSpeed(speed), Client: &loadgen.Client{HTTPClient: srv.Client()}, Server: capacity.Server{Simulated: true, Speed: speed}}
 		res, err := r.Run(t.Context())
 		require.NoError(t, err)

@@ -71,12 +71,12 @@ func (cr *cellRun) startFleet(ctx context.Context, c *Cell, req *loadgen.Request
 		Seq: cr.seq, ContextTokens: c.ContextTokens, Concurrency: c.Concurrency,
 		API: req.API, Model: req.Model, Prompt: req.Prompt, Images: req.Images, MaxTokens: req.MaxTokens,
 		ServerTimings: req.ServerTimings,
-		WarmupMin:     time.Duration(w.Min),
-		Flow:          time.Duration(w.Flow),
+		WarmupMin:     w.Min,
+		Flow:          w.Flow,
 		QueueAfter:    queueAfter,
 		WarmupTimeout: warmupTimeout,
-		Duration:      time.Duration(cr.spec.Duration),
-		Series:        max(time.Duration(cr.spec.Series), 0),
+		Duration:      cr.spec.Duration,
+		Series:        max(cr.spec.Series, 0),
 		SLO:           cr.spec.SLO,
 	}
 	fc, err := cr.r.Fleet.StartCell(ctx, sh)
@@ -120,7 +120,7 @@ func (f *fleetCell) merge(ctx context.Context, run *loadgen.Run, recording *metr
 		return nil
 	}
 	run.Warmup = warmedUp(run, recording.Summary.Window, f.own.Launch)
-	own := &sharePart{Recording: *recording, Streams: *streams, Health: run.Health, Warmup: Duration(run.Warmup),
+	own := &sharePart{Recording: *recording, Streams: *streams, Health: run.Health, Warmup: textDuration(run.Warmup),
 		WarmupEnded: warm.reason, Queued: f.gate.queued, WarmupTimedOut: f.gate.timedOut}
 	parts := f.collect(ctx, own) // an interrupted run waits briefly for the parts
 	window := f.own.Duration

@@ -73,8 +73,8 @@ func TestHeadersReachEveryRequest(t *testing.T) {
 	spec := matrix.Spec{
 		URL: gw.URL + "/v1", Model: "bench", API: loadgen.Chat,
 		Contexts: []int{1024}, Concurrency: []int{2},
-		Duration: matrix.Duration(3 * time.Second), MaxTokens: 200,
-		Warmup: &matrix.Warmup{Min: matrix.Duration(time.Second), Flow: matrix.Duration(time.Second), Timeout: matrix.Duration(5 * time.Second)},
+		Duration: 3 * time.Second, MaxTokens: 200,
+		Warmup: &matrix.Warmup{Min: time.Second, Flow: time.Second, Timeout: 5 * time.Second},
 	}
 	var log bytes.Buffer
 	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: capacity.Server{Simulated: true, Speed: speed},

@@ -133,7 +133,7 @@ func (rp *report) htmlFacts() []htmlFact {
 		add("Matrix", h.Shape)
 	}
 	if r.Spec.Duration > 0 {
-		add("Time per measurement", fmtSeconds(time.Duration(r.Spec.Duration)))
+		add("Time per measurement", fmtSeconds(r.Spec.Duration))
 	}
 	if r.Spec.MaxTokens > 0 {
 		add("Max output", fmtInt(r.Spec.MaxTokens)+" tokens")

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/llmload/llmload/internal/errorkinds"
 	"github.com/llmload/llmload/internal/redact"
@@ -618,7 +617,7 @@ func (rp *report) newHeader() reportHeader {
 
 	var run []string
 	if r.Spec.Duration > 0 {
-		run = append(run, fmtSeconds(time.Duration(r.Spec.Duration))+" per cell")
+		run = append(run, fmtSeconds(r.Spec.Duration)+" per cell")
 	}
 	if r.Spec.MaxTokens > 0 {
 		run = append(run, "max output "+fmtInt(r.Spec.MaxTokens)+" tokens")

@@ -17,7 +17,7 @@ func tinyResults() *matrix.Results {
 		Complete: true,
 		Spec: matrix.Spec{
 			Contexts: []int{0, 16 * 1024}, Concurrency: []int{1, 4}, Prefill: []int{8 * 1024},
-			Duration: matrix.Duration(30 * time.Second), MaxTokens: 8192,
+			Duration: 30 * time.Second, MaxTokens: 8192,
 		},
 		Server: capacity.Server{Model: "Qwen3.5-4B-AWQ-4bit", Engine: "vllm", Version: "0.10.1"},
 		Prefill: []matrix.Prefill{

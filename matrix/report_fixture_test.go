@@ -101,7 +101,7 @@ func seedResults(t testing.TB) *Results {
 	r := readMeasurementsCSV(t, seedCSV)
 	r.Spec.URL = "http://127.0.0.1:8000/v1"
 	r.Spec.Model = "bench"
-	r.Spec.Duration = Duration(30 * time.Second)
+	r.Spec.Duration = 30 * time.Second
 	r.Spec.MaxTokens = 8192
 	r.Started = time.Date(2026, 3, 14, 9, 26, 0, 0, time.UTC)
 	r.Finished = r.Started.Add(95 * time.Minute)
@@ -157,7 +157,7 @@ func simulatedResults() *Results {
 		Spec: Spec{
 			URL: "http://127.0.0.1:41234/v1", Model: "sim-4b", API: loadgen.Chat,
 			Contexts: []int{0, 16 * tokensK, 32 * tokensK}, Concurrency: []int{1, 4, 16},
-			Prefill: []int{8 * tokensK, 16 * tokensK}, Duration: Duration(30 * time.Second), MaxTokens: 8192,
+			Prefill: []int{8 * tokensK, 16 * tokensK}, Duration: 30 * time.Second, MaxTokens: 8192,
 		},
 		Server: capacity.Server{
 			URL: "http://127.0.0.1:41234/v1", Model: `sim-4b <seed> & "friends"`,

@@ -40,8 +40,8 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 	spec := matrix.Spec{
 		URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{0, 4 * 1024, 16 * 1024}, Concurrency: []int{1, 4, 8}, Prefill: []int{4 * 1024},
-		Duration: matrix.Duration(10 * time.Second), MaxTokens: 2000,
-		Warmup: &matrix.Warmup{Min: matrix.Duration(time.Second), Flow: matrix.Duration(time.Second), Timeout: matrix.Duration(5 * time.Second)},
+		Duration: 10 * time.Second, MaxTokens: 2000,
+		Warmup: &matrix.Warmup{Min: time.Second, Flow: time.Second, Timeout: 5 * time.Second},
 	}
 	var saved []*matrix.Results
 	var log bytes.Buffer

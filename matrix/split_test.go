@@ -55,8 +55,8 @@ func TestCellsSplitTTFT(t *testing.T) {
 	spec := matrix.Spec{
 		URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: []int{1, 16, 256}, Prefill: []int{},
-		Duration: matrix.Duration(5 * time.Second), MaxTokens: 200,
-		Warmup: &matrix.Warmup{Min: matrix.Duration(time.Second), Flow: matrix.Duration(time.Second), Timeout: matrix.Duration(5 * time.Second)},
+		Duration: 5 * time.Second, MaxTokens: 200,
+		Warmup: &matrix.Warmup{Min: time.Second, Flow: time.Second, Timeout: 5 * time.Second},
 	}
 	sc := &splitCheck{diffs: map[int][]time.Duration{}, split: map[int]int{}}
 	var log bytes.Buffer
@@ -117,8 +117,8 @@ func TestCellFlagsTimeOutsideTheServer(t *testing.T) {
 	spec := matrix.Spec{
 		URL: proxy.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: []int{2}, Prefill: []int{},
-		Duration: matrix.Duration(2 * time.Second), MaxTokens: 20,
-		Warmup: &matrix.Warmup{Min: matrix.Duration(300 * time.Millisecond), Flow: matrix.Duration(300 * time.Millisecond), Timeout: matrix.Duration(5 * time.Second)},
+		Duration: 2 * time.Second, MaxTokens: 20,
+		Warmup: &matrix.Warmup{Min: 300 * time.Millisecond, Flow: 300 * time.Millisecond, Timeout: 5 * time.Second},
 	}
 	var log bytes.Buffer
 	r := &matrix.Runner{Spec: spec, Client: &loadgen.Client{HTTPClient: proxy.Client()}, Log: &log}

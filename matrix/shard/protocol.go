@@ -91,7 +91,22 @@ type joinResponse struct {
 	Index int         `json:"index"`
 	Spec  matrix.Spec `json:"spec"`
 	// Silence is the leader's: a follower silent this long is lost.
-	Silence matrix.Duration `json:"silence"`
+	Silence textDuration `json:"silence"`
+}
+
+// textDuration is a duration on the wire: text, as time.Duration.String
+// writes and time.ParseDuration reads ("5s").
+type textDuration time.Duration
+
+func (d textDuration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+func (d *textDuration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("shard: %w", err)
+	}
+	*d = textDuration(v)
+	return nil
 }
 
 type clockRequest struct {
