@@ -609,9 +609,9 @@ func noisy(c *Cell, m *Measurement) string {
 	if st := m.Streams; st != nil && st.PeakDecoding < min(minWindowStreams, c.Concurrency) {
 		why = append(why, fmt.Sprintf("only %d of its %s decoded in the window", st.PeakDecoding, plural(c.Concurrency, "stream", "streams")))
 	}
-	if total, _, _, _ := cellEstimates(c, 1); total.in != nil {
+	if total, _, _, _ := c.Intervals(1); total != nil {
 		v := m.TotalTokensPerSec
-		if lo, hi := (v-total.in.Low)/v, (total.in.High-v)/v; max(lo, hi) > noiseShare {
+		if lo, hi := (v-total.Low)/v, (total.High-v)/v; max(lo, hi) > noiseShare {
 			why = append(why, fmt.Sprintf("its total tok/s is known only from %.0f%% below to %.0f%% above", 100*lo, 100*hi))
 		}
 	}

@@ -99,15 +99,3 @@ func TestHeadersReachEveryRequest(t *testing.T) {
 	require.NotNil(t, c)
 	require.NotNil(t, c.Measurement, "%s: %s", c.Status, c.Reason)
 }
-
-// The header gives a one-value span as that value: "1 context (16K) × 1
-// concurrency level (4)", not "(16K–16K)".
-func TestWriteTableOneContext(t *testing.T) {
-	res := tinyResults()
-	res.Spec.Contexts, res.Spec.Concurrency = []int{16 * 1024}, []int{4}
-	res.Cells = res.Cells[3:]
-	var out bytes.Buffer
-	require.NoError(t, matrix.FormatTable.Write(&out, res))
-	assert.Contains(t, out.String(), "1 context (16K) × 1 concurrency level (4) · prefill at 8K")
-	assert.NotContains(t, out.String(), "16K–16K")
-}

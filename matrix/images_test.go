@@ -13,6 +13,7 @@ import (
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 )
 
 // TestImagesInEveryPrompt: with a 448×448 picture in every prompt, each
@@ -59,7 +60,7 @@ func TestImagesInEveryPrompt(t *testing.T) {
 				}
 			}
 			var out bytes.Buffer
-			require.NoError(t, matrix.FormatTable.Write(&out, res))
+			require.NoError(t, report.Write(&out, report.Table, res))
 			assert.Contains(t, out.String(), "4K (256 image)")
 			assert.Contains(t, out.String(), "2K (256 image)")
 		})

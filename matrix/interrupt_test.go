@@ -13,6 +13,7 @@ import (
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 )
 
 // TestInterruptedWarmupIsResumed: a run cancelled during a cell's warm-up
@@ -49,7 +50,7 @@ func TestInterruptedWarmupIsResumed(t *testing.T) {
 		},
 		Save: func(res *matrix.Results) error {
 			saved.Reset()
-			return matrix.FormatJSON.Write(&saved, res)
+			return report.Write(&saved, report.JSON, res)
 		},
 	}
 	res, err := r.Run(ctx)

@@ -13,6 +13,7 @@ import (
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 )
 
 // knownProfile is a simulator with simple, known costs: a decode step takes
@@ -48,7 +49,7 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: capacity.Server{Simulated: true, Speed: speed}, Client: &loadgen.Client{HTTPClient: srv.Client()},
 		Log: &log, Save: func(res *matrix.Results) error {
 			var b bytes.Buffer
-			require.NoError(t, matrix.FormatJSON.Write(&b, res))
+			require.NoError(t, report.Write(&b, report.JSON, res))
 			back, err := matrix.ReadResults(&b)
 			require.NoError(t, err)
 			saved = append(saved, back)

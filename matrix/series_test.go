@@ -13,6 +13,7 @@ import (
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -49,7 +50,7 @@ func TestCellSeries(t *testing.T) {
 	require.NoError(t, err, log.String())
 
 	var b bytes.Buffer
-	require.NoError(t, matrix.FormatJSON.Write(&b, res))
+	require.NoError(t, report.Write(&b, report.JSON, res))
 	back, err := matrix.ReadResults(&b)
 	require.NoError(t, err)
 

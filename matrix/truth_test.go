@@ -22,6 +22,7 @@ import (
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -208,7 +209,7 @@ func TestPromptsOnATruncatingServer(t *testing.T) {
 	assert.NotContains(t, log, "resized", "a rate calibrated within the context needs no correction here")
 
 	var table bytes.Buffer
-	require.NoError(t, matrix.FormatTable.Write(&table, res))
+	require.NoError(t, report.Write(&table, report.Table, res))
 	assert.Contains(t, table.String(), "16K (4,096 counted)", "the table shows the size the server counted")
 }
 
@@ -408,7 +409,7 @@ func TestEveryThirdRequestFails(t *testing.T) {
 	require.Len(t, res.Prefill, 1)
 	assert.Equal(t, matrix.Valid, res.Prefill[0].Status, res.Prefill[0].Reason)
 	var table bytes.Buffer
-	require.NoError(t, matrix.FormatTable.Write(&table, res))
+	require.NoError(t, report.Write(&table, report.Table, res))
 	assert.Contains(t, table.String(), "requests failed (server_status")
 }
 

@@ -1,6 +1,8 @@
-package matrix
+package report
 
 import (
+	"github.com/llmload/llmload/matrix"
+
 	"fmt"
 	"html/template"
 	"io"
@@ -201,7 +203,7 @@ func htmlCompareCell(x *CellChange) htmlCell {
 	hc.Main = lines[0]
 	if !x.TotalTokensPerSec.compared() {
 		hc.Class = "notrun nonum"
-		if x.NextStatus == OverCapacity && x.BaseStatus == OverCapacity {
+		if x.NextStatus == matrix.OverCapacity && x.BaseStatus == matrix.OverCapacity {
 			hc.Class = "over nonum"
 		}
 		return hc
@@ -220,7 +222,7 @@ func htmlCompareCell(x *CellChange) htmlCell {
 	}
 	if x.StatusChanged {
 		hc.Badge = x.Note()
-		if x.NextStatus == RequestsQueued {
+		if x.NextStatus == matrix.RequestsQueued {
 			hc.Class += " queued"
 		}
 	}
@@ -250,7 +252,7 @@ func fmtIntervals(r *Ratio, format func(float64) string) string {
 	if r == nil || (r.BaseInterval == nil && r.NextInterval == nil) {
 		return ""
 	}
-	side := func(in *Interval) string {
+	side := func(in *matrix.Interval) string {
 		if in == nil {
 			return "?"
 		}
