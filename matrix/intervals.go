@@ -2,7 +2,6 @@ package matrix
 
 import (
 	"math"
-	"slices"
 	"time"
 )
 
@@ -119,20 +118,4 @@ func (c *Cell) Intervals(speed float64) (total, perRequest, ttft, tbt *Interval)
 		total.Low, total.High = max(min(total.Low, m.TotalTokensPerSec-edge), 0), max(total.High, m.TotalTokensPerSec+edge)
 	}
 	return total, perRequest, ttft, tbt
-}
-
-// Intervals are the intervals of a prefill row's figures, for a run at
-// the simulator's speed (0 or 1 for a real server): its prompt tok/s and
-// its time to first token. The TTFT's spans the row's cold requests, the
-// least to the most (with three, it holds their median three times in
-// four), and the timers' resolution (250 µs) on either side. A row of
-// fewer than two requests, or with no request counts (results made
-// elsewhere), has none.
-func (p *Prefill) Intervals(speed float64) (rate, ttft *Interval) {
-	if p.Requests <= 0 || len(p.TTFTs) < 2 {
-		return nil, nil
-	}
-	floor := timingResolution.Seconds() * 1000 * max(speed, 1)
-	ttft = &Interval{Low: max(min(slices.Min(p.TTFTs), p.TTFT-floor), 0), High: max(slices.Max(p.TTFTs), p.TTFT+floor)}
-	return scaled(ttft, p.TTFT, p.PromptTokensPerSec, true), ttft
 }

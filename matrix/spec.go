@@ -51,12 +51,11 @@ const (
 	// that, split the load over machines. A sharded run (see [Runner].Fleet) may
 	// ask for MaxConcurrency a shard.
 	MaxConcurrency = 16384
-	// MaxContextTokens is the longest prompt a spec may ask for, 16M
-	// tokens: beyond the context of any model served today, and a prompt
-	// of that many tokens is already about 100 MB of text, built and kept
-	// in memory for its cell.
-	MaxContextTokens = 16 << 20
 )
+
+// maxContextTokens is the longest prompt a spec may ask for (see
+// fleet.MaxContextTokens).
+const maxContextTokens = fleet.MaxContextTokens
 
 // Warmup says when a cell's window may open: after at least Min, once every
 // stream has a token, the server's waiting queue is empty and tokens have
@@ -220,8 +219,8 @@ func (s Spec) validateSharded(shards int) error {
 		if c < 0 {
 			bad("Contexts", "holds %d: a context is 0 tokens or more", c)
 		}
-		if c > MaxContextTokens {
-			bad("Contexts", "holds %d, above %d tokens, longer than any model's context", c, MaxContextTokens)
+		if c > maxContextTokens {
+			bad("Contexts", "holds %d, above %d tokens, longer than any model's context", c, maxContextTokens)
 		}
 	}
 	if s.Concurrency != nil && len(s.Concurrency) == 0 {
@@ -243,8 +242,8 @@ func (s Spec) validateSharded(shards int) error {
 		if c < 1 {
 			bad("Prefill", "holds %d: a prefill context is 1 token or more", c)
 		}
-		if c > MaxContextTokens {
-			bad("Prefill", "holds %d, above %d tokens, longer than any model's context", c, MaxContextTokens)
+		if c > maxContextTokens {
+			bad("Prefill", "holds %d, above %d tokens, longer than any model's context", c, maxContextTokens)
 		}
 	}
 	if s.Duration < 0 {

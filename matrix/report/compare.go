@@ -15,19 +15,19 @@ import (
 	"github.com/llmload/llmload/internal/redact"
 )
 
-// ComparisonSchema names the version of a comparison document.
+// comparisonSchema names the version of a comparison document.
 //
 // v2 names each side's server as a results file does (its "server"
 // object); v1 gave its model, engine, URL and speed beside its start.
-const ComparisonSchema = "llmload.matrix-compare/v2"
+const comparisonSchema = "llmload.matrix-compare/v2"
 
 // compareThreshold is the relative change beyond which a comparison marks
 // a figure better or worse: 5%.
 const compareThreshold = 0.05
 
 // Comparison compares two runs cell by cell: every figure of the next run
-// divided by the base run's. Build one with [CompareRuns]; it marshals to JSON
-// as it is, and renders like [Results]: [Table],
+// divided by the base run's. Build one with [Compare]; it marshals to JSON
+// as it is, and renders like results ([Comparison.Write]): [Table],
 // [Markdown], [CSV], [JSON]
 // and [HTML].
 type Comparison struct {
@@ -49,33 +49,34 @@ type RunInfo struct {
 	Started  time.Time       `json:"started,omitzero"`
 	Complete bool            `json:"complete"`
 	// Runs counts the side's runs when it has more than one (see
-	// [CompareRuns]); the other fields are its first run's.
+	// [Compare]); the other fields are its first run's.
 	Runs int `json:"runs,omitempty"`
 }
 
 // Presence says which runs hold a cell or a prefill row, as JSON and CSV
-// write it: "both", "base_only" or "next_only".
+// write it: "both", "base_only" (only the base run) or "next_only" (only
+// the next run).
 type Presence string
 
-// Presences.
+// The presences.
 const (
-	// InBoth: both runs hold it.
-	InBoth Presence = "both"
-	// OnlyInBase: only the base run holds it.
-	OnlyInBase Presence = "base_only"
-	// OnlyInNext: only the next run holds it.
-	OnlyInNext Presence = "next_only"
+	// inBoth: both runs hold it.
+	inBoth Presence = "both"
+	// onlyInBase: only the base run holds it.
+	onlyInBase Presence = "base_only"
+	// onlyInNext: only the next run holds it.
+	onlyInNext Presence = "next_only"
 )
 
 // words returns the presence as reports show it: "in both", "only in
 // base" or "only in next".
 func (p Presence) words() string {
 	switch p {
-	case InBoth:
+	case inBoth:
 		return "in both"
-	case OnlyInBase:
+	case onlyInBase:
 		return "only in base"
-	case OnlyInNext:
+	case onlyInNext:
 		return "only in next"
 	}
 	return string(p)
@@ -83,34 +84,36 @@ func (p Presence) words() string {
 
 // Change says whether a figure got better or worse: by more than
 // the 5% threshold, and beyond what the runs' own noise explains (see
-// [Interval]). Better means faster: a higher rate, or a lower latency.
-// The empty Change means the figure was not compared.
+// [matrix.Interval]). Better means faster: a higher rate, or a lower
+// latency. It is "better" or "worse"; "noise" when the figures are more
+// than 5% apart but within the runs' noise; "same" within 5%; empty when
+// the figure was not compared.
 type Change string
 
-// Changes.
+// The changes.
 const (
-	// ChangeSame: within compareThreshold.
-	ChangeSame Change = "same"
-	// ChangeBetter: faster by more than compareThreshold, and the two
+	// changeSame: within compareThreshold.
+	changeSame Change = "same"
+	// changeBetter: faster by more than compareThreshold, and the two
 	// runs' intervals do not overlap.
-	ChangeBetter Change = "better"
-	// ChangeWorse: slower by more than compareThreshold, and the two runs'
+	changeBetter Change = "better"
+	// changeWorse: slower by more than compareThreshold, and the two runs'
 	// intervals do not overlap.
-	ChangeWorse Change = "worse"
-	// ChangeNoise: more than compareThreshold apart, but the two runs'
+	changeWorse Change = "worse"
+	// changeNoise: more than compareThreshold apart, but the two runs'
 	// intervals overlap: the difference is within the runs' own noise.
-	ChangeNoise Change = "noise"
+	changeNoise Change = "noise"
 )
 
 // mark returns the reports' marker: "▲" better, "▼" worse, "~" within
 // noise, "" otherwise.
 func (c Change) mark() string {
 	switch c {
-	case ChangeBetter:
+	case changeBetter:
 		return "▲"
-	case ChangeWorse:
+	case changeWorse:
 		return "▼"
-	case ChangeNoise:
+	case changeNoise:
 		return "~"
 	}
 	return ""
@@ -123,7 +126,7 @@ type Ratio struct {
 	Base float64 `json:"base,omitempty"`
 	Next float64 `json:"next,omitempty"`
 	// BaseInterval and NextInterval are where each run's figure lies, as
-	// far as the spread of its requests tells (see [Interval]); nil when
+	// far as the spread of its requests tells (see [matrix.Interval]); nil when
 	// the run has too few requests, or too little of their distribution,
 	// to tell. A change is marked only when they do not overlap; without
 	// them the threshold alone decides.
@@ -144,6 +147,11 @@ type estimate struct {
 	limited bool // the client may have limited the figure
 	cmp     bool // lower is better
 }
+
+// timingResolution is how far apart two runs of one server may put the
+// same latency for timers and scheduling alone: a TTFT's interval is at
+// least this wide on either side (matrix's Cell.Intervals takes the same).
+const timingResolution = 250 * time.Microsecond
 
 // cellEstimates are a measured cell's compared figures with their
 // intervals (see [matrix.Cell.Intervals]): total tok/s, per-request tok/s,
@@ -191,27 +199,27 @@ func newRatio(base, next estimate) *Ratio {
 	if base.v == 0 || next.v == 0 || !ok(next.v/base.v) {
 		return r
 	}
-	r.Ratio, r.Change = roundFigure(next.v/base.v), ChangeSame // a ratio of two decimals shows as one: 1.12, not 1.1199999999999999
+	r.Ratio, r.Change = roundFigure(next.v/base.v), changeSame // a ratio of two decimals shows as one: 1.12, not 1.1199999999999999
 	switch {
 	case r.Ratio > 1+compareThreshold:
-		r.Change = ChangeBetter
+		r.Change = changeBetter
 	case r.Ratio < 1-compareThreshold:
-		r.Change = ChangeWorse
+		r.Change = changeWorse
 	}
-	if r.Change != ChangeSame {
+	if r.Change != changeSame {
 		switch {
 		case base.unknown || next.unknown:
-			r.Change = ChangeNoise // too few requests to tell
+			r.Change = changeNoise // too few requests to tell
 		case base.in != nil && next.in != nil && next.in.Low <= base.in.High && next.in.High >= base.in.Low:
-			r.Change = ChangeNoise // the intervals overlap
+			r.Change = changeNoise // the intervals overlap
 		}
 	}
 	if base.cmp {
 		switch r.Change {
-		case ChangeBetter:
-			r.Change = ChangeWorse
-		case ChangeWorse:
-			r.Change = ChangeBetter
+		case changeBetter:
+			r.Change = changeWorse
+		case changeWorse:
+			r.Change = changeBetter
 		}
 	}
 	return r
@@ -262,7 +270,7 @@ type CellChange struct {
 	TTFTp50                *Ratio `json:"ttft_p50_ms,omitempty"`
 	TBTp50                 *Ratio `json:"tbt_p50_ms,omitempty"`
 	// TokensPerJoule compares the output tokens per joule of the server's
-	// GPUs (see [Measurement].Energy); nil when neither run read them. It
+	// GPUs (see [matrix.Measurement].Energy); nil when neither run read them. It
 	// has no interval: the threshold alone marks it.
 	TokensPerJoule *Ratio `json:"tokens_per_joule,omitempty"`
 }
@@ -271,7 +279,7 @@ type CellChange struct {
 // measured in next", "Valid → Requests queued".
 func (c CellChange) Note() string {
 	switch {
-	case c.Presence == OnlyInBase || c.Presence == OnlyInNext:
+	case c.Presence == onlyInBase || c.Presence == onlyInNext:
 		return c.Presence.words()
 	case c.StatusChanged:
 		return wordsOf(c.BaseStatus) + " → " + wordsOf(c.NextStatus)
@@ -290,7 +298,7 @@ func compareTwo(base, next *matrix.Results) *Comparison {
 
 // CompareRuns compares next with base cell by cell: each ratio is next ÷
 // base, marked better or worse beyond the 5% threshold and the runs' noise
-// (see [Interval]). Cells and prefill rows in only one side, or measured in
+// (see [matrix.Interval]). Cells and prefill rows in only one side, or measured in
 // only one, are kept and marked; a nil run compares as an empty one. With
 // runs repeated on a side, such as two runs of a server before a change
 // and two after, each side's figure is the median of its runs', and its
@@ -300,7 +308,7 @@ func Compare(base, next []*matrix.Results) *Comparison {
 	// A simulated run is compared in the simulated server's time, so runs
 	// at different speeds compare.
 	base, next = nonEmptyRuns(base), nonEmptyRuns(next)
-	out := &Comparison{Schema: ComparisonSchema, Base: runsInfo(base), Next: runsInfo(next),
+	out := &Comparison{Schema: comparisonSchema, Base: runsInfo(base), Next: runsInfo(next),
 		Prefill: []PrefillChange{}, Cells: []CellChange{}}
 
 	pb, pn := prefillRuns(base), prefillRuns(next)
@@ -522,7 +530,13 @@ func prefillEstimates(p matrix.Prefill, speed float64) (rate, ttft estimate) {
 		rate.unknown, ttft.unknown = true, true
 		return rate, ttft
 	}
-	rate.in, ttft.in = p.Intervals(speed)
+	floor := timingResolution.Seconds() * 1000 * max(speed, 1)
+	ttft.in = &matrix.Interval{Low: max(min(slices.Min(p.TTFTs), p.TTFT-floor), 0), High: max(slices.Max(p.TTFTs), p.TTFT+floor)}
+	if lo, hi := ttft.in.Low/p.TTFT, ttft.in.High/p.TTFT; p.TTFT > 0 && p.PromptTokensPerSec > 0 && lo > 0 {
+		// A rate is the inverse of a time: the slowest TTFT gives the
+		// lowest rate.
+		rate.in = &matrix.Interval{Low: p.PromptTokensPerSec * (1 / hi), High: p.PromptTokensPerSec * (1 / lo)}
+	}
 	rate.unknown = rate.in == nil
 	return rate, ttft
 }
@@ -597,11 +611,11 @@ func prefillByContext(r *matrix.Results) map[int]matrix.Prefill {
 func presence(inBase, inNext bool) Presence {
 	switch {
 	case inBase && inNext:
-		return InBoth
+		return inBoth
 	case inBase:
-		return OnlyInBase
+		return onlyInBase
 	case inNext:
-		return OnlyInNext
+		return onlyInNext
 	}
 	return ""
 }

@@ -90,11 +90,11 @@ func (cr *comparisonReport) changes() changeCounts {
 		switch {
 		case !x.TotalTokensPerSec.compared():
 			n.other++
-		case x.TotalTokensPerSec.Change == ChangeBetter:
+		case x.TotalTokensPerSec.Change == changeBetter:
 			n.better++
-		case x.TotalTokensPerSec.Change == ChangeWorse:
+		case x.TotalTokensPerSec.Change == changeWorse:
 			n.worse++
-		case x.TotalTokensPerSec.Change == ChangeNoise:
+		case x.TotalTokensPerSec.Change == changeNoise:
 			n.noise++
 		default:
 			n.same++
@@ -209,7 +209,7 @@ func htmlCompareCell(x *CellChange) htmlCell {
 		return hc
 	}
 	switch x.TotalTokensPerSec.Change {
-	case ChangeSame, ChangeNoise:
+	case changeSame, changeNoise:
 		hc.Class = string(x.TotalTokensPerSec.Change)
 	default:
 		hc.Class = string(x.TotalTokensPerSec.Change)

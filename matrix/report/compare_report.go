@@ -210,8 +210,8 @@ func (c *Comparison) writeTable(w io.Writer) error {
 // prefillCompareRow is a prefill row of the comparison's tables.
 func prefillCompareRow(p PrefillChange) []string {
 	row := []string{formatTokens(p.ContextTokens),
-		cmpStatusWords(sideStatus(p.Presence != OnlyInNext, p.BaseMeasured, p.BaseStatus)),
-		cmpStatusWords(sideStatus(p.Presence != OnlyInBase, p.NextMeasured, p.NextStatus)), "—"}
+		cmpStatusWords(sideStatus(p.Presence != onlyInNext, p.BaseMeasured, p.BaseStatus)),
+		cmpStatusWords(sideStatus(p.Presence != onlyInBase, p.NextMeasured, p.NextStatus)), "—"}
 	if r := p.PromptTokensPerSec; r != nil {
 		if r.Base > 0 {
 			row[1] = fmtPrefillRate(r.Base)
@@ -262,7 +262,7 @@ func (c *Comparison) writeMarkdown(w io.Writer) error {
 // compareLongRow is one cell's row of the comparison's long table.
 func compareLongRow(x CellChange) []string {
 	status := wordsOf(x.BaseStatus)
-	if x.StatusChanged || x.Presence != InBoth {
+	if x.StatusChanged || x.Presence != inBoth {
 		status = cmpStatusWords(x.BaseStatus) + " → " + cmpStatusWords(x.NextStatus)
 	}
 	return []string{formatTokens(x.ContextTokens), strconv.Itoa(x.Concurrency), status,
@@ -322,8 +322,8 @@ func (c *Comparison) writeCSV(w io.Writer) error {
 		rec := make([]string, len(head))
 		presence := p.Presence
 		rec[0], rec[1], rec[2], rec[3] = "prefill", strconv.Itoa(p.ContextTokens), "1", string(presence)
-		rec[4] = tokenOf(sideStatus(p.Presence != OnlyInNext, p.BaseMeasured, p.BaseStatus))
-		rec[5] = tokenOf(sideStatus(p.Presence != OnlyInBase, p.NextMeasured, p.NextStatus))
+		rec[4] = tokenOf(sideStatus(p.Presence != onlyInNext, p.BaseMeasured, p.BaseStatus))
+		rec[5] = tokenOf(sideStatus(p.Presence != onlyInBase, p.NextMeasured, p.NextStatus))
 		ratio(rec, 6, p.PromptTokensPerSec, 1)
 		ratio(rec, 12, p.TTFT, 0)
 		cw.Write(rec)

@@ -84,7 +84,7 @@ func inWallTime(r *matrix.Results) *matrix.Results {
 
 func TestCompare(t *testing.T) {
 	cmp := compareTwo(seedResults(t), nextResults(t))
-	require.Equal(t, ComparisonSchema, cmp.Schema)
+	require.Equal(t, comparisonSchema, cmp.Schema)
 
 	tests := []struct {
 		name                     string
@@ -95,13 +95,13 @@ func TestCompare(t *testing.T) {
 		baseMeasured, nextMeasur bool
 		note                     string
 	}{
-		{"faster", 0, 1, InBoth, ChangeBetter, ChangeBetter, 1.12, true, true, ""},
-		{"slower", 16 * tokensK, 8, InBoth, ChangeWorse, ChangeWorse, 0.87, true, true, ""},
-		{"within the threshold", 32 * tokensK, 4, InBoth, ChangeSame, ChangeSame, 1.01, true, true, ""},
-		{"status change", 128 * tokensK, 1, InBoth, ChangeSame, ChangeSame, 1.01, true, true, "Requests queued → Valid"},
-		{"measured in next only", 64 * tokensK, 16, InBoth, "", "", 0, false, true, "Over capacity → Valid"},
-		{"in base only", 248 * tokensK, 1, OnlyInBase, "", "", 0, false, false, "only in base"},
-		{"over capacity in both", 0, 128, InBoth, "", "", 0, false, false, ""},
+		{"faster", 0, 1, inBoth, changeBetter, changeBetter, 1.12, true, true, ""},
+		{"slower", 16 * tokensK, 8, inBoth, changeWorse, changeWorse, 0.87, true, true, ""},
+		{"within the threshold", 32 * tokensK, 4, inBoth, changeSame, changeSame, 1.01, true, true, ""},
+		{"status change", 128 * tokensK, 1, inBoth, changeSame, changeSame, 1.01, true, true, "Requests queued → Valid"},
+		{"measured in next only", 64 * tokensK, 16, inBoth, "", "", 0, false, true, "Over capacity → Valid"},
+		{"in base only", 248 * tokensK, 1, onlyInBase, "", "", 0, false, false, "only in base"},
+		{"over capacity in both", 0, 128, inBoth, "", "", 0, false, false, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,10 +127,10 @@ func TestCompare(t *testing.T) {
 	t.Run("prefill", func(t *testing.T) {
 		require.Len(t, cmp.Prefill, 5)
 		assert.InDelta(t, 1.2, cmp.Prefill[0].PromptTokensPerSec.Ratio, 1e-9)
-		assert.Equal(t, ChangeBetter, cmp.Prefill[0].PromptTokensPerSec.Change)
-		assert.Equal(t, ChangeBetter, cmp.Prefill[0].TTFT.Change, "a lower TTFT is better")
+		assert.Equal(t, changeBetter, cmp.Prefill[0].PromptTokensPerSec.Change)
+		assert.Equal(t, changeBetter, cmp.Prefill[0].TTFT.Change, "a lower TTFT is better")
 		last := cmp.Prefill[4]
-		assert.Equal(t, OnlyInBase, last.Presence)
+		assert.Equal(t, onlyInBase, last.Presence)
 		assert.False(t, last.PromptTokensPerSec.compared())
 		assert.InDelta(t, 600.0, last.PromptTokensPerSec.Base, 1e-9)
 	})
@@ -138,7 +138,7 @@ func TestCompare(t *testing.T) {
 		self := compareTwo(seedResults(t), seedResults(t))
 		for _, c := range self.Cells {
 			if c.TotalTokensPerSec.compared() {
-				assert.Equal(t, ChangeSame, c.TotalTokensPerSec.Change)
+				assert.Equal(t, changeSame, c.TotalTokensPerSec.Change)
 				assert.InDelta(t, 1.0, c.TotalTokensPerSec.Ratio, 1e-12)
 			}
 			assert.False(t, c.StatusChanged)
@@ -147,7 +147,7 @@ func TestCompare(t *testing.T) {
 	t.Run("nil runs", func(t *testing.T) {
 		c := compareTwo(nil, simulatedResults())
 		for _, x := range c.Cells {
-			assert.Equal(t, OnlyInNext, x.Presence)
+			assert.Equal(t, onlyInNext, x.Presence)
 		}
 		assert.Empty(t, compareTwo(nil, nil).Cells)
 	})
@@ -160,11 +160,11 @@ func TestNewRatio(t *testing.T) {
 		lowerIsBetter bool
 		want          *Ratio
 	}{
-		{"up", 100, 112, false, &Ratio{Base: 100, Next: 112, Ratio: 1.12, Change: ChangeBetter}},
-		{"down", 100, 87, false, &Ratio{Base: 100, Next: 87, Ratio: 0.87, Change: ChangeWorse}},
-		{"latency up", 100, 112, true, &Ratio{Base: 100, Next: 112, Ratio: 1.12, Change: ChangeWorse}},
-		{"latency down", 100, 87, true, &Ratio{Base: 100, Next: 87, Ratio: 0.87, Change: ChangeBetter}},
-		{"just within", 100, 104.9, false, &Ratio{Base: 100, Next: 104.9, Ratio: 1.049, Change: ChangeSame}},
+		{"up", 100, 112, false, &Ratio{Base: 100, Next: 112, Ratio: 1.12, Change: changeBetter}},
+		{"down", 100, 87, false, &Ratio{Base: 100, Next: 87, Ratio: 0.87, Change: changeWorse}},
+		{"latency up", 100, 112, true, &Ratio{Base: 100, Next: 112, Ratio: 1.12, Change: changeWorse}},
+		{"latency down", 100, 87, true, &Ratio{Base: 100, Next: 87, Ratio: 0.87, Change: changeBetter}},
+		{"just within", 100, 104.9, false, &Ratio{Base: 100, Next: 104.9, Ratio: 1.049, Change: changeSame}},
 		{"base only", 100, 0, false, &Ratio{Base: 100}},
 		{"next only", 0, 50, true, &Ratio{Next: 50}},
 		{"neither", 0, -1, false, nil},
@@ -242,14 +242,14 @@ func TestCompareSeparatesChangeFromNoise(t *testing.T) {
 		wantTTFT Change
 	}{
 		// Wide spreads over few requests: 30% apart is within noise.
-		{"noisy and few", 8, 1.0, 1.3, ChangeNoise, ChangeNoise},
+		{"noisy and few", 8, 1.0, 1.3, changeNoise, changeNoise},
 		// The same 30% over many steady requests is a change.
-		{"steady and many", 400, 0.2, 1.3, ChangeBetter, ChangeBetter},
-		{"steady and many, slower", 400, 0.2, 0.7, ChangeWorse, ChangeWorse},
+		{"steady and many", 400, 0.2, 1.3, changeBetter, changeBetter},
+		{"steady and many, slower", 400, 0.2, 0.7, changeWorse, changeWorse},
 		// Within the threshold stays the same whatever the noise.
-		{"within 5%", 400, 0.01, 1.03, ChangeSame, ChangeSame},
+		{"within 5%", 400, 0.01, 1.03, changeSame, changeSame},
 		// Two requests cannot tell change from noise.
-		{"too few to tell", 2, 1.0, 1.3, ChangeNoise, ChangeNoise},
+		{"too few to tell", 2, 1.0, 1.3, changeNoise, changeNoise},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -284,9 +284,9 @@ func TestCompareFewRequests(t *testing.T) {
 		return &matrix.Results{Schema: matrix.Schema, Cells: []matrix.Cell{c}}
 	}
 	c := compareTwo(one(1), one(1.3)).Cell(128*tokensK, 1)
-	assert.Equal(t, ChangeBetter, c.TotalTokensPerSec.Change, "%+v", c.TotalTokensPerSec)
-	assert.Equal(t, ChangeBetter, c.TBTp50.Change, "%+v", c.TBTp50)
-	assert.Equal(t, ChangeNoise, c.TTFTp50.Change, "one request's TTFT: %+v", c.TTFTp50)
+	assert.Equal(t, changeBetter, c.TotalTokensPerSec.Change, "%+v", c.TotalTokensPerSec)
+	assert.Equal(t, changeBetter, c.TBTp50.Change, "%+v", c.TBTp50)
+	assert.Equal(t, changeNoise, c.TTFTp50.Change, "one request's TTFT: %+v", c.TTFTp50)
 
 	elsewhere := func(f float64) *matrix.Results {
 		c := noisyCell(0, 4, 0, 0, f)
@@ -294,8 +294,8 @@ func TestCompareFewRequests(t *testing.T) {
 		return &matrix.Results{Schema: matrix.Schema, Cells: []matrix.Cell{c}}
 	}
 	c = compareTwo(elsewhere(1), elsewhere(1.3)).Cell(0, 4)
-	assert.Equal(t, ChangeBetter, c.TotalTokensPerSec.Change)
-	assert.Equal(t, ChangeBetter, c.TTFTp50.Change)
+	assert.Equal(t, changeBetter, c.TotalTokensPerSec.Change)
+	assert.Equal(t, changeBetter, c.TTFTp50.Change)
 	assert.Nil(t, c.TotalTokensPerSec.BaseInterval)
 }
 
@@ -344,14 +344,14 @@ func TestCompareSameServerTwice(t *testing.T) {
 		for name, r := range map[string]*Ratio{"prompt tok/s": p.PromptTokensPerSec, "TTFT": p.TTFT} {
 			require.True(t, r.compared(), "prefill %s %s", formatTokens(p.ContextTokens), name)
 			require.NotNil(t, r.BaseInterval, "prefill %s %s has an interval", formatTokens(p.ContextTokens), name)
-			assert.NotContains(t, []Change{ChangeBetter, ChangeWorse}, r.Change,
+			assert.NotContains(t, []Change{changeBetter, changeWorse}, r.Change,
 				"prefill %s %s: %.1f → %.1f (%v, %v)", formatTokens(p.ContextTokens), name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
 		}
 	}
 	for _, c := range same.Cells {
 		for name, r := range map[string]*Ratio{"total": c.TotalTokensPerSec, "per request": c.PerRequestTokensPerSec, "TTFT": c.TTFTp50, "TBT": c.TBTp50} {
 			if r.compared() {
-				assert.NotContains(t, []Change{ChangeBetter, ChangeWorse}, r.Change,
+				assert.NotContains(t, []Change{changeBetter, changeWorse}, r.Change,
 					"%s × %d %s: %.1f → %.1f (%v, %v)", formatTokens(c.ContextTokens), c.Concurrency, name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
 			}
 		}
@@ -360,7 +360,7 @@ func TestCompareSameServerTwice(t *testing.T) {
 	slower := compareTwo(a, slow)
 	for _, p := range slower.Prefill {
 		for name, r := range map[string]*Ratio{"prompt tok/s": p.PromptTokensPerSec, "TTFT": p.TTFT} {
-			assert.Equal(t, ChangeWorse, r.Change, "prefill %s %s: %.1f → %.1f (%v, %v)", formatTokens(p.ContextTokens), name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
+			assert.Equal(t, changeWorse, r.Change, "prefill %s %s: %.1f → %.1f (%v, %v)", formatTokens(p.ContextTokens), name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
 		}
 	}
 	checked := 0
@@ -373,7 +373,7 @@ func TestCompareSameServerTwice(t *testing.T) {
 			continue
 		}
 		checked++
-		assert.Equal(t, ChangeWorse, c.TotalTokensPerSec.Change, "%s × %d total: %.1f → %.1f (%v, %v)", formatTokens(c.ContextTokens), c.Concurrency,
+		assert.Equal(t, changeWorse, c.TotalTokensPerSec.Change, "%s × %d total: %.1f → %.1f (%v, %v)", formatTokens(c.ContextTokens), c.Concurrency,
 			c.TotalTokensPerSec.Base, c.TotalTokensPerSec.Next, c.TotalTokensPerSec.BaseInterval, c.TotalTokensPerSec.NextInterval)
 	}
 	if checked == 0 {
@@ -441,10 +441,10 @@ func TestCompareClientLimited(t *testing.T) {
 	next := &matrix.Results{Schema: matrix.Schema, Cells: []matrix.Cell{noisyCell(0, 8, 400, 0.2, 0.5)}}
 	next.Cells[0].Measurement.ClientLimited = true
 	c := compareTwo(base, next).Cell(0, 8)
-	assert.Equal(t, ChangeNoise, c.TotalTokensPerSec.Change)
-	assert.Equal(t, ChangeNoise, c.TTFTp50.Change)
+	assert.Equal(t, changeNoise, c.TotalTokensPerSec.Change)
+	assert.Equal(t, changeNoise, c.TTFTp50.Change)
 	next.Cells[0].Measurement.ClientLimited = false
-	assert.Equal(t, ChangeWorse, compareTwo(base, next).Cell(0, 8).TotalTokensPerSec.Change)
+	assert.Equal(t, changeWorse, compareTwo(base, next).Cell(0, 8).TotalTokensPerSec.Change)
 }
 
 // TestCompareRuns compares sides of repeated runs: a side's figure is the
@@ -458,12 +458,12 @@ func TestCompareRuns(t *testing.T) {
 
 	// One run against one: 1.2 is beyond the run's own tight interval.
 	c := compareTwo(base[0], run(1.2)).Cell(0, 8)
-	assert.Equal(t, ChangeBetter, c.TotalTokensPerSec.Change)
+	assert.Equal(t, changeBetter, c.TotalTokensPerSec.Change)
 
 	// Against the three: their spread (1 to 1.3) holds 1.2.
 	cmp := Compare(base, []*matrix.Results{run(1.2), run(1.25)})
 	c = cmp.Cell(0, 8)
-	assert.Equal(t, ChangeNoise, c.TotalTokensPerSec.Change, "%+v", c.TotalTokensPerSec)
+	assert.Equal(t, changeNoise, c.TotalTokensPerSec.Change, "%+v", c.TotalTokensPerSec)
 	assert.InDelta(t, 440, c.TotalTokensPerSec.Base, 1e-9, "the median of 400, 520 and 440")
 	assert.InDelta(t, 490, c.TotalTokensPerSec.Next, 1e-9, "the median of 480 and 500")
 	require.NotNil(t, c.TotalTokensPerSec.BaseInterval)
@@ -474,8 +474,8 @@ func TestCompareRuns(t *testing.T) {
 
 	// Twice as fast stands out of any of it.
 	c = Compare(base, []*matrix.Results{run(2), run(2.1)}).Cell(0, 8)
-	assert.Equal(t, ChangeBetter, c.TotalTokensPerSec.Change)
-	assert.Equal(t, ChangeBetter, c.TTFTp50.Change)
+	assert.Equal(t, changeBetter, c.TotalTokensPerSec.Change)
+	assert.Equal(t, changeBetter, c.TTFTp50.Change)
 
 	// Two runs of one request each: their spread tells the noise the
 	// requests alone could not.
@@ -483,7 +483,7 @@ func TestCompareRuns(t *testing.T) {
 		return &matrix.Results{Schema: matrix.Schema, Cells: []matrix.Cell{noisyCell(0, 1, 1, 0, f)}}
 	}
 	c = Compare([]*matrix.Results{few(1), few(1.02)}, []*matrix.Results{few(1.5), few(1.52)}).Cell(0, 1)
-	assert.Equal(t, ChangeBetter, c.TTFTp50.Change, "%+v", c.TTFTp50)
+	assert.Equal(t, changeBetter, c.TTFTp50.Change, "%+v", c.TTFTp50)
 }
 
 // BenchmarkCompareSparse compares two results files of 2,000 cells that
@@ -555,7 +555,7 @@ func TestCompareEnergy(t *testing.T) {
 	assert.Equal(t, 2.0, c.TokensPerJoule.Base)
 	assert.Equal(t, 2.5, c.TokensPerJoule.Next)
 	assert.Equal(t, 1.25, c.TokensPerJoule.Ratio)
-	assert.Equal(t, ChangeBetter, c.TokensPerJoule.Change, "more tokens a joule is better")
+	assert.Equal(t, changeBetter, c.TokensPerJoule.Change, "more tokens a joule is better")
 	assert.Nil(t, cmp.Cell(0, 128).TokensPerJoule, "over capacity in both: nothing to compare")
 	for f, want := range map[Format]string{
 		Table: "tok/J 1.25×", Markdown: "| Tokens per joule |", HTML: "Tokens per joule: 2.00 → 2.50",

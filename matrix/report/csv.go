@@ -21,7 +21,7 @@ var csvHeader = []string{
 }
 
 // csvNoisy is the last column [CSV] adds when a cell is
-// noisy (see [Measurement].Noisy): true for such a cell.
+// noisy (see [matrix.Measurement].Noisy): true for such a cell.
 const csvNoisy = "noisy"
 
 // csvPromptTokens is the column [CSV] adds after csvHeader's
@@ -37,12 +37,12 @@ const csvPromptTokens = "prompt_tokens"
 // order (phase "decode"). Latencies are medians. When the server counted a
 // prompt more than 1% off its context's label, a last column,
 // prompt_tokens, gives every row's size as counted (context_tokens stays
-// the label). When a cell is noisy (see [Measurement].Noisy), a last
+// the label). When a cell is noisy (see [matrix.Measurement].Noisy), a last
 // column, noisy, says which (true) and which not. When the GPUs' energy was
-// read (see [Measurement].Energy), columns gpu_energy_j, gpu_mean_w,
+// read (see [matrix.Measurement].Energy), columns gpu_energy_j, gpu_mean_w,
 // tokens_per_joule, joules_per_token and, with a cost, usd_per_million_tokens
 // come next. When a cell's TTFT was split by the server's own timings (see
-// [Measurement].SplitRequests), columns server_queue_ms, server_prefill_ms
+// [matrix.Measurement].SplitRequests), columns server_queue_ms, server_prefill_ms
 // and rest_ms (medians), their p99s (server_queue_p99_ms…) and
 // outside_server ("client", "network" or empty) come last. Fields that do not
 // apply are empty: rates and latencies of a

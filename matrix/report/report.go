@@ -36,7 +36,7 @@ var longHead = []string{"Phase", "Context", "Requests at once", "Status", "Total
 	"TTFT", "Time between tokens", "Average active requests", "Completed requests", "Output tokens", "Measured for"}
 
 // report is what every report of a run shows, gathered once from its
-// [Results]. The renderers ([Table], [Markdown],
+// [matrix.Results]. The renderers ([Table], [Markdown],
 // [CSV] and [HTML]) only lay it out.
 type report struct {
 	r       *matrix.Results

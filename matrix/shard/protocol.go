@@ -44,8 +44,8 @@ const (
 	// run, for the followers to hear that it is over.
 	stopTimeout = 5 * time.Second
 	// maxAnswer bounds a leader's answer: a share holds a prompt of up
-	// to matrix.MaxContextTokens tokens, about 8 bytes each at most.
-	maxAnswer = 8*matrix.MaxContextTokens + fleet.MaxImageBytes + 1<<20
+	// to fleet.MaxContextTokens tokens, about 8 bytes each at most.
+	maxAnswer = 8*fleet.MaxContextTokens + fleet.MaxImageBytes + 1<<20
 	// maxRequest bounds a follower's request, but for a report.
 	maxRequest = 16 << 10
 	// maxReport bounds a follower's report: its part of a cell and the
