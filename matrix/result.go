@@ -26,7 +26,7 @@ const Schema = "llmload.matrix/v2"
 const schemaV1 = "llmload.matrix/v1"
 
 // Results are a matrix run: the spec, the server, the prefill table and the
-// decode grid. It is one Go value, and as JSON (see [FormatJSON]) a
+// decode grid. It is one Go value, and as JSON (see [SaveFile]) a
 // versioned document that other tools read.
 type Results struct {
 	Schema string          `json:"schema"`
