@@ -21,8 +21,9 @@ import (
 var htmlSource string
 
 // htmlTemplates holds the results page, the comparison page and the parts
-// they share. html/template escapes every string that reaches the page.
-var htmlTemplates = template.Must(template.New("report").Parse(htmlSource))
+// they share, the charts' drawing among them (chart.Template).
+// html/template escapes every string that reaches the page.
+var htmlTemplates = template.Must(template.Must(template.New("report").Parse(chart.Template)).Parse(htmlSource))
 
 // writeHTML writes the results as one self-contained HTML page: inline CSS
 // and SVG, no scripts, fonts or anything else fetched from the network. It
