@@ -24,7 +24,8 @@
 //     server's KV cache before any request is sent, and holds the one
 //     description of a server measured (its engine, version and limits).
 //   - [github.com/llmload/llmload/matrix] runs the speed-test matrix (contexts ×
-//     concurrency) and renders its reports; [github.com/llmload/llmload/matrix/shard]
+//     concurrency); [github.com/llmload/llmload/matrix/report] renders its
+//     results and compares runs; [github.com/llmload/llmload/matrix/shard]
 //     spreads a run over several machines.
 //
 // Imports point down only: matrix and sweep use loadgen and capacity,

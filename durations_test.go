@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmload/llmload/loadgen/sweep"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 )
 
 // numericDurations are the fields written before the rule on durations in
@@ -68,7 +69,7 @@ func TestDurationsInFilesFollowOneRule(t *testing.T) {
 			}
 		}
 	}
-	for _, doc := range []any{matrix.Results{}, matrix.Comparison{}, sweep.Results{}} {
+	for _, doc := range []any{matrix.Results{}, report.Comparison{}, sweep.Results{}} {
 		walk(reflect.TypeOf(doc))
 	}
 	if len(bad) > 0 {

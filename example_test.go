@@ -27,7 +27,7 @@ func Example() {
 		Spec: matrix.Spec{
 			URL: srv.URL + "/v1", Model: "bench",
 			Contexts: []int{0, 248 * 1024}, Concurrency: []int{1, 2}, Prefill: []int{},
-			Duration: matrix.Duration(5 * time.Second), MaxTokens: 8192,
+			Duration: 5 * time.Second, MaxTokens: 8192,
 		},
 		Server: capacity.Server{Speed: p.Speed},
 		Client: &loadgen.Client{HTTPClient: srv.Client()},

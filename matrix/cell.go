@@ -23,7 +23,6 @@ import (
 // (ctx ended); the cell then holds what was measured, marked Partial, or
 // is left undecided when its window had counted no token.
 func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
-	spec := cr.spec
 	sc := cr.scout(ctx, c.ContextTokens, "cell")
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
@@ -34,28 +33,10 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 		c.Status, c.Reason = sc.Status, sc.Reason
 		return nil
 	}
-	p := cr.prompts[c.ContextTokens]
-	req := &loadgen.Request{
-		API: spec.API, Model: spec.Model, Prompt: p.text, Images: cr.images,
-		MaxTokens: spec.MaxTokens, IgnoreEOS: true, Usage: loadgen.UsageContinuous,
-		ServerTimings: cr.res.Server.Engine == capacity.EngineVLLM,
-	}
-
-	n := c.Concurrency
-	w := *spec.Warmup
-	// A stream that waits for its first token longer than the server would
-	// take to prefill every stream's prompt from scratch, one after
-	// another, waits for a place, not for prefill. (A server with a prefix
-	// cache per slot, as llama.cpp's and Ollama's, prefills the prompt
-	// again in every slot the scout did not warm.)
-	queueAfter := time.Duration(w.Flow) + time.Duration(n)*max(p.coldTTFT, sc.ttft)
-	warmupTimeout := time.Duration(w.Timeout) + time.Duration(w.PerContextK)*time.Duration(c.ContextTokens/tokensK)
+	a := &cellAttempt{cr: cr, c: c, p: cr.prompts[c.ContextTokens], sc: sc}
 	cellCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	// With a fleet, this process runs its share of the streams, the
-	// followers theirs.
-	fleet, local, err := cr.startFleet(cellCtx, c, req, warmupTimeout, queueAfter)
-	if err != nil {
+	if err := a.start(cellCtx); err != nil {
 		if ctx.Err() != nil {
 			// Interrupted while waiting for the fleet: nothing was
 			// measured, and the cell is left for -resume.
@@ -65,29 +46,89 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 		c.Status, c.Reason = Failed, err.Error()
 		return nil
 	}
-	var rec metrics.Recorder
-	if spec.SLO != nil {
-		rec.SLO = *spec.SLO
+	run, runErr := a.run(cellCtx, stop, index, total)
+	if _, ok := errors.AsType[*loadgen.ConfigError](runErr); ok {
+		return runErr // nothing was sent
 	}
-	if every := time.Duration(spec.Series); every > 0 {
-		rec.Every = every
+	return a.conclude(ctx, cellCtx, run, runErr)
+}
+
+// cellAttempt is one cell on its way through the run: its scout's
+// answer, its streams' requests and the generator that sends them.
+type cellAttempt struct {
+	cr *cellRun
+	c  *Cell
+	p  *prompt
+	sc scoutResult
+
+	req           *loadgen.Request
+	warmupTimeout time.Duration
+	queueAfter    time.Duration
+	fleet         *fleetCell
+	local         int // the streams this process runs
+	rec           metrics.Recorder
+	streams       *streamTracker
+	warm          *warmup
+	g             *loadgen.Generator
+
+	samples  *serverSamples // the server's /metrics over the window
+	readings []gauges       // the readings kept for the cell's series
+}
+
+// start works out the cell's request and warm-up, joins the fleet, if
+// any, and builds the generator of this process's streams.
+func (a *cellAttempt) start(ctx context.Context) error {
+	cr, c, spec := a.cr, a.c, a.cr.spec
+	a.req = &loadgen.Request{
+		API: spec.API, Model: spec.Model, Prompt: a.p.text, Images: cr.images,
+		MaxTokens: spec.MaxTokens, IgnoreEOS: true, Usage: loadgen.UsageContinuous,
+		ServerTimings: cr.res.Server.Engine == capacity.EngineVLLM,
+	}
+	w := *spec.Warmup
+	// A stream that waits for its first token longer than the server would
+	// take to prefill every stream's prompt from scratch, one after
+	// another, waits for a place, not for prefill. (A server with a prefix
+	// cache per slot, as llama.cpp's and Ollama's, prefills the prompt
+	// again in every slot the scout did not warm.)
+	a.queueAfter = w.Flow + time.Duration(c.Concurrency)*max(a.p.coldTTFT, a.sc.ttft)
+	a.warmupTimeout = w.Timeout + w.PerContextK*time.Duration(c.ContextTokens/tokensK)
+	// With a fleet, this process runs its share of the streams, the
+	// followers theirs.
+	var err error
+	a.fleet, a.local, err = cr.startFleet(ctx, c, a.req, a.warmupTimeout, a.queueAfter)
+	if err != nil {
+		return err
+	}
+	if spec.SLO != nil {
+		a.rec.SLO = *spec.SLO
+	}
+	if every := spec.Series; every > 0 {
+		a.rec.Every = every
 		cr.sampler.Keep()
 	}
-	streams := newStreamTracker(local)
-	warm := &warmup{
-		n: local, cellN: n, streams: streams, sampler: cr.sampler,
-		flow: time.Duration(w.Flow), queueAfter: queueAfter, knownCap: cr.queueCap,
+	a.streams = newStreamTracker(a.local)
+	a.warm = &warmup{
+		n: a.local, cellN: c.Concurrency, streams: a.streams, sampler: cr.sampler,
+		flow: w.Flow, queueAfter: a.queueAfter, knownCap: cr.queueCap,
 	}
+	a.g = a.generator(w.Min)
+	return nil
+}
+
+// generator is the generator of this process's streams, warming up for
+// at least warmupMin.
+func (a *cellAttempt) generator(warmupMin time.Duration) *loadgen.Generator {
+	cr, c, streams, req := a.cr, a.c, a.streams, a.req
 	g := &loadgen.Generator{
-		Client: cr.client, Load: loadgen.Closed{Streams: local}, Recorder: &rec,
+		Client: cr.client, Load: loadgen.Closed{Streams: a.local}, Recorder: &a.rec,
 		Source: func(slot, seq int) *loadgen.Request {
 			streams.begin(slot, seq)
 			return req
 		},
-		Warmup:        time.Duration(w.Min),
-		WarmupUntil:   warm.until,
-		WarmupTimeout: warmupTimeout,
-		Duration:      time.Duration(spec.Duration),
+		Warmup:        warmupMin,
+		WarmupUntil:   a.warm.until,
+		WarmupTimeout: a.warmupTimeout,
+		Duration:      cr.spec.Duration,
 		OnWindow: func(w metrics.Window) {
 			cr.sampler.MarkWindow(w)
 			if cr.gpus != nil {
@@ -98,37 +139,50 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 		},
 	}
 	if on := cr.r.OnRequest; on != nil {
-		g.OnRequest = func(req *loadgen.Request, tl *metrics.Timeline) { on(c.ContextTokens, n, rec.Window(), req, tl) }
+		g.OnRequest = func(req *loadgen.Request, tl *metrics.Timeline) {
+			on(c.ContextTokens, c.Concurrency, a.rec.Window(), req, tl)
+		}
 	}
-	fleet.configure(g, warm)
+	a.fleet.configure(g, a.warm)
 	if cr.r.OnCell != nil {
-		cr.r.OnCell(c.ContextTokens, n, g)
+		cr.r.OnCell(c.ContextTokens, c.Concurrency, g)
 	}
+	return g
+}
 
+// run launches the fleet, if any, and runs this process's streams,
+// watched for a stuck server, through the warm-up and the window; then it
+// takes the server's samples.
+func (a *cellAttempt) run(ctx context.Context, stop context.CancelCauseFunc, index, total int) (*loadgen.Run, error) {
+	cr := a.cr
 	var wg sync.WaitGroup
 	watch := make(chan struct{})
-	wg.Go(func() { cr.watch(cellCtx, g, streams, stop, watch, index, total, c) })
-	run, runErr := &loadgen.Run{Recorder: &rec}, fleet.launch(cellCtx)
+	wg.Go(func() { cr.watch(ctx, a.g, a.streams, stop, watch, index, total, a.c) })
+	run, runErr := &loadgen.Run{Recorder: &a.rec}, a.fleet.launch(ctx)
 	if runErr == nil {
-		run, runErr = g.Run(cellCtx)
+		run, runErr = a.g.Run(ctx)
 	}
 	if _, ok := errors.AsType[*loadgen.NothingMeasuredError](runErr); ok {
 		runErr = nil // a cell that measured nothing is judged by classify
 	}
 	close(watch)
 	wg.Wait()
-	samples := cr.sampler.Summary()
-	readings := cr.sampler.Kept()
-	if _, ok := errors.AsType[*loadgen.ConfigError](runErr); ok {
-		return runErr // nothing was sent
-	}
+	a.samples = cr.sampler.Summary()
+	a.readings = cr.sampler.Kept()
+	return run, runErr
+}
+
+// conclude merges the shards' parts, if any, into the cell's measurement
+// and classifies the cell. ctx is the run's, cellCtx the cell's.
+func (a *cellAttempt) conclude(ctx, cellCtx context.Context, run *loadgen.Run, runErr error) error {
+	c := a.c
 	// The seed's meaning: TTFT and the other per-request figures are over
 	// every request the cell launched, warm-up included; throughput is the
 	// window's.
-	recording := rec.Recording(metrics.ScopeAll)
+	recording := a.rec.Recording(metrics.ScopeAll)
 	run.Summary = recording.Summary
-	st := streams.summary()
-	if err := fleet.merge(ctx, run, &recording, &st, warm); err != nil {
+	st := a.streams.summary()
+	if err := a.fleet.merge(ctx, run, &recording, &st, a.warm); err != nil {
 		if errors.Is(err, errNoWindow) && ctx.Err() != nil {
 			// Interrupted before a window opened: nothing to keep, and
 			// the cell is left for -resume to run again.
@@ -141,62 +195,15 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 		}
 		return nil
 	}
-	if ctx.Err() != nil && (rec.Window().Start.IsZero() || run.Summary.OutputTokens == 0) {
+	if ctx.Err() != nil && (a.rec.Window().Start.IsZero() || run.Summary.OutputTokens == 0) {
 		// Interrupted in its warm-up, or before its window counted a
 		// token: no tokens says nothing of the server's capacity here, so
 		// the cell is left undecided, for Resume to run again.
 		c.Status, c.Reason = StatusUnknown, "interrupted before its window measured a token"
 		return context.Cause(ctx)
 	}
-
-	m := cr.measurement(run, samples, st)
-	// The cell's series, every shard's merged: the results keep it once,
-	// without what it merged from.
-	if s := recording.Series; s != nil {
-		c := *s
-		c.From, c.Tokens, c.TTFTBins, c.ITLBins = time.Time{}, nil, nil, nil
-		m.Series = &c
-		addServer(m.Series, readings)
-	}
-	recording.Series = nil
-	m.Recording = &recording
-	if cr.gpus != nil && !run.Summary.Window.Start.IsZero() {
-		e, err := cr.gpus.Energy(ctx, run.Summary.Window, m.OutputTokens, cr.r.GPUHourlyCost)
-		if err != nil {
-			cr.r.logf("  the GPUs' energy: %v", err)
-		}
-		m.Energy = e
-	}
-	if st := m.Streams; st != nil {
-		if m.TotalTokensPerSec > 0 && st.AvgDecoding > 0 {
-			st.DecodeMs = 1000 * float64(spec.MaxTokens) * st.AvgDecoding / m.TotalTokensPerSec
-		}
-	}
-	c.Measurement = m
-	s := run.Summary
-	c.Requests += s.Requests
-	c.Errors += s.Failed
-	c.ErrorKinds = counts.Add(c.ErrorKinds, s.Errors)
-	m.WarmupEnded = warm.reason
-	if run.WarmupTimedOut {
-		m.WarmupEnded = warm.timedOut()
-	}
-	// The prompt's prefill, cached: the idle server's quickest answer to
-	// it, not this scout's if the server was still busy.
-	prefill := sc.ttft
-	if p.warmTTFT > 0 {
-		prefill = min(prefill, p.warmTTFT)
-	}
-	c.Status, c.Reason = classify(fleet.measured(c), run, samples, m.Streams, prefill, spec.ErrorThreshold)
-	if c.Status == RequestsQueued {
-		cr.learnCap(c.Concurrency, samples, m.Streams)
-	}
-	m.Notes = append(explain(fleet.measured(c), m, p.coldTTFT), energyNotes(m.Energy)...)
-	if note := outsideNote(run.Summary.Split, m); note != "" {
-		m.Notes = append(m.Notes, note)
-	}
-	m.Noisy = noisy(fleet.measured(c), m)
-	fleet.finish(m)
+	m := a.measure(ctx, run, &recording, st)
+	a.classify(run, m)
 	stuck := runErr != nil && context.Cause(cellCtx) == errStuck && ctx.Err() == nil
 	if stuck {
 		c.Status = OverCapacity
@@ -211,6 +218,67 @@ func (cr *cellRun) cell(ctx context.Context, c *Cell, index, total int) error {
 		c.Status, c.Reason = Failed, runErr.Error()
 	}
 	return nil
+}
+
+// measure makes the cell's measurement of its run: the figures, its
+// series with the server's readings, the GPUs' energy, and the cell's
+// requests and errors.
+func (a *cellAttempt) measure(ctx context.Context, run *loadgen.Run, recording *metrics.Recording, st *Streams) *Measurement {
+	cr, c := a.cr, a.c
+	m := cr.measurement(run, a.samples, st)
+	// The cell's series, every shard's merged: the results keep it once,
+	// without what it merged from.
+	if s := recording.Series; s != nil {
+		c := *s
+		c.From, c.Tokens, c.TTFTBins, c.ITLBins = time.Time{}, nil, nil, nil
+		m.Series = &c
+		addServer(m.Series, a.readings)
+	}
+	recording.Series = nil
+	m.Recording = recording
+	if cr.gpus != nil && !run.Summary.Window.Start.IsZero() {
+		e, err := cr.gpus.Energy(ctx, run.Summary.Window, m.OutputTokens, cr.r.GPUHourlyCost)
+		if err != nil {
+			cr.r.logf("  the GPUs' energy: %v", err)
+		}
+		m.Energy = e
+	}
+	if st := m.Streams; st != nil {
+		if m.TotalTokensPerSec > 0 && st.AvgDecoding > 0 {
+			st.DecodeMs = 1000 * float64(cr.spec.MaxTokens) * st.AvgDecoding / m.TotalTokensPerSec
+		}
+	}
+	c.Measurement = m
+	s := run.Summary
+	c.Requests += s.Requests
+	c.Errors += s.Failed
+	c.ErrorKinds = counts.Add(c.ErrorKinds, s.Errors)
+	m.WarmupEnded = a.warm.reason
+	if run.WarmupTimedOut {
+		m.WarmupEnded = a.warm.timedOut()
+	}
+	return m
+}
+
+// classify decides the measured cell's status and writes its notes.
+func (a *cellAttempt) classify(run *loadgen.Run, m *Measurement) {
+	cr, c := a.cr, a.c
+	// The prompt's prefill, cached: the idle server's quickest answer to
+	// it, not this scout's if the server was still busy.
+	prefill := a.sc.ttft
+	if a.p.warmTTFT > 0 {
+		prefill = min(prefill, a.p.warmTTFT)
+	}
+	c.Status, c.Reason = classify(a.fleet.measured(c), run, a.samples, m.Streams, prefill, cr.spec.ErrorThreshold)
+	if c.Status == RequestsQueued {
+		cr.learnCap(c.Concurrency, a.samples, m.Streams)
+	}
+	m.Notes = append(explain(a.fleet.measured(c), m, a.p.coldTTFT), energyNotes(m.Energy)...)
+	if note := outsideNote(run.Summary.Split, m); note != "" {
+		m.Notes = append(m.Notes, note)
+	}
+	m.Noisy = noisy(a.fleet.measured(c), m)
+	a.fleet.finish(m)
 }
 
 // warmup decides when a cell's window may open. A cell is steady once
@@ -303,7 +371,7 @@ func (cr *cellRun) stuckAfter() time.Duration {
 	if cr.r.StuckAfter > 0 {
 		return cr.r.StuckAfter
 	}
-	return min(defaultStuckAfter, time.Duration(cr.spec.Duration))
+	return min(defaultStuckAfter, cr.spec.Duration)
 }
 
 // watch reads the streams' state every streamTick, writes the progress
@@ -610,9 +678,9 @@ func noisy(c *Cell, m *Measurement) string {
 	if st := m.Streams; st != nil && st.PeakDecoding < min(minWindowStreams, c.Concurrency) {
 		why = append(why, fmt.Sprintf("only %d of its %s decoded in the window", st.PeakDecoding, plural(c.Concurrency, "stream", "streams")))
 	}
-	if total, _, _, _ := cellEstimates(c, 1); total.in != nil {
+	if total, _, _, _ := c.Intervals(1); total != nil {
 		v := m.TotalTokensPerSec
-		if lo, hi := (v-total.in.Low)/v, (total.in.High-v)/v; max(lo, hi) > noiseShare {
+		if lo, hi := (v-total.Low)/v, (total.High-v)/v; max(lo, hi) > noiseShare {
 			why = append(why, fmt.Sprintf("its total tok/s is known only from %.0f%% below to %.0f%% above", 100*lo, 100*hi))
 		}
 	}

@@ -12,15 +12,15 @@ import (
 // Results hold every figure in wall time: a run against llmload's
 // simulator at Speed × runs Speed times faster than the server it
 // simulates, and its file says so once, in Server.Speed. The reports speak
-// in the simulated server's own time; inServerTime is where they convert,
+// in the simulated server's own time; [Results.InServerTime] is where they convert,
 // the only place a speed is applied.
 
-// inServerTime returns the results as the reports show them: for a
+// InServerTime returns the results as the reports show them: for a
 // simulated run at a speed other than 1, a copy with every duration
 // multiplied by the speed and every rate divided by it (the client's own
 // timer lag too); otherwise r itself. The copy's recordings stay in wall
 // time, and are dropped from it so nothing reads them in the wrong clock.
-func (r *Results) inServerTime() *Results {
+func (r *Results) InServerTime() *Results {
 	s := r.Server.Speed
 	if !(s > 0) || s == 1 {
 		return r
@@ -139,14 +139,14 @@ func roundFigure(x float64) float64 {
 
 // converted returns the spec with its durations in the other clock.
 func (s Spec) converted(to clockConversion) Spec {
-	s.Duration = Duration(to.duration(time.Duration(s.Duration)))
+	s.Duration = to.duration(s.Duration)
 	if s.Series > 0 {
-		s.Series = Duration(to.duration(time.Duration(s.Series)))
+		s.Series = to.duration(s.Series)
 	}
 	if s.Warmup != nil {
 		w := *s.Warmup
-		for _, d := range []*Duration{&w.Min, &w.Flow, &w.Timeout, &w.PerContextK} {
-			*d = Duration(to.duration(time.Duration(*d)))
+		for _, d := range []*time.Duration{&w.Min, &w.Flow, &w.Timeout, &w.PerContextK} {
+			*d = to.duration(*d)
 		}
 		s.Warmup = &w
 	}

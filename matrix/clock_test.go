@@ -46,7 +46,7 @@ func TestResultsV1FiguresComeBackExact(t *testing.T) {
 		Cells []map[string]json.RawMessage `json:"cells"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &doc))
-	shown := res.inServerTime()
+	shown := res.InServerTime()
 	checked := 0
 	for i, c := range shown.Cells {
 		m := c.Measurement

@@ -17,6 +17,7 @@ import (
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 )
 
 // energyTruth polls a simulator's ground truth of the energy its power
@@ -67,8 +68,8 @@ func TestRunnerEnergy(t *testing.T) {
 	spec := matrix.Spec{
 		URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: []int{1, 4}, Prefill: []int{},
-		Duration: matrix.Duration(10 * time.Second), MaxTokens: 2000,
-		Warmup: &matrix.Warmup{Min: matrix.Duration(time.Second), Flow: matrix.Duration(time.Second), Timeout: matrix.Duration(5 * time.Second)},
+		Duration: 10 * time.Second, MaxTokens: 2000,
+		Warmup: &matrix.Warmup{Min: time.Second, Flow: time.Second, Timeout: 5 * time.Second},
 	}
 	var log bytes.Buffer
 	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: capacity.Server{Simulated: true, Speed: speed},
@@ -96,26 +97,26 @@ func TestRunnerEnergy(t *testing.T) {
 	// the profile's, 20 + 80 + 10 W a stream (the wall clock's is speed ×
 	// that), its energy a token's the same in either.
 	var doc bytes.Buffer
-	require.NoError(t, matrix.FormatJSON.Write(&doc, res))
+	require.NoError(t, report.Write(&doc, report.JSON, res))
 	var back matrix.Results
 	require.NoError(t, json.Unmarshal(doc.Bytes(), &back))
 	assert.Equal(t, res.Cell(0, 4).Measurement.Energy, back.Cell(0, 4).Measurement.Energy, "the JSON keeps the energy")
 	assert.Contains(t, doc.String(), `"tokens_per_joule"`)
 	var md bytes.Buffer
-	require.NoError(t, matrix.FormatMarkdown.Write(&md, res))
+	require.NoError(t, report.Write(&md, report.Markdown, res))
 	assert.Contains(t, md.String(), "| Tokens per joule | Joules per token | $ per million tokens |")
 	for n, watts := range map[int]float64{1: 110, 4: 140} {
 		e := res.Cell(0, n).Measurement.Energy
 		assert.InEpsilon(t, speed*watts, e.MeanWatts, 0.03, "%d streams, in wall time (a stream idles between requests)", n)
 		assert.Contains(t, md.String(), fmt.Sprintf("| %.1f W |", e.MeanWatts/speed), "%d streams: about %g W in the server's own time", n, watts)
 	}
-	for _, f := range []matrix.Format{matrix.FormatTable, matrix.FormatHTML, matrix.FormatMarkdown} {
+	for _, f := range []report.Format{report.Table, report.HTML, report.Markdown} {
 		var b bytes.Buffer
-		require.NoError(t, f.Write(&b, res))
+		require.NoError(t, report.Write(&b, f, res))
 		assert.Contains(t, b.String(), " tok/J", "%v", f)
 	}
 	var csv bytes.Buffer
-	require.NoError(t, matrix.FormatCSV.Write(&csv, res))
+	require.NoError(t, report.Write(&csv, report.CSV, res))
 	head, _, _ := strings.Cut(csv.String(), "\n")
 	assert.True(t, strings.HasSuffix(head, ",gpu_energy_j,gpu_mean_w,tokens_per_joule,joules_per_token,usd_per_million_tokens"), head)
 }

@@ -55,8 +55,8 @@ func starvedServer(t *testing.T) *httptest.Server {
 func TestStarvedCellEndsEarly(t *testing.T) {
 	srv := starvedServer(t)
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
-		Contexts: []int{1024}, Concurrency: []int{2}, Prefill: []int{}, Duration: matrix.Duration(time.Minute), MaxTokens: 100,
-		Warmup: &matrix.Warmup{Min: matrix.Duration(100 * time.Millisecond), Flow: matrix.Duration(time.Second), Timeout: matrix.Duration(500 * time.Millisecond)}}
+		Contexts: []int{1024}, Concurrency: []int{2}, Prefill: []int{}, Duration: time.Minute, MaxTokens: 100,
+		Warmup: &matrix.Warmup{Min: 100 * time.Millisecond, Flow: time.Second, Timeout: 500 * time.Millisecond}}
 	r := &matrix.Runner{Spec: spec, IdleTimeout: 100 * time.Millisecond, StuckAfter: time.Second}
 	start := time.Now()
 	res, err := r.Run(t.Context())
@@ -88,8 +88,8 @@ func TestCellsUnderFaults(t *testing.T) {
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench" + loadgentest.FaultModelSuffix + tc.fault, API: loadgen.Completions,
-				Contexts: []int{0}, Concurrency: []int{2}, Prefill: []int{}, Duration: matrix.Duration(500 * time.Millisecond), MaxTokens: 1000,
-				Warmup: &matrix.Warmup{Min: matrix.Duration(100 * time.Millisecond), Flow: matrix.Duration(100 * time.Millisecond), Timeout: matrix.Duration(time.Second)}}
+				Contexts: []int{0}, Concurrency: []int{2}, Prefill: []int{}, Duration: 500 * time.Millisecond, MaxTokens: 1000,
+				Warmup: &matrix.Warmup{Min: 100 * time.Millisecond, Flow: 100 * time.Millisecond, Timeout: time.Second}}
 			res, err := (&matrix.Runner{Spec: spec, Client: &loadgen.Client{HTTPClient: srv.Client()}}).Run(t.Context())
 			require.NoError(t, err, "faults in requests do not end the run")
 			c := res.Cell(0, 2)

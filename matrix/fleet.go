@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,12 +72,12 @@ func (cr *cellRun) startFleet(ctx context.Context, c *Cell, req *loadgen.Request
 		Seq: cr.seq, ContextTokens: c.ContextTokens, Concurrency: c.Concurrency,
 		API: req.API, Model: req.Model, Prompt: req.Prompt, Images: req.Images, MaxTokens: req.MaxTokens,
 		ServerTimings: req.ServerTimings,
-		WarmupMin:     time.Duration(w.Min),
-		Flow:          time.Duration(w.Flow),
+		WarmupMin:     w.Min,
+		Flow:          w.Flow,
 		QueueAfter:    queueAfter,
 		WarmupTimeout: warmupTimeout,
-		Duration:      time.Duration(cr.spec.Duration),
-		Series:        max(time.Duration(cr.spec.Series), 0),
+		Duration:      cr.spec.Duration,
+		Series:        max(cr.spec.Series, 0),
 		SLO:           cr.spec.SLO,
 	}
 	fc, err := cr.r.Fleet.StartCell(ctx, sh)
@@ -120,7 +121,7 @@ func (f *fleetCell) merge(ctx context.Context, run *loadgen.Run, recording *metr
 		return nil
 	}
 	run.Warmup = warmedUp(run, recording.Summary.Window, f.own.Launch)
-	own := &sharePart{Recording: *recording, Streams: *streams, Health: run.Health, Warmup: Duration(run.Warmup),
+	own := &sharePart{Recording: *recording, Streams: *streams, Health: run.Health, Warmup: textDuration(run.Warmup),
 		WarmupEnded: warm.reason, Queued: f.gate.queued, WarmupTimedOut: f.gate.timedOut}
 	parts := f.collect(ctx, own) // an interrupted run waits briefly for the parts
 	window := f.own.Duration
@@ -134,13 +135,7 @@ func (f *fleetCell) merge(ctx context.Context, run *loadgen.Run, recording *metr
 	// its launch or warm-up) measured no window: while another share
 	// did, it is left out of the merge like a lost one, since its tokens
 	// and its empty window are not the cell's.
-	windowed := 0
-	for _, sp := range parts {
-		if sp.Part != nil && sp.Part.Recording.Summary.Window.Duration() > 0 {
-			windowed++
-		}
-	}
-	if windowed == 0 {
+	if !slices.ContainsFunc(parts, windowed) {
 		return errNoWindow
 	}
 	for _, sp := range parts {
@@ -158,15 +153,8 @@ func (f *fleetCell) merge(ctx context.Context, run *loadgen.Run, recording *metr
 		}
 		p := sp.Part
 		// The shard's window and times onto the leader's clock.
-		r := p.Recording
 		off := sh.offset()
-		r.Summary.Window = metrics.Window{Start: r.Summary.Window.Start.Add(-off), End: r.Summary.Window.End.Add(-off)}
-		if s := r.Series; s != nil && off != 0 {
-			c := *s
-			c.Start, c.End, c.From = s.Start.Add(-off), s.End.Add(-off), s.From.Add(-off)
-			c.Window = metrics.Window{Start: s.Window.Start.Add(-off), End: s.Window.End.Add(-off)}
-			r.Series = &c
-		}
+		r := onLeaderClock(p.Recording, off)
 		// The merged window is the windows' intersection: a shard whose
 		// window opened so late (a starved follower, a clock that moved
 		// after the exchange) that it would cut the cell's window by half
@@ -216,6 +204,24 @@ func (f *fleetCell) merge(ctx context.Context, run *loadgen.Run, recording *metr
 	run.Health = health
 	*streams = mergeStreams(ss)
 	return nil
+}
+
+// windowed reports whether a share measured a window.
+func windowed(sp shardPart) bool {
+	return sp.Part != nil && sp.Part.Recording.Summary.Window.Duration() > 0
+}
+
+// onLeaderClock is a shard's recording with its window and series moved
+// onto the leader's clock, from the shard's, off ahead of it.
+func onLeaderClock(r metrics.Recording, off time.Duration) metrics.Recording {
+	r.Summary.Window = metrics.Window{Start: r.Summary.Window.Start.Add(-off), End: r.Summary.Window.End.Add(-off)}
+	if s := r.Series; s != nil && off != 0 {
+		c := *s
+		c.Start, c.End, c.From = s.Start.Add(-off), s.End.Add(-off), s.From.Add(-off)
+		c.Window = metrics.Window{Start: s.Window.Start.Add(-off), End: s.Window.End.Add(-off)}
+		r.Series = &c
+	}
+	return r
 }
 
 // lose leaves the shard sh, lost for the reason sh.Lost gives, out of the

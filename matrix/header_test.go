@@ -73,8 +73,8 @@ func TestHeadersReachEveryRequest(t *testing.T) {
 	spec := matrix.Spec{
 		URL: gw.URL + "/v1", Model: "bench", API: loadgen.Chat,
 		Contexts: []int{1024}, Concurrency: []int{2},
-		Duration: matrix.Duration(3 * time.Second), MaxTokens: 200,
-		Warmup: &matrix.Warmup{Min: matrix.Duration(time.Second), Flow: matrix.Duration(time.Second), Timeout: matrix.Duration(5 * time.Second)},
+		Duration: 3 * time.Second, MaxTokens: 200,
+		Warmup: &matrix.Warmup{Min: time.Second, Flow: time.Second, Timeout: 5 * time.Second},
 	}
 	var log bytes.Buffer
 	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: capacity.Server{Simulated: true, Speed: speed},
@@ -98,16 +98,4 @@ func TestHeadersReachEveryRequest(t *testing.T) {
 	c := res.Cell(1024, 2)
 	require.NotNil(t, c)
 	require.NotNil(t, c.Measurement, "%s: %s", c.Status, c.Reason)
-}
-
-// The header gives a one-value span as that value: "1 context (16K) × 1
-// concurrency level (4)", not "(16K–16K)".
-func TestWriteTableOneContext(t *testing.T) {
-	res := tinyResults()
-	res.Spec.Contexts, res.Spec.Concurrency = []int{16 * 1024}, []int{4}
-	res.Cells = res.Cells[3:]
-	var out bytes.Buffer
-	require.NoError(t, matrix.FormatTable.Write(&out, res))
-	assert.Contains(t, out.String(), "1 context (16K) × 1 concurrency level (4) · prefill at 8K")
-	assert.NotContains(t, out.String(), "16K–16K")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 )
 
 // TestImagesInEveryPrompt: with a 448×448 picture in every prompt, each
@@ -37,7 +38,7 @@ func TestImagesInEveryPrompt(t *testing.T) {
 			srv := start(t)
 			spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
 				Contexts: []int{0, 2048}, Concurrency: []int{2}, Prefill: []int{4096}, PrefillRepeat: 1,
-				Duration: matrix.Duration(time.Second), MaxTokens: 64, Warmup: quickWarmup,
+				Duration: time.Second, MaxTokens: 64, Warmup: quickWarmup,
 				Images: []string{"448x448"}}
 			// 64 tokens, not fewer: a request's decoding, not its prefill,
 			// must be most of it, or the two streams' cell is told apart from a
@@ -59,7 +60,7 @@ func TestImagesInEveryPrompt(t *testing.T) {
 				}
 			}
 			var out bytes.Buffer
-			require.NoError(t, matrix.FormatTable.Write(&out, res))
+			require.NoError(t, report.Write(&out, report.Table, res))
 			assert.Contains(t, out.String(), "4K (256 image)")
 			assert.Contains(t, out.String(), "2K (256 image)")
 		})

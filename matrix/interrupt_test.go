@@ -13,6 +13,7 @@ import (
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 )
 
 // TestInterruptedWarmupIsResumed: a run cancelled during a cell's warm-up
@@ -26,9 +27,9 @@ func TestInterruptedWarmupIsResumed(t *testing.T) {
 	spec := matrix.Spec{
 		URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: []int{2}, Prefill: []int{},
-		Duration: matrix.Duration(time.Second), MaxTokens: 64,
+		Duration: time.Second, MaxTokens: 64,
 		// A warm-up far longer than the test waits before cancelling.
-		Warmup: &matrix.Warmup{Min: matrix.Duration(time.Minute), Flow: matrix.Duration(100 * time.Millisecond), Timeout: matrix.Duration(2 * time.Minute)},
+		Warmup: &matrix.Warmup{Min: time.Minute, Flow: 100 * time.Millisecond, Timeout: 2 * time.Minute},
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -49,7 +50,7 @@ func TestInterruptedWarmupIsResumed(t *testing.T) {
 		},
 		Save: func(res *matrix.Results) error {
 			saved.Reset()
-			return matrix.FormatJSON.Write(&saved, res)
+			return report.Write(&saved, report.JSON, res)
 		},
 	}
 	res, err := r.Run(ctx)
@@ -65,7 +66,7 @@ func TestInterruptedWarmupIsResumed(t *testing.T) {
 	back, err := matrix.ReadResults(&saved)
 	require.NoError(t, err)
 	require.Equal(t, matrix.StatusUnknown, back.Cell(0, 2).Status, "the saved cell is undecided: %s", back.Cell(0, 2).Reason)
-	spec.Warmup = &matrix.Warmup{Min: matrix.Duration(200 * time.Millisecond), Flow: matrix.Duration(100 * time.Millisecond), Timeout: matrix.Duration(10 * time.Second)}
+	spec.Warmup = &matrix.Warmup{Min: 200 * time.Millisecond, Flow: 100 * time.Millisecond, Timeout: 10 * time.Second}
 	again := &matrix.Runner{Spec: spec, Server: capacity.Server{Simulated: true, Speed: p.Speed},
 		Client: &loadgen.Client{HTTPClient: srv.Client()}, Log: &log, Resume: back}
 	res, err = again.Run(t.Context())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -27,7 +28,7 @@ func TestErrorKindsInJSON(t *testing.T) {
 			ErrorKinds: map[metrics.ErrorKind]int{metrics.KindTruncated: 3, metrics.KindServerStatus: 9}}},
 	}
 	var b bytes.Buffer
-	require.NoError(t, matrix.FormatJSON.Write(&b, res))
+	require.NoError(t, report.Write(&b, report.JSON, res))
 	assert.Contains(t, b.String(), `"error_kinds": {
         "stall": 3
       }`)
@@ -109,12 +110,12 @@ func TestResultsV1File(t *testing.T) {
 
 	// Its reports still speak in the simulated server's time, as before.
 	var md bytes.Buffer
-	require.NoError(t, matrix.FormatMarkdown.Write(&md, res))
+	require.NoError(t, report.Write(&md, report.Markdown, res))
 	assert.Contains(t, md.String(), "77.6")
 
 	// Written again, it is a version 2 file that reads back the same.
 	var back bytes.Buffer
-	require.NoError(t, matrix.FormatJSON.Write(&back, res))
+	require.NoError(t, report.Write(&back, report.JSON, res))
 	assert.Contains(t, back.String(), `"schema": "`+matrix.Schema+`"`)
 	again, err := matrix.ReadResults(&back)
 	require.NoError(t, err)
@@ -182,7 +183,7 @@ func TestUnknownCapacityReasonRefused(t *testing.T) {
 		{ContextTokens: 1024, Concurrency: 2, Status: matrix.OverCapacity, Predicted: capacity.Verdict{Reason: capacity.OverKVTokens}},
 	}}
 	var doc bytes.Buffer
-	require.NoError(t, matrix.FormatJSON.Write(&doc, res))
+	require.NoError(t, report.Write(&doc, report.JSON, res))
 	back, err := matrix.ReadResults(bytes.NewReader(doc.Bytes()))
 	require.NoError(t, err)
 	assert.Equal(t, capacity.OverKVTokens, back.Cells[0].Predicted.Reason)
@@ -203,7 +204,7 @@ func TestUnknownStatusRefused(t *testing.T) {
 		Prefill: []matrix.Prefill{{ContextTokens: 4096, Status: matrix.Failed}},
 	}
 	var doc bytes.Buffer
-	require.NoError(t, matrix.FormatJSON.Write(&doc, res))
+	require.NoError(t, report.Write(&doc, report.JSON, res))
 	back, err := matrix.ReadResults(bytes.NewReader(doc.Bytes()))
 	require.NoError(t, err)
 	assert.Equal(t, matrix.RequestsQueued, back.Cells[0].Status)

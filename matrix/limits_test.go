@@ -25,7 +25,7 @@ func TestSpecLimitsPrecedence(t *testing.T) {
 	given := capacity.Limits{KVTokens: 1000, MaxRunning: 7, MaxModelLen: 100, Source: "flags"}
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{},
-		Duration: matrix.Duration(time.Second), MaxTokens: 16, Limits: &given}
+		Duration: time.Second, MaxTokens: 16, Limits: &given}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	r := &matrix.Runner{Spec: spec, Client: &loadgen.Client{HTTPClient: srv.Client()},

@@ -3,6 +3,7 @@ package matrix_test
 import (
 	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,22 +13,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 )
 
-// TestNilIsRefused: writing a nil report (nil, a nil *Results or a nil
+// TestNilIsRefused: writing a nil report (nil *Results or a nil
 // *Comparison) or to a nil writer, reading from a nil reader and saving
 // nil results are errors that are fs.ErrInvalid, not panics, and write
 // nothing.
 func TestNilIsRefused(t *testing.T) {
-	formats := []matrix.Format{matrix.FormatTable, matrix.FormatMarkdown, matrix.FormatCSV, matrix.FormatJSON, matrix.FormatHTML, matrix.FormatSeriesCSV, "yaml"}
+	formats := []report.Format{report.Table, report.Markdown, report.CSV, report.JSON, report.HTML, report.SeriesCSV, "yaml"}
 	for _, f := range formats {
-		for name, rep := range map[string]matrix.Report{"nil": nil, "nil *Results": (*matrix.Results)(nil), "nil *Comparison": (*matrix.Comparison)(nil)} {
+		for name, write := range map[string]func(io.Writer) error{
+			"nil *Results":    func(w io.Writer) error { return report.Write(w, f, nil) },
+			"nil *Comparison": func(w io.Writer) error { return (*report.Comparison)(nil).Write(w, f) },
+		} {
 			var b bytes.Buffer
-			err := f.Write(&b, rep)
+			err := write(&b)
 			require.ErrorIs(t, err, fs.ErrInvalid, "%s of %s", f, name)
 			assert.Zero(t, b.Len(), "%s of %s", f, name)
 		}
-		require.ErrorIs(t, f.Write(nil, &matrix.Results{}), fs.ErrInvalid, "%s to a nil writer", f)
+		require.ErrorIs(t, report.Write(nil, f, &matrix.Results{}), fs.ErrInvalid, "%s to a nil writer", f)
 	}
 	_, err := matrix.ReadResults(nil)
 	require.ErrorIs(t, err, fs.ErrInvalid)

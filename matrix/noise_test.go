@@ -1,12 +1,9 @@
 package matrix
 
 import (
-	"bytes"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // TestNoisyCells: a cell whose total tok/s is known only within more than
@@ -39,27 +36,12 @@ func TestNoisyCells(t *testing.T) {
 	assert.Empty(t, noisy(&limited, limited.Measurement))
 }
 
-// TestNoisyInEveryReport: a noisy cell is marked in the table, Markdown,
-// CSV and HTML, with its reason, never shown as a clean Valid.
-func TestNoisyInEveryReport(t *testing.T) {
-	c := noisyCell(0, 4, 400, 0.2, 1)
-	c.Measurement.Noisy = "only 2 of its 4 streams decoded in the window"
-	r := &Results{Schema: Schema, Spec: Spec{URL: "http://127.0.0.1:8000/v1", Contexts: []int{0}, Concurrency: []int{4}},
-		Complete: true, Cells: []Cell{c}}
-	for name, write := range map[string]func(*bytes.Buffer) error{
-		"table":    func(b *bytes.Buffer) error { return r.writeTable(b) },
-		"markdown": func(b *bytes.Buffer) error { return r.writeMarkdown(b) },
-		"html":     func(b *bytes.Buffer) error { return r.writeHTML(b) },
-	} {
-		var b bytes.Buffer
-		require.NoError(t, write(&b), name)
-		assert.Contains(t, b.String(), "400.0~", name)
-		assert.Contains(t, b.String(), "only 2 of its 4 streams decoded in the window", name)
-	}
-	var b bytes.Buffer
-	require.NoError(t, r.writeCSV(&b))
-	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	require.Len(t, lines, 2)
-	assert.True(t, strings.HasSuffix(lines[0], ",noisy"), lines[0])
-	assert.True(t, strings.HasSuffix(lines[1], ",true"), lines[1])
+// noisyCell is a Valid cell of n requests whose quantiles spread by
+// spread, its figures f times a base run's (as report's tests have it).
+func noisyCell(ctx, conc, n int, spread, f float64) Cell {
+	m := &Measurement{TotalTokensPerSec: 400 * f, PerRequestTokensPerSec: 50 * f, Completed: n - conc,
+		TTFT:         Quantiles{P50: 1000 / f, P90: 1000 / f * (1 + spread), P99: 1000 / f * (1 + 2*spread)},
+		TBT:          Quantiles{P50: 20 / f, P90: 20 / f * (1 + spread), P99: 20 / f * (1 + 2*spread)},
+		OutputTokens: 12_000, MeasuredS: 30}
+	return Cell{ContextTokens: ctx, Concurrency: conc, Status: Valid, Requests: n, Measurement: m}
 }

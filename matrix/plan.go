@@ -145,9 +145,9 @@ func estimateRun(res *Results) runEstimate {
 			continue
 		}
 		e.Cells++
-		window := time.Duration(spec.Duration)
-		e.Least += time.Duration(w.Min) + time.Duration(w.Flow) + window
-		e.Most += time.Duration(w.Timeout) + time.Duration(w.PerContextK)*time.Duration(c.ContextTokens/tokensK) + window
+		window := spec.Duration
+		e.Least += w.Min + w.Flow + window
+		e.Most += w.Timeout + w.PerContextK*time.Duration(c.ContextTokens/tokensK) + window
 	}
 	for _, p := range res.Prefill {
 		if p.Status == StatusUnknown || p.Status == Failed {

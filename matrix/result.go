@@ -26,7 +26,7 @@ const Schema = "llmload.matrix/v2"
 const schemaV1 = "llmload.matrix/v1"
 
 // Results are a matrix run: the spec, the server, the prefill table and the
-// decode grid. It is one Go value, and as JSON (see [FormatJSON]) a
+// decode grid. It is one Go value, and as JSON (see [SaveFile]) a
 // versioned document that other tools read.
 type Results struct {
 	Schema string          `json:"schema"`
@@ -307,18 +307,18 @@ func (r *Results) Cell(context, concurrency int) *Cell {
 	return nil
 }
 
-// ErrNothingMeasured is the error of [Results.Measured] for a run that
+// errNothingMeasured is the error of [Results.Measured] for a run that
 // measured nothing.
-var ErrNothingMeasured = errors.New("matrix: nothing could be measured")
+var errNothingMeasured = errors.New("matrix: nothing could be measured")
 
 // Measured returns nil when the run measured something: a Valid or
 // Requests queued cell with output or, for a run without a grid, a
-// prefill row. Otherwise it returns an error that is ErrNothingMeasured
-// (see [errors.Is]) and counts the cells by status: "matrix: no cell could
+// prefill row. Otherwise it returns an error that says so and counts the
+// cells by status: "matrix: no cell could
 // be measured (2 Over capacity, 1 Failed)". Nil results measured nothing.
 func (r *Results) Measured() error {
 	if r == nil {
-		return fmt.Errorf("%w: the results are nil", ErrNothingMeasured)
+		return fmt.Errorf("%w: the results are nil", errNothingMeasured)
 	}
 	counts := map[Status]int{}
 	for i := range r.Cells {
@@ -356,11 +356,11 @@ func (r *Results) Measured() error {
 }
 
 // nothingMeasured is the error of Measured: it says why, and is
-// ErrNothingMeasured.
+// errNothingMeasured.
 type nothingMeasured string
 
 func (e nothingMeasured) Error() string        { return "matrix: " + string(e) }
-func (e nothingMeasured) Is(target error) bool { return target == ErrNothingMeasured }
+func (e nothingMeasured) Is(target error) bool { return target == errNothingMeasured }
 
 // writeJSON writes the results as an indented JSON document.
 func (r *Results) writeJSON(w io.Writer) error {

@@ -356,7 +356,7 @@ func compatible(a, b Spec) error {
 	a, b = a.WithDefaults(), b.WithDefaults()
 	if redact.URL(a.URL) != redact.URL(b.URL) || a.Model != b.Model || a.API != b.API || a.MaxTokens != b.MaxTokens || a.Duration != b.Duration {
 		return fmt.Errorf("matrix: cannot resume: the results were made with another spec (url %s, model %q, api %s, max tokens %d, duration %v)",
-			redact.URL(a.URL), a.Model, a.API, a.MaxTokens, time.Duration(a.Duration))
+			redact.URL(a.URL), a.Model, a.API, a.MaxTokens, a.Duration)
 	}
 	return nil
 }
@@ -824,7 +824,7 @@ func (cr *cellRun) waitIdle(ctx context.Context) {
 // or more often for a short window, so that a window holds about thirty
 // samples (at most twenty a second).
 func sampleEvery(spec Spec) time.Duration {
-	return min(max(time.Duration(spec.Duration)/30, 50*time.Millisecond), time.Second)
+	return min(max(spec.Duration/30, 50*time.Millisecond), time.Second)
 }
 
 // grid measures every undecided cell.

@@ -13,6 +13,7 @@ import (
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 )
 
 // knownProfile is a simulator with simple, known costs: a decode step takes
@@ -40,15 +41,15 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 	spec := matrix.Spec{
 		URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{0, 4 * 1024, 16 * 1024}, Concurrency: []int{1, 4, 8}, Prefill: []int{4 * 1024},
-		Duration: matrix.Duration(10 * time.Second), MaxTokens: 2000,
-		Warmup: &matrix.Warmup{Min: matrix.Duration(time.Second), Flow: matrix.Duration(time.Second), Timeout: matrix.Duration(5 * time.Second)},
+		Duration: 10 * time.Second, MaxTokens: 2000,
+		Warmup: &matrix.Warmup{Min: time.Second, Flow: time.Second, Timeout: 5 * time.Second},
 	}
 	var saved []*matrix.Results
 	var log bytes.Buffer
 	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: capacity.Server{Simulated: true, Speed: speed}, Client: &loadgen.Client{HTTPClient: srv.Client()},
 		Log: &log, Save: func(res *matrix.Results) error {
 			var b bytes.Buffer
-			require.NoError(t, matrix.FormatJSON.Write(&b, res))
+			require.NoError(t, report.Write(&b, report.JSON, res))
 			back, err := matrix.ReadResults(&b)
 			require.NoError(t, err)
 			saved = append(saved, back)

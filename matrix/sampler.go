@@ -10,11 +10,9 @@ import (
 	"sync"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/llmload/llmload/internal/background"
+	"github.com/llmload/llmload/internal/promtext"
+	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/internal/seriesview"
 	"github.com/llmload/llmload/metrics"
 )
@@ -38,19 +36,23 @@ var (
 	preemptionsNames = []string{"vllm:num_preemptions_total", "vllm:num_preemptions"}
 )
 
-// parseGauges reads a Prometheus text exposition. Metrics with several
-// series (per model, per engine) are summed.
+// parseGauges reads a Prometheus text exposition (see gaugesOf).
 func parseGauges(r io.Reader) (gauges, error) {
-	g := gauges{Running: -1, Waiting: -1, KVUsage: -1, Preemptions: -1}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(r)
+	families, err := promtext.Parse(r)
 	if err != nil {
-		return g, fmt.Errorf("matrix: parse /metrics: %w", err)
+		return gauges{Running: -1, Waiting: -1, KVUsage: -1, Preemptions: -1}, fmt.Errorf("matrix: parse /metrics: %w", err)
 	}
+	return gaugesOf(families), nil
+}
+
+// gaugesOf picks the figures a cell needs from a reading of /metrics.
+// Metrics with several series (per model, per engine) are summed; the KV
+// cache's usage is their mean.
+func gaugesOf(families promtext.Families) gauges {
 	pick := func(names []string, usage bool) float64 {
 		for _, n := range names {
 			if f, ok := families[n]; ok {
-				v := sum(f)
+				v := promtext.Sum(f)
 				if usage && len(f.GetMetric()) > 1 {
 					v /= float64(len(f.GetMetric()))
 				}
@@ -59,26 +61,12 @@ func parseGauges(r io.Reader) (gauges, error) {
 		}
 		return -1
 	}
-	g.Running = pick(runningNames, false)
-	g.Waiting = pick(waitingNames, false)
-	g.KVUsage = pick(kvUsageNames, true)
-	g.Preemptions = pick(preemptionsNames, false)
-	return g, nil
-}
-
-func sum(f *dto.MetricFamily) float64 {
-	var v float64
-	for _, m := range f.GetMetric() {
-		switch {
-		case m.Gauge != nil:
-			v += m.GetGauge().GetValue()
-		case m.Counter != nil:
-			v += m.GetCounter().GetValue()
-		case m.Untyped != nil:
-			v += m.GetUntyped().GetValue()
-		}
+	return gauges{
+		Running:     pick(runningNames, false),
+		Waiting:     pick(waitingNames, false),
+		KVUsage:     pick(kvUsageNames, true),
+		Preemptions: pick(preemptionsNames, false),
 	}
-	return v
 }
 
 // sampler reads a server's /metrics about once a second in the background
@@ -147,24 +135,13 @@ const sampleTimeout = 5 * time.Second
 
 // Sample reads /metrics once now, within sampleTimeout.
 func (s *sampler) Sample(ctx context.Context) (gauges, error) {
-	ctx, cancel := context.WithTimeout(ctx, sampleTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	families, err := promtext.Get(ctx, s.client, s.url, redact.URL(s.url), sampleTimeout)
 	if err != nil {
-		return gauges{}, err
+		return gauges{}, fmt.Errorf("matrix: %w", err)
 	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return gauges{}, fmt.Errorf("matrix: GET %s: %w", s.url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-		return gauges{}, fmt.Errorf("matrix: GET %s: %s", s.url, resp.Status)
-	}
-	g, err := parseGauges(io.LimitReader(resp.Body, 16<<20))
+	g := gaugesOf(families)
 	g.Time = time.Now()
-	return g, err
+	return g, nil
 }
 
 func (s *sampler) sample(ctx context.Context) {

@@ -13,6 +13,7 @@ import (
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -39,8 +40,8 @@ func TestCellSeries(t *testing.T) {
 	spec := matrix.Spec{
 		URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: []int{2, 8}, Prefill: []int{},
-		Duration: matrix.Duration(8 * time.Second), MaxTokens: 2000,
-		Warmup: &matrix.Warmup{Min: matrix.Duration(time.Second), Flow: matrix.Duration(time.Second), Timeout: matrix.Duration(5 * time.Second)},
+		Duration: 8 * time.Second, MaxTokens: 2000,
+		Warmup: &matrix.Warmup{Min: time.Second, Flow: time.Second, Timeout: 5 * time.Second},
 	}
 	var log bytes.Buffer
 	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: capacity.Server{Simulated: true, Speed: speed},
@@ -49,7 +50,7 @@ func TestCellSeries(t *testing.T) {
 	require.NoError(t, err, log.String())
 
 	var b bytes.Buffer
-	require.NoError(t, matrix.FormatJSON.Write(&b, res))
+	require.NoError(t, report.Write(&b, report.JSON, res))
 	back, err := matrix.ReadResults(&b)
 	require.NoError(t, err)
 

@@ -32,10 +32,10 @@ type sharePart struct {
 	// WarmupEnded why its own warm-up ended, Queued that it ended because
 	// the server queued its streams, WarmupTimedOut that it ran to its
 	// timeout.
-	Warmup         Duration `json:"warmup"`
-	WarmupEnded    string   `json:"warmup_ended,omitempty"`
-	Queued         bool     `json:"queued,omitempty"`
-	WarmupTimedOut bool     `json:"warmup_timed_out,omitempty"`
+	Warmup         textDuration `json:"warmup"`
+	WarmupEnded    string       `json:"warmup_ended,omitempty"`
+	Queued         bool         `json:"queued,omitempty"`
+	WarmupTimedOut bool         `json:"warmup_timed_out,omitempty"`
 	// Error says why the share stopped before its window ended, if it did.
 	Error string `json:"error,omitempty"`
 }
@@ -104,7 +104,7 @@ func measureShare(ctx context.Context, c *loadgen.Client, sh fleet.Share, ctl fl
 		Recording:      rec.Recording(metrics.ScopeAll),
 		Streams:        streams.summary(),
 		Health:         run.Health,
-		Warmup:         Duration(warmedUp(run, rec.Window(), started)),
+		Warmup:         textDuration(warmedUp(run, rec.Window(), started)),
 		WarmupEnded:    warm.reason,
 		Queued:         gate.queued,
 		WarmupTimedOut: gate.timedOut,

@@ -51,92 +51,75 @@ const (
 	// that, split the load over machines. A sharded run (see [Runner].Fleet) may
 	// ask for MaxConcurrency a shard.
 	MaxConcurrency = 16384
-	// MaxContextTokens is the longest prompt a spec may ask for, 16M
-	// tokens: beyond the context of any model served today, and a prompt
-	// of that many tokens is already about 100 MB of text, built and kept
-	// in memory for its cell.
-	MaxContextTokens = 16 << 20
 )
 
-// Duration is a time.Duration that reads and writes as text ("30s"), so
-// specs and results stay readable.
-type Duration time.Duration
-
-// MarshalText writes the duration as time.Duration.String does.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
-
-// UnmarshalText reads a duration as time.ParseDuration does.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("matrix: %w", err)
-	}
-	*d = Duration(v)
-	return nil
-}
+// maxContextTokens is the longest prompt a spec may ask for (see
+// fleet.MaxContextTokens).
+const maxContextTokens = fleet.MaxContextTokens
 
 // Warmup says when a cell's window may open: after at least Min, once every
 // stream has a token, the server's waiting queue is empty and tokens have
 // flowed for Flow; or, failing that, at Timeout plus PerContextK for every
 // 1,024 tokens of context.
 type Warmup struct {
-	Min         Duration `json:"min"`
-	Flow        Duration `json:"flow"`
-	Timeout     Duration `json:"timeout"`
-	PerContextK Duration `json:"per_context_k"`
+	Min         time.Duration
+	Flow        time.Duration
+	Timeout     time.Duration
+	PerContextK time.Duration
 }
 
 // defaultWarmup is the warm-up of a [Spec] that sets none.
 var defaultWarmup = Warmup{
-	Min:         Duration(2 * time.Second),
-	Flow:        Duration(3 * time.Second),
-	Timeout:     Duration(60 * time.Second),
-	PerContextK: Duration(time.Second),
+	Min:         2 * time.Second,
+	Flow:        3 * time.Second,
+	Timeout:     60 * time.Second,
+	PerContextK: time.Second,
 }
 
-// Spec is what to measure. It is a plain value that marshals as it is, so
-// every result file carries the spec that made it. Zero fields take the
-// seed page's defaults (see [Spec.WithDefaults]).
+// Spec is what to measure. It is a plain value that marshals to JSON, its
+// durations as text ("30s"), so every result file carries the spec that
+// made it. Zero fields take the seed page's defaults (see
+// [Spec.WithDefaults]).
 type Spec struct {
 	// URL is the API's base URL, such as "http://127.0.0.1:8000/v1".
-	URL string `json:"url"`
+	URL string
 	// Model is the served model name.
-	Model string `json:"model,omitempty"`
+	Model string
 	// API is "chat", "completions", "responses" or "messages": the
 	// matrix measures streamed generation, and refuses "embeddings" and
 	// "rerank".
-	API loadgen.API `json:"api"`
+	API loadgen.API
 
 	// Contexts are the decode grid's rows, in prompt tokens; nil means
 	// 0, 16K, 32K, 64K, 128K and 248K (K = 1,024).
-	Contexts []int `json:"contexts"`
+	Contexts []int
 	// Concurrency levels are its columns; nil means 1, 2, 4 … 128.
-	Concurrency []int `json:"concurrency"`
+	Concurrency []int
 	// Prefill contexts each get PrefillRepeat cold requests whose median
 	// time to first token is the prefill measurement; nil means 8K, 16K,
 	// 32K, 64K and 128K. An empty, non-nil list skips them.
-	Prefill []int `json:"prefill"`
+	Prefill []int
 	// PrefillRepeat is how many cold requests measure each prefill row,
 	// each a prompt of its own; 0 means 3.
-	PrefillRepeat int `json:"prefill_repeat,omitempty"`
+	PrefillRepeat int
 
 	// Duration is each cell's measurement window; 0 means 30 s.
-	Duration Duration `json:"duration"`
+	Duration time.Duration
 	// MaxTokens is each request's max_tokens, generated with ignore_eos;
 	// 0 means 8,192.
-	MaxTokens int `json:"max_tokens"`
+	MaxTokens int
 	// Series is the interval of each measured cell's time series (see
 	// [Measurement].Series); 0 means 1 s, a negative one keeps none.
-	Series Duration `json:"series,omitempty"`
+	Series time.Duration
 	// Warmup says when each cell's window opens; nil means a Min of 2 s,
 	// a Flow of 3 s, a Timeout of 60 s and a PerContextK of 1 s.
-	Warmup *Warmup `json:"warmup,omitempty"`
+	Warmup *Warmup
 
 	// SLO, if set, adds goodput to every cell.
-	SLO *metrics.SLO `json:"slo,omitempty"`
+	SLO *metrics.SLO
 	// ErrorThreshold is the share of failed requests above which a cell is
 	// Failed; 0 means 0.5.
-	ErrorThreshold float64 `json:"error_threshold,omitempty"`
+	ErrorThreshold float64
 	// Limits are capacity limits the user knows, from a start-up log or an
 	// estimate. Where the server publishes a limit itself (KV tokens,
 	// requests run at once, max_model_len, the chat template's overhead),
@@ -144,7 +127,7 @@ type Spec struct {
 	// limit given here is used only where the server publishes none, or
 	// when it cannot be asked at all. For Ollama and llama.cpp, KV tokens
 	// still unknown then are max running × max_model_len. nil gives none.
-	Limits *capacity.Limits `json:"limits,omitempty"`
+	Limits *capacity.Limits
 	// Images are pictures sent with every prompt, after its text: each
 	// "WIDTHxHEIGHT" in pixels (at most 64), drawn by llmload
 	// from the run's id, the same in every request of the run, encoded as
@@ -152,12 +135,12 @@ type Spec struct {
 	// for them are part of each context (its text is that much shorter)
 	// and are reported beside each row's and cell's prompt tokens. The
 	// completions API cannot carry them.
-	Images      []string `json:"images,omitempty"`
-	ImageFormat string   `json:"image_format,omitempty"`
+	Images      []string
+	ImageFormat string
 	// SkipQueued leaves unmeasured the cells predicted to queue (more
 	// requests than the server runs at once): they are Requests queued by
 	// prediction. By default they are measured.
-	SkipQueued bool `json:"skip_queued,omitempty"`
+	SkipQueued bool
 }
 
 // WithDefaults returns a copy of s with every zero field set to its
@@ -173,13 +156,13 @@ func (s Spec) WithDefaults() Spec {
 		s.Prefill = defaultPrefill
 	}
 	if s.Duration == 0 {
-		s.Duration = Duration(defaultDuration)
+		s.Duration = defaultDuration
 	}
 	if s.MaxTokens == 0 {
 		s.MaxTokens = defaultMaxTokens
 	}
 	if s.Series == 0 {
-		s.Series = Duration(defaultSeries)
+		s.Series = defaultSeries
 	}
 	if s.PrefillRepeat == 0 {
 		s.PrefillRepeat = defaultPrefillRepeat
@@ -236,8 +219,8 @@ func (s Spec) validateSharded(shards int) error {
 		if c < 0 {
 			bad("Contexts", "holds %d: a context is 0 tokens or more", c)
 		}
-		if c > MaxContextTokens {
-			bad("Contexts", "holds %d, above %d tokens, longer than any model's context", c, MaxContextTokens)
+		if c > maxContextTokens {
+			bad("Contexts", "holds %d, above %d tokens, longer than any model's context", c, maxContextTokens)
 		}
 	}
 	if s.Concurrency != nil && len(s.Concurrency) == 0 {
@@ -259,12 +242,12 @@ func (s Spec) validateSharded(shards int) error {
 		if c < 1 {
 			bad("Prefill", "holds %d: a prefill context is 1 token or more", c)
 		}
-		if c > MaxContextTokens {
-			bad("Prefill", "holds %d, above %d tokens, longer than any model's context", c, MaxContextTokens)
+		if c > maxContextTokens {
+			bad("Prefill", "holds %d, above %d tokens, longer than any model's context", c, maxContextTokens)
 		}
 	}
 	if s.Duration < 0 {
-		bad("Duration", "is %v: set a window of 1s or more (0 means the default)", time.Duration(s.Duration))
+		bad("Duration", "is %v: set a window of 1s or more (0 means the default)", s.Duration)
 	}
 	if s.PrefillRepeat < 0 || s.PrefillRepeat > maxPrefillRepeat {
 		bad("PrefillRepeat", "is %d: set 1 to %d cold requests a prefill row (0 means %d)", s.PrefillRepeat, maxPrefillRepeat, defaultPrefillRepeat)
@@ -278,10 +261,10 @@ func (s Spec) validateSharded(shards int) error {
 	if w := s.Warmup; w != nil {
 		for _, d := range []struct {
 			name string
-			v    Duration
+			v    time.Duration
 		}{{"Min", w.Min}, {"Flow", w.Flow}, {"Timeout", w.Timeout}, {"PerContextK", w.PerContextK}} {
 			if d.v < 0 {
-				bad("Warmup."+d.name, "is %v: a negative warm-up duration cannot work", time.Duration(d.v))
+				bad("Warmup."+d.name, "is %v: a negative warm-up duration cannot work", d.v)
 			}
 		}
 	}

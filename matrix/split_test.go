@@ -17,6 +17,7 @@ import (
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -55,8 +56,8 @@ func TestCellsSplitTTFT(t *testing.T) {
 	spec := matrix.Spec{
 		URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: []int{1, 16, 256}, Prefill: []int{},
-		Duration: matrix.Duration(5 * time.Second), MaxTokens: 200,
-		Warmup: &matrix.Warmup{Min: matrix.Duration(time.Second), Flow: matrix.Duration(time.Second), Timeout: matrix.Duration(5 * time.Second)},
+		Duration: 5 * time.Second, MaxTokens: 200,
+		Warmup: &matrix.Warmup{Min: time.Second, Flow: time.Second, Timeout: 5 * time.Second},
 	}
 	sc := &splitCheck{diffs: map[int][]time.Duration{}, split: map[int]int{}}
 	var log bytes.Buffer
@@ -85,15 +86,15 @@ func TestCellsSplitTTFT(t *testing.T) {
 			n, sp.Requests, sp.TTFT.P50, sp.Queue.P50, sp.Prefill.P50, sp.Rest.P50, m.OutsideServer)
 	}
 
-	for f, want := range map[matrix.Format][]string{
-		matrix.FormatTable:    {"TTFT by the server's own timings", "Server queue", "Network and client"},
-		matrix.FormatMarkdown: {"| Server queue | Server prefill | Network and client |"},
-		matrix.FormatCSV:      {"server_queue_ms,server_prefill_ms,rest_ms"},
-		matrix.FormatHTML:     {"TTFT by the server&#39;s timings of"},
-		matrix.FormatJSON:     {`"server_queue_ms"`, `"ttft_split"`, `"split_queue"`},
+	for f, want := range map[report.Format][]string{
+		report.Table:    {"TTFT by the server's own timings", "Server queue", "Network and client"},
+		report.Markdown: {"| Server queue | Server prefill | Network and client |"},
+		report.CSV:      {"server_queue_ms,server_prefill_ms,rest_ms"},
+		report.HTML:     {"TTFT by the server&#39;s timings of"},
+		report.JSON:     {`"server_queue_ms"`, `"ttft_split"`, `"split_queue"`},
 	} {
 		var b bytes.Buffer
-		require.NoError(t, f.Write(&b, res))
+		require.NoError(t, report.Write(&b, f, res))
 		for _, s := range want {
 			assert.Contains(t, b.String(), s, "%s", f)
 		}
@@ -117,8 +118,8 @@ func TestCellFlagsTimeOutsideTheServer(t *testing.T) {
 	spec := matrix.Spec{
 		URL: proxy.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: []int{2}, Prefill: []int{},
-		Duration: matrix.Duration(2 * time.Second), MaxTokens: 20,
-		Warmup: &matrix.Warmup{Min: matrix.Duration(300 * time.Millisecond), Flow: matrix.Duration(300 * time.Millisecond), Timeout: matrix.Duration(5 * time.Second)},
+		Duration: 2 * time.Second, MaxTokens: 20,
+		Warmup: &matrix.Warmup{Min: 300 * time.Millisecond, Flow: 300 * time.Millisecond, Timeout: 5 * time.Second},
 	}
 	var log bytes.Buffer
 	r := &matrix.Runner{Spec: spec, Client: &loadgen.Client{HTTPClient: proxy.Client()}, Log: &log}
@@ -137,11 +138,11 @@ func TestCellFlagsTimeOutsideTheServer(t *testing.T) {
 	assert.True(t, slices.ContainsFunc(m.Notes, func(s string) bool {
 		return strings.Contains(s, "of the mean TTFT was spent outside the server") && strings.Contains(s, "the "+whose+"'s")
 	}), "%q", m.Notes)
-	for _, f := range []matrix.Format{matrix.FormatTable, matrix.FormatMarkdown, matrix.FormatCSV, matrix.FormatHTML, matrix.FormatJSON} {
+	for _, f := range []report.Format{report.Table, report.Markdown, report.CSV, report.HTML, report.JSON} {
 		var b bytes.Buffer
-		require.NoError(t, f.Write(&b, res))
+		require.NoError(t, report.Write(&b, f, res))
 		assert.Contains(t, b.String(), whose, "%s", f)
-		if f != matrix.FormatCSV && f != matrix.FormatJSON {
+		if f != report.CSV && f != report.JSON {
 			assert.Contains(t, b.String(), "outside the server", "%s", f)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -156,7 +157,7 @@ func (o *ollamaLike) rewrite(text string, overhead int) string {
 }
 
 // quickWarmup keeps test cells short.
-var quickWarmup = &matrix.Warmup{Min: matrix.Duration(500 * time.Millisecond), Flow: matrix.Duration(time.Second), Timeout: matrix.Duration(20 * time.Second)}
+var quickWarmup = &matrix.Warmup{Min: 500 * time.Millisecond, Flow: time.Second, Timeout: 20 * time.Second}
 
 func runMatrix(t *testing.T, spec matrix.Spec, srv *httptest.Server) (*matrix.Results, string) {
 	t.Helper()
@@ -180,7 +181,7 @@ func TestPromptsOnATruncatingServer(t *testing.T) {
 	srv := newOllamaLike(t, p, &ollamaLike{context: 4096})
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
 		Contexts: []int{1024, 3 * 1024, 8 * 1024}, Concurrency: []int{1}, Prefill: []int{2 * 1024, 16 * 1024},
-		Duration: matrix.Duration(time.Second), MaxTokens: 64, Warmup: quickWarmup}
+		Duration: time.Second, MaxTokens: 64, Warmup: quickWarmup}
 	res, log := runMatrix(t, spec, srv)
 
 	for _, row := range res.Prefill {
@@ -208,7 +209,7 @@ func TestPromptsOnATruncatingServer(t *testing.T) {
 	assert.NotContains(t, log, "resized", "a rate calibrated within the context needs no correction here")
 
 	var table bytes.Buffer
-	require.NoError(t, matrix.FormatTable.Write(&table, res))
+	require.NoError(t, report.Write(&table, report.Table, res))
 	assert.Contains(t, table.String(), "16K (4,096 counted)", "the table shows the size the server counted")
 }
 
@@ -223,7 +224,7 @@ func TestCalibrationOnASmallContext(t *testing.T) {
 	srv := newOllamaLike(t, p, &ollamaLike{context: 600})
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{256, 400}, Concurrency: []int{1}, Prefill: []int{},
-		Duration: matrix.Duration(time.Second), MaxTokens: 32, Warmup: quickWarmup}
+		Duration: time.Second, MaxTokens: 32, Warmup: quickWarmup}
 	res, log := runMatrix(t, spec, srv)
 	for _, c := range res.Cells {
 		assert.Equal(t, matrix.Valid, c.Status, "%d: %s\n%s", c.ContextTokens, c.Reason, log)
@@ -241,7 +242,7 @@ func TestPromptsResizedByTheServersCount(t *testing.T) {
 	srv := newOllamaLike(t, p, &ollamaLike{doubleAfter: 1500})
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{4 * 1024},
-		Duration: matrix.Duration(time.Second), MaxTokens: 32, Warmup: quickWarmup}
+		Duration: time.Second, MaxTokens: 32, Warmup: quickWarmup}
 	res, log := runMatrix(t, spec, srv)
 	require.Len(t, res.Prefill, 1)
 	row := res.Prefill[0]
@@ -264,7 +265,7 @@ func TestPromptsResizedOnASmallVocabulary(t *testing.T) {
 		t.Run(api.String(), func(t *testing.T) {
 			spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: api,
 				Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{256, 512, 768, 1024, 1536},
-				Duration: matrix.Duration(500 * time.Millisecond), MaxTokens: 8, Warmup: quickWarmup}
+				Duration: 500 * time.Millisecond, MaxTokens: 8, Warmup: quickWarmup}
 			res, log := runMatrix(t, spec, srv)
 			for _, row := range res.Prefill {
 				assert.Equal(t, matrix.Valid, row.Status, row.Reason)
@@ -306,8 +307,8 @@ func TestShortRequestsOnAPacedServer(t *testing.T) {
 				t.Parallel() // in real time, but light: the server sleeps, the client waits
 				spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
 					Contexts: []int{0}, Concurrency: []int{1, 4, 16}, Prefill: []int{},
-					Duration: matrix.Duration(2 * time.Second), MaxTokens: maxTokens,
-					Warmup: &matrix.Warmup{Min: matrix.Duration(500 * time.Millisecond), Flow: matrix.Duration(2 * time.Second), Timeout: matrix.Duration(60 * time.Second)}}
+					Duration: 2 * time.Second, MaxTokens: maxTokens,
+					Warmup: &matrix.Warmup{Min: 500 * time.Millisecond, Flow: 2 * time.Second, Timeout: 60 * time.Second}}
 				res, log := runMatrix(t, spec, srv)
 				for _, c := range res.Cells {
 					require.NotNil(t, c.Measurement, "%d", c.Concurrency)
@@ -335,7 +336,7 @@ func TestQueuedFromTheClientsTimeline(t *testing.T) {
 	srv := newOllamaLike(t, p, &ollamaLike{})
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
 		Contexts: []int{0}, Concurrency: []int{2, 4, 8}, Prefill: []int{},
-		Duration: matrix.Duration(2 * time.Second), MaxTokens: 100, Warmup: quickWarmup}
+		Duration: 2 * time.Second, MaxTokens: 100, Warmup: quickWarmup}
 	res, log := runMatrix(t, spec, srv)
 	for _, c := range res.Cells {
 		require.NotNil(t, c.Measurement)
@@ -370,7 +371,7 @@ func TestQueuedAfterALateScout(t *testing.T) {
 	srv := newOllamaLike(t, p, &ollamaLike{lateScout: 600 * time.Millisecond})
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{512}, Concurrency: []int{2, 4}, Prefill: []int{512},
-		Duration: matrix.Duration(2 * time.Second), MaxTokens: 100, Warmup: quickWarmup}
+		Duration: 2 * time.Second, MaxTokens: 100, Warmup: quickWarmup}
 	res, log := runMatrix(t, spec, srv)
 	for _, c := range res.Cells {
 		require.NotNil(t, c.Measurement, "×%d: %s %s", c.Concurrency, c.Status, c.Reason)
@@ -395,7 +396,7 @@ func TestEveryThirdRequestFails(t *testing.T) {
 	srv := newOllamaLike(t, p, &ollamaLike{failEvery: 3})
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
 		Contexts: []int{512}, Concurrency: []int{4}, Prefill: []int{1024},
-		Duration: matrix.Duration(3 * time.Second), MaxTokens: 30, Warmup: quickWarmup}
+		Duration: 3 * time.Second, MaxTokens: 30, Warmup: quickWarmup}
 	res, log := runMatrix(t, spec, srv)
 	for _, c := range res.Cells {
 		require.NotNil(t, c.Measurement, "%d: %s: %s\n%s", c.ContextTokens, c.Status, c.Reason, log)
@@ -408,7 +409,7 @@ func TestEveryThirdRequestFails(t *testing.T) {
 	require.Len(t, res.Prefill, 1)
 	assert.Equal(t, matrix.Valid, res.Prefill[0].Status, res.Prefill[0].Reason)
 	var table bytes.Buffer
-	require.NoError(t, matrix.FormatTable.Write(&table, res))
+	require.NoError(t, report.Write(&table, report.Table, res))
 	assert.Contains(t, table.String(), "requests failed (server_status")
 }
 
@@ -427,8 +428,8 @@ func TestEveryThirdRequestFailsOnAPacedServer(t *testing.T) {
 			srv := newOllamaLike(t, pacedProfile(), &ollamaLike{failEvery: 3})
 			spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
 				Contexts: []int{0}, Concurrency: []int{1, 4, 16}, Prefill: []int{},
-				Duration: matrix.Duration(3 * time.Second), MaxTokens: maxTokens,
-				Warmup: &matrix.Warmup{Min: matrix.Duration(500 * time.Millisecond), Flow: matrix.Duration(2 * time.Second), Timeout: matrix.Duration(60 * time.Second)}}
+				Duration: 3 * time.Second, MaxTokens: maxTokens,
+				Warmup: &matrix.Warmup{Min: 500 * time.Millisecond, Flow: 2 * time.Second, Timeout: 60 * time.Second}}
 			res, log := runMatrix(t, spec, srv)
 			t.Log(log)
 			for _, c := range res.Cells {
@@ -454,7 +455,7 @@ func TestSilentServer(t *testing.T) {
 	srv := hostileserver.New(hostileserver.Silent)
 	defer srv.Close()
 	spec := matrix.Spec{URL: srv.BaseURL(hostileserver.Silent), Model: "bench", Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{1024},
-		Duration: matrix.Duration(time.Second), MaxTokens: 8, Warmup: quickWarmup}
+		Duration: time.Second, MaxTokens: 8, Warmup: quickWarmup}
 	start := time.Now()
 	res, err := (&matrix.Runner{Spec: spec, DiscoverTimeout: 500 * time.Millisecond}).Run(t.Context())
 	assert.Less(t, time.Since(start), 5*time.Second)

@@ -28,7 +28,7 @@ func TestSpecMistakes(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	ok := func() matrix.Spec {
-		return matrix.Spec{URL: srv.URL + "/v1", Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{}, Duration: matrix.Duration(time.Second), MaxTokens: 8}
+		return matrix.Spec{URL: srv.URL + "/v1", Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{}, Duration: time.Second, MaxTokens: 8}
 	}
 	for _, tc := range []struct {
 		name   string

@@ -55,8 +55,8 @@ func TestCellCountsTheWarmup(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions, Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{},
-		Duration: matrix.Duration(time.Second), MaxTokens: 5,
-		Warmup: &matrix.Warmup{Min: matrix.Duration(1200 * time.Millisecond), Flow: matrix.Duration(100 * time.Millisecond), Timeout: matrix.Duration(5 * time.Second)}}
+		Duration: time.Second, MaxTokens: 5,
+		Warmup: &matrix.Warmup{Min: 1200 * time.Millisecond, Flow: 100 * time.Millisecond, Timeout: 5 * time.Second}}
 	res, err := (&matrix.Runner{Spec: spec, IdleTimeout: 100 * time.Millisecond}).Run(t.Context())
 	require.NoError(t, err)
 	c := res.Cell(0, 1)

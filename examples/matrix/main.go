@@ -22,7 +22,7 @@
 // it moved by more than 5% and beyond the interval the spread of each
 // run's requests gives (see matrix.Interval). Repeated runs of each side,
 // -compare A1.json,A2.json B1.json,B2.json, add the runs' differences to
-// that noise (see matrix.CompareRuns).
+// that noise (see report.Compare).
 //
 // A password in -url (http://user:pass@host/v1) and the API key are sent
 // to the server and appear in no output, log or file: the results keep
@@ -56,6 +56,7 @@ import (
 	"github.com/llmload/llmload/internal/matrixcmd"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 )
 
 // DefaultSpeed is the simulator's speed factor when none is given: fast
@@ -75,7 +76,7 @@ type options struct {
 	gpu                  cli.GPUFlags
 	out, results, resume string
 	requestsOut, render  string
-	format               matrix.Format
+	format               report.Format
 	metricsListen        string
 	compare, quiet       bool
 	overwrite            bool
@@ -206,7 +207,7 @@ func claimFiles(o *options, resumed bool) (func(), error) {
 		o.results, unlock, err = matrixcmd.ClaimNewResults(time.Now())
 		return unlock, err
 	}
-	if o.out != "" && o.format != matrix.FormatJSON && cli.SameFile(o.out, o.results) {
+	if o.out != "" && o.format != report.JSON && cli.SameFile(o.out, o.results) {
 		return nil, fmt.Errorf("-o %s is the results file; write the %s report elsewhere", o.out, o.format)
 	}
 	return matrixcmd.ClaimResults(o.results, o.resume, o.overwrite)
@@ -293,7 +294,7 @@ func measure(ctx context.Context, o *options, log, stdout, stderr io.Writer) int
 		res = matrixcmd.PublicURL(res)
 	}
 	if res != nil {
-		if werr := cli.WriteOutput(o.out, stdout, func(w io.Writer) error { return o.format.Write(w, res) }); werr != nil {
+		if werr := cli.WriteOutput(o.out, stdout, func(w io.Writer) error { return report.Write(w, o.format, res) }); werr != nil {
 			return fail(stderr, werr)
 		}
 	}

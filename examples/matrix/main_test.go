@@ -30,6 +30,7 @@ import (
 	"github.com/llmload/llmload/internal/tokencount"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 )
 
 var seedRun = flag.Bool("seed-run", false, "run the whole default matrix and compare it with the seed page (about a minute)")
@@ -410,7 +411,7 @@ func TestSeedMatrix(t *testing.T) {
 // the HTML report, opened in Chromium, shows each cell's charts.
 func checkSeries(t *testing.T, res *matrix.Results) {
 	var with, without bytes.Buffer
-	require.NoError(t, matrix.FormatJSON.Write(&with, res))
+	require.NoError(t, report.Write(&with, report.JSON, res))
 	bare := *res
 	bare.Cells = slices.Clone(res.Cells)
 	measured := map[string]bool{}
@@ -428,7 +429,7 @@ func checkSeries(t *testing.T, res *matrix.Results) {
 		m.Series = nil
 		c.Measurement = &m
 	}
-	require.NoError(t, matrix.FormatJSON.Write(&without, &bare))
+	require.NoError(t, report.Write(&without, report.JSON, &bare))
 	t.Logf("JSON of %d cells (%d measured, %d buckets of series): %d bytes with the series, %d without: %d more",
 		len(res.Cells), len(measured), buckets, with.Len(), without.Len(), with.Len()-without.Len())
 	assert.Less(t, with.Len()-without.Len(), 2<<20, "the series add at most 2 MB")
@@ -440,7 +441,7 @@ func checkSeries(t *testing.T, res *matrix.Results) {
 	page := filepath.Join(t.TempDir(), "report.html")
 	f, err := os.Create(page)
 	require.NoError(t, err)
-	require.NoError(t, matrix.FormatHTML.Write(f, res))
+	require.NoError(t, report.Write(f, report.HTML, res))
 	require.NoError(t, f.Close())
 	dom, err := headless.Run(t.Context(), browser, t.TempDir(), "--dump-dom", "file://"+page)
 	require.NoError(t, err)

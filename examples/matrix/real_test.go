@@ -19,6 +19,7 @@ import (
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/tokencount"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 )
 
 // TestRealServerMatrix runs the matrix against a real server and checks
@@ -112,7 +113,7 @@ func runReal(t *testing.T, url, model string, args ...string) *matrix.Results {
 	res, err := matrix.ReadResults(&out)
 	require.NoError(t, err)
 	var table bytes.Buffer
-	require.NoError(t, matrix.FormatTable.Write(&table, res))
+	require.NoError(t, report.Write(&table, report.Table, res))
 	t.Log(table.String())
 	return res
 }

@@ -1,15 +1,23 @@
 // Package chart lays out the line charts llmload's HTML reports draw as
 // inline SVG: axes with round ticks (linear, log₂ of levels, or log₁₀),
-// and series of points with their tooltips. The reports' templates draw
-// what it lays out.
+// and series of points with their tooltips; and [Template], which draws a
+// chart it laid out as the matrix's pages show it.
 package chart
 
 import (
+	_ "embed"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 )
+
+// Template is the html/template text that draws a [Chart] as a card of
+// inline SVG with its keys: it defines the template "chart", for a page's
+// templates to parse beside their own and call with a Chart.
+//
+//go:embed chart.html.tmpl
+var Template string
 
 // Chart is a line chart, laid out in SVG units.
 type Chart struct {

@@ -22,6 +22,7 @@ import (
 	"github.com/llmload/llmload/internal/requestlog"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -34,7 +35,7 @@ func (u Usage) Unwrap() error { return u.Err }
 
 // Render writes the results file at path in format to out (stdout when
 // out is empty), changing nothing in it.
-func Render(path, out string, format matrix.Format, stdout io.Writer) error {
+func Render(path, out string, format report.Format, stdout io.Writer) error {
 	if out != "" && cli.SameFile(out, path) {
 		return Usage{fmt.Errorf("-o %s is the file being rendered; -render never writes it", out)}
 	}
@@ -44,13 +45,13 @@ func Render(path, out string, format matrix.Format, stdout io.Writer) error {
 	}
 	// A file written before passwords were redacted may hold one.
 	r.Spec.URL, r.Server.URL = redact.URL(r.Spec.URL), redact.URL(r.Server.URL)
-	return cli.WriteOutput(out, stdout, func(w io.Writer) error { return format.Write(w, r) })
+	return cli.WriteOutput(out, stdout, func(w io.Writer) error { return report.Write(w, format, r) })
 }
 
 // Compare sets the runs of two results files side by side, or two
 // comma-separated lists of repeated runs, and writes the comparison in
 // format to out (stdout when out is empty).
-func Compare(files []string, out string, format matrix.Format, stdout io.Writer) error {
+func Compare(files []string, out string, format report.Format, stdout io.Writer) error {
 	if len(files) != 2 {
 		return Usage{errors.New("-compare needs two result files, or two comma-separated lists of repeated runs: -compare A.json B.json")}
 	}
@@ -67,7 +68,7 @@ func Compare(files []string, out string, format matrix.Format, stdout io.Writer)
 			sides[i] = append(sides[i], r)
 		}
 	}
-	return cli.WriteOutput(out, stdout, func(w io.Writer) error { return format.Write(w, matrix.CompareRuns(sides[0], sides[1])) })
+	return cli.WriteOutput(out, stdout, func(w io.Writer) error { return report.Compare(sides[0], sides[1]).Write(w, format) })
 }
 
 // PublicURL returns r with the simulator's ephemeral loopback URL, which
@@ -257,15 +258,15 @@ func Observe(ctx context.Context, runner *matrix.Runner, requestsOut string, rep
 
 // formats are the report formats -format takes, in the order its usage
 // names them.
-var formats = []matrix.Format{matrix.FormatTable, matrix.FormatMarkdown, matrix.FormatCSV, matrix.FormatJSON, matrix.FormatHTML, matrix.FormatSeriesCSV}
+var formats = []report.Format{report.Table, report.Markdown, report.CSV, report.JSON, report.HTML, report.SeriesCSV}
 
-// FormatVar defines -format: *f is FormatTable unless the command line
+// FormatVar defines -format: *f is report.Table unless the command line
 // names another of the report formats; any other name is refused as the
 // flags are parsed, before a run.
-func FormatVar(fs *flag.FlagSet, f *matrix.Format, usage string) {
-	*f = matrix.FormatTable
+func FormatVar(fs *flag.FlagSet, f *report.Format, usage string) {
+	*f = report.Table
 	fs.Func("format", usage, func(s string) error {
-		if g := matrix.Format(s); slices.Contains(formats, g) {
+		if g := report.Format(s); slices.Contains(formats, g) {
 			*f = g
 			return nil
 		}

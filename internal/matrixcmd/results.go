@@ -107,7 +107,7 @@ func CheckResume(given matrix.Spec, r *matrix.Results, set map[string]bool) erro
 		{"concurrency", slices.Equal(given.Concurrency, saved.Concurrency), saved.Concurrency},
 		{"contexts", slices.Equal(given.Contexts, saved.Contexts), saved.Contexts},
 		{"prefill", slices.Equal(given.Prefill, saved.Prefill), saved.Prefill},
-		{"duration", given.Duration == saved.Duration, time.Duration(saved.Duration)},
+		{"duration", given.Duration == saved.Duration, saved.Duration},
 		{"max-tokens", given.MaxTokens == saved.MaxTokens, saved.MaxTokens},
 		{"model", given.Model == "" || given.Model == saved.Model, saved.Model},
 	} {

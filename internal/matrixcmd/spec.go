@@ -39,13 +39,13 @@ func (f *SpecFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.concurrency, "concurrency", tokenList(d.Concurrency), "requests at once, the grid's columns")
 	fs.StringVar(&f.prefill, "prefill", tokenList(d.Prefill), "prefill contexts ('' skips the prefill table)")
 	fs.IntVar(&f.spec.PrefillRepeat, "prefill-repeat", d.PrefillRepeat, "cold requests that measure each prefill row (their median, and a range to compare)")
-	fs.DurationVar(&f.duration, "duration", time.Duration(d.Duration), "measurement window of each cell")
+	fs.DurationVar(&f.duration, "duration", d.Duration, "measurement window of each cell")
 	fs.IntVar(&f.spec.MaxTokens, "max-tokens", d.MaxTokens, "max output tokens per request")
-	fs.DurationVar(&f.series, "series", time.Duration(d.Series), "interval of each cell's time series, in the results and the reports (0 keeps none)")
-	fs.DurationVar(&f.warmMin, "warmup-min", time.Duration(d.Warmup.Min), "least warm-up of a cell")
-	fs.DurationVar(&f.warmFlow, "warmup-flow", time.Duration(d.Warmup.Flow), "how long tokens must flow from every stream before the window")
-	fs.DurationVar(&f.warmTO, "warmup-timeout", time.Duration(d.Warmup.Timeout), "warm-up timeout, plus -warmup-per-k per 1,024 tokens of context")
-	fs.DurationVar(&f.warmPerK, "warmup-per-k", time.Duration(d.Warmup.PerContextK), "warm-up timeout added per 1,024 tokens of context")
+	fs.DurationVar(&f.series, "series", d.Series, "interval of each cell's time series, in the results and the reports (0 keeps none)")
+	fs.DurationVar(&f.warmMin, "warmup-min", d.Warmup.Min, "least warm-up of a cell")
+	fs.DurationVar(&f.warmFlow, "warmup-flow", d.Warmup.Flow, "how long tokens must flow from every stream before the window")
+	fs.DurationVar(&f.warmTO, "warmup-timeout", d.Warmup.Timeout, "warm-up timeout, plus -warmup-per-k per 1,024 tokens of context")
+	fs.DurationVar(&f.warmPerK, "warmup-per-k", d.Warmup.PerContextK, "warm-up timeout added per 1,024 tokens of context")
 	fs.DurationVar(&f.sloTTFT, "slo-ttft", 0, "SLO on time to first token, for goodput (0: none)")
 	fs.DurationVar(&f.sloTPOT, "slo-tpot", 0, "SLO on time per output token, for goodput (0: none)")
 	fs.DurationVar(&f.sloLatency, "slo-latency", 0, "SLO on end-to-end latency, for goodput (0: none)")
@@ -94,19 +94,19 @@ func (f *SpecFlags) Spec(fs *flag.FlagSet) (matrix.Spec, error) {
 	if s.Prefill, err = tokencount.ParseList(f.prefill); err != nil {
 		return s, fmt.Errorf("-prefill: %w", err)
 	}
-	s.Duration = matrix.Duration(f.duration)
+	s.Duration = f.duration
 	s.Images, s.ImageFormat = f.images.Sizes()
 	if len(s.Images) == 0 {
 		s.ImageFormat = ""
 	} else if s.ImageFormat == "" {
 		s.ImageFormat = f.images.Format() // an unknown one, for Validate to refuse
 	}
-	s.Series = matrix.Duration(f.series)
+	s.Series = f.series
 	if f.series <= 0 {
 		s.Series = -1 // none
 	}
-	s.Warmup = &matrix.Warmup{Min: matrix.Duration(f.warmMin), Flow: matrix.Duration(f.warmFlow),
-		Timeout: matrix.Duration(f.warmTO), PerContextK: matrix.Duration(f.warmPerK)}
+	s.Warmup = &matrix.Warmup{Min: f.warmMin, Flow: f.warmFlow,
+		Timeout: f.warmTO, PerContextK: f.warmPerK}
 	if f.sloTTFT > 0 || f.sloTPOT > 0 || f.sloLatency > 0 {
 		s.SLO = &metrics.SLO{TTFT: f.sloTTFT, TPOT: f.sloTPOT, Latency: f.sloLatency}
 	}

@@ -47,9 +47,9 @@ func checkShare(sh *fleet.Share, now time.Time) error {
 		return bad("%d streams (a process runs 1 to %d)", sh.Streams, matrix.MaxConcurrency)
 	case sh.Concurrency < sh.Streams || sh.Concurrency > matrix.MaxConcurrency*maxFollowers:
 		return bad("%d streams of a cell of %d", sh.Streams, sh.Concurrency)
-	case sh.MaxTokens < 1 || sh.MaxTokens > matrix.MaxContextTokens:
+	case sh.MaxTokens < 1 || sh.MaxTokens > fleet.MaxContextTokens:
 		return bad("%d tokens a request", sh.MaxTokens)
-	case sh.ContextTokens < 0 || sh.ContextTokens > matrix.MaxContextTokens:
+	case sh.ContextTokens < 0 || sh.ContextTokens > fleet.MaxContextTokens:
 		return bad("a context of %d tokens", sh.ContextTokens)
 	case sh.Seq < 1:
 		return bad("cell %d", sh.Seq)

@@ -40,9 +40,9 @@ func quickSpec(url string, concurrency ...int) matrix.Spec {
 	return matrix.Spec{
 		URL: url, Model: loadgentest.DefaultModel, API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: concurrency, Prefill: []int{},
-		Duration: matrix.Duration(time.Second), MaxTokens: 30000,
-		Warmup: &matrix.Warmup{Min: matrix.Duration(200 * time.Millisecond), Flow: matrix.Duration(300 * time.Millisecond),
-			Timeout: matrix.Duration(15 * time.Second)},
+		Duration: time.Second, MaxTokens: 30000,
+		Warmup: &matrix.Warmup{Min: 200 * time.Millisecond, Flow: 300 * time.Millisecond,
+			Timeout: 15 * time.Second},
 	}
 }
 
@@ -379,10 +379,10 @@ func TestRogueLeaderOrders(t *testing.T) {
 	}
 	assert.NoError(t, checkShare(share(func(*fleet.Share) {}), now))
 	spec := quickSpec("http://127.0.0.1:8000/v1", 2)
-	err := checkJoin(&joinResponse{Index: 1, Spec: spec, Silence: matrix.Duration(8760 * time.Hour)})
+	err := checkJoin(&joinResponse{Index: 1, Spec: spec, Silence: textDuration(8760 * time.Hour)})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "a silence of 8760h0m0s")
-	assert.NoError(t, checkJoin(&joinResponse{Index: 1, Spec: spec, Silence: matrix.Duration(5 * time.Second)}))
+	assert.NoError(t, checkJoin(&joinResponse{Index: 1, Spec: spec, Silence: textDuration(5 * time.Second)}))
 }
 
 // slowConnsEnv, when set to a leader's address, makes

@@ -264,7 +264,7 @@ func (l *Leader) join(in joinRequest) (*joinResponse, error) {
 	l.logf("shard %d (%s) joined", f.index, in.Name)
 	spec := l.Spec
 	spec.URL = redact.URL(spec.URL)
-	return &joinResponse{Index: f.index, Spec: spec, Silence: matrix.Duration(l.silence())}, nil
+	return &joinResponse{Index: f.index, Spec: spec, Silence: textDuration(l.silence())}, nil
 }
 
 // member returns the follower of an index, nil if unknown or lost; l.mu

@@ -44,8 +44,8 @@ const (
 	// run, for the followers to hear that it is over.
 	stopTimeout = 5 * time.Second
 	// maxAnswer bounds a leader's answer: a share holds a prompt of up
-	// to matrix.MaxContextTokens tokens, about 8 bytes each at most.
-	maxAnswer = 8*matrix.MaxContextTokens + fleet.MaxImageBytes + 1<<20
+	// to fleet.MaxContextTokens tokens, about 8 bytes each at most.
+	maxAnswer = 8*fleet.MaxContextTokens + fleet.MaxImageBytes + 1<<20
 	// maxRequest bounds a follower's request, but for a report.
 	maxRequest = 16 << 10
 	// maxReport bounds a follower's report: its part of a cell and the
@@ -91,7 +91,22 @@ type joinResponse struct {
 	Index int         `json:"index"`
 	Spec  matrix.Spec `json:"spec"`
 	// Silence is the leader's: a follower silent this long is lost.
-	Silence matrix.Duration `json:"silence"`
+	Silence textDuration `json:"silence"`
+}
+
+// textDuration is a duration on the wire: text, as time.Duration.String
+// writes and time.ParseDuration reads ("5s").
+type textDuration time.Duration
+
+func (d textDuration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+func (d *textDuration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("shard: %w", err)
+	}
+	*d = textDuration(v)
+	return nil
 }
 
 type clockRequest struct {

@@ -38,7 +38,7 @@ type part struct {
 	Recording   metrics.Recording `json:"recording"`
 	Streams     *matrix.Streams   `json:"streams,omitempty"`
 	Health      loadgen.Health    `json:"health"`
-	Warmup      matrix.Duration   `json:"warmup"`
+	Warmup      textDuration      `json:"warmup"`
 	WarmupEnded string            `json:"warmup_ended,omitempty"`
 }
 
@@ -102,7 +102,7 @@ func realisticPart(seed uint64) *part {
 		Streams: &matrix.Streams{Samples: 3000, AvgDecoding: 990, AvgWaiting: 10, PeakDecoding: 1000,
 			Ceiling: 1000, CeilingShare: 0.4, AllShare: 0.4, Launched: 3400, MeanWaitMs: 120},
 		Health: loadgen.Health{CPU: 0.3, Lag: metrics.Distribution{Count: 3000, P50: 100 * time.Microsecond, P99: 2 * time.Millisecond}},
-		Warmup: matrix.Duration(benchWarmup), WarmupEnded: "tokens flowed from every stream for 3s",
+		Warmup: textDuration(benchWarmup), WarmupEnded: "tokens flowed from every stream for 3s",
 	}
 }
 

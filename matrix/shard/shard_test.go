@@ -28,9 +28,9 @@ func pacedSpec(url string, concurrency ...int) matrix.Spec {
 	return matrix.Spec{
 		URL: url, Model: loadgentest.DefaultModel, API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: concurrency, Prefill: []int{},
-		Duration: matrix.Duration(3 * time.Second), MaxTokens: 30000,
-		Warmup: &matrix.Warmup{Min: matrix.Duration(300 * time.Millisecond), Flow: matrix.Duration(500 * time.Millisecond),
-			Timeout: matrix.Duration(15 * time.Second)},
+		Duration: 3 * time.Second, MaxTokens: 30000,
+		Warmup: &matrix.Warmup{Min: 300 * time.Millisecond, Flow: 500 * time.Millisecond,
+			Timeout: 15 * time.Second},
 	}
 }
 

@@ -168,6 +168,11 @@ const (
 	// histograms in HdrHistogram's compressed encoding take tens of
 	// kilobytes for a cell of 1,000 streams.
 	MaxReportBytes = 16 << 20
+	// MaxContextTokens is the longest prompt a spec may ask for, 16M
+	// tokens: beyond the context of any model served today, and a prompt
+	// of that many tokens is already about 100 MB of text, built and kept
+	// in memory for its cell.
+	MaxContextTokens = 16 << 20
 	// MaxImageBytes bounds the images of a share's request, as data
 	// URLs, all together.
 	MaxImageBytes = 4 << 20

@@ -1,6 +1,8 @@
-package matrix
+package report
 
 import (
+	"github.com/llmload/llmload/matrix"
+
 	"fmt"
 	"html/template"
 	"io"
@@ -88,11 +90,11 @@ func (cr *comparisonReport) changes() changeCounts {
 		switch {
 		case !x.TotalTokensPerSec.compared():
 			n.other++
-		case x.TotalTokensPerSec.Change == ChangeBetter:
+		case x.TotalTokensPerSec.Change == changeBetter:
 			n.better++
-		case x.TotalTokensPerSec.Change == ChangeWorse:
+		case x.TotalTokensPerSec.Change == changeWorse:
 			n.worse++
-		case x.TotalTokensPerSec.Change == ChangeNoise:
+		case x.TotalTokensPerSec.Change == changeNoise:
 			n.noise++
 		default:
 			n.same++
@@ -201,13 +203,13 @@ func htmlCompareCell(x *CellChange) htmlCell {
 	hc.Main = lines[0]
 	if !x.TotalTokensPerSec.compared() {
 		hc.Class = "notrun nonum"
-		if x.NextStatus == OverCapacity && x.BaseStatus == OverCapacity {
+		if x.NextStatus == matrix.OverCapacity && x.BaseStatus == matrix.OverCapacity {
 			hc.Class = "over nonum"
 		}
 		return hc
 	}
 	switch x.TotalTokensPerSec.Change {
-	case ChangeSame, ChangeNoise:
+	case changeSame, changeNoise:
 		hc.Class = string(x.TotalTokensPerSec.Change)
 	default:
 		hc.Class = string(x.TotalTokensPerSec.Change)
@@ -220,7 +222,7 @@ func htmlCompareCell(x *CellChange) htmlCell {
 	}
 	if x.StatusChanged {
 		hc.Badge = x.Note()
-		if x.NextStatus == RequestsQueued {
+		if x.NextStatus == matrix.RequestsQueued {
 			hc.Class += " queued"
 		}
 	}
@@ -250,7 +252,7 @@ func fmtIntervals(r *Ratio, format func(float64) string) string {
 	if r == nil || (r.BaseInterval == nil && r.NextInterval == nil) {
 		return ""
 	}
-	side := func(in *Interval) string {
+	side := func(in *matrix.Interval) string {
 		if in == nil {
 			return "?"
 		}

@@ -1,6 +1,8 @@
-package matrix
+package report
 
 import (
+	"github.com/llmload/llmload/matrix"
+
 	"bytes"
 	"encoding/csv"
 	"image/png"
@@ -62,10 +64,10 @@ func htmlPages(t *testing.T) []struct {
 		name  string
 		write func(io.Writer) error
 	}{
-		{"seed", seed.writeHTML},
-		{"simulated", sim.writeHTML},
+		{"seed", doc{seed}.writeHTML},
+		{"simulated", doc{sim}.writeHTML},
 		{"comparison", compareTwo(seed, nextResults(t)).writeHTML},
-		{"empty", (&Results{Schema: Schema}).writeHTML},
+		{"empty", doc{&matrix.Results{Schema: matrix.Schema}}.writeHTML},
 	}
 }
 
@@ -87,7 +89,7 @@ func TestWriteHTMLIsSelfContained(t *testing.T) {
 }
 
 func TestWriteHTMLEscapes(t *testing.T) {
-	out := string(render(t, simulatedResults().writeHTML))
+	out := string(render(t, doc{simulatedResults()}.writeHTML))
 	assert.NotContains(t, out, "<script>")
 	assert.NotContains(t, out, "<html>upstream")
 	assert.Contains(t, out, "sim-4b &lt;seed&gt; &amp; &#34;friends&#34;")
@@ -102,10 +104,10 @@ var domCell = regexp.MustCompile(`<td class="cell ([a-z ]+)"(?: data-status="([a
 func TestWriteHTMLInChromium(t *testing.T) {
 	browser := findBrowser(t)
 	seed := seedResults(t)
-	g := seed.report().grid
+	g := doc{seed}.report().grid
 
 	t.Run("seed DOM", func(t *testing.T) {
-		path := writeHTMLFile(t, seed.writeHTML)
+		path := writeHTMLFile(t, doc{seed}.writeHTML)
 		dom := string(runBrowser(t, browser, "--dump-dom", "file://"+path))
 		require.Contains(t, dom, "</html>")
 		cells := domCell.FindAllStringSubmatch(dom, -1)
@@ -132,7 +134,7 @@ func TestWriteHTMLInChromium(t *testing.T) {
 	})
 
 	t.Run("simulated DOM", func(t *testing.T) {
-		path := writeHTMLFile(t, simulatedResults().writeHTML)
+		path := writeHTMLFile(t, doc{simulatedResults()}.writeHTML)
 		dom := string(runBrowser(t, browser, "--dump-dom", "file://"+path))
 		assert.Contains(t, dom, "simulated by llmload at 20× speed")
 		assert.Contains(t, dom, "sim-4b &lt;seed&gt; &amp; \"friends\"", "the model name is text, not markup")
@@ -182,15 +184,15 @@ func TestWriteHTMLInChromium(t *testing.T) {
 // TestWriteHTMLShowsCountedSizes: a row whose prompt the server counted
 // more than 1% off its label shows the counted size, as every report does.
 func TestWriteHTMLShowsCountedSizes(t *testing.T) {
-	out := string(render(t, simulatedResults().writeHTML))
+	out := string(render(t, doc{simulatedResults()}.writeHTML))
 	assert.Contains(t, out, "16K (16,800 counted)")
 	assert.Contains(t, out, "the server counted N prompt tokens for this context")
-	md := string(render(t, simulatedResults().writeMarkdown))
+	md := string(render(t, doc{simulatedResults()}.writeMarkdown))
 	assert.Contains(t, md, "16K (16,800 counted)")
-	csv := string(render(t, simulatedResults().writeCSV))
+	csv := string(render(t, doc{simulatedResults()}.writeCSV))
 	assert.Contains(t, csv, ",measured_s,prompt_tokens\n")
 	assert.Contains(t, csv, "decode,16384,4,requests_queued,150.8,44.7,3310,22.4,3.10,1,4524,30.0,16800\n")
-	seedCSV := string(render(t, seedResults(t).writeCSV))
+	seedCSV := string(render(t, doc{seedResults(t)}.writeCSV))
 	assert.NotContains(t, seedCSV, "prompt_tokens", "sizes as labelled: the seed's columns")
 }
 
@@ -199,7 +201,7 @@ func TestWriteHTMLShowsCountedSizes(t *testing.T) {
 // for its first token (800 ms after the tenth second), then decodes 100
 // tokens 10 ms apart, over 20 s of wall time with the window from the
 // fifth second; and a server that runs them all. It returns r.
-func withSeries(r *Results) *Results {
+func withSeries(r *matrix.Results) *matrix.Results {
 	t0 := time.Date(2026, 5, 2, 18, 5, 0, 0, time.UTC)
 	for i := range r.Cells {
 		c := &r.Cells[i]
@@ -225,12 +227,20 @@ func withSeries(r *Results) *Results {
 			}
 		}
 		s := rec.Series()
-		var readings []gauges
-		for k := range 40 {
-			readings = append(readings, gauges{Time: t0.Add(time.Duration(k) * 500 * time.Millisecond),
-				Running: float64(c.Concurrency), Waiting: 0, KVUsage: 0.5, Preemptions: float64(k / 10)})
+		// The server's /metrics read every 500 ms for 20 s: running at the
+		// cell's concurrency, none waiting, the KV cache half full, a
+		// preemption every 5 s; as the runner puts them in the series.
+		n := seriesview.Len(s)
+		s.ServerRunning, s.ServerWaiting, s.ServerKVUsage = make([]float64, n), make([]float64, n), make([]float64, n)
+		s.ServerPreemptions = make([]float64, n)
+		for i := range n {
+			s.ServerRunning[i], s.ServerKVUsage[i] = float64(c.Concurrency), 0.5
 		}
-		addServer(s, readings)
+		for _, k := range []int{10, 20, 30} {
+			if i := int(t0.Add(time.Duration(k)*500*time.Millisecond).Sub(s.Start) / s.Every); i >= 0 && i < n {
+				s.ServerPreemptions[i]++
+			}
+		}
 		c.Measurement.Series = s
 	}
 	return r
@@ -238,7 +248,7 @@ func withSeries(r *Results) *Results {
 
 func TestSeriesCSV(t *testing.T) {
 	r := withSeries(simulatedResults())
-	out, err := csv.NewReader(bytes.NewReader(render(t, r.writeSeriesCSV))).ReadAll()
+	out, err := csv.NewReader(bytes.NewReader(render(t, doc{r}.writeSeriesCSV))).ReadAll()
 	require.NoError(t, err)
 	require.Equal(t, seriesHead, out[0])
 	rows, measured, cells := 0, 0, map[string]int{}
@@ -273,7 +283,7 @@ func TestSeriesCSV(t *testing.T) {
 	assert.NoError(t, err)
 
 	var b bytes.Buffer
-	assert.ErrorContains(t, FormatSeriesCSV.Write(&b, compareTwo(r, r)), "no time series of its own")
+	assert.ErrorContains(t, compareTwo(r, r).Write(&b, SeriesCSV), "no time series of its own")
 }
 
 // TestWriteHTMLChartsEachCellOverTime: in Chromium, the page shows each
@@ -281,7 +291,7 @@ func TestSeriesCSV(t *testing.T) {
 func TestWriteHTMLChartsEachCellOverTime(t *testing.T) {
 	browser := findBrowser(t)
 	r := withSeries(simulatedResults())
-	path := writeHTMLFile(t, r.writeHTML)
+	path := writeHTMLFile(t, doc{r}.writeHTML)
 	dom := string(runBrowser(t, browser, "--dump-dom", "file://"+path))
 	require.Contains(t, dom, `id="series"`)
 	want, buckets := map[string]bool{}, map[string]int{}

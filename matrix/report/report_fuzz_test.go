@@ -1,6 +1,8 @@
-package matrix
+package report
 
 import (
+	"github.com/llmload/llmload/matrix"
+
 	"bytes"
 	"io"
 	"testing"
@@ -19,9 +21,9 @@ func FuzzReports(f *testing.F) {
 			m.Series.Every *= time.Duration(i)
 		}
 	}
-	for _, r := range []*Results{seedResults(f), simulatedResults(), {Schema: Schema}, withSeries(simulatedResults()), damaged} {
+	for _, r := range []*matrix.Results{seedResults(f), simulatedResults(), {Schema: matrix.Schema}, withSeries(simulatedResults()), damaged} {
 		var b bytes.Buffer
-		if err := r.writeJSON(&b); err != nil {
+		if err := (doc{r}).writeJSON(&b); err != nil {
 			f.Fatal(err)
 		}
 		f.Add(b.Bytes())
@@ -34,13 +36,13 @@ func FuzzReports(f *testing.F) {
 		`{"context_tokens":0,"concurrency":2,"status":"valid","total_tok_s":4.9e-324,"per_request_tok_s":1.7e308}]}`))
 	seed := seedResults(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := ReadResults(bytes.NewReader(data))
+		r, err := matrix.ReadResults(bytes.NewReader(data))
 		if err != nil {
 			return
 		}
 		cmp := compareTwo(seed, r)
 		for _, write := range []func(io.Writer) error{
-			r.writeTable, r.writeMarkdown, r.writeCSV, r.writeHTML, r.writeSeriesCSV,
+			doc{r}.writeTable, doc{r}.writeMarkdown, doc{r}.writeCSV, doc{r}.writeHTML, doc{r}.writeSeriesCSV,
 			cmp.writeTable, cmp.writeMarkdown, cmp.writeCSV, cmp.writeJSON, cmp.writeHTML,
 		} {
 			var b bytes.Buffer
@@ -49,7 +51,7 @@ func FuzzReports(f *testing.F) {
 			}
 		}
 		var b bytes.Buffer
-		if err := r.writeHTML(&b); err != nil {
+		if err := (doc{r}).writeHTML(&b); err != nil {
 			t.Fatal(err)
 		}
 		if refs := remoteRef.FindAll(b.Bytes(), -1); len(refs) > 0 {

@@ -1,6 +1,8 @@
-package matrix
+package report
 
 import (
+	"github.com/llmload/llmload/internal/tokencount"
+
 	"math"
 	"strconv"
 	"strings"
@@ -69,3 +71,21 @@ func plural(n int, one, many string) string {
 // cleanText makes a string from the server or the user safe to print on a
 // terminal or in a one-line cell: see [textsafe.Line].
 func cleanText(s string) string { return textsafe.Line(s) }
+
+// roundFigure rounds x to 12 significant digits.
+func roundFigure(x float64) float64 {
+	if x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+		return x
+	}
+	v, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 12, 64), 64)
+	if err != nil {
+		return x
+	}
+	return v
+}
+
+// abs is |x|.
+func abs(x int) int { return max(x, -x) }
+
+// formatTokens writes a token count as the reports label contexts: 16K.
+func formatTokens(n int) string { return tokencount.Format(n) }

@@ -1,6 +1,6 @@
 //go:build race
 
-package matrix
+package report
 
 // raceEnabled reports a build with the race detector, which slows the
 // in-process simulator too much to keep its schedule on a busy machine.

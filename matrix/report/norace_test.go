@@ -1,5 +1,5 @@
 //go:build !race
 
-package matrix
+package report
 
 const raceEnabled = false

@@ -1,6 +1,8 @@
-package matrix
+package report
 
 import (
+	"github.com/llmload/llmload/matrix"
+
 	"bytes"
 	"encoding/json"
 	"io"
@@ -21,7 +23,7 @@ import (
 // nextResults is the seed run measured again after a change: context 0
 // faster with a lower TTFT, 16K slower with a higher one, 128K × 1 no longer queued, 64K × 16 now
 // fits, the 248K row and the 128K prefill not run, on the simulator.
-func nextResults(t testing.TB) *Results {
+func nextResults(t testing.TB) *matrix.Results {
 	t.Helper()
 	r := seedResults(t)
 	r.Server.Simulated, r.Server.Speed = true, 20
@@ -52,23 +54,37 @@ func nextResults(t testing.TB) *Results {
 		}
 		switch {
 		case c.ContextTokens == 128*tokensK && c.Concurrency == 1:
-			c.Status, c.Reason = Valid, ""
+			c.Status, c.Reason = matrix.Valid, ""
 		case c.ContextTokens == 64*tokensK && c.Concurrency == 16:
-			c.Status, c.Reason = Valid, ""
-			c.Measurement = &Measurement{TotalTokensPerSec: 131.3, PerRequestTokensPerSec: 8.1, TTFT: Quantiles{P50: 8_820},
-				TBT: Quantiles{P50: 121.9}, AvgActive: 16, OutputTokens: 3_939, MeasuredS: 30}
+			c.Status, c.Reason = matrix.Valid, ""
+			c.Measurement = &matrix.Measurement{TotalTokensPerSec: 131.3, PerRequestTokensPerSec: 8.1, TTFT: matrix.Quantiles{P50: 8_820},
+				TBT: matrix.Quantiles{P50: 121.9}, AvgActive: 16, OutputTokens: 3_939, MeasuredS: 30}
 		}
 		cells = append(cells, c)
 	}
 	r.Cells = cells
 	r.Complete = true
-	r.toWallTime() // the figures above are the simulated server's; results hold wall time
-	return r
+	return inWallTime(r) // the figures above are the simulated server's; results hold wall time
+}
+
+// inWallTime is r, whose figures are in the simulated server's time, in
+// wall time: read back as a file of schema v1, which held them so.
+func inWallTime(r *matrix.Results) *matrix.Results {
+	r.Schema = "llmload.matrix/v1"
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(err)
+	}
+	w, err := matrix.ReadResults(bytes.NewReader(b))
+	if err != nil {
+		panic(err)
+	}
+	return w
 }
 
 func TestCompare(t *testing.T) {
 	cmp := compareTwo(seedResults(t), nextResults(t))
-	require.Equal(t, ComparisonSchema, cmp.Schema)
+	require.Equal(t, comparisonSchema, cmp.Schema)
 
 	tests := []struct {
 		name                     string
@@ -79,13 +95,13 @@ func TestCompare(t *testing.T) {
 		baseMeasured, nextMeasur bool
 		note                     string
 	}{
-		{"faster", 0, 1, InBoth, ChangeBetter, ChangeBetter, 1.12, true, true, ""},
-		{"slower", 16 * tokensK, 8, InBoth, ChangeWorse, ChangeWorse, 0.87, true, true, ""},
-		{"within the threshold", 32 * tokensK, 4, InBoth, ChangeSame, ChangeSame, 1.01, true, true, ""},
-		{"status change", 128 * tokensK, 1, InBoth, ChangeSame, ChangeSame, 1.01, true, true, "Requests queued → Valid"},
-		{"measured in next only", 64 * tokensK, 16, InBoth, "", "", 0, false, true, "Over capacity → Valid"},
-		{"in base only", 248 * tokensK, 1, OnlyInBase, "", "", 0, false, false, "only in base"},
-		{"over capacity in both", 0, 128, InBoth, "", "", 0, false, false, ""},
+		{"faster", 0, 1, inBoth, changeBetter, changeBetter, 1.12, true, true, ""},
+		{"slower", 16 * tokensK, 8, inBoth, changeWorse, changeWorse, 0.87, true, true, ""},
+		{"within the threshold", 32 * tokensK, 4, inBoth, changeSame, changeSame, 1.01, true, true, ""},
+		{"status change", 128 * tokensK, 1, inBoth, changeSame, changeSame, 1.01, true, true, "Requests queued → Valid"},
+		{"measured in next only", 64 * tokensK, 16, inBoth, "", "", 0, false, true, "Over capacity → Valid"},
+		{"in base only", 248 * tokensK, 1, onlyInBase, "", "", 0, false, false, "only in base"},
+		{"over capacity in both", 0, 128, inBoth, "", "", 0, false, false, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,10 +127,10 @@ func TestCompare(t *testing.T) {
 	t.Run("prefill", func(t *testing.T) {
 		require.Len(t, cmp.Prefill, 5)
 		assert.InDelta(t, 1.2, cmp.Prefill[0].PromptTokensPerSec.Ratio, 1e-9)
-		assert.Equal(t, ChangeBetter, cmp.Prefill[0].PromptTokensPerSec.Change)
-		assert.Equal(t, ChangeBetter, cmp.Prefill[0].TTFT.Change, "a lower TTFT is better")
+		assert.Equal(t, changeBetter, cmp.Prefill[0].PromptTokensPerSec.Change)
+		assert.Equal(t, changeBetter, cmp.Prefill[0].TTFT.Change, "a lower TTFT is better")
 		last := cmp.Prefill[4]
-		assert.Equal(t, OnlyInBase, last.Presence)
+		assert.Equal(t, onlyInBase, last.Presence)
 		assert.False(t, last.PromptTokensPerSec.compared())
 		assert.InDelta(t, 600.0, last.PromptTokensPerSec.Base, 1e-9)
 	})
@@ -122,7 +138,7 @@ func TestCompare(t *testing.T) {
 		self := compareTwo(seedResults(t), seedResults(t))
 		for _, c := range self.Cells {
 			if c.TotalTokensPerSec.compared() {
-				assert.Equal(t, ChangeSame, c.TotalTokensPerSec.Change)
+				assert.Equal(t, changeSame, c.TotalTokensPerSec.Change)
 				assert.InDelta(t, 1.0, c.TotalTokensPerSec.Ratio, 1e-12)
 			}
 			assert.False(t, c.StatusChanged)
@@ -131,7 +147,7 @@ func TestCompare(t *testing.T) {
 	t.Run("nil runs", func(t *testing.T) {
 		c := compareTwo(nil, simulatedResults())
 		for _, x := range c.Cells {
-			assert.Equal(t, OnlyInNext, x.Presence)
+			assert.Equal(t, onlyInNext, x.Presence)
 		}
 		assert.Empty(t, compareTwo(nil, nil).Cells)
 	})
@@ -144,11 +160,11 @@ func TestNewRatio(t *testing.T) {
 		lowerIsBetter bool
 		want          *Ratio
 	}{
-		{"up", 100, 112, false, &Ratio{Base: 100, Next: 112, Ratio: 1.12, Change: ChangeBetter}},
-		{"down", 100, 87, false, &Ratio{Base: 100, Next: 87, Ratio: 0.87, Change: ChangeWorse}},
-		{"latency up", 100, 112, true, &Ratio{Base: 100, Next: 112, Ratio: 1.12, Change: ChangeWorse}},
-		{"latency down", 100, 87, true, &Ratio{Base: 100, Next: 87, Ratio: 0.87, Change: ChangeBetter}},
-		{"just within", 100, 104.9, false, &Ratio{Base: 100, Next: 104.9, Ratio: 1.049, Change: ChangeSame}},
+		{"up", 100, 112, false, &Ratio{Base: 100, Next: 112, Ratio: 1.12, Change: changeBetter}},
+		{"down", 100, 87, false, &Ratio{Base: 100, Next: 87, Ratio: 0.87, Change: changeWorse}},
+		{"latency up", 100, 112, true, &Ratio{Base: 100, Next: 112, Ratio: 1.12, Change: changeWorse}},
+		{"latency down", 100, 87, true, &Ratio{Base: 100, Next: 87, Ratio: 0.87, Change: changeBetter}},
+		{"just within", 100, 104.9, false, &Ratio{Base: 100, Next: 104.9, Ratio: 1.049, Change: changeSame}},
 		{"base only", 100, 0, false, &Ratio{Base: 100}},
 		{"next only", 0, 50, true, &Ratio{Next: 50}},
 		{"neither", 0, -1, false, nil},
@@ -204,12 +220,12 @@ func TestComparisonGolden(t *testing.T) {
 // noisyCell is a measured cell of n requests whose time between tokens
 // and TTFT have a median and a 90th percentile spread apart by spread (a
 // share of the median), and whose figures are scaled by f.
-func noisyCell(ctx, conc, n int, spread, f float64) Cell {
-	m := &Measurement{TotalTokensPerSec: 400 * f, PerRequestTokensPerSec: 50 * f, Completed: n - conc,
-		TTFT:         Quantiles{P50: 1000 / f, P90: 1000 / f * (1 + spread), P99: 1000 / f * (1 + 2*spread)},
-		TBT:          Quantiles{P50: 20 / f, P90: 20 / f * (1 + spread), P99: 20 / f * (1 + 2*spread)},
+func noisyCell(ctx, conc, n int, spread, f float64) matrix.Cell {
+	m := &matrix.Measurement{TotalTokensPerSec: 400 * f, PerRequestTokensPerSec: 50 * f, Completed: n - conc,
+		TTFT:         matrix.Quantiles{P50: 1000 / f, P90: 1000 / f * (1 + spread), P99: 1000 / f * (1 + 2*spread)},
+		TBT:          matrix.Quantiles{P50: 20 / f, P90: 20 / f * (1 + spread), P99: 20 / f * (1 + 2*spread)},
 		OutputTokens: 12_000, MeasuredS: 30}
-	return Cell{ContextTokens: ctx, Concurrency: conc, Status: Valid, Requests: n, Measurement: m}
+	return matrix.Cell{ContextTokens: ctx, Concurrency: conc, Status: matrix.Valid, Requests: n, Measurement: m}
 }
 
 // TestCompareSeparatesChangeFromNoise compares cells whose figures differ
@@ -226,19 +242,19 @@ func TestCompareSeparatesChangeFromNoise(t *testing.T) {
 		wantTTFT Change
 	}{
 		// Wide spreads over few requests: 30% apart is within noise.
-		{"noisy and few", 8, 1.0, 1.3, ChangeNoise, ChangeNoise},
+		{"noisy and few", 8, 1.0, 1.3, changeNoise, changeNoise},
 		// The same 30% over many steady requests is a change.
-		{"steady and many", 400, 0.2, 1.3, ChangeBetter, ChangeBetter},
-		{"steady and many, slower", 400, 0.2, 0.7, ChangeWorse, ChangeWorse},
+		{"steady and many", 400, 0.2, 1.3, changeBetter, changeBetter},
+		{"steady and many, slower", 400, 0.2, 0.7, changeWorse, changeWorse},
 		// Within the threshold stays the same whatever the noise.
-		{"within 5%", 400, 0.01, 1.03, ChangeSame, ChangeSame},
+		{"within 5%", 400, 0.01, 1.03, changeSame, changeSame},
 		// Two requests cannot tell change from noise.
-		{"too few to tell", 2, 1.0, 1.3, ChangeNoise, ChangeNoise},
+		{"too few to tell", 2, 1.0, 1.3, changeNoise, changeNoise},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			base := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 8, tc.n, tc.spread, 1)}}
-			next := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 8, tc.n, tc.spread, tc.f)}}
+			base := &matrix.Results{Schema: matrix.Schema, Cells: []matrix.Cell{noisyCell(0, 8, tc.n, tc.spread, 1)}}
+			next := &matrix.Results{Schema: matrix.Schema, Cells: []matrix.Cell{noisyCell(0, 8, tc.n, tc.spread, tc.f)}}
 			c := compareTwo(base, next).Cell(0, 8)
 			require.NotNil(t, c)
 			assert.Equal(t, tc.want, c.TotalTokensPerSec.Change, "total %+v", c.TotalTokensPerSec)
@@ -261,25 +277,25 @@ func TestCompareSeparatesChangeFromNoise(t *testing.T) {
 // one request cannot be; and results without request counts (made
 // elsewhere) are compared by the threshold alone.
 func TestCompareFewRequests(t *testing.T) {
-	one := func(f float64) *Results {
+	one := func(f float64) *matrix.Results {
 		c := noisyCell(128*tokensK, 1, 1, 0, f)
-		c.Measurement.ITL = Quantiles{P50: 20 / f, P90: 21 / f, P99: 25 / f}
+		c.Measurement.ITL = matrix.Quantiles{P50: 20 / f, P90: 21 / f, P99: 25 / f}
 		c.Measurement.OutputTokens = 1500
-		return &Results{Schema: Schema, Cells: []Cell{c}}
+		return &matrix.Results{Schema: matrix.Schema, Cells: []matrix.Cell{c}}
 	}
 	c := compareTwo(one(1), one(1.3)).Cell(128*tokensK, 1)
-	assert.Equal(t, ChangeBetter, c.TotalTokensPerSec.Change, "%+v", c.TotalTokensPerSec)
-	assert.Equal(t, ChangeBetter, c.TBTp50.Change, "%+v", c.TBTp50)
-	assert.Equal(t, ChangeNoise, c.TTFTp50.Change, "one request's TTFT: %+v", c.TTFTp50)
+	assert.Equal(t, changeBetter, c.TotalTokensPerSec.Change, "%+v", c.TotalTokensPerSec)
+	assert.Equal(t, changeBetter, c.TBTp50.Change, "%+v", c.TBTp50)
+	assert.Equal(t, changeNoise, c.TTFTp50.Change, "one request's TTFT: %+v", c.TTFTp50)
 
-	elsewhere := func(f float64) *Results {
+	elsewhere := func(f float64) *matrix.Results {
 		c := noisyCell(0, 4, 0, 0, f)
 		c.Requests = 0
-		return &Results{Schema: Schema, Cells: []Cell{c}}
+		return &matrix.Results{Schema: matrix.Schema, Cells: []matrix.Cell{c}}
 	}
 	c = compareTwo(elsewhere(1), elsewhere(1.3)).Cell(0, 4)
-	assert.Equal(t, ChangeBetter, c.TotalTokensPerSec.Change)
-	assert.Equal(t, ChangeBetter, c.TTFTp50.Change)
+	assert.Equal(t, changeBetter, c.TotalTokensPerSec.Change)
+	assert.Equal(t, changeBetter, c.TTFTp50.Change)
 	assert.Nil(t, c.TotalTokensPerSec.BaseInterval)
 }
 
@@ -299,20 +315,20 @@ func TestCompareSameServerTwice(t *testing.T) {
 	const speed = 10
 	// run measures the simulator at speed × slower as a server at speed:
 	// slower 1.2 is a server 20% slower in every figure.
-	run := func(slower float64) *Results {
+	run := func(slower float64) *matrix.Results {
 		p := loadgentest.SeedProfile()
 		p.Speed, p.TruthBytes = speed/slower, -1
 		srv := loadgentest.NewServer(p)
 		defer srv.Close()
-		spec := Spec{URL: srv.URL + "/v1", Model: p.Model, Contexts: []int{0, 4 * tokensK}, Concurrency: []int{1, 4}, Prefill: []int{4 * tokensK, 8 * tokensK},
-			Duration: Duration(8 * time.Second), MaxTokens: 512}
-		r := &Runner{Spec: spec.AtSpeed(speed), Client: &loadgen.Client{HTTPClient: srv.Client()}, Server: capacity.Server{Simulated: true, Speed: speed}}
+		spec := matrix.Spec{URL: srv.URL + "/v1", Model: p.Model, Contexts: []int{0, 4 * tokensK}, Concurrency: []int{1, 4}, Prefill: []int{4 * tokensK, 8 * tokensK},
+			Duration: 8 * time.Second, MaxTokens: 512}
+		r := &matrix.Runner{Spec: spec.AtSpeed(speed), Client: &loadgen.Client{HTTPClient: srv.Client()}, Server: capacity.Server{Simulated: true, Speed: speed}}
 		res, err := r.Run(t.Context())
 		require.NoError(t, err)
 		return res
 	}
 	a, b, slow := run(1), run(1), run(1.2)
-	for _, r := range []*Results{a, b, slow} {
+	for _, r := range []*matrix.Results{a, b, slow} {
 		for _, p := range r.Prefill {
 			t.Logf("prefill %s: %s ttft %.1f %v", formatTokens(p.ContextTokens), p.Status, p.TTFT, p.TTFTs)
 		}
@@ -328,14 +344,14 @@ func TestCompareSameServerTwice(t *testing.T) {
 		for name, r := range map[string]*Ratio{"prompt tok/s": p.PromptTokensPerSec, "TTFT": p.TTFT} {
 			require.True(t, r.compared(), "prefill %s %s", formatTokens(p.ContextTokens), name)
 			require.NotNil(t, r.BaseInterval, "prefill %s %s has an interval", formatTokens(p.ContextTokens), name)
-			assert.NotContains(t, []Change{ChangeBetter, ChangeWorse}, r.Change,
+			assert.NotContains(t, []Change{changeBetter, changeWorse}, r.Change,
 				"prefill %s %s: %.1f → %.1f (%v, %v)", formatTokens(p.ContextTokens), name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
 		}
 	}
 	for _, c := range same.Cells {
 		for name, r := range map[string]*Ratio{"total": c.TotalTokensPerSec, "per request": c.PerRequestTokensPerSec, "TTFT": c.TTFTp50, "TBT": c.TBTp50} {
 			if r.compared() {
-				assert.NotContains(t, []Change{ChangeBetter, ChangeWorse}, r.Change,
+				assert.NotContains(t, []Change{changeBetter, changeWorse}, r.Change,
 					"%s × %d %s: %.1f → %.1f (%v, %v)", formatTokens(c.ContextTokens), c.Concurrency, name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
 			}
 		}
@@ -344,7 +360,7 @@ func TestCompareSameServerTwice(t *testing.T) {
 	slower := compareTwo(a, slow)
 	for _, p := range slower.Prefill {
 		for name, r := range map[string]*Ratio{"prompt tok/s": p.PromptTokensPerSec, "TTFT": p.TTFT} {
-			assert.Equal(t, ChangeWorse, r.Change, "prefill %s %s: %.1f → %.1f (%v, %v)", formatTokens(p.ContextTokens), name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
+			assert.Equal(t, changeWorse, r.Change, "prefill %s %s: %.1f → %.1f (%v, %v)", formatTokens(p.ContextTokens), name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
 		}
 	}
 	checked := 0
@@ -357,7 +373,7 @@ func TestCompareSameServerTwice(t *testing.T) {
 			continue
 		}
 		checked++
-		assert.Equal(t, ChangeWorse, c.TotalTokensPerSec.Change, "%s × %d total: %.1f → %.1f (%v, %v)", formatTokens(c.ContextTokens), c.Concurrency,
+		assert.Equal(t, changeWorse, c.TotalTokensPerSec.Change, "%s × %d total: %.1f → %.1f (%v, %v)", formatTokens(c.ContextTokens), c.Concurrency,
 			c.TotalTokensPerSec.Base, c.TotalTokensPerSec.Next, c.TotalTokensPerSec.BaseInterval, c.TotalTokensPerSec.NextInterval)
 	}
 	if checked == 0 {
@@ -366,15 +382,15 @@ func TestCompareSameServerTwice(t *testing.T) {
 }
 
 // limited reports whether r's cell at c's place was client-limited.
-func limited(r *Results, c CellChange) bool {
+func limited(r *matrix.Results, c CellChange) bool {
 	rc := r.Cell(c.ContextTokens, c.Concurrency)
 	return rc != nil && rc.Measurement != nil && rc.Measurement.ClientLimited
 }
 
 // sparseResults has n measured cells that share no context and no
 // concurrency level: their grid would have n² places.
-func sparseResults(n int) *Results {
-	r := &Results{Schema: Schema, Spec: Spec{URL: "http://127.0.0.1:8000/v1", Model: "m"}, Complete: true}
+func sparseResults(n int) *matrix.Results {
+	r := &matrix.Results{Schema: matrix.Schema, Spec: matrix.Spec{URL: "http://127.0.0.1:8000/v1", Model: "m"}, Complete: true}
 	for i := range n {
 		c := noisyCell(1000+7*i, 1+3*i, 20, 0.1, 1)
 		r.Cells = append(r.Cells, c)
@@ -395,8 +411,8 @@ func TestSparseCellsStayLinear(t *testing.T) {
 	require.Len(t, cmp.Cells, n)
 	writers := map[string]func(io.Writer) error{
 		"compare table": cmp.writeTable, "compare markdown": cmp.writeMarkdown, "compare csv": cmp.writeCSV,
-		"compare html": cmp.writeHTML, "results table": a.writeTable, "results markdown": a.writeMarkdown,
-		"results csv": a.writeCSV, "results html": a.writeHTML,
+		"compare html": cmp.writeHTML, "results table": doc{a}.writeTable, "results markdown": doc{a}.writeMarkdown,
+		"results csv": doc{a}.writeCSV, "results html": doc{a}.writeHTML,
 	}
 	for name, write := range writers {
 		var out bytes.Buffer
@@ -411,7 +427,7 @@ func TestSparseCellsStayLinear(t *testing.T) {
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(300<<20), "bytes allocated")
 
 	// A grid that is only partly filled is still drawn.
-	dense := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 1, 20, 0.1, 1), noisyCell(tokensK, 2, 20, 0.1, 1)}}
+	dense := &matrix.Results{Schema: matrix.Schema, Cells: []matrix.Cell{noisyCell(0, 1, 20, 0.1, 1), noisyCell(tokensK, 2, 20, 0.1, 1)}}
 	var out bytes.Buffer
 	require.NoError(t, compareTwo(dense, dense).writeTable(&out))
 	assert.NotContains(t, out.String(), "too sparse")
@@ -421,33 +437,33 @@ func TestSparseCellsStayLinear(t *testing.T) {
 // TestCompareClientLimited never marks a cell the client may have
 // limited: its figures may be the client's, not the server's.
 func TestCompareClientLimited(t *testing.T) {
-	base := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 8, 400, 0.2, 1)}}
-	next := &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 8, 400, 0.2, 0.5)}}
+	base := &matrix.Results{Schema: matrix.Schema, Cells: []matrix.Cell{noisyCell(0, 8, 400, 0.2, 1)}}
+	next := &matrix.Results{Schema: matrix.Schema, Cells: []matrix.Cell{noisyCell(0, 8, 400, 0.2, 0.5)}}
 	next.Cells[0].Measurement.ClientLimited = true
 	c := compareTwo(base, next).Cell(0, 8)
-	assert.Equal(t, ChangeNoise, c.TotalTokensPerSec.Change)
-	assert.Equal(t, ChangeNoise, c.TTFTp50.Change)
+	assert.Equal(t, changeNoise, c.TotalTokensPerSec.Change)
+	assert.Equal(t, changeNoise, c.TTFTp50.Change)
 	next.Cells[0].Measurement.ClientLimited = false
-	assert.Equal(t, ChangeWorse, compareTwo(base, next).Cell(0, 8).TotalTokensPerSec.Change)
+	assert.Equal(t, changeWorse, compareTwo(base, next).Cell(0, 8).TotalTokensPerSec.Change)
 }
 
 // TestCompareRuns compares sides of repeated runs: a side's figure is the
 // median of its runs', and a change must stand out of the spread between
 // them.
 func TestCompareRuns(t *testing.T) {
-	run := func(f float64) *Results {
-		return &Results{Schema: Schema, Complete: true, Cells: []Cell{noisyCell(0, 8, 400, 0.05, f)}}
+	run := func(f float64) *matrix.Results {
+		return &matrix.Results{Schema: matrix.Schema, Complete: true, Cells: []matrix.Cell{noisyCell(0, 8, 400, 0.05, f)}}
 	}
-	base := []*Results{run(1), run(1.3), run(1.1)}
+	base := []*matrix.Results{run(1), run(1.3), run(1.1)}
 
 	// One run against one: 1.2 is beyond the run's own tight interval.
 	c := compareTwo(base[0], run(1.2)).Cell(0, 8)
-	assert.Equal(t, ChangeBetter, c.TotalTokensPerSec.Change)
+	assert.Equal(t, changeBetter, c.TotalTokensPerSec.Change)
 
 	// Against the three: their spread (1 to 1.3) holds 1.2.
-	cmp := CompareRuns(base, []*Results{run(1.2), run(1.25)})
+	cmp := Compare(base, []*matrix.Results{run(1.2), run(1.25)})
 	c = cmp.Cell(0, 8)
-	assert.Equal(t, ChangeNoise, c.TotalTokensPerSec.Change, "%+v", c.TotalTokensPerSec)
+	assert.Equal(t, changeNoise, c.TotalTokensPerSec.Change, "%+v", c.TotalTokensPerSec)
 	assert.InDelta(t, 440, c.TotalTokensPerSec.Base, 1e-9, "the median of 400, 520 and 440")
 	assert.InDelta(t, 490, c.TotalTokensPerSec.Next, 1e-9, "the median of 480 and 500")
 	require.NotNil(t, c.TotalTokensPerSec.BaseInterval)
@@ -457,17 +473,17 @@ func TestCompareRuns(t *testing.T) {
 	assert.Equal(t, 2, cmp.Next.Runs)
 
 	// Twice as fast stands out of any of it.
-	c = CompareRuns(base, []*Results{run(2), run(2.1)}).Cell(0, 8)
-	assert.Equal(t, ChangeBetter, c.TotalTokensPerSec.Change)
-	assert.Equal(t, ChangeBetter, c.TTFTp50.Change)
+	c = Compare(base, []*matrix.Results{run(2), run(2.1)}).Cell(0, 8)
+	assert.Equal(t, changeBetter, c.TotalTokensPerSec.Change)
+	assert.Equal(t, changeBetter, c.TTFTp50.Change)
 
 	// Two runs of one request each: their spread tells the noise the
 	// requests alone could not.
-	few := func(f float64) *Results {
-		return &Results{Schema: Schema, Cells: []Cell{noisyCell(0, 1, 1, 0, f)}}
+	few := func(f float64) *matrix.Results {
+		return &matrix.Results{Schema: matrix.Schema, Cells: []matrix.Cell{noisyCell(0, 1, 1, 0, f)}}
 	}
-	c = CompareRuns([]*Results{few(1), few(1.02)}, []*Results{few(1.5), few(1.52)}).Cell(0, 1)
-	assert.Equal(t, ChangeBetter, c.TTFTp50.Change, "%+v", c.TTFTp50)
+	c = Compare([]*matrix.Results{few(1), few(1.02)}, []*matrix.Results{few(1.5), few(1.52)}).Cell(0, 1)
+	assert.Equal(t, changeBetter, c.TTFTp50.Change, "%+v", c.TTFTp50)
 }
 
 // BenchmarkCompareSparse compares two results files of 2,000 cells that
@@ -490,19 +506,19 @@ func BenchmarkCompareSparse(b *testing.B) {
 // context, Over capacity in both runs, reads as Over capacity in the
 // comparison's reports, not Failed.
 func TestComparePrefillOverCapacity(t *testing.T) {
-	run := func() *Results {
-		return &Results{Spec: Spec{Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{tokensK, 4 * tokensK}},
-			Prefill: []Prefill{
-				{ContextTokens: tokensK, Status: Valid, PromptTokens: 1030, PromptTokensPerSec: 3000, TTFT: 340},
-				{ContextTokens: 4 * tokensK, Status: OverCapacity, Reason: "predicted: one request needs 4113 tokens > max_model_len 2048"},
+	run := func() *matrix.Results {
+		return &matrix.Results{Spec: matrix.Spec{Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{tokensK, 4 * tokensK}},
+			Prefill: []matrix.Prefill{
+				{ContextTokens: tokensK, Status: matrix.Valid, PromptTokens: 1030, PromptTokensPerSec: 3000, TTFT: 340},
+				{ContextTokens: 4 * tokensK, Status: matrix.OverCapacity, Reason: "predicted: one request needs 4113 tokens > max_model_len 2048"},
 			},
-			Cells: []Cell{{ContextTokens: 0, Concurrency: 1, Status: Valid, Measurement: &Measurement{TotalTokensPerSec: 300, PerRequestTokensPerSec: 300}}}}
+			Cells: []matrix.Cell{{ContextTokens: 0, Concurrency: 1, Status: matrix.Valid, Measurement: &matrix.Measurement{TotalTokensPerSec: 300, PerRequestTokensPerSec: 300}}}}
 	}
 	cmp := compareTwo(run(), run())
 	require.Len(t, cmp.Prefill, 2)
-	assert.Equal(t, OverCapacity, cmp.Prefill[1].BaseStatus)
-	assert.Equal(t, OverCapacity, cmp.Prefill[1].NextStatus)
-	assert.Equal(t, Valid, cmp.Prefill[0].NextStatus)
+	assert.Equal(t, matrix.OverCapacity, cmp.Prefill[1].BaseStatus)
+	assert.Equal(t, matrix.OverCapacity, cmp.Prefill[1].NextStatus)
+	assert.Equal(t, matrix.Valid, cmp.Prefill[0].NextStatus)
 
 	var table, md, csv bytes.Buffer
 	require.NoError(t, cmp.writeTable(&table))
@@ -520,7 +536,7 @@ func TestComparePrefillOverCapacity(t *testing.T) {
 // cell by cell, in every format; runs without it show no such column.
 func TestCompareEnergy(t *testing.T) {
 	base, next := seedResults(t), nextResults(t)
-	withEnergy := func(r *Results, tpj float64) {
+	withEnergy := func(r *matrix.Results, tpj float64) {
 		for i := range r.Cells {
 			if m := r.Cells[i].Measurement; hasRates(&r.Cells[i]) {
 				m.Energy = &metrics.Energy{GPUs: 1, Joules: 1000, Seconds: 30, MeanWatts: 33.3, OutputTokens: 1000 * int(tpj), TokensPerJoule: tpj, JoulesPerToken: 1 / tpj}
@@ -528,7 +544,7 @@ func TestCompareEnergy(t *testing.T) {
 		}
 	}
 	var plain bytes.Buffer
-	require.NoError(t, FormatCSV.Write(&plain, compareTwo(base, next)))
+	require.NoError(t, compareTwo(base, next).Write(&plain, CSV))
 	assert.NotContains(t, plain.String(), "tokens_per_joule", "no energy, no column")
 
 	withEnergy(base, 2)
@@ -539,14 +555,14 @@ func TestCompareEnergy(t *testing.T) {
 	assert.Equal(t, 2.0, c.TokensPerJoule.Base)
 	assert.Equal(t, 2.5, c.TokensPerJoule.Next)
 	assert.Equal(t, 1.25, c.TokensPerJoule.Ratio)
-	assert.Equal(t, ChangeBetter, c.TokensPerJoule.Change, "more tokens a joule is better")
+	assert.Equal(t, changeBetter, c.TokensPerJoule.Change, "more tokens a joule is better")
 	assert.Nil(t, cmp.Cell(0, 128).TokensPerJoule, "over capacity in both: nothing to compare")
 	for f, want := range map[Format]string{
-		FormatTable: "tok/J 1.25×", FormatMarkdown: "| Tokens per joule |", FormatHTML: "Tokens per joule: 2.00 → 2.50",
-		FormatCSV: "base_tokens_per_joule,next_tokens_per_joule,tokens_per_joule_ratio", FormatJSON: `"tokens_per_joule"`,
+		Table: "tok/J 1.25×", Markdown: "| Tokens per joule |", HTML: "Tokens per joule: 2.00 → 2.50",
+		CSV: "base_tokens_per_joule,next_tokens_per_joule,tokens_per_joule_ratio", JSON: `"tokens_per_joule"`,
 	} {
 		var b bytes.Buffer
-		require.NoError(t, f.Write(&b, cmp))
+		require.NoError(t, cmp.Write(&b, f))
 		assert.Contains(t, b.String(), want, "%s", f)
 	}
 }

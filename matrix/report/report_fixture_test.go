@@ -1,6 +1,8 @@
-package matrix
+package report
 
 import (
+	"github.com/llmload/llmload/matrix"
+
 	"encoding/csv"
 	"os"
 	"slices"
@@ -22,7 +24,7 @@ const seedCSV = "testdata/seed-measurements.csv"
 // as the seed's measurements.csv: the grid's axes and the prefill contexts
 // in the order they appear, a measurement for every decode row with any
 // number. Fixtures only: the CSV holds medians, so p90 and p99 are absent.
-func readMeasurementsCSV(t testing.TB, path string) *Results {
+func readMeasurementsCSV(t testing.TB, path string) *matrix.Results {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
@@ -32,7 +34,7 @@ func readMeasurementsCSV(t testing.TB, path string) *Results {
 	require.NotEmpty(t, recs)
 	require.Equal(t, csvHeader, recs[0])
 
-	r := &Results{Schema: Schema, Complete: true, Spec: Spec{Prefill: []int{}}}
+	r := &matrix.Results{Schema: matrix.Schema, Complete: true, Spec: matrix.Spec{Prefill: []int{}}}
 	num := func(s string) float64 {
 		if s == "" {
 			return 0
@@ -51,32 +53,32 @@ func readMeasurementsCSV(t testing.TB, path string) *Results {
 	}
 	for _, rec := range recs[1:] {
 		ctx, n := integer(rec[1]), integer(rec[2])
-		st := Status(rec[3])
-		require.True(t, st.known(), "%q", rec[3])
+		st := matrix.Status(rec[3])
+		require.True(t, known(st), "%q", rec[3])
 		switch rec[0] {
 		case "prefill":
-			p := Prefill{ContextTokens: ctx, Status: Valid, PromptTokens: ctx, TTFT: num(rec[6]), PromptTokensPerSec: num(rec[4])}
-			if st != Valid {
-				p.Status, p.Reason, p.Error = Failed, "not measured", "not measured"
+			p := matrix.Prefill{ContextTokens: ctx, Status: matrix.Valid, PromptTokens: ctx, TTFT: num(rec[6]), PromptTokensPerSec: num(rec[4])}
+			if st != matrix.Valid {
+				p.Status, p.Reason, p.Error = matrix.Failed, "not measured", "not measured"
 			}
 			r.Prefill = append(r.Prefill, p)
 			r.Spec.Prefill = append(r.Spec.Prefill, ctx)
 		case "decode":
-			c := Cell{ContextTokens: ctx, Concurrency: n, Status: st,
+			c := matrix.Cell{ContextTokens: ctx, Concurrency: n, Status: st,
 				Predicted: capacity.Verdict{Fits: true, Reason: capacity.WithinLimits}}
 			if slices.ContainsFunc(rec[4:], func(s string) bool { return s != "" }) {
 				c.PromptTokens = ctx
-				c.Measurement = &Measurement{
+				c.Measurement = &matrix.Measurement{
 					TotalTokensPerSec:      num(rec[4]),
 					PerRequestTokensPerSec: num(rec[5]),
-					TTFT:                   Quantiles{P50: num(rec[6])},
-					TBT:                    Quantiles{P50: num(rec[7])},
+					TTFT:                   matrix.Quantiles{P50: num(rec[6])},
+					TBT:                    matrix.Quantiles{P50: num(rec[7])},
 					AvgActive:              num(rec[8]),
 					Completed:              integer(rec[9]),
 					OutputTokens:           integer(rec[10]),
 					MeasuredS:              num(rec[11]),
 				}
-			} else if st == OverCapacity {
+			} else if st == matrix.OverCapacity {
 				c.Predicted = capacity.Verdict{Reason: capacity.OverKVTokens}
 			}
 			r.Cells = append(r.Cells, c)
@@ -96,12 +98,12 @@ func readMeasurementsCSV(t testing.TB, path string) *Results {
 // seedResults is the seed page as Results: the measurements.csv numbers,
 // the seed's server and spec, and reasons for the cells that were not
 // Valid.
-func seedResults(t testing.TB) *Results {
+func seedResults(t testing.TB) *matrix.Results {
 	t.Helper()
 	r := readMeasurementsCSV(t, seedCSV)
 	r.Spec.URL = "http://127.0.0.1:8000/v1"
 	r.Spec.Model = "bench"
-	r.Spec.Duration = Duration(30 * time.Second)
+	r.Spec.Duration = 30 * time.Second
 	r.Spec.MaxTokens = 8192
 	r.Started = time.Date(2026, 3, 14, 9, 26, 0, 0, time.UTC)
 	r.Finished = r.Started.Add(95 * time.Minute)
@@ -114,12 +116,12 @@ func seedResults(t testing.TB) *Results {
 	for i := range r.Cells {
 		c := &r.Cells[i]
 		switch {
-		case c.Status == RequestsQueued:
+		case c.Status == matrix.RequestsQueued:
 			c.Reason = "average running requests " + strconv.FormatFloat(c.Measurement.AvgActive, 'f', 2, 64) +
 				" below 0.95 × " + strconv.Itoa(c.Concurrency)
-		case c.Status == OverCapacity && c.Measurement != nil:
+		case c.Status == matrix.OverCapacity && c.Measurement != nil:
 			c.Reason = "no output in the window: requests waited for KV cache"
-		case c.Status == OverCapacity:
+		case c.Status == matrix.OverCapacity:
 			need := c.Concurrency * (c.ContextTokens + 8192)
 			c.Reason = strconv.Itoa(c.Concurrency) + " × (" + strconv.Itoa(c.ContextTokens) + " + 8192) = " +
 				strconv.Itoa(need) + " tokens > 330000 KV tokens"
@@ -133,13 +135,13 @@ func seedResults(t testing.TB) *Results {
 // at 20× speed that exercises what the seed does not: a Failed cell with
 // error kinds, a partial cell, a client-limited cell, a failed prefill,
 // cells not run yet, and strings that need escaping.
-func simulatedResults() *Results {
-	meas := func(total, perReq, ttft, tbt, active float64, out int) *Measurement {
-		return &Measurement{
+func simulatedResults() *matrix.Results {
+	meas := func(total, perReq, ttft, tbt, active float64, out int) *matrix.Measurement {
+		return &matrix.Measurement{
 			TotalTokensPerSec: total, PerRequestTokensPerSec: perReq,
-			TTFT:      Quantiles{P50: ttft, P90: ttft * 1.4, P99: ttft * 2},
-			TBT:       Quantiles{P50: tbt, P90: tbt * 1.1, P99: tbt * 1.3},
-			ITL:       Quantiles{P50: tbt, P90: tbt * 1.2, P99: tbt * 1.6},
+			TTFT:      matrix.Quantiles{P50: ttft, P90: ttft * 1.4, P99: ttft * 2},
+			TBT:       matrix.Quantiles{P50: tbt, P90: tbt * 1.1, P99: tbt * 1.3},
+			ITL:       matrix.Quantiles{P50: tbt, P90: tbt * 1.2, P99: tbt * 1.6},
 			AvgActive: active, Completed: 1, OutputTokens: out, MeasuredS: 30,
 		}
 	}
@@ -152,12 +154,12 @@ func simulatedResults() *Results {
 	queued := meas(150.8, 44.7, 3_310, 22.4, 3.1, 4_524)
 
 	started := time.Date(2026, 5, 2, 18, 4, 0, 0, time.UTC)
-	r := &Results{
-		Schema: Schema,
-		Spec: Spec{
+	r := &matrix.Results{
+		Schema: matrix.Schema,
+		Spec: matrix.Spec{
 			URL: "http://127.0.0.1:41234/v1", Model: "sim-4b", API: loadgen.Chat,
 			Contexts: []int{0, 16 * tokensK, 32 * tokensK}, Concurrency: []int{1, 4, 16},
-			Prefill: []int{8 * tokensK, 16 * tokensK}, Duration: Duration(30 * time.Second), MaxTokens: 8192,
+			Prefill: []int{8 * tokensK, 16 * tokensK}, Duration: 30 * time.Second, MaxTokens: 8192,
 		},
 		Server: capacity.Server{
 			URL: "http://127.0.0.1:41234/v1", Model: `sim-4b <seed> & "friends"`,
@@ -166,28 +168,27 @@ func simulatedResults() *Results {
 			Notes:  []string{"prompt sizes calibrated from usage.prompt_tokens (no /tokenize)"},
 		},
 		Started: started,
-		Prefill: []Prefill{
-			{ContextTokens: 8 * tokensK, Status: Valid, PromptTokens: 8_192, TTFT: 3_480.2, PromptTokensPerSec: 2_353.9},
-			{ContextTokens: 16 * tokensK, Status: Failed, PromptTokens: 16_384, Reason: "scout: server returned 500: <html>upstream\x1b[31m error</html>",
+		Prefill: []matrix.Prefill{
+			{ContextTokens: 8 * tokensK, Status: matrix.Valid, PromptTokens: 8_192, TTFT: 3_480.2, PromptTokensPerSec: 2_353.9},
+			{ContextTokens: 16 * tokensK, Status: matrix.Failed, PromptTokens: 16_384, Reason: "scout: server returned 500: <html>upstream\x1b[31m error</html>",
 				Error: "scout: server returned 500: <html>upstream\x1b[31m error</html>"},
 		},
-		Cells: []Cell{
-			{ContextTokens: 0, Concurrency: 1, Status: Valid, Requests: 1, Measurement: meas(81.2, 81.6, 80.6, 12.25, 1, 2_436)},
-			{ContextTokens: 0, Concurrency: 4, Status: Valid, Requests: 4, Errors: 1, ErrorKinds: map[metrics.ErrorKind]int{metrics.KindStall: 1}, Measurement: limited},
-			{ContextTokens: 0, Concurrency: 16, Status: Failed, Reason: "more than half of the requests failed | <script>alert(1)</script>",
+		Cells: []matrix.Cell{
+			{ContextTokens: 0, Concurrency: 1, Status: matrix.Valid, Requests: 1, Measurement: meas(81.2, 81.6, 80.6, 12.25, 1, 2_436)},
+			{ContextTokens: 0, Concurrency: 4, Status: matrix.Valid, Requests: 4, Errors: 1, ErrorKinds: map[metrics.ErrorKind]int{metrics.KindStall: 1}, Measurement: limited},
+			{ContextTokens: 0, Concurrency: 16, Status: matrix.Failed, Reason: "more than half of the requests failed | <script>alert(1)</script>",
 				Requests: 20, Errors: 12, ErrorKinds: map[metrics.ErrorKind]int{metrics.KindServerStatus: 9, metrics.KindTruncated: 3}, Measurement: failed},
-			{ContextTokens: 16 * tokensK, Concurrency: 1, Status: Valid, PromptTokens: 16_800, Requests: 1, Measurement: partial},
-			{ContextTokens: 16 * tokensK, Concurrency: 4, Status: RequestsQueued, Reason: "a waiting request was sampled", PromptTokens: 16_800, Requests: 3, Measurement: queued},
-			{ContextTokens: 16 * tokensK, Concurrency: 16, Status: OverCapacity,
+			{ContextTokens: 16 * tokensK, Concurrency: 1, Status: matrix.Valid, PromptTokens: 16_800, Requests: 1, Measurement: partial},
+			{ContextTokens: 16 * tokensK, Concurrency: 4, Status: matrix.RequestsQueued, Reason: "a waiting request was sampled", PromptTokens: 16_800, Requests: 3, Measurement: queued},
+			{ContextTokens: 16 * tokensK, Concurrency: 16, Status: matrix.OverCapacity,
 				Reason:    "16 × (16384 + 8192) = 393216 tokens > 200000 KV tokens",
 				Predicted: capacity.Verdict{Reason: capacity.OverKVTokens, Need: 393_216, Have: 200_000}},
-			{ContextTokens: 32 * tokensK, Concurrency: 1, Status: OverCapacity,
+			{ContextTokens: 32 * tokensK, Concurrency: 1, Status: matrix.OverCapacity,
 				Reason:    "one request needs 32768 + 8192 + 64 template = 41024 tokens > max_model_len 40960",
 				Predicted: capacity.Verdict{Reason: capacity.OverMaxModelLen, Need: 41_024, Have: 40_960}},
 		},
 	}
 	// The figures above are as the reports show them, in the simulated
 	// server's time; the results hold them in wall time.
-	r.toWallTime()
-	return r
+	return inWallTime(r)
 }

@@ -1,4 +1,4 @@
-package matrix
+package report
 
 import (
 	"encoding/csv"
@@ -43,7 +43,7 @@ var seriesHead = []string{"context_tokens", "concurrency", "t_s", "bucket_s", "i
 // bucket, in the reports' clock: t_s is the bucket's start in seconds from
 // the cell's first, in_window 1 for a bucket that starts in the window. A
 // figure the server did not publish is empty.
-func (r *Results) writeSeriesCSV(w io.Writer) error {
+func (r doc) writeSeriesCSV(w io.Writer) error {
 	rp := r.report()
 	cw := csv.NewWriter(w)
 	_ = cw.Write(seriesHead)

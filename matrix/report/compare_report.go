@@ -1,6 +1,8 @@
-package matrix
+package report
 
 import (
+	"github.com/llmload/llmload/matrix"
+
 	"bufio"
 	"encoding/csv"
 	"errors"
@@ -142,7 +144,7 @@ func compareLines(c *CellChange) []string {
 		if n := c.Note(); n != "" {
 			return []string{n}
 		}
-		return []string{c.NextStatus.words()}
+		return []string{wordsOf(c.NextStatus)}
 	}
 	lines := []string{fmtRatio(c.TotalTokensPerSec)}
 	if c.TTFTp50.compared() {
@@ -162,17 +164,17 @@ func compareLines(c *CellChange) []string {
 // the server's context is Over capacity, not Failed), Valid when
 // measured, Failed when not measured and nothing was recorded,
 // StatusUnknown when the run lacks the row.
-func sideStatus(present, measured bool, recorded Status) Status {
-	if present && !measured && recorded != StatusUnknown && recorded != Valid {
+func sideStatus(present, measured bool, recorded matrix.Status) matrix.Status {
+	if present && !measured && recorded != matrix.StatusUnknown && recorded != matrix.Valid {
 		return recorded
 	}
 	switch {
 	case !present:
-		return StatusUnknown
+		return matrix.StatusUnknown
 	case measured:
-		return Valid
+		return matrix.Valid
 	}
-	return Failed
+	return matrix.Failed
 }
 
 // writeTable writes the comparison as a plain-text table for a terminal:
@@ -209,8 +211,8 @@ func (c *Comparison) writeTable(w io.Writer) error {
 // prefillCompareRow is a prefill row of the comparison's tables.
 func prefillCompareRow(p PrefillChange) []string {
 	row := []string{formatTokens(p.ContextTokens),
-		cmpStatusWords(sideStatus(p.Presence != OnlyInNext, p.BaseMeasured, p.BaseStatus)),
-		cmpStatusWords(sideStatus(p.Presence != OnlyInBase, p.NextMeasured, p.NextStatus)), "—"}
+		cmpStatusWords(sideStatus(p.Presence != onlyInNext, p.BaseMeasured, p.BaseStatus)),
+		cmpStatusWords(sideStatus(p.Presence != onlyInBase, p.NextMeasured, p.NextStatus)), "—"}
 	if r := p.PromptTokensPerSec; r != nil {
 		if r.Base > 0 {
 			row[1] = fmtPrefillRate(r.Base)
@@ -224,7 +226,7 @@ func prefillCompareRow(p PrefillChange) []string {
 }
 
 // writeMarkdown writes the comparison as Markdown: the runs, the prefill
-// table, the decode grid of ratios as [FormatTable] shows it,
+// table, the decode grid of ratios as [Table] shows it,
 // and a table of every cell with both runs' figures and their ratios.
 func (c *Comparison) writeMarkdown(w io.Writer) error {
 	cr := c.report()
@@ -260,8 +262,8 @@ func (c *Comparison) writeMarkdown(w io.Writer) error {
 
 // compareLongRow is one cell's row of the comparison's long table.
 func compareLongRow(x CellChange) []string {
-	status := x.BaseStatus.words()
-	if x.StatusChanged || x.Presence != InBoth {
+	status := wordsOf(x.BaseStatus)
+	if x.StatusChanged || x.Presence != inBoth {
 		status = cmpStatusWords(x.BaseStatus) + " → " + cmpStatusWords(x.NextStatus)
 	}
 	return []string{formatTokens(x.ContextTokens), strconv.Itoa(x.Concurrency), status,
@@ -271,14 +273,14 @@ func compareLongRow(x CellChange) []string {
 
 // cmpStatusWords is a status in a comparison, "—" when the run lacks the
 // cell.
-func cmpStatusWords(s Status) string {
-	if s == StatusUnknown {
+func cmpStatusWords(s matrix.Status) string {
+	if s == matrix.StatusUnknown {
 		return "—"
 	}
-	return s.words()
+	return wordsOf(s)
 }
 
-// comparisonCSVHeader is the header of [FormatCSV]'s table.
+// comparisonCSVHeader is the header of [CSV]'s table.
 var comparisonCSVHeader = []string{
 	"phase", "context_tokens", "concurrency", "presence", "base_status", "next_status",
 	"base_total_tok_s", "next_total_tok_s", "total_tok_s_ratio",
@@ -321,8 +323,8 @@ func (c *Comparison) writeCSV(w io.Writer) error {
 		rec := make([]string, len(head))
 		presence := p.Presence
 		rec[0], rec[1], rec[2], rec[3] = "prefill", strconv.Itoa(p.ContextTokens), "1", string(presence)
-		rec[4] = sideStatus(p.Presence != OnlyInNext, p.BaseMeasured, p.BaseStatus).token()
-		rec[5] = sideStatus(p.Presence != OnlyInBase, p.NextMeasured, p.NextStatus).token()
+		rec[4] = tokenOf(sideStatus(p.Presence != onlyInNext, p.BaseMeasured, p.BaseStatus))
+		rec[5] = tokenOf(sideStatus(p.Presence != onlyInBase, p.NextMeasured, p.NextStatus))
 		ratio(rec, 6, p.PromptTokensPerSec, 1)
 		ratio(rec, 12, p.TTFT, 0)
 		cw.Write(rec)
@@ -331,7 +333,7 @@ func (c *Comparison) writeCSV(w io.Writer) error {
 		rec := make([]string, len(head))
 		presence := x.Presence
 		rec[0], rec[1], rec[2], rec[3] = "decode", strconv.Itoa(x.ContextTokens), strconv.Itoa(x.Concurrency), string(presence)
-		rec[4], rec[5] = x.BaseStatus.token(), x.NextStatus.token()
+		rec[4], rec[5] = tokenOf(x.BaseStatus), tokenOf(x.NextStatus)
 		ratio(rec, 6, x.TotalTokensPerSec, 1)
 		ratio(rec, 9, x.PerRequestTokensPerSec, 1)
 		ratio(rec, 12, x.TTFTp50, 0)

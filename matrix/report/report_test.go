@@ -1,6 +1,8 @@
-package matrix
+package report
 
 import (
+	"github.com/llmload/llmload/matrix"
+
 	"bytes"
 	"flag"
 	"io"
@@ -42,20 +44,20 @@ func render(t *testing.T, write func(io.Writer) error) []byte {
 func TestReportGolden(t *testing.T) {
 	fixtures := []struct {
 		name string
-		r    *Results
+		r    *matrix.Results
 	}{
 		{"seed", seedResults(t)},
 		{"simulated", simulatedResults()},
-		{"empty", &Results{Schema: Schema, Complete: true}},
+		{"empty", &matrix.Results{Schema: matrix.Schema, Complete: true}},
 	}
 	for _, f := range fixtures {
 		formats := []struct {
 			ext   string
 			write func(io.Writer) error
 		}{
-			{"txt", f.r.writeTable},
-			{"md", f.r.writeMarkdown},
-			{"csv", f.r.writeCSV},
+			{"txt", doc{f.r}.writeTable},
+			{"md", doc{f.r}.writeMarkdown},
+			{"csv", doc{f.r}.writeCSV},
 		}
 		for _, format := range formats {
 			t.Run(f.name+"."+format.ext, func(t *testing.T) {
@@ -69,11 +71,11 @@ func TestWriteCSVReproducesTheSeed(t *testing.T) {
 	want, err := os.ReadFile(seedCSV)
 	require.NoError(t, err)
 	t.Run("from the CSV", func(t *testing.T) {
-		got := render(t, readMeasurementsCSV(t, seedCSV).writeCSV)
+		got := render(t, doc{readMeasurementsCSV(t, seedCSV)}.writeCSV)
 		assert.Equal(t, string(want), string(got))
 	})
 	t.Run("with the seed's reasons and server", func(t *testing.T) {
-		got := render(t, seedResults(t).writeCSV)
+		got := render(t, doc{seedResults(t)}.writeCSV)
 		assert.Equal(t, string(want), string(got))
 	})
 	t.Run("in any cell order", func(t *testing.T) {
@@ -82,14 +84,14 @@ func TestWriteCSVReproducesTheSeed(t *testing.T) {
 			r.Cells[i], r.Cells[j] = r.Cells[j], r.Cells[i]
 		}
 		r.Spec.Contexts, r.Spec.Concurrency = nil, nil
-		got := render(t, r.writeCSV)
+		got := render(t, doc{r}.writeCSV)
 		assert.Equal(t, string(want), string(got))
 	})
 }
 
 func TestWriteTableMatchesTheSeedPage(t *testing.T) {
 	var b strings.Builder
-	require.NoError(t, seedResults(t).writeTable(&b))
+	require.NoError(t, doc{seedResults(t)}.writeTable(&b))
 	out := b.String()
 	// Every figure of the seed page's prefill table and decode grid.
 	for _, s := range []string{
@@ -111,7 +113,7 @@ func TestWriteTableMatchesTheSeedPage(t *testing.T) {
 
 func TestWriteTableSimulated(t *testing.T) {
 	var b strings.Builder
-	require.NoError(t, simulatedResults().writeTable(&b))
+	require.NoError(t, doc{simulatedResults()}.writeTable(&b))
 	out := b.String()
 	assert.Contains(t, out, "simulated by llmload at 20× speed; times are the simulated server's own")
 	assert.Contains(t, out, "incomplete: 7 of 9 cells decided")
@@ -124,7 +126,7 @@ func TestWriteTableSimulated(t *testing.T) {
 
 func TestWriteMarkdownEscapes(t *testing.T) {
 	var b strings.Builder
-	require.NoError(t, simulatedResults().writeMarkdown(&b))
+	require.NoError(t, doc{simulatedResults()}.writeMarkdown(&b))
 	out := b.String()
 	assert.Contains(t, out, `sim-4b &lt;seed&gt; &amp; "friends"`)
 	assert.NotContains(t, out, "<script>")

@@ -1,13 +1,14 @@
-package matrix
+package report
 
 import (
+	"github.com/llmload/llmload/matrix"
+
 	"cmp"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/llmload/llmload/internal/enginelabel"
 	"github.com/llmload/llmload/internal/errorkinds"
@@ -36,29 +37,29 @@ var longHead = []string{"Phase", "Context", "Requests at once", "Status", "Total
 	"TTFT", "Time between tokens", "Average active requests", "Completed requests", "Output tokens", "Measured for"}
 
 // report is what every report of a run shows, gathered once from its
-// [Results]. The renderers ([FormatTable], [FormatMarkdown],
-// [FormatCSV] and [FormatHTML]) only lay it out.
+// [matrix.Results]. The renderers ([Table], [Markdown],
+// [CSV] and [HTML]) only lay it out.
 type report struct {
-	r       *Results
+	r       *matrix.Results
 	header  reportHeader
-	grid    grid[Cell]
-	cells   []*Cell      // the grid's cells in grid order
-	prefill []prefillRow // by context
-	rows    []gridRow    // the decode grid's rows, when it is drawn
-	legend  []string     // the footnotes under the grid
-	notes   []string     // the server's notes, then a line for each cell worth one
-	long    [][]string   // the "All measurements" table: the prefill rows, then the cells
-	head    []string     // its head: longHead, and the energy's columns where a cell has them
-	counted bool         // a prompt was counted more than 1% off its label
-	energy  energyCols   // the energy's columns the reports show
-	split   bool         // a cell has the TTFT split by the server's timings: its columns show
+	grid    grid[matrix.Cell]
+	cells   []*matrix.Cell // the grid's cells in grid order
+	prefill []prefillRow   // by context
+	rows    []gridRow      // the decode grid's rows, when it is drawn
+	legend  []string       // the footnotes under the grid
+	notes   []string       // the server's notes, then a line for each cell worth one
+	long    [][]string     // the "All measurements" table: the prefill rows, then the cells
+	head    []string       // its head: longHead, and the energy's columns where a cell has them
+	counted bool           // a prompt was counted more than 1% off its label
+	energy  energyCols     // the energy's columns the reports show
+	split   bool           // a cell has the TTFT split by the server's timings: its columns show
 }
 
 // prefillRow is a row of the prefill table as the reports show it.
 type prefillRow struct {
-	Prefill
-	label    string // "16K", or "16K (17,010 counted)"
-	status   Status // Valid when measured; see prefillStatus
+	matrix.Prefill
+	label    string        // "16K", or "16K (17,010 counted)"
+	status   matrix.Status // Valid when measured; see prefillStatus
 	measured bool
 }
 
@@ -67,7 +68,7 @@ func (p prefillRow) figures() (rate, ttft string) {
 	if p.measured {
 		return fmtPrefillRate(p.PromptTokensPerSec), fmtTTFT(p.TTFT)
 	}
-	return p.status.shown(), "—"
+	return shownOf(p.status), "—"
 }
 
 // why is the reason the row has no measurement, as the server or the run
@@ -87,9 +88,9 @@ type gridRow struct {
 }
 
 // report gathers what the reports of r show.
-func (r *Results) report() *report {
-	r = r.inServerTime()
-	rp := &report{r: r, grid: newGrid(r.Cells, (*Cell).place, r.Spec.Contexts, r.Spec.Concurrency)}
+func (d doc) report() *report {
+	r := d.InServerTime()
+	rp := &report{r: r, grid: newGrid(r.Cells, cellPlace, r.Spec.Contexts, r.Spec.Concurrency)}
 	rp.cells = rp.grid.ordered()
 	for _, p := range sortedPrefill(r.Prefill) {
 		rp.prefill = append(rp.prefill, prefillRow{Prefill: p, label: promptLabel(p.ContextTokens, p.PromptTokens, p.ImageTokens),
@@ -104,8 +105,8 @@ func (r *Results) report() *report {
 	rp.header = rp.newHeader()
 	if len(rp.grid.contexts) > 0 && rp.grid.drawn() {
 		for _, ctx := range rp.grid.contexts {
-			prompt := rp.rowTokens(ctx, func(c *Cell) int { return c.PromptTokens })
-			images := rp.rowTokens(ctx, func(c *Cell) int { return c.ImageTokens })
+			prompt := rp.rowTokens(ctx, func(c *matrix.Cell) int { return c.PromptTokens })
+			images := rp.rowTokens(ctx, func(c *matrix.Cell) int { return c.ImageTokens })
 			row := gridRow{label: promptLabel(ctx, prompt, images)}
 			for _, n := range rp.grid.concurrency {
 				row.cells = append(row.cells, gridLines(rp.grid.at(ctx, n)))
@@ -116,13 +117,13 @@ func (r *Results) report() *report {
 	rp.legend = rp.newLegend()
 	rp.notes = append(slices.Clone(rp.header.Notes), rp.cellNotes()...)
 	rp.energy = energyColumns(rp.cells)
-	rp.split = slices.ContainsFunc(rp.cells, func(c *Cell) bool { return c.Measurement != nil && c.Measurement.SplitRequests > 0 })
+	rp.split = slices.ContainsFunc(rp.cells, func(c *matrix.Cell) bool { return c.Measurement != nil && c.Measurement.SplitRequests > 0 })
 	rp.head = append(slices.Clone(longHead), rp.energy.head()...)
 	if rp.split {
 		rp.head = append(rp.head, splitHead...)
 	}
 	for _, p := range rp.prefill {
-		row := []string{"Prefill", p.label, "1", p.status.shown(), "—", "—", "—", "—", "—", "—", "—", "—"}
+		row := []string{"Prefill", p.label, "1", shownOf(p.status), "—", "—", "—", "—", "—", "—", "—", "—"}
 		if p.measured {
 			row[4], row[6], row[9] = fmtRate(p.PromptTokensPerSec), fmtTTFT(p.TTFT), "1"
 		}
@@ -138,7 +139,7 @@ func (r *Results) report() *report {
 }
 
 // energyOf returns a cell's energy, or nil.
-func energyOf(c *Cell) *metrics.Energy {
+func energyOf(c *matrix.Cell) *metrics.Energy {
 	if c.Measurement == nil {
 		return nil
 	}
@@ -152,7 +153,7 @@ var splitHead = []string{"Server queue", "Server prefill", "Network and client"}
 
 // splitRow is a row's TTFT split columns, "—" where m has none; the rest
 // says whose it was when it was large ("12.0 ms (network)").
-func (rp *report) splitRow(m *Measurement) []string {
+func (rp *report) splitRow(m *matrix.Measurement) []string {
 	if !rp.split {
 		return nil
 	}
@@ -169,8 +170,8 @@ func (rp *report) splitRow(m *Measurement) []string {
 // splitText says a cell's TTFT split in a line: "TTFT by the server's
 // timings of 480 requests: queue p50 0.1 ms, p99 2.0 ms · prefill … ·
 // network and client …".
-func splitText(m *Measurement) string {
-	pq := func(q Quantiles) string {
+func splitText(m *matrix.Measurement) string {
+	pq := func(q matrix.Quantiles) string {
 		return "p50 " + fmtTBT(q.P50) + ", p90 " + fmtTBT(q.P90) + ", p99 " + fmtTBT(q.P99)
 	}
 	s := "TTFT by the server's timings of " + plural(m.SplitRequests, "request", "requests") + ": queue " + pq(m.ServerQueue) +
@@ -211,7 +212,7 @@ func newGrid[C any](cells []C, place func(*C) [2]int, contexts, concurrency []in
 }
 
 // place is where c goes in the grid.
-func (c *Cell) place() [2]int { return [2]int{c.ContextTokens, c.Concurrency} }
+func cellPlace(c *matrix.Cell) [2]int { return [2]int{c.ContextTokens, c.Concurrency} }
 
 // at returns the cell at context × concurrency, or nil.
 func (g grid[C]) at(ctx, n int) *C { return g.cells[[2]int{ctx, n}] }
@@ -265,13 +266,13 @@ func gridFits(contexts, concurrency, cells int) bool {
 
 // statusCounts counts the grid's cells by status; places in the grid
 // without a cell in the results count as StatusUnknown.
-func (rp *report) statusCounts() map[Status]int {
-	m := map[Status]int{}
+func (rp *report) statusCounts() map[matrix.Status]int {
+	m := map[matrix.Status]int{}
 	for _, c := range rp.grid.cells {
 		m[c.Status]++
 	}
 	if missing := rp.grid.size() - len(rp.grid.cells); missing > 0 {
-		m[StatusUnknown] += missing
+		m[matrix.StatusUnknown] += missing
 	}
 	return m
 }
@@ -280,7 +281,7 @@ func (rp *report) statusCounts() map[Status]int {
 // from the first cell that has it, or 0: every cell of a row sends the
 // same prompt. count reads it from a cell: its prompt tokens, or those of
 // them that were the images'.
-func (rp *report) rowTokens(ctx int, count func(*Cell) int) int {
+func (rp *report) rowTokens(ctx int, count func(*matrix.Cell) int) int {
 	for _, n := range rp.grid.concurrency {
 		if c := rp.grid.at(ctx, n); c != nil && count(c) > 0 {
 			return count(c)
@@ -318,47 +319,47 @@ func sizeLabel(label, counted int) string {
 }
 
 // sortedPrefill returns the prefill rows by context.
-func sortedPrefill(p []Prefill) []Prefill {
+func sortedPrefill(p []matrix.Prefill) []matrix.Prefill {
 	out := slices.Clone(p)
-	slices.SortStableFunc(out, func(a, b Prefill) int { return cmp.Compare(a.ContextTokens, b.ContextTokens) })
+	slices.SortStableFunc(out, func(a, b matrix.Prefill) int { return cmp.Compare(a.ContextTokens, b.ContextTokens) })
 	return out
 }
 
 // prefillMeasured reports whether a prefill row has a measurement.
-func prefillMeasured(p Prefill) bool {
-	return p.Error == "" && p.PromptTokensPerSec > 0 && (p.Status == Valid || p.Status == StatusUnknown)
+func prefillMeasured(p matrix.Prefill) bool {
+	return p.Error == "" && p.PromptTokensPerSec > 0 && (p.Status == matrix.Valid || p.Status == matrix.StatusUnknown)
 }
 
 // prefillStatus is a prefill row's status as the reports show it: Valid
 // when it has a measurement, Failed for a row with an error and no status
 // of its own, else its status.
-func prefillStatus(p Prefill) Status {
+func prefillStatus(p matrix.Prefill) matrix.Status {
 	switch {
 	case prefillMeasured(p):
-		return Valid
-	case p.Status == StatusUnknown && p.Error != "":
-		return Failed
+		return matrix.Valid
+	case p.Status == matrix.StatusUnknown && p.Error != "":
+		return matrix.Failed
 	}
 	return p.Status
 }
 
 // statusWords is a cell's status as the grid shows it.
-func statusWords(c *Cell) string {
+func statusWords(c *matrix.Cell) string {
 	if c == nil {
-		return StatusUnknown.shown()
+		return shownOf(matrix.StatusUnknown)
 	}
-	return c.Status.shown()
+	return shownOf(c.Status)
 }
 
 // hasRates reports whether a cell produced output, so that its rates and
 // latencies mean something. A cell that ran and starved has a measurement
 // (its window, its average active requests) but no rates.
-func hasRates(c *Cell) bool {
+func hasRates(c *matrix.Cell) bool {
 	return c != nil && c.Measurement != nil && c.Measurement.TotalTokensPerSec > 0
 }
 
 // marks returns the footnote marks of a cell's numbers.
-func marks(c *Cell) string {
+func marks(c *matrix.Cell) string {
 	if c == nil || c.Measurement == nil {
 		return ""
 	}
@@ -379,12 +380,12 @@ func marks(c *Cell) string {
 // page: the total tok/s (with its footnote marks), the status words when
 // the cell is not Valid, and the TTFT; or only the status words for a cell
 // without output.
-func gridLines(c *Cell) []string {
+func gridLines(c *matrix.Cell) []string {
 	if !hasRates(c) {
 		return []string{statusWords(c)}
 	}
 	lines := []string{fmtRate(c.Measurement.TotalTokensPerSec) + marks(c)}
-	if c.Status != Valid {
+	if c.Status != matrix.Valid {
 		lines = append(lines, statusWords(c))
 	}
 	if c.Measurement.TTFT.P50 > 0 {
@@ -416,7 +417,7 @@ func energyText(e *metrics.Energy) string {
 // when no cell's GPUs were read, the cost's only when one was given.
 type energyCols struct{ shown, cost bool }
 
-func energyColumns(cells []*Cell) energyCols {
+func energyColumns(cells []*matrix.Cell) energyCols {
 	var ec energyCols
 	for _, c := range cells {
 		if c.Measurement != nil && c.Measurement.Energy != nil {
@@ -504,7 +505,7 @@ func figure(e *metrics.Energy, f func(*metrics.Energy) string, none string) stri
 }
 
 // longCellRow is one decode cell's row of the "All measurements" table.
-func longCellRow(c *Cell) []string {
+func longCellRow(c *matrix.Cell) []string {
 	row := []string{"Sustained decode", promptLabel(c.ContextTokens, c.PromptTokens, c.ImageTokens), strconv.Itoa(c.Concurrency),
 		statusWords(c), "—", "—", "—", "—", "—", "—", "—", "—"}
 	m := c.Measurement
@@ -619,7 +620,7 @@ func (rp *report) newHeader() reportHeader {
 
 	var run []string
 	if r.Spec.Duration > 0 {
-		run = append(run, fmtSeconds(time.Duration(r.Spec.Duration))+" per cell")
+		run = append(run, fmtSeconds(r.Spec.Duration)+" per cell")
 	}
 	if r.Spec.MaxTokens > 0 {
 		run = append(run, "max output "+fmtInt(r.Spec.MaxTokens)+" tokens")
@@ -647,7 +648,7 @@ func (rp *report) newHeader() reportHeader {
 	}
 	if !r.Complete {
 		total := g.size()
-		h.Progress = fmt.Sprintf("incomplete: %d of %d cells decided", total-rp.statusCounts()[StatusUnknown], total)
+		h.Progress = fmt.Sprintf("incomplete: %d of %d cells decided", total-rp.statusCounts()[matrix.StatusUnknown], total)
 	}
 	for _, n := range r.Server.Notes {
 		if n = cleanText(n); n != "" {
@@ -680,7 +681,7 @@ func (rp *report) newLegend() []string {
 	for _, c := range r.Cells {
 		if m := c.Measurement; m != nil {
 			partial = partial || m.Partial
-			lostShard = lostShard || (m.Partial && m.lostShards() > 0)
+			lostShard = lostShard || (m.Partial && lostShards(m) > 0)
 			client = client || m.ClientLimited
 			noise = noise || m.Noisy != ""
 		}
@@ -713,8 +714,8 @@ func (rp *report) newLegend() []string {
 func (rp *report) cellNotes() []string {
 	var out []string
 	for _, p := range rp.prefill {
-		if why := p.why(); p.Status != Valid && why != "" {
-			s := fmt.Sprintf("Prefill %s: %s — %s", p.label, p.status.shown(), cleanText(why))
+		if why := p.why(); p.Status != matrix.Valid && why != "" {
+			s := fmt.Sprintf("Prefill %s: %s — %s", p.label, shownOf(p.status), cleanText(why))
 			if p.Errors > 0 {
 				s += "; " + failedOf(p.Errors, p.Requests) + " (" + errorkinds.Format(p.ErrorKinds) + ")"
 			}
@@ -735,12 +736,12 @@ func failedOf(errors, requests int) string {
 }
 
 // cellNote is the remark on one cell, or "".
-func cellNote(c *Cell) string {
+func cellNote(c *matrix.Cell) string {
 	m := c.Measurement
 	if m == nil {
 		// Cells predicted over capacity are explained by the legend; cells
 		// that were sent and found over capacity or failed say why.
-		if c.Status == Failed || (c.Status != OverCapacity && c.Reason != "") || (c.Status == OverCapacity && c.PromptTokens > 0) {
+		if c.Status == matrix.Failed || (c.Status != matrix.OverCapacity && c.Reason != "") || (c.Status == matrix.OverCapacity && c.PromptTokens > 0) {
 			s := cellLabel(c) + ": " + statusWords(c) + reasonSuffix(c.Reason)
 			if c.Errors > 0 {
 				s += "; " + failedOf(c.Errors, c.Requests) + " (" + errorkinds.Format(c.ErrorKinds) + ")"
@@ -749,7 +750,7 @@ func cellNote(c *Cell) string {
 		}
 		return ""
 	}
-	if c.Status == Valid && c.Errors == 0 && !m.Partial && !m.ClientLimited && m.Noisy == "" && len(m.Notes) == 0 {
+	if c.Status == matrix.Valid && c.Errors == 0 && !m.Partial && !m.ClientLimited && m.Noisy == "" && len(m.Notes) == 0 {
 		return ""
 	}
 	var parts []string
@@ -786,7 +787,7 @@ func cellNote(c *Cell) string {
 }
 
 // cellLabel names a cell: "128K × 2".
-func cellLabel(c *Cell) string { return placeLabel(c.ContextTokens, c.Concurrency) }
+func cellLabel(c *matrix.Cell) string { return placeLabel(c.ContextTokens, c.Concurrency) }
 
 // placeLabel names a place in the grid: "128K × 2".
 func placeLabel(ctx, n int) string { return formatTokens(ctx) + " × " + strconv.Itoa(n) }
@@ -800,7 +801,7 @@ func reasonSuffix(reason string) string {
 }
 
 // lostShards counts the shards a cell of a sharded run lost.
-func (m *Measurement) lostShards() int {
+func lostShards(m *matrix.Measurement) int {
 	n := 0
 	for _, s := range m.Shards {
 		if s.Lost != "" {
@@ -811,8 +812,8 @@ func (m *Measurement) lostShards() int {
 }
 
 // partialWords says why a partial cell is partial.
-func partialWords(m *Measurement) string {
-	if n := m.lostShards(); n > 0 {
+func partialWords(m *matrix.Measurement) string {
+	if n := lostShards(m); n > 0 {
 		return fmt.Sprintf("partial: %s lost", plural(n, "shard", "shards"))
 	}
 	return "interrupted before its window ended"

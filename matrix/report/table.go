@@ -1,6 +1,8 @@
-package matrix
+package report
 
 import (
+	"github.com/llmload/llmload/matrix"
+
 	"bufio"
 	"fmt"
 	"io"
@@ -16,7 +18,7 @@ import (
 // table, the decode grid (total tok/s with the TTFT under it, or the
 // cell's status) and the footnotes. It writes no color codes, and strings
 // from the server are stripped of control characters.
-func (r *Results) writeTable(w io.Writer) error {
+func (r doc) writeTable(w io.Writer) error {
 	rp := r.report()
 	bw := bufio.NewWriter(w)
 	h := rp.header
@@ -74,7 +76,9 @@ func (r *Results) writeTable(w io.Writer) error {
 		var rows [][]string
 		for _, c := range rp.cells {
 			if m := c.Measurement; m != nil && m.SplitRequests > 0 {
-				pq := func(q Quantiles) string { return thousands.Float(q.P50, 1) + " / " + thousands.Float(q.P99, 1) + " ms" }
+				pq := func(q matrix.Quantiles) string {
+					return thousands.Float(q.P50, 1) + " / " + thousands.Float(q.P99, 1) + " ms"
+				}
 				rest := pq(m.Rest)
 				if m.OutsideServer != "" {
 					rest += " (" + m.OutsideServer + ")"

@@ -1,6 +1,8 @@
-package matrix
+package report
 
 import (
+	"github.com/llmload/llmload/matrix"
+
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -10,7 +12,7 @@ import (
 	"strings"
 )
 
-// csvHeader is the header of [FormatCSV]'s table, the seed's
+// csvHeader is the header of [CSV]'s table, the seed's
 // measurements.csv columns in their order.
 var csvHeader = []string{
 	"phase", "context_tokens", "concurrency", "status",
@@ -18,11 +20,11 @@ var csvHeader = []string{
 	"avg_active", "completed", "output_tokens", "measured_s",
 }
 
-// csvNoisy is the last column [FormatCSV] adds when a cell is
-// noisy (see [Measurement].Noisy): true for such a cell.
+// csvNoisy is the last column [CSV] adds when a cell is
+// noisy (see [matrix.Measurement].Noisy): true for such a cell.
 const csvNoisy = "noisy"
 
-// csvPromptTokens is the column [FormatCSV] adds after csvHeader's
+// csvPromptTokens is the column [CSV] adds after csvHeader's
 // when a prompt's size, as the server counted it, is more than 1% off its
 // context's label.
 const csvPromptTokens = "prompt_tokens"
@@ -35,12 +37,12 @@ const csvPromptTokens = "prompt_tokens"
 // order (phase "decode"). Latencies are medians. When the server counted a
 // prompt more than 1% off its context's label, a last column,
 // prompt_tokens, gives every row's size as counted (context_tokens stays
-// the label). When a cell is noisy (see [Measurement].Noisy), a last
+// the label). When a cell is noisy (see [matrix.Measurement].Noisy), a last
 // column, noisy, says which (true) and which not. When the GPUs' energy was
-// read (see [Measurement].Energy), columns gpu_energy_j, gpu_mean_w,
+// read (see [matrix.Measurement].Energy), columns gpu_energy_j, gpu_mean_w,
 // tokens_per_joule, joules_per_token and, with a cost, usd_per_million_tokens
 // come next. When a cell's TTFT was split by the server's own timings (see
-// [Measurement].SplitRequests), columns server_queue_ms, server_prefill_ms
+// [matrix.Measurement].SplitRequests), columns server_queue_ms, server_prefill_ms
 // and rest_ms (medians), their p99s (server_queue_p99_ms…) and
 // outside_server ("client", "network" or empty) come last. Fields that do not
 // apply are empty: rates and latencies of a
@@ -48,14 +50,14 @@ const csvPromptTokens = "prompt_tokens"
 // are written as the seed file writes them: one decimal for tok/s, time
 // between tokens and measured seconds, whole milliseconds for TTFT, two
 // decimals for average active requests.
-func (r *Results) writeCSV(w io.Writer) error {
+func (r doc) writeCSV(w io.Writer) error {
 	rp := r.report()
 	cw := csv.NewWriter(w)
 	head := slices.Clone(csvHeader)
 	if rp.counted {
 		head = append(head, csvPromptTokens)
 	}
-	noise := slices.ContainsFunc(rp.cells, func(c *Cell) bool { return c.Measurement != nil && c.Measurement.Noisy != "" })
+	noise := slices.ContainsFunc(rp.cells, func(c *matrix.Cell) bool { return c.Measurement != nil && c.Measurement.Noisy != "" })
 	if noise {
 		head = append(head, csvNoisy)
 	}
@@ -66,7 +68,7 @@ func (r *Results) writeCSV(w io.Writer) error {
 	cw.Write(head)
 	for _, p := range rp.prefill {
 		rec := make([]string, len(head))
-		rec[0], rec[1], rec[2], rec[3] = "prefill", strconv.Itoa(p.ContextTokens), "1", p.status.token()
+		rec[0], rec[1], rec[2], rec[3] = "prefill", strconv.Itoa(p.ContextTokens), "1", tokenOf(p.status)
 		if p.measured {
 			rec[4] = csvFloat(p.PromptTokensPerSec, 1)
 			rec[6] = csvFloat(p.TTFT, 0)
@@ -102,7 +104,7 @@ var csvSplitHead = []string{"server_queue_ms", "server_prefill_ms", "rest_ms",
 	"server_queue_p99_ms", "server_prefill_p99_ms", "rest_p99_ms", "outside_server"}
 
 // csvSplitRow is a cell's TTFT split columns, empty where it has none.
-func csvSplitRow(m *Measurement) []string {
+func csvSplitRow(m *matrix.Measurement) []string {
 	rec := make([]string, len(csvSplitHead))
 	if m == nil || m.SplitRequests == 0 {
 		return rec
@@ -115,9 +117,9 @@ func csvSplitRow(m *Measurement) []string {
 }
 
 // csvCell is one decode cell's CSV record.
-func csvCell(c *Cell) []string {
+func csvCell(c *matrix.Cell) []string {
 	rec := make([]string, len(csvHeader))
-	rec[0], rec[1], rec[2], rec[3] = "decode", strconv.Itoa(c.ContextTokens), strconv.Itoa(c.Concurrency), c.Status.token()
+	rec[0], rec[1], rec[2], rec[3] = "decode", strconv.Itoa(c.ContextTokens), strconv.Itoa(c.Concurrency), tokenOf(c.Status)
 	m := c.Measurement
 	if m == nil {
 		return rec

@@ -1,6 +1,8 @@
-package matrix
+package report
 
 import (
+	"github.com/llmload/llmload/matrix"
+
 	"math"
 	"strings"
 
@@ -55,13 +57,13 @@ func (rp *report) charts() []chart.Chart {
 		var t, p []chart.Point
 		for _, n := range g.concurrency {
 			c := g.at(ctx, n)
-			if !hasRates(c) || (c.Status != Valid && c.Status != RequestsQueued) {
+			if !hasRates(c) || (c.Status != matrix.Valid && c.Status != matrix.RequestsQueued) {
 				continue
 			}
-			hollow := c.Status != Valid || c.Measurement.Partial
+			hollow := c.Status != matrix.Valid || c.Measurement.Partial
 			label := cellLabel(c)
-			if c.Status != Valid {
-				label += " (" + strings.ToLower(c.Status.words()) + ")"
+			if c.Status != matrix.Valid {
+				label += " (" + strings.ToLower(wordsOf(c.Status)) + ")"
 			}
 			t = append(t, chart.Point{X: float64(n), Y: c.Measurement.TotalTokensPerSec, Hollow: hollow,
 				Title: label + ": " + fmtRate(c.Measurement.TotalTokensPerSec) + " tok/s total"})

@@ -1,6 +1,8 @@
-package matrix
+package report
 
 import (
+	"github.com/llmload/llmload/matrix"
+
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -13,21 +15,21 @@ import (
 	"github.com/llmload/llmload/internal/redact"
 )
 
-// ComparisonSchema names the version of a comparison document.
+// comparisonSchema names the version of a comparison document.
 //
 // v2 names each side's server as a results file does (its "server"
 // object); v1 gave its model, engine, URL and speed beside its start.
-const ComparisonSchema = "llmload.matrix-compare/v2"
+const comparisonSchema = "llmload.matrix-compare/v2"
 
 // compareThreshold is the relative change beyond which a comparison marks
 // a figure better or worse: 5%.
 const compareThreshold = 0.05
 
 // Comparison compares two runs cell by cell: every figure of the next run
-// divided by the base run's. Build one with [CompareRuns]; it marshals to JSON
-// as it is, and renders like [Results]: [FormatTable],
-// [FormatMarkdown], [FormatCSV], [FormatJSON]
-// and [FormatHTML].
+// divided by the base run's. Build one with [Compare]; it marshals to JSON
+// as it is, and renders like results ([Comparison.Write]): [Table],
+// [Markdown], [CSV], [JSON]
+// and [HTML].
 type Comparison struct {
 	Schema string  `json:"schema"`
 	Base   RunInfo `json:"base"`
@@ -47,33 +49,34 @@ type RunInfo struct {
 	Started  time.Time       `json:"started,omitzero"`
 	Complete bool            `json:"complete"`
 	// Runs counts the side's runs when it has more than one (see
-	// [CompareRuns]); the other fields are its first run's.
+	// [Compare]); the other fields are its first run's.
 	Runs int `json:"runs,omitempty"`
 }
 
 // Presence says which runs hold a cell or a prefill row, as JSON and CSV
-// write it: "both", "base_only" or "next_only".
+// write it: "both", "base_only" (only the base run) or "next_only" (only
+// the next run).
 type Presence string
 
-// Presences.
+// The presences.
 const (
-	// InBoth: both runs hold it.
-	InBoth Presence = "both"
-	// OnlyInBase: only the base run holds it.
-	OnlyInBase Presence = "base_only"
-	// OnlyInNext: only the next run holds it.
-	OnlyInNext Presence = "next_only"
+	// inBoth: both runs hold it.
+	inBoth Presence = "both"
+	// onlyInBase: only the base run holds it.
+	onlyInBase Presence = "base_only"
+	// onlyInNext: only the next run holds it.
+	onlyInNext Presence = "next_only"
 )
 
 // words returns the presence as reports show it: "in both", "only in
 // base" or "only in next".
 func (p Presence) words() string {
 	switch p {
-	case InBoth:
+	case inBoth:
 		return "in both"
-	case OnlyInBase:
+	case onlyInBase:
 		return "only in base"
-	case OnlyInNext:
+	case onlyInNext:
 		return "only in next"
 	}
 	return string(p)
@@ -81,34 +84,36 @@ func (p Presence) words() string {
 
 // Change says whether a figure got better or worse: by more than
 // the 5% threshold, and beyond what the runs' own noise explains (see
-// [Interval]). Better means faster: a higher rate, or a lower latency.
-// The empty Change means the figure was not compared.
+// [matrix.Interval]). Better means faster: a higher rate, or a lower
+// latency. It is "better" or "worse"; "noise" when the figures are more
+// than 5% apart but within the runs' noise; "same" within 5%; empty when
+// the figure was not compared.
 type Change string
 
-// Changes.
+// The changes.
 const (
-	// ChangeSame: within compareThreshold.
-	ChangeSame Change = "same"
-	// ChangeBetter: faster by more than compareThreshold, and the two
+	// changeSame: within compareThreshold.
+	changeSame Change = "same"
+	// changeBetter: faster by more than compareThreshold, and the two
 	// runs' intervals do not overlap.
-	ChangeBetter Change = "better"
-	// ChangeWorse: slower by more than compareThreshold, and the two runs'
+	changeBetter Change = "better"
+	// changeWorse: slower by more than compareThreshold, and the two runs'
 	// intervals do not overlap.
-	ChangeWorse Change = "worse"
-	// ChangeNoise: more than compareThreshold apart, but the two runs'
+	changeWorse Change = "worse"
+	// changeNoise: more than compareThreshold apart, but the two runs'
 	// intervals overlap: the difference is within the runs' own noise.
-	ChangeNoise Change = "noise"
+	changeNoise Change = "noise"
 )
 
 // mark returns the reports' marker: "▲" better, "▼" worse, "~" within
 // noise, "" otherwise.
 func (c Change) mark() string {
 	switch c {
-	case ChangeBetter:
+	case changeBetter:
 		return "▲"
-	case ChangeWorse:
+	case changeWorse:
 		return "▼"
-	case ChangeNoise:
+	case changeNoise:
 		return "~"
 	}
 	return ""
@@ -121,152 +126,59 @@ type Ratio struct {
 	Base float64 `json:"base,omitempty"`
 	Next float64 `json:"next,omitempty"`
 	// BaseInterval and NextInterval are where each run's figure lies, as
-	// far as the spread of its requests tells (see [Interval]); nil when
+	// far as the spread of its requests tells (see [matrix.Interval]); nil when
 	// the run has too few requests, or too little of their distribution,
 	// to tell. A change is marked only when they do not overlap; without
 	// them the threshold alone decides.
-	BaseInterval *Interval `json:"base_interval,omitempty"`
-	NextInterval *Interval `json:"next_interval,omitempty"`
+	BaseInterval *matrix.Interval `json:"base_interval,omitempty"`
+	NextInterval *matrix.Interval `json:"next_interval,omitempty"`
 	// Ratio is Next ÷ Base.
 	Ratio  float64 `json:"ratio,omitempty"`
 	Change Change  `json:"change,omitzero"`
 }
-
-// Interval is a range that holds a run's figure with about 95%
-// confidence. A cell's requests are a sample: their median time to first
-// token, say, would come out otherwise if the same server were measured
-// again. For a median of n requests the interval runs between the
-// quantiles 0.5 ± 0.98 ÷ √n of their distribution (the ranks that bound a
-// median with 95% confidence, whatever the distribution), read from its
-// 50th, 90th and 99th percentiles and mirrored below the median; a TTFT's
-// spans at least two of the server's decode steps and the timers'
-// resolution (250 µs, or the client's p99 timer lag) on either side,
-// which move every request of a run alike. Rates take
-// their time between tokens' interval, or, with fewer than three
-// requests, that of the gaps between their tokens; the total tok/s also
-// spans a TTFT at each end of the window, which may fall between two
-// requests of every stream.
-type Interval struct {
-	Low  float64 `json:"low"`
-	High float64 `json:"high"`
-}
-
-// minIntervalRequests is the fewest requests, or gaps between tokens,
-// whose spread gives an interval.
-const minIntervalRequests = 3
 
 // estimate is one run's figure and its interval. unknown marks a figure
 // whose noise cannot be told (too few requests): it is never marked
 // better or worse.
 type estimate struct {
 	v       float64
-	in      *Interval
+	in      *matrix.Interval
 	unknown bool
 	limited bool // the client may have limited the figure
 	cmp     bool // lower is better
 }
 
-// medianInterval is the interval of the median of n samples with
-// quantiles q, or nil when n is too small or q makes no sense.
-func medianInterval(q Quantiles, n int) *Interval {
-	finite := !math.IsInf(q.P99, 0) && !math.IsNaN(q.P99)
-	if n < minIntervalRequests || !(q.P50 > 0) || !(q.P90 >= q.P50) || !(q.P99 >= q.P90) || !finite {
-		return nil
-	}
-	up := 0.5 + 0.98/math.Sqrt(float64(n))
-	var high float64
-	switch {
-	case up <= 0.9:
-		high = q.P50 + (q.P90-q.P50)*(up-0.5)/0.4
-	case up <= 0.99:
-		high = q.P90 + (q.P99-q.P90)*(up-0.9)/0.09
-	default:
-		high = q.P99
-	}
-	return &Interval{Low: max(2*q.P50-high, 0), High: high}
-}
-
-// scaled is in scaled to v, relative to the figure it was made for:
-// inverse turns an interval of times into one of rates.
-func scaled(in *Interval, of, v float64, inverse bool) *Interval {
-	if in == nil || !(of > 0) || !(v > 0) {
-		return nil
-	}
-	lo, hi := in.Low/of, in.High/of
-	if inverse {
-		if lo <= 0 {
-			return nil
-		}
-		lo, hi = 1/hi, 1/lo
-	}
-	return &Interval{Low: v * lo, High: v * hi}
-}
-
 // timingResolution is how far apart two runs of one server may put the
-// same latency for reasons that have nothing to do with the server's
-// speed: timers and scheduling on a shared machine. A TTFT's interval is
-// at least this wide on either side, or as wide as the client's timers
-// were late in the run (its p99 lag), in the server's time (× the
-// simulator's speed).
+// same latency for timers and scheduling alone: a TTFT's interval is at
+// least this wide on either side (matrix's Cell.Intervals takes the same).
 const timingResolution = 250 * time.Microsecond
 
-// ttftSteps is how many of the server's decode steps a TTFT's interval
-// spans at least on either side. A request's first token waits for the
-// step in progress and may share its step with others' prefill, so where
-// a run's requests fall among the server's steps moves its TTFT by a step
-// or two, the same for every request of the run: two runs of the
-// simulator put the median TTFT of one stream at 4K 2.5 steps apart while
-// each run's own requests were within a step of each other.
-const ttftSteps = 2
-
 // cellEstimates are a measured cell's compared figures with their
-// intervals: total tok/s, per-request tok/s, TTFT and time between
-// tokens, for a run at the simulator's speed (0 or 1 for a real server).
-// A cell of results that carry no request counts (made elsewhere) has
-// none, and its figures are compared by the threshold alone; a cell the
-// client may have limited is never marked.
-func cellEstimates(c *Cell, speed float64) (total, perRequest, ttft, tbt estimate) {
+// intervals (see [matrix.Cell.Intervals]): total tok/s, per-request tok/s,
+// TTFT and time between tokens, for a run at the simulator's speed (0 or
+// 1 for a real server). A cell of results that carry no request counts
+// (made elsewhere) has none, and its figures are compared by the
+// threshold alone; a cell the client may have limited is never marked.
+func cellEstimates(c *matrix.Cell, speed float64) (total, perRequest, ttft, tbt estimate) {
 	m := c.Measurement
 	total, perRequest = estimate{v: m.TotalTokensPerSec}, estimate{v: m.PerRequestTokensPerSec}
 	ttft, tbt = estimate{v: m.TTFT.P50, cmp: true}, estimate{v: m.TBT.P50, cmp: true}
 	if c.Requests <= 0 {
 		return total, perRequest, ttft, tbt
 	}
+	all := []*estimate{&total, &perRequest, &ttft, &tbt}
 	if m.ClientLimited {
 		// The figures may be the client's, not the server's: no change
 		// in them can be told.
-		for _, e := range []*estimate{&total, &perRequest, &ttft, &tbt} {
+		for _, e := range all {
 			e.unknown, e.limited = true, true
 		}
 		return total, perRequest, ttft, tbt
 	}
-	n := c.Requests - c.Errors
-	ttft.in = medianInterval(m.TTFT, n)
-	ttft.unknown = ttft.in == nil
-	if in := ttft.in; in != nil {
-		// The client's own timers fired up to Lag late: its clock, and an
-		// in-process server's, were that far off.
-		late := max(timingResolution.Seconds()*max(speed, 1), m.Client.Lag.P99.Seconds()) * 1000
-		floor := max(late, ttftSteps*m.TBT.P50)
-		in.Low, in.High = max(min(in.Low, m.TTFT.P50-floor), 0), max(in.High, m.TTFT.P50+floor)
+	total.in, perRequest.in, ttft.in, tbt.in = c.Intervals(speed)
+	for _, e := range all {
+		e.unknown = e.in == nil
 	}
-	// The rates' noise: the spread of the requests' time between tokens,
-	// or of the gaps between tokens when there are too few requests.
-	gaps := medianInterval(m.TBT, n)
-	of := m.TBT.P50
-	if gaps == nil {
-		gaps, of = medianInterval(m.ITL, m.OutputTokens), m.ITL.P50
-	}
-	tbt.in = scaled(gaps, of, m.TBT.P50, false)
-	perRequest.in = scaled(gaps, of, m.PerRequestTokensPerSec, true)
-	total.in = scaled(gaps, of, m.TotalTokensPerSec, true)
-	if in := total.in; in != nil && m.MeasuredS > 0 && m.TTFT.P99 > 0 {
-		// Each end of the window may fall between two requests of every
-		// stream, where no token comes for up to a TTFT.
-		edge := m.TotalTokensPerSec * 2 * m.TTFT.P99 / (m.MeasuredS * 1000)
-		in.Low, in.High = max(min(in.Low, m.TotalTokensPerSec-edge), 0), max(in.High, m.TotalTokensPerSec+edge)
-	}
-	tbt.unknown, perRequest.unknown, total.unknown = tbt.in == nil, perRequest.in == nil, total.in == nil
 	return total, perRequest, ttft, tbt
 }
 
@@ -287,27 +199,27 @@ func newRatio(base, next estimate) *Ratio {
 	if base.v == 0 || next.v == 0 || !ok(next.v/base.v) {
 		return r
 	}
-	r.Ratio, r.Change = roundFigure(next.v/base.v), ChangeSame // a ratio of two decimals shows as one: 1.12, not 1.1199999999999999
+	r.Ratio, r.Change = roundFigure(next.v/base.v), changeSame // a ratio of two decimals shows as one: 1.12, not 1.1199999999999999
 	switch {
 	case r.Ratio > 1+compareThreshold:
-		r.Change = ChangeBetter
+		r.Change = changeBetter
 	case r.Ratio < 1-compareThreshold:
-		r.Change = ChangeWorse
+		r.Change = changeWorse
 	}
-	if r.Change != ChangeSame {
+	if r.Change != changeSame {
 		switch {
 		case base.unknown || next.unknown:
-			r.Change = ChangeNoise // too few requests to tell
+			r.Change = changeNoise // too few requests to tell
 		case base.in != nil && next.in != nil && next.in.Low <= base.in.High && next.in.High >= base.in.Low:
-			r.Change = ChangeNoise // the intervals overlap
+			r.Change = changeNoise // the intervals overlap
 		}
 	}
 	if base.cmp {
 		switch r.Change {
-		case ChangeBetter:
-			r.Change = ChangeWorse
-		case ChangeWorse:
-			r.Change = ChangeBetter
+		case changeBetter:
+			r.Change = changeWorse
+		case changeWorse:
+			r.Change = changeBetter
 		}
 	}
 	return r
@@ -328,8 +240,8 @@ type PrefillChange struct {
 	// BaseStatus and NextStatus are the row's status in each run (the
 	// most frequent of its runs); a row absent from a run has
 	// StatusUnknown there.
-	BaseStatus Status `json:"base_status,omitzero"`
-	NextStatus Status `json:"next_status,omitzero"`
+	BaseStatus matrix.Status `json:"base_status,omitzero"`
+	NextStatus matrix.Status `json:"next_status,omitzero"`
 	// PromptTokensPerSec compares the prompt tok/s; nil when neither run
 	// measured it.
 	PromptTokensPerSec *Ratio `json:"prompt_tok_s,omitempty"`
@@ -344,9 +256,9 @@ type CellChange struct {
 	Presence      Presence `json:"presence"`
 	// BaseStatus and NextStatus are the cell's status in each run; a cell
 	// absent from a run has StatusUnknown there.
-	BaseStatus    Status `json:"base_status,omitzero"`
-	NextStatus    Status `json:"next_status,omitzero"`
-	StatusChanged bool   `json:"status_changed,omitempty"`
+	BaseStatus    matrix.Status `json:"base_status,omitzero"`
+	NextStatus    matrix.Status `json:"next_status,omitzero"`
+	StatusChanged bool          `json:"status_changed,omitempty"`
 	// BaseMeasured and NextMeasured report that the run has numbers for
 	// the cell (it was measured and produced output).
 	BaseMeasured bool `json:"base_measured"`
@@ -358,7 +270,7 @@ type CellChange struct {
 	TTFTp50                *Ratio `json:"ttft_p50_ms,omitempty"`
 	TBTp50                 *Ratio `json:"tbt_p50_ms,omitempty"`
 	// TokensPerJoule compares the output tokens per joule of the server's
-	// GPUs (see [Measurement].Energy); nil when neither run read them. It
+	// GPUs (see [matrix.Measurement].Energy); nil when neither run read them. It
 	// has no interval: the threshold alone marks it.
 	TokensPerJoule *Ratio `json:"tokens_per_joule,omitempty"`
 }
@@ -367,10 +279,10 @@ type CellChange struct {
 // measured in next", "Valid → Requests queued".
 func (c CellChange) Note() string {
 	switch {
-	case c.Presence == OnlyInBase || c.Presence == OnlyInNext:
+	case c.Presence == onlyInBase || c.Presence == onlyInNext:
 		return c.Presence.words()
 	case c.StatusChanged:
-		return c.BaseStatus.words() + " → " + c.NextStatus.words()
+		return wordsOf(c.BaseStatus) + " → " + wordsOf(c.NextStatus)
 	case c.BaseMeasured && !c.NextMeasured:
 		return "not measured in next"
 	case !c.BaseMeasured && c.NextMeasured:
@@ -380,23 +292,23 @@ func (c CellChange) Note() string {
 }
 
 // compareTwo compares one run a side: CompareRuns of base and next.
-func compareTwo(base, next *Results) *Comparison {
-	return CompareRuns([]*Results{base}, []*Results{next})
+func compareTwo(base, next *matrix.Results) *Comparison {
+	return Compare([]*matrix.Results{base}, []*matrix.Results{next})
 }
 
 // CompareRuns compares next with base cell by cell: each ratio is next ÷
 // base, marked better or worse beyond the 5% threshold and the runs' noise
-// (see [Interval]). Cells and prefill rows in only one side, or measured in
+// (see [matrix.Interval]). Cells and prefill rows in only one side, or measured in
 // only one, are kept and marked; a nil run compares as an empty one. With
 // runs repeated on a side, such as two runs of a server before a change
 // and two after, each side's figure is the median of its runs', and its
 // interval spans every run's figure and interval: the runs' differences
 // are the noise a change must stand out of.
-func CompareRuns(base, next []*Results) *Comparison {
+func Compare(base, next []*matrix.Results) *Comparison {
 	// A simulated run is compared in the simulated server's time, so runs
 	// at different speeds compare.
 	base, next = nonEmptyRuns(base), nonEmptyRuns(next)
-	out := &Comparison{Schema: ComparisonSchema, Base: runsInfo(base), Next: runsInfo(next),
+	out := &Comparison{Schema: comparisonSchema, Base: runsInfo(base), Next: runsInfo(next),
 		Prefill: []PrefillChange{}, Cells: []CellChange{}}
 
 	pb, pn := prefillRuns(base), prefillRuns(next)
@@ -469,22 +381,22 @@ func CompareRuns(base, next []*Results) *Comparison {
 
 // nonEmptyRuns is runs without nil entries; no run compares as one empty
 // run.
-func nonEmptyRuns(runs []*Results) []*Results {
-	out := make([]*Results, 0, len(runs))
+func nonEmptyRuns(runs []*matrix.Results) []*matrix.Results {
+	out := make([]*matrix.Results, 0, len(runs))
 	for _, r := range runs {
 		if r != nil {
-			out = append(out, r.inServerTime())
+			out = append(out, r.InServerTime())
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, &Results{})
+		out = append(out, &matrix.Results{})
 	}
 	return out
 }
 
 // runCell is one run's cell, with the run's simulator speed.
 type runCell struct {
-	c     *Cell
+	c     *matrix.Cell
 	speed float64
 }
 
@@ -493,7 +405,7 @@ type runCell struct {
 type cellSide []runCell
 
 // cellRuns indexes the cells of runs by place.
-func cellRuns(runs []*Results) map[[2]int]cellSide {
+func cellRuns(runs []*matrix.Results) map[[2]int]cellSide {
 	m := map[[2]int]cellSide{}
 	for _, r := range runs {
 		for k, c := range cellIndex(r.Cells) {
@@ -505,8 +417,8 @@ func cellRuns(runs []*Results) map[[2]int]cellSide {
 
 // status is the side's most frequent status (the first run's on a tie),
 // StatusUnknown when no run has the cell.
-func (s cellSide) status() Status {
-	best, count := StatusUnknown, 0
+func (s cellSide) status() matrix.Status {
+	best, count := matrix.StatusUnknown, 0
 	for _, rc := range s {
 		n := 0
 		for _, o := range s {
@@ -567,7 +479,7 @@ func combine(es []estimate, lowerIsBetter bool) estimate {
 		return ok[0]
 	}
 	vals := make([]float64, len(ok))
-	in := &Interval{Low: math.Inf(1), High: math.Inf(-1)}
+	in := &matrix.Interval{Low: math.Inf(1), High: math.Inf(-1)}
 	for i, e := range ok {
 		vals[i] = e.v
 		in.Low, in.High = min(in.Low, e.v), max(in.High, e.v)
@@ -585,12 +497,12 @@ func combine(es []estimate, lowerIsBetter bool) estimate {
 
 // runPrefill is one run's prefill row, with the run's simulator speed.
 type runPrefill struct {
-	Prefill
+	matrix.Prefill
 	speed float64
 }
 
 // prefillRuns indexes the prefill rows of runs by context, one row a run.
-func prefillRuns(runs []*Results) map[int][]runPrefill {
+func prefillRuns(runs []*matrix.Results) map[int][]runPrefill {
 	m := map[int][]runPrefill{}
 	for _, r := range runs {
 		for ctx, p := range prefillByContext(r) {
@@ -609,7 +521,7 @@ func prefillRuns(runs []*Results) map[int][]runPrefill {
 // 0) has no interval, and is never marked better or worse; a row of
 // results that carry no request counts (made elsewhere) is compared by the
 // threshold alone.
-func prefillEstimates(p Prefill, speed float64) (rate, ttft estimate) {
+func prefillEstimates(p matrix.Prefill, speed float64) (rate, ttft estimate) {
 	rate, ttft = estimate{v: p.PromptTokensPerSec}, estimate{v: p.TTFT, cmp: true}
 	if p.Requests <= 0 {
 		return rate, ttft
@@ -619,16 +531,20 @@ func prefillEstimates(p Prefill, speed float64) (rate, ttft estimate) {
 		return rate, ttft
 	}
 	floor := timingResolution.Seconds() * 1000 * max(speed, 1)
-	ttft.in = &Interval{Low: max(min(slices.Min(p.TTFTs), p.TTFT-floor), 0), High: max(slices.Max(p.TTFTs), p.TTFT+floor)}
-	rate.in = scaled(ttft.in, p.TTFT, p.PromptTokensPerSec, true)
+	ttft.in = &matrix.Interval{Low: max(min(slices.Min(p.TTFTs), p.TTFT-floor), 0), High: max(slices.Max(p.TTFTs), p.TTFT+floor)}
+	if lo, hi := ttft.in.Low/p.TTFT, ttft.in.High/p.TTFT; p.TTFT > 0 && p.PromptTokensPerSec > 0 && lo > 0 {
+		// A rate is the inverse of a time: the slowest TTFT gives the
+		// lowest rate.
+		rate.in = &matrix.Interval{Low: p.PromptTokensPerSec * (1 / hi), High: p.PromptTokensPerSec * (1 / lo)}
+	}
 	rate.unknown = rate.in == nil
 	return rate, ttft
 }
 
 // mostPrefillStatus is the most frequent status of a context's prefill rows
 // (the first run's on a tie), StatusUnknown when there are none.
-func mostPrefillStatus(rows []runPrefill) Status {
-	best, count := StatusUnknown, 0
+func mostPrefillStatus(rows []runPrefill) matrix.Status {
+	best, count := matrix.StatusUnknown, 0
 	for _, p := range rows {
 		n := 0
 		for _, o := range rows {
@@ -645,8 +561,8 @@ func mostPrefillStatus(rows []runPrefill) Status {
 
 // cellIndex indexes cells by context and concurrency; a later cell at the
 // same place wins.
-func cellIndex(cells []Cell) map[[2]int]*Cell {
-	m := make(map[[2]int]*Cell, len(cells))
+func cellIndex(cells []matrix.Cell) map[[2]int]*matrix.Cell {
+	m := make(map[[2]int]*matrix.Cell, len(cells))
 	for i := range cells {
 		m[[2]int{cells[i].ContextTokens, cells[i].Concurrency}] = &cells[i]
 	}
@@ -655,7 +571,7 @@ func cellIndex(cells []Cell) map[[2]int]*Cell {
 
 // runsInfo identifies one side of a comparison: its first run, and how
 // many runs it has.
-func runsInfo(runs []*Results) RunInfo {
+func runsInfo(runs []*matrix.Results) RunInfo {
 	info := runInfo(runs[0])
 	if len(runs) > 1 {
 		info.Runs = len(runs)
@@ -667,7 +583,7 @@ func runsInfo(runs []*Results) RunInfo {
 }
 
 // runInfo identifies r for a comparison.
-func runInfo(r *Results) RunInfo {
+func runInfo(r *matrix.Results) RunInfo {
 	info := RunInfo{Server: r.Server, Started: r.Started, Complete: r.Complete}
 	s := &info.Server
 	if s.Model == "" {
@@ -683,8 +599,8 @@ func runInfo(r *Results) RunInfo {
 
 // prefillByContext indexes r's prefill rows by context; a later row for
 // the same context wins.
-func prefillByContext(r *Results) map[int]Prefill {
-	m := make(map[int]Prefill, len(r.Prefill))
+func prefillByContext(r *matrix.Results) map[int]matrix.Prefill {
+	m := make(map[int]matrix.Prefill, len(r.Prefill))
 	for _, p := range r.Prefill {
 		m[p.ContextTokens] = p
 	}
@@ -695,11 +611,11 @@ func prefillByContext(r *Results) map[int]Prefill {
 func presence(inBase, inNext bool) Presence {
 	switch {
 	case inBase && inNext:
-		return InBoth
+		return inBoth
 	case inBase:
-		return OnlyInBase
+		return onlyInBase
 	case inNext:
-		return OnlyInNext
+		return onlyInNext
 	}
 	return ""
 }

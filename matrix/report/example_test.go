@@ -1,4 +1,4 @@
-package matrix_test
+package report_test
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/matrix/report"
 )
 
 // tinyResults is a hand-made 2 × 2 run: four cells, one of them queued and
@@ -17,7 +18,7 @@ func tinyResults() *matrix.Results {
 		Complete: true,
 		Spec: matrix.Spec{
 			Contexts: []int{0, 16 * 1024}, Concurrency: []int{1, 4}, Prefill: []int{8 * 1024},
-			Duration: matrix.Duration(30 * time.Second), MaxTokens: 8192,
+			Duration: 30 * time.Second, MaxTokens: 8192,
 		},
 		Server: capacity.Server{Model: "Qwen3.5-4B-AWQ-4bit", Engine: "vllm", Version: "0.10.1"},
 		Prefill: []matrix.Prefill{
@@ -42,8 +43,8 @@ func tinyResults() *matrix.Results {
 
 // A table prints the run as the seed page shows it: the prefill table,
 // then the decode grid of total tok/s with the TTFT under each cell.
-func ExampleFormat_Write() {
-	if err := matrix.FormatTable.Write(os.Stdout, tinyResults()); err != nil {
+func ExampleWrite() {
+	if err := report.Write(os.Stdout, report.Table, tinyResults()); err != nil {
 		panic(err)
 	}
 	// Output:
@@ -78,19 +79,19 @@ func ExampleFormat_Write() {
 
 // Compare one run a side: each figure of the next run divided by the
 // base run's; changes beyond 5% are marked ▲ (faster) or ▼ (slower).
-func ExampleCompareRuns_oneRunEach() {
+func ExampleCompare_oneRunEach() {
 	base, next := tinyResults(), tinyResults()
 	next.Cells[0].Measurement = &matrix.Measurement{TotalTokensPerSec: 91.3, PerRequestTokensPerSec: 91.6,
 		TTFT: matrix.Quantiles{P50: 73}, TBT: matrix.Quantiles{P50: 10.9}, OutputTokens: 2739, MeasuredS: 30}
 	next.Cells[2].Status = matrix.Valid
 
-	cmp := matrix.CompareRuns([]*matrix.Results{base}, []*matrix.Results{next})
+	cmp := report.Compare([]*matrix.Results{base}, []*matrix.Results{next})
 	c := cmp.Cell(0, 1)
 	fmt.Printf("0 × 1: total tok/s %.2f× (%s), TTFT %.2f× (%s)\n",
 		c.TotalTokensPerSec.Ratio, c.TotalTokensPerSec.Change, c.TTFTp50.Ratio, c.TTFTp50.Change)
 	fmt.Println("16K × 1:", cmp.Cell(16*1024, 1).Note())
 	fmt.Println()
-	if err := matrix.FormatTable.Write(os.Stdout, cmp); err != nil {
+	if err := cmp.Write(os.Stdout, report.Table); err != nil {
 		panic(err)
 	}
 	// Output:
@@ -120,11 +121,11 @@ func ExampleCompareRuns_oneRunEach() {
 	//          Requests queued → Valid
 }
 
-// CompareRuns tells change from noise with repeated runs: two runs of a
+// Compare tells change from noise with repeated runs: two runs of a
 // server before a change, at 80 and 92 tok/s, hold 91 tok/s after it
 // within their spread, though it is 6% above their median; 120 tok/s
 // stands out of it.
-func ExampleCompareRuns() {
+func ExampleCompare() {
 	run := func(total float64) *matrix.Results {
 		return &matrix.Results{Schema: matrix.Schema, Complete: true, Cells: []matrix.Cell{{
 			ContextTokens: 0, Concurrency: 1, Status: matrix.Valid, Requests: 12,
@@ -134,7 +135,7 @@ func ExampleCompareRuns() {
 	}
 	before := []*matrix.Results{run(80), run(92)}
 	for _, after := range []float64{91, 120} {
-		c := matrix.CompareRuns(before, []*matrix.Results{run(after)}).Cell(0, 1)
+		c := report.Compare(before, []*matrix.Results{run(after)}).Cell(0, 1)
 		fmt.Printf("%.1f → %.1f tok/s: %.2f× %s\n", c.TotalTokensPerSec.Base, c.TotalTokensPerSec.Next, c.TotalTokensPerSec.Ratio, c.TotalTokensPerSec.Change)
 	}
 	// Output:
@@ -143,14 +144,14 @@ func ExampleCompareRuns() {
 }
 
 // Write a report in a format named on a command line: a Format is its
-// name, and writes results and comparisons alike; a name that is not a
+// name, and [Write] and [Comparison.Write] take it alike; a name that is not a
 // format is an error that says which are.
 func ExampleFormat() {
-	format := matrix.Format("csv") // from a flag
-	if err := format.Write(os.Stdout, tinyResults()); err != nil {
+	format := report.Format("csv") // from a flag
+	if err := report.Write(os.Stdout, format, tinyResults()); err != nil {
 		fmt.Println(err)
 	}
-	fmt.Println(matrix.Format("pdf").Write(os.Stdout, tinyResults()))
+	fmt.Println(report.Write(os.Stdout, "pdf", tinyResults()))
 	// Output:
 	// phase,context_tokens,concurrency,status,total_tok_s,per_request_tok_s,ttft_ms,tbt_ms,avg_active,completed,output_tokens,measured_s
 	// prefill,8192,1,valid,2356.0,,3477,,,,,
@@ -158,5 +159,5 @@ func ExampleFormat() {
 	// decode,0,4,valid,288.8,72.7,227,13.7,4.00,0,8660,30.0
 	// decode,16384,1,requests_queued,69.0,69.2,1272,14.4,0.90,0,2072,30.0
 	// decode,16384,4,over_capacity,,,,,,,,
-	// matrix: unknown format "pdf" (want table, markdown, csv, json, html or series-csv)
+	// report: unknown format "pdf" (want table, markdown, csv, json, html or series-csv)
 }

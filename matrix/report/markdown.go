@@ -1,4 +1,4 @@
-package matrix
+package report
 
 import (
 	"bufio"
@@ -10,10 +10,10 @@ import (
 
 // writeMarkdown writes the results as Markdown (GitHub-flavored tables):
 // the same title, prefill table, decode grid and footnotes as
-// [FormatTable], then the "All measurements" table with the seed
+// [Table], then the "All measurements" table with the seed
 // page's columns, "—" where a column does not apply. Strings from the
 // server or the user are escaped.
-func (r *Results) writeMarkdown(w io.Writer) error {
+func (r doc) writeMarkdown(w io.Writer) error {
 	rp := r.report()
 	bw := bufio.NewWriter(w)
 	h := rp.header

@@ -1,6 +1,8 @@
-package matrix
+package report
 
 import (
+	"github.com/llmload/llmload/matrix"
+
 	_ "embed"
 	"fmt"
 	"html/template"
@@ -19,8 +21,9 @@ import (
 var htmlSource string
 
 // htmlTemplates holds the results page, the comparison page and the parts
-// they share. html/template escapes every string that reaches the page.
-var htmlTemplates = template.Must(template.New("report").Parse(htmlSource))
+// they share, the charts' drawing among them (chart.Template).
+// html/template escapes every string that reaches the page.
+var htmlTemplates = template.Must(template.Must(template.New("report").Parse(chart.Template)).Parse(htmlSource))
 
 // writeHTML writes the results as one self-contained HTML page: inline CSS
 // and SVG, no scripts, fonts or anything else fetched from the network. It
@@ -29,7 +32,7 @@ var htmlTemplates = template.Must(template.New("report").Parse(htmlSource))
 // not run; every cell's numbers in its tooltip), charts of total and
 // per-request tok/s against concurrency, the prefill table and the "All
 // measurements" table. It reads well in light and dark mode.
-func (r *Results) writeHTML(w io.Writer) error {
+func (r doc) writeHTML(w io.Writer) error {
 	if err := htmlTemplates.ExecuteTemplate(w, "results", r.report().htmlPage()); err != nil {
 		return fmt.Errorf("matrix: write HTML: %w", err)
 	}
@@ -133,7 +136,7 @@ func (rp *report) htmlFacts() []htmlFact {
 		add("Matrix", h.Shape)
 	}
 	if r.Spec.Duration > 0 {
-		add("Time per measurement", fmtSeconds(time.Duration(r.Spec.Duration)))
+		add("Time per measurement", fmtSeconds(r.Spec.Duration))
 	}
 	if r.Spec.MaxTokens > 0 {
 		add("Max output", fmtInt(r.Spec.MaxTokens)+" tokens")
@@ -160,7 +163,7 @@ func (rp *report) htmlFacts() []htmlFact {
 func (rp *report) heatScale() (s heatScale, ok bool) {
 	s = heatScale{lo: math.Inf(1), hi: math.Inf(-1)}
 	for _, c := range rp.cells {
-		if hasRates(c) && c.Status != Failed {
+		if hasRates(c) && c.Status != matrix.Failed {
 			s.lo, s.hi = min(s.lo, c.Measurement.TotalTokensPerSec), max(s.hi, c.Measurement.TotalTokensPerSec)
 		}
 	}
@@ -173,7 +176,7 @@ func (rp *report) htmlCounts() []htmlStatusCount {
 	var out []htmlStatusCount
 	for _, s := range reportOrder {
 		if counts[s] > 0 {
-			out = append(out, htmlStatusCount{Class: s.class(), Label: s.shown(), N: counts[s]})
+			out = append(out, htmlStatusCount{Class: classOf(s), Label: shownOf(s), N: counts[s]})
 		}
 	}
 	return out
@@ -183,9 +186,9 @@ func (rp *report) htmlCounts() []htmlStatusCount {
 // throughput, one request's, the fastest prefill, and the cells by
 // status.
 func (rp *report) htmlHighlights() []htmlFact {
-	var peak, single *Cell
+	var peak, single *matrix.Cell
 	for _, c := range rp.cells {
-		if !hasRates(c) || c.Status != Valid {
+		if !hasRates(c) || c.Status != matrix.Valid {
 			continue
 		}
 		if peak == nil || c.Measurement.TotalTokensPerSec > peak.Measurement.TotalTokensPerSec {
@@ -223,8 +226,8 @@ func (rp *report) htmlHighlights() []htmlFact {
 
 // fastestPrefill is the measured prefill row with the highest prompt
 // tok/s (the first of the results' rows on a tie), or nil.
-func (rp *report) fastestPrefill() *Prefill {
-	var best *Prefill
+func (rp *report) fastestPrefill() *matrix.Prefill {
+	var best *matrix.Prefill
 	for i, p := range rp.r.Prefill {
 		if prefillMeasured(p) && (best == nil || p.PromptTokensPerSec > best.PromptTokensPerSec) {
 			best = &rp.r.Prefill[i]
@@ -255,14 +258,14 @@ func (rp *report) htmlPrefill() []htmlBar {
 }
 
 // htmlGridCell is the heat-map cell of c (nil when not in the results).
-func htmlGridCell(c *Cell, ctx, n int, scale heatScale) htmlCell {
-	if c == nil || c.Status == StatusUnknown {
-		return htmlCell{Class: StatusUnknown.class() + " nonum", Main: StatusUnknown.shown(), Title: placeLabel(ctx, n) + " — not run"}
+func htmlGridCell(c *matrix.Cell, ctx, n int, scale heatScale) htmlCell {
+	if c == nil || c.Status == matrix.StatusUnknown {
+		return htmlCell{Class: classOf(matrix.StatusUnknown) + " nonum", Main: shownOf(matrix.StatusUnknown), Title: placeLabel(ctx, n) + " — not run"}
 	}
-	hc := htmlCell{Class: c.Status.class(), Status: c.Status.token(), Title: cellTooltip(c)}
+	hc := htmlCell{Class: classOf(c.Status), Status: tokenOf(c.Status), Title: cellTooltip(c)}
 	if !hasRates(c) {
 		hc.Class += " nonum"
-		hc.Main = c.Status.words()
+		hc.Main = wordsOf(c.Status)
 		switch {
 		case c.Measurement != nil && c.Errors > 0:
 			hc.Sub = plural(c.Errors, "error", "errors")
@@ -273,7 +276,7 @@ func htmlGridCell(c *Cell, ctx, n int, scale heatScale) htmlCell {
 	}
 	// A failed cell keeps its numbers but not the scale's color: they
 	// are not a measurement of the server's speed.
-	if c.Status != Failed {
+	if c.Status != matrix.Failed {
 		bg, fg := scale.colors(c.Measurement.TotalTokensPerSec)
 		hc.Style = template.CSS("background:" + bg + ";color:" + fg)
 	}
@@ -285,8 +288,8 @@ func htmlGridCell(c *Cell, ctx, n int, scale heatScale) htmlCell {
 		hc.Sub = strings.TrimPrefix(hc.Sub+" · ", " · ") + fmtSignificant(e.TokensPerJoule) + " tok/J"
 	}
 	var badge []string
-	if c.Status != Valid {
-		badge = append(badge, c.Status.words())
+	if c.Status != matrix.Valid {
+		badge = append(badge, wordsOf(c.Status))
 	}
 	if c.Measurement.Partial {
 		badge = append(badge, "partial")
@@ -305,7 +308,7 @@ func htmlGridCell(c *Cell, ctx, n int, scale heatScale) htmlCell {
 }
 
 // cellTooltip lists every number of a cell, a line each.
-func cellTooltip(c *Cell) string {
+func cellTooltip(c *matrix.Cell) string {
 	lines := []string{cellLabel(c) + " — " + statusWords(c)}
 	if c.Reason != "" {
 		lines = append(lines, cleanText(c.Reason))
@@ -379,7 +382,7 @@ func cellTooltip(c *Cell) string {
 
 // quantileText is "p50 12.2 ms · p90 13.0 ms · p99 15.1 ms", leaving out
 // quantiles that are not set.
-func quantileText(q Quantiles, dec int) string {
+func quantileText(q matrix.Quantiles, dec int) string {
 	var s []string
 	for _, x := range []struct {
 		name string
