@@ -518,10 +518,12 @@ func classify(c *Cell, run *loadgen.Run, samples *serverSamples, streams *Stream
 	switch {
 	case tooLong > 0 && s.OutputTokens == 0:
 		return OverCapacity, fmt.Sprintf("rejected by the server as too long (%d requests)", tooLong)
-	case s.OutputTokens == 0 && s.Completed > 0:
-		// Requests that finish without a token are the server's failure,
-		// not a lack of capacity.
-		return Failed, fmt.Sprintf("the server completed %s with no tokens", plural(s.Completed, "request", "requests"))
+	case s.OutputTokens == 0 && s.Completed+s.Errors[metrics.KindEmptyAnswer] > 0:
+		// Requests that finish without a token (empty answers, counted
+		// as failed by the client) are the server's failure, not a lack
+		// of capacity.
+		empty := s.Completed + s.Errors[metrics.KindEmptyAnswer]
+		return Failed, fmt.Sprintf("the server completed %s with no tokens", plural(empty, "request", "requests"))
 	case s.OutputTokens == 0:
 		return OverCapacity, "starved: no output token in the window"
 	}
@@ -704,10 +706,18 @@ func byName(a, b metrics.ErrorKind) int { return cmp.Compare(a, b) }
 
 // classifyScout decides a cell or prefill row whose scout failed after
 // its retries.
-func classifyScout(kind metrics.ErrorKind, err error) (Status, string) {
+func classifyScout(kind metrics.ErrorKind, err error, what string) (Status, string) {
 	switch kind {
 	case metrics.KindTooLong:
 		return OverCapacity, "refused by the server as too long: " + err.Error()
+	case metrics.KindEmptyAnswer:
+		return Failed, emptyScout(what)
 	}
 	return Failed, "the first request failed: " + err.Error()
+}
+
+// emptyScout is the reason of a cell or prefill row (what) whose first
+// request ended without a token.
+func emptyScout(what string) string {
+	return "the server completed 1 request with no tokens (the " + what + "'s first)"
 }

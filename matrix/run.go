@@ -727,11 +727,11 @@ func (cr *cellRun) scout(ctx context.Context, tokens int, what string) (row scou
 			return row
 		}
 		if err != nil {
-			row.Status, row.Reason = classifyScout(tl.Kind, err)
+			row.Status, row.Reason = classifyScout(tl.Kind, err, what)
 			return row
 		}
 		if tl.OutputTokens() == 0 {
-			row.Status, row.Reason = Failed, "the server completed 1 request with no tokens (the "+what+"'s first)"
+			row.Status, row.Reason = Failed, emptyScout(what)
 			return row
 		}
 		counted := tl.PromptTokens
