@@ -16,9 +16,9 @@ import (
 // decided at once: OverCapacity, with the verdict as the reason. Cells
 // predicted to queue (more requests than the server runs at once) are
 // measured, unless the spec skips them: then they are RequestsQueued by
-// prediction. The others are left to be measured.
+// prediction. The others are left to be measured. spec is the settled
+// one (see Runner.settle).
 func planCells(spec Spec, limits capacity.Limits) []Cell {
-	spec = spec.WithDefaults()
 	cells := make([]Cell, 0, len(spec.Contexts)*len(spec.Concurrency))
 	for _, ctx := range spec.Contexts {
 		for _, n := range spec.Concurrency {
@@ -43,7 +43,6 @@ func planCells(spec Spec, limits capacity.Limits) []Cell {
 // not to fit (longer than max_model_len) is decided at once, OverCapacity,
 // and never sent.
 func planPrefill(spec Spec, limits capacity.Limits) []Prefill {
-	spec = spec.WithDefaults()
 	rows := make([]Prefill, 0, len(spec.Prefill))
 	for _, ctx := range spec.Prefill {
 		v := limits.Check(ctx, 1, 1)
@@ -137,7 +136,7 @@ type runEstimate struct {
 // estimateRun estimates how long the undecided cells and prefill rows of
 // res take.
 func estimateRun(res *Results) runEstimate {
-	spec := res.Spec.WithDefaults()
+	spec := res.Spec.WithDefaults() // a resumed file's, which may omit a default
 	w := *spec.Warmup
 	var e runEstimate
 	for _, c := range res.Cells {

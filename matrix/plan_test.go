@@ -31,7 +31,7 @@ func TestWritePlanEstimateRange(t *testing.T) {
 	require.Less(t, limits.KVTokensLow, limits.KVTokens)
 	require.Greater(t, limits.KVTokensHigh, limits.KVTokens)
 
-	cells := planCells(Spec{}, limits) // the seed's grid
+	cells := planCells(Spec{}.WithDefaults(), limits) // the seed's grid, settled as Run settles it
 	var out bytes.Buffer
 	require.NoError(t, writeCellPlan(&out, cells, limits))
 	text := out.String()

@@ -172,32 +172,9 @@ func (r *Runner) scoutRetries() int {
 // the run returns, saves or logs: the results hold the URL with its
 // password replaced (see [redact.URL]).
 func (r *Runner) Run(ctx context.Context) (*Results, error) {
-	spec := r.Spec.WithDefaults()
-	shards := 1
-	if r.Fleet != nil {
-		shards = r.Fleet.Shards()
-	}
-	if err := spec.validateSharded(shards); err != nil {
-		return nil, redact.New(spec.URL).Error(err)
-	}
-	c := &loadgen.Client{}
-	if r.Client != nil {
-		if r.Client.BaseURL != "" && strings.TrimRight(r.Client.BaseURL, "/") != strings.TrimRight(spec.URL, "/") {
-			return nil, fmt.Errorf("matrix: Runner.Client: %w", &loadgen.ConfigError{Field: "Client.BaseURL",
-				Reason: fmt.Sprintf("is %s, not Spec.URL (%s): the runner sends to Spec.URL; leave it empty",
-					redact.URL(r.Client.BaseURL), redact.URL(spec.URL))})
-		}
-		c = r.Client.Clone()
-	}
-	c.BaseURL = spec.URL
-	switch h := r.GPUHourlyCost; {
-	case !(h >= 0) || math.IsInf(h, 0):
-		return nil, fmt.Errorf("matrix: Runner.GPUHourlyCost is %v: give a price in dollars, 0 or more", h)
-	case h > 0 && len(r.GPUMetrics) == 0:
-		return nil, errors.New("matrix: Runner.GPUHourlyCost is a GPU's price: it needs Runner.GPUMetrics, which count the GPUs")
-	}
-	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("matrix: Runner.Client: %w", err)
+	spec, c, err := r.settle()
+	if err != nil {
+		return nil, err
 	}
 	r.secrets = redact.New(spec.URL, append(redact.HeaderSecrets(c.Header), c.APIKey)...)
 	res, err := r.run(ctx, spec, c)
@@ -207,13 +184,57 @@ func (r *Runner) Run(ctx context.Context) (*Results, error) {
 	return res, r.secrets.Error(err)
 }
 
+// Validate reports what [Runner.Run] would refuse before sending
+// anything: a spec that cannot work ([*SpecError]s, with its defaults,
+// split over the Fleet's shards), a Client that cannot
+// ([*loadgen.ConfigError]), GPU settings that cannot, and results to
+// resume of another spec. It runs the same checks Run runs, once.
+func (r *Runner) Validate() error {
+	_, _, err := r.settle()
+	return err
+}
+
+// settle applies the spec's defaults and checks the runner's settings,
+// once: it returns the spec and the client the run uses.
+func (r *Runner) settle() (Spec, *loadgen.Client, error) {
+	spec := r.Spec.WithDefaults()
+	shards := 1
+	if r.Fleet != nil {
+		shards = r.Fleet.Shards()
+	}
+	if err := spec.validateSharded(shards); err != nil {
+		return spec, nil, redact.New(spec.URL).Error(err)
+	}
+	c := &loadgen.Client{}
+	if r.Client != nil {
+		if r.Client.BaseURL != "" && strings.TrimRight(r.Client.BaseURL, "/") != strings.TrimRight(spec.URL, "/") {
+			return spec, nil, fmt.Errorf("matrix: Runner.Client: %w", &loadgen.ConfigError{Field: "Client.BaseURL",
+				Reason: fmt.Sprintf("is %s, not Spec.URL (%s): the runner sends to Spec.URL; leave it empty",
+					redact.URL(r.Client.BaseURL), redact.URL(spec.URL))})
+		}
+		c = r.Client.Clone()
+	}
+	c.BaseURL = spec.URL
+	switch h := r.GPUHourlyCost; {
+	case !(h >= 0) || math.IsInf(h, 0):
+		return spec, nil, fmt.Errorf("matrix: Runner.GPUHourlyCost is %v: give a price in dollars, 0 or more", h)
+	case h > 0 && len(r.GPUMetrics) == 0:
+		return spec, nil, errors.New("matrix: Runner.GPUHourlyCost is a GPU's price: it needs Runner.GPUMetrics, which count the GPUs")
+	}
+	if err := c.Validate(); err != nil {
+		return spec, nil, fmt.Errorf("matrix: Runner.Client: %w", err)
+	}
+	if r.Resume != nil {
+		if err := compatible(r.Resume.Spec, spec); err != nil {
+			return spec, nil, err
+		}
+	}
+	return spec, c, nil
+}
+
 func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Results, error) {
 	res := r.Resume
-	if res != nil {
-		if err := compatible(res.Spec, spec); err != nil {
-			return nil, err
-		}
-	} else {
+	if res == nil {
 		res = &Results{Schema: Schema, Spec: spec, Started: time.Now().UTC()}
 	}
 	res.Server = r.Server
@@ -351,9 +372,10 @@ func (r *Runner) discover(ctx context.Context, c *loadgen.Client, hc *http.Clien
 	return limits, nil
 }
 
-// compatible reports whether results of spec a can be resumed under spec b.
+// compatible reports whether results of spec a can be resumed under the
+// settled spec b.
 func compatible(a, b Spec) error {
-	a, b = a.WithDefaults(), b.WithDefaults()
+	a = a.WithDefaults() // a file may omit a default
 	if redact.URL(a.URL) != redact.URL(b.URL) || a.Model != b.Model || a.API != b.API || a.MaxTokens != b.MaxTokens || a.Duration != b.Duration {
 		return fmt.Errorf("matrix: cannot resume: the results were made with another spec (url %s, model %q, api %s, max tokens %d, duration %v)",
 			redact.URL(a.URL), a.Model, a.API, a.MaxTokens, a.Duration)

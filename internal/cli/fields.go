@@ -6,12 +6,16 @@ import (
 
 	"github.com/llmload/llmload/internal/errlist"
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/matrix"
 )
 
 // Fields maps the settings of a library's values, named as a
 // [loadgen.ConfigError] names them ("Benchmark.Concurrency"), to the
 // flags that set them ("-concurrency"): a command lets the library check
 // its settings and says what is wrong in its users' words, the flags.
+// A matrix's [*matrix.SpecError] is named as "Spec." and its field
+// ("Spec.Concurrency"), and said as the flag and the reason
+// ("-concurrency holds 0, below 1: …").
 // A field with an index ("Benchmark.Concurrency[1]") is the flag of the
 // field without it; a field that is in no entry is left as it is.
 type Fields map[string]string
@@ -33,18 +37,22 @@ func (f Fields) Error(err error) error {
 	return out.Err()
 }
 
-// rewrite rewrites err if it is a ConfigError about a field of the table.
+// rewrite rewrites err if it is a ConfigError or a SpecError about a
+// field of the table.
 func (f Fields) rewrite(err error) error {
+	if se, ok := err.(*matrix.SpecError); ok {
+		if flag, ok := f.flag("Spec." + se.Field); ok {
+			return &flagError{Flag: flag, Msg: flag + " " + se.Reason, Err: se}
+		}
+		return err
+	}
 	ce, ok := err.(*loadgen.ConfigError)
 	if !ok {
 		return err
 	}
-	flag, ok := f[ce.Field]
+	flag, ok := f.flag(ce.Field)
 	if !ok {
-		base, _, indexed := strings.Cut(ce.Field, "[")
-		if flag, ok = f[base]; !ok || !indexed {
-			return err
-		}
+		return err
 	}
 	if v, rest, ok := strings.Cut(strings.TrimPrefix(ce.Reason, "is "), ": "); ok && strings.HasPrefix(ce.Reason, "is ") && !strings.Contains(v, " ") {
 		return &flagError{Flag: flag, Msg: flag + " " + v + ": " + rest, Err: ce}
@@ -52,12 +60,22 @@ func (f Fields) rewrite(err error) error {
 	return &flagError{Flag: flag, Msg: flag + ": " + ce.Reason, Err: ce}
 }
 
+// flag returns the flag of field, or of field without its index.
+func (f Fields) flag(field string) (string, bool) {
+	if flag, ok := f[field]; ok {
+		return flag, true
+	}
+	base, _, indexed := strings.Cut(field, "[")
+	flag, ok := f[base]
+	return flag, ok && indexed
+}
+
 // A flagError is a library's ConfigError said of the flag that set the
-// field; errors.As still finds the ConfigError.
+// field; errors.As still finds the library's error.
 type flagError struct {
 	Flag string // such as "-concurrency"
 	Msg  string
-	Err  *loadgen.ConfigError
+	Err  error // a *loadgen.ConfigError or a *matrix.SpecError
 }
 
 func (e *flagError) Error() string { return e.Msg }

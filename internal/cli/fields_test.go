@@ -9,6 +9,7 @@ import (
 	"github.com/llmload/llmload/internal/cli"
 	"github.com/llmload/llmload/internal/errlist"
 	"github.com/llmload/llmload/loadgen"
+	"github.com/llmload/llmload/matrix"
 )
 
 // A table of fields rewrites a library's ConfigErrors to name the flags,
@@ -35,4 +36,18 @@ func TestFieldsError(t *testing.T) {
 	assert.Equal(t, plain, f.Error(plain))
 	assert.NoError(t, f.Error(nil))
 	assert.EqualError(t, cli.Fields{"Benchmark.Concurrency[1]": "-first"}.Error(level), "-first 0: give 1 to 16384 streams")
+}
+
+// A matrix's SpecError is said as its flag and its reason, through the
+// same table; errors.As still finds the SpecError.
+func TestFieldsSpecError(t *testing.T) {
+	f := cli.Fields{"Spec.Concurrency": "-concurrency"}
+	se := &matrix.SpecError{Field: "Concurrency", Reason: "holds 0, below 1: a concurrency is 1 request or more"}
+	err := f.Error(se)
+	assert.EqualError(t, err, "-concurrency holds 0, below 1: a concurrency is 1 request or more")
+	got, ok := errors.AsType[*matrix.SpecError](err)
+	assert.True(t, ok)
+	assert.Same(t, se, got)
+	other := &matrix.SpecError{Field: "Model", Reason: "is odd"}
+	assert.Same(t, other, f.Error(other), "a field in no entry")
 }

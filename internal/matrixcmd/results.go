@@ -97,8 +97,7 @@ func lockPath(path string) string {
 // r being resumed (set holds the flags given): -resume finishes that run
 // as it was planned.
 func CheckResume(given matrix.Spec, r *matrix.Results, set map[string]bool) error {
-	saved := r.Spec.WithDefaults()
-	given = given.WithDefaults()
+	saved := r.Spec.WithDefaults() // a file may omit a default; the flags give every one
 	for _, f := range []struct {
 		flag string
 		same bool

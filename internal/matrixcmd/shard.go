@@ -83,26 +83,6 @@ func (s *ShardFlags) Follows() bool {
 // is run at.
 const maxShards = 1024
 
-// CheckConcurrency checks that every concurrency level of a sharded run
-// fits, split over the shards, in matrix.MaxConcurrency a shard, and
-// leaves in spec what is left for matrix.Spec.Validate to check.
-func (s *ShardFlags) CheckConcurrency(spec *matrix.Spec) error {
-	if s.shards <= 1 || s.shards > maxShards {
-		return nil // one process, or -shards refused by check
-	}
-	for _, n := range spec.Concurrency {
-		if share := (n + s.shards - 1) / s.shards; share > matrix.MaxConcurrency {
-			return fmt.Errorf("-concurrency holds %d, %d a shard over %d shards, above %d, the most one process runs with honest timing: add shards",
-				n, share, s.shards, matrix.MaxConcurrency)
-		}
-	}
-	spec.Concurrency = slices.DeleteFunc(slices.Clone(spec.Concurrency), func(n int) bool { return n > matrix.MaxConcurrency })
-	if len(spec.Concurrency) == 0 {
-		spec.Concurrency = nil
-	}
-	return nil
-}
-
 // Check refuses flags of a sharded run that cannot work together;
 // leaderOnly is whether a flag only a leader takes (-compare, -render,
 // -resume) was given.
@@ -144,7 +124,7 @@ func (s *ShardFlags) Lead(runner *matrix.Runner, log, stderr io.Writer) (func(),
 	if err != nil {
 		return nil, fmt.Errorf("-listen %s: %w", s.listen, err)
 	}
-	leader := &shard.Leader{Token: token, Spec: runner.Spec.WithDefaults(), Followers: s.shards - 1, JoinTimeout: s.joinTimeout}
+	leader := &shard.Leader{Token: token, Spec: runner.Spec, Followers: s.shards - 1, JoinTimeout: s.joinTimeout}
 	if log != nil {
 		leader.Log = log
 		fmt.Fprintf(log, "leading %d shards: followers join http://%s\n", s.shards, ln.Addr())

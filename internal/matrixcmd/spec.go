@@ -69,7 +69,8 @@ func tokenList(ns []int) string {
 // Spec returns the spec the flags on fs (parsed) set, with every field
 // but the server's; its errors name the flag at fault. It checks what
 // only the flags can tell (a window of 0 given on purpose), and leaves the
-// rest to [matrix.Spec.Validate], whose errors [AsFlags] words.
+// rest to the runner's check ([matrix.Runner.Validate]), whose errors
+// [Fields] words.
 func (f *SpecFlags) Spec(fs *flag.FlagSet) (matrix.Spec, error) {
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
@@ -130,30 +131,16 @@ func (f *SpecFlags) Spec(fs *flag.FlagSet) (matrix.Spec, error) {
 // whether the grid is the library's default one.
 func (f *SpecFlags) GridSet() bool { return f.gridSet }
 
-// specFlagNames are the flags that set each field of matrix.Spec.
-var specFlagNames = map[string]string{
-	"URL": "-url", "Contexts": "-contexts", "Concurrency": "-concurrency", "Prefill": "-prefill", "PrefillRepeat": "-prefill-repeat",
-	"Duration": "-duration", "Series": "-series", "MaxTokens": "-max-tokens", "ErrorThreshold": "-error-threshold",
-	"Warmup.Min": "-warmup-min", "Warmup.Flow": "-warmup-flow", "Warmup.Timeout": "-warmup-timeout",
-	"Warmup.PerContextK": "-warmup-per-k", "SLO": "-slo-ttft, -slo-tpot or -slo-latency",
-	"Images": "-image", "ImageFormat": "-image-format",
-}
-
-// AsFlags words a spec's errors ([matrix.SpecError]) by the flags the
-// user typed rather than the library's field names; an error it cannot
-// word so is returned as it is.
-func AsFlags(err error) error {
-	errs := []error{err}
-	if u, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = u.Unwrap()
+// Fields is the table of the flags that set each field of a
+// [matrix.Spec], for [cli.Fields.Error]: a spec the runner refuses is
+// said in the flags the user typed.
+func Fields() cli.Fields {
+	return cli.Fields{
+		"Spec.URL": "-url", "Spec.Model": "-model", "Spec.API": "-api",
+		"Spec.Contexts": "-contexts", "Spec.Concurrency": "-concurrency", "Spec.Prefill": "-prefill", "Spec.PrefillRepeat": "-prefill-repeat",
+		"Spec.Duration": "-duration", "Spec.Series": "-series", "Spec.MaxTokens": "-max-tokens", "Spec.ErrorThreshold": "-error-threshold",
+		"Spec.Warmup.Min": "-warmup-min", "Spec.Warmup.Flow": "-warmup-flow", "Spec.Warmup.Timeout": "-warmup-timeout",
+		"Spec.Warmup.PerContextK": "-warmup-per-k", "Spec.SLO": "-slo-ttft, -slo-tpot or -slo-latency",
+		"Spec.Images": "-image", "Spec.ImageFormat": "-image-format",
 	}
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		se, ok := errors.AsType[*matrix.SpecError](e)
-		if !ok || specFlagNames[se.Field] == "" {
-			return err
-		}
-		msgs[i] = specFlagNames[se.Field] + " " + se.Reason
-	}
-	return errors.New(strings.Join(msgs, "; "))
 }

@@ -33,7 +33,7 @@ func checkJoin(r *joinResponse) error {
 	case s < 0 || s > maxSilence:
 		return &errLeader{fmt.Sprintf("a silence of %v (at most %v)", s, maxSilence)}
 	}
-	if err := r.Spec.WithDefaults().Validate(); err != nil {
+	if err := r.Spec.Validate(); err != nil {
 		return &errLeader{fmt.Sprintf("a spec that cannot run (%v)", err)}
 	}
 	return nil
