@@ -134,9 +134,9 @@ type runEstimate struct {
 }
 
 // estimateRun estimates how long the undecided cells and prefill rows of
-// res take.
+// res take; res.Spec is the settled one (see Runner.settle).
 func estimateRun(res *Results) runEstimate {
-	spec := res.Spec.WithDefaults() // a resumed file's, which may omit a default
+	spec := res.Spec
 	w := *spec.Warmup
 	var e runEstimate
 	for _, c := range res.Cells {

@@ -82,7 +82,7 @@ func TestPlanQueuedAndPrefill(t *testing.T) {
 	assert.Equal(t, OverCapacity, rows[1].Status)
 	assert.Contains(t, rows[1].Reason, "max_model_len 4096")
 
-	res := &Results{Spec: spec, Cells: cells, Prefill: rows, Server: capacity.Server{Limits: limits}}
+	res := &Results{Spec: spec.WithDefaults(), Cells: cells, Prefill: rows, Server: capacity.Server{Limits: limits}}
 	var out bytes.Buffer
 	require.NoError(t, writePlan(&out, res, limits))
 	text := out.String()

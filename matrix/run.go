@@ -235,8 +235,9 @@ func (r *Runner) settle() (Spec, *loadgen.Client, error) {
 func (r *Runner) run(ctx context.Context, spec Spec, c *loadgen.Client) (*Results, error) {
 	res := r.Resume
 	if res == nil {
-		res = &Results{Schema: Schema, Spec: spec, Started: time.Now().UTC()}
+		res = &Results{Schema: Schema, Started: time.Now().UTC()}
 	}
+	res.Spec = spec // settled: what the plan is made from (a resumed run's, checked compatible)
 	res.Server = r.Server
 	res.Server.URL = spec.URL
 	res.Server.Model = spec.Model
@@ -375,7 +376,7 @@ func (r *Runner) discover(ctx context.Context, c *loadgen.Client, hc *http.Clien
 // compatible reports whether results of spec a can be resumed under the
 // settled spec b.
 func compatible(a, b Spec) error {
-	a = a.WithDefaults() // a file may omit a default
+	a = a.WithDefaults() // the results' own, settled as b was
 	if redact.URL(a.URL) != redact.URL(b.URL) || a.Model != b.Model || a.API != b.API || a.MaxTokens != b.MaxTokens || a.Duration != b.Duration {
 		return fmt.Errorf("matrix: cannot resume: the results were made with another spec (url %s, model %q, api %s, max tokens %d, duration %v)",
 			redact.URL(a.URL), a.Model, a.API, a.MaxTokens, a.Duration)
