@@ -188,8 +188,10 @@ type SpecError struct {
 func (e *SpecError) Error() string { return "matrix: Spec." + e.Field + " " + e.Reason }
 
 // Validate reports the fields of a spec that cannot work in one process,
-// as [*SpecError]s. [Runner.Run] refuses such a spec before it sends
-// anything.
+// as [*SpecError]s. A zero field means its default, which is valid: s
+// needs no [Spec.WithDefaults] first. [Runner.Run] refuses such a spec
+// before it sends anything; [Runner.Validate] runs the runner's whole
+// check, of its spec split over its Fleet's shards and of its client.
 func (s Spec) Validate() error { return s.validateSharded(1) }
 
 // validateSharded is [Spec.Validate] for a run split over shards
