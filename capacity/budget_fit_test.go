@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmload/llmload/internal/gib"
-	"github.com/llmload/llmload/internal/longtest"
+	"github.com/llmload/llmload/internal/harness/longtest"
 )
 
 // budgetRow is a start-up-log row with a whole memory budget, parsed.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmload/llmload/internal/childserver"
+	"github.com/llmload/llmload/internal/harness/childserver"
 	"github.com/llmload/llmload/internal/procstat"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llmload/llmload/internal/hostileserver"
+	"github.com/llmload/llmload/internal/harness/hostileserver"
 	"github.com/llmload/llmload/internal/tokencount"
 	"github.com/llmload/llmload/matrix"
 )

@@ -24,7 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/llmload/llmload/internal/logbuffer"
+	"github.com/llmload/llmload/internal/harness/logbuffer"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
 )

@@ -59,8 +59,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/llmload/llmload/internal/benchcmd"
-	"github.com/llmload/llmload/internal/cli"
+	"github.com/llmload/llmload/internal/cmd/benchcmd"
+	"github.com/llmload/llmload/internal/cmd/cli"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen/sweep"
 )

@@ -33,7 +33,7 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/capacity"
-	"github.com/llmload/llmload/internal/cli"
+	"github.com/llmload/llmload/internal/cmd/cli"
 	"github.com/llmload/llmload/internal/gib"
 	"github.com/llmload/llmload/internal/setting"
 	"github.com/llmload/llmload/internal/textsafe"

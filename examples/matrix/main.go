@@ -50,8 +50,8 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/llmload/llmload/internal/cli"
-	"github.com/llmload/llmload/internal/matrixcmd"
+	"github.com/llmload/llmload/internal/cmd/cli"
+	"github.com/llmload/llmload/internal/cmd/matrixcmd"
 )
 
 // DefaultSpeed is the simulator's speed factor when none is given: fast

@@ -23,10 +23,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmload/llmload/capacity"
-	"github.com/llmload/llmload/internal/headless"
-	"github.com/llmload/llmload/internal/logbuffer"
-	"github.com/llmload/llmload/internal/longtest"
-	"github.com/llmload/llmload/internal/matrixcmd"
+	"github.com/llmload/llmload/internal/cmd/matrixcmd"
+	"github.com/llmload/llmload/internal/harness/headless"
+	"github.com/llmload/llmload/internal/harness/logbuffer"
+	"github.com/llmload/llmload/internal/harness/longtest"
 	"github.com/llmload/llmload/internal/tokencount"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
@@ -312,7 +312,7 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 	// A build whose every save takes 5 s, so the first interrupt's
 	// clean-up is slow.
 	bin := filepath.Join(t.TempDir(), "matrix")
-	build := exec.Command("go", "build", "-o", bin, "-ldflags", "-X github.com/llmload/llmload/internal/matrixcmd.saveDelay=5s", ".")
+	build := exec.Command("go", "build", "-o", bin, "-ldflags", "-X github.com/llmload/llmload/internal/cmd/matrixcmd.saveDelay=5s", ".")
 	build.Stderr = os.Stderr
 	require.NoError(t, build.Run())
 	results := filepath.Join(t.TempDir(), "r.json")

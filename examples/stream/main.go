@@ -24,7 +24,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/llmload/llmload/internal/cli"
+	"github.com/llmload/llmload/internal/cmd/cli"
 	"github.com/llmload/llmload/internal/textsafe"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/metrics"

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llmload/llmload/internal/fifotest"
+	"github.com/llmload/llmload/internal/harness/fifotest"
 	"github.com/llmload/llmload/internal/safefile"
 )
 

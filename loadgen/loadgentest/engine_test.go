@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmload/llmload/internal/longtest"
+	"github.com/llmload/llmload/internal/harness/longtest"
 	"github.com/llmload/llmload/internal/simtokens"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

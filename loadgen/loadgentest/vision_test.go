@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llmload/llmload/internal/longtest"
+	"github.com/llmload/llmload/internal/harness/longtest"
 	"github.com/llmload/llmload/internal/picture"
 	"github.com/llmload/llmload/internal/simtokens"
 )

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llmload/llmload/internal/headless"
+	"github.com/llmload/llmload/internal/harness/headless"
 	"github.com/llmload/llmload/internal/seriesview"
 	"github.com/llmload/llmload/metrics"
 )

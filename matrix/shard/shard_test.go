@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/llmload/llmload/internal/logbuffer"
-	"github.com/llmload/llmload/internal/longtest"
+	"github.com/llmload/llmload/internal/harness/logbuffer"
+	"github.com/llmload/llmload/internal/harness/longtest"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
