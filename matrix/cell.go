@@ -84,7 +84,7 @@ func (a *cellAttempt) start(ctx context.Context) error {
 		MaxTokens: spec.MaxTokens, IgnoreEOS: true, Usage: loadgen.UsageContinuous,
 		ServerTimings: cr.res.Server.Engine == capacity.EngineVLLM,
 	}
-	w := *spec.Warmup
+	w := *spec.WarmupRule
 	// A stream that waits for its first token longer than the server would
 	// take to prefill every stream's prompt from scratch, one after
 	// another, waits for a place, not for prefill. (A server with a prefix

@@ -143,12 +143,12 @@ func (s Spec) converted(to clockConversion) Spec {
 	if s.Series > 0 {
 		s.Series = to.duration(s.Series)
 	}
-	if s.Warmup != nil {
-		w := *s.Warmup
+	if s.WarmupRule != nil {
+		w := *s.WarmupRule
 		for _, d := range []*time.Duration{&w.Min, &w.Flow, &w.Timeout, &w.PerContextK} {
 			*d = to.duration(*d)
 		}
-		s.Warmup = &w
+		s.WarmupRule = &w
 	}
 	if s.SLO != nil {
 		slo := *s.SLO

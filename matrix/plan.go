@@ -138,7 +138,7 @@ type runEstimate struct {
 // res take.
 func estimateRun(res *Results) runEstimate {
 	spec := res.Spec.WithDefaults()
-	w := *spec.Warmup
+	w := *spec.WarmupRule
 	var e runEstimate
 	for _, c := range res.Cells {
 		if c.Status != StatusUnknown && (c.Measurement == nil || !c.Measurement.Partial) {

@@ -42,7 +42,7 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 		URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{0, 4 * 1024, 16 * 1024}, Concurrency: []int{1, 4, 8}, Prefill: []int{4 * 1024},
 		Duration: 10 * time.Second, MaxTokens: 2000,
-		Warmup: &matrix.Warmup{Min: time.Second, Flow: time.Second, Timeout: 5 * time.Second},
+		WarmupRule: &matrix.WarmupRule{Min: time.Second, Flow: time.Second, Timeout: 5 * time.Second},
 	}
 	var saved []*matrix.Results
 	var log bytes.Buffer

@@ -57,19 +57,19 @@ const (
 // fleet.MaxContextTokens).
 const maxContextTokens = fleet.MaxContextTokens
 
-// Warmup says when a cell's window may open: after at least Min, once every
+// WarmupRule says when a cell's window may open: after at least Min, once every
 // stream has a token, the server's waiting queue is empty and tokens have
 // flowed for Flow; or, failing that, at Timeout plus PerContextK for every
 // 1,024 tokens of context.
-type Warmup struct {
+type WarmupRule struct {
 	Min         time.Duration
 	Flow        time.Duration
 	Timeout     time.Duration
 	PerContextK time.Duration
 }
 
-// defaultWarmup is the warm-up of a [Spec] that sets none.
-var defaultWarmup = Warmup{
+// defaultWarmupRule is the warm-up rule of a [Spec] that sets none.
+var defaultWarmupRule = WarmupRule{
 	Min:         2 * time.Second,
 	Flow:        3 * time.Second,
 	Timeout:     60 * time.Second,
@@ -111,9 +111,9 @@ type Spec struct {
 	// Series is the interval of each measured cell's time series (see
 	// [Measurement].Series); 0 means 1 s, a negative one keeps none.
 	Series time.Duration
-	// Warmup says when each cell's window opens; nil means a Min of 2 s,
+	// WarmupRule says when each cell's window opens; nil means a Min of 2 s,
 	// a Flow of 3 s, a Timeout of 60 s and a PerContextK of 1 s.
-	Warmup *Warmup
+	WarmupRule *WarmupRule
 
 	// SLO, if set, adds goodput to every cell.
 	SLO *metrics.SLO
@@ -167,9 +167,9 @@ func (s Spec) WithDefaults() Spec {
 	if s.PrefillRepeat == 0 {
 		s.PrefillRepeat = defaultPrefillRepeat
 	}
-	if s.Warmup == nil {
-		w := defaultWarmup
-		s.Warmup = &w
+	if s.WarmupRule == nil {
+		w := defaultWarmupRule
+		s.WarmupRule = &w
 	}
 	if s.ErrorThreshold == 0 {
 		s.ErrorThreshold = defaultErrorThreshold
@@ -258,13 +258,13 @@ func (s Spec) validateSharded(shards int) error {
 	if !(s.ErrorThreshold >= 0 && s.ErrorThreshold <= 1) {
 		bad("ErrorThreshold", "is %v: an error threshold is a share from 0 to 1 (0 means the default)", s.ErrorThreshold)
 	}
-	if w := s.Warmup; w != nil {
+	if w := s.WarmupRule; w != nil {
 		for _, d := range []struct {
 			name string
 			v    time.Duration
 		}{{"Min", w.Min}, {"Flow", w.Flow}, {"Timeout", w.Timeout}, {"PerContextK", w.PerContextK}} {
 			if d.v < 0 {
-				bad("Warmup."+d.name, "is %v: a negative warm-up duration cannot work", d.v)
+				bad("WarmupRule."+d.name, "is %v: a negative warm-up duration cannot work", d.v)
 			}
 		}
 	}

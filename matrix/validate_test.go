@@ -47,7 +47,7 @@ func TestSpecMistakes(t *testing.T) {
 		{"a negative duration", func(s *matrix.Spec) { s.Duration = -1 }, "Duration"},
 		{"negative max tokens", func(s *matrix.Spec) { s.MaxTokens = -1 }, "MaxTokens"},
 		{"a threshold that is not a share", func(s *matrix.Spec) { s.ErrorThreshold = math.NaN() }, "ErrorThreshold"},
-		{"a negative warm-up", func(s *matrix.Spec) { s.Warmup = &matrix.Warmup{Flow: -1} }, "Warmup.Flow"},
+		{"a negative warm-up", func(s *matrix.Spec) { s.WarmupRule = &matrix.WarmupRule{Flow: -1} }, "WarmupRule.Flow"},
 		{"a negative objective", func(s *matrix.Spec) { s.SLO = &metrics.SLO{TTFT: -1} }, "SLO"},
 		{"embeddings, which the matrix cannot time", func(s *matrix.Spec) { s.API = loadgen.Embeddings }, "API"},
 		{"rerank, which the matrix cannot time", func(s *matrix.Spec) { s.API = loadgen.Rerank }, "API"},

@@ -22,8 +22,8 @@ func ExampleLeader() {
 	spec := matrix.Spec{
 		URL: srv.URL + "/v1", API: loadgen.Completions, MaxTokens: 10000,
 		Contexts: []int{0}, Concurrency: []int{4, 6}, Prefill: []int{},
-		Duration: 2 * time.Second,
-		Warmup:   &matrix.Warmup{Min: 300 * time.Millisecond, Flow: 500 * time.Millisecond},
+		Duration:   2 * time.Second,
+		WarmupRule: &matrix.WarmupRule{Min: 300 * time.Millisecond, Flow: 500 * time.Millisecond},
 	}
 
 	token := shard.NewToken() // every shard's: the followers take it from a secret

@@ -41,7 +41,7 @@ func quickSpec(url string, concurrency ...int) matrix.Spec {
 		URL: url, Model: loadgentest.DefaultModel, API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: concurrency, Prefill: []int{},
 		Duration: time.Second, MaxTokens: 30000,
-		Warmup: &matrix.Warmup{Min: 200 * time.Millisecond, Flow: 300 * time.Millisecond,
+		WarmupRule: &matrix.WarmupRule{Min: 200 * time.Millisecond, Flow: 300 * time.Millisecond,
 			Timeout: 15 * time.Second},
 	}
 }

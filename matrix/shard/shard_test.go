@@ -29,7 +29,7 @@ func pacedSpec(url string, concurrency ...int) matrix.Spec {
 		URL: url, Model: loadgentest.DefaultModel, API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: concurrency, Prefill: []int{},
 		Duration: 3 * time.Second, MaxTokens: 30000,
-		Warmup: &matrix.Warmup{Min: 300 * time.Millisecond, Flow: 500 * time.Millisecond,
+		WarmupRule: &matrix.WarmupRule{Min: 300 * time.Millisecond, Flow: 500 * time.Millisecond,
 			Timeout: 15 * time.Second},
 	}
 }
