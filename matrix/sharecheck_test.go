@@ -18,14 +18,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestSpecConcurrencyAShard: a sharded run may ask for MaxConcurrency a
+// TestSpecConcurrencyAShard: a sharded run may ask for MaxStreams a
 // shard, its streams split as evenly as possible, and no more; any number
 // of shards is checked without building the split.
 func TestSpecConcurrencyAShard(t *testing.T) {
-	spec := Spec{URL: "http://127.0.0.1:8000/v1", Concurrency: []int{2 * MaxConcurrency}}
+	spec := Spec{URL: "http://127.0.0.1:8000/v1", Concurrency: []int{2 * MaxStreams}}
 	require.Error(t, spec.Validate(), "one process")
 	assert.NoError(t, spec.validateSharded(2))
-	spec.Concurrency = []int{2*MaxConcurrency + 1}
+	spec.Concurrency = []int{2*MaxStreams + 1}
 	err := spec.validateSharded(2)
 	se, isSpec := errors.AsType[*SpecError](err)
 	require.True(t, isSpec, "%v", err)

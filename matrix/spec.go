@@ -45,12 +45,12 @@ const (
 	// defaultErrorThreshold is the share of failed requests above which a
 	// cell is Failed.
 	defaultErrorThreshold = 0.5
-	// MaxConcurrency is the most requests at once one process may keep in
+	// MaxStreams is the most requests at once one process may keep in
 	// flight: one process holds about 10^4 streams (a connection, a
 	// goroutine and their buffers each) and keeps its timing honest; beyond
 	// that, split the load over machines. A sharded run (see [Runner].Fleet) may
-	// ask for MaxConcurrency a shard.
-	MaxConcurrency = 16384
+	// ask for MaxStreams a shard.
+	MaxStreams = 16384
 )
 
 // maxContextTokens is the longest prompt a spec may ask for (see
@@ -194,7 +194,7 @@ func (s Spec) Validate() error { return s.validateSharded(1) }
 
 // validateSharded is [Spec.Validate] for a run split over shards
 // processes (see [Runner].Fleet): each concurrency level is checked
-// against [MaxConcurrency] a shard, its streams split as evenly as
+// against [MaxStreams] a shard, its streams split as evenly as
 // possible.
 func (s Spec) validateSharded(shards int) error {
 	shards = max(shards, 1)
@@ -231,11 +231,11 @@ func (s Spec) validateSharded(shards int) error {
 			bad("Concurrency", "holds %d, below 1: a concurrency is 1 request or more", n)
 		}
 		switch share := fleet.Largest(n, shards); {
-		case share <= MaxConcurrency:
+		case share <= MaxStreams:
 		case shards == 1:
-			bad("Concurrency", "holds %d, above %d, the most one process runs with honest timing: split the load over machines", n, MaxConcurrency)
+			bad("Concurrency", "holds %d, above %d, the most one process runs with honest timing: split the load over machines", n, MaxStreams)
 		default:
-			bad("Concurrency", "holds %d, %d a shard over %d shards, above %d, the most one process runs with honest timing: add shards", n, share, shards, MaxConcurrency)
+			bad("Concurrency", "holds %d, %d a shard over %d shards, above %d, the most one process runs with honest timing: add shards", n, share, shards, MaxStreams)
 		}
 	}
 	for _, c := range s.Prefill {

@@ -42,7 +42,7 @@ func TestSpecMistakes(t *testing.T) {
 		{"a negative context", func(s *matrix.Spec) { s.Contexts = []int{-1} }, "Contexts"},
 		{"no columns", func(s *matrix.Spec) { s.Concurrency = []int{} }, "Concurrency"},
 		{"a concurrency of 0", func(s *matrix.Spec) { s.Concurrency = []int{0} }, "Concurrency"},
-		{"a concurrency beyond one process", func(s *matrix.Spec) { s.Concurrency = []int{matrix.MaxConcurrency + 1} }, "Concurrency"},
+		{"a concurrency beyond one process", func(s *matrix.Spec) { s.Concurrency = []int{matrix.MaxStreams + 1} }, "Concurrency"},
 		{"a prefill context of 0", func(s *matrix.Spec) { s.Prefill = []int{0} }, "Prefill"},
 		{"a negative duration", func(s *matrix.Spec) { s.Duration = -1 }, "Duration"},
 		{"negative max tokens", func(s *matrix.Spec) { s.MaxTokens = -1 }, "MaxTokens"},

@@ -79,24 +79,24 @@ func (s *ShardFlags) Follows() bool {
 }
 
 // maxShards bounds -shards: more processes than a matrix of
-// matrix.MaxConcurrency streams a shard needs for any concurrency a server
+// matrix.MaxStreams streams a shard needs for any concurrency a server
 // is run at.
 const maxShards = 1024
 
 // CheckConcurrency checks that every concurrency level of a sharded run
-// fits, split over the shards, in matrix.MaxConcurrency a shard, and
+// fits, split over the shards, in matrix.MaxStreams a shard, and
 // leaves in spec what is left for matrix.Spec.Validate to check.
 func (s *ShardFlags) CheckConcurrency(spec *matrix.Spec) error {
 	if s.shards <= 1 || s.shards > maxShards {
 		return nil // one process, or -shards refused by check
 	}
 	for _, n := range spec.Concurrency {
-		if share := (n + s.shards - 1) / s.shards; share > matrix.MaxConcurrency {
+		if share := (n + s.shards - 1) / s.shards; share > matrix.MaxStreams {
 			return fmt.Errorf("-concurrency holds %d, %d a shard over %d shards, above %d, the most one process runs with honest timing: add shards",
-				n, share, s.shards, matrix.MaxConcurrency)
+				n, share, s.shards, matrix.MaxStreams)
 		}
 	}
-	spec.Concurrency = slices.DeleteFunc(slices.Clone(spec.Concurrency), func(n int) bool { return n > matrix.MaxConcurrency })
+	spec.Concurrency = slices.DeleteFunc(slices.Clone(spec.Concurrency), func(n int) bool { return n > matrix.MaxStreams })
 	if len(spec.Concurrency) == 0 {
 		spec.Concurrency = nil
 	}

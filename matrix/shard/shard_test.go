@@ -171,13 +171,13 @@ func TestFleetLosesASilentFollower(t *testing.T) {
 }
 
 // TestLeaderRefusesACellTooLargeForItsShards: a spec of more streams than
-// one process holds is a sharded run's to take, MaxConcurrency a shard;
+// one process holds is a sharded run's to take, MaxStreams a shard;
 // when fewer followers join than it planned, a cell whose share would pass
 // that is failed with the reason, before any of its streams is sent.
 func TestLeaderRefusesACellTooLargeForItsShards(t *testing.T) {
 	srv := loadgentest.NewServer(loadgentest.FastProfile())
 	defer srv.Close()
-	spec := pacedSpec(srv.URL+"/v1", matrix.MaxConcurrency+1)
+	spec := pacedSpec(srv.URL+"/v1", matrix.MaxStreams+1)
 	spec.MaxTokens = 100 // within the simulator's KV cache
 	_, err := (&matrix.Runner{Spec: spec, Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()}}).Run(t.Context())
 	require.Error(t, err, "one process is refused")
