@@ -177,7 +177,7 @@ func (p Prefill) converted(to clockConversion) Prefill {
 // the other clock; the client's own timer lag is left as it was.
 func (m *Measurement) converted(to clockConversion) *Measurement {
 	c := *m
-	for _, r := range []*float64{&c.TotalTokensPerSec, &c.PerRequestTokensPerSec, &c.Goodput} {
+	for _, r := range []*float64{&c.OutputTokensPerSec, &c.PerRequestTokensPerSec, &c.Goodput} {
 		*r = to.rate(*r)
 	}
 	for _, q := range []*Quantiles{&c.TTFT, &c.TBT, &c.ITL, &c.TTFO, &c.ServerQueue, &c.ServerPrefill, &c.Rest} {

@@ -861,7 +861,7 @@ func describe(c *Cell) string {
 		return fmt.Sprintf("%s: %s", c.Status.words(), c.Reason)
 	}
 	s := fmt.Sprintf("%s: %.1f tok/s total, %.1f per request, TTFT %.0f ms, TBT %.1f ms, %d tokens in %.1f s, warm-up %.1f s",
-		c.Status.words(), m.TotalTokensPerSec, m.PerRequestTokensPerSec, m.TTFT.P50, m.TBT.P50, m.OutputTokens, m.MeasuredS, m.WarmupS)
+		c.Status.words(), m.OutputTokensPerSec, m.PerRequestTokensPerSec, m.TTFT.P50, m.TBT.P50, m.OutputTokens, m.MeasuredS, m.WarmupS)
 	if c.Reason != "" {
 		s += " (" + c.Reason + ")"
 	}

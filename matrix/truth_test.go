@@ -401,7 +401,7 @@ func TestEveryThirdRequestFails(t *testing.T) {
 	for _, c := range res.Cells {
 		require.NotNil(t, c.Measurement, "%d: %s: %s\n%s", c.ContextTokens, c.Status, c.Reason, log)
 		assert.NotEqual(t, matrix.Failed, c.Status, c.Reason)
-		assert.Positive(t, c.Measurement.TotalTokensPerSec)
+		assert.Positive(t, c.Measurement.OutputTokensPerSec)
 		share := float64(c.Errors) / float64(c.Requests)
 		assert.InDelta(t, 1.0/3, share, 0.1, "%d of %d failed", c.Errors, c.Requests)
 		assert.Equal(t, c.Errors, c.ErrorKinds[metrics.KindServerStatus], "every failure counted by kind")
@@ -435,13 +435,13 @@ func TestEveryThirdRequestFailsOnAPacedServer(t *testing.T) {
 			for _, c := range res.Cells {
 				require.NotNil(t, c.Measurement, "×%d: %s: %s\n%s", c.Concurrency, c.Status, c.Reason, log)
 				assert.Equal(t, matrix.Valid, c.Status, "×%d: %s", c.Concurrency, c.Reason)
-				assert.Positive(t, c.Measurement.TotalTokensPerSec)
+				assert.Positive(t, c.Measurement.OutputTokensPerSec)
 				share := float64(c.Errors) / float64(c.Requests)
 				assert.InDelta(t, 1.0/3, share, 0.1, "×%d: %d of %d failed", c.Concurrency, c.Errors, c.Requests)
 				assert.Equal(t, c.Errors, c.ErrorKinds[metrics.KindServerStatus], "every failure counted by kind")
 				assert.Less(t, c.Measurement.WarmupS, 10.0, "×%d warmed up for %.1f s: %s", c.Concurrency, c.Measurement.WarmupS, c.Measurement.WarmupEnded)
 				t.Logf("×%-2d %s: %.1f tok/s total, %.1f per request, TTFT p50 %.0f ms, TBT p50 %.1f ms, %d of %d requests failed (%.0f%%), warm-up %.1f s (%s)",
-					c.Concurrency, c.Status, c.Measurement.TotalTokensPerSec, c.Measurement.PerRequestTokensPerSec, c.Measurement.TTFT.P50, c.Measurement.TBT.P50,
+					c.Concurrency, c.Status, c.Measurement.OutputTokensPerSec, c.Measurement.PerRequestTokensPerSec, c.Measurement.TTFT.P50, c.Measurement.TBT.P50,
 					c.Errors, c.Requests, 100*share, c.Measurement.WarmupS, c.Measurement.WarmupEnded)
 			}
 		})

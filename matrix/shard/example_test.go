@@ -57,7 +57,7 @@ func ExampleLeader() {
 		for _, s := range m.Shards {
 			tokens += s.OutputTokens
 		}
-		// m.TotalTokensPerSec is the cell's total over every shard (about
+		// m.OutputTokensPerSec is the cell's total over every shard (about
 		// 100 a stream here: TestShardedRunAcrossProcesses holds it to 3%).
 		fmt.Printf("%d streams: %s, %d shards, shares %d+%d, shards' tokens add up: %v\n",
 			c.Concurrency, c.Status, len(m.Shards), m.Shards[0].Streams, m.Shards[1].Streams, tokens == m.OutputTokens)

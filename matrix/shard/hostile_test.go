@@ -192,7 +192,7 @@ func TestRogueFollowerWithTheSecret(t *testing.T) {
 		assert.Empty(t, m.Shards[0].Lost, "the leader's part stays")
 		assert.Equal(t, m.Shards[0].OutputTokens, m.OutputTokens, "the cell holds the leader's tokens alone")
 		assert.Positive(t, m.OutputTokens)
-		assert.Less(t, m.TotalTokensPerSec, 1e6, "no lie reaches the figures")
+		assert.Less(t, m.OutputTokensPerSec, 1e6, "no lie reaches the figures")
 	}
 }
 

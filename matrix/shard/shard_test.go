@@ -113,7 +113,7 @@ func TestFleetMergesShards(t *testing.T) {
 		}
 		assert.Equal(t, split(c.Concurrency, 3), shares)
 		assert.Equal(t, tokens, c.Measurement.OutputTokens, "the merged tokens are the shards' tokens")
-		assert.InEpsilon(t, 100*float64(c.Concurrency), c.Measurement.TotalTokensPerSec, 0.05, "%d streams", c.Concurrency)
+		assert.InEpsilon(t, 100*float64(c.Concurrency), c.Measurement.OutputTokensPerSec, 0.05, "%d streams", c.Concurrency)
 		assert.InDelta(t, 10, c.Measurement.TBT.P50, 0.3)
 		require.NotNil(t, c.Measurement.Recording)
 		assert.Equal(t, int64(c.Measurement.Recording.Summary.Requests), c.Measurement.Recording.Histograms.Latency.Summary().Count+int64(c.Measurement.Recording.Summary.Canceled+c.Measurement.Recording.Summary.Failed),
@@ -160,14 +160,14 @@ func TestFleetLosesASilentFollower(t *testing.T) {
 	assert.Equal(t, first.Concurrency-lost.Streams, first.Measurement.Shards[0].Streams+first.Measurement.Shards[3-lost.Index].Streams)
 	// The shards left, within 10%: the server and every shard share this
 	// process, and the test runs beside others.
-	assert.InEpsilon(t, 100*float64(first.Concurrency-lost.Streams), first.Measurement.TotalTokensPerSec, 0.1, "the shards left: %.1f tok/s; %s", first.Measurement.TotalTokensPerSec, f.log.String())
+	assert.InEpsilon(t, 100*float64(first.Concurrency-lost.Streams), first.Measurement.OutputTokensPerSec, 0.1, "the shards left: %.1f tok/s; %s", first.Measurement.OutputTokensPerSec, f.log.String())
 
 	second := res.Cells[1]
 	require.NotNil(t, second.Measurement, f.log.String())
 	assert.False(t, second.Measurement.Partial)
 	require.Len(t, second.Measurement.Shards, 2, "the next cell runs on the shards left")
 	assert.Equal(t, []int{3, 3}, []int{second.Measurement.Shards[0].Streams, second.Measurement.Shards[1].Streams})
-	assert.InEpsilon(t, 600, second.Measurement.TotalTokensPerSec, 0.05)
+	assert.InEpsilon(t, 600, second.Measurement.OutputTokensPerSec, 0.05)
 }
 
 // TestLeaderRefusesACellTooLargeForItsShards: a spec of more streams than
@@ -243,7 +243,7 @@ func TestFleetLateJoinWaitsForTheNextCell(t *testing.T) {
 	assert.False(t, first.Measurement.Partial, "a join is no loss")
 	require.Len(t, first.Measurement.Shards, 2, "the cell that was running when it joined is the leader's and the first follower's")
 	assert.Equal(t, []int{2, 2}, []int{first.Measurement.Shards[0].Streams, first.Measurement.Shards[1].Streams})
-	assert.InEpsilon(t, 400, first.Measurement.TotalTokensPerSec, 0.05)
+	assert.InEpsilon(t, 400, first.Measurement.OutputTokensPerSec, 0.05)
 	assert.NotContains(t, late.String(), "cell 1:", "it ran no share of cell 1")
 
 	second := res.Cells[1]
@@ -252,7 +252,7 @@ func TestFleetLateJoinWaitsForTheNextCell(t *testing.T) {
 	assert.Equal(t, "late", second.Measurement.Shards[2].Name)
 	assert.Equal(t, 2, second.Measurement.Shards[2].Streams)
 	assert.Positive(t, second.Measurement.Shards[2].OutputTokens)
-	assert.InEpsilon(t, 600, second.Measurement.TotalTokensPerSec, 0.05)
+	assert.InEpsilon(t, 600, second.Measurement.OutputTokensPerSec, 0.05)
 	assert.Contains(t, late.String(), "cell 2: context 0 × 6, 2 streams here")
 }
 
@@ -301,7 +301,7 @@ func TestFleetReportsAClockOff(t *testing.T) {
 	assert.Contains(t, strings.Join(c.Measurement.Notes, "\n"), "ms ahead of the leader's")
 	assert.Contains(t, strings.Join(c.Measurement.Notes, "\n"), "more than 1% of the window")
 	assert.Positive(t, s.OutputTokens)
-	assert.InEpsilon(t, 400, c.Measurement.TotalTokensPerSec, 0.05, "both shards measured the window")
+	assert.InEpsilon(t, 400, c.Measurement.OutputTokensPerSec, 0.05, "both shards measured the window")
 }
 
 // TestFleetInterruptedBeforeTheWindow: a run interrupted after a cell has
