@@ -162,10 +162,9 @@ func (r *Runner) scoutRetries() int {
 // when it fails or ctx ends; then Complete is false, the cell in progress
 // (if any) keeps what its window measured, marked Partial, or, ended
 // before its window counted a token, is left undecided (StatusUnknown),
-// and the error says why. Resume runs both again. A spec that cannot
-// work ([*SpecError]), a Client that cannot ([*loadgen.ConfigError]) or
-// results to resume of another spec are refused before anything is sent,
-// with nil results.
+// and the error says why. Resume runs both again. A spec or a Client
+// that cannot work (a [*loadgen.ConfigError]) and results to resume of
+// another spec are refused before anything is sent, with nil results.
 //
 // The password of the spec's URL and the client's API key are used for
 // the requests (the key only for the URL's origin) and appear in nothing

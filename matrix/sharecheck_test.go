@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix/internal/fleet"
 	"github.com/llmload/llmload/metrics"
 	"github.com/stretchr/testify/assert"
@@ -27,9 +28,9 @@ func TestSpecConcurrencyAShard(t *testing.T) {
 	assert.NoError(t, spec.validateSharded(2))
 	spec.Concurrency = []int{2*MaxStreams + 1}
 	err := spec.validateSharded(2)
-	se, isSpec := errors.AsType[*SpecError](err)
+	se, isSpec := errors.AsType[*loadgen.ConfigError](err)
 	require.True(t, isSpec, "%v", err)
-	assert.Equal(t, "Concurrency", se.Field)
+	assert.Equal(t, "Spec.Concurrency", se.Field)
 	assert.Contains(t, err.Error(), "holds 32769, 16385 a shard over 2 shards, above 16384")
 	assert.NoError(t, spec.validateSharded(3))
 	assert.Equal(t, spec.Validate(), spec.validateSharded(0), "no shards is one process")

@@ -177,19 +177,11 @@ func (s Spec) WithDefaults() Spec {
 	return s
 }
 
-// A SpecError is a field of a [Spec] that cannot work, and why. Where
-// several fields are wrong, [Spec.Validate] returns one for each, as one
-// error on one line (errors.As finds the first).
-type SpecError struct {
-	Field, Reason string
-}
-
-// Error names the field and says why it cannot work.
-func (e *SpecError) Error() string { return "matrix: Spec." + e.Field + " " + e.Reason }
-
 // Validate reports the fields of a spec that cannot work in one process,
-// as [*SpecError]s. [Runner.Run] refuses such a spec before it sends
-// anything.
+// as [*loadgen.ConfigError]s whose Field names the spec's field
+// ("Spec.Concurrency", "Spec.WarmupRule.Flow"): where several are wrong,
+// one for each, as one error on one line (errors.As finds the first).
+// [Runner.Run] refuses such a spec before it sends anything.
 func (s Spec) Validate() error { return s.validateSharded(1) }
 
 // validateSharded is [Spec.Validate] for a run split over shards
@@ -200,7 +192,7 @@ func (s Spec) validateSharded(shards int) error {
 	shards = max(shards, 1)
 	var errs errlist.List
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, &SpecError{Field: field, Reason: fmt.Sprintf(format, args...)})
+		errs = append(errs, &loadgen.ConfigError{Field: "Spec." + field, Reason: fmt.Sprintf(format, args...)})
 	}
 	if s.URL == "" {
 		bad("URL", "is empty: set the server's API root, such as http://127.0.0.1:8000/v1")

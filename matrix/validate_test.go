@@ -19,7 +19,7 @@ import (
 )
 
 // TestSpecMistakes: a spec that cannot work is refused by Run before any
-// request, with a *SpecError naming the field, on one line.
+// request, with a *loadgen.ConfigError naming the field, on one line.
 func TestSpecMistakes(t *testing.T) {
 	var asked atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -58,9 +58,9 @@ func TestSpecMistakes(t *testing.T) {
 			res, err := (&matrix.Runner{Spec: spec}).Run(t.Context())
 			require.Error(t, err)
 			assert.Nil(t, res, "nothing ran")
-			se, isSpec := errors.AsType[*matrix.SpecError](err)
+			se, isSpec := errors.AsType[*loadgen.ConfigError](err)
 			require.True(t, isSpec, "%v", err)
-			assert.Equal(t, tc.field, se.Field)
+			assert.Equal(t, "Spec."+tc.field, se.Field)
 			assert.Contains(t, err.Error(), "Spec."+tc.field)
 			assert.NotContains(t, err.Error(), "\n")
 			assert.Zero(t, asked.Load(), "nothing was sent")
@@ -88,17 +88,17 @@ func TestSpecMistakes(t *testing.T) {
 }
 
 // TestSpecFileOfPooledAPI: a spec read from JSON that names embeddings or
-// rerank is refused by Run with a SpecError on API that says where to
-// load them, before anything is sent.
+// rerank is refused by Run with a loadgen.ConfigError on Spec.API that
+// says where to load them, before anything is sent.
 func TestSpecFileOfPooledAPI(t *testing.T) {
 	for _, api := range []string{"embeddings", "rerank"} {
 		var spec matrix.Spec
 		require.NoError(t, json.Unmarshal([]byte(`{"url": "http://127.0.0.1:1/v1", "api": "`+api+`", "contexts": [0], "concurrency": [1]}`), &spec))
 		res, err := (&matrix.Runner{Spec: spec}).Run(t.Context())
 		assert.Nil(t, res)
-		se, isSpec := errors.AsType[*matrix.SpecError](err)
+		se, isSpec := errors.AsType[*loadgen.ConfigError](err)
 		require.True(t, isSpec, "%v", err)
-		assert.Equal(t, "API", se.Field)
+		assert.Equal(t, "Spec.API", se.Field)
 		assert.Contains(t, err.Error(), "Spec.API is "+api+", which answers in one body with no tokens to time")
 		assert.Contains(t, err.Error(), "go run ./examples/bench -api "+api)
 	}

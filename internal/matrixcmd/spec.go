@@ -10,6 +10,7 @@ import (
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/cli"
 	"github.com/llmload/llmload/internal/tokencount"
+	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix"
 	"github.com/llmload/llmload/metrics"
 )
@@ -132,14 +133,14 @@ func (f *SpecFlags) GridSet() bool { return f.gridSet }
 
 // specFlagNames are the flags that set each field of matrix.Spec.
 var specFlagNames = map[string]string{
-	"URL": "-url", "Contexts": "-contexts", "Concurrency": "-concurrency", "Prefill": "-prefill", "PrefillRepeat": "-prefill-repeat",
-	"Duration": "-duration", "Series": "-series", "MaxTokens": "-max-tokens", "ErrorThreshold": "-error-threshold",
-	"WarmupRule.Min": "-warmup-min", "WarmupRule.Flow": "-warmup-flow", "WarmupRule.Timeout": "-warmup-timeout",
-	"WarmupRule.PerContextK": "-warmup-per-k", "SLO": "-slo-ttft, -slo-tpot or -slo-latency",
-	"Images": "-image", "ImageFormat": "-image-format",
+	"Spec.URL": "-url", "Spec.Contexts": "-contexts", "Spec.Concurrency": "-concurrency", "Spec.Prefill": "-prefill", "Spec.PrefillRepeat": "-prefill-repeat",
+	"Spec.Duration": "-duration", "Spec.Series": "-series", "Spec.MaxTokens": "-max-tokens", "Spec.ErrorThreshold": "-error-threshold",
+	"Spec.WarmupRule.Min": "-warmup-min", "Spec.WarmupRule.Flow": "-warmup-flow", "Spec.WarmupRule.Timeout": "-warmup-timeout",
+	"Spec.WarmupRule.PerContextK": "-warmup-per-k", "Spec.SLO": "-slo-ttft, -slo-tpot or -slo-latency",
+	"Spec.Images": "-image", "Spec.ImageFormat": "-image-format",
 }
 
-// AsFlags words a spec's errors ([matrix.SpecError]) by the flags the
+// AsFlags words a spec's errors ([loadgen.ConfigError]) by the flags the
 // user typed rather than the library's field names; an error it cannot
 // word so is returned as it is.
 func AsFlags(err error) error {
@@ -149,7 +150,7 @@ func AsFlags(err error) error {
 	}
 	msgs := make([]string, len(errs))
 	for i, e := range errs {
-		se, ok := errors.AsType[*matrix.SpecError](e)
+		se, ok := errors.AsType[*loadgen.ConfigError](e)
 		if !ok || specFlagNames[se.Field] == "" {
 			return err
 		}
