@@ -50,8 +50,10 @@ type Sweep struct {
 	Open loadgen.Open
 	// Objective, if set, checks every run (see [Result.Met]).
 	Objective Objective
-	// OnResult, if set, is called after each run.
-	OnResult func(Result)
+	// OnResult, if set, is called with each run's result as the run ends,
+	// before the result joins the others: what it adds (such as the
+	// Energy the run's window drew) is kept, as with [Benchmark].OnResult.
+	OnResult func(*Result)
 }
 
 // Run runs the sweep and returns its results: Profile "sweep", Axis
@@ -65,7 +67,7 @@ func (s *Sweep) Run(ctx context.Context) (*Results, error) {
 	}
 	res := startResults("sweep", s.Objective)
 	res.Axis = AxisRate
-	rn := &runner{ctx: ctx, target: s.Target, obj: s.Objective, onResult: valueHook(s.OnResult)}
+	rn := &runner{ctx: ctx, target: s.Target, obj: s.Objective, onResult: s.OnResult}
 	err := s.check()
 	if err == nil {
 		err = s.runOn(rn)
@@ -102,14 +104,6 @@ func (rn *runner) do(load loadgen.Load, label string) (Result, error) {
 	}
 	rn.runs = append(rn.runs, r)
 	return r, err
-}
-
-// valueHook adapts an OnResult of a Sweep or a Search, which sees a copy.
-func valueHook(f func(Result)) func(*Result) {
-	if f == nil {
-		return nil
-	}
-	return func(r *Result) { f(*r) }
 }
 
 // check reports a sweep that cannot run, before any run.
@@ -204,8 +198,10 @@ type Search struct {
 	// Constant or Gamma with Burstiness), MaxInFlight and Seed; the search
 	// sets each run's Rate.
 	Open loadgen.Open
-	// OnResult, if set, is called after each run.
-	OnResult func(Result)
+	// OnResult, if set, is called with each run's result as the run ends,
+	// before the result joins the others: what it adds (such as the
+	// Energy the run's window drew) is kept, as with [Benchmark].OnResult.
+	OnResult func(*Result)
 }
 
 // Found is the answer of a [Search].
@@ -255,7 +251,7 @@ func (s *Search) Run(ctx context.Context) (*Results, error) {
 	}
 	res := startResults("slo", s.Objective)
 	res.Axis = s.axis()
-	rn := &runner{ctx: ctx, target: s.Target, obj: s.Objective, onResult: valueHook(s.OnResult)}
+	rn := &runner{ctx: ctx, target: s.Target, obj: s.Objective, onResult: s.OnResult}
 	err := s.check("Search.")
 	if err == nil {
 		res.Search, err = s.runOn(rn)

@@ -50,11 +50,17 @@ func simTarget(t *testing.T, step float64, seqs, output int, set func(*loadgen.G
 func TestSweepRuns(t *testing.T) {
 	var seen []string
 	sw := &sweep.Sweep{Target: fastTarget(t, 24), Rates: 2, ThroughputStreams: 8,
-		Objective: sweep.Objective{SLO: metrics.SLO{Latency: time.Hour}}, OnResult: func(r sweep.Result) { seen = append(seen, r.Label) }}
+		Objective: sweep.Objective{SLO: metrics.SLO{Latency: time.Hour}}, OnResult: func(r *sweep.Result) {
+			seen = append(seen, r.Label)
+			r.Energy = &metrics.Energy{GPUs: len(seen)}
+		}}
 	res, err := sw.Run(t.Context())
 	require.NoError(t, err)
 	runs := res.Runs
 	require.Len(t, runs, 4)
+	for i, r := range runs {
+		assert.Equal(t, &metrics.Energy{GPUs: i + 1}, r.Energy, "what OnResult added to run %d is kept, as a Benchmark's is", i)
+	}
 	assert.Equal(t, "sweep", res.Profile)
 	assert.Equal(t, &sw.Objective, res.Objective)
 	assert.False(t, res.Started.IsZero() || res.Finished.Before(res.Started), "started %v, finished %v", res.Started, res.Finished)
@@ -311,7 +317,7 @@ func TestSearchWindowShorterThanARequest(t *testing.T) {
 	target := simTarget(t, 0.02, 0, 400, func(g *loadgen.Generator) { g.Duration = 300 * time.Millisecond })
 	var through []sweep.Result
 	s := &sweep.Search{Target: target, Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Hour}}, ThroughputStreams: 4,
-		OnResult: func(r sweep.Result) { through = append(through, r) }}
+		OnResult: func(r *sweep.Result) { through = append(through, *r) }}
 	_, err := s.Run(t.Context())
 	require.Error(t, err)
 	require.Len(t, through, 1)
