@@ -26,7 +26,7 @@ type startupRow struct {
 		AvailableKVGiB   float64 `json:"available_kv_gib"`
 		AvailableKVBytes int64   `json:"available_kv_bytes"`
 		KVTokens         int     `json:"kv_tokens"`
-		MaxConcurrency   string  `json:"max_concurrency"`
+		KVConcurrency    string  `json:"max_concurrency"`
 		NumBlocks        []int   `json:"num_blocks"`
 		BlockSize        int     `json:"block_size"`
 		TotalGiB         float64 `json:"total_gib"`
@@ -107,8 +107,8 @@ func TestStartupLogsFromAvailableMemory(t *testing.T) {
 			if n := r.Logged.NumBlocks; len(n) == 2 && r.Logged.AvailableKVBytes > 0 {
 				assert.Equal(t, n[0], mid.NumBlocks)
 			}
-			if r.Logged.MaxConcurrency != "" {
-				c, err := strconv.ParseFloat(r.Logged.MaxConcurrency, 64)
+			if r.Logged.KVConcurrency != "" {
+				c, err := strconv.ParseFloat(r.Logged.KVConcurrency, 64)
 				require.NoError(t, err)
 				perBlockC := mid.KVConcurrency / float64(mid.NumBlocks)
 				assert.GreaterOrEqual(t, c, lo.KVConcurrency-perBlockC-0.005, "logged concurrency below the range")
@@ -142,7 +142,7 @@ func TestStartupLogsFromBlocks(t *testing.T) {
 				if e.KVTokens != r.Logged.KVTokens {
 					continue
 				}
-				if r.Logged.MaxConcurrency != "" && fmt.Sprintf("%.2f", e.KVConcurrency) != r.Logged.MaxConcurrency {
+				if r.Logged.KVConcurrency != "" && fmt.Sprintf("%.2f", e.KVConcurrency) != r.Logged.KVConcurrency {
 					continue
 				}
 				matches = append(matches, n)

@@ -20,7 +20,7 @@ import (
 )
 
 // The tests in this file point the client at a hostile server on loopback
-// (internal/hostileserver), on net/http's transport and on StreamTransport.
+// (internal/harness/hostileserver), on net/http's transport and on StreamTransport.
 
 const hostileKey = "sk-hostile-test-key"
 

@@ -84,7 +84,7 @@ func (a *cellAttempt) start(ctx context.Context) error {
 		MaxTokens: spec.MaxTokens, IgnoreEOS: true, Usage: loadgen.UsageContinuous,
 		ServerTimings: cr.res.Server.Engine == capacity.EngineVLLM,
 	}
-	w := *spec.Warmup
+	w := *spec.WarmupRule
 	// A stream that waits for its first token longer than the server would
 	// take to prefill every stream's prompt from scratch, one after
 	// another, waits for a place, not for prefill. (A server with a prefix
@@ -244,8 +244,8 @@ func (a *cellAttempt) measure(ctx context.Context, run *loadgen.Run, recording *
 		m.Energy = e
 	}
 	if st := m.Streams; st != nil {
-		if m.TotalTokensPerSec > 0 && st.AvgDecoding > 0 {
-			st.DecodeMs = 1000 * float64(cr.spec.MaxTokens) * st.AvgDecoding / m.TotalTokensPerSec
+		if m.OutputTokensPerSec > 0 && st.AvgDecoding > 0 {
+			st.DecodeMs = 1000 * float64(cr.spec.MaxTokens) * st.AvgDecoding / m.OutputTokensPerSec
 		}
 	}
 	c.Measurement = m
@@ -450,7 +450,7 @@ func (cr *cellRun) measurement(run *loadgen.Run, samples *serverSamples, streams
 		return Quantiles{P50: ms(d.P50), P90: ms(d.P90), P99: ms(d.P99)}
 	}
 	m := &Measurement{
-		TotalTokensPerSec:      s.TotalTokensPerSec,
+		OutputTokensPerSec:     s.TotalTokensPerSec,
 		PerRequestTokensPerSec: s.PerRequestTokensPerSec,
 		TTFT:                   q(s.TTFT),
 		TBT:                    q(s.TBT),
@@ -622,11 +622,11 @@ func energyNotes(e *metrics.Energy) []string {
 // the median request did over its whole life.
 func explain(c *Cell, m *Measurement, coldTTFT time.Duration) []string {
 	st := m.Streams
-	if st == nil || m.PerRequestTokensPerSec <= 0 || m.TotalTokensPerSec <= 0 {
+	if st == nil || m.PerRequestTokensPerSec <= 0 || m.OutputTokensPerSec <= 0 {
 		return nil
 	}
 	n := float64(c.Concurrency)
-	if m.TotalTokensPerSec >= 0.85*m.PerRequestTokensPerSec*n {
+	if m.OutputTokensPerSec >= 0.85*m.PerRequestTokensPerSec*n {
 		return nil
 	}
 	var why []string
@@ -646,7 +646,7 @@ func explain(c *Cell, m *Measurement, coldTTFT time.Duration) []string {
 		why = append(why, s)
 	}
 	if st.AvgDecoding > 0 {
-		if rate := m.TotalTokensPerSec / st.AvgDecoding; rate < 0.85*m.PerRequestTokensPerSec {
+		if rate := m.OutputTokensPerSec / st.AvgDecoding; rate < 0.85*m.PerRequestTokensPerSec {
 			why = append(why, fmt.Sprintf("a decoding stream made %s of the median request's tokens a second in the window (slower requests took more of the window)",
 				fmtShare(rate/m.PerRequestTokensPerSec)))
 		}
@@ -655,7 +655,7 @@ func explain(c *Cell, m *Measurement, coldTTFT time.Duration) []string {
 		return nil
 	}
 	notes := []string{fmt.Sprintf("the total tok/s is %s of the per-request rate × %s: %s",
-		fmtShare(m.TotalTokensPerSec/(m.PerRequestTokensPerSec*n)), plural(c.Concurrency, "stream", "streams"), strings.Join(why, "; "))}
+		fmtShare(m.OutputTokensPerSec/(m.PerRequestTokensPerSec*n)), plural(c.Concurrency, "stream", "streams"), strings.Join(why, "; "))}
 	if c.Status != RequestsQueued && c.ContextTokens > 0 && coldTTFT >= minNotedPrefill && m.TTFT.P50 >= 0.5*coldTTFT.Seconds()*1000 {
 		notes = append(notes, fmt.Sprintf("the median TTFT is %s of the cold prefill of this prompt: the server prefills it again on every request",
 			fmtShare(m.TTFT.P50/(coldTTFT.Seconds()*1000))))
@@ -681,7 +681,7 @@ func noisy(c *Cell, m *Measurement) string {
 		why = append(why, fmt.Sprintf("only %d of its %s decoded in the window", st.PeakDecoding, plural(c.Concurrency, "stream", "streams")))
 	}
 	if total, _, _, _ := c.Intervals(1); total != nil {
-		v := m.TotalTokensPerSec
+		v := m.OutputTokensPerSec
 		if lo, hi := (v-total.Low)/v, (total.High-v)/v; max(lo, hi) > noiseShare {
 			why = append(why, fmt.Sprintf("its total tok/s is known only from %.0f%% below to %.0f%% above", 100*lo, 100*hi))
 		}

@@ -143,12 +143,12 @@ func (s Spec) converted(to clockConversion) Spec {
 	if s.Series > 0 {
 		s.Series = to.duration(s.Series)
 	}
-	if s.Warmup != nil {
-		w := *s.Warmup
+	if s.WarmupRule != nil {
+		w := *s.WarmupRule
 		for _, d := range []*time.Duration{&w.Min, &w.Flow, &w.Timeout, &w.PerContextK} {
 			*d = to.duration(*d)
 		}
-		s.Warmup = &w
+		s.WarmupRule = &w
 	}
 	if s.SLO != nil {
 		slo := *s.SLO
@@ -177,7 +177,7 @@ func (p Prefill) converted(to clockConversion) Prefill {
 // the other clock; the client's own timer lag is left as it was.
 func (m *Measurement) converted(to clockConversion) *Measurement {
 	c := *m
-	for _, r := range []*float64{&c.TotalTokensPerSec, &c.PerRequestTokensPerSec, &c.Goodput} {
+	for _, r := range []*float64{&c.OutputTokensPerSec, &c.PerRequestTokensPerSec, &c.Goodput} {
 		*r = to.rate(*r)
 	}
 	for _, q := range []*Quantiles{&c.TTFT, &c.TBT, &c.ITL, &c.TTFO, &c.ServerQueue, &c.ServerPrefill, &c.Rest} {

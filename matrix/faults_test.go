@@ -56,7 +56,7 @@ func TestStarvedCellEndsEarly(t *testing.T) {
 	srv := starvedServer(t)
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{1024}, Concurrency: []int{2}, Prefill: []int{}, Duration: time.Minute, MaxTokens: 100,
-		Warmup: &matrix.Warmup{Min: 100 * time.Millisecond, Flow: time.Second, Timeout: 500 * time.Millisecond}}
+		WarmupRule: &matrix.WarmupRule{Min: 100 * time.Millisecond, Flow: time.Second, Timeout: 500 * time.Millisecond}}
 	r := &matrix.Runner{Spec: spec, IdleTimeout: 100 * time.Millisecond, StuckAfter: time.Second}
 	start := time.Now()
 	res, err := r.Run(t.Context())
@@ -89,7 +89,7 @@ func TestCellsUnderFaults(t *testing.T) {
 		t.Run(tc.fault, func(t *testing.T) {
 			spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench" + loadgentest.FaultModelSuffix + tc.fault, API: loadgen.Completions,
 				Contexts: []int{0}, Concurrency: []int{2}, Prefill: []int{}, Duration: 500 * time.Millisecond, MaxTokens: 1000,
-				Warmup: &matrix.Warmup{Min: 100 * time.Millisecond, Flow: 100 * time.Millisecond, Timeout: time.Second}}
+				WarmupRule: &matrix.WarmupRule{Min: 100 * time.Millisecond, Flow: 100 * time.Millisecond, Timeout: time.Second}}
 			res, err := (&matrix.Runner{Spec: spec, Client: &loadgen.Client{HTTPClient: srv.Client()}}).Run(t.Context())
 			require.NoError(t, err, "faults in requests do not end the run")
 			c := res.Cell(0, 2)

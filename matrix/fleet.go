@@ -67,7 +67,7 @@ func (cr *cellRun) startFleet(ctx context.Context, c *Cell, req *loadgen.Request
 		return nil, c.Concurrency, nil
 	}
 	cr.seq++
-	w := *cr.spec.Warmup
+	w := *cr.spec.WarmupRule
 	sh := fleet.Share{
 		Seq: cr.seq, ContextTokens: c.ContextTokens, Concurrency: c.Concurrency,
 		API: req.API, Model: req.Model, Prompt: req.Prompt, Images: req.Images, MaxTokens: req.MaxTokens,

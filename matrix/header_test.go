@@ -74,7 +74,7 @@ func TestHeadersReachEveryRequest(t *testing.T) {
 		URL: gw.URL + "/v1", Model: "bench", API: loadgen.Chat,
 		Contexts: []int{1024}, Concurrency: []int{2},
 		Duration: 3 * time.Second, MaxTokens: 200,
-		Warmup: &matrix.Warmup{Min: time.Second, Flow: time.Second, Timeout: 5 * time.Second},
+		WarmupRule: &matrix.WarmupRule{Min: time.Second, Flow: time.Second, Timeout: 5 * time.Second},
 	}
 	var log bytes.Buffer
 	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: capacity.Server{Simulated: true, Speed: speed},

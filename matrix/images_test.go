@@ -38,7 +38,7 @@ func TestImagesInEveryPrompt(t *testing.T) {
 			srv := start(t)
 			spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
 				Contexts: []int{0, 2048}, Concurrency: []int{2}, Prefill: []int{4096}, PrefillRepeat: 1,
-				Duration: time.Second, MaxTokens: 64, Warmup: quickWarmup,
+				Duration: time.Second, MaxTokens: 64, WarmupRule: quickWarmup,
 				Images: []string{"448x448"}}
 			// 64 tokens, not fewer: a request's decoding, not its prefill,
 			// must be most of it, or the two streams' cell is told apart from a

@@ -29,7 +29,7 @@ func TestInterruptedWarmupIsResumed(t *testing.T) {
 		Contexts: []int{0}, Concurrency: []int{2}, Prefill: []int{},
 		Duration: time.Second, MaxTokens: 64,
 		// A warm-up far longer than the test waits before cancelling.
-		Warmup: &matrix.Warmup{Min: time.Minute, Flow: 100 * time.Millisecond, Timeout: 2 * time.Minute},
+		WarmupRule: &matrix.WarmupRule{Min: time.Minute, Flow: 100 * time.Millisecond, Timeout: 2 * time.Minute},
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -66,7 +66,7 @@ func TestInterruptedWarmupIsResumed(t *testing.T) {
 	back, err := matrix.ReadResults(&saved)
 	require.NoError(t, err)
 	require.Equal(t, matrix.StatusUnknown, back.Cell(0, 2).Status, "the saved cell is undecided: %s", back.Cell(0, 2).Reason)
-	spec.Warmup = &matrix.Warmup{Min: 200 * time.Millisecond, Flow: 100 * time.Millisecond, Timeout: 10 * time.Second}
+	spec.WarmupRule = &matrix.WarmupRule{Min: 200 * time.Millisecond, Flow: 100 * time.Millisecond, Timeout: 10 * time.Second}
 	again := &matrix.Runner{Spec: spec, Server: capacity.Server{Simulated: true, Speed: p.Speed},
 		Client: &loadgen.Client{HTTPClient: srv.Client()}, Log: &log, Resume: back}
 	res, err = again.Run(t.Context())

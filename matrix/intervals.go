@@ -110,12 +110,12 @@ func (c *Cell) Intervals(speed float64) (total, perRequest, ttft, tbt *Interval)
 	}
 	tbt = scaled(gaps, of, m.TBT.P50, false)
 	perRequest = scaled(gaps, of, m.PerRequestTokensPerSec, true)
-	total = scaled(gaps, of, m.TotalTokensPerSec, true)
+	total = scaled(gaps, of, m.OutputTokensPerSec, true)
 	if total != nil && m.MeasuredS > 0 && m.TTFT.P99 > 0 {
 		// Each end of the window may fall between two requests of every
 		// stream, where no token comes for up to a TTFT.
-		edge := m.TotalTokensPerSec * 2 * m.TTFT.P99 / (m.MeasuredS * 1000)
-		total.Low, total.High = max(min(total.Low, m.TotalTokensPerSec-edge), 0), max(total.High, m.TotalTokensPerSec+edge)
+		edge := m.OutputTokensPerSec * 2 * m.TTFT.P99 / (m.MeasuredS * 1000)
+		total.Low, total.High = max(min(total.Low, m.OutputTokensPerSec-edge), 0), max(total.High, m.OutputTokensPerSec+edge)
 	}
 	return total, perRequest, ttft, tbt
 }

@@ -97,11 +97,11 @@ func TestResultsV1File(t *testing.T) {
 		m := c.Measurement
 		// Version 1 held the cell's figures in the simulated server's
 		// time and its recording in wall time: read, both are in wall time.
-		assert.InEpsilon(t, total.(float64)*20, m.TotalTokensPerSec, 1e-9)
+		assert.InEpsilon(t, total.(float64)*20, m.OutputTokensPerSec, 1e-9)
 		assert.InEpsilon(t, doc.Cells[i]["ttft_ms"].(map[string]any)["p50"].(float64)/20, m.TTFT.P50, 1e-9)
 		require.NotNil(t, m.Recording, "the histograms come along")
 		s := m.Recording.Summary
-		assert.InEpsilon(t, s.TotalTokensPerSec, m.TotalTokensPerSec, 1e-6, "%d × %d: the figures and the recording agree", c.ContextTokens, c.Concurrency)
+		assert.InEpsilon(t, s.TotalTokensPerSec, m.OutputTokensPerSec, 1e-6, "%d × %d: the figures and the recording agree", c.ContextTokens, c.Concurrency)
 		assert.InEpsilon(t, float64(s.TTFT.P50)/1e6, m.TTFT.P50, 0.01, "%d × %d: the figures and the recording agree", c.ContextTokens, c.Concurrency)
 		measured++
 	}
@@ -126,7 +126,7 @@ func TestResultsV1File(t *testing.T) {
 // fields, and a cell without one writes none of its fields.
 func TestCellJSONFlat(t *testing.T) {
 	b, err := json.Marshal(matrix.Cell{ContextTokens: 1024, Concurrency: 2, Status: matrix.Valid,
-		Measurement: &matrix.Measurement{TotalTokensPerSec: 80, TTFT: matrix.Quantiles{P50: 12}}})
+		Measurement: &matrix.Measurement{OutputTokensPerSec: 80, TTFT: matrix.Quantiles{P50: 12}}})
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"concurrency":2,`)
 	assert.Contains(t, string(b), `"total_tok_s":80,`)
@@ -146,7 +146,7 @@ func TestCellJSONFlat(t *testing.T) {
 // queued cell has output, or, without a grid, a prefill row does; else
 // the error counts the cells by status.
 func TestResultsMeasured(t *testing.T) {
-	measured := &matrix.Measurement{TotalTokensPerSec: 80}
+	measured := &matrix.Measurement{OutputTokensPerSec: 80}
 	for _, tc := range []struct {
 		name string
 		res  matrix.Results

@@ -39,7 +39,7 @@ func TestNoisyCells(t *testing.T) {
 // noisyCell is a Valid cell of n requests whose quantiles spread by
 // spread, its figures f times a base run's (as report's tests have it).
 func noisyCell(ctx, conc, n int, spread, f float64) Cell {
-	m := &Measurement{TotalTokensPerSec: 400 * f, PerRequestTokensPerSec: 50 * f, Completed: n - conc,
+	m := &Measurement{OutputTokensPerSec: 400 * f, PerRequestTokensPerSec: 50 * f, Completed: n - conc,
 		TTFT:         Quantiles{P50: 1000 / f, P90: 1000 / f * (1 + spread), P99: 1000 / f * (1 + 2*spread)},
 		TBT:          Quantiles{P50: 20 / f, P90: 20 / f * (1 + spread), P99: 20 / f * (1 + 2*spread)},
 		OutputTokens: 12_000, MeasuredS: 30}

@@ -30,7 +30,7 @@ func TestCellsOfAServerThatDoesNotStream(t *testing.T) {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			spec := matrix.Spec{URL: srv.BaseURL(tc.mode), Model: "bench", Contexts: []int{0, 1024}, Concurrency: []int{1, 2}, Prefill: []int{1024},
 				Duration: 500 * time.Millisecond, MaxTokens: 8,
-				Warmup: &matrix.Warmup{Min: 100 * time.Millisecond, Flow: 100 * time.Millisecond, Timeout: time.Second}}
+				WarmupRule: &matrix.WarmupRule{Min: 100 * time.Millisecond, Flow: 100 * time.Millisecond, Timeout: time.Second}}
 			res, err := (&matrix.Runner{Spec: spec, IdleTimeout: 100 * time.Millisecond}).Run(t.Context())
 			require.NoError(t, err, "a server that does not stream fails its cells, not the run")
 			require.Len(t, res.Cells, 4)

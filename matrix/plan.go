@@ -137,7 +137,7 @@ type runEstimate struct {
 // res take; res.Spec is the settled one (see Runner.settle).
 func estimateRun(res *Results) runEstimate {
 	spec := res.Spec
-	w := *spec.Warmup
+	w := *spec.WarmupRule
 	var e runEstimate
 	for _, c := range res.Cells {
 		if c.Status != StatusUnknown && (c.Measurement == nil || !c.Measurement.Partial) {

@@ -143,9 +143,9 @@ func (c *Cell) UnmarshalJSON(b []byte) error {
 // Measurement holds a measured cell's columns, in wall time like every
 // figure of the results (see Server.Speed).
 type Measurement struct {
-	// TotalTokensPerSec is output tokens ÷ measured seconds (the
-	// metrics.Summary field of the same name).
-	TotalTokensPerSec float64 `json:"total_tok_s"`
+	// OutputTokensPerSec is output tokens ÷ measured seconds
+	// (metrics.Summary.TotalTokensPerSec); its JSON key is total_tok_s.
+	OutputTokensPerSec float64 `json:"total_tok_s"`
 	// PerRequestTokensPerSec is the median over requests of 1 ÷ their time
 	// between tokens.
 	PerRequestTokensPerSec float64 `json:"per_request_tok_s"`

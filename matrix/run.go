@@ -162,10 +162,9 @@ func (r *Runner) scoutRetries() int {
 // when it fails or ctx ends; then Complete is false, the cell in progress
 // (if any) keeps what its window measured, marked Partial, or, ended
 // before its window counted a token, is left undecided (StatusUnknown),
-// and the error says why. Resume runs both again. A spec that cannot
-// work ([*SpecError]), a Client that cannot ([*loadgen.ConfigError]) or
-// results to resume of another spec are refused before anything is sent,
-// with nil results.
+// and the error says why. Resume runs both again. A spec or a Client
+// that cannot work (a [*loadgen.ConfigError]) and results to resume of
+// another spec are refused before anything is sent, with nil results.
 //
 // The password of the spec's URL and the client's API key are used for
 // the requests (the key only for the URL's origin) and appear in nothing
@@ -185,7 +184,7 @@ func (r *Runner) Run(ctx context.Context) (*Results, error) {
 }
 
 // Validate reports what [Runner.Run] would refuse before sending
-// anything: a spec that cannot work ([*SpecError]s, with its defaults,
+// anything: a spec that cannot work ([*loadgen.ConfigError]s, with its defaults,
 // split over the Fleet's shards), a Client that cannot
 // ([*loadgen.ConfigError]), GPU settings that cannot, and results to
 // resume of another spec. It runs the same checks Run runs, once.
@@ -884,7 +883,7 @@ func describe(c *Cell) string {
 		return fmt.Sprintf("%s: %s", c.Status.words(), c.Reason)
 	}
 	s := fmt.Sprintf("%s: %.1f tok/s total, %.1f per request, TTFT %.0f ms, TBT %.1f ms, %d tokens in %.1f s, warm-up %.1f s",
-		c.Status.words(), m.TotalTokensPerSec, m.PerRequestTokensPerSec, m.TTFT.P50, m.TBT.P50, m.OutputTokens, m.MeasuredS, m.WarmupS)
+		c.Status.words(), m.OutputTokensPerSec, m.PerRequestTokensPerSec, m.TTFT.P50, m.TBT.P50, m.OutputTokens, m.MeasuredS, m.WarmupS)
 	if c.Reason != "" {
 		s += " (" + c.Reason + ")"
 	}

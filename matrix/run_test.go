@@ -42,7 +42,7 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 		URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{0, 4 * 1024, 16 * 1024}, Concurrency: []int{1, 4, 8}, Prefill: []int{4 * 1024},
 		Duration: 10 * time.Second, MaxTokens: 2000,
-		Warmup: &matrix.Warmup{Min: time.Second, Flow: time.Second, Timeout: 5 * time.Second},
+		WarmupRule: &matrix.WarmupRule{Min: time.Second, Flow: time.Second, Timeout: 5 * time.Second},
 	}
 	var saved []*matrix.Results
 	var log bytes.Buffer
@@ -87,11 +87,11 @@ func TestRunnerMatchesTheProfile(t *testing.T) {
 			// Recorded in wall time: the simulator runs speed × faster
 			// than the profile's server.
 			step := p.DecodeStepTime(n, 0, 0) // context costs nothing here
-			assert.InEpsilon(t, speed*float64(n)/step.Seconds(), c.Measurement.TotalTokensPerSec, 0.03, "%d × %d total tok/s", ctx, n)
+			assert.InEpsilon(t, speed*float64(n)/step.Seconds(), c.Measurement.OutputTokensPerSec, 0.03, "%d × %d total tok/s", ctx, n)
 			assert.InEpsilon(t, float64(step.Microseconds())/1000/speed, c.Measurement.TBT.P50, 0.03, "%d × %d time between tokens", ctx, n)
 			assert.InDelta(t, 10/speed, c.Measurement.MeasuredS, 0.05, "recorded in wall time")
 			s := c.Measurement.Recording.Summary
-			assert.InDelta(t, s.TotalTokensPerSec, c.Measurement.TotalTokensPerSec, 1e-9, "the cell's figures and its recording agree")
+			assert.InDelta(t, s.TotalTokensPerSec, c.Measurement.OutputTokensPerSec, 1e-9, "the cell's figures and its recording agree")
 			assert.InDelta(t, float64(s.TTFT.P50.Microseconds())/1000, c.Measurement.TTFT.P50, 0.001, "the cell's figures and its recording agree")
 			assert.InDelta(t, float64(n), c.Measurement.AvgActive, 0.05*float64(n))
 			assert.Zero(t, c.Errors)

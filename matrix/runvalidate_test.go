@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix"
 	"github.com/llmload/llmload/matrix/shard"
 )
@@ -25,9 +26,9 @@ func TestRunnerValidateIsRunsCheck(t *testing.T) {
 	assert.Nil(t, res)
 	if assert.Error(t, verr) {
 		assert.Equal(t, rerr.Error(), verr.Error())
-		se, ok := errors.AsType[*matrix.SpecError](verr)
+		se, ok := errors.AsType[*loadgen.ConfigError](verr)
 		assert.True(t, ok)
-		assert.Equal(t, "Concurrency", se.Field)
+		assert.Equal(t, "Spec.Concurrency", se.Field)
 	}
 	sharded := &matrix.Runner{Spec: matrix.Spec{URL: srv.URL + "/v1", Concurrency: []int{40000}}, Fleet: &shard.Leader{Followers: 2}}
 	assert.NoError(t, sharded.Validate(), "40000 over 3 shards is 13334 a shard")

@@ -41,7 +41,7 @@ func TestCellSeries(t *testing.T) {
 		URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: []int{2, 8}, Prefill: []int{},
 		Duration: 8 * time.Second, MaxTokens: 2000,
-		Warmup: &matrix.Warmup{Min: time.Second, Flow: time.Second, Timeout: 5 * time.Second},
+		WarmupRule: &matrix.WarmupRule{Min: time.Second, Flow: time.Second, Timeout: 5 * time.Second},
 	}
 	var log bytes.Buffer
 	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: capacity.Server{Simulated: true, Speed: speed},
@@ -80,7 +80,7 @@ func TestCellSeries(t *testing.T) {
 		// a bucket of 100 ms now and then.
 		assert.GreaterOrEqual(t, flowed, len(in)*4/5, "0 × %d: tokens flowed in the window's buckets", n)
 		k := float64(len(in))
-		assert.InEpsilon(t, m.TotalTokensPerSec, tokens/k, 0.1, "0 × %d: the window's buckets average to its rate", n)
+		assert.InEpsilon(t, m.OutputTokensPerSec, tokens/k, 0.1, "0 × %d: the window's buckets average to its rate", n)
 		running4 := float64(min(n, 4))
 		assert.InDelta(t, running4, decoding/k, 0.3, "0 × %d: the client sees the streams the server runs decoding", n)
 		assert.InDelta(t, running4, running/k, 0.3, "0 × %d: the server's running requests", n)

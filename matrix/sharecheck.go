@@ -98,7 +98,7 @@ func uniqueKeys(b []byte) error {
 
 // plausible checks a follower's part against the share it was given.
 func plausible(p *sharePart, streams int, own fleet.Share) error {
-	if streams < 1 || streams > MaxConcurrency {
+	if streams < 1 || streams > MaxStreams {
 		return fmt.Errorf("a share of %d streams", streams)
 	}
 	for _, s := range []struct{ name, text string }{

@@ -12,24 +12,25 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/matrix/internal/fleet"
 	"github.com/llmload/llmload/metrics"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestSpecConcurrencyAShard: a sharded run may ask for MaxConcurrency a
+// TestSpecConcurrencyAShard: a sharded run may ask for MaxStreams a
 // shard, its streams split as evenly as possible, and no more; any number
 // of shards is checked without building the split.
 func TestSpecConcurrencyAShard(t *testing.T) {
-	spec := Spec{URL: "http://127.0.0.1:8000/v1", Concurrency: []int{2 * MaxConcurrency}}
+	spec := Spec{URL: "http://127.0.0.1:8000/v1", Concurrency: []int{2 * MaxStreams}}
 	require.Error(t, spec.Validate(), "one process")
 	assert.NoError(t, spec.validateSharded(2))
-	spec.Concurrency = []int{2*MaxConcurrency + 1}
+	spec.Concurrency = []int{2*MaxStreams + 1}
 	err := spec.validateSharded(2)
-	se, isSpec := errors.AsType[*SpecError](err)
+	se, isSpec := errors.AsType[*loadgen.ConfigError](err)
 	require.True(t, isSpec, "%v", err)
-	assert.Equal(t, "Concurrency", se.Field)
+	assert.Equal(t, "Spec.Concurrency", se.Field)
 	assert.Contains(t, err.Error(), "holds 32769, 16385 a shard over 2 shards, above 16384")
 	assert.NoError(t, spec.validateSharded(3))
 	assert.Equal(t, spec.Validate(), spec.validateSharded(0), "no shards is one process")

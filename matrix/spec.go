@@ -45,31 +45,31 @@ const (
 	// defaultErrorThreshold is the share of failed requests above which a
 	// cell is Failed.
 	defaultErrorThreshold = 0.5
-	// MaxConcurrency is the most requests at once one process may keep in
+	// MaxStreams is the most requests at once one process may keep in
 	// flight: one process holds about 10^4 streams (a connection, a
 	// goroutine and their buffers each) and keeps its timing honest; beyond
 	// that, split the load over machines. A sharded run (see [Runner].Fleet) may
-	// ask for MaxConcurrency a shard.
-	MaxConcurrency = 16384
+	// ask for MaxStreams a shard.
+	MaxStreams = 16384
 )
 
 // maxContextTokens is the longest prompt a spec may ask for (see
 // fleet.MaxContextTokens).
 const maxContextTokens = fleet.MaxContextTokens
 
-// Warmup says when a cell's window may open: after at least Min, once every
+// WarmupRule says when a cell's window may open: after at least Min, once every
 // stream has a token, the server's waiting queue is empty and tokens have
 // flowed for Flow; or, failing that, at Timeout plus PerContextK for every
 // 1,024 tokens of context.
-type Warmup struct {
+type WarmupRule struct {
 	Min         time.Duration
 	Flow        time.Duration
 	Timeout     time.Duration
 	PerContextK time.Duration
 }
 
-// defaultWarmup is the warm-up of a [Spec] that sets none.
-var defaultWarmup = Warmup{
+// defaultWarmupRule is the warm-up rule of a [Spec] that sets none.
+var defaultWarmupRule = WarmupRule{
 	Min:         2 * time.Second,
 	Flow:        3 * time.Second,
 	Timeout:     60 * time.Second,
@@ -111,9 +111,9 @@ type Spec struct {
 	// Series is the interval of each measured cell's time series (see
 	// [Measurement].Series); 0 means 1 s, a negative one keeps none.
 	Series time.Duration
-	// Warmup says when each cell's window opens; nil means a Min of 2 s,
+	// WarmupRule says when each cell's window opens; nil means a Min of 2 s,
 	// a Flow of 3 s, a Timeout of 60 s and a PerContextK of 1 s.
-	Warmup *Warmup
+	WarmupRule *WarmupRule
 
 	// SLO, if set, adds goodput to every cell.
 	SLO *metrics.SLO
@@ -167,9 +167,9 @@ func (s Spec) WithDefaults() Spec {
 	if s.PrefillRepeat == 0 {
 		s.PrefillRepeat = defaultPrefillRepeat
 	}
-	if s.Warmup == nil {
-		w := defaultWarmup
-		s.Warmup = &w
+	if s.WarmupRule == nil {
+		w := defaultWarmupRule
+		s.WarmupRule = &w
 	}
 	if s.ErrorThreshold == 0 {
 		s.ErrorThreshold = defaultErrorThreshold
@@ -177,18 +177,9 @@ func (s Spec) WithDefaults() Spec {
 	return s
 }
 
-// A SpecError is a field of a [Spec] that cannot work, and why. Where
-// several fields are wrong, [Spec.Validate] returns one for each, as one
-// error on one line (errors.As finds the first).
-type SpecError struct {
-	Field, Reason string
-}
-
-// Error names the field and says why it cannot work.
-func (e *SpecError) Error() string { return "matrix: Spec." + e.Field + " " + e.Reason }
-
 // Validate reports the fields of a spec that cannot work in one process,
-// as [*SpecError]s. A zero field means its default, which is valid: s
+// as [*loadgen.ConfigError]s whose Field names the spec's field
+// ("Spec.Concurrency", "Spec.WarmupRule.Flow"). A zero field means its default, which is valid: s
 // needs no [Spec.WithDefaults] first. [Runner.Run] refuses such a spec
 // before it sends anything; [Runner.Validate] runs the runner's whole
 // check, of its spec split over its Fleet's shards and of its client.
@@ -196,13 +187,13 @@ func (s Spec) Validate() error { return s.validateSharded(1) }
 
 // validateSharded is [Spec.Validate] for a run split over shards
 // processes (see [Runner].Fleet): each concurrency level is checked
-// against [MaxConcurrency] a shard, its streams split as evenly as
+// against [MaxStreams] a shard, its streams split as evenly as
 // possible.
 func (s Spec) validateSharded(shards int) error {
 	shards = max(shards, 1)
 	var errs errlist.List
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, &SpecError{Field: field, Reason: fmt.Sprintf(format, args...)})
+		errs = append(errs, &loadgen.ConfigError{Field: "Spec." + field, Reason: fmt.Sprintf(format, args...)})
 	}
 	if s.URL == "" {
 		bad("URL", "is empty: set the server's API root, such as http://127.0.0.1:8000/v1")
@@ -233,11 +224,11 @@ func (s Spec) validateSharded(shards int) error {
 			bad("Concurrency", "holds %d, below 1: a concurrency is 1 request or more", n)
 		}
 		switch share := fleet.Largest(n, shards); {
-		case share <= MaxConcurrency:
+		case share <= MaxStreams:
 		case shards == 1:
-			bad("Concurrency", "holds %d, above %d, the most one process runs with honest timing: split the load over machines", n, MaxConcurrency)
+			bad("Concurrency", "holds %d, above %d, the most one process runs with honest timing: split the load over machines", n, MaxStreams)
 		default:
-			bad("Concurrency", "holds %d, %d a shard over %d shards, above %d, the most one process runs with honest timing: add shards", n, share, shards, MaxConcurrency)
+			bad("Concurrency", "holds %d, %d a shard over %d shards, above %d, the most one process runs with honest timing: add shards", n, share, shards, MaxStreams)
 		}
 	}
 	for _, c := range s.Prefill {
@@ -260,13 +251,13 @@ func (s Spec) validateSharded(shards int) error {
 	if !(s.ErrorThreshold >= 0 && s.ErrorThreshold <= 1) {
 		bad("ErrorThreshold", "is %v: an error threshold is a share from 0 to 1 (0 means the default)", s.ErrorThreshold)
 	}
-	if w := s.Warmup; w != nil {
+	if w := s.WarmupRule; w != nil {
 		for _, d := range []struct {
 			name string
 			v    time.Duration
 		}{{"Min", w.Min}, {"Flow", w.Flow}, {"Timeout", w.Timeout}, {"PerContextK", w.PerContextK}} {
 			if d.v < 0 {
-				bad("Warmup."+d.name, "is %v: a negative warm-up duration cannot work", d.v)
+				bad("WarmupRule."+d.name, "is %v: a negative warm-up duration cannot work", d.v)
 			}
 		}
 	}

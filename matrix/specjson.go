@@ -38,7 +38,7 @@ type specJSON struct {
 	Duration       textDuration     `json:"duration"`
 	MaxTokens      int              `json:"max_tokens"`
 	Series         textDuration     `json:"series,omitempty"`
-	Warmup         *warmupJSON      `json:"warmup,omitempty"`
+	WarmupRule     *warmupRuleJSON  `json:"warmup,omitempty"`
 	SLO            *metrics.SLO     `json:"slo,omitempty"`
 	ErrorThreshold float64          `json:"error_threshold,omitempty"`
 	Limits         *capacity.Limits `json:"limits,omitempty"`
@@ -47,8 +47,8 @@ type specJSON struct {
 	SkipQueued     bool             `json:"skip_queued,omitempty"`
 }
 
-// warmupJSON is a [Warmup] as a spec's JSON document holds it.
-type warmupJSON struct {
+// warmupRuleJSON is a [WarmupRule] as a spec's JSON document holds it.
+type warmupRuleJSON struct {
 	Min         textDuration `json:"min"`
 	Flow        textDuration `json:"flow"`
 	Timeout     textDuration `json:"timeout"`
@@ -64,8 +64,8 @@ func (s Spec) MarshalJSON() ([]byte, error) {
 		SLO: s.SLO, ErrorThreshold: s.ErrorThreshold, Limits: s.Limits,
 		Images: s.Images, ImageFormat: s.ImageFormat, SkipQueued: s.SkipQueued,
 	}
-	if w := s.Warmup; w != nil {
-		j.Warmup = &warmupJSON{textDuration(w.Min), textDuration(w.Flow), textDuration(w.Timeout), textDuration(w.PerContextK)}
+	if w := s.WarmupRule; w != nil {
+		j.WarmupRule = &warmupRuleJSON{textDuration(w.Min), textDuration(w.Flow), textDuration(w.Timeout), textDuration(w.PerContextK)}
 	}
 	return json.Marshal(j)
 }
@@ -83,8 +83,8 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 		SLO: j.SLO, ErrorThreshold: j.ErrorThreshold, Limits: j.Limits,
 		Images: j.Images, ImageFormat: j.ImageFormat, SkipQueued: j.SkipQueued,
 	}
-	if w := j.Warmup; w != nil {
-		s.Warmup = &Warmup{time.Duration(w.Min), time.Duration(w.Flow), time.Duration(w.Timeout), time.Duration(w.PerContextK)}
+	if w := j.WarmupRule; w != nil {
+		s.WarmupRule = &WarmupRule{time.Duration(w.Min), time.Duration(w.Flow), time.Duration(w.Timeout), time.Duration(w.PerContextK)}
 	}
 	return nil
 }

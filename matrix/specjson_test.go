@@ -15,7 +15,7 @@ import (
 // any other form is refused.
 func TestSpecDurationsInJSON(t *testing.T) {
 	spec := Spec{URL: "http://x/v1", Duration: 30 * time.Second, Series: 500 * time.Millisecond,
-		Warmup: &Warmup{Min: 2 * time.Second, Flow: 3 * time.Second, Timeout: time.Minute, PerContextK: time.Second}}
+		WarmupRule: &WarmupRule{Min: 2 * time.Second, Flow: 3 * time.Second, Timeout: time.Minute, PerContextK: time.Second}}
 	b, err := json.Marshal(spec)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"duration":"30s"`)
@@ -40,5 +40,5 @@ func TestSpecJSONHasEveryField(t *testing.T) {
 		return n
 	}
 	assert.Equal(t, names(Spec{}), names(specJSON{}))
-	assert.Equal(t, names(Warmup{}), names(warmupJSON{}))
+	assert.Equal(t, names(WarmupRule{}), names(warmupRuleJSON{}))
 }

@@ -57,7 +57,7 @@ func TestCellsSplitTTFT(t *testing.T) {
 		URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: []int{1, 16, 256}, Prefill: []int{},
 		Duration: 5 * time.Second, MaxTokens: 200,
-		Warmup: &matrix.Warmup{Min: time.Second, Flow: time.Second, Timeout: 5 * time.Second},
+		WarmupRule: &matrix.WarmupRule{Min: time.Second, Flow: time.Second, Timeout: 5 * time.Second},
 	}
 	sc := &splitCheck{diffs: map[int][]time.Duration{}, split: map[int]int{}}
 	var log bytes.Buffer
@@ -119,7 +119,7 @@ func TestCellFlagsTimeOutsideTheServer(t *testing.T) {
 		URL: proxy.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: []int{2}, Prefill: []int{},
 		Duration: 2 * time.Second, MaxTokens: 20,
-		Warmup: &matrix.Warmup{Min: 300 * time.Millisecond, Flow: 300 * time.Millisecond, Timeout: 5 * time.Second},
+		WarmupRule: &matrix.WarmupRule{Min: 300 * time.Millisecond, Flow: 300 * time.Millisecond, Timeout: 5 * time.Second},
 	}
 	var log bytes.Buffer
 	r := &matrix.Runner{Spec: spec, Client: &loadgen.Client{HTTPClient: proxy.Client()}, Log: &log}

@@ -232,10 +232,10 @@ func TestQueued(t *testing.T) {
 
 func TestExplain(t *testing.T) {
 	c := &Cell{ContextTokens: 1024, Concurrency: 8, Status: Valid}
-	agree := &Measurement{TotalTokensPerSec: 790, PerRequestTokensPerSec: 100, Streams: &Streams{AvgDecoding: 7.9}}
+	agree := &Measurement{OutputTokensPerSec: 790, PerRequestTokensPerSec: 100, Streams: &Streams{AvgDecoding: 7.9}}
 	assert.Empty(t, explain(c, agree, 0), "figures that agree need no note")
 
-	prefill := &Measurement{TotalTokensPerSec: 400, PerRequestTokensPerSec: 100, TTFT: Quantiles{P50: 900},
+	prefill := &Measurement{OutputTokensPerSec: 400, PerRequestTokensPerSec: 100, TTFT: Quantiles{P50: 900},
 		Streams: &Streams{AvgDecoding: 4, AvgWaiting: 3.8}}
 	notes := explain(c, prefill, time.Second)
 	require.Len(t, notes, 2)
@@ -244,7 +244,7 @@ func TestExplain(t *testing.T) {
 	assert.Contains(t, notes[0], "48% they waited for a first token (prefill)")
 	assert.Contains(t, notes[1], "prefills it again on every request")
 
-	slow := &Measurement{TotalTokensPerSec: 20, PerRequestTokensPerSec: 250, Streams: &Streams{AvgDecoding: 1}}
+	slow := &Measurement{OutputTokensPerSec: 20, PerRequestTokensPerSec: 250, Streams: &Streams{AvgDecoding: 1}}
 	notes = explain(&Cell{Concurrency: 1, Status: Valid}, slow, 0)
 	require.Len(t, notes, 1)
 	assert.Contains(t, notes[0], "the total tok/s is 8% of the per-request rate × 1 stream:")

@@ -26,7 +26,7 @@ func plural(n int, one, many string) string {
 // latencies mean something. A cell that ran and starved has a measurement
 // (its window, its average active requests) but no rates.
 func hasRates(c *Cell) bool {
-	return c != nil && c.Measurement != nil && c.Measurement.TotalTokensPerSec > 0
+	return c != nil && c.Measurement != nil && c.Measurement.OutputTokensPerSec > 0
 }
 
 // energyText is the GPUs' energy of a cell in the log.

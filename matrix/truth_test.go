@@ -157,7 +157,7 @@ func (o *ollamaLike) rewrite(text string, overhead int) string {
 }
 
 // quickWarmup keeps test cells short.
-var quickWarmup = &matrix.Warmup{Min: 500 * time.Millisecond, Flow: time.Second, Timeout: 20 * time.Second}
+var quickWarmup = &matrix.WarmupRule{Min: 500 * time.Millisecond, Flow: time.Second, Timeout: 20 * time.Second}
 
 func runMatrix(t *testing.T, spec matrix.Spec, srv *httptest.Server) (*matrix.Results, string) {
 	t.Helper()
@@ -181,7 +181,7 @@ func TestPromptsOnATruncatingServer(t *testing.T) {
 	srv := newOllamaLike(t, p, &ollamaLike{context: 4096})
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
 		Contexts: []int{1024, 3 * 1024, 8 * 1024}, Concurrency: []int{1}, Prefill: []int{2 * 1024, 16 * 1024},
-		Duration: time.Second, MaxTokens: 64, Warmup: quickWarmup}
+		Duration: time.Second, MaxTokens: 64, WarmupRule: quickWarmup}
 	res, log := runMatrix(t, spec, srv)
 
 	for _, row := range res.Prefill {
@@ -224,7 +224,7 @@ func TestCalibrationOnASmallContext(t *testing.T) {
 	srv := newOllamaLike(t, p, &ollamaLike{context: 600})
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{256, 400}, Concurrency: []int{1}, Prefill: []int{},
-		Duration: time.Second, MaxTokens: 32, Warmup: quickWarmup}
+		Duration: time.Second, MaxTokens: 32, WarmupRule: quickWarmup}
 	res, log := runMatrix(t, spec, srv)
 	for _, c := range res.Cells {
 		assert.Equal(t, matrix.Valid, c.Status, "%d: %s\n%s", c.ContextTokens, c.Reason, log)
@@ -242,7 +242,7 @@ func TestPromptsResizedByTheServersCount(t *testing.T) {
 	srv := newOllamaLike(t, p, &ollamaLike{doubleAfter: 1500})
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{4 * 1024},
-		Duration: time.Second, MaxTokens: 32, Warmup: quickWarmup}
+		Duration: time.Second, MaxTokens: 32, WarmupRule: quickWarmup}
 	res, log := runMatrix(t, spec, srv)
 	require.Len(t, res.Prefill, 1)
 	row := res.Prefill[0]
@@ -265,7 +265,7 @@ func TestPromptsResizedOnASmallVocabulary(t *testing.T) {
 		t.Run(api.String(), func(t *testing.T) {
 			spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: api,
 				Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{256, 512, 768, 1024, 1536},
-				Duration: 500 * time.Millisecond, MaxTokens: 8, Warmup: quickWarmup}
+				Duration: 500 * time.Millisecond, MaxTokens: 8, WarmupRule: quickWarmup}
 			res, log := runMatrix(t, spec, srv)
 			for _, row := range res.Prefill {
 				assert.Equal(t, matrix.Valid, row.Status, row.Reason)
@@ -308,7 +308,7 @@ func TestShortRequestsOnAPacedServer(t *testing.T) {
 				spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
 					Contexts: []int{0}, Concurrency: []int{1, 4, 16}, Prefill: []int{},
 					Duration: 2 * time.Second, MaxTokens: maxTokens,
-					Warmup: &matrix.Warmup{Min: 500 * time.Millisecond, Flow: 2 * time.Second, Timeout: 60 * time.Second}}
+					WarmupRule: &matrix.WarmupRule{Min: 500 * time.Millisecond, Flow: 2 * time.Second, Timeout: 60 * time.Second}}
 				res, log := runMatrix(t, spec, srv)
 				for _, c := range res.Cells {
 					require.NotNil(t, c.Measurement, "%d", c.Concurrency)
@@ -336,7 +336,7 @@ func TestQueuedFromTheClientsTimeline(t *testing.T) {
 	srv := newOllamaLike(t, p, &ollamaLike{})
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
 		Contexts: []int{0}, Concurrency: []int{2, 4, 8}, Prefill: []int{},
-		Duration: 2 * time.Second, MaxTokens: 100, Warmup: quickWarmup}
+		Duration: 2 * time.Second, MaxTokens: 100, WarmupRule: quickWarmup}
 	res, log := runMatrix(t, spec, srv)
 	for _, c := range res.Cells {
 		require.NotNil(t, c.Measurement)
@@ -371,7 +371,7 @@ func TestQueuedAfterALateScout(t *testing.T) {
 	srv := newOllamaLike(t, p, &ollamaLike{lateScout: 600 * time.Millisecond})
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions,
 		Contexts: []int{512}, Concurrency: []int{2, 4}, Prefill: []int{512},
-		Duration: 2 * time.Second, MaxTokens: 100, Warmup: quickWarmup}
+		Duration: 2 * time.Second, MaxTokens: 100, WarmupRule: quickWarmup}
 	res, log := runMatrix(t, spec, srv)
 	for _, c := range res.Cells {
 		require.NotNil(t, c.Measurement, "×%d: %s %s", c.Concurrency, c.Status, c.Reason)
@@ -396,12 +396,12 @@ func TestEveryThirdRequestFails(t *testing.T) {
 	srv := newOllamaLike(t, p, &ollamaLike{failEvery: 3})
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
 		Contexts: []int{512}, Concurrency: []int{4}, Prefill: []int{1024},
-		Duration: 3 * time.Second, MaxTokens: 30, Warmup: quickWarmup}
+		Duration: 3 * time.Second, MaxTokens: 30, WarmupRule: quickWarmup}
 	res, log := runMatrix(t, spec, srv)
 	for _, c := range res.Cells {
 		require.NotNil(t, c.Measurement, "%d: %s: %s\n%s", c.ContextTokens, c.Status, c.Reason, log)
 		assert.NotEqual(t, matrix.Failed, c.Status, c.Reason)
-		assert.Positive(t, c.Measurement.TotalTokensPerSec)
+		assert.Positive(t, c.Measurement.OutputTokensPerSec)
 		share := float64(c.Errors) / float64(c.Requests)
 		assert.InDelta(t, 1.0/3, share, 0.1, "%d of %d failed", c.Errors, c.Requests)
 		assert.Equal(t, c.Errors, c.ErrorKinds[metrics.KindServerStatus], "every failure counted by kind")
@@ -429,19 +429,19 @@ func TestEveryThirdRequestFailsOnAPacedServer(t *testing.T) {
 			spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Chat,
 				Contexts: []int{0}, Concurrency: []int{1, 4, 16}, Prefill: []int{},
 				Duration: 3 * time.Second, MaxTokens: maxTokens,
-				Warmup: &matrix.Warmup{Min: 500 * time.Millisecond, Flow: 2 * time.Second, Timeout: 60 * time.Second}}
+				WarmupRule: &matrix.WarmupRule{Min: 500 * time.Millisecond, Flow: 2 * time.Second, Timeout: 60 * time.Second}}
 			res, log := runMatrix(t, spec, srv)
 			t.Log(log)
 			for _, c := range res.Cells {
 				require.NotNil(t, c.Measurement, "×%d: %s: %s\n%s", c.Concurrency, c.Status, c.Reason, log)
 				assert.Equal(t, matrix.Valid, c.Status, "×%d: %s", c.Concurrency, c.Reason)
-				assert.Positive(t, c.Measurement.TotalTokensPerSec)
+				assert.Positive(t, c.Measurement.OutputTokensPerSec)
 				share := float64(c.Errors) / float64(c.Requests)
 				assert.InDelta(t, 1.0/3, share, 0.1, "×%d: %d of %d failed", c.Concurrency, c.Errors, c.Requests)
 				assert.Equal(t, c.Errors, c.ErrorKinds[metrics.KindServerStatus], "every failure counted by kind")
 				assert.Less(t, c.Measurement.WarmupS, 10.0, "×%d warmed up for %.1f s: %s", c.Concurrency, c.Measurement.WarmupS, c.Measurement.WarmupEnded)
 				t.Logf("×%-2d %s: %.1f tok/s total, %.1f per request, TTFT p50 %.0f ms, TBT p50 %.1f ms, %d of %d requests failed (%.0f%%), warm-up %.1f s (%s)",
-					c.Concurrency, c.Status, c.Measurement.TotalTokensPerSec, c.Measurement.PerRequestTokensPerSec, c.Measurement.TTFT.P50, c.Measurement.TBT.P50,
+					c.Concurrency, c.Status, c.Measurement.OutputTokensPerSec, c.Measurement.PerRequestTokensPerSec, c.Measurement.TTFT.P50, c.Measurement.TBT.P50,
 					c.Errors, c.Requests, 100*share, c.Measurement.WarmupS, c.Measurement.WarmupEnded)
 			}
 		})
@@ -455,7 +455,7 @@ func TestSilentServer(t *testing.T) {
 	srv := hostileserver.New(hostileserver.Silent)
 	defer srv.Close()
 	spec := matrix.Spec{URL: srv.BaseURL(hostileserver.Silent), Model: "bench", Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{1024},
-		Duration: time.Second, MaxTokens: 8, Warmup: quickWarmup}
+		Duration: time.Second, MaxTokens: 8, WarmupRule: quickWarmup}
 	start := time.Now()
 	res, err := (&matrix.Runner{Spec: spec, DiscoverTimeout: 500 * time.Millisecond}).Run(t.Context())
 	assert.Less(t, time.Since(start), 5*time.Second)

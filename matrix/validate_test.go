@@ -19,7 +19,7 @@ import (
 )
 
 // TestSpecMistakes: a spec that cannot work is refused by Run before any
-// request, with a *SpecError naming the field, on one line.
+// request, with a *loadgen.ConfigError naming the field, on one line.
 func TestSpecMistakes(t *testing.T) {
 	var asked atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -42,12 +42,12 @@ func TestSpecMistakes(t *testing.T) {
 		{"a negative context", func(s *matrix.Spec) { s.Contexts = []int{-1} }, "Contexts"},
 		{"no columns", func(s *matrix.Spec) { s.Concurrency = []int{} }, "Concurrency"},
 		{"a concurrency of 0", func(s *matrix.Spec) { s.Concurrency = []int{0} }, "Concurrency"},
-		{"a concurrency beyond one process", func(s *matrix.Spec) { s.Concurrency = []int{matrix.MaxConcurrency + 1} }, "Concurrency"},
+		{"a concurrency beyond one process", func(s *matrix.Spec) { s.Concurrency = []int{matrix.MaxStreams + 1} }, "Concurrency"},
 		{"a prefill context of 0", func(s *matrix.Spec) { s.Prefill = []int{0} }, "Prefill"},
 		{"a negative duration", func(s *matrix.Spec) { s.Duration = -1 }, "Duration"},
 		{"negative max tokens", func(s *matrix.Spec) { s.MaxTokens = -1 }, "MaxTokens"},
 		{"a threshold that is not a share", func(s *matrix.Spec) { s.ErrorThreshold = math.NaN() }, "ErrorThreshold"},
-		{"a negative warm-up", func(s *matrix.Spec) { s.Warmup = &matrix.Warmup{Flow: -1} }, "Warmup.Flow"},
+		{"a negative warm-up", func(s *matrix.Spec) { s.WarmupRule = &matrix.WarmupRule{Flow: -1} }, "WarmupRule.Flow"},
 		{"a negative objective", func(s *matrix.Spec) { s.SLO = &metrics.SLO{TTFT: -1} }, "SLO"},
 		{"embeddings, which the matrix cannot time", func(s *matrix.Spec) { s.API = loadgen.Embeddings }, "API"},
 		{"rerank, which the matrix cannot time", func(s *matrix.Spec) { s.API = loadgen.Rerank }, "API"},
@@ -58,9 +58,9 @@ func TestSpecMistakes(t *testing.T) {
 			res, err := (&matrix.Runner{Spec: spec}).Run(t.Context())
 			require.Error(t, err)
 			assert.Nil(t, res, "nothing ran")
-			se, isSpec := errors.AsType[*matrix.SpecError](err)
+			se, isSpec := errors.AsType[*loadgen.ConfigError](err)
 			require.True(t, isSpec, "%v", err)
-			assert.Equal(t, tc.field, se.Field)
+			assert.Equal(t, "Spec."+tc.field, se.Field)
 			assert.Contains(t, err.Error(), "Spec."+tc.field)
 			assert.NotContains(t, err.Error(), "\n")
 			assert.Zero(t, asked.Load(), "nothing was sent")
@@ -88,17 +88,17 @@ func TestSpecMistakes(t *testing.T) {
 }
 
 // TestSpecFileOfPooledAPI: a spec read from JSON that names embeddings or
-// rerank is refused by Run with a SpecError on API that says where to
-// load them, before anything is sent.
+// rerank is refused by Run with a loadgen.ConfigError on Spec.API that
+// says where to load them, before anything is sent.
 func TestSpecFileOfPooledAPI(t *testing.T) {
 	for _, api := range []string{"embeddings", "rerank"} {
 		var spec matrix.Spec
 		require.NoError(t, json.Unmarshal([]byte(`{"url": "http://127.0.0.1:1/v1", "api": "`+api+`", "contexts": [0], "concurrency": [1]}`), &spec))
 		res, err := (&matrix.Runner{Spec: spec}).Run(t.Context())
 		assert.Nil(t, res)
-		se, isSpec := errors.AsType[*matrix.SpecError](err)
+		se, isSpec := errors.AsType[*loadgen.ConfigError](err)
 		require.True(t, isSpec, "%v", err)
-		assert.Equal(t, "API", se.Field)
+		assert.Equal(t, "Spec.API", se.Field)
 		assert.Contains(t, err.Error(), "Spec.API is "+api+", which answers in one body with no tokens to time")
 		assert.Contains(t, err.Error(), "go run ./examples/bench -api "+api)
 	}

@@ -56,7 +56,7 @@ func TestCellCountsTheWarmup(t *testing.T) {
 
 	spec := matrix.Spec{URL: srv.URL + "/v1", Model: "bench", API: loadgen.Completions, Contexts: []int{0}, Concurrency: []int{1}, Prefill: []int{},
 		Duration: time.Second, MaxTokens: 5,
-		Warmup: &matrix.Warmup{Min: 1200 * time.Millisecond, Flow: 100 * time.Millisecond, Timeout: 5 * time.Second}}
+		WarmupRule: &matrix.WarmupRule{Min: 1200 * time.Millisecond, Flow: 100 * time.Millisecond, Timeout: 5 * time.Second}}
 	res, err := (&matrix.Runner{Spec: spec, IdleTimeout: 100 * time.Millisecond}).Run(t.Context())
 	require.NoError(t, err)
 	c := res.Cell(0, 1)

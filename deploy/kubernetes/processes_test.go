@@ -340,7 +340,7 @@ func TestShardsFromTheManifest(t *testing.T) {
 	for _, cell := range res.Cells {
 		require.NotNil(t, cell.Measurement, "%d: %s %s\n%s", cell.Concurrency, cell.Status, cell.Reason, logs[0].String())
 		assert.Equal(t, matrix.Valid, cell.Status, cell.Reason)
-		assert.InEpsilon(t, 100*float64(cell.Concurrency), cell.Measurement.TotalTokensPerSec, 0.03, "%d streams over %d shards", cell.Concurrency, shards)
+		assert.InEpsilon(t, 100*float64(cell.Concurrency), cell.Measurement.OutputTokensPerSec, 0.03, "%d streams over %d shards", cell.Concurrency, shards)
 		assert.InDelta(t, 10, cell.Measurement.TBT.P50, 0.3)
 		require.Len(t, cell.Measurement.Shards, shards)
 		got := map[string]bool{}

@@ -131,7 +131,7 @@ type report struct {
 	NumBlocks        int                 `json:"num_blocks"`
 	MaxModelLen      int                 `json:"max_model_len"`
 	MaxRunning       int                 `json:"max_running"`
-	MaxConcurrency   float64             `json:"max_concurrency,omitempty"`
+	KVConcurrency    float64             `json:"max_concurrency,omitempty"`
 	MaxTokens        int                 `json:"max_tokens"`
 	TemplateOverhead int                 `json:"template_overhead"`
 	Model            *capacity.Model     `json:"model,omitempty"`
@@ -178,7 +178,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		r.Discovery = d
 		r.Engine, r.Version = d.Engine, d.Version
-		r.BlockSize, r.NumBlocks, r.MaxConcurrency = d.BlockSize, d.NumGPUBlocks, d.KVConcurrency
+		r.BlockSize, r.NumBlocks, r.KVConcurrency = d.BlockSize, d.NumGPUBlocks, d.KVConcurrency
 		limits = d.Complete(capacity.Limits{KVTokens: o.kvTokens, MaxRunning: o.maxNumSeqs, MaxModelLen: o.maxModelLen, Source: "flags"})
 		if o.version == "" && d.Engine == capacity.EngineVLLM {
 			o.version = d.Version
@@ -202,7 +202,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		r.Model, r.Estimate = m, e
 		if r.Discovery == nil {
 			r.Engine, r.Version = e.Engine, e.Version
-			r.BlockSize, r.NumBlocks, r.MaxConcurrency = e.BlockSize, e.NumBlocks, e.KVConcurrency
+			r.BlockSize, r.NumBlocks, r.KVConcurrency = e.BlockSize, e.NumBlocks, e.KVConcurrency
 			limits = e.Limits()
 		} else {
 			// The server's own figures beat the estimate; the estimate's

@@ -405,7 +405,7 @@ func TestResumeKeepsTheSpeed(t *testing.T) {
 		before, after float64
 	}{
 		{"per-request tok/s", before.PerRequestTokensPerSec, after.PerRequestTokensPerSec},
-		{"total tok/s", before.TotalTokensPerSec, after.TotalTokensPerSec},
+		{"total tok/s", before.OutputTokensPerSec, after.OutputTokensPerSec},
 	} {
 		t.Logf("%s: %.1f before, %.1f resumed", f.name, f.before, f.after)
 		assert.InDelta(t, 1, f.after/f.before, 0.5, "%s %.1f before, %.1f resumed: the resumed cell ran at another speed", f.name, f.before, f.after)
@@ -459,7 +459,7 @@ func TestRenderChangesNothing(t *testing.T) {
 	assert.Equal(t, before, after)
 }
 
-// TestHostileServer runs small matrices against internal/hostileserver:
+// TestHostileServer runs small matrices against internal/harness/hostileserver:
 // redirects of every request (chat, /metrics, /tokenize) to another
 // origin, a server that answers only [DONE], and error messages full of
 // escape sequences.

@@ -276,7 +276,7 @@ func TestShardedRunAcrossProcesses(t *testing.T) {
 	for _, c := range res.Cells {
 		require.NotNil(t, c.Measurement, "%d: %s %s", c.Concurrency, c.Status, c.Reason)
 		assert.Equal(t, matrix.Valid, c.Status, c.Reason)
-		assert.InEpsilon(t, 100*float64(c.Concurrency), c.Measurement.TotalTokensPerSec, 0.03, "%d streams over 3 processes", c.Concurrency)
+		assert.InEpsilon(t, 100*float64(c.Concurrency), c.Measurement.OutputTokensPerSec, 0.03, "%d streams over 3 processes", c.Concurrency)
 		assert.InDelta(t, 10, c.Measurement.TBT.P50, 0.3, "%d streams", c.Concurrency)
 		require.Len(t, c.Measurement.Shards, 3)
 		tokens := 0
@@ -365,7 +365,7 @@ func TestShardedRunFaults(t *testing.T) {
 	require.NotNil(t, second.Measurement, leader.log.String())
 	assert.False(t, second.Measurement.Partial)
 	require.Len(t, second.Measurement.Shards, 2, "the next cell runs on the shards left")
-	assert.InEpsilon(t, 600, second.Measurement.TotalTokensPerSec, 0.03)
+	assert.InEpsilon(t, 600, second.Measurement.OutputTokensPerSec, 0.03)
 
 	third := res.Cell(0, 8)
 	require.NotNil(t, third.Measurement, "the interrupted cell keeps what it measured: %s", leader.log.String())

@@ -94,7 +94,7 @@ func axisOf(l loadgen.Load) Axis {
 }
 
 // maxStreams bounds a closed loop's streams, as
-// [github.com/llmload/llmload/matrix.MaxConcurrency] does: the most one
+// [github.com/llmload/llmload/matrix.MaxStreams] does: the most one
 // process runs with honest timing.
 const maxStreams = 16384
 

@@ -78,10 +78,10 @@ type Benchmark struct {
 	// with this many rates between its synchronous and throughput runs.
 	// Set it alone.
 	Sweep int
-	// Throughput is the streams of a throughput run (a sweep's, and a
+	// ThroughputStreams is the streams of a throughput run (a sweep's, and a
 	// search of rates' with High 0) and the top of a search of concurrency
-	// with High 0; 0 means DefaultThroughput.
-	Throughput int
+	// with High 0; 0 means DefaultThroughputStreams.
+	ThroughputStreams int
 
 	// Search, if set, searches that axis, after the runs of Concurrency or
 	// Rates (on the same axis), for the highest level whose runs meet
@@ -204,7 +204,7 @@ func (b *Benchmark) plan() (*plan, error) {
 	if b.Search != 0 {
 		p.profile = "slo"
 		p.search = &Search{Target: p.target, Objective: b.Objective, Axis: b.Search, Low: b.Low, High: b.High,
-			Step: b.Step, MaxRuns: b.MaxRuns, Throughput: b.Throughput, Open: b.Open}
+			Step: b.Step, MaxRuns: b.MaxRuns, ThroughputStreams: b.ThroughputStreams, Open: b.Open}
 		b.checkSearch(p, &errs)
 	} else {
 		for _, f := range []struct {
@@ -224,7 +224,7 @@ func (b *Benchmark) plan() (*plan, error) {
 		p.search = &d
 	}
 	if p.sweep != nil {
-		p.sweep.Throughput = pick(p.sweep.Throughput, DefaultThroughput)
+		p.sweep.ThroughputStreams = pick(p.sweep.ThroughputStreams, DefaultThroughputStreams)
 	}
 	return p, nil
 }
@@ -359,8 +359,8 @@ func (b *Benchmark) checkLoads(p *plan, bad func(field, format string, args ...a
 	if b.Open.Rate != 0 {
 		bad("Open.Rate", "is %g: each rate run sets its own; give the rates in Rates", b.Open.Rate)
 	}
-	if (b.Throughput < 0 || b.Throughput > maxStreams) && b.Search == 0 { // a search checks it
-		bad("Throughput", "is %d: give 1 to %d streams, or 0 for %d", b.Throughput, maxStreams, DefaultThroughput)
+	if (b.ThroughputStreams < 0 || b.ThroughputStreams > maxStreams) && b.Search == 0 { // a search checks it
+		bad("ThroughputStreams", "is %d: give 1 to %d streams, or 0 for %d", b.ThroughputStreams, maxStreams, DefaultThroughputStreams)
 	}
 	switch {
 	case b.Load != nil:
@@ -383,7 +383,7 @@ func (b *Benchmark) checkLoads(p *plan, bad func(field, format string, args ...a
 		if ce, ok := checkOpen("Benchmark.", b.Open).(*loadgen.ConfigError); ok {
 			bad("Open", "%s", ce.Reason)
 		}
-		p.sweep = &Sweep{Target: p.target, Rates: b.Sweep, Throughput: b.Throughput, Open: b.Open, Objective: b.Objective}
+		p.sweep = &Sweep{Target: p.target, Rates: b.Sweep, ThroughputStreams: b.ThroughputStreams, Open: b.Open, Objective: b.Objective}
 	}
 }
 

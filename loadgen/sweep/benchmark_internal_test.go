@@ -27,9 +27,9 @@ func TestBenchmarkPlanDefaults(t *testing.T) {
 	assert.Equal(t, []loadgen.Load{loadgen.Closed{Streams: 2}, loadgen.Closed{Streams: 8}}, p.loads)
 	require.NotNil(t, p.search)
 	s := *p.search
-	assert.Equal(t, Search{Objective: obj, Axis: AxisConcurrency, High: DefaultThroughput, Throughput: DefaultThroughput,
+	assert.Equal(t, Search{Objective: obj, Axis: AxisConcurrency, High: DefaultThroughputStreams, ThroughputStreams: DefaultThroughputStreams,
 		Step: 26, MaxRuns: DefaultMaxRuns}, Search{Objective: s.Objective, Axis: s.Axis, Low: s.Low, High: s.High,
-		Throughput: s.Throughput, Step: s.Step, MaxRuns: s.MaxRuns}, "High Throughput, Step ⌈511/20⌉")
+		ThroughputStreams: s.ThroughputStreams, Step: s.Step, MaxRuns: s.MaxRuns}, "High ThroughputStreams, Step ⌈511/20⌉")
 	g, err := p.target(loadgen.Closed{Streams: 2})
 	require.NoError(t, err)
 	assert.Equal(t, DefaultDuration, g.Duration, "neither Duration nor Requests: the default window")
@@ -44,7 +44,7 @@ func TestBenchmarkPlanDefaults(t *testing.T) {
 	assert.Equal(t, AxisRate, p.axis)
 	assert.Zero(t, p.search.High, "a throughput run measures it")
 	assert.Zero(t, p.search.Step, "a twentieth of the range measured")
-	assert.Equal(t, DefaultThroughput, p.search.Throughput)
+	assert.Equal(t, DefaultThroughputStreams, p.search.ThroughputStreams)
 	g, err = p.target(loadgen.Closed{Streams: 2})
 	require.NoError(t, err)
 	assert.Zero(t, g.Duration, "a run of Requests has no window")
@@ -71,7 +71,7 @@ func TestBenchmarkPlanDefaults(t *testing.T) {
 		assert.Equal(t, tc.profile, p.profile)
 		assert.Equal(t, tc.axis, p.axis)
 		if b.Sweep > 0 {
-			assert.Equal(t, DefaultThroughput, p.sweep.Throughput)
+			assert.Equal(t, DefaultThroughputStreams, p.sweep.ThroughputStreams)
 			assert.Equal(t, 3, p.sweep.Rates)
 		}
 	}

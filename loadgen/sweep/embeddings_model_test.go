@@ -116,7 +116,7 @@ func TestEmbeddingsSweepFindsTheModelsThroughput(t *testing.T) {
 	p := embedProfile()
 	srv := loadgentest.NewServer(p)
 	defer srv.Close()
-	sw := &sweep.Sweep{Target: embedTarget(srv, 4*time.Second, 500*time.Millisecond, 0), Rates: 2, Throughput: 128, Open: loadgen.Open{Arrival: loadgen.Constant}}
+	sw := &sweep.Sweep{Target: embedTarget(srv, 4*time.Second, 500*time.Millisecond, 0), Rates: 2, ThroughputStreams: 128, Open: loadgen.Open{Arrival: loadgen.Constant}}
 	res, err := sw.Run(t.Context())
 	require.NoError(t, err)
 	runs := res.Runs
@@ -163,7 +163,7 @@ func TestEmbeddingsSearchFindsTheModelsHighestRate(t *testing.T) {
 	s := &sweep.Search{
 		Target:    embedTarget(srv, 0, 500*time.Millisecond, n),
 		Objective: sweep.Objective{SLO: metrics.SLO{Latency: slo}, Quantile: q},
-		Step:      2, Throughput: 128, Open: loadgen.Open{Arrival: loadgen.Constant},
+		Step:      2, ThroughputStreams: 128, Open: loadgen.Open{Arrival: loadgen.Constant},
 	}
 	res, err := s.Run(t.Context())
 	require.NoError(t, err)

@@ -27,7 +27,7 @@ func ExampleSweep() {
 		return &loadgen.Generator{Client: client, Source: feed.Source, Requests: 8}, nil
 	}
 	// The rate runs' arrivals are evenly spaced.
-	sw := &sweep.Sweep{Target: target, Rates: 2, Throughput: 8, Open: loadgen.Open{Arrival: loadgen.Constant}}
+	sw := &sweep.Sweep{Target: target, Rates: 2, ThroughputStreams: 8, Open: loadgen.Open{Arrival: loadgen.Constant}}
 	res, err := sw.Run(context.Background())
 	if err != nil {
 		fmt.Println("failed:", err)

@@ -122,7 +122,7 @@ func TestSweepFindsTheModelsThroughput(t *testing.T) {
 	p := modelProfile()
 	srv := loadgentest.NewServer(p)
 	defer srv.Close()
-	sw := &sweep.Sweep{Target: modelTarget(srv, 3*time.Second, time.Second, 0), Rates: 2, Throughput: 128, Open: loadgen.Open{Arrival: loadgen.Constant}}
+	sw := &sweep.Sweep{Target: modelTarget(srv, 3*time.Second, time.Second, 0), Rates: 2, ThroughputStreams: 128, Open: loadgen.Open{Arrival: loadgen.Constant}}
 	res, err := sw.Run(t.Context())
 	require.NoError(t, err)
 	runs := res.Runs
@@ -173,7 +173,7 @@ func TestSearchFindsTheModelsHighestRate(t *testing.T) {
 	s := &sweep.Search{
 		Target:    modelTarget(srv, 0, 500*time.Millisecond, 150),
 		Objective: sweep.Objective{SLO: metrics.SLO{TPOT: tpot}, Quantile: 0.9},
-		Step:      4, Throughput: 128, Open: loadgen.Open{Arrival: loadgen.Constant},
+		Step:      4, ThroughputStreams: 128, Open: loadgen.Open{Arrival: loadgen.Constant},
 	}
 	res, err := s.Run(t.Context())
 	require.NoError(t, err)

@@ -19,11 +19,11 @@ const (
 	// DefaultRates is how many rates a sweep runs between its synchronous
 	// and its throughput runs.
 	DefaultRates = 8
-	// DefaultThroughput is the streams of a throughput run: more than
+	// DefaultThroughputStreams is the streams of a throughput run: more than
 	// most servers run at once (vLLM's --max-num-seqs is 256 by default
 	// on small GPUs, 1024 on large ones), so that the server, not the
 	// client, is the limit.
-	DefaultThroughput = 512
+	DefaultThroughputStreams = 512
 	// DefaultMaxRuns bounds the runs of a search.
 	DefaultMaxRuns = 12
 	// defaultSteps is a search's resolution when it sets no Step: its
@@ -33,7 +33,7 @@ const (
 
 // Sweep runs a server from idle to saturated, as guidellm's sweep does:
 // one synchronous run (one request at a time), one throughput run (as
-// many at once as Throughput allows), then Rates open-loop runs at rates
+// many at once as ThroughputStreams allows), then Rates open-loop runs at rates
 // evenly spaced between the two runs' capacities (see
 // [Result].Capacity).
 type Sweep struct {
@@ -41,17 +41,19 @@ type Sweep struct {
 	Target Target
 	// Rates is how many rates lie between; 0 means DefaultRates.
 	Rates int
-	// Throughput is the throughput run's streams; 0 means
-	// DefaultThroughput.
-	Throughput int
+	// ThroughputStreams is the throughput run's streams; 0 means
+	// DefaultThroughputStreams.
+	ThroughputStreams int
 	// Open is the rate runs' load: its Arrival (Poisson, the zero value,
 	// Constant or Gamma with Burstiness), MaxInFlight and Seed; the sweep
 	// sets each run's Rate.
 	Open loadgen.Open
 	// Objective, if set, checks every run (see [Result.Met]).
 	Objective Objective
-	// OnResult, if set, is called after each run.
-	OnResult func(Result)
+	// OnResult, if set, is called with each run's result as the run ends,
+	// before the result joins the others: what it adds (such as the
+	// Energy the run's window drew) is kept, as with [Benchmark].OnResult.
+	OnResult func(*Result)
 }
 
 // Run runs the sweep and returns its results: Profile "sweep", Axis
@@ -65,7 +67,7 @@ func (s *Sweep) Run(ctx context.Context) (*Results, error) {
 	}
 	res := startResults("sweep", s.Objective)
 	res.Axis = AxisRate
-	rn := &runner{ctx: ctx, target: s.Target, obj: s.Objective, onResult: valueHook(s.OnResult)}
+	rn := &runner{ctx: ctx, target: s.Target, obj: s.Objective, onResult: s.OnResult}
 	err := s.check()
 	if err == nil {
 		err = s.runOn(rn)
@@ -104,14 +106,6 @@ func (rn *runner) do(load loadgen.Load, label string) (Result, error) {
 	return r, err
 }
 
-// valueHook adapts an OnResult of a Sweep or a Search, which sees a copy.
-func valueHook(f func(Result)) func(*Result) {
-	if f == nil {
-		return nil
-	}
-	return func(r *Result) { f(*r) }
-}
-
 // check reports a sweep that cannot run, before any run.
 func (s *Sweep) check() error {
 	if s.Target == nil {
@@ -126,7 +120,7 @@ func (s *Sweep) runOn(rn *runner) error {
 	if err != nil {
 		return err
 	}
-	through, err := rn.do(loadgen.Closed{Streams: pick(s.Throughput, DefaultThroughput)}, "throughput")
+	through, err := rn.do(loadgen.Closed{Streams: pick(s.ThroughputStreams, DefaultThroughputStreams)}, "throughput")
 	if err != nil {
 		return err
 	}
@@ -189,11 +183,11 @@ type Search struct {
 	Axis Axis
 	// Low and High bound the levels searched. Low 0 starts from nothing;
 	// High 0 means, for rates, the highest rate the server completes, the
-	// Capacity of a throughput run of Throughput streams (0 means
-	// DefaultThroughput) made first, and for concurrency Throughput
-	// streams.
-	Low, High  float64
-	Throughput int
+	// Capacity of a throughput run of ThroughputStreams (0 means
+	// DefaultThroughputStreams) made first, and for concurrency
+	// ThroughputStreams.
+	Low, High         float64
+	ThroughputStreams int
 	// Step is the search's resolution, in requests a second or streams;
 	// 0 means (High − Low) ÷ 20, at least one stream.
 	Step float64
@@ -204,8 +198,10 @@ type Search struct {
 	// Constant or Gamma with Burstiness), MaxInFlight and Seed; the search
 	// sets each run's Rate.
 	Open loadgen.Open
-	// OnResult, if set, is called after each run.
-	OnResult func(Result)
+	// OnResult, if set, is called with each run's result as the run ends,
+	// before the result joins the others: what it adds (such as the
+	// Energy the run's window drew) is kept, as with [Benchmark].OnResult.
+	OnResult func(*Result)
 }
 
 // Found is the answer of a [Search].
@@ -255,7 +251,7 @@ func (s *Search) Run(ctx context.Context) (*Results, error) {
 	}
 	res := startResults("slo", s.Objective)
 	res.Axis = s.axis()
-	rn := &runner{ctx: ctx, target: s.Target, obj: s.Objective, onResult: valueHook(s.OnResult)}
+	rn := &runner{ctx: ctx, target: s.Target, obj: s.Objective, onResult: s.OnResult}
 	err := s.check("Search.")
 	if err == nil {
 		res.Search, err = s.runOn(rn)
@@ -290,7 +286,7 @@ func (s *Search) check(prefix string) error {
 	if s.Axis == AxisConcurrency {
 		most = maxStreams
 		if top == 0 {
-			top = float64(pick(s.Throughput, DefaultThroughput))
+			top = float64(pick(s.ThroughputStreams, DefaultThroughputStreams))
 		}
 	}
 	switch {
@@ -301,7 +297,7 @@ func (s *Search) check(prefix string) error {
 	case !(s.High >= 0) || s.High > most || (s.Axis == AxisConcurrency && !whole(s.High)):
 		bad("High", "is %g: give %s up to %g, or 0 for the default", s.High, s.axis().amount(), most)
 	case s.High == 0 && top > 0 && top <= s.Low:
-		bad("High", "is 0, which means Throughput (%g streams), not above Low (%g): the search's range is empty", top, s.Low)
+		bad("High", "is 0, which means ThroughputStreams (%g streams), not above Low (%g): the search's range is empty", top, s.Low)
 	case top > 0 && top <= s.Low:
 		bad("High", "is %g, not above Low (%g): the search's range is empty", top, s.Low)
 	case !(s.Step >= 0) || math.IsInf(s.Step, 0) || (s.Axis == AxisConcurrency && !whole(s.Step)):
@@ -310,8 +306,8 @@ func (s *Search) check(prefix string) error {
 	if s.MaxRuns < 0 {
 		bad("MaxRuns", "is %d: give 1 or more, or 0 for %d", s.MaxRuns, DefaultMaxRuns)
 	}
-	if s.Throughput < 0 || s.Throughput > maxStreams {
-		bad("Throughput", "is %d: give 1 to %d streams, or 0 for %d", s.Throughput, maxStreams, DefaultThroughput)
+	if s.ThroughputStreams < 0 || s.ThroughputStreams > maxStreams {
+		bad("ThroughputStreams", "is %d: give 1 to %d streams, or 0 for %d", s.ThroughputStreams, maxStreams, DefaultThroughputStreams)
 	}
 	if s.axis() == AxisRate {
 		errs.Add(checkOpen(prefix, s.Open))
@@ -336,7 +332,7 @@ func (s *Search) runOn(rn *runner) (*Found, error) {
 	}
 	b.earlier = s.earlier(rn.runs)
 	if b.hi == 0 {
-		through, err := rn.do(loadgen.Closed{Streams: s.Throughput}, "throughput")
+		through, err := rn.do(loadgen.Closed{Streams: s.ThroughputStreams}, "throughput")
 		b.budget--
 		if err != nil {
 			return nil, err
@@ -382,14 +378,14 @@ func (s *Search) earlier(runs []Result) map[float64]int {
 	return m
 }
 
-// withDefaults returns the search with its defaults: its Axis, Throughput
+// withDefaults returns the search with its defaults: its Axis, ThroughputStreams
 // and MaxRuns; for concurrency, High; and Step, where High is known.
 func (s Search) withDefaults() Search {
 	s.Axis = s.axis()
-	s.Throughput = pick(s.Throughput, DefaultThroughput)
+	s.ThroughputStreams = pick(s.ThroughputStreams, DefaultThroughputStreams)
 	s.MaxRuns = pick(s.MaxRuns, DefaultMaxRuns)
 	if s.High == 0 && s.Axis == AxisConcurrency {
-		s.High = float64(s.Throughput)
+		s.High = float64(s.ThroughputStreams)
 	}
 	if s.Step == 0 && s.High > 0 {
 		s.Step = defaultStep(s.Axis, s.Low, s.High)

@@ -49,12 +49,18 @@ func simTarget(t *testing.T, step float64, seqs, output int, set func(*loadgen.G
 
 func TestSweepRuns(t *testing.T) {
 	var seen []string
-	sw := &sweep.Sweep{Target: fastTarget(t, 24), Rates: 2, Throughput: 8,
-		Objective: sweep.Objective{SLO: metrics.SLO{Latency: time.Hour}}, OnResult: func(r sweep.Result) { seen = append(seen, r.Label) }}
+	sw := &sweep.Sweep{Target: fastTarget(t, 24), Rates: 2, ThroughputStreams: 8,
+		Objective: sweep.Objective{SLO: metrics.SLO{Latency: time.Hour}}, OnResult: func(r *sweep.Result) {
+			seen = append(seen, r.Label)
+			r.Energy = &metrics.Energy{GPUs: len(seen)}
+		}}
 	res, err := sw.Run(t.Context())
 	require.NoError(t, err)
 	runs := res.Runs
 	require.Len(t, runs, 4)
+	for i, r := range runs {
+		assert.Equal(t, &metrics.Energy{GPUs: i + 1}, r.Energy, "what OnResult added to run %d is kept, as a Benchmark's is", i)
+	}
 	assert.Equal(t, "sweep", res.Profile)
 	assert.Equal(t, &sw.Objective, res.Objective)
 	assert.False(t, res.Started.IsZero() || res.Finished.Before(res.Started), "started %v, finished %v", res.Started, res.Finished)
@@ -86,7 +92,7 @@ func TestSweepRuns(t *testing.T) {
 // server completed; one no rate meets answers none; both say so.
 func TestSearchEnds(t *testing.T) {
 	t.Run("always met", func(t *testing.T) {
-		s := &sweep.Search{Target: fastTarget(t, 16), Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Hour}}, Throughput: 8}
+		s := &sweep.Search{Target: fastTarget(t, 16), Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Hour}}, ThroughputStreams: 8}
 		res, err := s.Run(t.Context())
 		require.NoError(t, err)
 		found, runs := res.Search, res.Runs
@@ -164,7 +170,7 @@ func TestLoadStored(t *testing.T) {
 // The results are a versioned document that reads back, histograms
 // included, and render as a table and as a page with curves.
 func TestResultsDocument(t *testing.T) {
-	sw := &sweep.Sweep{Target: fastTarget(t, 12), Rates: 1, Throughput: 4}
+	sw := &sweep.Sweep{Target: fastTarget(t, 12), Rates: 1, ThroughputStreams: 4}
 	res, err := sw.Run(t.Context())
 	require.NoError(t, err)
 	runs := res.Runs
@@ -310,8 +316,8 @@ func TestSearchWindowShorterThanARequest(t *testing.T) {
 	// 400 tokens of 20 ms steps: 8 s a request, in a 300 ms window.
 	target := simTarget(t, 0.02, 0, 400, func(g *loadgen.Generator) { g.Duration = 300 * time.Millisecond })
 	var through []sweep.Result
-	s := &sweep.Search{Target: target, Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Hour}}, Throughput: 4,
-		OnResult: func(r sweep.Result) { through = append(through, r) }}
+	s := &sweep.Search{Target: target, Objective: sweep.Objective{SLO: metrics.SLO{TTFT: time.Hour}}, ThroughputStreams: 4,
+		OnResult: func(r *sweep.Result) { through = append(through, *r) }}
 	_, err := s.Run(t.Context())
 	require.Error(t, err)
 	require.Len(t, through, 1)

@@ -65,8 +65,8 @@ func (rp *report) charts() []chart.Chart {
 			if c.Status != matrix.Valid {
 				label += " (" + strings.ToLower(wordsOf(c.Status)) + ")"
 			}
-			t = append(t, chart.Point{X: float64(n), Y: c.Measurement.TotalTokensPerSec, Hollow: hollow,
-				Title: label + ": " + fmtRate(c.Measurement.TotalTokensPerSec) + " tok/s total"})
+			t = append(t, chart.Point{X: float64(n), Y: c.Measurement.OutputTokensPerSec, Hollow: hollow,
+				Title: label + ": " + fmtRate(c.Measurement.OutputTokensPerSec) + " tok/s total"})
 			if c.Measurement.PerRequestTokensPerSec > 0 {
 				p = append(p, chart.Point{X: float64(n), Y: c.Measurement.PerRequestTokensPerSec, Hollow: hollow,
 					Title: label + ": " + fmtRate(c.Measurement.PerRequestTokensPerSec) + " tok/s per request"})

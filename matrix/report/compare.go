@@ -161,7 +161,7 @@ const timingResolution = 250 * time.Microsecond
 // threshold alone; a cell the client may have limited is never marked.
 func cellEstimates(c *matrix.Cell, speed float64) (total, perRequest, ttft, tbt estimate) {
 	m := c.Measurement
-	total, perRequest = estimate{v: m.TotalTokensPerSec}, estimate{v: m.PerRequestTokensPerSec}
+	total, perRequest = estimate{v: m.OutputTokensPerSec}, estimate{v: m.PerRequestTokensPerSec}
 	ttft, tbt = estimate{v: m.TTFT.P50, cmp: true}, estimate{v: m.TBT.P50, cmp: true}
 	if c.Requests <= 0 {
 		return total, perRequest, ttft, tbt
@@ -265,7 +265,7 @@ type CellChange struct {
 	NextMeasured bool `json:"next_measured"`
 	// The ratios are nil when neither run has numbers; see [Ratio] for a
 	// cell with numbers in one run only.
-	TotalTokensPerSec      *Ratio `json:"total_tok_s,omitempty"`
+	OutputTokensPerSec     *Ratio `json:"total_tok_s,omitempty"`
 	PerRequestTokensPerSec *Ratio `json:"per_request_tok_s,omitempty"`
 	TTFTp50                *Ratio `json:"ttft_p50_ms,omitempty"`
 	TBTp50                 *Ratio `json:"tbt_p50_ms,omitempty"`
@@ -369,7 +369,7 @@ func Compare(base, next []*matrix.Results) *Comparison {
 		var bt, bp, bf, bb, xt, xp, xf, xb estimate
 		cc.BaseMeasured, bt, bp, bf, bb = b.estimates()
 		cc.NextMeasured, xt, xp, xf, xb = x.estimates()
-		cc.TotalTokensPerSec = newRatio(bt, xt)
+		cc.OutputTokensPerSec = newRatio(bt, xt)
 		cc.PerRequestTokensPerSec = newRatio(bp, xp)
 		cc.TTFTp50 = newRatio(bf, xf)
 		cc.TBTp50 = newRatio(bb, xb)

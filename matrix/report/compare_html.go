@@ -88,13 +88,13 @@ func (cr *comparisonReport) changes() changeCounts {
 	var n changeCounts
 	for _, x := range cr.c.Cells {
 		switch {
-		case !x.TotalTokensPerSec.compared():
+		case !x.OutputTokensPerSec.compared():
 			n.other++
-		case x.TotalTokensPerSec.Change == changeBetter:
+		case x.OutputTokensPerSec.Change == changeBetter:
 			n.better++
-		case x.TotalTokensPerSec.Change == changeWorse:
+		case x.OutputTokensPerSec.Change == changeWorse:
 			n.worse++
-		case x.TotalTokensPerSec.Change == changeNoise:
+		case x.OutputTokensPerSec.Change == changeNoise:
 			n.noise++
 		default:
 			n.same++
@@ -123,8 +123,8 @@ func (cr *comparisonReport) htmlCounts() []htmlStatusCount {
 func (cr *comparisonReport) ratios() []float64 {
 	var out []float64
 	for _, x := range cr.c.Cells {
-		if x.TotalTokensPerSec.compared() {
-			out = append(out, x.TotalTokensPerSec.Ratio)
+		if x.OutputTokensPerSec.compared() {
+			out = append(out, x.OutputTokensPerSec.Ratio)
 		}
 	}
 	return out
@@ -158,10 +158,10 @@ func (cr *comparisonReport) charts() []chart.Chart {
 	for _, ctx := range g.contexts {
 		var pts []chart.Point
 		for _, n := range g.concurrency {
-			if x := g.at(ctx, n); x != nil && x.TotalTokensPerSec.compared() {
-				pts = append(pts, chart.Point{X: float64(n), Y: x.TotalTokensPerSec.Ratio, Hollow: x.StatusChanged,
+			if x := g.at(ctx, n); x != nil && x.OutputTokensPerSec.compared() {
+				pts = append(pts, chart.Point{X: float64(n), Y: x.OutputTokensPerSec.Ratio, Hollow: x.StatusChanged,
 					Title: fmt.Sprintf("%s: %s → %s tok/s, %s", placeLabel(ctx, n),
-						fmtRate(x.TotalTokensPerSec.Base), fmtRate(x.TotalTokensPerSec.Next), fmtRatio(x.TotalTokensPerSec))})
+						fmtRate(x.OutputTokensPerSec.Base), fmtRate(x.OutputTokensPerSec.Next), fmtRatio(x.OutputTokensPerSec))})
 			}
 		}
 		names = append(names, "context "+formatTokens(ctx))
@@ -183,7 +183,7 @@ func htmlCompareCell(x *CellChange) htmlCell {
 		r      *Ratio
 		format func(float64) string
 	}{
-		{"Total tok/s", x.TotalTokensPerSec, fmtRate}, {"Per request tok/s", x.PerRequestTokensPerSec, fmtRate},
+		{"Total tok/s", x.OutputTokensPerSec, fmtRate}, {"Per request tok/s", x.PerRequestTokensPerSec, fmtRate},
 		{"TTFT", x.TTFTp50, fmtTTFT}, {"Time between tokens", x.TBTp50, fmtTBT},
 		{"Tokens per joule", x.TokensPerJoule, fmtSignificant},
 	} {
@@ -198,22 +198,22 @@ func htmlCompareCell(x *CellChange) htmlCell {
 	if n := x.Note(); n != "" {
 		title = append(title, n)
 	}
-	hc := htmlCell{Title: strings.Join(title, "\n"), Status: x.TotalTokensPerSec.changeToken()}
+	hc := htmlCell{Title: strings.Join(title, "\n"), Status: x.OutputTokensPerSec.changeToken()}
 	lines := compareLines(x)
 	hc.Main = lines[0]
-	if !x.TotalTokensPerSec.compared() {
+	if !x.OutputTokensPerSec.compared() {
 		hc.Class = "notrun nonum"
 		if x.NextStatus == matrix.OverCapacity && x.BaseStatus == matrix.OverCapacity {
 			hc.Class = "over nonum"
 		}
 		return hc
 	}
-	switch x.TotalTokensPerSec.Change {
+	switch x.OutputTokensPerSec.Change {
 	case changeSame, changeNoise:
-		hc.Class = string(x.TotalTokensPerSec.Change)
+		hc.Class = string(x.OutputTokensPerSec.Change)
 	default:
-		hc.Class = string(x.TotalTokensPerSec.Change)
-		t := 0.5 + math.Max(-1, math.Min(1, math.Log2(x.TotalTokensPerSec.Ratio)))/2
+		hc.Class = string(x.OutputTokensPerSec.Change)
+		t := 0.5 + math.Max(-1, math.Min(1, math.Log2(x.OutputTokensPerSec.Ratio)))/2
 		col := rampColor(diverging, t)
 		hc.Style = template.CSS("background:" + hexColor(col) + ";color:" + textOn(col))
 	}

@@ -140,13 +140,13 @@ func compareLines(c *CellChange) []string {
 	if c == nil {
 		return []string{"—"}
 	}
-	if !c.TotalTokensPerSec.compared() {
+	if !c.OutputTokensPerSec.compared() {
 		if n := c.Note(); n != "" {
 			return []string{n}
 		}
 		return []string{wordsOf(c.NextStatus)}
 	}
-	lines := []string{fmtRatio(c.TotalTokensPerSec)}
+	lines := []string{fmtRatio(c.OutputTokensPerSec)}
 	if c.TTFTp50.compared() {
 		lines = append(lines, "TTFT "+fmtRatio(c.TTFTp50))
 	}
@@ -267,7 +267,7 @@ func compareLongRow(x CellChange) []string {
 		status = cmpStatusWords(x.BaseStatus) + " → " + cmpStatusWords(x.NextStatus)
 	}
 	return []string{formatTokens(x.ContextTokens), strconv.Itoa(x.Concurrency), status,
-		fmtPair(x.TotalTokensPerSec, fmtRate), fmtPair(x.PerRequestTokensPerSec, fmtRate),
+		fmtPair(x.OutputTokensPerSec, fmtRate), fmtPair(x.PerRequestTokensPerSec, fmtRate),
 		fmtPair(x.TTFTp50, fmtTTFT), fmtPair(x.TBTp50, fmtTBT), x.Note()}
 }
 
@@ -334,7 +334,7 @@ func (c *Comparison) writeCSV(w io.Writer) error {
 		presence := x.Presence
 		rec[0], rec[1], rec[2], rec[3] = "decode", strconv.Itoa(x.ContextTokens), strconv.Itoa(x.Concurrency), string(presence)
 		rec[4], rec[5] = tokenOf(x.BaseStatus), tokenOf(x.NextStatus)
-		ratio(rec, 6, x.TotalTokensPerSec, 1)
+		ratio(rec, 6, x.OutputTokensPerSec, 1)
 		ratio(rec, 9, x.PerRequestTokensPerSec, 1)
 		ratio(rec, 12, x.TTFTp50, 0)
 		ratio(rec, 15, x.TBTp50, 1)

@@ -47,7 +47,7 @@ func nextResults(t testing.TB) *matrix.Results {
 			case 16 * tokensK:
 				f, ttft = 0.87, 1.25
 			}
-			m.TotalTokensPerSec *= f
+			m.OutputTokensPerSec *= f
 			m.PerRequestTokensPerSec *= f
 			m.TBT.P50 /= f
 			m.TTFT.P50 *= ttft
@@ -57,7 +57,7 @@ func nextResults(t testing.TB) *matrix.Results {
 			c.Status, c.Reason = matrix.Valid, ""
 		case c.ContextTokens == 64*tokensK && c.Concurrency == 16:
 			c.Status, c.Reason = matrix.Valid, ""
-			c.Measurement = &matrix.Measurement{TotalTokensPerSec: 131.3, PerRequestTokensPerSec: 8.1, TTFT: matrix.Quantiles{P50: 8_820},
+			c.Measurement = &matrix.Measurement{OutputTokensPerSec: 131.3, PerRequestTokensPerSec: 8.1, TTFT: matrix.Quantiles{P50: 8_820},
 				TBT: matrix.Quantiles{P50: 121.9}, AvgActive: 16, OutputTokens: 3_939, MeasuredS: 30}
 		}
 		cells = append(cells, c)
@@ -112,12 +112,12 @@ func TestCompare(t *testing.T) {
 			assert.Equal(t, tc.nextMeasur, c.NextMeasured)
 			assert.Equal(t, tc.note, c.Note())
 			if tc.ratio == 0 {
-				assert.False(t, c.TotalTokensPerSec.compared())
+				assert.False(t, c.OutputTokensPerSec.compared())
 				return
 			}
-			require.True(t, c.TotalTokensPerSec.compared())
-			assert.InDelta(t, tc.ratio, c.TotalTokensPerSec.Ratio, 1e-9)
-			assert.Equal(t, tc.total, c.TotalTokensPerSec.Change)
+			require.True(t, c.OutputTokensPerSec.compared())
+			assert.InDelta(t, tc.ratio, c.OutputTokensPerSec.Ratio, 1e-9)
+			assert.Equal(t, tc.total, c.OutputTokensPerSec.Change)
 			assert.Equal(t, tc.total, c.PerRequestTokensPerSec.Change, "per-request tok/s moves with the total")
 			assert.Equal(t, tc.ttft, c.TTFTp50.Change)
 			// Time between tokens fell as tok/s rose: lower is better.
@@ -137,9 +137,9 @@ func TestCompare(t *testing.T) {
 	t.Run("with itself", func(t *testing.T) {
 		self := compareTwo(seedResults(t), seedResults(t))
 		for _, c := range self.Cells {
-			if c.TotalTokensPerSec.compared() {
-				assert.Equal(t, changeSame, c.TotalTokensPerSec.Change)
-				assert.InDelta(t, 1.0, c.TotalTokensPerSec.Ratio, 1e-12)
+			if c.OutputTokensPerSec.compared() {
+				assert.Equal(t, changeSame, c.OutputTokensPerSec.Change)
+				assert.InDelta(t, 1.0, c.OutputTokensPerSec.Ratio, 1e-12)
 			}
 			assert.False(t, c.StatusChanged)
 		}
@@ -221,7 +221,7 @@ func TestComparisonGolden(t *testing.T) {
 // and TTFT have a median and a 90th percentile spread apart by spread (a
 // share of the median), and whose figures are scaled by f.
 func noisyCell(ctx, conc, n int, spread, f float64) matrix.Cell {
-	m := &matrix.Measurement{TotalTokensPerSec: 400 * f, PerRequestTokensPerSec: 50 * f, Completed: n - conc,
+	m := &matrix.Measurement{OutputTokensPerSec: 400 * f, PerRequestTokensPerSec: 50 * f, Completed: n - conc,
 		TTFT:         matrix.Quantiles{P50: 1000 / f, P90: 1000 / f * (1 + spread), P99: 1000 / f * (1 + 2*spread)},
 		TBT:          matrix.Quantiles{P50: 20 / f, P90: 20 / f * (1 + spread), P99: 20 / f * (1 + 2*spread)},
 		OutputTokens: 12_000, MeasuredS: 30}
@@ -257,16 +257,16 @@ func TestCompareSeparatesChangeFromNoise(t *testing.T) {
 			next := &matrix.Results{Schema: matrix.Schema, Cells: []matrix.Cell{noisyCell(0, 8, tc.n, tc.spread, tc.f)}}
 			c := compareTwo(base, next).Cell(0, 8)
 			require.NotNil(t, c)
-			assert.Equal(t, tc.want, c.TotalTokensPerSec.Change, "total %+v", c.TotalTokensPerSec)
+			assert.Equal(t, tc.want, c.OutputTokensPerSec.Change, "total %+v", c.OutputTokensPerSec)
 			assert.Equal(t, tc.want, c.PerRequestTokensPerSec.Change, "per request %+v", c.PerRequestTokensPerSec)
 			assert.Equal(t, tc.wantTTFT, c.TTFTp50.Change, "TTFT %+v", c.TTFTp50)
 			if tc.n >= minIntervalRequests && tc.spread > 0 {
-				require.NotNil(t, c.TotalTokensPerSec.BaseInterval)
-				assert.Less(t, c.TotalTokensPerSec.BaseInterval.Low, 400.0)
-				assert.Greater(t, c.TotalTokensPerSec.BaseInterval.High, 400.0)
+				require.NotNil(t, c.OutputTokensPerSec.BaseInterval)
+				assert.Less(t, c.OutputTokensPerSec.BaseInterval.Low, 400.0)
+				assert.Greater(t, c.OutputTokensPerSec.BaseInterval.High, 400.0)
 				assert.Less(t, c.TTFTp50.NextInterval.Low, c.TTFTp50.Next)
 			} else {
-				assert.Nil(t, c.TotalTokensPerSec.BaseInterval)
+				assert.Nil(t, c.OutputTokensPerSec.BaseInterval)
 			}
 		})
 	}
@@ -284,7 +284,7 @@ func TestCompareFewRequests(t *testing.T) {
 		return &matrix.Results{Schema: matrix.Schema, Cells: []matrix.Cell{c}}
 	}
 	c := compareTwo(one(1), one(1.3)).Cell(128*tokensK, 1)
-	assert.Equal(t, changeBetter, c.TotalTokensPerSec.Change, "%+v", c.TotalTokensPerSec)
+	assert.Equal(t, changeBetter, c.OutputTokensPerSec.Change, "%+v", c.OutputTokensPerSec)
 	assert.Equal(t, changeBetter, c.TBTp50.Change, "%+v", c.TBTp50)
 	assert.Equal(t, changeNoise, c.TTFTp50.Change, "one request's TTFT: %+v", c.TTFTp50)
 
@@ -294,9 +294,9 @@ func TestCompareFewRequests(t *testing.T) {
 		return &matrix.Results{Schema: matrix.Schema, Cells: []matrix.Cell{c}}
 	}
 	c = compareTwo(elsewhere(1), elsewhere(1.3)).Cell(0, 4)
-	assert.Equal(t, changeBetter, c.TotalTokensPerSec.Change)
+	assert.Equal(t, changeBetter, c.OutputTokensPerSec.Change)
 	assert.Equal(t, changeBetter, c.TTFTp50.Change)
-	assert.Nil(t, c.TotalTokensPerSec.BaseInterval)
+	assert.Nil(t, c.OutputTokensPerSec.BaseInterval)
 }
 
 // TestCompareSameServerTwice compares two runs of the same simulated
@@ -334,7 +334,7 @@ func TestCompareSameServerTwice(t *testing.T) {
 		}
 		for _, c := range r.Cells {
 			if m := c.Measurement; m != nil {
-				t.Logf("%s × %d: req %d done %d err %d total %.1f per %.1f active %.2f tokens %d in %.2f s warm %.1f ttft %+v tbt %+v lag %v cpu %.2f limited %v %s", formatTokens(c.ContextTokens), c.Concurrency, c.Requests, m.Completed, c.Errors, m.TotalTokensPerSec, m.PerRequestTokensPerSec, m.AvgActive, m.OutputTokens, m.MeasuredS, m.WarmupS, m.TTFT, m.TBT, m.Client.Lag.P99, m.Client.CPU, m.ClientLimited, m.Client.Reason)
+				t.Logf("%s × %d: req %d done %d err %d total %.1f per %.1f active %.2f tokens %d in %.2f s warm %.1f ttft %+v tbt %+v lag %v cpu %.2f limited %v %s", formatTokens(c.ContextTokens), c.Concurrency, c.Requests, m.Completed, c.Errors, m.OutputTokensPerSec, m.PerRequestTokensPerSec, m.AvgActive, m.OutputTokens, m.MeasuredS, m.WarmupS, m.TTFT, m.TBT, m.Client.Lag.P99, m.Client.CPU, m.ClientLimited, m.Client.Reason)
 			}
 		}
 	}
@@ -349,7 +349,7 @@ func TestCompareSameServerTwice(t *testing.T) {
 		}
 	}
 	for _, c := range same.Cells {
-		for name, r := range map[string]*Ratio{"total": c.TotalTokensPerSec, "per request": c.PerRequestTokensPerSec, "TTFT": c.TTFTp50, "TBT": c.TBTp50} {
+		for name, r := range map[string]*Ratio{"total": c.OutputTokensPerSec, "per request": c.PerRequestTokensPerSec, "TTFT": c.TTFTp50, "TBT": c.TBTp50} {
 			if r.compared() {
 				assert.NotContains(t, []Change{changeBetter, changeWorse}, r.Change,
 					"%s × %d %s: %.1f → %.1f (%v, %v)", formatTokens(c.ContextTokens), c.Concurrency, name, r.Base, r.Next, r.BaseInterval, r.NextInterval)
@@ -365,7 +365,7 @@ func TestCompareSameServerTwice(t *testing.T) {
 	}
 	checked := 0
 	for _, c := range slower.Cells {
-		require.True(t, c.TotalTokensPerSec.compared(), "%s × %d", formatTokens(c.ContextTokens), c.Concurrency)
+		require.True(t, c.OutputTokensPerSec.compared(), "%s × %d", formatTokens(c.ContextTokens), c.Concurrency)
 		if limited(a, c) || limited(slow, c) {
 			// The client's timers were late (a loaded machine): its
 			// figures may be its own, and no change in them is told.
@@ -373,8 +373,8 @@ func TestCompareSameServerTwice(t *testing.T) {
 			continue
 		}
 		checked++
-		assert.Equal(t, changeWorse, c.TotalTokensPerSec.Change, "%s × %d total: %.1f → %.1f (%v, %v)", formatTokens(c.ContextTokens), c.Concurrency,
-			c.TotalTokensPerSec.Base, c.TotalTokensPerSec.Next, c.TotalTokensPerSec.BaseInterval, c.TotalTokensPerSec.NextInterval)
+		assert.Equal(t, changeWorse, c.OutputTokensPerSec.Change, "%s × %d total: %.1f → %.1f (%v, %v)", formatTokens(c.ContextTokens), c.Concurrency,
+			c.OutputTokensPerSec.Base, c.OutputTokensPerSec.Next, c.OutputTokensPerSec.BaseInterval, c.OutputTokensPerSec.NextInterval)
 	}
 	if checked == 0 {
 		t.Skip("every cell was client-limited: this machine is too loaded to tell a slower server")
@@ -441,10 +441,10 @@ func TestCompareClientLimited(t *testing.T) {
 	next := &matrix.Results{Schema: matrix.Schema, Cells: []matrix.Cell{noisyCell(0, 8, 400, 0.2, 0.5)}}
 	next.Cells[0].Measurement.ClientLimited = true
 	c := compareTwo(base, next).Cell(0, 8)
-	assert.Equal(t, changeNoise, c.TotalTokensPerSec.Change)
+	assert.Equal(t, changeNoise, c.OutputTokensPerSec.Change)
 	assert.Equal(t, changeNoise, c.TTFTp50.Change)
 	next.Cells[0].Measurement.ClientLimited = false
-	assert.Equal(t, changeWorse, compareTwo(base, next).Cell(0, 8).TotalTokensPerSec.Change)
+	assert.Equal(t, changeWorse, compareTwo(base, next).Cell(0, 8).OutputTokensPerSec.Change)
 }
 
 // TestCompareRuns compares sides of repeated runs: a side's figure is the
@@ -458,23 +458,23 @@ func TestCompareRuns(t *testing.T) {
 
 	// One run against one: 1.2 is beyond the run's own tight interval.
 	c := compareTwo(base[0], run(1.2)).Cell(0, 8)
-	assert.Equal(t, changeBetter, c.TotalTokensPerSec.Change)
+	assert.Equal(t, changeBetter, c.OutputTokensPerSec.Change)
 
 	// Against the three: their spread (1 to 1.3) holds 1.2.
 	cmp := Compare(base, []*matrix.Results{run(1.2), run(1.25)})
 	c = cmp.Cell(0, 8)
-	assert.Equal(t, changeNoise, c.TotalTokensPerSec.Change, "%+v", c.TotalTokensPerSec)
-	assert.InDelta(t, 440, c.TotalTokensPerSec.Base, 1e-9, "the median of 400, 520 and 440")
-	assert.InDelta(t, 490, c.TotalTokensPerSec.Next, 1e-9, "the median of 480 and 500")
-	require.NotNil(t, c.TotalTokensPerSec.BaseInterval)
-	assert.LessOrEqual(t, c.TotalTokensPerSec.BaseInterval.Low, 400.0)
-	assert.GreaterOrEqual(t, c.TotalTokensPerSec.BaseInterval.High, 520.0)
+	assert.Equal(t, changeNoise, c.OutputTokensPerSec.Change, "%+v", c.OutputTokensPerSec)
+	assert.InDelta(t, 440, c.OutputTokensPerSec.Base, 1e-9, "the median of 400, 520 and 440")
+	assert.InDelta(t, 490, c.OutputTokensPerSec.Next, 1e-9, "the median of 480 and 500")
+	require.NotNil(t, c.OutputTokensPerSec.BaseInterval)
+	assert.LessOrEqual(t, c.OutputTokensPerSec.BaseInterval.Low, 400.0)
+	assert.GreaterOrEqual(t, c.OutputTokensPerSec.BaseInterval.High, 520.0)
 	assert.Equal(t, 3, cmp.Base.Runs)
 	assert.Equal(t, 2, cmp.Next.Runs)
 
 	// Twice as fast stands out of any of it.
 	c = Compare(base, []*matrix.Results{run(2), run(2.1)}).Cell(0, 8)
-	assert.Equal(t, changeBetter, c.TotalTokensPerSec.Change)
+	assert.Equal(t, changeBetter, c.OutputTokensPerSec.Change)
 	assert.Equal(t, changeBetter, c.TTFTp50.Change)
 
 	// Two runs of one request each: their spread tells the noise the
@@ -512,7 +512,7 @@ func TestComparePrefillOverCapacity(t *testing.T) {
 				{ContextTokens: tokensK, Status: matrix.Valid, PromptTokens: 1030, PromptTokensPerSec: 3000, TTFT: 340},
 				{ContextTokens: 4 * tokensK, Status: matrix.OverCapacity, Reason: "predicted: one request needs 4113 tokens > max_model_len 2048"},
 			},
-			Cells: []matrix.Cell{{ContextTokens: 0, Concurrency: 1, Status: matrix.Valid, Measurement: &matrix.Measurement{TotalTokensPerSec: 300, PerRequestTokensPerSec: 300}}}}
+			Cells: []matrix.Cell{{ContextTokens: 0, Concurrency: 1, Status: matrix.Valid, Measurement: &matrix.Measurement{OutputTokensPerSec: 300, PerRequestTokensPerSec: 300}}}}
 	}
 	cmp := compareTwo(run(), run())
 	require.Len(t, cmp.Prefill, 2)

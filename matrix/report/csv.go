@@ -125,7 +125,7 @@ func csvCell(c *matrix.Cell) []string {
 		return rec
 	}
 	if hasRates(c) {
-		rec[4] = csvPositive(m.TotalTokensPerSec, 1)
+		rec[4] = csvPositive(m.OutputTokensPerSec, 1)
 		rec[5] = csvPositive(m.PerRequestTokensPerSec, 1)
 		rec[6] = csvPositive(m.TTFT.P50, 0)
 		rec[7] = csvPositive(m.TBT.P50, 1)

@@ -26,14 +26,14 @@ func tinyResults() *matrix.Results {
 		},
 		Cells: []matrix.Cell{
 			{ContextTokens: 0, Concurrency: 1, Status: matrix.Valid, Measurement: &matrix.Measurement{
-				TotalTokensPerSec: 81.5, PerRequestTokensPerSec: 81.8, TTFT: matrix.Quantiles{P50: 81}, TBT: matrix.Quantiles{P50: 12.2},
+				OutputTokensPerSec: 81.5, PerRequestTokensPerSec: 81.8, TTFT: matrix.Quantiles{P50: 81}, TBT: matrix.Quantiles{P50: 12.2},
 				AvgActive: 1, OutputTokens: 2444, MeasuredS: 30}},
 			{ContextTokens: 0, Concurrency: 4, Status: matrix.Valid, Measurement: &matrix.Measurement{
-				TotalTokensPerSec: 288.8, PerRequestTokensPerSec: 72.7, TTFT: matrix.Quantiles{P50: 227}, TBT: matrix.Quantiles{P50: 13.7},
+				OutputTokensPerSec: 288.8, PerRequestTokensPerSec: 72.7, TTFT: matrix.Quantiles{P50: 227}, TBT: matrix.Quantiles{P50: 13.7},
 				AvgActive: 4, OutputTokens: 8660, MeasuredS: 30}},
 			{ContextTokens: 16 * 1024, Concurrency: 1, Status: matrix.RequestsQueued,
 				Reason: "a waiting request was sampled", Measurement: &matrix.Measurement{
-					TotalTokensPerSec: 69.0, PerRequestTokensPerSec: 69.2, TTFT: matrix.Quantiles{P50: 1272}, TBT: matrix.Quantiles{P50: 14.4},
+					OutputTokensPerSec: 69.0, PerRequestTokensPerSec: 69.2, TTFT: matrix.Quantiles{P50: 1272}, TBT: matrix.Quantiles{P50: 14.4},
 					AvgActive: 0.9, OutputTokens: 2072, MeasuredS: 30}},
 			{ContextTokens: 16 * 1024, Concurrency: 4, Status: matrix.OverCapacity,
 				Reason: "4 × (16384 + 8192) = 98304 tokens > 80000 KV tokens"},
@@ -81,14 +81,14 @@ func ExampleWrite() {
 // base run's; changes beyond 5% are marked ▲ (faster) or ▼ (slower).
 func ExampleCompare_oneRunEach() {
 	base, next := tinyResults(), tinyResults()
-	next.Cells[0].Measurement = &matrix.Measurement{TotalTokensPerSec: 91.3, PerRequestTokensPerSec: 91.6,
+	next.Cells[0].Measurement = &matrix.Measurement{OutputTokensPerSec: 91.3, PerRequestTokensPerSec: 91.6,
 		TTFT: matrix.Quantiles{P50: 73}, TBT: matrix.Quantiles{P50: 10.9}, OutputTokens: 2739, MeasuredS: 30}
 	next.Cells[2].Status = matrix.Valid
 
 	cmp := report.Compare([]*matrix.Results{base}, []*matrix.Results{next})
 	c := cmp.Cell(0, 1)
 	fmt.Printf("0 × 1: total tok/s %.2f× (%s), TTFT %.2f× (%s)\n",
-		c.TotalTokensPerSec.Ratio, c.TotalTokensPerSec.Change, c.TTFTp50.Ratio, c.TTFTp50.Change)
+		c.OutputTokensPerSec.Ratio, c.OutputTokensPerSec.Change, c.TTFTp50.Ratio, c.TTFTp50.Change)
 	fmt.Println("16K × 1:", cmp.Cell(16*1024, 1).Note())
 	fmt.Println()
 	if err := cmp.Write(os.Stdout, report.Table); err != nil {
@@ -129,14 +129,14 @@ func ExampleCompare() {
 	run := func(total float64) *matrix.Results {
 		return &matrix.Results{Schema: matrix.Schema, Complete: true, Cells: []matrix.Cell{{
 			ContextTokens: 0, Concurrency: 1, Status: matrix.Valid, Requests: 12,
-			Measurement: &matrix.Measurement{TotalTokensPerSec: total, PerRequestTokensPerSec: total,
+			Measurement: &matrix.Measurement{OutputTokensPerSec: total, PerRequestTokensPerSec: total,
 				TTFT: matrix.Quantiles{P50: 80, P90: 82, P99: 85}, TBT: matrix.Quantiles{P50: 1000 / total, P90: 1000 / total, P99: 1000 / total},
 				OutputTokens: int(30 * total), MeasuredS: 30}}}}
 	}
 	before := []*matrix.Results{run(80), run(92)}
 	for _, after := range []float64{91, 120} {
 		c := report.Compare(before, []*matrix.Results{run(after)}).Cell(0, 1)
-		fmt.Printf("%.1f → %.1f tok/s: %.2f× %s\n", c.TotalTokensPerSec.Base, c.TotalTokensPerSec.Next, c.TotalTokensPerSec.Ratio, c.TotalTokensPerSec.Change)
+		fmt.Printf("%.1f → %.1f tok/s: %.2f× %s\n", c.OutputTokensPerSec.Base, c.OutputTokensPerSec.Next, c.OutputTokensPerSec.Ratio, c.OutputTokensPerSec.Change)
 	}
 	// Output:
 	// 86.0 → 91.0 tok/s: 1.06× noise

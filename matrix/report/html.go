@@ -164,7 +164,7 @@ func (rp *report) heatScale() (s heatScale, ok bool) {
 	s = heatScale{lo: math.Inf(1), hi: math.Inf(-1)}
 	for _, c := range rp.cells {
 		if hasRates(c) && c.Status != matrix.Failed {
-			s.lo, s.hi = min(s.lo, c.Measurement.TotalTokensPerSec), max(s.hi, c.Measurement.TotalTokensPerSec)
+			s.lo, s.hi = min(s.lo, c.Measurement.OutputTokensPerSec), max(s.hi, c.Measurement.OutputTokensPerSec)
 		}
 	}
 	return s, !math.IsInf(s.lo, 0)
@@ -191,20 +191,20 @@ func (rp *report) htmlHighlights() []htmlFact {
 		if !hasRates(c) || c.Status != matrix.Valid {
 			continue
 		}
-		if peak == nil || c.Measurement.TotalTokensPerSec > peak.Measurement.TotalTokensPerSec {
+		if peak == nil || c.Measurement.OutputTokensPerSec > peak.Measurement.OutputTokensPerSec {
 			peak = c
 		}
-		if c.Concurrency == 1 && (single == nil || c.Measurement.TotalTokensPerSec > single.Measurement.TotalTokensPerSec) {
+		if c.Concurrency == 1 && (single == nil || c.Measurement.OutputTokensPerSec > single.Measurement.OutputTokensPerSec) {
 			single = c
 		}
 	}
 	var out []htmlFact
 	if peak != nil {
-		out = append(out, htmlFact{Label: "Peak throughput", Value: fmtRate(peak.Measurement.TotalTokensPerSec) + " tok/s",
+		out = append(out, htmlFact{Label: "Peak throughput", Value: fmtRate(peak.Measurement.OutputTokensPerSec) + " tok/s",
 			Detail: fmt.Sprintf("%d requests at context %s", peak.Concurrency, formatTokens(peak.ContextTokens))})
 	}
 	if single != nil {
-		out = append(out, htmlFact{Label: "One request", Value: fmtRate(single.Measurement.TotalTokensPerSec) + " tok/s",
+		out = append(out, htmlFact{Label: "One request", Value: fmtRate(single.Measurement.OutputTokensPerSec) + " tok/s",
 			Detail: "at context " + formatTokens(single.ContextTokens) + ", " + fmtTTFT(single.Measurement.TTFT.P50) + " TTFT"})
 	}
 	if best := rp.fastestPrefill(); best != nil {
@@ -277,10 +277,10 @@ func htmlGridCell(c *matrix.Cell, ctx, n int, scale heatScale) htmlCell {
 	// A failed cell keeps its numbers but not the scale's color: they
 	// are not a measurement of the server's speed.
 	if c.Status != matrix.Failed {
-		bg, fg := scale.colors(c.Measurement.TotalTokensPerSec)
+		bg, fg := scale.colors(c.Measurement.OutputTokensPerSec)
 		hc.Style = template.CSS("background:" + bg + ";color:" + fg)
 	}
-	hc.Main = fmtRate(c.Measurement.TotalTokensPerSec)
+	hc.Main = fmtRate(c.Measurement.OutputTokensPerSec)
 	if c.Measurement.TTFT.P50 > 0 {
 		hc.Sub = fmtTTFT(c.Measurement.TTFT.P50) + " TTFT"
 	}
@@ -316,7 +316,7 @@ func cellTooltip(c *matrix.Cell) string {
 	if m := c.Measurement; m != nil {
 		if hasRates(c) {
 			lines = append(lines,
-				"Total "+fmtRate(m.TotalTokensPerSec)+" tok/s · per request "+fmtRate(m.PerRequestTokensPerSec)+" tok/s",
+				"Total "+fmtRate(m.OutputTokensPerSec)+" tok/s · per request "+fmtRate(m.PerRequestTokensPerSec)+" tok/s",
 				"TTFT "+quantileText(m.TTFT, 0),
 				"Time between tokens "+quantileText(m.TBT, 1))
 			if m.ITL.P50 > 0 {

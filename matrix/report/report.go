@@ -355,7 +355,7 @@ func statusWords(c *matrix.Cell) string {
 // latencies mean something. A cell that ran and starved has a measurement
 // (its window, its average active requests) but no rates.
 func hasRates(c *matrix.Cell) bool {
-	return c != nil && c.Measurement != nil && c.Measurement.TotalTokensPerSec > 0
+	return c != nil && c.Measurement != nil && c.Measurement.OutputTokensPerSec > 0
 }
 
 // marks returns the footnote marks of a cell's numbers.
@@ -384,7 +384,7 @@ func gridLines(c *matrix.Cell) []string {
 	if !hasRates(c) {
 		return []string{statusWords(c)}
 	}
-	lines := []string{fmtRate(c.Measurement.TotalTokensPerSec) + marks(c)}
+	lines := []string{fmtRate(c.Measurement.OutputTokensPerSec) + marks(c)}
 	if c.Status != matrix.Valid {
 		lines = append(lines, statusWords(c))
 	}
@@ -513,7 +513,7 @@ func longCellRow(c *matrix.Cell) []string {
 		return row
 	}
 	if hasRates(c) {
-		row[4] = fmtRate(m.TotalTokensPerSec) + marks(c)
+		row[4] = fmtRate(m.OutputTokensPerSec) + marks(c)
 		row[5] = dashUnlessPositive(m.PerRequestTokensPerSec, fmtRate)
 		row[6] = dashUnlessPositive(m.TTFT.P50, fmtTTFT)
 		row[7] = dashUnlessPositive(m.TBT.P50, fmtTBT)

@@ -69,7 +69,7 @@ func readMeasurementsCSV(t testing.TB, path string) *matrix.Results {
 			if slices.ContainsFunc(rec[4:], func(s string) bool { return s != "" }) {
 				c.PromptTokens = ctx
 				c.Measurement = &matrix.Measurement{
-					TotalTokensPerSec:      num(rec[4]),
+					OutputTokensPerSec:     num(rec[4]),
 					PerRequestTokensPerSec: num(rec[5]),
 					TTFT:                   matrix.Quantiles{P50: num(rec[6])},
 					TBT:                    matrix.Quantiles{P50: num(rec[7])},
@@ -138,7 +138,7 @@ func seedResults(t testing.TB) *matrix.Results {
 func simulatedResults() *matrix.Results {
 	meas := func(total, perReq, ttft, tbt, active float64, out int) *matrix.Measurement {
 		return &matrix.Measurement{
-			TotalTokensPerSec: total, PerRequestTokensPerSec: perReq,
+			OutputTokensPerSec: total, PerRequestTokensPerSec: perReq,
 			TTFT:      matrix.Quantiles{P50: ttft, P90: ttft * 1.4, P99: ttft * 2},
 			TBT:       matrix.Quantiles{P50: tbt, P90: tbt * 1.1, P99: tbt * 1.3},
 			ITL:       matrix.Quantiles{P50: tbt, P90: tbt * 1.2, P99: tbt * 1.6},

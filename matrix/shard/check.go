@@ -43,9 +43,9 @@ func checkJoin(r *joinResponse) error {
 func checkShare(sh *fleet.Share, now time.Time) error {
 	bad := func(format string, args ...any) error { return &errLeader{fmt.Sprintf(format, args...)} }
 	switch {
-	case sh.Streams < 1 || sh.Streams > matrix.MaxConcurrency:
-		return bad("%d streams (a process runs 1 to %d)", sh.Streams, matrix.MaxConcurrency)
-	case sh.Concurrency < sh.Streams || sh.Concurrency > matrix.MaxConcurrency*maxFollowers:
+	case sh.Streams < 1 || sh.Streams > matrix.MaxStreams:
+		return bad("%d streams (a process runs 1 to %d)", sh.Streams, matrix.MaxStreams)
+	case sh.Concurrency < sh.Streams || sh.Concurrency > matrix.MaxStreams*maxFollowers:
 		return bad("%d streams of a cell of %d", sh.Streams, sh.Concurrency)
 	case sh.MaxTokens < 1 || sh.MaxTokens > fleet.MaxContextTokens:
 		return bad("%d tokens a request", sh.MaxTokens)

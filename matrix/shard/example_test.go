@@ -22,8 +22,8 @@ func ExampleLeader() {
 	spec := matrix.Spec{
 		URL: srv.URL + "/v1", API: loadgen.Completions, MaxTokens: 10000,
 		Contexts: []int{0}, Concurrency: []int{4, 6}, Prefill: []int{},
-		Duration: 2 * time.Second,
-		Warmup:   &matrix.Warmup{Min: 300 * time.Millisecond, Flow: 500 * time.Millisecond},
+		Duration:   2 * time.Second,
+		WarmupRule: &matrix.WarmupRule{Min: 300 * time.Millisecond, Flow: 500 * time.Millisecond},
 	}
 
 	token := shard.NewToken() // every shard's: the followers take it from a secret
@@ -57,7 +57,7 @@ func ExampleLeader() {
 		for _, s := range m.Shards {
 			tokens += s.OutputTokens
 		}
-		// m.TotalTokensPerSec is the cell's total over every shard (about
+		// m.OutputTokensPerSec is the cell's total over every shard (about
 		// 100 a stream here: TestShardedRunAcrossProcesses holds it to 3%).
 		fmt.Printf("%d streams: %s, %d shards, shares %d+%d, shards' tokens add up: %v\n",
 			c.Concurrency, c.Status, len(m.Shards), m.Shards[0].Streams, m.Shards[1].Streams, tokens == m.OutputTokens)

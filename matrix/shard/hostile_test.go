@@ -41,7 +41,7 @@ func quickSpec(url string, concurrency ...int) matrix.Spec {
 		URL: url, Model: loadgentest.DefaultModel, API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: concurrency, Prefill: []int{},
 		Duration: time.Second, MaxTokens: 30000,
-		Warmup: &matrix.Warmup{Min: 200 * time.Millisecond, Flow: 300 * time.Millisecond,
+		WarmupRule: &matrix.WarmupRule{Min: 200 * time.Millisecond, Flow: 300 * time.Millisecond,
 			Timeout: 15 * time.Second},
 	}
 }
@@ -192,7 +192,7 @@ func TestRogueFollowerWithTheSecret(t *testing.T) {
 		assert.Empty(t, m.Shards[0].Lost, "the leader's part stays")
 		assert.Equal(t, m.Shards[0].OutputTokens, m.OutputTokens, "the cell holds the leader's tokens alone")
 		assert.Positive(t, m.OutputTokens)
-		assert.Less(t, m.TotalTokensPerSec, 1e6, "no lie reaches the figures")
+		assert.Less(t, m.OutputTokensPerSec, 1e6, "no lie reaches the figures")
 	}
 }
 

@@ -448,9 +448,9 @@ func (l *Leader) StartCell(ctx context.Context, sh fleet.Share) (fleet.Cell, err
 		}
 	}
 	split := fleet.Split(sh.Concurrency, 1+len(live))
-	if split[0] > matrix.MaxConcurrency {
+	if split[0] > matrix.MaxStreams {
 		return nil, fmt.Errorf("shard: %d streams over %s (of %d planned) are %d a shard, above %d, the most one process runs with honest timing",
-			sh.Concurrency, shardCount(1+len(live)), l.Shards(), split[0], matrix.MaxConcurrency)
+			sh.Concurrency, shardCount(1+len(live)), l.Shards(), split[0], matrix.MaxStreams)
 	}
 	sh.Launch = time.Now().Add(launchDelay).Round(0)
 	c := &cell{l: l, shares: map[int]fleet.Share{}, ready: map[int]bool{},

@@ -29,7 +29,7 @@ func pacedSpec(url string, concurrency ...int) matrix.Spec {
 		URL: url, Model: loadgentest.DefaultModel, API: loadgen.Completions,
 		Contexts: []int{0}, Concurrency: concurrency, Prefill: []int{},
 		Duration: 3 * time.Second, MaxTokens: 30000,
-		Warmup: &matrix.Warmup{Min: 300 * time.Millisecond, Flow: 500 * time.Millisecond,
+		WarmupRule: &matrix.WarmupRule{Min: 300 * time.Millisecond, Flow: 500 * time.Millisecond,
 			Timeout: 15 * time.Second},
 	}
 }
@@ -113,7 +113,7 @@ func TestFleetMergesShards(t *testing.T) {
 		}
 		assert.Equal(t, split(c.Concurrency, 3), shares)
 		assert.Equal(t, tokens, c.Measurement.OutputTokens, "the merged tokens are the shards' tokens")
-		assert.InEpsilon(t, 100*float64(c.Concurrency), c.Measurement.TotalTokensPerSec, 0.05, "%d streams", c.Concurrency)
+		assert.InEpsilon(t, 100*float64(c.Concurrency), c.Measurement.OutputTokensPerSec, 0.05, "%d streams", c.Concurrency)
 		assert.InDelta(t, 10, c.Measurement.TBT.P50, 0.3)
 		require.NotNil(t, c.Measurement.Recording)
 		assert.Equal(t, int64(c.Measurement.Recording.Summary.Requests), c.Measurement.Recording.Histograms.Latency.Summary().Count+int64(c.Measurement.Recording.Summary.Canceled+c.Measurement.Recording.Summary.Failed),
@@ -160,24 +160,24 @@ func TestFleetLosesASilentFollower(t *testing.T) {
 	assert.Equal(t, first.Concurrency-lost.Streams, first.Measurement.Shards[0].Streams+first.Measurement.Shards[3-lost.Index].Streams)
 	// The shards left, within 10%: the server and every shard share this
 	// process, and the test runs beside others.
-	assert.InEpsilon(t, 100*float64(first.Concurrency-lost.Streams), first.Measurement.TotalTokensPerSec, 0.1, "the shards left: %.1f tok/s; %s", first.Measurement.TotalTokensPerSec, f.log.String())
+	assert.InEpsilon(t, 100*float64(first.Concurrency-lost.Streams), first.Measurement.OutputTokensPerSec, 0.1, "the shards left: %.1f tok/s; %s", first.Measurement.OutputTokensPerSec, f.log.String())
 
 	second := res.Cells[1]
 	require.NotNil(t, second.Measurement, f.log.String())
 	assert.False(t, second.Measurement.Partial)
 	require.Len(t, second.Measurement.Shards, 2, "the next cell runs on the shards left")
 	assert.Equal(t, []int{3, 3}, []int{second.Measurement.Shards[0].Streams, second.Measurement.Shards[1].Streams})
-	assert.InEpsilon(t, 600, second.Measurement.TotalTokensPerSec, 0.05)
+	assert.InEpsilon(t, 600, second.Measurement.OutputTokensPerSec, 0.05)
 }
 
 // TestLeaderRefusesACellTooLargeForItsShards: a spec of more streams than
-// one process holds is a sharded run's to take, MaxConcurrency a shard;
+// one process holds is a sharded run's to take, MaxStreams a shard;
 // when fewer followers join than it planned, a cell whose share would pass
 // that is failed with the reason, before any of its streams is sent.
 func TestLeaderRefusesACellTooLargeForItsShards(t *testing.T) {
 	srv := loadgentest.NewServer(loadgentest.FastProfile())
 	defer srv.Close()
-	spec := pacedSpec(srv.URL+"/v1", matrix.MaxConcurrency+1)
+	spec := pacedSpec(srv.URL+"/v1", matrix.MaxStreams+1)
 	spec.MaxTokens = 100 // within the simulator's KV cache
 	_, err := (&matrix.Runner{Spec: spec, Client: &loadgen.Client{BaseURL: spec.URL, HTTPClient: srv.Client()}}).Run(t.Context())
 	require.Error(t, err, "one process is refused")
@@ -243,7 +243,7 @@ func TestFleetLateJoinWaitsForTheNextCell(t *testing.T) {
 	assert.False(t, first.Measurement.Partial, "a join is no loss")
 	require.Len(t, first.Measurement.Shards, 2, "the cell that was running when it joined is the leader's and the first follower's")
 	assert.Equal(t, []int{2, 2}, []int{first.Measurement.Shards[0].Streams, first.Measurement.Shards[1].Streams})
-	assert.InEpsilon(t, 400, first.Measurement.TotalTokensPerSec, 0.05)
+	assert.InEpsilon(t, 400, first.Measurement.OutputTokensPerSec, 0.05)
 	assert.NotContains(t, late.String(), "cell 1:", "it ran no share of cell 1")
 
 	second := res.Cells[1]
@@ -252,7 +252,7 @@ func TestFleetLateJoinWaitsForTheNextCell(t *testing.T) {
 	assert.Equal(t, "late", second.Measurement.Shards[2].Name)
 	assert.Equal(t, 2, second.Measurement.Shards[2].Streams)
 	assert.Positive(t, second.Measurement.Shards[2].OutputTokens)
-	assert.InEpsilon(t, 600, second.Measurement.TotalTokensPerSec, 0.05)
+	assert.InEpsilon(t, 600, second.Measurement.OutputTokensPerSec, 0.05)
 	assert.Contains(t, late.String(), "cell 2: context 0 × 6, 2 streams here")
 }
 
@@ -301,7 +301,7 @@ func TestFleetReportsAClockOff(t *testing.T) {
 	assert.Contains(t, strings.Join(c.Measurement.Notes, "\n"), "ms ahead of the leader's")
 	assert.Contains(t, strings.Join(c.Measurement.Notes, "\n"), "more than 1% of the window")
 	assert.Positive(t, s.OutputTokens)
-	assert.InEpsilon(t, 400, c.Measurement.TotalTokensPerSec, 0.05, "both shards measured the window")
+	assert.InEpsilon(t, 400, c.Measurement.OutputTokensPerSec, 0.05, "both shards measured the window")
 }
 
 // TestFleetInterruptedBeforeTheWindow: a run interrupted after a cell has

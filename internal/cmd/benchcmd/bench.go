@@ -44,7 +44,7 @@ type Flags struct {
 	arrival                     loadgen.Arrival
 	duration, warmup, series    time.Duration
 	requests                    int
-	rates, throughput           int
+	rates, throughputStreams    int
 	objective                   sweep.Objective
 	sloAxis                     sweep.Axis
 	sloLow, sloHigh, sloStep    float64
@@ -69,7 +69,7 @@ func (b *Flags) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&b.series, "series", time.Second, "interval of each run's time series, in the results (0 keeps none)")
 	fs.IntVar(&b.requests, "requests", 0, "send this many requests a run and wait for them all, instead of a -duration window")
 	fs.IntVar(&b.rates, "rates", sweep.DefaultRates, "rates a sweep runs between its synchronous and throughput runs (0: the default)")
-	fs.IntVar(&b.throughput, "throughput", sweep.DefaultThroughput, "streams of a sweep's or a search's throughput run, and the top of a search of streams without -slo-high")
+	fs.IntVar(&b.throughputStreams, "throughput", sweep.DefaultThroughputStreams, "streams of a sweep's or a search's throughput run, and the top of a search of streams without -slo-high")
 	fs.StringVar(&b.arrivalFlag, "arrival", "constant", "arrivals of a sweep's and a search's rate runs: constant, poisson or gamma (with -burstiness)")
 
 	fs.DurationVar(&b.objective.SLO.TTFT, "slo-ttft", 0, "objective on time to first token, for goodput and -profile slo")
@@ -223,7 +223,7 @@ func (b *Flags) Batch() int { return b.batch }
 // bm.Run checks them all, and [Flags.Fields] names its errors as flags.
 func (b *Flags) Benchmark(bm *sweep.Benchmark) {
 	bm.Duration, bm.Warmup, bm.Requests, bm.Series = b.duration, b.warmup, b.requests, b.series
-	bm.Objective, bm.Throughput = b.objective, b.throughput
+	bm.Objective, bm.ThroughputStreams = b.objective, b.throughputStreams
 	arrival := map[string]loadgen.Arrival{"rate": loadgen.Constant, "constant": loadgen.Constant, "poisson": loadgen.Poisson, "gamma": loadgen.Gamma}[b.profile]
 	if b.profile == "sweep" || b.profile == "slo" {
 		arrival = b.arrival
@@ -271,7 +271,7 @@ func (b *Flags) Fields() cli.Fields {
 	}
 	return cli.Fields{
 		"Benchmark.Concurrency": "-concurrency", "Benchmark.Rates": "-rate", "Benchmark.Open": open, "Benchmark.Open.Rate": "-rate",
-		"Benchmark.Load": "-max-in-flight", "Benchmark.Sweep": "-rates", "Benchmark.Throughput": "-throughput",
+		"Benchmark.Load": "-max-in-flight", "Benchmark.Sweep": "-rates", "Benchmark.ThroughputStreams": "-throughput",
 		"Benchmark.Duration": "-duration", "Benchmark.Warmup": "-warmup", "Benchmark.Requests": "-requests", "Benchmark.Series": "-series",
 		"Benchmark.Objective": objective, "Benchmark.Search": "-slo-axis", "Benchmark.Low": "-slo-low", "Benchmark.High": "-slo-high",
 		"Benchmark.Step": "-slo-step", "Benchmark.MaxRuns": "-slo-max-runs", "Benchmark.Client": "-url",
@@ -319,7 +319,7 @@ func (b *Flags) IgnoreEOS() bool { return b.ignoreEOS }
 // Conns is how many connections the benchmark's client keeps to the
 // server: enough for its most streams and a few more.
 func (b *Flags) Conns() int {
-	most := max(b.throughput, b.maxInFlight, loadgen.DefaultMaxInFlight, int(min(b.sloHigh, 1<<14)))
+	most := max(b.throughputStreams, b.maxInFlight, loadgen.DefaultMaxInFlight, int(min(b.sloHigh, 1<<14)))
 	for _, n := range b.concurrency {
 		most = max(most, n)
 	}

@@ -6,14 +6,13 @@ import (
 
 	"github.com/llmload/llmload/internal/errlist"
 	"github.com/llmload/llmload/loadgen"
-	"github.com/llmload/llmload/matrix"
 )
 
 // Fields maps the settings of a library's values, named as a
 // [loadgen.ConfigError] names them ("Benchmark.Concurrency"), to the
 // flags that set them ("-concurrency"): a command lets the library check
 // its settings and says what is wrong in its users' words, the flags.
-// A matrix's [*matrix.SpecError] is named as "Spec." and its field
+// A matrix spec's fields are named "Spec." and the field
 // ("Spec.Concurrency"), and said as the flag and the reason
 // ("-concurrency holds 0, below 1: …").
 // A field with an index ("Benchmark.Concurrency[1]") is the flag of the
@@ -37,15 +36,9 @@ func (f Fields) Error(err error) error {
 	return out.Err()
 }
 
-// rewrite rewrites err if it is a ConfigError or a SpecError about a
-// field of the table.
+// rewrite rewrites err if it is a ConfigError about a field of the
+// table.
 func (f Fields) rewrite(err error) error {
-	if se, ok := err.(*matrix.SpecError); ok {
-		if flag, ok := f.flag("Spec." + se.Field); ok {
-			return &flagError{Flag: flag, Msg: flag + " " + se.Reason, Err: se}
-		}
-		return err
-	}
 	ce, ok := err.(*loadgen.ConfigError)
 	if !ok {
 		return err
@@ -53,6 +46,9 @@ func (f Fields) rewrite(err error) error {
 	flag, ok := f.flag(ce.Field)
 	if !ok {
 		return err
+	}
+	if strings.HasPrefix(ce.Field, "Spec.") { // a matrix spec's reasons read on from the flag
+		return &flagError{Flag: flag, Msg: flag + " " + ce.Reason, Err: ce}
 	}
 	if v, rest, ok := strings.Cut(strings.TrimPrefix(ce.Reason, "is "), ": "); ok && strings.HasPrefix(ce.Reason, "is ") && !strings.Contains(v, " ") {
 		return &flagError{Flag: flag, Msg: flag + " " + v + ": " + rest, Err: ce}
@@ -75,7 +71,7 @@ func (f Fields) flag(field string) (string, bool) {
 type flagError struct {
 	Flag string // such as "-concurrency"
 	Msg  string
-	Err  error // a *loadgen.ConfigError or a *matrix.SpecError
+	Err  error // a *loadgen.ConfigError
 }
 
 func (e *flagError) Error() string { return e.Msg }

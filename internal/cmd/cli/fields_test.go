@@ -9,7 +9,6 @@ import (
 	"github.com/llmload/llmload/internal/cmd/cli"
 	"github.com/llmload/llmload/internal/errlist"
 	"github.com/llmload/llmload/loadgen"
-	"github.com/llmload/llmload/matrix"
 )
 
 // A table of fields rewrites a library's ConfigErrors to name the flags,
@@ -38,16 +37,16 @@ func TestFieldsError(t *testing.T) {
 	assert.EqualError(t, cli.Fields{"Benchmark.Concurrency[1]": "-first"}.Error(level), "-first 0: give 1 to 16384 streams")
 }
 
-// A matrix's SpecError is said as its flag and its reason, through the
-// same table; errors.As still finds the SpecError.
+// A matrix spec's ConfigError is said as its flag and its reason, through
+// the same table; errors.As still finds the ConfigError.
 func TestFieldsSpecError(t *testing.T) {
 	f := cli.Fields{"Spec.Concurrency": "-concurrency"}
-	se := &matrix.SpecError{Field: "Concurrency", Reason: "holds 0, below 1: a concurrency is 1 request or more"}
+	se := &loadgen.ConfigError{Field: "Spec.Concurrency", Reason: "holds 0, below 1: a concurrency is 1 request or more"}
 	err := f.Error(se)
 	assert.EqualError(t, err, "-concurrency holds 0, below 1: a concurrency is 1 request or more")
-	got, ok := errors.AsType[*matrix.SpecError](err)
+	got, ok := errors.AsType[*loadgen.ConfigError](err)
 	assert.True(t, ok)
 	assert.Same(t, se, got)
-	other := &matrix.SpecError{Field: "Model", Reason: "is odd"}
+	other := &loadgen.ConfigError{Field: "Spec.Model", Reason: "is odd"}
 	assert.Same(t, other, f.Error(other), "a field in no entry")
 }

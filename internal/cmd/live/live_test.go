@@ -245,7 +245,7 @@ func TestServeBoundsConnections(t *testing.T) {
 // The Grafana dashboard in deploy/grafana asks only for metrics this
 // package serves (and vLLM's), and each of this package's metrics is on it.
 func TestDashboardNamesTheMetrics(t *testing.T) {
-	b, err := os.ReadFile("../../deploy/grafana/llmload.json")
+	b, err := os.ReadFile("../../../deploy/grafana/llmload.json")
 	require.NoError(t, err)
 	var dash struct {
 		Panels []struct {

@@ -8,13 +8,13 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/llmload/llmload/internal/cmd/matrixcmd"
-	"github.com/llmload/llmload/matrix"
+	"github.com/llmload/llmload/loadgen"
 )
 
 // A spec the runner refuses is refused as the flags are parsed, by the
 // runner's own check ([matrix.Runner.Validate]), and said in the flags'
 // words through the shared table; errors.As still finds the library's
-// SpecError.
+// ConfigError.
 func TestParseRefusesSpecByFlag(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -29,7 +29,7 @@ func TestParseRefusesSpecByFlag(t *testing.T) {
 		if assert.Error(t, err, tc.args) {
 			assert.Contains(t, err.Error(), tc.want)
 			assert.NotContains(t, err.Error(), "Spec.")
-			_, ok := errors.AsType[*matrix.SpecError](err)
+			_, ok := errors.AsType[*loadgen.ConfigError](err)
 			assert.True(t, ok, "the library's error is kept")
 		}
 	}

@@ -79,7 +79,7 @@ func (s *ShardFlags) Follows() bool {
 }
 
 // maxShards bounds -shards: more processes than a matrix of
-// matrix.MaxConcurrency streams a shard needs for any concurrency a server
+// matrix.MaxStreams streams a shard needs for any concurrency a server
 // is run at.
 const maxShards = 1024
 

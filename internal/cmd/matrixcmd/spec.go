@@ -42,10 +42,10 @@ func (f *SpecFlags) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.duration, "duration", d.Duration, "measurement window of each cell")
 	fs.IntVar(&f.spec.MaxTokens, "max-tokens", d.MaxTokens, "max output tokens per request")
 	fs.DurationVar(&f.series, "series", d.Series, "interval of each cell's time series, in the results and the reports (0 keeps none)")
-	fs.DurationVar(&f.warmMin, "warmup-min", d.Warmup.Min, "least warm-up of a cell")
-	fs.DurationVar(&f.warmFlow, "warmup-flow", d.Warmup.Flow, "how long tokens must flow from every stream before the window")
-	fs.DurationVar(&f.warmTO, "warmup-timeout", d.Warmup.Timeout, "warm-up timeout, plus -warmup-per-k per 1,024 tokens of context")
-	fs.DurationVar(&f.warmPerK, "warmup-per-k", d.Warmup.PerContextK, "warm-up timeout added per 1,024 tokens of context")
+	fs.DurationVar(&f.warmMin, "warmup-min", d.WarmupRule.Min, "least warm-up of a cell")
+	fs.DurationVar(&f.warmFlow, "warmup-flow", d.WarmupRule.Flow, "how long tokens must flow from every stream before the window")
+	fs.DurationVar(&f.warmTO, "warmup-timeout", d.WarmupRule.Timeout, "warm-up timeout, plus -warmup-per-k per 1,024 tokens of context")
+	fs.DurationVar(&f.warmPerK, "warmup-per-k", d.WarmupRule.PerContextK, "warm-up timeout added per 1,024 tokens of context")
 	fs.DurationVar(&f.sloTTFT, "slo-ttft", 0, "SLO on time to first token, for goodput (0: none)")
 	fs.DurationVar(&f.sloTPOT, "slo-tpot", 0, "SLO on time per output token, for goodput (0: none)")
 	fs.DurationVar(&f.sloLatency, "slo-latency", 0, "SLO on end-to-end latency, for goodput (0: none)")
@@ -106,7 +106,7 @@ func (f *SpecFlags) Spec(fs *flag.FlagSet) (matrix.Spec, error) {
 	if f.series <= 0 {
 		s.Series = -1 // none
 	}
-	s.Warmup = &matrix.Warmup{Min: f.warmMin, Flow: f.warmFlow,
+	s.WarmupRule = &matrix.WarmupRule{Min: f.warmMin, Flow: f.warmFlow,
 		Timeout: f.warmTO, PerContextK: f.warmPerK}
 	if f.sloTTFT > 0 || f.sloTPOT > 0 || f.sloLatency > 0 {
 		s.SLO = &metrics.SLO{TTFT: f.sloTTFT, TPOT: f.sloTPOT, Latency: f.sloLatency}
@@ -139,8 +139,8 @@ func Fields() cli.Fields {
 		"Spec.URL": "-url", "Spec.Model": "-model", "Spec.API": "-api",
 		"Spec.Contexts": "-contexts", "Spec.Concurrency": "-concurrency", "Spec.Prefill": "-prefill", "Spec.PrefillRepeat": "-prefill-repeat",
 		"Spec.Duration": "-duration", "Spec.Series": "-series", "Spec.MaxTokens": "-max-tokens", "Spec.ErrorThreshold": "-error-threshold",
-		"Spec.Warmup.Min": "-warmup-min", "Spec.Warmup.Flow": "-warmup-flow", "Spec.Warmup.Timeout": "-warmup-timeout",
-		"Spec.Warmup.PerContextK": "-warmup-per-k", "Spec.SLO": "-slo-ttft, -slo-tpot or -slo-latency",
+		"Spec.WarmupRule.Min": "-warmup-min", "Spec.WarmupRule.Flow": "-warmup-flow", "Spec.WarmupRule.Timeout": "-warmup-timeout",
+		"Spec.WarmupRule.PerContextK": "-warmup-per-k", "Spec.SLO": "-slo-ttft, -slo-tpot or -slo-latency",
 		"Spec.Images": "-image", "Spec.ImageFormat": "-image-format",
 	}
 }

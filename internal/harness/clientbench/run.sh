@@ -10,7 +10,7 @@
 #
 # The clients: llmload's, reading bodies on its pollers (poll), on a
 # goroutine a stream (goroutine) and on net/http's transport (http)
-# (internal/clientbench); Node.js's fetch (node_client.mjs), if node is
+# (internal/harness/clientbench); Node.js's fetch (node_client.mjs), if node is
 # installed; and a Python asyncio client on aiohttp with the streaming loop
 # of vLLM's benchmark client (aiohttp_client.py), if python3 has aiohttp
 # (Debian: apt-get install python3-aiohttp).
@@ -23,7 +23,7 @@ duration=${DURATION:-20}
 rounds=${ROUNDS:-3}
 max_tokens=${MAX_TOKENS:-256}
 speed=${SPEED:-1}
-here=internal/clientbench
+here=internal/harness/clientbench
 
 tmp=$(mktemp -d)
 sim=""
