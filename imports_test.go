@@ -46,27 +46,80 @@ func TestFoundationsImportOnlyLeaves(t *testing.T) {
 	}
 }
 
+// below lists, for each library package, the module's packages outside
+// internal/ it may use: those below it in the layering the package
+// documentation states.
+var below = map[string][]string{
+	"metrics":             nil,
+	"capacity":            nil,
+	"loadgen":             {"metrics"},
+	"loadgen/loadgentest": {"loadgen", "metrics"},
+	"loadgen/workload":    {"loadgen", "metrics"},
+	"loadgen/sweep":       {"capacity", "loadgen", "loadgen/workload", "metrics"},
+	"matrix":              {"capacity", "loadgen", "loadgen/workload", "matrix/internal/fleet", "metrics"},
+	"matrix/report":       {"capacity", "loadgen", "matrix", "metrics"},
+	"matrix/shard":        {"capacity", "loadgen", "matrix", "matrix/internal/fleet", "metrics"},
+}
+
+// isLeaf reports whether dep is one of the leaf helpers the library uses:
+// a package of internal/ that is neither the commands' support
+// (internal/cmd) nor a harness (internal/harness).
+func isLeaf(dep string) bool {
+	return strings.HasPrefix(dep, "internal/") && !strings.HasPrefix(dep, "internal/cmd/") && !strings.HasPrefix(dep, "internal/harness/")
+}
+
 // TestImportsPointDown holds the layering the package documentation
-// states: each library package imports, of the module's packages outside
-// internal/, only those below it.
+// states: each library package uses, of the module's packages outside
+// internal/, only those below it, and so do the leaf helpers it uses,
+// however deep; it uses no command support and no harness.
 func TestImportsPointDown(t *testing.T) {
-	below := map[string][]string{
-		"metrics":             nil,
-		"capacity":            nil,
-		"loadgen":             {"metrics"},
-		"loadgen/loadgentest": {"loadgen", "metrics"},
-		"loadgen/workload":    {"loadgen", "metrics"},
-		"loadgen/sweep":       {"capacity", "loadgen", "loadgen/workload", "metrics"},
-		"matrix":              {"capacity", "loadgen", "loadgen/workload", "matrix/internal/fleet", "metrics"},
-		"matrix/shard":        {"capacity", "loadgen", "matrix", "matrix/internal/fleet", "metrics"},
-	}
 	for dir, allowed := range below {
-		for _, dep := range moduleImports(t, dir) {
-			if strings.HasPrefix(dep, "internal/") {
-				continue
+		seen := map[string]bool{}
+		var walk func(from, pkg string)
+		walk = func(from, pkg string) {
+			for _, dep := range moduleImports(t, pkg) {
+				switch {
+				case isLeaf(dep):
+					if !seen[dep] {
+						seen[dep] = true
+						walk(from+" → "+dep, dep)
+					}
+				case strings.HasPrefix(dep, "internal/") || strings.HasPrefix(dep, "examples/"):
+					t.Errorf("%s imports %s: the library and its leaf helpers use no command support or harness", from, dep)
+				case !slices.Contains(allowed, dep):
+					t.Errorf("%s imports %s, which is not below %s (it may use %v)", from, dep, dir, allowed)
+				}
 			}
-			if !slices.Contains(allowed, dep) {
-				t.Errorf("%s imports %s, which is not below it (it may import %v)", dir, dep, allowed)
+		}
+		walk(dir, dir)
+	}
+}
+
+// TestHelpersKeepTheirPlace holds the folders of internal/: a leaf helper
+// uses no command support and no harness, and the commands' support uses
+// no harness; nothing imports a command.
+func TestHelpersKeepTheirPlace(t *testing.T) {
+	dirs, err := filepath.Glob("internal/*/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := filepath.Glob("internal/*/*/")
+	for _, dir := range append(dirs, more...) {
+		dir = filepath.ToSlash(filepath.Clean(dir))
+		if dir == "internal/cmd" || dir == "internal/harness" {
+			continue
+		}
+		if _, err := build.ImportDir(dir, 0); err != nil {
+			continue // a folder of data, not a package
+		}
+		for _, dep := range moduleImports(t, dir) {
+			switch {
+			case strings.HasPrefix(dep, "examples/"):
+				t.Errorf("%s imports the command %s", dir, dep)
+			case isLeaf(dir) && !isLeaf(dep) && strings.HasPrefix(dep, "internal/"):
+				t.Errorf("%s, a leaf helper, imports %s: the commands' support and the harnesses sit above the library", dir, dep)
+			case strings.HasPrefix(dir, "internal/cmd/") && strings.HasPrefix(dep, "internal/harness/"):
+				t.Errorf("%s, the commands' support, imports the harness %s", dir, dep)
 			}
 		}
 	}
