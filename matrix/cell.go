@@ -138,11 +138,6 @@ func (a *cellAttempt) generator(warmupMin time.Duration) *loadgen.Generator {
 			cr.r.logf("  warmed up: the window opens in %v, for %v", max(time.Until(w.Start), 0).Round(time.Millisecond), w.End.Sub(w.Start))
 		},
 	}
-	if on := cr.r.OnRequest; on != nil {
-		g.OnRequest = func(req *loadgen.Request, tl *metrics.Timeline) {
-			on(c.ContextTokens, c.Concurrency, a.rec.Window(), req, tl)
-		}
-	}
 	a.fleet.configure(g, a.warm)
 	if cr.r.OnCell != nil {
 		cr.r.OnCell(c.ContextTokens, c.Concurrency, g)

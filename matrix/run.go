@@ -110,13 +110,6 @@ type Runner struct {
 	// runs every stream in this process.
 	Fleet fleet.Fleet
 
-	// OnRequest, if set, receives each request of a cell's streams as it
-	// ends, warm-up included (a scout's is not): the cell's context and
-	// streams, the cell's window as the request ended (zero before it
-	// opened), the request and its record. It is called from the
-	// request's goroutine, so concurrently; tl must not be kept after it
-	// returns. With a Fleet, it sees this process's share of the streams.
-	OnRequest func(contextTokens, streams int, window metrics.Window, req *loadgen.Request, tl *metrics.Timeline)
 	// GPUMetrics, if set, are the URLs of the DCGM exporters (NVIDIA's
 	// dcgm-exporter, such as http://gpu-node:9400/metrics) of the
 	// server's GPUs, one a node: they are read about once a second while a
@@ -131,7 +124,10 @@ type Runner struct {
 
 	// OnCell, if set, is called with each cell's generator before it
 	// runs (with a Fleet, the generator of this process's share): its
-	// Progress may be read while the cell runs.
+	// Progress may be read while the cell runs, and a hook set on its
+	// OnRequest receives each request of the cell's streams as it ends,
+	// warm-up included (a scout's is not), with the cell's window so far
+	// in g.Recorder.Window() (zero before it opens).
 	OnCell func(contextTokens, streams int, g *loadgen.Generator)
 
 	// secrets removes the URL's password and the API key from what the run

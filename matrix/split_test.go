@@ -22,14 +22,19 @@ import (
 )
 
 // splitCheck gathers, per cell, each request's TTFT and its split as the
-// Runner's OnRequest sees them.
+// hook a Runner's OnCell sets on each cell's generator sees them.
 type splitCheck struct {
 	mu    sync.Mutex
 	diffs map[int][]time.Duration // by streams: |TTFT − (queue + prefill + rest)|
 	split map[int]int             // by streams: the requests with the server's timings
 }
 
-func (sc *splitCheck) onRequest(_, streams int, _ metrics.Window, _ *loadgen.Request, tl *metrics.Timeline) {
+// onCell hooks each request of the cell of streams.
+func (sc *splitCheck) onCell(_, streams int, g *loadgen.Generator) {
+	g.OnRequest = func(_ *loadgen.Request, tl *metrics.Timeline) { sc.onRequest(streams, tl) }
+}
+
+func (sc *splitCheck) onRequest(streams int, tl *metrics.Timeline) {
 	q, p, rest, ok := tl.Split()
 	if !ok {
 		return
@@ -62,7 +67,7 @@ func TestCellsSplitTTFT(t *testing.T) {
 	sc := &splitCheck{diffs: map[int][]time.Duration{}, split: map[int]int{}}
 	var log bytes.Buffer
 	r := &matrix.Runner{Spec: spec.AtSpeed(speed), Server: capacity.Server{Simulated: true, Speed: speed},
-		Client: &loadgen.Client{HTTPClient: srv.Client()}, Log: &log, OnRequest: sc.onRequest}
+		Client: &loadgen.Client{HTTPClient: srv.Client()}, Log: &log, OnCell: sc.onCell}
 	res, err := r.Run(t.Context())
 	require.NoError(t, err, log.String())
 

@@ -461,7 +461,7 @@ func TestFleetMergesTheSplit(t *testing.T) {
 		fw.OnCell = func(_, _ int, g *loadgen.Generator) { g.OnRequest = record }
 	})
 	r := &matrix.Runner{Spec: spec, Fleet: f.leader, Log: f.log, Client: &loadgen.Client{HTTPClient: srv.Client()},
-		OnRequest: func(_, _ int, _ metrics.Window, req *loadgen.Request, tl *metrics.Timeline) { record(req, tl) }}
+		OnCell: func(_, _ int, g *loadgen.Generator) { g.OnRequest = record }}
 	res, err := r.Run(t.Context())
 	require.NoError(t, err, f.log.String())
 	f.leader.Close(t.Context())

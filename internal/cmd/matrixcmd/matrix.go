@@ -225,7 +225,6 @@ func Observe(ctx context.Context, runner *matrix.Runner, requestsOut string, rep
 		if lm, err = live.Start(ctx, metricsListen, "", log); err != nil {
 			return nil, fmt.Errorf("-metrics-listen: %w", err)
 		}
-		runner.OnCell = func(contextTokens, streams int, g *loadgen.Generator) { lm.Track(CellName(contextTokens, streams), g) }
 	}
 	var requests *requestlog.Writer
 	switch {
@@ -238,13 +237,18 @@ func Observe(ctx context.Context, runner *matrix.Runner, requestsOut string, rep
 		return nil, fmt.Errorf("-requests-out: %w", err)
 	}
 	if requests != nil || lm != nil {
-		runner.OnRequest = func(contextTokens, streams int, w metrics.Window, req *loadgen.Request, tl *metrics.Timeline) {
+		runner.OnCell = func(contextTokens, streams int, g *loadgen.Generator) {
 			name := CellName(contextTokens, streams)
-			if requests != nil {
-				requests.Write(name, w, req, tl)
-			}
 			if lm != nil {
-				lm.Observe(name, tl)
+				lm.Track(name, g)
+			}
+			g.OnRequest = func(req *loadgen.Request, tl *metrics.Timeline) {
+				if requests != nil {
+					requests.Write(name, g.Recorder.Window(), req, tl)
+				}
+				if lm != nil {
+					lm.Observe(name, tl)
+				}
 			}
 		}
 	}
