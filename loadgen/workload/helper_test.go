@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/rxstamp"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 )
 
@@ -80,7 +81,9 @@ func untilStdinCloses() *atomic.Bool {
 
 // serveSimulator is the simulator helper: a fast simulated server that
 // records each streaming request's arrival (see recorder) and gives them
-// as JSON at /arrivals. It prints its URL.
+// as JSON at /arrivals. It prints its URL. It serves with rxstamp.Serve,
+// which times each request's first bytes by the kernel's receive
+// timestamp.
 func serveSimulator() {
 	p := loadgentest.FastProfile()
 	p.Speed = 10
@@ -93,7 +96,7 @@ func serveSimulator() {
 		defer rc.mu.Unlock()
 		out := make([]wireArrival, len(rc.got))
 		for i, a := range rc.got {
-			out[i] = wireArrival{At: a.at.UnixNano(), MaxTokens: a.maxTokens, Prompt: a.prompt}
+			out[i] = wireArrival{At: a.at.UnixNano(), Stamped: a.stamped, Handled: a.handled.UnixNano(), MaxTokens: a.maxTokens, Prompt: a.prompt}
 		}
 		_ = json.NewEncoder(w).Encode(out)
 	})
@@ -104,7 +107,7 @@ func serveSimulator() {
 		os.Exit(1)
 	}
 	fmt.Printf("http://%s\n", l.Addr())
-	go func() { _ = http.Serve(l, mux) }()
+	go func() { _ = rxstamp.Serve(l, mux) }()
 	done := untilStdinCloses()
 	for !done.Load() {
 		time.Sleep(10 * time.Millisecond)
@@ -115,6 +118,8 @@ func serveSimulator() {
 // wireArrival is an arrival as the simulator helper gives it.
 type wireArrival struct {
 	At        int64 // Unix nanoseconds
+	Stamped   bool
+	Handled   int64 // Unix nanoseconds
 	MaxTokens int
 	Prompt    string
 }
@@ -129,7 +134,7 @@ func arrivals(t *testing.T, url string) []arrival {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&ws))
 	got := make([]arrival, len(ws))
 	for i, w := range ws {
-		got[i] = arrival{at: time.Unix(0, w.At), maxTokens: w.MaxTokens, prompt: w.Prompt}
+		got[i] = arrival{at: time.Unix(0, w.At), stamped: w.Stamped, handled: time.Unix(0, w.Handled), maxTokens: w.MaxTokens, prompt: w.Prompt}
 	}
 	slices.SortFunc(got, func(a, b arrival) int { return a.at.Compare(b.at) })
 	return got
