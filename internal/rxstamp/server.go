@@ -93,6 +93,15 @@ func (c *requestConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// CloseWrite shuts the connection's writing side, where it can, as the
+// server does before it closes a connection it refused.
+func (c *requestConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 // begin returns the arrival of the request about to enter its handler.
 func (c *requestConn) begin() arrival {
 	c.mu.Lock()
