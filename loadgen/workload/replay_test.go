@@ -285,40 +285,71 @@ func onTimeBound(floor machineDelay) (time.Duration, string) {
 	return bound, why
 }
 
+// withinStops judges the open loop: a timed run whose requests were late
+// by the given 99th percentiles, while the machine's own delay was delay,
+// against the longest the machine stopped the probe, not the floor's 99th
+// percentile (onTime). It reports whether the judgement is made; false
+// means the machine starved the run and it is to be made again. The bound is 2 ms, with -arrivals.strict; otherwise
+// 2 ms more than the longest the machine kept a thread from running (and
+// 8 ms more under the race detector, which makes the client's work before
+// a write several times slower: a burst of 20 takes milliseconds).
+func withinStops(t *testing.T, delay machineDelay, p99s map[string]time.Duration) bool {
+	t.Helper()
+	bound := 2 * time.Millisecond
+	if !*strictArrivals {
+		bound += delay.max
+		if raceEnabled {
+			bound += 8 * time.Millisecond
+		}
+	}
+	missed := false
+	for _, p := range p99s {
+		missed = missed || p > bound
+	}
+	if missed && !*strictArrivals && delay.max > 2*time.Millisecond {
+		t.Logf("the machine stopped a thread for up to %v, and the run missed %v: running again", delay.max, bound)
+		return false
+	}
+	for what, p := range p99s {
+		assert.LessOrEqual(t, p, bound, "each request %s within %v (p99)", what, bound)
+	}
+	return true
+}
+
 // An open loop of Poisson arrivals sends each request at its due time: its
 // lateness, from when it was due to when it was written, is within 2 ms at
-// the 99th percentile on a quiet machine, judged as TestReplayOnTime
-// judges a replay (see onTime).
+// the 99th percentile, or 2 ms more than the longest the machine stopped
+// a thread beside it (see withinStops).
 func TestOpenLoopOnTime(t *testing.T) {
-	if testing.Short() {
-		t.Skip("times an open loop against the simulator and a probe of the machine, each a process of its own")
-	}
 	const n = 150
-	stop := probeDelay(t)
-	sim, url := startHelper(t, helperSimulator)
-	c := &loadgen.Client{BaseURL: url + "/v1", HTTPClient: &http.Client{Transport: loadgen.NewStreamTransport(64)}}
-	var mu sync.Mutex
-	var sent []time.Duration
-	var dues []time.Time
-	req := &loadgen.Request{Model: loadgentest.DefaultModel, Messages: []loadgen.Message{{Role: "user", Content: simtokens.Prompt(200, "open")}}, MaxTokens: 8, IgnoreEOS: true}
-	g := &loadgen.Generator{Client: c, Requests: n, Load: loadgen.Open{Rate: 50}, Source: loadgen.Repeat(req),
-		OnRequest: func(_ *loadgen.Request, tl *metrics.Timeline) {
-			mu.Lock()
-			sent = append(sent, tl.Sent.Sub(tl.Due))
-			dues = append(dues, tl.Due)
-			mu.Unlock()
-		}}
-	run, err := g.Run(t.Context())
-	c.CloseIdleConnections()
-	sim.stop()
-	floor := stop()
-	require.NoError(t, err)
-	require.Equal(t, n, run.Summary.Completed)
-	require.Len(t, sent, n)
-	slices.Sort(sent)
-	t.Logf("%d Poisson arrivals at 50/s: started after due p50 %v, p99 %v; written after due p50 %v, p99 %v, max %v",
-		n, run.Lateness.P50, run.Lateness.P99, sent[n/2], p99(sent), sent[n-1])
-	onTime(t, floor, dues, map[string]time.Duration{"written after its due time": p99(sent)})
+	for range 3 {
+		stop := probeDelay(t)
+		sim, url := startHelper(t, helperSimulator)
+		c := &loadgen.Client{BaseURL: url + "/v1", HTTPClient: &http.Client{Transport: loadgen.NewStreamTransport(64)}}
+		var mu sync.Mutex
+		var sent []time.Duration
+		req := &loadgen.Request{Model: loadgentest.DefaultModel, Messages: []loadgen.Message{{Role: "user", Content: simtokens.Prompt(200, "open")}}, MaxTokens: 8, IgnoreEOS: true}
+		g := &loadgen.Generator{Client: c, Requests: n, Load: loadgen.Open{Rate: 50}, Source: loadgen.Repeat(req),
+			OnRequest: func(_ *loadgen.Request, tl *metrics.Timeline) {
+				mu.Lock()
+				sent = append(sent, tl.Sent.Sub(tl.Due))
+				mu.Unlock()
+			}}
+		run, err := g.Run(t.Context())
+		c.CloseIdleConnections()
+		sim.stop()
+		delay := stop()
+		require.NoError(t, err)
+		require.Equal(t, n, run.Summary.Completed)
+		require.Len(t, sent, n)
+		slices.Sort(sent)
+		t.Logf("%d Poisson arrivals at 50/s: started after due p50 %v, p99 %v; written after due p50 %v, p99 %v, max %v; the machine's own delay (a thread sleeping to 1 ms deadlines woke late, %d times) p99 %v, max %v",
+			n, run.Lateness.P50, run.Lateness.P99, sent[n/2], p99(sent), sent[n-1], delay.count, delay.p99, delay.max)
+		if withinStops(t, delay, map[string]time.Duration{"written after its due time": p99(sent)}) {
+			return
+		}
+	}
+	t.Skip("the machine is too loaded to time the open loop: it starved the process in every attempt")
 }
 
 // p99 returns the 99th percentile of sorted ds.
