@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/llmload/llmload/internal/rxstamp"
 )
 
 // A poller reads many response bodies on one goroutine: their sockets are
@@ -474,13 +476,13 @@ func (b *streamBody) pollSource() *pollStream {
 	if !b.t.Poll || b.released.Load() {
 		return nil
 	}
-	st, ok := b.sc.conn.(*stampedConn)
+	st, ok := b.sc.conn.(*rxstamp.Conn)
 	if !ok {
 		return nil
 	}
 	fd := -1
 	var derr error
-	if err := st.raw.Control(func(s uintptr) {
+	if err := st.Raw().Control(func(s uintptr) {
 		r, _, e := syscall.Syscall(syscall.SYS_FCNTL, s, syscall.F_DUPFD_CLOEXEC, 0)
 		if e != 0 {
 			derr = e
@@ -495,7 +497,7 @@ func (b *streamBody) pollSource() *pollStream {
 		return nil
 	}
 	b.stop = func() bool { return true }
-	ps := &pollStream{body: b, fd: fd, last: b.at, offset: st.offset, done: make(chan struct{})}
+	ps := &pollStream{body: b, fd: fd, last: b.at, offset: st.Offset(), done: make(chan struct{})}
 	ps.inq = syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, tcpInq, 1) == nil
 	ps.dec = newBodyDecoder(b.framing, b.length)
 	if n := b.sc.br.Buffered(); n > 0 {
@@ -551,7 +553,7 @@ func (ps *pollStream) Read(p []byte) (int, error) {
 }
 
 // recv is one recvmsg into p; the arrival of its bytes is the kernel's
-// receive timestamp, as on stampedConn.
+// receive timestamp, as on rxstamp.Conn.
 func (ps *pollStream) recv(p []byte) (int, error) {
 	iov := syscall.Iovec{Base: &p[0]}
 	iov.SetLen(len(p))
@@ -579,9 +581,9 @@ func (ps *pollStream) recv(p []byte) (int, error) {
 		if n > 0 {
 			now := time.Now()
 			at := now
-			offset := wallOffset(now)
-			if k, ok := rxTimestamp(ps.oob[:msg.Controllen]); ok {
-				at = arrivalAt(now, k, offset-ps.offset)
+			offset := rxstamp.WallOffset(now)
+			if k, ok := rxstamp.Timestamp(ps.oob[:msg.Controllen]); ok {
+				at = rxstamp.ArrivalAt(now, k, offset-ps.offset)
 			}
 			ps.offset = offset
 			if at.Before(ps.last) {

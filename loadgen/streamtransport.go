@@ -163,12 +163,12 @@ func (sc *streamConn) lastArrival() time.Time {
 	if sc.arrivals == nil {
 		return time.Time{}
 	}
-	return sc.arrivals.lastArrival()
+	return sc.arrivals.LastArrival()
 }
 
 // An arrivalSource knows when the bytes its last read returned arrived.
 type arrivalSource interface {
-	lastArrival() time.Time
+	LastArrival() time.Time
 }
 
 // ErrUnsupportedScheme is returned by StreamTransport for a URL that is

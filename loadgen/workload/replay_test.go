@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/rxstamp"
 	"github.com/llmload/llmload/internal/simtokens"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
@@ -27,13 +28,17 @@ import (
 
 // arrival is a request as the server received it.
 type arrival struct {
-	at        time.Time
+	at        time.Time // its first bytes reached the server's socket (rxstamp.FirstByte)
+	stamped   bool      // at is the kernel's receive timestamp, not the read's time
+	handled   time.Time // the server called its handler
 	maxTokens int
 	prompt    string
 }
 
 // recorder is a simulated server that records when each streaming
-// request arrived, as its handler is called, and what it asked for.
+// request arrived, as the kernel stamped its first bytes and as its
+// handler was called, and what it asked for. It is served by
+// rxstamp.Serve.
 type recorder struct {
 	next http.Handler
 	mu   sync.Mutex
@@ -41,7 +46,8 @@ type recorder struct {
 }
 
 func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	at := time.Now()
+	handled := time.Now()
+	at, stamped := rxstamp.FirstByte(r)
 	if r.Method != http.MethodPost { // the connections opened ahead of a burst
 		rc.next.ServeHTTP(w, r)
 		return
@@ -58,7 +64,7 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} `json:"messages"`
 	}
 	_ = json.Unmarshal(body, &req)
-	a := arrival{at: at, maxTokens: req.MaxTokens}
+	a := arrival{at: at, stamped: stamped, handled: handled, maxTokens: req.MaxTokens}
 	if len(req.Messages) > 0 {
 		a.prompt = req.Messages[0].Content
 	}
@@ -133,23 +139,27 @@ func writeBursts(t *testing.T) string {
 // Replaying a trace sends each request when the trace says, same-instant
 // bursts of 10 to 20 requests included: each request's lateness — from
 // when it was due to when it was written, as the client measured it, and
-// its arrival at the server against the trace's time — is within 2 ms at
-// the 99th percentile, each with the trace's output length as max_tokens
-// and its input length as the prompt, and the run counts every request.
-// The simulated server runs in a process of its own: the test times the
+// the arrival of its first bytes at the server against the trace's time —
+// is within 2 ms at the 99th percentile on a quiet machine, each with the
+// trace's output length as max_tokens and its input length as the prompt,
+// and the run counts every request. The arrival is the kernel's receive
+// timestamp of the request's first bytes at the server's socket
+// (rxstamp.Serve), not the time the server's handler was called, which
+// adds the server's own reading of a burst: both are logged. The
+// simulated server runs in a process of its own: the test times the
 // client, not the client and its server sharing one runtime.
 //
-// The machine's own delay is measured beside the replay, in another
+// The machine's own floor is measured beside the replay, in another
 // process: a thread that sleeps in the kernel to deadlines 1 ms apart
-// notes how late it wakes (see probeMachine). The bound is 2 ms more than
-// the longest the machine kept that thread from running: a request due
-// then is late by as much, whoever sends it. When the machine stopped the
-// thread for longer than 2 ms, a replay that missed proves nothing about
-// the client and is made again, up to three times, and the test is
-// skipped, saying so, if each was starved. With -arrivals.strict the
-// bound is 2 ms, in one replay, however loaded the machine: run it by
-// hand.
+// notes how late it wakes (see probeMachine). A request due while the
+// machine keeps threads from running is late by as much, whoever sends
+// it: where the floor's 99th percentile is above 1 ms, the bound is 1 ms
+// more than it (see onTime). With -arrivals.strict the bound is 2 ms,
+// however loaded the machine: run it by hand.
 func TestReplayOnTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("times a replay against the simulator and a probe of the machine, each a process of its own")
+	}
 	path := writeBursts(t)
 	tr, err := workload.OpenTrace(path)
 	require.NoError(t, err)
@@ -161,62 +171,129 @@ func TestReplayOnTime(t *testing.T) {
 	require.Empty(t, errs)
 	require.Len(t, entries, n)
 
-	for range 3 {
-		stop := probeDelay(t)
-		run, got, sent := replay(t, tr)
-		delay := stop()
-		assert.Equal(t, loadgen.StopRequests, run.Stopped, "the run ends with the trace")
-		assert.Equal(t, n, run.Summary.Completed, "every request of the trace, completed")
-		assert.Equal(t, n, run.Summary.Requests)
-		assert.Equal(t, n, run.Launched)
-		assert.Equal(t, int64(n), run.Lateness.Count, "every arrival's lateness is recorded")
-		require.Len(t, got, n)
-		require.Len(t, sent, n)
+	stop := probeDelay(t)
+	run, got, sent, dues := replay(t, tr)
+	floor := stop()
+	assert.Equal(t, loadgen.StopRequests, run.Stopped, "the run ends with the trace")
+	assert.Equal(t, n, run.Summary.Completed, "every request of the trace, completed")
+	assert.Equal(t, n, run.Summary.Requests)
+	assert.Equal(t, n, run.Launched)
+	assert.Equal(t, int64(n), run.Lateness.Count, "every arrival's lateness is recorded")
+	require.Len(t, got, n)
+	require.Len(t, sent, n)
 
-		// Requests arrive in the trace's order but for ties; match them by
-		// prompt. The server's clock is the client's, but its arrivals are
-		// read from the run's start, which the test does not see: they are
-		// measured against the median offset from the trace's times.
-		byPrompt := map[string]arrival{}
-		for _, a := range got {
-			byPrompt[a.prompt] = a
-		}
-		offsets := make([]time.Duration, n)
-		for i, e := range entries {
-			it := (&workload.Replay{Sizing: workload.SimulatorSizing(true), Seed: 1}).Item(e)
-			a, ok := byPrompt[it.Messages[0].Content]
-			require.True(t, ok, "request %d reached the server", i)
-			assert.Equal(t, e.OutputTokens, a.maxTokens, "request %d: max_tokens is the trace's output length", i)
-			assert.Equal(t, e.InputTokens, simtokens.Count(a.prompt)+8, "request %d: the prompt is the trace's input length, template included", i)
-			offsets[i] = a.at.Sub(got[0].at) - (e.At - entries[0].At)
-		}
-		slices.Sort(offsets)
-		median := offsets[n/2]
-		devs := make([]time.Duration, n)
-		for i, o := range offsets {
-			devs[i] = max(o-median, median-o)
-		}
-		slices.Sort(devs)
-		slices.Sort(sent)
-		serverP99, sentP99 := p99(devs), p99(sent)
-		t.Logf("%d requests, bursts of 10 to 20: started after due p50 %v, p99 %v; written after due p50 %v, p99 %v, max %v; at the server against the trace p50 %v, p99 %v, max %v; the machine's own delay (a thread sleeping to 1 ms deadlines woke late, %d times) p99 %v, max %v",
-			n, run.Lateness.P50, run.Lateness.P99, sent[n/2], sentP99, sent[n-1], devs[n/2], serverP99, devs[n-1], delay.wakes, delay.p99, delay.max)
-
-		if onTime(t, delay, map[string]time.Duration{"written after its due time": sentP99, "at the server against the trace": serverP99}) {
-			return
+	// Requests arrive in the trace's order but for ties; match them by
+	// prompt.
+	byPrompt := map[string]arrival{}
+	for _, a := range got {
+		byPrompt[a.prompt] = a
+	}
+	matched := make([]arrival, n)
+	stamped := 0
+	for i, e := range entries {
+		it := (&workload.Replay{Sizing: workload.SimulatorSizing(true), Seed: 1}).Item(e)
+		a, ok := byPrompt[it.Messages[0].Content]
+		require.True(t, ok, "request %d reached the server", i)
+		assert.Equal(t, e.OutputTokens, a.maxTokens, "request %d: max_tokens is the trace's output length", i)
+		assert.Equal(t, e.InputTokens, simtokens.Count(a.prompt)+8, "request %d: the prompt is the trace's input length, template included", i)
+		matched[i] = a
+		if a.stamped {
+			stamped++
 		}
 	}
-	t.Skip("the machine is too loaded to time the replay: it starved the process in every attempt")
+	arrived := againstTrace(entries, matched, func(a arrival) time.Time { return a.at })
+	handled := againstTrace(entries, matched, func(a arrival) time.Time { return a.handled })
+	slices.Sort(sent)
+	arrivedP99, sentP99 := p99(arrived), p99(sent)
+	t.Logf("%d requests, bursts of 10 to 20: started after due p50 %v, p99 %v; written after due p50 %v, p99 %v, max %v; first bytes at the server's socket against the trace (%d of %d stamped by the kernel) p50 %v, p99 %v, max %v; its handler called against the trace p50 %v, p99 %v, max %v",
+		n, run.Lateness.P50, run.Lateness.P99, sent[n/2], sentP99, sent[n-1], stamped, n, arrived[n/2], arrivedP99, arrived[n-1], handled[n/2], p99(handled), handled[n-1])
+	onTime(t, floor, dues, map[string]time.Duration{"written after its due time": sentP99, "at the server's socket against the trace": arrivedP99})
 }
 
-// onTime judges a timed run whose requests were late by the given 99th
-// percentiles, while the machine's own delay was delay. It reports whether
-// the judgement is made; false means the machine starved the run and it is
-// to be made again. The bound is 2 ms, with -arrivals.strict; otherwise
+// againstTrace returns, sorted, how far each request's arrival (at picks
+// it) was from its time in the trace, entries[i] for arrivals[i]. The
+// server's clock is the client's, but its arrivals are read from the
+// run's start, which the test does not see: they are measured against
+// the median offset from the trace's times.
+func againstTrace(entries []workload.TraceEntry, arrivals []arrival, at func(arrival) time.Time) []time.Duration {
+	n := len(entries)
+	offsets := make([]time.Duration, n)
+	for i, e := range entries {
+		offsets[i] = at(arrivals[i]).Sub(at(arrivals[0])) - (e.At - entries[0].At)
+	}
+	slices.Sort(offsets)
+	median := offsets[n/2]
+	devs := make([]time.Duration, n)
+	for i, o := range offsets {
+		devs[i] = max(o-median, median-o)
+	}
+	slices.Sort(devs)
+	return devs
+}
+
+// onTime judges a timed run whose requests, due at dues, were late by the
+// given 99th percentiles, while the machine's own floor was floor. The
+// bound is 2 ms on a quiet machine, and where the floor's 99th percentile
+// is above 1 ms (a machine busy beside the test), 1 ms more than it: the
+// machine's own delay and a client's of its own, a burst's writes. Under
+// the race detector, which makes the client's work before a write several
+// times slower (a burst of 20 takes milliseconds), it is 8 ms more. With
+// -arrivals.strict it is 2 ms, however loaded the machine.
+//
+// It also logs, not to judge by, how long the probe's thread waited to
+// run at the requests' due times (see machineDelay.at): whether the
+// machine was stopping threads when the requests were due.
+func onTime(t *testing.T, floor machineDelay, dues []time.Time, p99s map[string]time.Duration) {
+	t.Helper()
+	var atDue []time.Duration
+	for _, due := range dues {
+		if d, ok := floor.at(due); ok {
+			atDue = append(atDue, d)
+		}
+	}
+	slices.Sort(atDue)
+	var dueP99 time.Duration
+	if len(atDue) > 0 {
+		dueP99 = p99(atDue)
+	}
+	bound, why := onTimeBound(floor)
+	t.Logf("the machine's floor (a thread sleeping to 1 ms deadlines woke late, %d times): p99 %v, max %v; at the %d requests' due times it ran after p99 %v; the bound: %v (%s)",
+		floor.count, floor.p99, floor.max, len(atDue), dueP99, bound, why)
+	for what, p := range p99s {
+		assert.LessOrEqual(t, p, bound, "each request %s within %v (p99; %s)", what, bound, why)
+	}
+}
+
+// onTimeBound returns onTime's bound for a run beside floor, and why it
+// is that.
+func onTimeBound(floor machineDelay) (time.Duration, string) {
+	const quiet = 2 * time.Millisecond
+	switch {
+	case *strictArrivals:
+		return quiet, "-arrivals.strict"
+	case floor.count == 0:
+		return quiet, "the floor was not measured"
+	}
+	bound, why := quiet, "a quiet machine"
+	if b := floor.p99 + time.Millisecond; b > bound {
+		bound, why = b, "the floor's p99 + 1 ms"
+	}
+	if raceEnabled {
+		bound += 8 * time.Millisecond
+		why += ", + 8 ms under the race detector"
+	}
+	return bound, why
+}
+
+// withinStops judges the open loop: a timed run whose requests were late
+// by the given 99th percentiles, while the machine's own delay was delay,
+// against the longest the machine stopped the probe, not the floor's 99th
+// percentile (onTime). It reports whether the judgement is made; false
+// means the machine starved the run and it is to be made again. The bound is 2 ms, with -arrivals.strict; otherwise
 // 2 ms more than the longest the machine kept a thread from running (and
 // 8 ms more under the race detector, which makes the client's work before
 // a write several times slower: a burst of 20 takes milliseconds).
-func onTime(t *testing.T, delay machineDelay, p99s map[string]time.Duration) bool {
+func withinStops(t *testing.T, delay machineDelay, p99s map[string]time.Duration) bool {
 	t.Helper()
 	bound := 2 * time.Millisecond
 	if !*strictArrivals {
@@ -241,7 +318,8 @@ func onTime(t *testing.T, delay machineDelay, p99s map[string]time.Duration) boo
 
 // An open loop of Poisson arrivals sends each request at its due time: its
 // lateness, from when it was due to when it was written, is within 2 ms at
-// the 99th percentile, judged as TestReplayOnTime judges a replay.
+// the 99th percentile, or 2 ms more than the longest the machine stopped
+// a thread beside it (see withinStops).
 func TestOpenLoopOnTime(t *testing.T) {
 	const n = 150
 	for range 3 {
@@ -266,8 +344,8 @@ func TestOpenLoopOnTime(t *testing.T) {
 		require.Len(t, sent, n)
 		slices.Sort(sent)
 		t.Logf("%d Poisson arrivals at 50/s: started after due p50 %v, p99 %v; written after due p50 %v, p99 %v, max %v; the machine's own delay (a thread sleeping to 1 ms deadlines woke late, %d times) p99 %v, max %v",
-			n, run.Lateness.P50, run.Lateness.P99, sent[n/2], p99(sent), sent[n-1], delay.wakes, delay.p99, delay.max)
-		if onTime(t, delay, map[string]time.Duration{"written after its due time": p99(sent)}) {
+			n, run.Lateness.P50, run.Lateness.P99, sent[n/2], p99(sent), sent[n-1], delay.count, delay.p99, delay.max)
+		if withinStops(t, delay, map[string]time.Duration{"written after its due time": p99(sent)}) {
 			return
 		}
 	}
@@ -281,9 +359,9 @@ func p99(ds []time.Duration) time.Duration {
 
 // replay replays the trace against a simulated server in a process of its
 // own that records what it received (see serveSimulator), and returns
-// with the run the arrivals, sorted, and how long after its due time each
-// request was written.
-func replay(t *testing.T, tr *workload.Trace) (*loadgen.Run, []arrival, []time.Duration) {
+// with the run the arrivals, sorted, how long after its due time each
+// request was written, and the due times.
+func replay(t *testing.T, tr *workload.Trace) (*loadgen.Run, []arrival, []time.Duration, []time.Time) {
 	t.Helper()
 	sim, url := startHelper(t, helperSimulator)
 	defer sim.stop()
@@ -295,15 +373,17 @@ func replay(t *testing.T, tr *workload.Trace) (*loadgen.Run, []arrival, []time.D
 	defer feed.Close()
 	var mu sync.Mutex
 	var sent []time.Duration
+	var dues []time.Time
 	g := &loadgen.Generator{Client: c, Source: feed.Source, Load: feed.Load(), OnRequest: func(_ *loadgen.Request, tl *metrics.Timeline) {
 		mu.Lock()
 		sent = append(sent, tl.Sent.Sub(tl.Due))
+		dues = append(dues, tl.Due)
 		mu.Unlock()
 	}}
 	run, err := g.Run(t.Context())
 	require.NoError(t, err)
 	require.NoError(t, feed.Err())
-	return run, arrivals(t, url), sent
+	return run, arrivals(t, url), sent, dues
 }
 
 // A replay with a zero seed writes text of its own: a second replay of a

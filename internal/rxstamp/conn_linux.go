@@ -1,4 +1,4 @@
-package loadgen
+package rxstamp
 
 import (
 	"errors"
@@ -10,10 +10,11 @@ import (
 	"unsafe"
 )
 
-// stampedConn is a TCP connection whose reads also take the kernel's
-// receive timestamp (SO_TIMESTAMPNS): the time the last byte a read returns
-// reached the socket, before any wait for a CPU in this process.
-type stampedConn struct {
+// Conn is a TCP connection whose reads also take the kernel's receive
+// timestamp (SO_TIMESTAMPNS): the time the last byte a read returns
+// reached the socket, before any wait for a CPU in this process. Like a
+// net.Conn, it is read by one goroutine at a time.
+type Conn struct {
 	*net.TCPConn
 	raw     syscall.RawConn
 	oob     []byte
@@ -29,36 +30,41 @@ type stampedConn struct {
 	recvFn func(fd uintptr) bool
 }
 
-// maxStampLag bounds how far before the read a kernel timestamp may be and
-// still be believed; beyond it (a wall-clock step, say) the read's own time
-// is used.
-const maxStampLag = 10 * time.Second
+// MaxLag bounds how far before the read a kernel timestamp may be and
+// still be believed; beyond it (a wall-clock step, say) the read's own
+// time is used.
+const MaxLag = 10 * time.Second
 
-// stampConn turns on receive timestamps for c, a TCP connection, and
-// returns it wrapped with the source of its arrival times. Where that is not
-// possible it returns c as it is and nil.
-func stampConn(c net.Conn) (net.Conn, arrivalSource) {
+// epoch anchors WallOffset.
+var epoch = time.Now()
+
+// New turns on receive timestamps for c, a TCP connection, and returns it
+// wrapped to read them. Where that is not possible (c is not TCP, the
+// kernel refuses) it returns nil and false.
+func New(c net.Conn) (*Conn, bool) {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
-		return c, nil
+		return nil, false
 	}
 	raw, err := tc.SyscallConn()
 	if err != nil {
-		return c, nil
+		return nil, false
 	}
 	var serr error
 	err = raw.Control(func(fd uintptr) {
 		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
 	})
 	if err != nil || serr != nil {
-		return c, nil
+		return nil, false
 	}
-	s := &stampedConn{TCPConn: tc, raw: raw, oob: make([]byte, 64), offset: wallOffset(time.Now())}
+	s := &Conn{TCPConn: tc, raw: raw, oob: make([]byte, 64), offset: WallOffset(time.Now())}
 	s.recvFn = s.recv
-	return s, s
+	return s, true
 }
 
-func (s *stampedConn) Read(p []byte) (int, error) {
+// Read reads like the TCP connection's Read and notes when the bytes it
+// returns arrived (see LastArrival).
+func (s *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -78,7 +84,7 @@ func (s *stampedConn) Read(p []byte) (int, error) {
 
 // recv is one recvmsg on the socket; false asks to wait until it is
 // readable.
-func (s *stampedConn) recv(fd uintptr) bool {
+func (s *Conn) recv(fd uintptr) bool {
 	for {
 		n, oobn, _, _, err := syscall.Recvmsg(int(fd), s.p, s.oob, 0)
 		switch {
@@ -93,11 +99,11 @@ func (s *stampedConn) recv(fd uintptr) bool {
 		s.n = n
 		now := time.Now()
 		at := now
-		k, ok := rxTimestamp(s.oob[:oobn])
+		k, ok := Timestamp(s.oob[:oobn])
 		s.stamped = ok
-		offset := wallOffset(now)
+		offset := WallOffset(now)
 		if ok {
-			at = arrivalAt(now, k, offset-s.offset)
+			at = ArrivalAt(now, k, offset-s.offset)
 		}
 		s.offset = offset
 		if at.Before(s.last) {
@@ -108,35 +114,52 @@ func (s *stampedConn) recv(fd uintptr) bool {
 	}
 }
 
-func (s *stampedConn) lastArrival() time.Time { return s.last }
+// LastArrival returns when the last byte the last Read returned reached
+// the socket, on the monotonic clock; the Read's own time where the kernel
+// gave no timestamp (see Stamped). Arrivals on one connection never go
+// back.
+func (s *Conn) LastArrival() time.Time { return s.last }
 
-// wallOffset returns how far the wall clock has moved from the monotonic
+// Stamped reports whether the kernel timestamped the last Read's bytes.
+// It turns timestamps on for every socket a moment after the first asks:
+// bytes that came before are not stamped.
+func (s *Conn) Stamped() bool { return s.stamped }
+
+// Raw returns the connection's raw socket, for a reader of its own.
+func (s *Conn) Raw() syscall.RawConn { return s.raw }
+
+// Offset returns WallOffset as it was at the last Read, for a reader that
+// goes on from it and must see a step of the clock since.
+func (s *Conn) Offset() time.Duration { return s.offset }
+
+// WallOffset returns how far the wall clock has moved from the monotonic
 // clock since epoch: it changes only when the system clock is stepped (a
 // virtual machine resumed, the time synchronised), as slewing moves both.
-func wallOffset(now time.Time) time.Duration {
+func WallOffset(now time.Time) time.Duration {
 	return time.Duration(now.UnixNano()-epoch.UnixNano()) - now.Sub(epoch)
 }
 
-// arrivalAt returns when bytes stamped k by the kernel, on the wall clock,
+// ArrivalAt returns when bytes stamped k by the kernel, on the wall clock,
 // arrived, as a time on now's monotonic clock. step is how far the wall
 // clock was stepped since the connection's previous read: the stamp may
 // have been taken before the step, so a step forward is taken off the lag,
 // and a step back left in it (either way the arrival may come out later
 // than it was, by the step, never earlier). A lag below zero or above
-// maxStampLag is not believed, and the read's own time is used.
-func arrivalAt(now, k time.Time, step time.Duration) time.Time {
+// MaxLag is not believed, and the read's own time is used.
+func ArrivalAt(now, k time.Time, step time.Duration) time.Time {
 	lag := now.Sub(k) // k has no monotonic reading: this is the wall clock's
 	if step > 0 {
 		lag -= step
 	}
-	if lag < 0 || lag >= maxStampLag {
+	if lag < 0 || lag >= MaxLag {
 		return now
 	}
 	return now.Add(-lag)
 }
 
-// rxTimestamp finds the SCM_TIMESTAMPNS message in a recvmsg's control data.
-func rxTimestamp(b []byte) (time.Time, bool) {
+// Timestamp finds the SCM_TIMESTAMPNS message in a recvmsg's control
+// data.
+func Timestamp(b []byte) (time.Time, bool) {
 	for len(b) >= syscall.SizeofCmsghdr {
 		h := (*syscall.Cmsghdr)(unsafe.Pointer(&b[0]))
 		l := int(h.Len)

@@ -1,4 +1,4 @@
-package loadgen
+package rxstamp
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 
 // loopbackPair returns both ends of a loopback TCP connection, the client's
 // with receive timestamps.
-func loopbackPair(t *testing.T) (client net.Conn, arrivals arrivalSource, server net.Conn) {
+func loopbackPair(t *testing.T) (client *Conn, server net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -35,14 +35,14 @@ func loopbackPair(t *testing.T) (client net.Conn, arrivals arrivalSource, server
 	if server == nil {
 		t.Fatal("accept failed")
 	}
-	client, arrivals = stampConn(c)
-	if arrivals == nil {
+	client, ok := New(c)
+	if !ok {
 		c.Close()
 		server.Close()
 		t.Skip("this kernel refuses SO_TIMESTAMPNS on TCP sockets")
 	}
 	t.Cleanup(func() { client.Close(); server.Close() })
-	return client, arrivals, server
+	return client, server
 }
 
 // TestReceiveTimestampIsTheArrival reads bytes 100 ms after they arrived:
@@ -54,7 +54,7 @@ func loopbackPair(t *testing.T) (client net.Conn, arrivals arrivalSource, server
 // writer can wait milliseconds for a CPU between its write and its next
 // clock read, and the arrival then comes that long "before the write".
 func TestReceiveTimestampIsTheArrival(t *testing.T) {
-	client, arrivals, server := loopbackPair(t)
+	client, server := loopbackPair(t)
 	// The kernel turns receive timestamps on for everyone a moment after
 	// the first socket asks: bytes that came before were never stamped.
 	for deadline := time.Now().Add(5 * time.Second); ; {
@@ -62,7 +62,7 @@ func TestReceiveTimestampIsTheArrival(t *testing.T) {
 		if _, err := io.ReadFull(client, make([]byte, len("warm-up"))); err != nil {
 			t.Fatal(err)
 		}
-		if client.(*stampedConn).stamped {
+		if client.Stamped() {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -72,7 +72,7 @@ func TestReceiveTimestampIsTheArrival(t *testing.T) {
 	}
 	for i := range 3 {
 		writing := time.Now()
-		stepFrom := wallOffset(writing)
+		stepFrom := WallOffset(writing)
 		if _, err := server.Write([]byte("data: x\n\n")); err != nil {
 			t.Fatal(err)
 		}
@@ -84,10 +84,10 @@ func TestReceiveTimestampIsTheArrival(t *testing.T) {
 		if err != nil || string(buf[:n]) != "data: x\n\n" {
 			t.Fatalf("read %d: %q, %v", i, buf[:n], err)
 		}
-		at := arrivals.lastArrival()
+		at := client.LastArrival()
 		if at.Before(writing) || at.After(written.Add(20*time.Millisecond)) {
 			t.Errorf("read %d: arrival %v after the write began, which took %v; want during the write, or within 20 ms of its end (the system clock was stepped by %v meanwhile)",
-				i, at.Sub(writing), written.Sub(writing), wallOffset(read)-stepFrom)
+				i, at.Sub(writing), written.Sub(writing), WallOffset(read)-stepFrom)
 		}
 		if wait := read.Sub(at); wait < 90*time.Millisecond {
 			t.Errorf("read %d: read %v after the arrival, want about 100 ms: the stamp is the read's, not the kernel's", i, wait)
@@ -95,9 +95,9 @@ func TestReceiveTimestampIsTheArrival(t *testing.T) {
 	}
 }
 
-func TestStampedConnEndsLikeAConn(t *testing.T) {
+func TestConnEndsLikeAConn(t *testing.T) {
 	t.Run("EOF", func(t *testing.T) {
-		client, _, server := loopbackPair(t)
+		client, server := loopbackPair(t)
 		server.Write([]byte("ab"))
 		server.Close()
 		got, err := io.ReadAll(client)
@@ -106,7 +106,7 @@ func TestStampedConnEndsLikeAConn(t *testing.T) {
 		}
 	})
 	t.Run("deadline", func(t *testing.T) {
-		client, _, _ := loopbackPair(t)
+		client, _ := loopbackPair(t)
 		client.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 		_, err := client.Read(make([]byte, 8))
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -114,7 +114,7 @@ func TestStampedConnEndsLikeAConn(t *testing.T) {
 		}
 	})
 	t.Run("closed while reading", func(t *testing.T) {
-		client, _, _ := loopbackPair(t)
+		client, _ := loopbackPair(t)
 		done := make(chan error, 1)
 		go func() {
 			_, err := client.Read(make([]byte, 8))
@@ -151,11 +151,11 @@ func TestRxTimestamp(t *testing.T) {
 	*(*syscall.Timespec)(unsafe.Pointer(&b[first+syscall.CmsgLen(0)])) = syscall.NsecToTimespec(want.UnixNano())
 	end := first + syscall.CmsgSpace(size)
 
-	if got, ok := rxTimestamp(b[:end]); !ok || !got.Equal(want) {
-		t.Errorf("rxTimestamp = %v, %v; want %v", got, ok, want)
+	if got, ok := Timestamp(b[:end]); !ok || !got.Equal(want) {
+		t.Errorf("Timestamp = %v, %v; want %v", got, ok, want)
 	}
 	for _, short := range [][]byte{nil, make([]byte, 4), make([]byte, 64), b[:first], b[:end-8]} {
-		if got, ok := rxTimestamp(short); ok {
+		if got, ok := Timestamp(short); ok {
 			t.Errorf("found %v in %d bytes that hold no whole timestamp", got, len(short))
 		}
 	}
@@ -189,13 +189,13 @@ func TestArrivalAcrossAClockStep(t *testing.T) {
 		// Stepped back by 300 µs before the arrival: the wall clock's lag
 		// stands (the step may as well have come after, making it later).
 		{"back before the arrival", now.Add(-lag), -300 * time.Microsecond, lag},
-		{"too old to believe", now.Add(-maxStampLag), 0, 0},
+		{"too old to believe", now.Add(-MaxLag), 0, 0},
 	} {
-		if d := wallOffset(epoch); d != 0 {
-			t.Fatalf("wallOffset(epoch) = %v, want 0", d)
+		if d := WallOffset(epoch); d != 0 {
+			t.Fatalf("WallOffset(epoch) = %v, want 0", d)
 		}
 		t.Run(c.name, func(t *testing.T) {
-			at := arrivalAt(now, c.k, c.step)
+			at := ArrivalAt(now, c.k, c.step)
 			if got := now.Sub(at); got != c.want {
 				t.Errorf("arrival %v before the read, want %v", got, c.want)
 			}
