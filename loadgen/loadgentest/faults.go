@@ -10,6 +10,33 @@ import (
 // FaultHeader is the request header that selects faults, e.g.
 // "X-Llmload-Fault: reset-after=5". A model name can carry the same list after
 // FaultModelSuffix, e.g. "bench+fault=chunk-tokens=4,crlf".
+//
+// The faults are a comma-separated list. A chunk below is an event that carries output tokens; faults due after K
+// chunks happen only if the stream gets that far. Until such a fault has
+// come, every chunk carries chunk-tokens tokens (1 by default), even when
+// the handler lags the engine and would otherwise merge tokens into one
+// chunk: reset-after=3 cuts a stream after exactly 3 tokens.
+//
+//	status=CODE          answer HTTP CODE with a vLLM error body, no stream
+//	rate-limit=S         answer 429 with "Retry-After: S"
+//	header-delay=D       wait D (a Go duration, wall time) before the headers
+//	stall                send nothing, headers included, until the client leaves
+//	stall-after=K        after K chunks send nothing more until the client leaves
+//	reset-after=K        after K chunks reset the TCP connection (RST)
+//	error-after=K        after K chunks send vLLM's in-stream error object, then [DONE]
+//	malformed-after=K    after K chunks send one data line that is not JSON, then go on
+//	eof-after=K          after K chunks end the body cleanly: no finish_reason, no [DONE]
+//	no-done              end the stream without "data: [DONE]"
+//	oversize=N           before the first chunk send a valid, token-less chunk padded to an N-byte line
+//	chunk-tokens=K       K tokens per chunk (the last may carry fewer)
+//	ping                 an SSE comment ": ping" before every event
+//	sse-fields           "event: message" and "id: N" fields on every event
+//	crlf                 CRLF line endings
+//
+// Faults that shape a stream apply to streaming requests; status,
+// rate-limit, header-delay, stall and reset-after also apply to the others
+// (reset-after resets before any response). The in-stream error is
+// data: {"error": {"object": "error", "message": ..., "type": "InternalServerError", "param": null, "code": 500}}.
 const (
 	FaultHeader      = "X-Llmload-Fault"
 	FaultModelSuffix = "+fault="

@@ -69,6 +69,26 @@ type Handler struct {
 
 // NewHandler returns a handler simulating p, its engine started. The caller
 // must Close it.
+//
+// A chat, Responses or Messages request that carries tools (and a
+// tool_choice other than none) gets a tool call as its answer, after any
+// reasoning: the tool tool_choice names, else the first; its arguments,
+// {"input": the answer's text}, stream a piece a token, as chat's
+// tool_calls deltas (the first with the call's id, type and name, as
+// vLLM's tool parsers send them; finish_reason tool_calls), Responses'
+// function_call item and response.function_call_arguments.delta events
+// (then response.completed), or Messages' tool_use block and
+// input_json_delta deltas (stop_reason tool_use).
+//
+// Its tokenizer: each maximal run of non-white-space characters is one token, so
+// workload.Text(n, seed) is a prompt of n tokens. Chat requests go through a
+// ChatML-like template that adds 5 tokens around each message and 3 for the
+// reply's header (workload.SimulatorSizing(true)), so one user message of N
+// tokens makes N+8 prompt tokens. Output token i is a space and a word,
+// so the text of n output tokens counts back to n. The simulator has no
+// end-of-sequence token: every request runs to max_tokens (by default, as
+// vLLM, to max_model_len), with or without ignore_eos; min_tokens is checked
+// and otherwise changes nothing.
 func NewHandler(p Profile) *Handler {
 	p = p.withDefaults()
 	var b [8]byte

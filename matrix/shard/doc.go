@@ -29,16 +29,10 @@
 //     (counts and every histogram in HdrHistogram's V2 encoding with its
 //     exact figures), its streams and its client's health.
 //
-// A cell goes: the leader splits the concurrency among itself and the live
-// followers as evenly as possible (10 streams over 3 shards are 4, 3 and 3) and sets a
-// launch a second ahead; every shard starts its streams then and warms up
-// as a single process's cell does; once every shard's warm-up is done, the
-// leader sets the window's start half a second ahead, and every shard
-// measures that window on its own clock, moved by its offset. Faults: a
-// follower that dies or falls silent mid-cell is dropped from that cell
-// with the reason, and the cell is marked partial with the shards it has;
-// when the leader's run ends (or it is interrupted), the followers are told
-// and stop; a follower that cannot reach the leader for five seconds
-// stops its streams and returns [ErrLeaderGone]. Every wait has a
-// deadline.
+// A cell's streams are split as evenly as possible (10 over 3 shards are
+// 4, 3 and 3), launched a second ahead, warmed up as a single process's,
+// and measured over one window on every shard's clock, moved by its
+// offset. A follower that dies or falls silent mid-cell is dropped from
+// it, which is marked partial; one that cannot reach the leader for five
+// seconds stops and returns [ErrLeaderGone]. Every wait has a deadline.
 package shard
