@@ -140,6 +140,35 @@ type poolRequest struct {
 	TopN      *int            `json:"top_n"`
 }
 
+// poolInputs returns the texts of an embeddings or rerank request and the
+// tokens they make: each rerank document is scored with the query.
+func poolInputs(body *poolRequest, rerank bool) ([]string, int, *apiError) {
+	var inputs []string
+	tokens := 0
+	if rerank {
+		if body.Query == nil || len(body.Documents) == 0 {
+			return nil, 0, badRequest("a rerank request needs a query and at least one document")
+		}
+		q := simtokens.Count(*body.Query)
+		for _, d := range body.Documents {
+			tokens += q + simtokens.Count(d)
+		}
+		return body.Documents, tokens, nil
+	}
+	var s string
+	switch {
+	case json.Unmarshal(body.Input, &s) == nil:
+		inputs = []string{s}
+	case json.Unmarshal(body.Input, &inputs) == nil && len(inputs) > 0:
+	default:
+		return nil, 0, badRequest("input must be a string or a list of strings")
+	}
+	for _, in := range inputs {
+		tokens += simtokens.Count(in)
+	}
+	return inputs, tokens, nil
+}
+
 // servePool serves /v1/embeddings (OpenAI's shape) and /v1/rerank (vLLM's,
 // Cohere's and Jina's), after the pooling step that holds the request.
 func (h *Handler) servePool(w http.ResponseWriter, r *http.Request) {
@@ -166,31 +195,10 @@ func (h *Handler) servePool(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("The model `%s` does not exist.", model), param: "model"})
 		return
 	}
-	var inputs []string
-	tokens := 0
-	if rerank {
-		if body.Query == nil || len(body.Documents) == 0 {
-			writeError(w, badRequest("a rerank request needs a query and at least one document"))
-			return
-		}
-		q := simtokens.Count(*body.Query)
-		for _, d := range body.Documents {
-			tokens += q + simtokens.Count(d) // each document is scored with the query
-		}
-		inputs = body.Documents
-	} else {
-		var s string
-		switch {
-		case json.Unmarshal(body.Input, &s) == nil:
-			inputs = []string{s}
-		case json.Unmarshal(body.Input, &inputs) == nil && len(inputs) > 0:
-		default:
-			writeError(w, badRequest("input must be a string or a list of strings"))
-			return
-		}
-		for _, in := range inputs {
-			tokens += simtokens.Count(in)
-		}
+	inputs, tokens, err := poolInputs(&body, rerank)
+	if err != nil {
+		writeError(w, err)
+		return
 	}
 	for _, in := range inputs {
 		if n := simtokens.Count(in); n > h.p.MaxModelLen {
