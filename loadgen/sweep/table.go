@@ -136,62 +136,82 @@ func ms(d time.Duration) string {
 // or Rerank run (pooled), input tokens and latency alone, as there is no
 // output.
 func writeBlock(w io.Writer, run *Result, objective, pooled bool) {
-	s := &run.Summary
-	line := func(label, value string) { fmt.Fprintf(w, "%-40s %s\n", label+":", value) }
-	head := func(title string) {
-		pad := 50 - len(title)
-		fmt.Fprintf(w, "%s%s%s\n", strings.Repeat("-", pad/2), title, strings.Repeat("-", pad-pad/2))
-	}
+	b := block{w}
 	fmt.Fprintln(w, "============ Serving Benchmark Result ============")
+	b.counts(run, objective, pooled)
+	b.latencies(run, pooled)
+	b.split(run)
+	b.energy(run.Energy)
+	fmt.Fprintln(w, "==================================================")
+}
+
+// block writes a run's block of the table, a figure a line.
+type block struct{ w io.Writer }
+
+func (b block) line(label, value string) { fmt.Fprintf(b.w, "%-40s %s\n", label+":", value) }
+
+func (b block) head(title string) {
+	pad := 50 - len(title)
+	fmt.Fprintf(b.w, "%s%s%s\n", strings.Repeat("-", pad/2), title, strings.Repeat("-", pad-pad/2))
+}
+
+// counts writes the run's requests, tokens and throughput.
+func (b block) counts(run *Result, objective, pooled bool) {
+	s := &run.Summary
 	if run.Load != nil {
-		line("Load", run.Load.String())
+		b.line("Load", run.Load.String())
 	}
-	line("Successful requests", fmt.Sprint(s.Completed))
-	line("Failed requests", fmt.Sprint(s.Failed)+errorKinds(s.Errors))
+	b.line("Successful requests", fmt.Sprint(s.Completed))
+	b.line("Failed requests", fmt.Sprint(s.Failed)+errorKinds(s.Errors))
 	if s.Canceled > 0 {
-		line("Cut at the end of the window", fmt.Sprint(s.Canceled))
+		b.line("Cut at the end of the window", fmt.Sprint(s.Canceled))
 	}
 	if s.Warmup > 0 {
-		line("Warm-up requests (not counted)", fmt.Sprint(s.Warmup))
+		b.line("Warm-up requests (not counted)", fmt.Sprint(s.Warmup))
 	}
 	window := fmt.Sprintf("%.2f", s.Window.Duration().Seconds())
-	line("Benchmark duration (s)", window)
+	b.line("Benchmark duration (s)", window)
 	if measured := fmt.Sprintf("%.2f", s.MeasuredFor.Seconds()); !pooled && s.MeasuredFor > 0 && measured != window {
 		// The throughput's divisor: the window up to its last token.
-		line("Measured to the last token (s)", measured)
+		b.line("Measured to the last token (s)", measured)
 	}
 	if pooled {
-		line("Total input tokens", fmt.Sprint(s.InputTokens))
-		line("Request throughput (req/s)", fmt.Sprintf("%.2f", run.RequestRate))
-		line("Input token throughput (tok/s)", fmt.Sprintf("%.2f", run.InputTokensPerSec))
+		b.line("Total input tokens", fmt.Sprint(s.InputTokens))
+		b.line("Request throughput (req/s)", fmt.Sprintf("%.2f", run.RequestRate))
+		b.line("Input token throughput (tok/s)", fmt.Sprintf("%.2f", run.InputTokensPerSec))
 	} else {
 		if s.InputTokens > 0 && s.Completed > 0 {
-			line("Total input tokens", fmt.Sprint(s.InputTokens))
-			line("Mean input tokens a request", fmt.Sprintf("%.1f", float64(s.InputTokens)/float64(s.Completed)))
+			b.line("Total input tokens", fmt.Sprint(s.InputTokens))
+			b.line("Mean input tokens a request", fmt.Sprintf("%.1f", float64(s.InputTokens)/float64(s.Completed)))
 		}
-		line("Total generated tokens", fmt.Sprint(s.OutputTokens))
-		line("Request throughput (req/s)", fmt.Sprintf("%.2f", run.RequestRate))
-		line("Output token throughput (tok/s)", fmt.Sprintf("%.2f", run.OutputTokensPerSec))
+		b.line("Total generated tokens", fmt.Sprint(s.OutputTokens))
+		b.line("Request throughput (req/s)", fmt.Sprintf("%.2f", run.RequestRate))
+		b.line("Output token throughput (tok/s)", fmt.Sprintf("%.2f", run.OutputTokensPerSec))
 	}
 	if objective {
-		line("Request goodput (req/s)", fmt.Sprintf("%.2f", s.Goodput))
-		line("Met the objective", fmt.Sprintf("%v (%.1f%% of requests)", yesNo(run.Met), run.GoodShare*100))
+		b.line("Request goodput (req/s)", fmt.Sprintf("%.2f", s.Goodput))
+		b.line("Met the objective", fmt.Sprintf("%v (%.1f%% of requests)", yesNo(run.Met), run.GoodShare*100))
 	}
 	if _, closed := run.Load.(loadgen.Closed); !closed && run.Load != nil || run.Lateness.Count > 0 {
-		line("Late arrivals", fmt.Sprintf("%d (start after due: p50 %s ms, p99 %s ms, max %s ms)", run.Late, ms(run.Lateness.P50), ms(run.Lateness.P99), ms(run.Lateness.Max)))
+		b.line("Late arrivals", fmt.Sprintf("%d (start after due: p50 %s ms, p99 %s ms, max %s ms)", run.Late, ms(run.Lateness.P50), ms(run.Lateness.P99), ms(run.Lateness.Max)))
 	}
 	if s.ToolCalls > 0 {
-		line("Requests that called a tool", fmt.Sprint(s.ToolCalls))
+		b.line("Requests that called a tool", fmt.Sprint(s.ToolCalls))
 	}
 	if s.ServerTimingsDropped > 0 {
-		line("Server timings dropped", fmt.Sprintf("%d (not numbers, or longer than the client measured)", s.ServerTimingsDropped))
+		b.line("Server timings dropped", fmt.Sprintf("%d (not numbers, or longer than the client measured)", s.ServerTimingsDropped))
 	}
 	if s.ReasoningOverclaimed > 0 {
-		line("Reasoning usage over the output", fmt.Sprintf("%d (counted as the output at most)", s.ReasoningOverclaimed))
+		b.line("Reasoning usage over the output", fmt.Sprintf("%d (counted as the output at most)", s.ReasoningOverclaimed))
 	}
 	if run.Queued > 0 {
-		line("Arrivals queued on the client", fmt.Sprintf("%d (waited for a free slot under the in-flight cap)", run.Queued))
+		b.line("Arrivals queued on the client", fmt.Sprintf("%d (waited for a free slot under the in-flight cap)", run.Queued))
 	}
+}
+
+// latencies writes the run's latency distributions.
+func (b block) latencies(run *Result, pooled bool) {
+	s := &run.Summary
 	for _, d := range []struct {
 		title, name string
 		d           metrics.Distribution
@@ -212,51 +232,58 @@ func writeBlock(w io.Writer, run *Result, objective, pooled bool) {
 		if d.name == "TTFO" && s.ReasoningTokens == 0 {
 			continue // no reasoning: TTFO is TTFT
 		}
-		head(d.title)
+		b.head(d.title)
 		if d.name == "TTFO" {
-			line("Reasoning tokens / answer tokens", fmt.Sprintf("%d / %d", s.ReasoningTokens, s.AnswerTokens))
+			b.line("Reasoning tokens / answer tokens", fmt.Sprintf("%d / %d", s.ReasoningTokens, s.AnswerTokens))
 		}
 		fig := ms
 		if d.d.Count == 0 {
 			fig = func(time.Duration) string { return "—" } // nothing measured, not 0 ms
 		}
-		line("Mean "+d.name+" (ms)", fig(d.d.Mean))
-		line("Median "+d.name+" (ms)", fig(d.d.P50))
-		line("P90 "+d.name+" (ms)", fig(d.d.P90))
-		line("P99 "+d.name+" (ms)", fig(d.d.P99))
+		b.line("Mean "+d.name+" (ms)", fig(d.d.Mean))
+		b.line("Median "+d.name+" (ms)", fig(d.d.P50))
+		b.line("P90 "+d.name+" (ms)", fig(d.d.P90))
+		b.line("P99 "+d.name+" (ms)", fig(d.d.P99))
 	}
-	if sp := &s.Split; sp.Requests > 0 {
-		head("TTFT by the Server's Timings")
-		line("Requests with the server's timings", fmt.Sprint(sp.Requests))
+}
+
+// split writes the TTFT split by the server's own timings, if it gave them.
+func (b block) split(run *Result) {
+	if sp := &run.Summary.Split; sp.Requests > 0 {
+		b.head("TTFT by the Server's Timings")
+		b.line("Requests with the server's timings", fmt.Sprint(sp.Requests))
 		// Their own TTFT, which their parts add up to in the mean: the TTFT
 		// above is over every request with a first token, cut ones too.
-		line("Mean TTFT of these (ms)", ms(sp.TTFT.Mean))
+		b.line("Mean TTFT of these (ms)", ms(sp.TTFT.Mean))
 		for _, d := range []struct {
 			name string
 			d    metrics.Distribution
 		}{{"server queue", sp.Queue}, {"server prefill", sp.Prefill}, {"network and client", sp.Rest}} {
-			line("Mean "+d.name+" (ms)", ms(d.d.Mean))
-			line("P99 "+d.name+" (ms)", ms(d.d.P99))
+			b.line("Mean "+d.name+" (ms)", ms(d.d.Mean))
+			b.line("P99 "+d.name+" (ms)", ms(d.d.P99))
 		}
 		if run.OutsideServer != "" {
-			line("Outside the server", fmt.Sprintf("%.0f%% of TTFT: the %s's", 100*outsideShare(*sp), run.OutsideServer))
+			b.line("Outside the server", fmt.Sprintf("%.0f%% of TTFT: the %s's", 100*outsideShare(*sp), run.OutsideServer))
 		}
 	}
-	if e := run.Energy; e != nil {
-		head("GPU Energy")
-		line("GPUs read", fmt.Sprintf("%d (%d readings in the window)", e.GPUs, e.Samples))
-		line("Energy (J)", fmt.Sprintf("%.1f", e.Joules))
-		line("Mean power (W)", fmt.Sprintf("%.1f", e.MeanWatts))
-		line("Output tokens per joule", perToken(e.TokensPerJoule))
-		line("Joules per output token", perToken(e.JoulesPerToken))
+}
+
+// energy writes the GPUs' energy, if it was read.
+func (b block) energy(e *metrics.Energy) {
+	if e != nil {
+		b.head("GPU Energy")
+		b.line("GPUs read", fmt.Sprintf("%d (%d readings in the window)", e.GPUs, e.Samples))
+		b.line("Energy (J)", fmt.Sprintf("%.1f", e.Joules))
+		b.line("Mean power (W)", fmt.Sprintf("%.1f", e.MeanWatts))
+		b.line("Output tokens per joule", perToken(e.TokensPerJoule))
+		b.line("Joules per output token", perToken(e.JoulesPerToken))
 		if e.Utilization > 0 {
-			line("Mean GPU utilization (%)", fmt.Sprintf("%.1f", e.Utilization))
+			b.line("Mean GPU utilization (%)", fmt.Sprintf("%.1f", e.Utilization))
 		}
 		if e.HourlyCost > 0 {
-			line("Dollars per million output tokens", fmt.Sprintf("%s (at $%g a GPU an hour)", perToken(e.DollarsPerMillionTokens), e.HourlyCost))
+			b.line("Dollars per million output tokens", fmt.Sprintf("%s (at $%g a GPU an hour)", perToken(e.DollarsPerMillionTokens), e.HourlyCost))
 		}
 	}
-	fmt.Fprintln(w, "==================================================")
 }
 
 func yesNo(b bool) string {
