@@ -13,8 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/llmload/llmload/internal/promtext"
 )
 
 // maxProbeBody bounds the bytes read from one probe's response.
@@ -294,8 +293,7 @@ func (p *prober) vllm(d *Discovery) bool {
 	if !ok {
 		return false
 	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	families, err := promtext.Parse(bytes.NewReader(body))
 	if err != nil {
 		d.Notes = append(d.Notes, fmt.Sprintf("GET /metrics: not Prometheus text: %v", err))
 		return false
@@ -305,10 +303,7 @@ func (p *prober) vllm(d *Discovery) bool {
 		return false
 	}
 	d.Engine = EngineVLLM
-	labels := map[string]string{}
-	for _, lp := range fam.GetMetric()[0].GetLabel() {
-		labels[lp.GetName()] = lp.GetValue()
-	}
+	labels := promtext.Labels(fam.GetMetric()[0])
 	d.CacheConfig = labels
 	d.NumGPUBlocks = labelInt(labels, "num_gpu_blocks")
 	d.BlockSize = labelInt(labels, "block_size")

@@ -10,6 +10,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Template is the html/template text that draws a [Chart] as a card of
@@ -41,6 +42,13 @@ type Chart struct {
 
 // PlotH is the plot area's height.
 func (c Chart) PlotH() float64 { return c.Bottom - c.Top }
+
+// MarkLabelBefore reports whether the mark's label is drawn before its
+// line, ending there: when, after it, it would run off the chart (at
+// about 6.5 units a character of the 12-unit text).
+func (c Chart) MarkLabelBefore() bool {
+	return c.Mark+4+6.5*float64(utf8.RuneCountInString(c.MarkLabel)) > float64(c.W)
+}
 
 // Band is a hover area from X, W wide, with its tooltip.
 type Band struct {

@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/http"
@@ -23,10 +22,9 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/llmload/llmload/internal/background"
+	"github.com/llmload/llmload/internal/promtext"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/metrics"
 )
@@ -106,16 +104,10 @@ func (d drops) String() string {
 		d.total(), d.nonFinite, d.implausible, d.first)
 }
 
-// parse reads one exposition into a point for each GPU, keyed by the
-// GPU's identity (see gpuID; key, the exporter's, where the GPU has
-// none), dropping the readings that are not finite or implausible and
-// counting them in d.
-func parse(r io.Reader, key string, at time.Time, d *drops) (map[string]point, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(r)
-	if err != nil {
-		return nil, fmt.Errorf("dcgm: parse the exporter's metrics: %w", err)
-	}
+// points are a reading's points, one for each GPU, keyed by the GPU's
+// identity (see gpuID; key, the exporter's, where the GPU has none),
+// without the readings that are not finite or implausible, counted in d.
+func points(families promtext.Families, key string, at time.Time, d *drops) map[string]point {
 	gpus := map[string]point{}
 	for _, name := range []string{energyName, powerName, utilName, memoryName} {
 		f, ok := families[name]
@@ -131,7 +123,7 @@ func parse(r io.Reader, key string, at time.Time, d *drops) (map[string]point, e
 			if !ok {
 				p = point{at: at, energy: math.NaN(), power: math.NaN(), util: math.NaN(), memoryMB: math.NaN()}
 			}
-			v := value(m)
+			v := promtext.Value(m)
 			if d.add(name, id, v) {
 				gpus[id] = p
 				continue
@@ -154,7 +146,7 @@ func parse(r io.Reader, key string, at time.Time, d *drops) (map[string]point, e
 			gpus[id] = p
 		}
 	}
-	return gpus, nil
+	return gpus
 }
 
 // gpuID names a series' GPU: its UUID, else its host and index, else
@@ -162,33 +154,11 @@ func parse(r io.Reader, key string, at time.Time, d *drops) (map[string]point, e
 // exporter that reaches it. A MIG instance's series (GPU_I_ID) are the
 // GPU's own.
 func gpuID(m *dto.Metric) string {
-	var uuid, host, gpu string
-	for _, l := range m.GetLabel() {
-		switch l.GetName() {
-		case "UUID":
-			uuid = l.GetValue()
-		case "Hostname":
-			host = l.GetValue()
-		case "gpu":
-			gpu = l.GetValue()
-		}
-	}
-	if uuid != "" {
+	labels := promtext.Labels(m)
+	if uuid := labels["UUID"]; uuid != "" {
 		return uuid
 	}
-	return host + "#" + gpu // "#N" without a host: no identity
-}
-
-func value(m *dto.Metric) float64 {
-	switch {
-	case m.Gauge != nil:
-		return m.GetGauge().GetValue()
-	case m.Counter != nil:
-		return m.GetCounter().GetValue()
-	case m.Untyped != nil:
-		return m.GetUntyped().GetValue()
-	}
-	return math.NaN()
+	return labels["Hostname"] + "#" + labels["gpu"] // "#N" without a host: no identity
 }
 
 // readTimeout bounds one reading of an exporter.
@@ -358,32 +328,18 @@ func (m *Meter) read(ctx context.Context, e target, key string, d *drops) (map[s
 }
 
 func (m *Meter) get(ctx context.Context, e target, key string, d *drops) (map[string]point, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url, nil)
-	if err != nil {
-		return nil, fmt.Errorf("dcgm: GET %s: %w", e.shown, err)
-	}
 	sent := time.Now()
-	resp, err := m.client.Do(req)
+	families, err := promtext.Get(ctx, m.client, e.url, e.shown, readTimeout)
+	if pe, ok := errors.AsType[*promtext.ParseError](err); ok {
+		return nil, fmt.Errorf("dcgm: parse the exporter's metrics: %w (from %s)", pe.Err, e.shown)
+	}
+	if _, ok := errors.AsType[*promtext.StatusError](err); ok {
+		return nil, fmt.Errorf("dcgm: %w; check -gpu-metrics", err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("dcgm: GET %s: %w", e.shown, err)
+		return nil, fmt.Errorf("dcgm: %w", err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-		return nil, fmt.Errorf("dcgm: GET %s: %s; check -gpu-metrics", e.shown, resp.Status)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, fmt.Errorf("dcgm: GET %s: %w", e.shown, err)
-	}
-	at := sent.Add(time.Since(sent) / 2)
-	gpus, err := parse(strings.NewReader(string(body)), key, at, d)
-	if err != nil {
-		return nil, fmt.Errorf("%w (from %s)", err, e.shown)
-	}
-	return gpus, nil
+	return points(families, key, sent.Add(time.Since(sent)/2), d), nil
 }
 
 // Start reads the exporters every Meter.every, and at the start and the

@@ -1,14 +1,16 @@
 // Package promtext reads a server's Prometheus text exposition, its
 // /metrics, into metric families by name: [Get] fetches and parses one
-// reading within a deadline, [Parse] parses one, and [Sum] adds up a
-// family's series.
+// reading within a deadline, [Parse] parses one, [Sum] adds up a
+// family's series, and [Value] and [Labels] read one series.
 package promtext
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"time"
@@ -31,8 +33,28 @@ func Parse(r io.Reader) (Families, error) {
 	return parser.TextToMetricFamilies(r)
 }
 
-// Get reads the exposition at target with client, within timeout: at
-// most MaxBytes of it, from a 200 answer. The errors name target as shown
+// StatusError is Get's error for an answer other than 200 OK.
+type StatusError struct {
+	Target string // the URL as the caller shows it
+	Status string // the answer's status, such as "404 Not Found"
+}
+
+func (e *StatusError) Error() string { return "GET " + e.Target + ": " + e.Status }
+
+// ParseError is Get's error for an answer that is not a Prometheus text
+// exposition.
+type ParseError struct {
+	Target string // the URL as the caller shows it
+	Err    error  // the parser's
+}
+
+func (e *ParseError) Error() string { return "parse /metrics: " + e.Err.Error() }
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// Get reads the exposition at target with client, within timeout, from a
+// 200 answer (else a *StatusError) of at most MaxBytes; an answer that is
+// not an exposition is a *ParseError. The errors name target as shown
 // gives it (without its password, say), never as it is.
 func Get(ctx context.Context, client *http.Client, target, shown string, timeout time.Duration) (Families, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -51,11 +73,18 @@ func Get(ctx context.Context, client *http.Client, target, shown string, timeout
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-		return nil, fmt.Errorf("GET %s: %s", shown, resp.Status)
+		return nil, &StatusError{Target: shown, Status: resp.Status}
 	}
-	f, err := Parse(io.LimitReader(resp.Body, MaxBytes))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBytes+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("GET %s: %d bytes of the answer read: %w", shown, len(body), err)
+	case len(body) > MaxBytes:
+		return nil, fmt.Errorf("GET %s: the answer is over %d MiB, more than a /metrics", shown, MaxBytes>>20)
+	}
+	f, err := Parse(bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("parse /metrics: %w", err)
+		return nil, &ParseError{Target: shown, Err: err}
 	}
 	return f, nil
 }
@@ -65,14 +94,39 @@ func Get(ctx context.Context, client *http.Client, target, shown string, timeout
 func Sum(f *dto.MetricFamily) float64 {
 	var v float64
 	for _, m := range f.GetMetric() {
-		switch {
-		case m.Gauge != nil:
-			v += m.GetGauge().GetValue()
-		case m.Counter != nil:
-			v += m.GetCounter().GetValue()
-		case m.Untyped != nil:
-			v += m.GetUntyped().GetValue()
+		if x, ok := value(m); ok {
+			v += x
 		}
 	}
 	return v
+}
+
+// Value is a series' gauge, counter or untyped value; NaN for another
+// kind (a summary, a histogram).
+func Value(m *dto.Metric) float64 {
+	if v, ok := value(m); ok {
+		return v
+	}
+	return math.NaN()
+}
+
+func value(m *dto.Metric) (float64, bool) {
+	switch {
+	case m.Gauge != nil:
+		return m.GetGauge().GetValue(), true
+	case m.Counter != nil:
+		return m.GetCounter().GetValue(), true
+	case m.Untyped != nil:
+		return m.GetUntyped().GetValue(), true
+	}
+	return 0, false
+}
+
+// Labels are a series' labels, by name.
+func Labels(m *dto.Metric) map[string]string {
+	labels := make(map[string]string, len(m.GetLabel()))
+	for _, l := range m.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	return labels
 }

@@ -2,6 +2,8 @@ package promtext
 
 import (
 	"context"
+	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -44,4 +46,49 @@ func TestGet(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(start), 5*time.Second)
 	assert.False(t, strings.Contains(err.Error(), srv.URL), "the URL is shown as given: %v", err)
+}
+
+// TestGetErrors: a status other than 200 is a *StatusError and text that
+// is not an exposition a *ParseError, both naming the shown URL, for a
+// caller to word its own; an answer over MaxBytes is refused, not parsed
+// cut short.
+func TestGetErrors(t *testing.T) {
+	huge := strings.Repeat("# padding comment\n", MaxBytes/18+1) + "gauge_after 1\n"
+	mux := http.NewServeMux()
+	mux.HandleFunc("/missing", func(w http.ResponseWriter, _ *http.Request) { http.NotFound(w, nil) })
+	mux.HandleFunc("/garbage", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("x{ 1\n")) })
+	mux.HandleFunc("/huge", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(huge)) })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	ctx := context.Background()
+
+	_, err := Get(ctx, srv.Client(), srv.URL+"/missing", "the exporter", time.Second)
+	se, ok := errors.AsType[*StatusError](err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, StatusError{Target: "the exporter", Status: "404 Not Found"}, *se)
+	assert.EqualError(t, err, "GET the exporter: 404 Not Found")
+
+	_, err = Get(ctx, srv.Client(), srv.URL+"/garbage", "the exporter", time.Second)
+	pe, ok := errors.AsType[*ParseError](err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, "the exporter", pe.Target)
+	assert.ErrorContains(t, err, "parse /metrics: ")
+
+	_, err = Get(ctx, srv.Client(), srv.URL+"/huge", "the exporter", 10*time.Second)
+	assert.ErrorContains(t, err, "GET the exporter: the answer is over 16 MiB")
+}
+
+// TestValueAndLabels reads one series: its value whatever its kind (NaN
+// for a histogram's), and its labels by name.
+func TestValueAndLabels(t *testing.T) {
+	f, err := Parse(strings.NewReader("# TYPE g gauge\ng{gpu=\"0\",UUID=\"GPU-1\"} 2.5\n# TYPE c counter\nc 7\nu 3\n" +
+		"# TYPE h histogram\nh_bucket{le=\"+Inf\"} 1\nh_sum 2\nh_count 1\n"))
+	require.NoError(t, err)
+	assert.Equal(t, 2.5, Value(f["g"].GetMetric()[0]))
+	assert.Equal(t, 7.0, Value(f["c"].GetMetric()[0]))
+	assert.Equal(t, 3.0, Value(f["u"].GetMetric()[0]))
+	assert.True(t, math.IsNaN(Value(f["h"].GetMetric()[0])))
+	assert.Zero(t, Sum(f["h"]), "a histogram adds nothing to a sum")
+	assert.Equal(t, map[string]string{"gpu": "0", "UUID": "GPU-1"}, Labels(f["g"].GetMetric()[0]))
+	assert.Empty(t, Labels(f["c"].GetMetric()[0]))
 }

@@ -21,7 +21,9 @@ import (
 //go:embed report.html.tmpl
 var reportHTML string
 
-var htmlTemplate = template.Must(template.New("report").Parse(reportHTML))
+// htmlTemplate is the page, its charts drawn by chart.Template as the
+// matrix's pages draw theirs.
+var htmlTemplate = template.Must(template.Must(template.New("report").Parse(chart.Template)).Parse(reportHTML))
 
 // writeHTML writes the results as a page of its own (see [Results.Write]).
 func (r *Results) writeHTML(w io.Writer) error {
