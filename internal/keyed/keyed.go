@@ -5,10 +5,9 @@ package keyed
 
 import (
 	"net/http"
-	"net/url"
 	"slices"
-	"strings"
 
+	"github.com/llmload/llmload/internal/origin"
 	"github.com/llmload/llmload/loadgen"
 )
 
@@ -40,7 +39,7 @@ func Client(hc *http.Client, c *loadgen.Client, baseURL string) *http.Client {
 		return hc
 	}
 	out := *hc
-	out.Transport = bearer{key: c.APIKey, header: c.Header.Clone(), origin: originOf(baseURL), next: transport(hc)}
+	out.Transport = bearer{key: c.APIKey, header: c.Header.Clone(), origin: origin.Parse(baseURL), next: transport(hc)}
 	return &out
 }
 
@@ -57,7 +56,7 @@ func sameHeader(a, b http.Header) bool {
 }
 
 func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
-	if b.origin == "" || urlOrigin(req.URL) != b.origin {
+	if b.origin == "" || origin.Of(req.URL) != b.origin {
 		return b.next.RoundTrip(req)
 	}
 	req = req.Clone(req.Context())
@@ -77,29 +76,4 @@ func transport(hc *http.Client) http.RoundTripper {
 		return hc.Transport
 	}
 	return http.DefaultTransport
-}
-
-// originOf is the origin of a URL, "scheme://host:port", or "" when it
-// does not parse.
-func originOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return urlOrigin(u)
-}
-
-// urlOrigin is u's scheme, host and port, the port made explicit.
-func urlOrigin(u *url.URL) string {
-	scheme := strings.ToLower(u.Scheme)
-	port := u.Port()
-	if port == "" {
-		switch scheme {
-		case "http":
-			port = "80"
-		case "https":
-			port = "443"
-		}
-	}
-	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }
