@@ -114,6 +114,7 @@ type Client struct {
 	// field, and its test fails when one is missed.
 	once   sync.Once
 	bodies atomic.Int64 // bytes of answers buffered now, under MaxBodyInFlight
+	reads  readCounts   // bodies read so far, by how
 	hc     *http.Client
 	err    error  // what Validate found
 	shown  string // BaseURL without user information, for messages
@@ -719,6 +720,8 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 	sr := &streamReader{rs: rs, ctx: ctx, cancel: cancel, c: c, resp: resp, label: label, req: req, wd: wd}
 	if pb, ok := resp.Body.(pollBody); ok && (rs.emit == nil || rs.ownEmit) {
 		if src := pb.pollSource(); src != nil {
+			c.reads[readPolled].Add(1)
+			sr.polled = true
 			sr.events = newEventReader(src, maxEvent)
 			sr.arrivals = src
 			err, readErr := src.run(ctx, sr.advance)
@@ -730,6 +733,11 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 	}
 	sr.events = newEventReader(resp.Body, maxEvent)
 	sr.arrivals, _ = resp.Body.(arrivalBody)
+	if sr.arrivals != nil {
+		c.reads[readGoroutine].Add(1)
+	} else {
+		c.reads[readNetHTTP].Add(1)
+	}
 	_, err := sr.advance()
 	return err
 }
@@ -749,6 +757,7 @@ type streamReader struct {
 	wd       *watchdog
 	events   *eventReader
 	arrivals arrivalBody
+	polled   bool // the body is read on a poller
 	ch       chunk
 	started  bool // past checkStart
 }
@@ -779,7 +788,7 @@ func (sr *streamReader) advance() (done bool, err error) {
 		sr.started = true
 		if notSSE != nil || (sr.label == labelUnsure && events.end == events.start && events.eof) {
 			if notSSE == nil && sr.arrivals != nil {
-				if _, polled := sr.arrivals.(*pollStream); polled {
+				if sr.polled {
 					notSSE = []byte{} // the body is empty, and its socket the poller's
 				}
 			}

@@ -230,6 +230,14 @@ type Run struct {
 	Seed uint64
 	// Health is the client's own view of whether it kept up.
 	Health Health
+	// ReadMode says how the run's response bodies were read: "shared
+	// pollers" (a [StreamTransport] with Poll, on Linux, over http), "a
+	// goroutine per stream" (a StreamTransport otherwise: without Poll,
+	// over https, elsewhere than Linux, or for a [Client.Stream]) or
+	// "net/http" (any other transport); several joined by " and " where
+	// the run used more than one, "" where it read none. A setting that
+	// does nothing where it runs, such as Poll over https, shows here.
+	ReadMode string
 	// Stopped says why the run ended; Err is the error Run returned, the
 	// cause of a run Stopped by StopCanceled or StopFailed, nil otherwise.
 	Stopped StopReason
@@ -356,6 +364,7 @@ type runner struct {
 	st     *runState
 	run    *Run
 	health healthMonitor
+	reads  [readModes]int64 // the client's read counts when the run began
 	budget atomic.Int64 // closed-loop requests left to send when Requests is set
 
 	// workers runs the closed loop's workers, or the open loop's launcher
@@ -419,6 +428,7 @@ func (g *Generator) start(ctx context.Context) *runner {
 	r.stopAfter = context.AfterFunc(workersCtx, func() { r.cancelRequests(context.Cause(workersCtx)) })
 
 	r.health.start()
+	r.reads = r.client.reads.snapshot()
 	if g.Warmup <= 0 && g.WarmupUntil == nil {
 		// No warm-up: the window opens before the first request is sent.
 		r.openWindow()
@@ -528,6 +538,7 @@ func (r *runner) stop(reason StopReason) {
 	<-r.done
 	r.st.phase.Store(phaseDone)
 	r.run.Stopped = reason
+	r.run.ReadMode = readModeSince(r.reads, r.client.reads.snapshot())
 }
 
 // drain waits, within DrainTimeout, for the requests in flight to finish.
