@@ -365,7 +365,7 @@ type runner struct {
 	run    *Run
 	health healthMonitor
 	reads  [readModes]int64 // the client's read counts when the run began
-	budget atomic.Int64 // closed-loop requests left to send when Requests is set
+	budget atomic.Int64     // closed-loop requests left to send when Requests is set
 
 	// workers runs the closed loop's workers, or the open loop's launcher
 	// and its requests. They return only errors that end the run (from the

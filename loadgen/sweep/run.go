@@ -243,7 +243,7 @@ func resultOf(run *loadgen.Run, load loadgen.Load, label string, obj Objective) 
 		Requests:           s.Requests - s.Warmup,
 		OutputTokensPerSec: s.TotalTokensPerSec,
 		Late:               run.Late, Lateness: run.Lateness, Stopped: run.Stopped,
-		ReadMode:           run.ReadMode,
+		ReadMode: run.ReadMode,
 	}
 	if run.Health.Limited {
 		r.ClientLimited = run.Health.Reason
