@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmload/llmload/loadgen/internal/conncheck"
 )
 
 // StreamTransport is an HTTP/1.1 [http.RoundTripper] made for many long
@@ -374,7 +376,7 @@ func (t *StreamTransport) getIdle(key string) *streamConn {
 		conns[len(conns)-1] = nil
 		t.idle[key] = conns[:len(conns)-1]
 		t.mu.Unlock()
-		if time.Since(sc.idleAt) < timeout && sc.br.Buffered() == 0 && connOpen(sc.conn) {
+		if time.Since(sc.idleAt) < timeout && sc.br.Buffered() == 0 && conncheck.Open(sc.conn) {
 			return sc
 		}
 		sc.conn.Close()
