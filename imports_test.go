@@ -65,6 +65,9 @@ func TestImportsPointDown(t *testing.T) {
 			if strings.HasPrefix(dep, "internal/") {
 				continue
 			}
+			if owner, _, ok := strings.Cut(dep, "/internal/"); ok && (dir == owner || strings.HasPrefix(dir, owner+"/")) {
+				continue // the package's own wire, behind its seams (loadgen/internal/...)
+			}
 			if !slices.Contains(allowed, dep) {
 				t.Errorf("%s imports %s, which is not below it (it may import %v)", dir, dep, allowed)
 			}

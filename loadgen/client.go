@@ -61,6 +61,52 @@ const (
 // of the client's or the request's own; it refuses a 301, 302 or 303, which
 // would turn the POST into a GET, and a loop ([RedirectError]). Its errors
 // never show the password of a URL's user information.
+//
+// # What counts
+//
+// A request succeeds only when its stream ends with [DONE] or a
+// finish_reason and carried a token or a tool call: a stream that simply
+// stops is of kind KindTruncated, one that ends as it should with no token
+// (only [DONE], a message_stop with no content) is of kind
+// KindEmptyAnswer, and an error object inside a 200 stream is a
+// [*StreamError]. The first token is the
+// first chunk that carries content, reasoning (reasoning_content or
+// reasoning), completion text or a tool call; role-only and empty deltas do
+// not count. When the server sends usage on every chunk (vLLM's
+// continuous_usage_stats, which requests ask for by default), each chunk
+// carries the growth of completion_tokens; otherwise one token per non-empty
+// delta, and a final usage that reports more is recorded as extra tokens
+// (see [github.com/llmload/llmload/metrics.TokenSource]). A usage that does
+// not grow while text arrives (Ollama's completions API sends an all-zero
+// usage on every chunk) is not a running count, and the client counts the
+// deltas instead. A count that cannot be true — one that goes down, or is
+// larger than any request can carry (10^8 tokens, or 100 times the
+// request's MaxTokens, at least 1,000) — makes the request
+// malformed with a [*UsageError]; the tokens counted before it are kept.
+//
+// The client reads its own response (never through a reconnecting SSE
+// client, so a POST is never silently re-sent) and frames it as the HTML
+// standard's event-stream rules say, without copying an event's data; it is
+// fuzzed against go-sse's sse.Read. One deliberate difference: a last event
+// whose last line is complete is dispatched even when the server closes
+// without the blank line. The chunk parser reads OpenAI chat and completion
+// chunks, TGI's native /generate_stream events and Anthropic's Messages
+// events; it accepts exactly the JSON that encoding/json accepts.
+//
+// # A hostile server
+//
+// The client assumes nothing of a server it is pointed at. Its API key and
+// extra headers go to the BaseURL's origin only: a redirect to another
+// scheme, host or port carries none of them (net/http's client would copy
+// them to another port of the same host). Errors show URLs with their
+// password redacted. Every wait has a deadline, and the stall deadline
+// moves only on tokens ([Client.StallRule]): a server sending one token and
+// then empty chunks stalls. Response headers, informational responses
+// included, are bounded on both transports (10 MiB, net/http's rule), as
+// is an SSE event ([Client.MaxEventSize]). Text from the server reaches an
+// error's message on one line, its control characters escaped, so printing
+// an error runs none of its terminal escape sequences; the raw text stays
+// in the error's fields.
 type Client struct {
 	// BaseURL is the API root, such as "http://127.0.0.1:8000/v1".
 	BaseURL string
@@ -721,7 +767,7 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 	if pb, ok := resp.Body.(pollBody); ok && (rs.emit == nil || rs.ownEmit) {
 		if src := pb.pollSource(); src != nil {
 			c.reads[readPolled].Add(1)
-			sr.polled = true
+			sr.polled = src
 			sr.events = newEventReader(src, maxEvent)
 			sr.arrivals = src
 			err, readErr := src.run(ctx, sr.advance)
@@ -757,7 +803,7 @@ type streamReader struct {
 	wd       *watchdog
 	events   *eventReader
 	arrivals arrivalBody
-	polled   bool // the body is read on a poller
+	polled   polledBody // the body, where it is read on a poller
 	ch       chunk
 	started  bool // past checkStart
 }
@@ -788,7 +834,7 @@ func (sr *streamReader) advance() (done bool, err error) {
 		sr.started = true
 		if notSSE != nil || (sr.label == labelUnsure && events.end == events.start && events.eof) {
 			if notSSE == nil && sr.arrivals != nil {
-				if sr.polled {
+				if sr.polled != nil {
 					notSSE = []byte{} // the body is empty, and its socket the poller's
 				}
 			}
@@ -840,8 +886,8 @@ func (sr *streamReader) advance() (done bool, err error) {
 		if err != nil {
 			return true, err
 		}
-		if ps, ok := sr.arrivals.(*pollStream); ok && ch.tokens > 0 {
-			ps.tokenAt(t)
+		if sr.polled != nil && ch.tokens > 0 {
+			sr.polled.tokenAt(t)
 		}
 		if !more {
 			sr.cancel(errStopped)

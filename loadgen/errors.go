@@ -43,6 +43,30 @@ var (
 // Error is the failure of one request: its kind, how far the stream got, and
 // the cause. Whatever was measured before the failure stays in the request's
 // timeline.
+//
+// Every failure is an [*Error] with a [github.com/llmload/llmload/metrics.ErrorKind]
+// and a cause: [*StatusError] for a response outside 2xx, naming the
+// request (a length rejection is of kind
+// [github.com/llmload/llmload/metrics.KindTooLong], a 429 of kind
+// KindRateLimited with its Retry-After), [*NotEventStreamError] for an answer that is not
+// an event stream (an HTML page, a whole JSON completion, a peer that is
+// not HTTP), [*StreamError] for an error object in the stream or an SSE
+// event of type "error", [*ChunkError] for a malformed chunk,
+// [*UsageError] for a count that cannot be true, [*RedirectError] for a
+// redirect not followed (a loop, too many, or one that would turn the POST
+// into a GET), a body the transport did not decode (gzip), an oversized
+// event, [ErrHeadersTooLarge], a truncated stream, the phase deadlines
+// (ConnectTimeout, HeaderTimeout, FirstTokenTimeout, StallTimeout), or the
+// context's cause. [KindOf] classifies any of them into one
+// [github.com/llmload/llmload/metrics.ErrorKind] (KindStall, KindTruncated,
+// KindOversize, KindContentEncoding…), the one spelling of what went
+// wrong. Whatever was measured before the failure is kept.
+//
+// A [Generator], [Client] or [Request] that cannot work is refused before
+// anything is sent, with a [*ConfigError] naming the field and why: a
+// negative Streams, a rate that is not above 0, an http.Client with a
+// Timeout, a Request changed after its first use, a Source that returns
+// nil. Each has a Validate method for tools that check before they run.
 type Error struct {
 	Kind   metrics.ErrorKind
 	Chunks int   // chunks with tokens received before the failure

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // stampedConn is a TCP connection whose reads also take the kernel's
@@ -48,7 +50,7 @@ func stampConn(c net.Conn) (net.Conn, arrivalSource) {
 	}
 	var serr error
 	err = raw.Control(func(fd uintptr) {
-		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
 	})
 	if err != nil || serr != nil {
 		return c, nil
@@ -80,11 +82,11 @@ func (s *stampedConn) Read(p []byte) (int, error) {
 // readable.
 func (s *stampedConn) recv(fd uintptr) bool {
 	for {
-		n, oobn, _, _, err := syscall.Recvmsg(int(fd), s.p, s.oob, 0)
+		n, oobn, _, _, err := unix.Recvmsg(int(fd), s.p, s.oob, 0)
 		switch {
-		case errors.Is(err, syscall.EINTR):
+		case errors.Is(err, unix.EINTR):
 			continue
-		case errors.Is(err, syscall.EAGAIN):
+		case errors.Is(err, unix.EAGAIN):
 			return false
 		case err != nil:
 			s.err = os.NewSyscallError("recvmsg", err)
@@ -137,17 +139,17 @@ func arrivalAt(now, k time.Time, step time.Duration) time.Time {
 
 // rxTimestamp finds the SCM_TIMESTAMPNS message in a recvmsg's control data.
 func rxTimestamp(b []byte) (time.Time, bool) {
-	for len(b) >= syscall.SizeofCmsghdr {
-		h := (*syscall.Cmsghdr)(unsafe.Pointer(&b[0]))
+	for len(b) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
 		l := int(h.Len)
-		if l < syscall.SizeofCmsghdr || l > len(b) {
+		if l < unix.SizeofCmsghdr || l > len(b) {
 			return time.Time{}, false
 		}
-		if h.Level == syscall.SOL_SOCKET && h.Type == syscall.SCM_TIMESTAMPNS && l >= syscall.CmsgLen(int(unsafe.Sizeof(syscall.Timespec{}))) {
-			ts := (*syscall.Timespec)(unsafe.Pointer(&b[syscall.CmsgLen(0)]))
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && l >= unix.CmsgLen(int(unsafe.Sizeof(unix.Timespec{}))) {
+			ts := (*unix.Timespec)(unsafe.Pointer(&b[unix.CmsgLen(0)]))
 			return time.Unix(int64(ts.Sec), int64(ts.Nsec)), true
 		}
-		b = b[min(syscall.CmsgSpace(l-syscall.CmsgLen(0)), len(b)):]
+		b = b[min(unix.CmsgSpace(l-unix.CmsgLen(0)), len(b)):]
 	}
 	return time.Time{}, false
 }

@@ -99,8 +99,15 @@ type StreamTransport struct {
 	// connections are read as without it. Elsewhere it does nothing.
 	Poll bool
 
-	mu   sync.Mutex
-	idle map[string][]*streamConn // by scheme://host:port, most recent last
+	mu    sync.Mutex
+	idle  map[string][]*streamConn // by scheme://host:port, most recent last
+	polls pollers                  // the pollers of Poll, made on first use (Linux)
+}
+
+// pollers are a StreamTransport's pollers (a pollGroup, on Linux), which
+// close lets go.
+type pollers interface {
+	close()
 }
 
 // defaultMaxResponseHeaderBytes is the default bound of
@@ -284,11 +291,32 @@ func (t *StreamTransport) roundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // A pollBody is a response body that can be read on a poller:
-// StreamTransport's with Poll set, on Linux. pollSource returns the reader
-// of its bytes, which then belong to the poller, or nil where the body
-// must be read as an io.Reader.
+// StreamTransport's, on Linux. pollSource returns the reader of its bytes,
+// which then belong to the poller, or nil where the body must be read as
+// an io.Reader (without Poll, over https).
 type pollBody interface {
-	pollSource() *pollStream
+	pollSource() polledBody
+}
+
+// A polledBody is a body read on a poller. The client frames its bytes as
+// from any reader, and tells it of each chunk with tokens, for the
+// poller's gather; run reads the body to its end, calling advance as bytes
+// come until it reports the stream done, and returns advance's outcome,
+// or, when ctx ends first, the read error the request's reader then
+// settles.
+type polledBody interface {
+	arrivalBody
+	io.Reader
+	tokenAt(t time.Time)
+	run(ctx context.Context, advance func() (bool, error)) (result, readErr error)
+}
+
+// pollGatherFixed, when not 0, replaces the gather a poller works out
+// (under 0: none); for tests and benchmarks.
+var pollGatherFixed atomic.Int64 // a time.Duration
+
+func setPollGather(d time.Duration) time.Duration {
+	return time.Duration(pollGatherFixed.Swap(int64(d)))
 }
 
 // earlyResponseWait is how long a failed write waits for the server's
@@ -404,12 +432,17 @@ func (t *StreamTransport) putIdle(sc *streamConn) {
 	}
 }
 
-// CloseIdleConnections closes the connections in the idle pool.
+// CloseIdleConnections closes the connections in the idle pool, and lets
+// go of Poll's pollers: each closes its epoll instances once the streams
+// it reads have ended, and a later request makes new ones.
 func (t *StreamTransport) CloseIdleConnections() {
 	t.mu.Lock()
-	idle := t.idle
-	t.idle = nil
+	idle, polls := t.idle, t.polls
+	t.idle, t.polls = nil, nil
 	t.mu.Unlock()
+	if polls != nil {
+		polls.close()
+	}
 	for _, conns := range idle {
 		for _, sc := range conns {
 			sc.conn.Close()
