@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/llmload/llmload/loadgen/internal/bodyframe"
 )
 
 // A poller reads many response bodies on one goroutine: their sockets are
@@ -503,7 +505,7 @@ type pollStream struct {
 	p    *poller
 	id   uint64
 
-	dec     bodyDecoder
+	dec     bodyframe.Decoder
 	pre     []byte        // bytes read with the headers, not yet decoded
 	last    time.Time     // arrival of the bytes the last Read returned
 	offset  time.Duration // the wall clock's lead on the monotonic at the last recvmsg
@@ -554,7 +556,7 @@ func (b *streamBody) pollSource() polledBody {
 	b.stop = func() bool { return true }
 	ps := &pollStream{body: b, fd: fd, last: b.at, offset: st.offset, done: make(chan struct{})}
 	ps.inq = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_INQ, 1) == nil
-	ps.dec = newBodyDecoder(b.framing, b.length)
+	ps.dec = bodyframe.NewDecoder(b.framing, b.length)
 	if n := b.sc.br.Buffered(); n > 0 {
 		ps.pre, _ = b.sc.br.Peek(n) // valid until br reads again: not before the connection is reused
 		b.sc.br.Discard(n)
@@ -586,7 +588,7 @@ func (ps *pollStream) Read(p []byte) (int, error) {
 			ps.err = err
 			return 0, err
 		case n == 0:
-			ps.err = ps.dec.atEOF()
+			ps.err = ps.dec.AtEOF()
 			return 0, ps.err
 		}
 		// Read on while the end is still to read (no event will say so),
@@ -595,13 +597,13 @@ func (ps *pollStream) Read(p []byte) (int, error) {
 		// goroutine would, not after every other ready socket's turn.
 		ps.mayRecv = ps.ending || ps.more
 	}
-	m, err := ps.dec.decode(p[:n])
+	m, err := ps.dec.Decode(p[:n])
 	if err != nil {
 		ps.err = err
 		if m == 0 {
 			return 0, err
 		}
-	} else if ps.dec.ended {
+	} else if ps.dec.Ended {
 		ps.err = io.EOF
 	}
 	return m, nil
@@ -794,7 +796,7 @@ func (ps *pollStream) release() {
 	if !b.released.CompareAndSwap(false, true) {
 		return
 	}
-	if ps.dec.ended && !ps.dec.extra && b.reuse && !ps.closed {
+	if ps.dec.Ended && !ps.dec.Extra && b.reuse && !ps.closed {
 		if conn, err := fdConn(ps.fd); err == nil {
 			sc := b.sc
 			sc.conn, sc.arrivals = stampConn(conn)

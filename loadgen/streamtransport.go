@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmload/llmload/loadgen/internal/bodyframe"
 	"github.com/llmload/llmload/loadgen/internal/conncheck"
 )
 
@@ -250,7 +251,7 @@ func (t *StreamTransport) roundTrip(req *http.Request) (*http.Response, error) {
 		// write, if it comes at once.
 		if resp := earlyResponse(ctx, sc, req); resp != nil {
 			sc.limit.n = -1
-			framing, length := framingOf(resp)
+			framing, length := bodyframe.Of(resp)
 			resp.Body = &streamBody{t: t, sc: sc, body: resp.Body, stop: stop, at: sc.lastArrival(), framing: framing, length: length}
 			return resp, nil
 		}
@@ -284,7 +285,7 @@ func (t *StreamTransport) roundTrip(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		return fail(errors.New("loadgen: StreamTransport does not switch protocols"))
 	}
-	framing, length := framingOf(resp)
+	framing, length := bodyframe.Of(resp)
 	resp.Body = &streamBody{t: t, sc: sc, body: resp.Body, stop: stop, reuse: !resp.Close && !req.Close, at: sc.lastArrival(),
 		framing: framing, length: length}
 	return resp, nil
@@ -460,7 +461,7 @@ type streamBody struct {
 	stop  func() bool // stops the context's closing of the connection
 	reuse bool
 	// How the body ends, for a poller, which reads the connection itself.
-	framing bodyFraming
+	framing bodyframe.Framing
 	length  uint64
 
 	released atomic.Bool // the connection is pooled or closed
