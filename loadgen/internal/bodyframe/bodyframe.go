@@ -15,8 +15,8 @@ type Framing uint8
 
 const (
 	Chunked Framing = iota // Transfer-Encoding: chunked
-	Length                     // Content-Length
-	Close                      // at the end of the connection
+	Length                 // Content-Length
+	Close                  // at the end of the connection
 )
 
 // Of returns how resp's body ends and, for a Content-Length body, its
