@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/loadgen/internal/sse"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -747,7 +748,7 @@ func (rs *requestState) classify(ctx context.Context, err error, beforeHeaders b
 		return &Error{Kind: metrics.KindOversize, Err: err}
 	case strings.Contains(err.Error(), netHTTPHeadersTooLarge):
 		return &Error{Kind: metrics.KindOversize, Err: fmt.Errorf("%w (%s)", ErrHeadersTooLarge, errors.Unwrap(err))}
-	case errors.Is(err, errEventTooLarge):
+	case errors.Is(err, sse.ErrEventTooLarge):
 		return &Error{Kind: metrics.KindOversize, Err: errOversize}
 	case beforeHeaders && rs.tl.Sent.IsZero():
 		return &Error{Kind: metrics.KindConnect, Err: err}
@@ -768,7 +769,7 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 		if src := pb.pollSource(); src != nil {
 			c.reads[readPolled].Add(1)
 			sr.polled = src
-			sr.events = newEventReader(src, maxEvent)
+			sr.events = sse.NewReader(src, maxEvent)
 			sr.arrivals = src
 			err, readErr := src.run(ctx, sr.advance)
 			if readErr != nil {
@@ -777,7 +778,7 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 			return err
 		}
 	}
-	sr.events = newEventReader(resp.Body, maxEvent)
+	sr.events = sse.NewReader(resp.Body, maxEvent)
 	sr.arrivals, _ = resp.Body.(arrivalBody)
 	if sr.arrivals != nil {
 		c.reads[readGoroutine].Add(1)
@@ -791,7 +792,7 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 // streamReader frames and handles the events of one response as its bytes
 // come. Read by the goroutine of the request, one call to advance reads the
 // whole stream; fed by a poller, each call handles what the socket held and
-// returns at errWouldBlock.
+// returns at sse.ErrWouldBlock.
 type streamReader struct {
 	rs       *requestState
 	ctx      context.Context
@@ -801,7 +802,7 @@ type streamReader struct {
 	label    streamLabel
 	req      *Request
 	wd       *watchdog
-	events   *eventReader
+	events   *sse.Reader
 	arrivals arrivalBody
 	polled   polledBody // the body, where it is read on a poller
 	ch       chunk
@@ -820,19 +821,19 @@ func (sr *streamReader) fail(err error) error {
 
 // advance handles the events that can be framed from what is read. done
 // reports that the stream has ended, and err is then its outcome; done is
-// false only when the reader has no more bytes for now (errWouldBlock).
+// false only when the reader has no more bytes for now (sse.ErrWouldBlock).
 func (sr *streamReader) advance() (done bool, err error) {
 	rs, events := sr.rs, sr.events
 	if !sr.started {
-		notSSE, err := events.checkStart()
-		if err == errWouldBlock {
+		notSSE, err := events.CheckStart(sampleSize)
+		if err == sse.ErrWouldBlock {
 			return false, nil
 		}
 		if err != nil {
 			return true, rs.classify(sr.ctx, err, false)
 		}
 		sr.started = true
-		if notSSE != nil || (sr.label == labelUnsure && events.end == events.start && events.eof) {
+		if notSSE != nil || (sr.label == labelUnsure && events.Drained()) {
 			if notSSE == nil && sr.arrivals != nil {
 				if sr.polled != nil {
 					notSSE = []byte{} // the body is empty, and its socket the poller's
@@ -843,8 +844,8 @@ func (sr *streamReader) advance() (done bool, err error) {
 	}
 	ch := &sr.ch
 	for {
-		data, err := events.next()
-		if err == errWouldBlock {
+		data, err := events.Next()
+		if err == sse.ErrWouldBlock {
 			return false, nil
 		}
 		if err == io.EOF {
@@ -857,7 +858,7 @@ func (sr *streamReader) advance() (done bool, err error) {
 		if rs.done || len(data) == 0 {
 			continue // after [DONE], read on to EOF so the connection is reused
 		}
-		if events.errorEvent {
+		if events.ErrorEvent {
 			if rs.streamErr == nil {
 				rs.streamErr = &Error{Kind: metrics.KindStreamError, Err: eventError(data)}
 			}

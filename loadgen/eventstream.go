@@ -1,7 +1,6 @@
 package loadgen
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -139,49 +138,6 @@ func notEventStream(url string, resp *http.Response, sample []byte, cancel conte
 
 func statusLine(code int) string {
 	return strings.TrimSpace(strconv.Itoa(code) + " " + http.StatusText(code))
-}
-
-// checkStart reads the start of the stream, without consuming it, until it
-// holds the first line (or sampleSize bytes of it, or the stream ends), and
-// returns the start of the body when that line is not one of an event
-// stream: a field (data, event, id, retry) or a comment. Blank lines and a
-// byte-order mark before it are skipped. An empty body, or a read error
-// before any byte, is left to the reader.
-func (e *eventReader) checkStart() (notSSE []byte, err error) {
-	for {
-		window := e.buf[e.start:e.end]
-		head := bytes.TrimLeft(bytes.TrimPrefix(window, bom), "\r\n")
-		if i := lineEnd(head); i >= 0 || len(head) > sampleSize || e.eof {
-			line := head
-			if i >= 0 {
-				line = head[:i]
-			}
-			if len(head) == 0 || isFieldLine(line) {
-				return nil, nil
-			}
-			return bytes.Clone(head[:min(len(head), sampleSize+1)]), nil
-		}
-		if err := e.fill(); err != nil {
-			return nil, err
-		}
-	}
-}
-
-// isFieldLine reports whether line begins an event stream: a comment, or a
-// field an event stream's first line carries.
-func isFieldLine(line []byte) bool {
-	if len(line) > 0 && line[0] == ':' {
-		return true
-	}
-	name := line
-	if i := bytes.IndexByte(line, ':'); i >= 0 {
-		name = line[:i]
-	}
-	switch string(name) {
-	case "data", "event", "id", "retry":
-		return true
-	}
-	return false
 }
 
 // bodyStart returns the start of a body as a message quotes it: at most

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/llmload/llmload/loadgen/internal/bodyframe"
+	"github.com/llmload/llmload/loadgen/internal/sse"
 )
 
 // A poller reads many response bodies on one goroutine: their sockets are
@@ -498,7 +499,7 @@ func (p *poller) failAll(err error) {
 // pollStream is one response body read on a poller. It is the reader under
 // the stream's eventReader: a Read returns what the body's bytes already
 // read with the headers hold, then, once a wake, what one recvmsg brings,
-// and errWouldBlock until the next wake.
+// and sse.ErrWouldBlock until the next wake.
 type pollStream struct {
 	body *streamBody
 	fd   int
@@ -576,13 +577,13 @@ func (ps *pollStream) Read(p []byte) (int, error) {
 		n = copy(p, ps.pre)
 		ps.pre = ps.pre[n:]
 	case !ps.mayRecv:
-		return 0, errWouldBlock
+		return 0, sse.ErrWouldBlock
 	default:
 		ps.mayRecv = false
 		var err error
 		n, err = ps.recv(p)
 		switch {
-		case err == errWouldBlock:
+		case err == sse.ErrWouldBlock:
 			return 0, err
 		case err != nil:
 			ps.err = err
@@ -624,7 +625,7 @@ func (ps *pollStream) recv(p []byte) (int, error) {
 			continue
 		case unix.EAGAIN:
 			pollEmptyReads.Add(1)
-			return 0, errWouldBlock
+			return 0, sse.ErrWouldBlock
 		default:
 			return 0, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("recvmsg", e)}
 		}
