@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/loadgen/internal/chunk"
 	"github.com/llmload/llmload/loadgen/internal/sse"
 	"github.com/llmload/llmload/metrics"
 )
@@ -805,7 +806,7 @@ type streamReader struct {
 	events   *sse.Reader
 	arrivals arrivalBody
 	polled   polledBody // the body, where it is read on a poller
-	ch       chunk
+	ch       chunk.Chunk
 	started  bool // past checkStart
 }
 
@@ -864,18 +865,18 @@ func (sr *streamReader) advance() (done bool, err error) {
 			}
 			continue
 		}
-		if err := parseChunk(data, ch); err != nil {
+		if err := chunk.Parse(data, ch); err != nil {
 			return true, &Error{Kind: metrics.KindMalformed, Err: newChunkError(data, err)}
 		}
-		if ch.done {
+		if ch.Done {
 			rs.done = true
 			rs.tl.Done = true
 			continue
 		}
-		if ch.isError {
+		if ch.IsError {
 			if rs.streamErr == nil {
 				rs.streamErr = &Error{Kind: metrics.KindStreamError, Err: &StreamError{
-					Message: decodeString(ch.errMsg), Type: decodeString(ch.errType), Code: decodeString(ch.errCode),
+					Message: chunk.DecodeString(ch.ErrMsg), Type: chunk.DecodeString(ch.ErrType), Code: chunk.DecodeString(ch.ErrCode),
 				}}
 			}
 			continue // vLLM follows its error with [DONE]: read on
@@ -887,14 +888,14 @@ func (sr *streamReader) advance() (done bool, err error) {
 		if err != nil {
 			return true, err
 		}
-		if sr.polled != nil && ch.tokens > 0 {
+		if sr.polled != nil && ch.Tokens > 0 {
 			sr.polled.tokenAt(t)
 		}
 		if !more {
 			sr.cancel(errStopped)
 			return true, nil
 		}
-		if ch.end {
+		if ch.End {
 			rs.tl.Done = true
 			rs.done = true
 		}
@@ -918,11 +919,11 @@ func (sr *streamReader) advance() (done bool, err error) {
 // error object as in a chunk, an object with a top-level message (OpenAI's
 // Responses API, Anthropic), or plain text.
 func eventError(data []byte) *StreamError {
-	var ch chunk
-	if parseChunk(data, &ch) == nil {
-		se := &StreamError{Message: decodeString(ch.errMsg), Type: decodeString(ch.errType), Code: decodeString(ch.errCode)}
+	var ch chunk.Chunk
+	if chunk.Parse(data, &ch) == nil {
+		se := &StreamError{Message: chunk.DecodeString(ch.ErrMsg), Type: chunk.DecodeString(ch.ErrType), Code: chunk.DecodeString(ch.ErrCode)}
 		if se.Message == "" {
-			se.Message = decodeString(ch.topMessage)
+			se.Message = chunk.DecodeString(ch.TopMessage)
 		}
 		if se.Message != "" {
 			return se
@@ -937,30 +938,30 @@ func eventError(data []byte) *StreamError {
 
 // onChunk counts a chunk's tokens and passes it on. It reports whether to go
 // on reading, or why the chunk's counts cannot be true.
-func (rs *requestState) onChunk(ch *chunk, t time.Time, wd *watchdog) (bool, error) {
+func (rs *requestState) onChunk(ch *chunk.Chunk, t time.Time, wd *watchdog) (bool, error) {
 	k, err := rs.count.add(ch)
 	if err != nil {
 		return false, &Error{Kind: metrics.KindMalformed, Err: err}
 	}
-	if ch.hasUsage {
-		rs.tl.CompletionTokens = int(ch.completion)
+	if ch.HasUsage {
+		rs.tl.CompletionTokens = int(ch.Completion)
 	}
-	if ch.prompt > 0 {
-		rs.tl.PromptTokens = int(ch.prompt)
+	if ch.Prompt > 0 {
+		rs.tl.PromptTokens = int(ch.Prompt)
 	}
-	if ch.cached > 0 {
-		rs.tl.CachedTokens = int(ch.cached)
+	if ch.Cached > 0 {
+		rs.tl.CachedTokens = int(ch.Cached)
 	}
-	if ch.timings.set {
-		rs.tl.Server = ch.timings.server()
+	if ch.Timings.Set {
+		rs.tl.Server = ch.Timings.Server()
 	}
-	if ch.timings.bad != "" && rs.timingsBad == "" {
-		rs.timingsBad = ch.timings.bad
+	if ch.Timings.Bad != "" && rs.timingsBad == "" {
+		rs.timingsBad = ch.Timings.Bad
 	}
-	if ch.finish != nil && rs.tl.FinishReason == "" {
-		rs.tl.FinishReason = decodeString(ch.finish)
+	if ch.Finish != nil && rs.tl.FinishReason == "" {
+		rs.tl.FinishReason = chunk.DecodeString(ch.Finish)
 	}
-	if ch.toolCall {
+	if ch.ToolCall {
 		rs.tl.ToolCall = true
 	}
 	r := rs.kinds.split(ch, k)
@@ -978,13 +979,13 @@ func (rs *requestState) onChunk(ch *chunk, t time.Time, wd *watchdog) (bool, err
 		wd.touch(t)
 	}
 	rs.lastTime = t
-	if rs.emit != nil && (k > 0 || ch.finish != nil || ch.hasUsage) {
-		out := Chunk{Time: t, Tokens: k, HasUsage: ch.hasUsage,
-			PromptTokens: int(ch.prompt), CompletionTokens: int(ch.completion)}
-		out.Text = decodeString(ch.content)
-		out.Reasoning = decodeString(ch.reasoning)
-		if ch.finish != nil {
-			out.FinishReason = decodeString(ch.finish)
+	if rs.emit != nil && (k > 0 || ch.Finish != nil || ch.HasUsage) {
+		out := Chunk{Time: t, Tokens: k, HasUsage: ch.HasUsage,
+			PromptTokens: int(ch.Prompt), CompletionTokens: int(ch.Completion)}
+		out.Text = chunk.DecodeString(ch.Content)
+		out.Reasoning = chunk.DecodeString(ch.Reasoning)
+		if ch.Finish != nil {
+			out.FinishReason = chunk.DecodeString(ch.Finish)
 		}
 		return rs.emit(&out), nil
 	}
@@ -1022,24 +1023,24 @@ func readStatusError(resp *http.Response) *StatusError {
 		return se
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var ch chunk
-	if parseChunk(b, &ch) == nil && (ch.isError || ch.topMessage != nil) {
-		se.Message = decodeString(ch.errMsg)
+	var ch chunk.Chunk
+	if chunk.Parse(b, &ch) == nil && (ch.IsError || ch.TopMessage != nil) {
+		se.Message = chunk.DecodeString(ch.ErrMsg)
 		if se.Message == "" {
-			se.Message = decodeString(ch.topMessage)
+			se.Message = chunk.DecodeString(ch.TopMessage)
 		}
-		se.Type = decodeString(ch.errType)
+		se.Type = chunk.DecodeString(ch.ErrType)
 		if se.Type == "" {
-			se.Type = decodeString(ch.topType)
+			se.Type = chunk.DecodeString(ch.TopType)
 		}
-		se.Code = decodeString(ch.errCode)
+		se.Code = chunk.DecodeString(ch.ErrCode)
 		return se
 	}
 	var detail struct {
 		Detail json.RawMessage `json:"detail"` // FastAPI
 	}
 	if json.Unmarshal(b, &detail) == nil && len(detail.Detail) > 0 {
-		se.Message = decodeString(detail.Detail)
+		se.Message = chunk.DecodeString(detail.Detail)
 		return se
 	}
 	se.Message = strings.TrimSpace(string(b))

@@ -1,6 +1,10 @@
 package loadgen
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/llmload/llmload/loadgen/internal/chunk"
+)
 
 // thinkState is where a response stands in <think>…</think> sent inline
 // in its text, by servers that do not split reasoning from the answer.
@@ -31,25 +35,25 @@ type reasoningSplit struct {
 // split returns how many of the k tokens handed out for ch were reasoning.
 // Tokens on a chunk with no visible delta (a final usage's growth) are of
 // the kind that came last.
-func (rs *reasoningSplit) split(ch *chunk, k int) int {
-	if ch.hasReasoning {
-		rs.usage, rs.usageSeen = ch.reasoningUsage, true
+func (rs *reasoningSplit) split(ch *chunk.Chunk, k int) int {
+	if ch.HasReasoning {
+		rs.usage, rs.usageSeen = ch.ReasoningUsage, true
 	}
 	if k <= 0 {
 		return 0
 	}
 	r := 0
 	switch {
-	case ch.tokens == 0:
+	case ch.Tokens == 0:
 		if rs.last {
 			r = k
 		}
-	case ch.reasoningTokens >= ch.tokens:
+	case ch.ReasoningTokens >= ch.Tokens:
 		r = k
-	case ch.reasoningTokens > 0:
-		r = min(k, ch.reasoningTokens)
-	case ch.content != nil && rs.think != thinkAfter:
-		if rs.inThink(ch.content) {
+	case ch.ReasoningTokens > 0:
+		r = min(k, ch.ReasoningTokens)
+	case ch.Content != nil && rs.think != thinkAfter:
+		if rs.inThink(ch.Content) {
 			r = k
 		}
 	default:
@@ -150,7 +154,7 @@ func unquote(raw []byte) []byte {
 	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
 		return raw[1 : len(raw)-1]
 	}
-	return []byte(decodeString(raw))
+	return []byte(chunk.DecodeString(raw))
 }
 
 // reasoningTokens returns the response's reasoning tokens: the usage's,
