@@ -502,7 +502,7 @@ type requestState struct {
 	sent, wroteHeaders atomic.Int64
 
 	count     tokenCount
-	kinds     reasoningSplit
+	kinds     chunk.ReasoningSplit
 	lastTime  time.Time
 	answerEnd time.Time // when a whole answer (Embeddings, Rerank) came
 	done      bool
@@ -964,7 +964,7 @@ func (rs *requestState) onChunk(ch *chunk.Chunk, t time.Time, wd *watchdog) (boo
 	if ch.ToolCall {
 		rs.tl.ToolCall = true
 	}
-	r := rs.kinds.split(ch, k)
+	r := rs.kinds.Split(ch, k)
 	rs.tl.ReasoningTokens += r
 	if r < k && rs.tl.FirstAnswer.IsZero() {
 		rs.tl.FirstAnswer = t
@@ -1007,7 +1007,7 @@ func (rs *requestState) finish() {
 		rs.observe(rs.lastTime, pending) // no visible token ever came
 	}
 	tl.Source, tl.ExtraTokens = rs.count.source(tl.Chunks > 0)
-	tl.ReasoningTokens, tl.ReasoningOverclaim = rs.kinds.reasoningTokens(tl.ReasoningTokens, tl.OutputTokens())
+	tl.ReasoningTokens, tl.ReasoningOverclaim = rs.kinds.Tokens(tl.ReasoningTokens, tl.OutputTokens())
 	rs.settleServer()
 }
 

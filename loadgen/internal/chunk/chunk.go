@@ -1,7 +1,8 @@
 // Package chunk parses the data of one SSE event, without allocating: an
 // OpenAI chat or completion chunk, a Responses API event, an Anthropic
 // Messages event or a TGI /generate_stream event. It accepts exactly the
-// JSON that encoding/json accepts.
+// JSON that encoding/json accepts. ReasoningSplit tells the reasoning
+// tokens of a response from its answer tokens as its chunks come.
 package chunk
 
 // chunk is what one SSE data payload says. Parse fills it without
