@@ -20,6 +20,7 @@ import (
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/loadgen/internal/chunk"
 	"github.com/llmload/llmload/loadgen/internal/sse"
+	"github.com/llmload/llmload/loadgen/internal/watchdog"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -518,13 +519,13 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 	rs.count.maxTokens = req.MaxTokens
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	wd := newWatchdog(cancel, [numPhases]time.Duration{
-		phaseConnect: pick(c.ConnectTimeout, defaultConnectTimeout),
-		phaseHeaders: pick(c.HeaderTimeout, defaultHeaderTimeout),
-		phaseFirst:   pick(c.FirstTokenTimeout, defaultFirstTokenTimeout),
-		phaseStream:  pick(c.StallTimeout, defaultStallTimeout),
-	})
-	defer wd.stop()
+	wd := watchdog.New(cancel, [watchdog.NumPhases]time.Duration{
+		watchdog.Connect: pick(c.ConnectTimeout, defaultConnectTimeout),
+		watchdog.Headers: pick(c.HeaderTimeout, defaultHeaderTimeout),
+		watchdog.First:   pick(c.FirstTokenTimeout, defaultFirstTokenTimeout),
+		watchdog.Stream:  pick(c.StallTimeout, defaultStallTimeout),
+	}, [watchdog.NumPhases]error{errConnectTimeout, errHeaderTimeout, errFirstTokenTimeout, errStall}, epoch)
+	defer wd.Stop()
 
 	resp, err := rs.send(ctx, c, req, body, wd)
 	if err != nil {
@@ -545,14 +546,14 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 // stack is most of a stream's memory).
 //
 //go:noinline
-func (rs *requestState) send(ctx context.Context, c *Client, req *Request, body []byte, wd *watchdog) (*http.Response, error) {
+func (rs *requestState) send(ctx context.Context, c *Client, req *Request, body []byte, wd *watchdog.Watchdog) (*http.Response, error) {
 	trace := &httptrace.ClientTrace{
 		WroteHeaders: func() {
 			rs.wroteHeaders.CompareAndSwap(0, time.Since(epoch).Nanoseconds())
 		},
 		WroteRequest: func(httptrace.WroteRequestInfo) {
 			if rs.sent.CompareAndSwap(0, time.Since(epoch).Nanoseconds()) {
-				wd.enter(phaseHeaders)
+				wd.Enter(watchdog.Headers)
 			}
 		},
 	}
@@ -606,7 +607,7 @@ func (rs *requestState) send(ctx context.Context, c *Client, req *Request, body 
 // Embeddings and Rerank it reads the whole answer too.
 //
 //go:noinline
-func (rs *requestState) answered(ctx context.Context, cancel context.CancelCauseFunc, c *Client, req *Request, resp *http.Response, wd *watchdog) (streamLabel, error) {
+func (rs *requestState) answered(ctx context.Context, cancel context.CancelCauseFunc, c *Client, req *Request, resp *http.Response, wd *watchdog.Watchdog) (streamLabel, error) {
 	// The request, its headers and URL, is not needed again: let it go
 	// rather than hold it for as long as the stream lasts.
 	resp.Request = nil
@@ -622,7 +623,7 @@ func (rs *requestState) answered(ctx context.Context, cancel context.CancelCause
 		rs.tl.Server = st
 	}
 	rs.timingsBad = bad
-	wd.enter(phaseFirst)
+	wd.Enter(watchdog.First)
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		se := readStatusError(resp)
@@ -760,7 +761,7 @@ func (rs *requestState) classify(ctx context.Context, err error, beforeHeaders b
 // read consumes the SSE body of resp, labelled as label says: on a poller,
 // where the transport offers one and the request allows it (see
 // [pollBody]), or else by reading the body here.
-func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc, c *Client, resp *http.Response, label streamLabel, req *Request, wd *watchdog) error {
+func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc, c *Client, resp *http.Response, label streamLabel, req *Request, wd *watchdog.Watchdog) error {
 	maxEvent := c.MaxEventSize
 	if maxEvent <= 0 {
 		maxEvent = defaultMaxEventSize
@@ -802,7 +803,7 @@ type streamReader struct {
 	resp     *http.Response
 	label    streamLabel
 	req      *Request
-	wd       *watchdog
+	wd       *watchdog.Watchdog
 	events   *sse.Reader
 	arrivals arrivalBody
 	polled   polledBody // the body, where it is read on a poller
@@ -938,7 +939,7 @@ func eventError(data []byte) *StreamError {
 
 // onChunk counts a chunk's tokens and passes it on. It reports whether to go
 // on reading, or why the chunk's counts cannot be true.
-func (rs *requestState) onChunk(ch *chunk.Chunk, t time.Time, wd *watchdog) (bool, error) {
+func (rs *requestState) onChunk(ch *chunk.Chunk, t time.Time, wd *watchdog.Watchdog) (bool, error) {
 	k, err := rs.count.add(ch)
 	if err != nil {
 		return false, &Error{Kind: metrics.KindMalformed, Err: err}
@@ -971,12 +972,12 @@ func (rs *requestState) onChunk(ch *chunk.Chunk, t time.Time, wd *watchdog) (boo
 	}
 	if k > 0 {
 		if rs.tl.Chunks == 0 {
-			wd.enter(phaseStream)
+			wd.Enter(watchdog.Stream)
 		}
 		rs.observe(t, k)
-		wd.touch(t)
+		wd.Touch(t)
 	} else if rs.rule == StallOnChunks && rs.tl.Chunks > 0 {
-		wd.touch(t)
+		wd.Touch(t)
 	}
 	rs.lastTime = t
 	if rs.emit != nil && (k > 0 || ch.Finish != nil || ch.HasUsage) {
