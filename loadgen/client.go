@@ -524,7 +524,7 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 		watchdog.Headers: pick(c.HeaderTimeout, defaultHeaderTimeout),
 		watchdog.First:   pick(c.FirstTokenTimeout, defaultFirstTokenTimeout),
 		watchdog.Stream:  pick(c.StallTimeout, defaultStallTimeout),
-	}, [watchdog.NumPhases]error{errConnectTimeout, errHeaderTimeout, errFirstTokenTimeout, errStall}, epoch)
+	}, &phaseErrors, epoch)
 	defer wd.Stop()
 
 	resp, err := rs.send(ctx, c, req, body, wd)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmload/llmload/internal/nothttp"
 	"github.com/llmload/llmload/internal/textsafe"
+	"github.com/llmload/llmload/loadgen/internal/watchdog"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -25,8 +26,15 @@ var (
 	errHeaderTimeout     = errors.New("loadgen: no response headers within HeaderTimeout")
 	errFirstTokenTimeout = errors.New("loadgen: no token within FirstTokenTimeout of the response headers")
 	errStall             = errors.New("loadgen: no token within StallTimeout; the server stalled")
-	errTruncated         = errors.New("loadgen: stream ended without [DONE] or a finish reason")
-	errOversize          = errors.New("loadgen: an SSE event is larger than MaxEventSize")
+)
+
+// phaseErrors are the causes of the watchdog's phase deadlines, by
+// watchdog.Phase.
+var phaseErrors = [watchdog.NumPhases]error{errConnectTimeout, errHeaderTimeout, errFirstTokenTimeout, errStall}
+
+var (
+	errTruncated = errors.New("loadgen: stream ended without [DONE] or a finish reason")
+	errOversize  = errors.New("loadgen: an SSE event is larger than MaxEventSize")
 	// errEmptyAnswer is the cause of a stream that ended as it should,
 	// with [DONE] or a finish reason (Messages' message_stop, Responses'
 	// response.completed), and carried no token and no tool call: it

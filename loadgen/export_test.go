@@ -5,6 +5,7 @@ import (
 
 	"github.com/llmload/llmload/internal/clockstep"
 	"github.com/llmload/llmload/loadgen/internal/chunk"
+	"github.com/llmload/llmload/loadgen/internal/rxstamp"
 )
 
 // ParseChunkForBenchmark exposes the chunk parser to the external tests.
@@ -41,8 +42,9 @@ func StepClockForTest(d time.Duration) (undo func(), ok bool) {
 	if !ok {
 		return func() {}, false
 	}
-	epoch = stepped
-	return func() { epoch = was }, true
+	wasRx := rxstamp.Epoch
+	epoch, rxstamp.Epoch = stepped, stepped
+	return func() { epoch, rxstamp.Epoch = was, wasRx }, true
 }
 
 // BodyInFlightForTest returns the bytes of answers c holds now against its

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/llmload/llmload/loadgen/internal/bodyframe"
+	"github.com/llmload/llmload/loadgen/internal/rxstamp"
 	"github.com/llmload/llmload/loadgen/internal/sse"
 )
 
@@ -539,13 +540,13 @@ func (b *streamBody) pollSource() polledBody {
 	if !b.t.Poll || b.released.Load() {
 		return nil
 	}
-	st, ok := b.sc.conn.(*stampedConn)
+	st, ok := b.sc.conn.(*rxstamp.Conn)
 	if !ok {
 		return nil
 	}
 	fd := -1
 	var derr error
-	if err := st.raw.Control(func(s uintptr) {
+	if err := st.Raw.Control(func(s uintptr) {
 		fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0)
 	}); err != nil || derr != nil {
 		return nil
@@ -555,7 +556,7 @@ func (b *streamBody) pollSource() polledBody {
 		return nil
 	}
 	b.stop = func() bool { return true }
-	ps := &pollStream{body: b, fd: fd, last: b.at, offset: st.offset, done: make(chan struct{})}
+	ps := &pollStream{body: b, fd: fd, last: b.at, offset: st.Offset, done: make(chan struct{})}
 	ps.inq = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_INQ, 1) == nil
 	ps.dec = bodyframe.NewDecoder(b.framing, b.length)
 	if n := b.sc.br.Buffered(); n > 0 {
@@ -611,7 +612,7 @@ func (ps *pollStream) Read(p []byte) (int, error) {
 }
 
 // recv is one recvmsg into p; the arrival of its bytes is the kernel's
-// receive timestamp, as on stampedConn.
+// receive timestamp, as on rxstamp.Conn.
 func (ps *pollStream) recv(p []byte) (int, error) {
 	iov := unix.Iovec{Base: &p[0]}
 	iov.SetLen(len(p))
@@ -639,9 +640,9 @@ func (ps *pollStream) recv(p []byte) (int, error) {
 		if n > 0 {
 			now := time.Now()
 			at := now
-			offset := wallOffset(now)
-			if k, ok := rxTimestamp(ps.oob[:msg.Controllen]); ok {
-				at = arrivalAt(now, k, offset-ps.offset)
+			offset := rxstamp.WallOffset(now)
+			if k, ok := rxstamp.Timestamp(ps.oob[:msg.Controllen]); ok {
+				at = rxstamp.ArrivalAt(now, k, offset-ps.offset)
 			}
 			ps.offset = offset
 			if at.Before(ps.last) {
@@ -800,7 +801,7 @@ func (ps *pollStream) release() {
 	if ps.dec.Ended && !ps.dec.Extra && b.reuse && !ps.closed {
 		if conn, err := fdConn(ps.fd); err == nil {
 			sc := b.sc
-			sc.conn, sc.arrivals = stampConn(conn)
+			sc.conn, sc.arrivals = rxstamp.Stamp(conn)
 			sc.limit.r = sc.conn
 			b.t.putIdle(sc)
 			return

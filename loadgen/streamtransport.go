@@ -17,6 +17,7 @@ import (
 
 	"github.com/llmload/llmload/loadgen/internal/bodyframe"
 	"github.com/llmload/llmload/loadgen/internal/conncheck"
+	"github.com/llmload/llmload/loadgen/internal/rxstamp"
 )
 
 // StreamTransport is an HTTP/1.1 [http.RoundTripper] made for many long
@@ -131,7 +132,7 @@ type streamConn struct {
 	conn     net.Conn
 	limit    headerLimit // between conn and br
 	br       *bufio.Reader
-	arrivals arrivalSource // nil where the kernel gives no receive times
+	arrivals rxstamp.Source // nil where the kernel gives no receive times
 	idleAt   time.Time
 }
 
@@ -173,12 +174,7 @@ func (sc *streamConn) lastArrival() time.Time {
 	if sc.arrivals == nil {
 		return time.Time{}
 	}
-	return sc.arrivals.lastArrival()
-}
-
-// An arrivalSource knows when the bytes its last read returned arrived.
-type arrivalSource interface {
-	lastArrival() time.Time
+	return sc.arrivals.LastArrival()
 }
 
 // ErrUnsupportedScheme is returned by StreamTransport for a URL that is
@@ -361,7 +357,7 @@ func (t *StreamTransport) dial(ctx context.Context, scheme, addr, host string) (
 	if err != nil {
 		return nil, err
 	}
-	conn, arrivals := stampConn(conn)
+	conn, arrivals := rxstamp.Stamp(conn)
 	if scheme == "https" {
 		cfg := &tls.Config{}
 		if t.TLSClientConfig != nil {

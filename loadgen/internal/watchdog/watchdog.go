@@ -29,8 +29,8 @@ const (
 type Watchdog struct {
 	cancel   context.CancelCauseFunc
 	timeouts [NumPhases]time.Duration
-	errs     [NumPhases]error // the cause of each phase's expiry
-	epoch    time.Time        // the anchor of last
+	errs     *[NumPhases]error // the cause of each phase's expiry
+	epoch    time.Time         // the anchor of last
 
 	last atomic.Int64 // nanoseconds since epoch of the last activity
 
@@ -43,7 +43,7 @@ type Watchdog struct {
 // New returns a Watchdog in phase Connect that calls cancel with errs[p]
 // once phase p has seen no activity for timeouts[p] (0 or less: no
 // deadline). Times are kept as durations since epoch.
-func New(cancel context.CancelCauseFunc, timeouts [NumPhases]time.Duration, errs [NumPhases]error, epoch time.Time) *Watchdog {
+func New(cancel context.CancelCauseFunc, timeouts [NumPhases]time.Duration, errs *[NumPhases]error, epoch time.Time) *Watchdog {
 	w := &Watchdog{cancel: cancel, timeouts: timeouts, errs: errs, epoch: epoch}
 	w.last.Store(int64(time.Since(epoch)))
 	w.mu.Lock()

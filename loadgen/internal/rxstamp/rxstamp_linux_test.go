@@ -1,4 +1,4 @@
-package loadgen
+package rxstamp
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 
 // loopbackPair returns both ends of a loopback TCP connection, the client's
 // with receive timestamps.
-func loopbackPair(t *testing.T) (client net.Conn, arrivals arrivalSource, server net.Conn) {
+func loopbackPair(t *testing.T) (client net.Conn, arrivals Source, server net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -35,7 +35,7 @@ func loopbackPair(t *testing.T) (client net.Conn, arrivals arrivalSource, server
 	if server == nil {
 		t.Fatal("accept failed")
 	}
-	client, arrivals = stampConn(c)
+	client, arrivals = Stamp(c)
 	if arrivals == nil {
 		c.Close()
 		server.Close()
@@ -62,7 +62,7 @@ func TestReceiveTimestampIsTheArrival(t *testing.T) {
 		if _, err := io.ReadFull(client, make([]byte, len("warm-up"))); err != nil {
 			t.Fatal(err)
 		}
-		if client.(*stampedConn).stamped {
+		if client.(*Conn).stamped {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -72,7 +72,7 @@ func TestReceiveTimestampIsTheArrival(t *testing.T) {
 	}
 	for i := range 3 {
 		writing := time.Now()
-		stepFrom := wallOffset(writing)
+		stepFrom := WallOffset(writing)
 		if _, err := server.Write([]byte("data: x\n\n")); err != nil {
 			t.Fatal(err)
 		}
@@ -84,10 +84,10 @@ func TestReceiveTimestampIsTheArrival(t *testing.T) {
 		if err != nil || string(buf[:n]) != "data: x\n\n" {
 			t.Fatalf("read %d: %q, %v", i, buf[:n], err)
 		}
-		at := arrivals.lastArrival()
+		at := arrivals.LastArrival()
 		if at.Before(writing) || at.After(written.Add(20*time.Millisecond)) {
 			t.Errorf("read %d: arrival %v after the write began, which took %v; want during the write, or within 20 ms of its end (the system clock was stepped by %v meanwhile)",
-				i, at.Sub(writing), written.Sub(writing), wallOffset(read)-stepFrom)
+				i, at.Sub(writing), written.Sub(writing), WallOffset(read)-stepFrom)
 		}
 		if wait := read.Sub(at); wait < 90*time.Millisecond {
 			t.Errorf("read %d: read %v after the arrival, want about 100 ms: the stamp is the read's, not the kernel's", i, wait)
@@ -151,11 +151,11 @@ func TestRxTimestamp(t *testing.T) {
 	*(*syscall.Timespec)(unsafe.Pointer(&b[first+syscall.CmsgLen(0)])) = syscall.NsecToTimespec(want.UnixNano())
 	end := first + syscall.CmsgSpace(size)
 
-	if got, ok := rxTimestamp(b[:end]); !ok || !got.Equal(want) {
-		t.Errorf("rxTimestamp = %v, %v; want %v", got, ok, want)
+	if got, ok := Timestamp(b[:end]); !ok || !got.Equal(want) {
+		t.Errorf("Timestamp = %v, %v; want %v", got, ok, want)
 	}
 	for _, short := range [][]byte{nil, make([]byte, 4), make([]byte, 64), b[:first], b[:end-8]} {
-		if got, ok := rxTimestamp(short); ok {
+		if got, ok := Timestamp(short); ok {
 			t.Errorf("found %v in %d bytes that hold no whole timestamp", got, len(short))
 		}
 	}
@@ -191,11 +191,11 @@ func TestArrivalAcrossAClockStep(t *testing.T) {
 		{"back before the arrival", now.Add(-lag), -300 * time.Microsecond, lag},
 		{"too old to believe", now.Add(-maxStampLag), 0, 0},
 	} {
-		if d := wallOffset(epoch); d != 0 {
-			t.Fatalf("wallOffset(epoch) = %v, want 0", d)
+		if d := WallOffset(Epoch); d != 0 {
+			t.Fatalf("WallOffset(Epoch) = %v, want 0", d)
 		}
 		t.Run(c.name, func(t *testing.T) {
-			at := arrivalAt(now, c.k, c.step)
+			at := ArrivalAt(now, c.k, c.step)
 			if got := now.Sub(at); got != c.want {
 				t.Errorf("arrival %v before the read, want %v", got, c.want)
 			}
@@ -204,12 +204,12 @@ func TestArrivalAcrossAClockStep(t *testing.T) {
 }
 
 // readBlocked reports whether a goroutine waits for the network in a
-// stampedConn's Read.
+// Conn's Read.
 func readBlocked() bool {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, "[IO wait") && strings.Contains(g, "(*stampedConn).Read") {
+		if strings.Contains(g, "[IO wait") && strings.Contains(g, "(*Conn).Read") {
 			return true
 		}
 	}

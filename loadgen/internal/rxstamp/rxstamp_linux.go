@@ -1,4 +1,4 @@
-package loadgen
+package rxstamp
 
 import (
 	"errors"
@@ -12,16 +12,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// stampedConn is a TCP connection whose reads also take the kernel's
+// Conn is a TCP connection whose reads also take the kernel's
 // receive timestamp (SO_TIMESTAMPNS): the time the last byte a read returns
 // reached the socket, before any wait for a CPU in this process.
-type stampedConn struct {
+type Conn struct {
 	*net.TCPConn
-	raw     syscall.RawConn
+	Raw     syscall.RawConn
 	oob     []byte
 	last    time.Time     // arrival of the bytes the last read returned
 	stamped bool          // the kernel timestamped the last read
-	offset  time.Duration // the wall clock's lead on the monotonic at the last read
+	Offset  time.Duration // the wall clock's lead on the monotonic at the last read
 
 	// The read in progress, for recv, which is a method value made once so
 	// that a read allocates nothing.
@@ -36,10 +36,10 @@ type stampedConn struct {
 // is used.
 const maxStampLag = 10 * time.Second
 
-// stampConn turns on receive timestamps for c, a TCP connection, and
+// Stamp turns on receive timestamps for c, a TCP connection, and
 // returns it wrapped with the source of its arrival times. Where that is not
 // possible it returns c as it is and nil.
-func stampConn(c net.Conn) (net.Conn, arrivalSource) {
+func Stamp(c net.Conn) (net.Conn, Source) {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return c, nil
@@ -55,17 +55,17 @@ func stampConn(c net.Conn) (net.Conn, arrivalSource) {
 	if err != nil || serr != nil {
 		return c, nil
 	}
-	s := &stampedConn{TCPConn: tc, raw: raw, oob: make([]byte, 64), offset: wallOffset(time.Now())}
+	s := &Conn{TCPConn: tc, Raw: raw, oob: make([]byte, 64), Offset: WallOffset(time.Now())}
 	s.recvFn = s.recv
 	return s, s
 }
 
-func (s *stampedConn) Read(p []byte) (int, error) {
+func (s *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
 	s.p, s.n, s.err = p, 0, nil
-	err := s.raw.Read(s.recvFn)
+	err := s.Raw.Read(s.recvFn)
 	s.p = nil
 	switch {
 	case err != nil:
@@ -80,7 +80,7 @@ func (s *stampedConn) Read(p []byte) (int, error) {
 
 // recv is one recvmsg on the socket; false asks to wait until it is
 // readable.
-func (s *stampedConn) recv(fd uintptr) bool {
+func (s *Conn) recv(fd uintptr) bool {
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(int(fd), s.p, s.oob, 0)
 		switch {
@@ -95,13 +95,13 @@ func (s *stampedConn) recv(fd uintptr) bool {
 		s.n = n
 		now := time.Now()
 		at := now
-		k, ok := rxTimestamp(s.oob[:oobn])
+		k, ok := Timestamp(s.oob[:oobn])
 		s.stamped = ok
-		offset := wallOffset(now)
+		offset := WallOffset(now)
 		if ok {
-			at = arrivalAt(now, k, offset-s.offset)
+			at = ArrivalAt(now, k, offset-s.Offset)
 		}
-		s.offset = offset
+		s.Offset = offset
 		if at.Before(s.last) {
 			at = s.last // arrivals on one connection never go back
 		}
@@ -110,23 +110,23 @@ func (s *stampedConn) recv(fd uintptr) bool {
 	}
 }
 
-func (s *stampedConn) lastArrival() time.Time { return s.last }
+func (s *Conn) LastArrival() time.Time { return s.last }
 
-// wallOffset returns how far the wall clock has moved from the monotonic
-// clock since epoch: it changes only when the system clock is stepped (a
+// WallOffset returns how far the wall clock has moved from the monotonic
+// clock since Epoch: it changes only when the system clock is stepped (a
 // virtual machine resumed, the time synchronised), as slewing moves both.
-func wallOffset(now time.Time) time.Duration {
-	return time.Duration(now.UnixNano()-epoch.UnixNano()) - now.Sub(epoch)
+func WallOffset(now time.Time) time.Duration {
+	return time.Duration(now.UnixNano()-Epoch.UnixNano()) - now.Sub(Epoch)
 }
 
-// arrivalAt returns when bytes stamped k by the kernel, on the wall clock,
+// ArrivalAt returns when bytes stamped k by the kernel, on the wall clock,
 // arrived, as a time on now's monotonic clock. step is how far the wall
 // clock was stepped since the connection's previous read: the stamp may
 // have been taken before the step, so a step forward is taken off the lag,
 // and a step back left in it (either way the arrival may come out later
 // than it was, by the step, never earlier). A lag below zero or above
 // maxStampLag is not believed, and the read's own time is used.
-func arrivalAt(now, k time.Time, step time.Duration) time.Time {
+func ArrivalAt(now, k time.Time, step time.Duration) time.Time {
 	lag := now.Sub(k) // k has no monotonic reading: this is the wall clock's
 	if step > 0 {
 		lag -= step
@@ -137,8 +137,8 @@ func arrivalAt(now, k time.Time, step time.Duration) time.Time {
 	return now.Add(-lag)
 }
 
-// rxTimestamp finds the SCM_TIMESTAMPNS message in a recvmsg's control data.
-func rxTimestamp(b []byte) (time.Time, bool) {
+// Timestamp finds the SCM_TIMESTAMPNS message in a recvmsg's control data.
+func Timestamp(b []byte) (time.Time, bool) {
 	for len(b) >= unix.SizeofCmsghdr {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
 		l := int(h.Len)
