@@ -3,9 +3,9 @@ package conncheck
 
 import (
 	"crypto/tls"
-	"errors"
 	"net"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,11 +29,13 @@ func Open(c net.Conn) bool {
 	open := false
 	err = raw.Read(func(fd uintptr) bool {
 		var b [1]byte
-		n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		// recvfrom without an address (x/sys/unix's Recvfrom would make
+		// one on the heap).
+		n, _, e := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1, unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
 		switch {
-		case n > 0:
+		case e == 0 && n > 0:
 			open = isTLS
-		case errors.Is(err, unix.EAGAIN):
+		case e == unix.EAGAIN:
 			open = true
 		}
 		return true

@@ -1,7 +1,6 @@
 package rxstamp
 
 import (
-	"errors"
 	"io"
 	"net"
 	"os"
@@ -29,6 +28,10 @@ type Conn struct {
 	n      int
 	err    error
 	recvFn func(fd uintptr) bool
+	// recvmsg's arguments, kept here so that a read allocates nothing
+	// (x/sys/unix's Recvmsg moves its own to the heap).
+	iov unix.Iovec
+	msg unix.Msghdr
 }
 
 // maxStampLag bounds how far before the read a kernel timestamp may be and
@@ -81,17 +84,24 @@ func (s *Conn) Read(p []byte) (int, error) {
 // recv is one recvmsg on the socket; false asks to wait until it is
 // readable.
 func (s *Conn) recv(fd uintptr) bool {
+	s.iov = unix.Iovec{Base: &s.p[0]}
+	s.iov.SetLen(len(s.p))
+	s.msg = unix.Msghdr{Iov: &s.iov, Iovlen: 1, Control: &s.oob[0]}
+	s.msg.SetControllen(len(s.oob))
+	defer func() { s.iov.Base = nil }() // the caller's buffer is not the connection's to keep
 	for {
-		n, oobn, _, _, err := unix.Recvmsg(int(fd), s.p, s.oob, 0)
-		switch {
-		case errors.Is(err, unix.EINTR):
+		r, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&s.msg)), 0)
+		switch e {
+		case 0:
+		case unix.EINTR:
 			continue
-		case errors.Is(err, unix.EAGAIN):
+		case unix.EAGAIN:
 			return false
-		case err != nil:
-			s.err = os.NewSyscallError("recvmsg", err)
+		default:
+			s.err = os.NewSyscallError("recvmsg", e)
 			return true
 		}
+		n, oobn := int(r), int(s.msg.Controllen)
 		s.n = n
 		now := time.Now()
 		at := now
@@ -110,6 +120,7 @@ func (s *Conn) recv(fd uintptr) bool {
 	}
 }
 
+// LastArrival is when the bytes the last read returned reached the socket.
 func (s *Conn) LastArrival() time.Time { return s.last }
 
 // WallOffset returns how far the wall clock has moved from the monotonic
