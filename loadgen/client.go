@@ -18,6 +18,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmload/llmload/internal/redact"
+	"github.com/llmload/llmload/loadgen/internal/chunk"
+	"github.com/llmload/llmload/loadgen/internal/sse"
+	"github.com/llmload/llmload/loadgen/internal/watchdog"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -61,6 +64,52 @@ const (
 // of the client's or the request's own; it refuses a 301, 302 or 303, which
 // would turn the POST into a GET, and a loop ([RedirectError]). Its errors
 // never show the password of a URL's user information.
+//
+// # What counts
+//
+// A request succeeds only when its stream ends with [DONE] or a
+// finish_reason and carried a token or a tool call: a stream that simply
+// stops is of kind KindTruncated, one that ends as it should with no token
+// (only [DONE], a message_stop with no content) is of kind
+// KindEmptyAnswer, and an error object inside a 200 stream is a
+// [*StreamError]. The first token is the
+// first chunk that carries content, reasoning (reasoning_content or
+// reasoning), completion text or a tool call; role-only and empty deltas do
+// not count. When the server sends usage on every chunk (vLLM's
+// continuous_usage_stats, which requests ask for by default), each chunk
+// carries the growth of completion_tokens; otherwise one token per non-empty
+// delta, and a final usage that reports more is recorded as extra tokens
+// (see [github.com/llmload/llmload/metrics.TokenSource]). A usage that does
+// not grow while text arrives (Ollama's completions API sends an all-zero
+// usage on every chunk) is not a running count, and the client counts the
+// deltas instead. A count that cannot be true — one that goes down, or is
+// larger than any request can carry (10^8 tokens, or 100 times the
+// request's MaxTokens, at least 1,000) — makes the request
+// malformed with a [*UsageError]; the tokens counted before it are kept.
+//
+// The client reads its own response (never through a reconnecting SSE
+// client, so a POST is never silently re-sent) and frames it as the HTML
+// standard's event-stream rules say, without copying an event's data; it is
+// fuzzed against go-sse's sse.Read. One deliberate difference: a last event
+// whose last line is complete is dispatched even when the server closes
+// without the blank line. The chunk parser reads OpenAI chat and completion
+// chunks, TGI's native /generate_stream events and Anthropic's Messages
+// events; it accepts exactly the JSON that encoding/json accepts.
+//
+// # A hostile server
+//
+// The client assumes nothing of a server it is pointed at. Its API key and
+// extra headers go to the BaseURL's origin only: a redirect to another
+// scheme, host or port carries none of them (net/http's client would copy
+// them to another port of the same host). Errors show URLs with their
+// password redacted. Every wait has a deadline, and the stall deadline
+// moves only on tokens ([Client.StallRule]): a server sending one token and
+// then empty chunks stalls. Response headers, informational responses
+// included, are bounded on both transports (10 MiB, net/http's rule), as
+// is an SSE event ([Client.MaxEventSize]). Text from the server reaches an
+// error's message on one line, its control characters escaped, so printing
+// an error runs none of its terminal escape sequences; the raw text stays
+// in the error's fields.
 type Client struct {
 	// BaseURL is the API root, such as "http://127.0.0.1:8000/v1".
 	BaseURL string
@@ -114,6 +163,7 @@ type Client struct {
 	// field, and its test fails when one is missed.
 	once   sync.Once
 	bodies atomic.Int64 // bytes of answers buffered now, under MaxBodyInFlight
+	reads  readCounts   // bodies read so far, by how
 	hc     *http.Client
 	err    error  // what Validate found
 	shown  string // BaseURL without user information, for messages
@@ -453,7 +503,7 @@ type requestState struct {
 	sent, wroteHeaders atomic.Int64
 
 	count     tokenCount
-	kinds     reasoningSplit
+	kinds     chunk.ReasoningSplit
 	lastTime  time.Time
 	answerEnd time.Time // when a whole answer (Embeddings, Rerank) came
 	done      bool
@@ -469,13 +519,13 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 	rs.count.maxTokens = req.MaxTokens
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	wd := newWatchdog(cancel, [numPhases]time.Duration{
-		phaseConnect: pick(c.ConnectTimeout, defaultConnectTimeout),
-		phaseHeaders: pick(c.HeaderTimeout, defaultHeaderTimeout),
-		phaseFirst:   pick(c.FirstTokenTimeout, defaultFirstTokenTimeout),
-		phaseStream:  pick(c.StallTimeout, defaultStallTimeout),
-	})
-	defer wd.stop()
+	wd := watchdog.New(cancel, [watchdog.NumPhases]time.Duration{
+		watchdog.Connect: pick(c.ConnectTimeout, defaultConnectTimeout),
+		watchdog.Headers: pick(c.HeaderTimeout, defaultHeaderTimeout),
+		watchdog.First:   pick(c.FirstTokenTimeout, defaultFirstTokenTimeout),
+		watchdog.Stream:  pick(c.StallTimeout, defaultStallTimeout),
+	}, &phaseErrors, epoch)
+	defer wd.Stop()
 
 	resp, err := rs.send(ctx, c, req, body, wd)
 	if err != nil {
@@ -496,14 +546,14 @@ func (rs *requestState) run(ctx context.Context, c *Client, req *Request, body [
 // stack is most of a stream's memory).
 //
 //go:noinline
-func (rs *requestState) send(ctx context.Context, c *Client, req *Request, body []byte, wd *watchdog) (*http.Response, error) {
+func (rs *requestState) send(ctx context.Context, c *Client, req *Request, body []byte, wd *watchdog.Watchdog) (*http.Response, error) {
 	trace := &httptrace.ClientTrace{
 		WroteHeaders: func() {
 			rs.wroteHeaders.CompareAndSwap(0, time.Since(epoch).Nanoseconds())
 		},
 		WroteRequest: func(httptrace.WroteRequestInfo) {
 			if rs.sent.CompareAndSwap(0, time.Since(epoch).Nanoseconds()) {
-				wd.enter(phaseHeaders)
+				wd.Enter(watchdog.Headers)
 			}
 		},
 	}
@@ -557,7 +607,7 @@ func (rs *requestState) send(ctx context.Context, c *Client, req *Request, body 
 // Embeddings and Rerank it reads the whole answer too.
 //
 //go:noinline
-func (rs *requestState) answered(ctx context.Context, cancel context.CancelCauseFunc, c *Client, req *Request, resp *http.Response, wd *watchdog) (streamLabel, error) {
+func (rs *requestState) answered(ctx context.Context, cancel context.CancelCauseFunc, c *Client, req *Request, resp *http.Response, wd *watchdog.Watchdog) (streamLabel, error) {
 	// The request, its headers and URL, is not needed again: let it go
 	// rather than hold it for as long as the stream lasts.
 	resp.Request = nil
@@ -573,7 +623,7 @@ func (rs *requestState) answered(ctx context.Context, cancel context.CancelCause
 		rs.tl.Server = st
 	}
 	rs.timingsBad = bad
-	wd.enter(phaseFirst)
+	wd.Enter(watchdog.First)
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		se := readStatusError(resp)
@@ -700,7 +750,7 @@ func (rs *requestState) classify(ctx context.Context, err error, beforeHeaders b
 		return &Error{Kind: metrics.KindOversize, Err: err}
 	case strings.Contains(err.Error(), netHTTPHeadersTooLarge):
 		return &Error{Kind: metrics.KindOversize, Err: fmt.Errorf("%w (%s)", ErrHeadersTooLarge, errors.Unwrap(err))}
-	case errors.Is(err, errEventTooLarge):
+	case errors.Is(err, sse.ErrEventTooLarge):
 		return &Error{Kind: metrics.KindOversize, Err: errOversize}
 	case beforeHeaders && rs.tl.Sent.IsZero():
 		return &Error{Kind: metrics.KindConnect, Err: err}
@@ -711,7 +761,7 @@ func (rs *requestState) classify(ctx context.Context, err error, beforeHeaders b
 // read consumes the SSE body of resp, labelled as label says: on a poller,
 // where the transport offers one and the request allows it (see
 // [pollBody]), or else by reading the body here.
-func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc, c *Client, resp *http.Response, label streamLabel, req *Request, wd *watchdog) error {
+func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc, c *Client, resp *http.Response, label streamLabel, req *Request, wd *watchdog.Watchdog) error {
 	maxEvent := c.MaxEventSize
 	if maxEvent <= 0 {
 		maxEvent = defaultMaxEventSize
@@ -719,7 +769,9 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 	sr := &streamReader{rs: rs, ctx: ctx, cancel: cancel, c: c, resp: resp, label: label, req: req, wd: wd}
 	if pb, ok := resp.Body.(pollBody); ok && (rs.emit == nil || rs.ownEmit) {
 		if src := pb.pollSource(); src != nil {
-			sr.events = newEventReader(src, maxEvent)
+			c.reads[readPolled].Add(1)
+			sr.polled = src
+			sr.events = sse.NewReader(src, maxEvent)
 			sr.arrivals = src
 			err, readErr := src.run(ctx, sr.advance)
 			if readErr != nil {
@@ -728,8 +780,13 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 			return err
 		}
 	}
-	sr.events = newEventReader(resp.Body, maxEvent)
+	sr.events = sse.NewReader(resp.Body, maxEvent)
 	sr.arrivals, _ = resp.Body.(arrivalBody)
+	if sr.arrivals != nil {
+		c.reads[readGoroutine].Add(1)
+	} else {
+		c.reads[readNetHTTP].Add(1)
+	}
 	_, err := sr.advance()
 	return err
 }
@@ -737,7 +794,7 @@ func (rs *requestState) read(ctx context.Context, cancel context.CancelCauseFunc
 // streamReader frames and handles the events of one response as its bytes
 // come. Read by the goroutine of the request, one call to advance reads the
 // whole stream; fed by a poller, each call handles what the socket held and
-// returns at errWouldBlock.
+// returns at sse.ErrWouldBlock.
 type streamReader struct {
 	rs       *requestState
 	ctx      context.Context
@@ -746,10 +803,11 @@ type streamReader struct {
 	resp     *http.Response
 	label    streamLabel
 	req      *Request
-	wd       *watchdog
-	events   *eventReader
+	wd       *watchdog.Watchdog
+	events   *sse.Reader
 	arrivals arrivalBody
-	ch       chunk
+	polled   polledBody // the body, where it is read on a poller
+	ch       chunk.Chunk
 	started  bool // past checkStart
 }
 
@@ -765,21 +823,21 @@ func (sr *streamReader) fail(err error) error {
 
 // advance handles the events that can be framed from what is read. done
 // reports that the stream has ended, and err is then its outcome; done is
-// false only when the reader has no more bytes for now (errWouldBlock).
+// false only when the reader has no more bytes for now (sse.ErrWouldBlock).
 func (sr *streamReader) advance() (done bool, err error) {
 	rs, events := sr.rs, sr.events
 	if !sr.started {
-		notSSE, err := events.checkStart()
-		if err == errWouldBlock {
+		notSSE, err := events.CheckStart(sampleSize)
+		if err == sse.ErrWouldBlock {
 			return false, nil
 		}
 		if err != nil {
 			return true, rs.classify(sr.ctx, err, false)
 		}
 		sr.started = true
-		if notSSE != nil || (sr.label == labelUnsure && events.end == events.start && events.eof) {
+		if notSSE != nil || (sr.label == labelUnsure && events.Drained()) {
 			if notSSE == nil && sr.arrivals != nil {
-				if _, polled := sr.arrivals.(*pollStream); polled {
+				if sr.polled != nil {
 					notSSE = []byte{} // the body is empty, and its socket the poller's
 				}
 			}
@@ -788,8 +846,8 @@ func (sr *streamReader) advance() (done bool, err error) {
 	}
 	ch := &sr.ch
 	for {
-		data, err := events.next()
-		if err == errWouldBlock {
+		data, err := events.Next()
+		if err == sse.ErrWouldBlock {
 			return false, nil
 		}
 		if err == io.EOF {
@@ -802,24 +860,24 @@ func (sr *streamReader) advance() (done bool, err error) {
 		if rs.done || len(data) == 0 {
 			continue // after [DONE], read on to EOF so the connection is reused
 		}
-		if events.errorEvent {
+		if events.ErrorEvent {
 			if rs.streamErr == nil {
 				rs.streamErr = &Error{Kind: metrics.KindStreamError, Err: eventError(data)}
 			}
 			continue
 		}
-		if err := parseChunk(data, ch); err != nil {
+		if err := chunk.Parse(data, ch); err != nil {
 			return true, &Error{Kind: metrics.KindMalformed, Err: newChunkError(data, err)}
 		}
-		if ch.done {
+		if ch.Done {
 			rs.done = true
 			rs.tl.Done = true
 			continue
 		}
-		if ch.isError {
+		if ch.IsError {
 			if rs.streamErr == nil {
 				rs.streamErr = &Error{Kind: metrics.KindStreamError, Err: &StreamError{
-					Message: decodeString(ch.errMsg), Type: decodeString(ch.errType), Code: decodeString(ch.errCode),
+					Message: chunk.DecodeString(ch.ErrMsg), Type: chunk.DecodeString(ch.ErrType), Code: chunk.DecodeString(ch.ErrCode),
 				}}
 			}
 			continue // vLLM follows its error with [DONE]: read on
@@ -831,14 +889,14 @@ func (sr *streamReader) advance() (done bool, err error) {
 		if err != nil {
 			return true, err
 		}
-		if ps, ok := sr.arrivals.(*pollStream); ok && ch.tokens > 0 {
-			ps.tokenAt(t)
+		if sr.polled != nil && ch.Tokens > 0 {
+			sr.polled.tokenAt(t)
 		}
 		if !more {
 			sr.cancel(errStopped)
 			return true, nil
 		}
-		if ch.end {
+		if ch.End {
 			rs.tl.Done = true
 			rs.done = true
 		}
@@ -862,11 +920,11 @@ func (sr *streamReader) advance() (done bool, err error) {
 // error object as in a chunk, an object with a top-level message (OpenAI's
 // Responses API, Anthropic), or plain text.
 func eventError(data []byte) *StreamError {
-	var ch chunk
-	if parseChunk(data, &ch) == nil {
-		se := &StreamError{Message: decodeString(ch.errMsg), Type: decodeString(ch.errType), Code: decodeString(ch.errCode)}
+	var ch chunk.Chunk
+	if chunk.Parse(data, &ch) == nil {
+		se := &StreamError{Message: chunk.DecodeString(ch.ErrMsg), Type: chunk.DecodeString(ch.ErrType), Code: chunk.DecodeString(ch.ErrCode)}
 		if se.Message == "" {
-			se.Message = decodeString(ch.topMessage)
+			se.Message = chunk.DecodeString(ch.TopMessage)
 		}
 		if se.Message != "" {
 			return se
@@ -881,54 +939,54 @@ func eventError(data []byte) *StreamError {
 
 // onChunk counts a chunk's tokens and passes it on. It reports whether to go
 // on reading, or why the chunk's counts cannot be true.
-func (rs *requestState) onChunk(ch *chunk, t time.Time, wd *watchdog) (bool, error) {
+func (rs *requestState) onChunk(ch *chunk.Chunk, t time.Time, wd *watchdog.Watchdog) (bool, error) {
 	k, err := rs.count.add(ch)
 	if err != nil {
 		return false, &Error{Kind: metrics.KindMalformed, Err: err}
 	}
-	if ch.hasUsage {
-		rs.tl.CompletionTokens = int(ch.completion)
+	if ch.HasUsage {
+		rs.tl.CompletionTokens = int(ch.Completion)
 	}
-	if ch.prompt > 0 {
-		rs.tl.PromptTokens = int(ch.prompt)
+	if ch.Prompt > 0 {
+		rs.tl.PromptTokens = int(ch.Prompt)
 	}
-	if ch.cached > 0 {
-		rs.tl.CachedTokens = int(ch.cached)
+	if ch.Cached > 0 {
+		rs.tl.CachedTokens = int(ch.Cached)
 	}
-	if ch.timings.set {
-		rs.tl.Server = ch.timings.server()
+	if ch.Timings.Set {
+		rs.tl.Server = ch.Timings.Server()
 	}
-	if ch.timings.bad != "" && rs.timingsBad == "" {
-		rs.timingsBad = ch.timings.bad
+	if ch.Timings.Bad != "" && rs.timingsBad == "" {
+		rs.timingsBad = ch.Timings.Bad
 	}
-	if ch.finish != nil && rs.tl.FinishReason == "" {
-		rs.tl.FinishReason = decodeString(ch.finish)
+	if ch.Finish != nil && rs.tl.FinishReason == "" {
+		rs.tl.FinishReason = chunk.DecodeString(ch.Finish)
 	}
-	if ch.toolCall {
+	if ch.ToolCall {
 		rs.tl.ToolCall = true
 	}
-	r := rs.kinds.split(ch, k)
+	r := rs.kinds.Split(ch, k)
 	rs.tl.ReasoningTokens += r
 	if r < k && rs.tl.FirstAnswer.IsZero() {
 		rs.tl.FirstAnswer = t
 	}
 	if k > 0 {
 		if rs.tl.Chunks == 0 {
-			wd.enter(phaseStream)
+			wd.Enter(watchdog.Stream)
 		}
 		rs.observe(t, k)
-		wd.touch(t)
+		wd.Touch(t)
 	} else if rs.rule == StallOnChunks && rs.tl.Chunks > 0 {
-		wd.touch(t)
+		wd.Touch(t)
 	}
 	rs.lastTime = t
-	if rs.emit != nil && (k > 0 || ch.finish != nil || ch.hasUsage) {
-		out := Chunk{Time: t, Tokens: k, HasUsage: ch.hasUsage,
-			PromptTokens: int(ch.prompt), CompletionTokens: int(ch.completion)}
-		out.Text = decodeString(ch.content)
-		out.Reasoning = decodeString(ch.reasoning)
-		if ch.finish != nil {
-			out.FinishReason = decodeString(ch.finish)
+	if rs.emit != nil && (k > 0 || ch.Finish != nil || ch.HasUsage) {
+		out := Chunk{Time: t, Tokens: k, HasUsage: ch.HasUsage,
+			PromptTokens: int(ch.Prompt), CompletionTokens: int(ch.Completion)}
+		out.Text = chunk.DecodeString(ch.Content)
+		out.Reasoning = chunk.DecodeString(ch.Reasoning)
+		if ch.Finish != nil {
+			out.FinishReason = chunk.DecodeString(ch.Finish)
 		}
 		return rs.emit(&out), nil
 	}
@@ -950,7 +1008,7 @@ func (rs *requestState) finish() {
 		rs.observe(rs.lastTime, pending) // no visible token ever came
 	}
 	tl.Source, tl.ExtraTokens = rs.count.source(tl.Chunks > 0)
-	tl.ReasoningTokens, tl.ReasoningOverclaim = rs.kinds.reasoningTokens(tl.ReasoningTokens, tl.OutputTokens())
+	tl.ReasoningTokens, tl.ReasoningOverclaim = rs.kinds.Tokens(tl.ReasoningTokens, tl.OutputTokens())
 	rs.settleServer()
 }
 
@@ -966,24 +1024,24 @@ func readStatusError(resp *http.Response) *StatusError {
 		return se
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var ch chunk
-	if parseChunk(b, &ch) == nil && (ch.isError || ch.topMessage != nil) {
-		se.Message = decodeString(ch.errMsg)
+	var ch chunk.Chunk
+	if chunk.Parse(b, &ch) == nil && (ch.IsError || ch.TopMessage != nil) {
+		se.Message = chunk.DecodeString(ch.ErrMsg)
 		if se.Message == "" {
-			se.Message = decodeString(ch.topMessage)
+			se.Message = chunk.DecodeString(ch.TopMessage)
 		}
-		se.Type = decodeString(ch.errType)
+		se.Type = chunk.DecodeString(ch.ErrType)
 		if se.Type == "" {
-			se.Type = decodeString(ch.topType)
+			se.Type = chunk.DecodeString(ch.TopType)
 		}
-		se.Code = decodeString(ch.errCode)
+		se.Code = chunk.DecodeString(ch.ErrCode)
 		return se
 	}
 	var detail struct {
 		Detail json.RawMessage `json:"detail"` // FastAPI
 	}
 	if json.Unmarshal(b, &detail) == nil && len(detail.Detail) > 0 {
-		se.Message = decodeString(detail.Detail)
+		se.Message = chunk.DecodeString(detail.Detail)
 		return se
 	}
 	se.Message = strings.TrimSpace(string(b))

@@ -1,6 +1,9 @@
 package loadgen
 
-import "github.com/llmload/llmload/metrics"
+import (
+	"github.com/llmload/llmload/loadgen/internal/chunk"
+	"github.com/llmload/llmload/metrics"
+)
 
 // tokenCount counts a response's output tokens as its chunks arrive, and
 // refuses counts that cannot be true (see [UsageError]). Every count it
@@ -49,14 +52,14 @@ func tokenLimit(maxTokens int) int64 {
 // add counts ch and returns the tokens to hand out now: the chunk's own
 // and, with the first visible token, those that came before it. On an
 // error nothing of ch is counted.
-func (tc *tokenCount) add(ch *chunk) (int, error) {
+func (tc *tokenCount) add(ch *chunk.Chunk) (int, error) {
 	if err := tc.check(ch); err != nil {
 		return 0, err
 	}
-	multi := tc.multi || ch.multi
+	multi := tc.multi || ch.Multi
 	mode := tc.mode
-	k := int64(ch.tokens)
-	if ch.hasUsage {
+	k := int64(ch.Tokens)
+	if ch.HasUsage {
 		if mode == countDeltas {
 			mode = countFinal
 			if tc.attributed == 0 {
@@ -64,7 +67,7 @@ func (tc *tokenCount) add(ch *chunk) (int, error) {
 			}
 		}
 		if mode == countContinuous {
-			if growth := ch.completion - tc.attributed; growth <= 0 && ch.tokens > 0 {
+			if growth := ch.Completion - tc.attributed; growth <= 0 && ch.Tokens > 0 {
 				mode = countFinal // text came and the count stayed put: not a running count
 			} else {
 				k = max(growth, 0)
@@ -79,11 +82,11 @@ func (tc *tokenCount) add(ch *chunk) (int, error) {
 		return 0, &UsageError{Field: field, Got: tc.attributed + k, Before: -1, Limit: tc.limit, MaxTokens: tc.maxTokens}
 	}
 	tc.mode, tc.multi = mode, multi
-	if ch.hasUsage {
-		tc.usage, tc.usageSeen = ch.completion, true
+	if ch.HasUsage {
+		tc.usage, tc.usageSeen = ch.Completion, true
 	}
 	tc.attributed += k
-	if !tc.observed && ch.tokens == 0 {
+	if !tc.observed && ch.Tokens == 0 {
 		tc.pending += k // tokens before the first visible one arrive with it
 		return 0, nil
 	}
@@ -96,28 +99,28 @@ func (tc *tokenCount) add(ch *chunk) (int, error) {
 }
 
 // check refuses the counts of ch that cannot be true.
-func (tc *tokenCount) check(ch *chunk) error {
+func (tc *tokenCount) check(ch *chunk.Chunk) error {
 	bad := func(field string, got, before, limit int64) error {
 		return &UsageError{Field: field, Got: got, Before: before, Limit: limit, MaxTokens: tc.maxTokens}
 	}
-	if ch.hasUsage {
+	if ch.HasUsage {
 		switch {
-		case ch.completion < 0:
-			return bad("usage.completion_tokens", ch.completion, -1, tc.limit)
-		case ch.completion > tc.limit:
-			return bad("usage.completion_tokens", ch.completion, -1, tc.limit)
-		case tc.usageSeen && ch.completion < tc.usage && !tc.multi && !ch.multi:
-			return bad("usage.completion_tokens", ch.completion, tc.usage, 0)
+		case ch.Completion < 0:
+			return bad("usage.completion_tokens", ch.Completion, -1, tc.limit)
+		case ch.Completion > tc.limit:
+			return bad("usage.completion_tokens", ch.Completion, -1, tc.limit)
+		case tc.usageSeen && ch.Completion < tc.usage && !tc.multi && !ch.Multi:
+			return bad("usage.completion_tokens", ch.Completion, tc.usage, 0)
 		}
 	}
-	if ch.prompt < 0 || ch.prompt > maxReportedTokens {
-		return bad("usage.prompt_tokens", ch.prompt, -1, maxReportedTokens)
+	if ch.Prompt < 0 || ch.Prompt > maxReportedTokens {
+		return bad("usage.prompt_tokens", ch.Prompt, -1, maxReportedTokens)
 	}
-	if ch.reasoningUsage < 0 || ch.reasoningUsage > maxReportedTokens {
-		return bad("usage.completion_tokens_details.reasoning_tokens", ch.reasoningUsage, -1, maxReportedTokens)
+	if ch.ReasoningUsage < 0 || ch.ReasoningUsage > maxReportedTokens {
+		return bad("usage.completion_tokens_details.reasoning_tokens", ch.ReasoningUsage, -1, maxReportedTokens)
 	}
-	if ch.cached < 0 || ch.cached > maxReportedTokens {
-		return bad("usage.cached_tokens", ch.cached, -1, maxReportedTokens)
+	if ch.Cached < 0 || ch.Cached > maxReportedTokens {
+		return bad("usage.cached_tokens", ch.Cached, -1, maxReportedTokens)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmload/llmload/loadgen/internal/chunk"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -77,18 +78,18 @@ func FuzzTokenCount(f *testing.F) {
 			rec := data[:countRecordSize]
 			data = data[countRecordSize:]
 			flags, value := rec[0], int64(binary.LittleEndian.Uint64(rec[2:]))
-			ch := chunk{tokens: int(rec[1] % 4), multi: flags&recMulti != 0}
+			ch := chunk.Chunk{Tokens: int(rec[1] % 4), Multi: flags&recMulti != 0}
 			if flags&recUsage != 0 {
-				ch.hasUsage, ch.completion = true, value
+				ch.HasUsage, ch.Completion = true, value
 			}
 			if flags&recFinish != 0 {
-				ch.finish = []byte(`"stop"`)
+				ch.Finish = []byte(`"stop"`)
 			}
 			if flags&recPrompt != 0 {
-				ch.prompt = value
+				ch.Prompt = value
 			}
 			if flags&recCached != 0 {
-				ch.cached = value
+				ch.Cached = value
 			}
 			before := tc
 			k, err := tc.add(&ch)
@@ -113,8 +114,8 @@ func FuzzTokenCount(f *testing.F) {
 			if handed+tc.pending > tc.limit || tc.attributed != handed+tc.pending {
 				t.Fatalf("handed %d, pending %d, attributed %d, limit %d", handed, tc.pending, tc.attributed, tc.limit)
 			}
-			if ch.hasUsage {
-				lastUsage = ch.completion
+			if ch.HasUsage {
+				lastUsage = ch.Completion
 			} else {
 				allUsage = false
 			}

@@ -4,12 +4,13 @@ import (
 	"time"
 
 	"github.com/llmload/llmload/internal/clockstep"
+	"github.com/llmload/llmload/loadgen/internal/chunk"
 )
 
 // ParseChunkForBenchmark exposes the chunk parser to the external tests.
 func ParseChunkForBenchmark(data []byte) error {
-	var c chunk
-	return parseChunk(data, &c)
+	var c chunk.Chunk
+	return chunk.Parse(data, &c)
 }
 
 // NewHTTPClientForTest exposes the transport sizing to the external tests.

@@ -14,6 +14,7 @@ import (
 	"github.com/llmload/llmload/internal/errorkinds"
 	"github.com/llmload/llmload/internal/setting"
 	"github.com/llmload/llmload/internal/sleep"
+	"github.com/llmload/llmload/loadgen/internal/release"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -230,6 +231,14 @@ type Run struct {
 	Seed uint64
 	// Health is the client's own view of whether it kept up.
 	Health Health
+	// ReadMode says how the run's response bodies were read: "shared
+	// pollers" (a [StreamTransport] with Poll, on Linux, over http), "a
+	// goroutine per stream" (a StreamTransport otherwise: without Poll,
+	// over https, elsewhere than Linux, or for a [Client.Stream]) or
+	// "net/http" (any other transport); several joined by " and " where
+	// the run used more than one, "" where it read none. A setting that
+	// does nothing where it runs, such as Poll over https, shows here.
+	ReadMode string
 	// Stopped says why the run ended; Err is the error Run returned, the
 	// cause of a run Stopped by StopCanceled or StopFailed, nil otherwise.
 	Stopped StopReason
@@ -356,7 +365,8 @@ type runner struct {
 	st     *runState
 	run    *Run
 	health healthMonitor
-	budget atomic.Int64 // closed-loop requests left to send when Requests is set
+	reads  [readModes]int64 // the client's read counts when the run began
+	budget atomic.Int64     // closed-loop requests left to send when Requests is set
 
 	// workers runs the closed loop's workers, or the open loop's launcher
 	// and its requests. They return only errors that end the run (from the
@@ -419,6 +429,7 @@ func (g *Generator) start(ctx context.Context) *runner {
 	r.stopAfter = context.AfterFunc(workersCtx, func() { r.cancelRequests(context.Cause(workersCtx)) })
 
 	r.health.start()
+	r.reads = r.client.reads.snapshot()
 	if g.Warmup <= 0 && g.WarmupUntil == nil {
 		// No warm-up: the window opens before the first request is sent.
 		r.openWindow()
@@ -528,6 +539,7 @@ func (r *runner) stop(reason StopReason) {
 	<-r.done
 	r.st.phase.Store(phaseDone)
 	r.run.Stopped = reason
+	r.run.ReadMode = readModeSince(r.reads, r.client.reads.snapshot())
 }
 
 // drain waits, within DrainTimeout, for the requests in flight to finish.
@@ -697,7 +709,7 @@ func (r *runner) spend() (ok, took bool) {
 // request in a goroutine of its own holding one of MaxInFlight slots, until
 // launching stops, the schedule ends or the run's Requests have arrived.
 // The arrivals due at one instant are made ready a little ahead of it and
-// released together as it comes (see gate).
+// released together as it comes (see release.Gate).
 func (r *runner) openLoop() error {
 	slots := make(chan int, r.slots)
 	for i := range cap(slots) {
@@ -709,10 +721,10 @@ func (r *runner) openLoop() error {
 			return nil
 		}
 		r.warmForBursts(at)
-		if !sleep.For(r.launch, time.Until(at)-releaseLead) {
+		if !sleep.For(r.launch, time.Until(at)-release.Lead) {
 			return nil
 		}
-		gt, first := newGate(at), at
+		gt, first := release.NewGate(at), at
 		for ok {
 			slot, free := r.takeSlot(slots, gt)
 			if !free {
@@ -723,15 +735,15 @@ func (r *runner) openLoop() error {
 				defer func() { slots <- slot }()
 				return r.arrive(slot, s, due, gt)
 			})
-			if gt.opened { // an arrival waited for a slot: the next has a gate of its own
+			if gt.Opened { // an arrival waited for a slot: the next has a gate of its own
 				break
 			}
-			seq, at, ok = r.ahead.popBy(first.Add(sameInstant))
+			seq, at, ok = r.ahead.popBy(first.Add(release.SameInstant))
 			if ok {
-				gt.at = at // never before an arrival's due time
+				gt.At = at // never before an arrival's due time
 			}
 		}
-		if !gt.open(r.launch) {
+		if !gt.Open(r.launch) {
 			return nil
 		}
 	}
@@ -740,14 +752,14 @@ func (r *runner) openLoop() error {
 // takeSlot takes a free slot for an arrival of gt. When none is free by
 // the gate's time, the arrivals ready go then, and this one waits for a
 // slot, counted in Queued. It reports false if launching stopped first.
-func (r *runner) takeSlot(slots chan int, gt *gate) (int, bool) {
+func (r *runner) takeSlot(slots chan int, gt *release.Gate) (int, bool) {
 	select {
 	case slot := <-slots:
 		return slot, true
 	default:
 	}
-	if !gt.opened {
-		t := time.NewTimer(time.Until(gt.at) - fineMargin)
+	if !gt.Opened {
+		t := time.NewTimer(time.Until(gt.At) - release.FineMargin)
 		defer t.Stop()
 		select {
 		case slot := <-slots:
@@ -756,7 +768,7 @@ func (r *runner) takeSlot(slots chan int, gt *gate) (int, bool) {
 		case <-r.launch.Done():
 			return 0, false
 		}
-		if !gt.open(r.launch) {
+		if !gt.Open(r.launch) {
 			return 0, false
 		}
 	}
@@ -771,7 +783,7 @@ func (r *runner) takeSlot(slots chan int, gt *gate) (int, bool) {
 
 // arrive makes the request of arrival seq ready, waits for its gate to
 // open and sends it, unless the run's Requests are spent.
-func (r *runner) arrive(slot, seq int, due time.Time, gt *gate) error {
+func (r *runner) arrive(slot, seq int, due time.Time, gt *release.Gate) error {
 	ok, took := r.spend()
 	if !ok {
 		return nil
@@ -780,7 +792,7 @@ func (r *runner) arrive(slot, seq int, due time.Time, gt *gate) error {
 	if err != nil {
 		return err
 	}
-	if !gt.wait(r.launch) {
+	if !gt.Wait(r.launch) {
 		return nil
 	}
 	if !took { // made ready in the warm-up: it counts if the window has opened since

@@ -13,7 +13,11 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/llmload/llmload/internal/rxstamp"
+	"github.com/llmload/llmload/loadgen/internal/bodyframe"
+	"github.com/llmload/llmload/loadgen/internal/sse"
 )
 
 // A poller reads many response bodies on one goroutine: their sockets are
@@ -50,9 +54,12 @@ import (
 // a sleep and a look, for a whole step's sockets rather than the three or
 // four that became readable while the last were read.
 //
-// There is one poller per CPU the Go runtime uses. A poller's goroutine
-// runs while it has streams and ends when it has none.
+// A StreamTransport has up to one poller per CPU the Go runtime uses (its
+// pollGroup). A poller's goroutine runs while it has streams and ends when
+// it has none; its epoll instances are closed with the transport's idle
+// connections, once it has no streams.
 type poller struct {
+	g       *pollGroup
 	mu      sync.Mutex
 	set     int      // the epoll instance the sockets are registered with
 	epfd    *os.File // an epoll instance, in the runtime's poller, that holds set while the poller waits on readiness
@@ -60,10 +67,11 @@ type poller struct {
 	streams map[uint64]*pollStream
 	next    uint64
 	running bool
+	closing bool         // the transport let it go: close set and epfd once it has no streams
 	count   atomic.Int64 // len(streams), read without mu
 
 	// Used by the poller's goroutine alone.
-	events [256]syscall.EpollEvent
+	events [256]unix.EpollEvent
 	ready  []readyStream
 	again  bool  // a read filled its buffer: the socket may hold more
 	muted  bool  // set is out of epfd: no socket of it wakes the runtime's poller
@@ -85,7 +93,7 @@ type readyStream struct {
 
 // pollEnding are the epoll events that say a socket's end is queued behind
 // its bytes.
-const pollEnding = syscall.EPOLLRDHUP | syscall.EPOLLHUP | syscall.EPOLLERR
+const pollEnding = unix.EPOLLRDHUP | unix.EPOLLHUP | unix.EPOLLERR
 
 // pollGatherMax bounds the gather: how long a poller, woken for the first
 // sockets of a batch, waits for the rest before it reads them. A batching
@@ -106,93 +114,147 @@ const pollGatherOfGap = 4
 // pollGatherMin is the shortest gather worth its system call.
 const pollGatherMin = 100 * time.Microsecond
 
-// pollGatherFixed, when not 0, replaces the gather the poller works out
-// (under 0: none); for tests and benchmarks.
-var pollGatherFixed atomic.Int64 // a time.Duration
-
-func setPollGather(d time.Duration) time.Duration {
-	return time.Duration(pollGatherFixed.Swap(int64(d)))
-}
-
-// pollSleepers is how many pollers sleep, holding their P, in a gather:
-// at most one fewer than the Ps, so that the rest of the program always
-// has one.
+// pollSleepers is how many pollers, of all transports, sleep holding
+// their P in a gather: at most one fewer than the Ps, so that the rest of
+// the program always has one.
 var pollSleepers atomic.Int32
 
-var (
-	pollersOnce sync.Once
-	pollers     []*poller
-	pollersErr  error
-	pollStreams atomic.Int64 // streams on all pollers
-)
+// pollStreams counts the streams on the pollers of all transports; the
+// tests watch it.
+var pollStreams atomic.Int64
+
+// A pollGroup is the pollers of one StreamTransport, made on its first
+// polled body and let go by its CloseIdleConnections.
+type pollGroup struct {
+	mu      sync.Mutex
+	pollers []*poller
+	streams atomic.Int64 // streams on these pollers
+}
+
+// pollGroup returns the transport's pollers, under mu.
+func (t *StreamTransport) pollGroup() *pollGroup {
+	if t.polls == nil {
+		t.polls = &pollGroup{}
+	}
+	return t.polls.(*pollGroup) // the one kind this file makes
+}
+
+// poll registers ps with one of the transport's pollers. It holds the
+// transport's mu, so that CloseIdleConnections cannot let the pollers go
+// between the choice and the registration.
+func (t *StreamTransport) poll(ps *pollStream) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.pollGroup().add(ps)
+}
 
 // pollerShare is how many streams a poller takes before the next one is
 // used: a poller woken for more sockets at once makes fewer waits, and at
 // 100 tokens a second 256 streams take a tenth of a CPU.
 const pollerShare = 256
 
-// pickPoller returns the poller for a new stream: the one with the fewest
-// streams of the first 1 + streams/pollerShare.
-func pickPoller() (*poller, error) {
-	pollersOnce.Do(func() {
-		n := max(runtime.GOMAXPROCS(0), 1)
-		for range n {
-			p, err := newPoller()
+// add registers ps with the group's poller that has the fewest streams
+// of the first 1 + streams/pollerShare, making the pollers (one per P) on
+// first use.
+func (g *pollGroup) add(ps *pollStream) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pollers == nil {
+		for range max(runtime.GOMAXPROCS(0), 1) {
+			p, err := newPoller(g)
 			if err != nil {
-				pollersErr = err
-				return
+				g.closeLocked()
+				return err
 			}
-			pollers = append(pollers, p)
+			g.pollers = append(g.pollers, p)
 		}
-	})
-	if pollersErr != nil {
-		return nil, pollersErr
 	}
-	use := pollers[:min(len(pollers), 1+int(pollStreams.Load())/pollerShare)]
+	use := g.pollers[:min(len(g.pollers), 1+int(g.streams.Load())/pollerShare)]
 	best, fewest := use[0], int64(1<<62)
 	for _, p := range use {
 		if n := p.count.Load(); n < fewest {
 			best, fewest = p, n
 		}
 	}
-	return best, nil
+	ps.p = best
+	return best.add(ps)
 }
 
-func newPoller() (*poller, error) {
-	set, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+// close lets the group's pollers go: each closes its epoll instances as
+// soon as it has no streams (at once, if it has none), and the next
+// stream makes new ones.
+func (g *pollGroup) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closeLocked()
+}
+
+func (g *pollGroup) closeLocked() {
+	for _, p := range g.pollers {
+		p.mu.Lock()
+		p.closing = true
+		if !p.running {
+			p.closeFiles()
+		}
+		p.mu.Unlock()
+	}
+	g.pollers = nil
+}
+
+// closeFiles closes the poller's epoll instances, under mu, once its
+// goroutine has ended.
+func (p *poller) closeFiles() {
+	if p.epfd != nil {
+		unix.Close(p.set)
+		p.epfd.Close()
+		p.epfd = nil
+	}
+}
+
+// stopped is the end of the poller's goroutine, under mu.
+func (p *poller) stopped() {
+	p.running = false
+	if p.closing {
+		p.closeFiles()
+	}
+}
+
+func newPoller(g *pollGroup) (*poller, error) {
+	set, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, os.NewSyscallError("epoll_create1", err)
 	}
-	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
-		syscall.Close(set)
+		unix.Close(set)
 		return nil, os.NewSyscallError("epoll_create1", err)
 	}
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN}
-	if err := syscall.EpollCtl(fd, syscall.EPOLL_CTL_ADD, set, &ev); err != nil {
-		syscall.Close(set)
-		syscall.Close(fd)
+	ev := unix.EpollEvent{Events: unix.EPOLLIN}
+	if err := unix.EpollCtl(fd, unix.EPOLL_CTL_ADD, set, &ev); err != nil {
+		unix.Close(set)
+		unix.Close(fd)
 		return nil, os.NewSyscallError("epoll_ctl", err)
 	}
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		syscall.Close(set)
-		syscall.Close(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(set)
+		unix.Close(fd)
 		return nil, os.NewSyscallError("fcntl", err)
 	}
 	f := os.NewFile(uintptr(fd), "epoll")
 	rc, err := f.SyscallConn()
 	if err != nil {
+		unix.Close(set)
 		f.Close()
 		return nil, err
 	}
-	return &poller{set: set, epfd: f, rc: rc, streams: map[uint64]*pollStream{}, next: 1}, nil
+	return &poller{g: g, set: set, epfd: f, rc: rc, streams: map[uint64]*pollStream{}, next: 1}, nil
 }
 
-func setEventID(ev *syscall.EpollEvent, id uint64) {
+func setEventID(ev *unix.EpollEvent, id uint64) {
 	ev.Fd, ev.Pad = int32(uint32(id)), int32(uint32(id>>32))
 }
 
-func eventID(ev *syscall.EpollEvent) uint64 {
+func eventID(ev *unix.EpollEvent) uint64 {
 	return uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
 }
 
@@ -202,13 +264,14 @@ func (p *poller) add(ps *pollStream) error {
 	defer p.mu.Unlock()
 	ps.id = p.next
 	p.next++
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP}
 	setEventID(&ev, ps.id)
-	if err := syscall.EpollCtl(p.set, syscall.EPOLL_CTL_ADD, ps.fd, &ev); err != nil {
+	if err := unix.EpollCtl(p.set, unix.EPOLL_CTL_ADD, ps.fd, &ev); err != nil {
 		return os.NewSyscallError("epoll_ctl", err)
 	}
 	p.streams[ps.id] = ps
 	p.count.Add(1)
+	p.g.streams.Add(1)
 	pollStreams.Add(1)
 	if !p.running {
 		p.running = true
@@ -229,8 +292,9 @@ func (p *poller) remove(ps *pollStream, fromLoop bool) {
 	}
 	delete(p.streams, ps.id)
 	p.count.Add(-1)
+	p.g.streams.Add(-1)
 	pollStreams.Add(-1)
-	syscall.EpollCtl(p.set, syscall.EPOLL_CTL_DEL, ps.fd, nil) // the descriptor is still open
+	unix.EpollCtl(p.set, unix.EPOLL_CTL_DEL, ps.fd, nil) // the descriptor is still open
 	if !fromLoop && len(p.streams) == 0 && p.running {
 		p.epfd.SetReadDeadline(time.Unix(1, 0)) // ends the wait
 	}
@@ -245,7 +309,7 @@ func (p *poller) loop() {
 		}
 		p.mu.Lock()
 		if len(p.streams) == 0 {
-			p.running = false
+			p.stopped()
 			p.mu.Unlock()
 			return
 		}
@@ -334,7 +398,7 @@ func (p *poller) noteGap(d time.Duration) {
 func (p *poller) sleep(d time.Duration) {
 	start := time.Now()
 	inKernel := !start.Before(p.plainUntil)
-	if inKernel && int(pollSleepers.Add(1)) >= len(pollers) {
+	if inKernel && int(pollSleepers.Add(1)) >= runtime.GOMAXPROCS(0) {
 		pollSleepers.Add(-1) // the others asleep so hold all Ps but this one
 		inKernel = false
 	}
@@ -342,8 +406,8 @@ func (p *poller) sleep(d time.Duration) {
 		time.Sleep(d)
 		return
 	}
-	ts := syscall.NsecToTimespec(int64(d))
-	syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0) // EINTR: a shorter gather
+	ts := unix.NsecToTimespec(int64(d))
+	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0) // EINTR: a shorter gather
 	pollSleepers.Add(-1)
 	if end := time.Now(); end.Sub(start) > d+pollGatherLate {
 		p.plainUntil = end.Add(time.Second)
@@ -367,10 +431,10 @@ func (p *poller) mute(on bool) error {
 	var err error
 	if cerr := p.rc.Control(func(fd uintptr) {
 		if on {
-			err = syscall.EpollCtl(int(fd), syscall.EPOLL_CTL_DEL, p.set, nil)
+			err = unix.EpollCtl(int(fd), unix.EPOLL_CTL_DEL, p.set, nil)
 		} else {
-			ev := syscall.EpollEvent{Events: syscall.EPOLLIN}
-			err = syscall.EpollCtl(int(fd), syscall.EPOLL_CTL_ADD, p.set, &ev)
+			ev := unix.EpollEvent{Events: unix.EPOLLIN}
+			err = unix.EpollCtl(int(fd), unix.EPOLL_CTL_ADD, p.set, &ev)
 		}
 	}); cerr != nil {
 		return cerr
@@ -405,7 +469,7 @@ func (p *poller) read(n int) {
 // runtime's monitor thread from its sleep, for a burst of short sleeps of
 // its own, at every wake of the poller.
 func (p *poller) readyNow() (int, error) {
-	r, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(p.set), uintptr(unsafe.Pointer(&p.events[0])), uintptr(len(p.events)), 0, 0, 0)
+	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.set), uintptr(unsafe.Pointer(&p.events[0])), uintptr(len(p.events)), 0, 0, 0)
 	if e != 0 {
 		return 0, e
 	}
@@ -420,7 +484,7 @@ func (p *poller) failAll(err error) {
 	for _, ps := range p.streams {
 		streams = append(streams, ps)
 	}
-	p.running = false
+	p.stopped()
 	p.mu.Unlock()
 	for _, ps := range streams {
 		p.remove(ps, true)
@@ -436,14 +500,14 @@ func (p *poller) failAll(err error) {
 // pollStream is one response body read on a poller. It is the reader under
 // the stream's eventReader: a Read returns what the body's bytes already
 // read with the headers hold, then, once a wake, what one recvmsg brings,
-// and errWouldBlock until the next wake.
+// and sse.ErrWouldBlock until the next wake.
 type pollStream struct {
 	body *streamBody
 	fd   int
 	p    *poller
 	id   uint64
 
-	dec     bodyDecoder
+	dec     bodyframe.Decoder
 	pre     []byte        // bytes read with the headers, not yet decoded
 	last    time.Time     // arrival of the bytes the last Read returned
 	offset  time.Duration // the wall clock's lead on the monotonic at the last recvmsg
@@ -472,7 +536,7 @@ type pollStream struct {
 // pollSource takes the body's connection off the Go runtime's poller for a
 // poller of its own, if the transport asks for that and the connection is
 // plain TCP; else it returns nil and the body is read as before.
-func (b *streamBody) pollSource() *pollStream {
+func (b *streamBody) pollSource() polledBody {
 	if !b.t.Poll || b.released.Load() {
 		return nil
 	}
@@ -483,23 +547,18 @@ func (b *streamBody) pollSource() *pollStream {
 	fd := -1
 	var derr error
 	if err := st.Raw().Control(func(s uintptr) {
-		r, _, e := syscall.Syscall(syscall.SYS_FCNTL, s, syscall.F_DUPFD_CLOEXEC, 0)
-		if e != 0 {
-			derr = e
-			return
-		}
-		fd = int(r)
+		fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0)
 	}); err != nil || derr != nil {
 		return nil
 	}
 	if !b.stop() { // the context has ended, and closes the connection
-		syscall.Close(fd)
+		unix.Close(fd)
 		return nil
 	}
 	b.stop = func() bool { return true }
 	ps := &pollStream{body: b, fd: fd, last: b.at, offset: st.Offset(), done: make(chan struct{})}
-	ps.inq = syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, tcpInq, 1) == nil
-	ps.dec = newBodyDecoder(b.framing, b.length)
+	ps.inq = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_INQ, 1) == nil
+	ps.dec = bodyframe.NewDecoder(b.framing, b.length)
 	if n := b.sc.br.Buffered(); n > 0 {
 		ps.pre, _ = b.sc.br.Peek(n) // valid until br reads again: not before the connection is reused
 		b.sc.br.Discard(n)
@@ -519,19 +578,19 @@ func (ps *pollStream) Read(p []byte) (int, error) {
 		n = copy(p, ps.pre)
 		ps.pre = ps.pre[n:]
 	case !ps.mayRecv:
-		return 0, errWouldBlock
+		return 0, sse.ErrWouldBlock
 	default:
 		ps.mayRecv = false
 		var err error
 		n, err = ps.recv(p)
 		switch {
-		case err == errWouldBlock:
+		case err == sse.ErrWouldBlock:
 			return 0, err
 		case err != nil:
 			ps.err = err
 			return 0, err
 		case n == 0:
-			ps.err = ps.dec.atEOF()
+			ps.err = ps.dec.AtEOF()
 			return 0, ps.err
 		}
 		// Read on while the end is still to read (no event will say so),
@@ -540,13 +599,13 @@ func (ps *pollStream) Read(p []byte) (int, error) {
 		// goroutine would, not after every other ready socket's turn.
 		ps.mayRecv = ps.ending || ps.more
 	}
-	m, err := ps.dec.decode(p[:n])
+	m, err := ps.dec.Decode(p[:n])
 	if err != nil {
 		ps.err = err
 		if m == 0 {
 			return 0, err
 		}
-	} else if ps.dec.ended {
+	} else if ps.dec.Ended {
 		ps.err = io.EOF
 	}
 	return m, nil
@@ -555,19 +614,19 @@ func (ps *pollStream) Read(p []byte) (int, error) {
 // recv is one recvmsg into p; the arrival of its bytes is the kernel's
 // receive timestamp, as on rxstamp.Conn.
 func (ps *pollStream) recv(p []byte) (int, error) {
-	iov := syscall.Iovec{Base: &p[0]}
+	iov := unix.Iovec{Base: &p[0]}
 	iov.SetLen(len(p))
-	msg := syscall.Msghdr{Iov: &iov, Iovlen: 1, Control: &ps.oob[0]}
+	msg := unix.Msghdr{Iov: &iov, Iovlen: 1, Control: &ps.oob[0]}
 	msg.SetControllen(len(ps.oob))
 	for {
-		r, _, e := syscall.RawSyscall(syscall.SYS_RECVMSG, uintptr(ps.fd), uintptr(unsafe.Pointer(&msg)), syscall.MSG_DONTWAIT)
+		r, _, e := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(ps.fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_DONTWAIT)
 		switch e {
 		case 0:
-		case syscall.EINTR:
+		case unix.EINTR:
 			continue
-		case syscall.EAGAIN:
+		case unix.EAGAIN:
 			pollEmptyReads.Add(1)
-			return 0, errWouldBlock
+			return 0, sse.ErrWouldBlock
 		default:
 			return 0, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("recvmsg", e)}
 		}
@@ -595,23 +654,20 @@ func (ps *pollStream) recv(p []byte) (int, error) {
 	}
 }
 
-// tcpInq is Linux's TCP_INQ (since 4.18): each recvmsg then says, in a
-// TCP_CM_INQ control message of the same number, how many bytes are left
-// to read.
-const tcpInq = 36
-
-// cmsgInq finds the TCP_CM_INQ message in a recvmsg's control data.
+// cmsgInq finds the TCP_CM_INQ message in a recvmsg's control data: with
+// TCP_INQ set on the socket (Linux 4.18 and later), each recvmsg says how
+// many bytes are left to read.
 func cmsgInq(b []byte) (int, bool) {
-	for len(b) >= syscall.SizeofCmsghdr {
-		h := (*syscall.Cmsghdr)(unsafe.Pointer(&b[0]))
+	for len(b) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
 		l := int(h.Len)
-		if l < syscall.SizeofCmsghdr || l > len(b) {
+		if l < unix.SizeofCmsghdr || l > len(b) {
 			return 0, false
 		}
-		if h.Level == syscall.IPPROTO_TCP && h.Type == tcpInq && l >= syscall.CmsgLen(4) {
-			return int(*(*int32)(unsafe.Pointer(&b[syscall.CmsgLen(0)]))), true
+		if h.Level == unix.IPPROTO_TCP && h.Type == unix.TCP_CM_INQ && l >= unix.CmsgLen(4) {
+			return int(*(*int32)(unsafe.Pointer(&b[unix.CmsgLen(0)]))), true
 		}
-		b = b[min(syscall.CmsgSpace(l-syscall.CmsgLen(0)), len(b)):]
+		b = b[min(unix.CmsgSpace(l-unix.CmsgLen(0)), len(b)):]
 	}
 	return 0, false
 }
@@ -695,12 +751,7 @@ func (ps *pollStream) start(ctx context.Context, advance func() (bool, error)) (
 		ps.release()
 		return true, err, nil
 	}
-	p, err := pickPoller()
-	if err == nil {
-		ps.p = p
-		err = p.add(ps)
-	}
-	if err != nil {
+	if err := ps.body.t.poll(ps); err != nil {
 		ps.release()
 		return true, nil, err
 	}
@@ -747,7 +798,7 @@ func (ps *pollStream) release() {
 	if !b.released.CompareAndSwap(false, true) {
 		return
 	}
-	if ps.dec.ended && !ps.dec.extra && b.reuse && !ps.closed {
+	if ps.dec.Ended && !ps.dec.Extra && b.reuse && !ps.closed {
 		if conn, err := fdConn(ps.fd); err == nil {
 			sc := b.sc
 			sc.conn, sc.arrivals = stampConn(conn)
@@ -756,7 +807,7 @@ func (ps *pollStream) release() {
 			return
 		}
 	}
-	syscall.Close(ps.fd)
+	unix.Close(ps.fd)
 }
 
 // fdConn makes a net.Conn of a socket descriptor, which it takes over.

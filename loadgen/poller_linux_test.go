@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -321,7 +323,7 @@ func TestCmsgInq(t *testing.T) {
 		t.Fatal(err)
 	}
 	var serr error
-	raw.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpInq, 1) })
+	raw.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_INQ, 1) })
 	if serr != nil {
 		t.Skipf("no TCP_INQ on this kernel: %v", serr)
 	}
@@ -474,3 +476,49 @@ func TestPollerGathersABatch(t *testing.T) {
 type observerFunc func(tl *metrics.Timeline, t time.Time, tokens int)
 
 func (f observerFunc) Observe(tl *metrics.Timeline, t time.Time, tokens int) { f(tl, t, tokens) }
+
+// TestPollersBelongToTheirTransport: each StreamTransport reads its bodies
+// on pollers of its own, and CloseIdleConnections lets them go: their
+// epoll instances are closed, their goroutines have ended (goleak checks
+// the package), and the next request makes new ones.
+func TestPollersBelongToTheirTransport(t *testing.T) {
+	srv, _ := pollTestServer(t, 3, time.Millisecond, false)
+	a, b := pollClient(srv.URL), pollClient(srv.URL)
+	ta := a.HTTPClient.Transport.(*StreamTransport)
+	tb := b.HTTPClient.Transport.(*StreamTransport)
+	for _, c := range []*Client{a, b} {
+		if _, err := c.Do(t.Context(), &Request{Model: "m", Prompt: "p", MaxTokens: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ga, gb := ta.polls.(*pollGroup), tb.polls.(*pollGroup)
+	if ga == gb || len(ga.pollers) == 0 || len(gb.pollers) == 0 {
+		t.Fatalf("transports share pollers or have none: %p %p", ga, gb)
+	}
+	held := append([]*poller(nil), ga.pollers...)
+	a.CloseIdleConnections()
+	for i, p := range held {
+		let := func() bool { // a goroutine ends at its next wake, and closes its files
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return p.epfd == nil && !p.running
+		}
+		for deadline := time.Now().Add(5 * time.Second); !let() && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		if !let() {
+			t.Errorf("poller %d still open or running after CloseIdleConnections", i)
+		}
+	}
+	if len(gb.pollers) == 0 {
+		t.Error("closing one transport let go of the other's pollers")
+	}
+	if _, err := a.Do(t.Context(), &Request{Model: "m", Prompt: "p", MaxTokens: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := ta.polls.(*pollGroup); g == nil || g == ga || len(g.pollers) == 0 {
+		t.Error("the next request did not make new pollers")
+	}
+	a.CloseIdleConnections()
+	b.CloseIdleConnections()
+}

@@ -461,6 +461,7 @@ func (cr *cellRun) measurement(run *loadgen.Run, samples *serverSamples, streams
 		Streams:                streams,
 		Client:                 run.Health,
 		ClientLimited:          run.Health.Limited,
+		ReadMode:               run.ReadMode,
 	}
 	if s.ReasoningTokens > 0 {
 		m.TTFO, m.ReasoningTokens, m.AnswerTokens = q(s.TTFO), s.ReasoningTokens, s.AnswerTokens

@@ -78,4 +78,5 @@ func TestInterruptedWarmupIsResumed(t *testing.T) {
 	assert.False(t, c.Measurement.Partial)
 	assert.Equal(t, matrix.Valid, c.Status, c.Reason)
 	assert.Positive(t, c.Measurement.OutputTokens)
+	assert.Equal(t, "net/http", c.Measurement.ReadMode, "the cell says how its bodies were read")
 }

@@ -222,6 +222,10 @@ type Measurement struct {
 	// a cell whose numbers the client may have limited.
 	Client        loadgen.Health `json:"client"`
 	ClientLimited bool           `json:"client_limited,omitempty"`
+	// ReadMode says how the client read the cell's response bodies (see
+	// [loadgen.Run].ReadMode): "shared pollers", "a goroutine per
+	// stream" or "net/http".
+	ReadMode string `json:"read_mode,omitempty"`
 	// Partial marks a cell interrupted before its window ended, or, in a
 	// sharded run, one that lost a shard: its numbers cover the part that
 	// ran.

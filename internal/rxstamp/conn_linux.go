@@ -1,13 +1,14 @@
 package rxstamp
 
 import (
-	"errors"
 	"io"
 	"net"
 	"os"
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Conn is a TCP connection whose reads also take the kernel's receive
@@ -28,6 +29,10 @@ type Conn struct {
 	n      int
 	err    error
 	recvFn func(fd uintptr) bool
+	// recvmsg's arguments, kept here so that a read allocates nothing
+	// (x/sys/unix's Recvmsg moves its own to the heap).
+	iov unix.Iovec
+	msg unix.Msghdr
 }
 
 // MaxLag bounds how far before the read a kernel timestamp may be and
@@ -52,7 +57,7 @@ func New(c net.Conn) (*Conn, bool) {
 	}
 	var serr error
 	err = raw.Control(func(fd uintptr) {
-		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
 	})
 	if err != nil || serr != nil {
 		return nil, false
@@ -85,17 +90,24 @@ func (s *Conn) Read(p []byte) (int, error) {
 // recv is one recvmsg on the socket; false asks to wait until it is
 // readable.
 func (s *Conn) recv(fd uintptr) bool {
+	s.iov = unix.Iovec{Base: &s.p[0]}
+	s.iov.SetLen(len(s.p))
+	s.msg = unix.Msghdr{Iov: &s.iov, Iovlen: 1, Control: &s.oob[0]}
+	s.msg.SetControllen(len(s.oob))
+	defer func() { s.iov.Base = nil }() // the caller's buffer is not the connection's to keep
 	for {
-		n, oobn, _, _, err := syscall.Recvmsg(int(fd), s.p, s.oob, 0)
-		switch {
-		case errors.Is(err, syscall.EINTR):
+		r, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&s.msg)), 0)
+		switch e {
+		case 0:
+		case unix.EINTR:
 			continue
-		case errors.Is(err, syscall.EAGAIN):
+		case unix.EAGAIN:
 			return false
-		case err != nil:
-			s.err = os.NewSyscallError("recvmsg", err)
+		default:
+			s.err = os.NewSyscallError("recvmsg", e)
 			return true
 		}
+		n, oobn := int(r), int(s.msg.Controllen)
 		s.n = n
 		now := time.Now()
 		at := now
@@ -160,17 +172,17 @@ func ArrivalAt(now, k time.Time, step time.Duration) time.Time {
 // Timestamp finds the SCM_TIMESTAMPNS message in a recvmsg's control
 // data.
 func Timestamp(b []byte) (time.Time, bool) {
-	for len(b) >= syscall.SizeofCmsghdr {
-		h := (*syscall.Cmsghdr)(unsafe.Pointer(&b[0]))
+	for len(b) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
 		l := int(h.Len)
-		if l < syscall.SizeofCmsghdr || l > len(b) {
+		if l < unix.SizeofCmsghdr || l > len(b) {
 			return time.Time{}, false
 		}
-		if h.Level == syscall.SOL_SOCKET && h.Type == syscall.SCM_TIMESTAMPNS && l >= syscall.CmsgLen(int(unsafe.Sizeof(syscall.Timespec{}))) {
-			ts := (*syscall.Timespec)(unsafe.Pointer(&b[syscall.CmsgLen(0)]))
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && l >= unix.CmsgLen(int(unsafe.Sizeof(unix.Timespec{}))) {
+			ts := (*unix.Timespec)(unsafe.Pointer(&b[unix.CmsgLen(0)]))
 			return time.Unix(int64(ts.Sec), int64(ts.Nsec)), true
 		}
-		b = b[min(syscall.CmsgSpace(l-syscall.CmsgLen(0)), len(b)):]
+		b = b[min(unix.CmsgSpace(l-unix.CmsgLen(0)), len(b)):]
 	}
 	return time.Time{}, false
 }

@@ -215,3 +215,26 @@ func readBlocked() bool {
 	}
 	return false
 }
+
+// TestStampedReadAllocatesNothing: a timestamped read is one recvmsg whose
+// arguments live in the connection, not on the heap.
+func TestStampedReadAllocatesNothing(t *testing.T) {
+	client, server := loopbackPair(t)
+	buf := make([]byte, 64)
+	msg := []byte("data: x\n\n")
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := server.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		for got := 0; got < len(msg); {
+			n, err := client.Read(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += n
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations a write and its read", allocs)
+	}
+}

@@ -156,17 +156,20 @@ func TestBenchmarkConcurrencySweep(t *testing.T) {
 		assert.Equal(t, 16, r.Summary.Completed, r.Label)
 		assert.NotNil(t, r.Series, "Series kept the run's time series")
 		assert.Equal(t, &metrics.Energy{GPUs: 1}, r.Energy, "what OnResult added is kept")
+		assert.Equal(t, "net/http", r.ReadMode, "the run says how its bodies were read")
 	}
 
 	var doc bytes.Buffer
 	require.NoError(t, res.Write(&doc, "json"))
 	assert.Contains(t, doc.String(), `"axis": "concurrency"`)
+	assert.Contains(t, doc.String(), `"read_mode": "net/http"`)
 	back, err := sweep.ReadResults(&doc)
 	require.NoError(t, err)
 	assert.Equal(t, sweep.AxisConcurrency, back.Axis)
 	var table, page bytes.Buffer
 	require.NoError(t, back.Write(&table, "table"))
 	assert.True(t, strings.HasPrefix(table.String(), "Concurrency sweep of synthetic prompts"), table.String())
+	assert.Contains(t, table.String(), "Bodies read by: net/http\n")
 	require.NoError(t, back.Write(&page, "html"))
 	assert.Contains(t, page.String(), ">streams<", "the curves are by streams")
 	assert.NotContains(t, page.String(), "requests a second")

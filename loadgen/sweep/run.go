@@ -135,6 +135,10 @@ type Result struct {
 	// limited the run (see [loadgen.Health]): its figures may be the
 	// client's, not the server's.
 	ClientLimited string `json:"client_limited,omitempty"`
+	// ReadMode says how the client read the run's response bodies (see
+	// [loadgen.Run].ReadMode): "shared pollers", "a goroutine per
+	// stream" or "net/http".
+	ReadMode string `json:"read_mode,omitempty"`
 	// OutsideServer, when not empty, flags a run whose TTFT was largely
 	// spent outside the server (Summary.Split.Outside), as the client's
 	// ("client": it was short of CPU) or the network's ("network").
@@ -239,6 +243,7 @@ func resultOf(run *loadgen.Run, load loadgen.Load, label string, obj Objective) 
 		Requests:           s.Requests - s.Warmup,
 		OutputTokensPerSec: s.TotalTokensPerSec,
 		Late:               run.Late, Lateness: run.Lateness, Stopped: run.Stopped,
+		ReadMode: run.ReadMode,
 	}
 	if run.Health.Limited {
 		r.ClientLimited = run.Health.Reason

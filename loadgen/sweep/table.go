@@ -77,6 +77,9 @@ func (r *Results) writeTable(w io.Writer) error {
 			fmt.Fprintf(bw, "%s: over capacity, %s.\n", strings.TrimSuffix(r.Runs[i].name(), " †"), textsafe.Line(why))
 		}
 	}
+	if modes := readModes(r.Runs); modes != "" {
+		fmt.Fprintf(bw, "Bodies read by: %s\n", modes)
+	}
 	if f := r.Search; f != nil {
 		fmt.Fprintf(bw, "\n%s\n", f.answer())
 	}
@@ -390,4 +393,16 @@ func perToken(v float64) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.4g", v)
+}
+
+// readModes names the ways the runs' bodies were read (see
+// [Result].ReadMode), each once, in the order the runs first used them.
+func readModes(runs []Result) string {
+	var modes []string
+	for i := range runs {
+		if m := textsafe.Line(runs[i].ReadMode); m != "" && !slices.Contains(modes, m) {
+			modes = append(modes, m)
+		}
+	}
+	return strings.Join(modes, "; ")
 }

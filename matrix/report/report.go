@@ -628,6 +628,9 @@ func (rp *report) newHeader() reportHeader {
 	if !r.Started.IsZero() {
 		run = append(run, "started "+r.Started.UTC().Format("2006-01-02 15:04 UTC"))
 	}
+	if modes := readModes(r.Cells); modes != "" {
+		run = append(run, "bodies read by "+modes)
+	}
 	h.Run = strings.Join(run, " · ")
 
 	if l := r.Server.Limits; l.KVTokens > 0 || l.MaxRunning > 0 || l.MaxModelLen > 0 {
@@ -817,4 +820,19 @@ func partialWords(m *matrix.Measurement) string {
 		return fmt.Sprintf("partial: %s lost", plural(n, "shard", "shards"))
 	}
 	return "interrupted before its window ended"
+}
+
+// readModes names the ways the cells' bodies were read (see
+// [matrix.Measurement].ReadMode), each once, in the order the cells first used
+// them.
+func readModes(cells []matrix.Cell) string {
+	var modes []string
+	for i := range cells {
+		if m := cells[i].Measurement; m != nil {
+			if mode := cleanText(m.ReadMode); mode != "" && !slices.Contains(modes, mode) {
+				modes = append(modes, mode)
+			}
+		}
+	}
+	return strings.Join(modes, "; ")
 }

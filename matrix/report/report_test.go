@@ -171,3 +171,21 @@ func TestFmtPrefillRate(t *testing.T) {
 func TestCleanText(t *testing.T) {
 	assert.Equal(t, "red error and more", cleanText("\x1b[31mred\x1b[0m error\nand\tmore"))
 }
+
+// TestHeaderSaysHowBodiesWereRead: the report's header names the ways the
+// cells' bodies were read, each once, so a Poll that did nothing (over
+// https) shows.
+func TestHeaderSaysHowBodiesWereRead(t *testing.T) {
+	r := simulatedResults()
+	var b strings.Builder
+	require.NoError(t, doc{r}.writeTable(&b))
+	assert.NotContains(t, b.String(), "bodies read by", "no cell says")
+	for i, c := range r.Cells {
+		if c.Measurement != nil {
+			r.Cells[i].Measurement.ReadMode = "a goroutine per stream"
+		}
+	}
+	b.Reset()
+	require.NoError(t, doc{r}.writeTable(&b))
+	assert.Equal(t, 1, strings.Count(b.String(), "bodies read by a goroutine per stream"), b.String())
+}

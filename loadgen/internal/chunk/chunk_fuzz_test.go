@@ -1,4 +1,4 @@
-package loadgen
+package chunk
 
 import (
 	"bytes"
@@ -44,24 +44,24 @@ func FuzzMessagesEvent(f *testing.F) {
 // checkChunk parses data and compares what the parser makes of it with
 // what encoding/json's reading of it says.
 func checkChunk(t *testing.T, data []byte) {
-	var c chunk
-	err := parseChunk(data, &c)
+	var c Chunk
+	err := Parse(data, &c)
 	if string(data) == "[DONE]" {
-		if err != nil || !c.done {
+		if err != nil || !c.Done {
 			t.Fatalf("[DONE] not recognised: %v", err)
 		}
 		return
 	}
 	if !json.Valid(data) {
-		if err == nil && c.timings.literal {
+		if err == nil && c.Timings.Literal {
 			return // NaN or Infinity in vLLM's metrics, passed over on purpose
 		}
-		if !errors.Is(err, errJSONSyntax) {
+		if !errors.Is(err, ErrJSONSyntax) {
 			t.Fatalf("invalid JSON %q not refused as such: %v", data, err)
 		}
 		return
 	}
-	if errors.Is(err, errJSONSyntax) {
+	if errors.Is(err, ErrJSONSyntax) {
 		t.Fatalf("rejected valid JSON %q as a syntax error: %v", data, err)
 	}
 	if hasDuplicateKeys(data) {
@@ -80,15 +80,15 @@ func checkChunk(t *testing.T, data []byte) {
 
 // chunkView is what a chunk says, decoded, for comparison.
 type chunkView struct {
-	done, hasUsage, isError, end bool
-	tokens                       int
-	content, reasoning, finish   string
-	prompt, completion, cached   int64
-	errMsg                       string
-	reasoningTokens              int
-	toolCall                     bool
-	hasReasoning                 bool
-	reasoningUsage               int64
+	Done, HasUsage, IsError, End bool
+	Tokens                       int
+	Content, Reasoning, Finish   string
+	Prompt, Completion, Cached   int64
+	ErrMsg                       string
+	ReasoningTokens              int
+	ToolCall                     bool
+	HasReasoning                 bool
+	ReasoningUsage               int64
 
 	// Fields the reference cannot settle, because the JSON gives them twice
 	// under different names and only the order decides.
@@ -96,12 +96,12 @@ type chunkView struct {
 	skipReasoningUsage, skipErrMsg                                 bool
 }
 
-func view(c *chunk) chunkView {
+func view(c *Chunk) chunkView {
 	return chunkView{
-		done: c.done, hasUsage: c.hasUsage, isError: c.isError, end: c.end, tokens: c.tokens,
-		content: decodeString(c.content), reasoning: decodeString(c.reasoning), finish: decodeString(c.finish),
-		prompt: c.prompt, completion: c.completion, cached: c.cached, errMsg: decodeString(c.errMsg),
-		reasoningTokens: c.reasoningTokens, toolCall: c.toolCall, hasReasoning: c.hasReasoning, reasoningUsage: c.reasoningUsage,
+		Done: c.Done, HasUsage: c.HasUsage, IsError: c.IsError, End: c.End, Tokens: c.Tokens,
+		Content: DecodeString(c.Content), Reasoning: DecodeString(c.Reasoning), Finish: DecodeString(c.Finish),
+		Prompt: c.Prompt, Completion: c.Completion, Cached: c.Cached, ErrMsg: DecodeString(c.ErrMsg),
+		ReasoningTokens: c.ReasoningTokens, ToolCall: c.ToolCall, HasReasoning: c.HasReasoning, ReasoningUsage: c.ReasoningUsage,
 	}
 }
 
@@ -112,23 +112,23 @@ func (w chunkView) compare(t *testing.T, data []byte, got chunkView) {
 			t.Fatalf("%q: %s = %v, reference says %v", data, name, a, b)
 		}
 	}
-	check("done", false, got.done, w.done)
-	check("tokens", false, got.tokens, w.tokens)
-	check("hasUsage", false, got.hasUsage, w.hasUsage)
-	check("completion", false, got.completion, w.completion)
-	check("isError", false, got.isError, w.isError)
-	check("end", false, got.end, w.end)
-	check("content", w.skipContent, got.content, w.content)
-	check("reasoning", w.skipReasoning, got.reasoning, w.reasoning)
-	check("finish", w.skipFinish, got.finish, w.finish)
-	check("prompt", w.skipPrompt, got.prompt, w.prompt)
-	check("cached", w.skipCached, got.cached, w.cached)
-	check("reasoningTokens", w.skipContent || w.skipReasoning, got.reasoningTokens, w.reasoningTokens)
-	check("toolCall", false, got.toolCall, w.toolCall)
-	check("hasReasoning", w.skipReasoningUsage, got.hasReasoning, w.hasReasoning)
-	check("reasoningUsage", w.skipReasoningUsage, got.reasoningUsage, w.reasoningUsage)
-	if w.isError {
-		check("errMsg", w.skipErrMsg, got.errMsg, w.errMsg)
+	check("done", false, got.Done, w.Done)
+	check("tokens", false, got.Tokens, w.Tokens)
+	check("hasUsage", false, got.HasUsage, w.HasUsage)
+	check("completion", false, got.Completion, w.Completion)
+	check("isError", false, got.IsError, w.IsError)
+	check("end", false, got.End, w.End)
+	check("content", w.skipContent, got.Content, w.Content)
+	check("reasoning", w.skipReasoning, got.Reasoning, w.Reasoning)
+	check("finish", w.skipFinish, got.Finish, w.Finish)
+	check("prompt", w.skipPrompt, got.Prompt, w.Prompt)
+	check("cached", w.skipCached, got.Cached, w.Cached)
+	check("reasoningTokens", w.skipContent || w.skipReasoning, got.ReasoningTokens, w.ReasoningTokens)
+	check("toolCall", false, got.ToolCall, w.ToolCall)
+	check("hasReasoning", w.skipReasoningUsage, got.HasReasoning, w.HasReasoning)
+	check("reasoningUsage", w.skipReasoningUsage, got.ReasoningUsage, w.ReasoningUsage)
+	if w.IsError {
+		check("errMsg", w.skipErrMsg, got.ErrMsg, w.ErrMsg)
 	}
 }
 
@@ -203,26 +203,26 @@ func referenceChunk(data []byte) (chunkView, error) {
 	contentSources := 0
 	// addChoice mirrors chunk.addChoice.
 	addChoice := func(index int64, content, text, reasoning string, tool bool, finish string, hasFinish bool) {
-		w.toolCall = w.toolCall || tool
+		w.ToolCall = w.ToolCall || tool
 		if content != "" || text != "" || reasoning != "" || tool {
-			w.tokens++
+			w.Tokens++
 			if content == "" && text == "" && !tool {
-				w.reasoningTokens++
+				w.ReasoningTokens++
 			}
 		}
 		if index == 0 {
 			switch {
 			case content != "":
-				w.content = content
+				w.Content = content
 			case text != "":
-				w.content = text
+				w.Content = text
 			}
 			if reasoning != "" {
-				w.reasoning = reasoning
+				w.Reasoning = reasoning
 			}
 		}
 		if !finishSet && hasFinish {
-			w.finish, finishSet = finish, true
+			w.Finish, finishSet = finish, true
 		}
 	}
 	// delta reads a delta object; text and finish may come from the choice.
@@ -437,17 +437,17 @@ func referenceChunk(data []byte) (chunkView, error) {
 					return w, err
 				}
 				if set {
-					w.prompt = n
+					w.Prompt = n
 				}
 			}
 		}
 		if _, ok := u["completion_tokens"]; ok {
-			w.hasUsage = true
+			w.HasUsage = true
 			n, _, err := num(u["completion_tokens"])
 			if err != nil {
 				return w, err
 			}
-			w.completion = n
+			w.Completion = n
 		}
 		if _, ok := u["output_tokens"]; ok {
 			n, _, err := num(u["output_tokens"])
@@ -463,7 +463,7 @@ func referenceChunk(data []byte) (chunkView, error) {
 				return w, err
 			}
 			if set {
-				w.cached = n
+				w.Cached = n
 			}
 		}
 		for _, k := range []string{"prompt_tokens_details", "input_tokens_details"} {
@@ -479,7 +479,7 @@ func referenceChunk(data []byte) (chunkView, error) {
 						return w, err
 					}
 					if set {
-						w.cached = n
+						w.Cached = n
 					}
 				}
 			}
@@ -498,7 +498,7 @@ func referenceChunk(data []byte) (chunkView, error) {
 						return w, err
 					}
 					if set {
-						w.hasReasoning, w.reasoningUsage = true, n
+						w.HasReasoning, w.ReasoningUsage = true, n
 					}
 				}
 			}
@@ -520,15 +520,15 @@ func referenceChunk(data []byte) (chunkView, error) {
 	if tok, err := obj(top["token"]); err != nil {
 		return w, err
 	} else if tok != nil {
-		w.tokens++
+		w.Tokens++
 		s, _, err := str(tok["text"], true)
 		if err != nil {
 			return w, err
 		}
-		w.content = s
+		w.Content = s
 	}
 	if gt, ok := top["generated_text"]; ok && gt != nil {
-		w.end = true
+		w.End = true
 	}
 	if det, err := obj(top["details"]); err != nil {
 		return w, err
@@ -538,7 +538,7 @@ func referenceChunk(data []byte) (chunkView, error) {
 			return w, err
 		}
 		if isStr && !finishSet {
-			w.finish = f
+			w.Finish = f
 		}
 		if isStr && finishSet {
 			w.skipFinish = true
@@ -557,81 +557,81 @@ func referenceChunk(data []byte) (chunkView, error) {
 	topErr := false
 	if e, ok := top["error"]; ok && e != nil {
 		topErr = true
-		w.isError = true
+		w.IsError = true
 		if em, ok := e.(map[string]any); ok {
 			if m, ok := em["message"]; ok {
-				w.errMsg = raw(m)
+				w.ErrMsg = raw(m)
 			}
 		} else {
-			w.errMsg = raw(e)
+			w.ErrMsg = raw(e)
 		}
 	}
 	typ, _ := top["type"].(string)
 	_, typePresent := top["type"]
 	switch {
 	case typ == "message_stop":
-		w.done = true
+		w.Done = true
 	case typ == "message_delta" || !typePresent:
 		if hasOutput {
-			w.hasUsage, w.completion = true, output
+			w.HasUsage, w.Completion = true, output
 		}
 	case (typ == "response.output_text.delta" || typ == "response.refusal.delta") && deltaText != "":
-		w.tokens++
-		w.content = deltaText
+		w.Tokens++
+		w.Content = deltaText
 		if contentSources > 1 {
 			w.skipContent = true
 		}
 	case (typ == "response.reasoning_text.delta" || typ == "response.reasoning_summary_text.delta") && deltaText != "":
-		w.tokens++
-		w.reasoningTokens++
-		w.reasoning = deltaText
+		w.Tokens++
+		w.ReasoningTokens++
+		w.Reasoning = deltaText
 	case typ == "response.function_call_arguments.delta" && deltaText != "":
-		w.tokens++
-		w.toolCall = true
+		w.Tokens++
+		w.ToolCall = true
 	case typ == "response.completed" || typ == "response.incomplete":
-		w.end = true
+		w.End = true
 		if hasOutput {
-			w.hasUsage, w.completion = true, output
+			w.HasUsage, w.Completion = true, output
 		}
-		w.finish = ""
+		w.Finish = ""
 		if hasStatus {
-			w.finish = status
+			w.Finish = status
 		}
 		if hasIncomplete {
-			w.finish = incomplete
+			w.Finish = incomplete
 		}
 		w.skipFinish = false // the response's status settles it
 	case typ == "response.failed":
-		w.isError = true
+		w.IsError = true
 		if topErr || responseError {
 			w.skipErrMsg = true // set unless the error object had a message
 		} else {
-			w.errMsg = "the response failed"
+			w.ErrMsg = "the response failed"
 		}
 	case typ == "error":
-		w.isError = true
+		w.IsError = true
 		if topErr || responseError {
 			w.skipErrMsg = true
 		} else if m, ok := top["message"]; ok {
 			if _, isObj := m.(map[string]any); !isObj {
-				w.errMsg = raw(m)
+				w.ErrMsg = raw(m)
 			}
 		}
 	}
 	if responseError {
-		w.isError = true
+		w.IsError = true
 		if topErr {
 			w.skipErrMsg = true
 		} else {
-			w.errMsg = responseErrMsg
+			w.ErrMsg = responseErrMsg
 		}
 	}
 	if objectIsError {
-		w.isError = true
+		w.IsError = true
 		if _, ok := top["error"].(map[string]any); !ok || top["error"].(map[string]any)["message"] == nil {
 			if m, ok := top["message"]; ok {
-				if _, isObj := m.(map[string]any); !isObj && w.errMsg == "" {
-					w.errMsg = raw(m)
+				if _, isObj := m.(map[string]any); !isObj && w.ErrMsg == "" {
+					w.ErrMsg = raw(m)
 				}
 			}
 		}

@@ -1,6 +1,8 @@
-package loadgen
+package chunk
 
-import "bytes"
+import (
+	"bytes"
+)
 
 // thinkState is where a response stands in <think>…</think> sent inline
 // in its text, by servers that do not split reasoning from the answer.
@@ -12,12 +14,12 @@ const (
 	thinkAfter                     // the answer: no <think> at the start, or past </think>
 )
 
-// reasoningSplit tells a response's reasoning tokens from its answer tokens
+// ReasoningSplit tells a response's reasoning tokens from its answer tokens
 // as its chunks arrive: by the delta's kind (reasoning_content, reasoning,
 // Responses' reasoning events, Messages' thinking blocks), and in text
 // that opens with <think>, by the tags. The usage's reasoning_tokens, where
 // the server reports them, settle the count at the end.
-type reasoningSplit struct {
+type ReasoningSplit struct {
 	think thinkState
 	// carry holds the end of the text so far that may begin the tag
 	// looked for, when a delta ended inside it.
@@ -28,28 +30,28 @@ type reasoningSplit struct {
 	usageSeen bool
 }
 
-// split returns how many of the k tokens handed out for ch were reasoning.
+// Split returns how many of the k tokens handed out for ch were reasoning.
 // Tokens on a chunk with no visible delta (a final usage's growth) are of
 // the kind that came last.
-func (rs *reasoningSplit) split(ch *chunk, k int) int {
-	if ch.hasReasoning {
-		rs.usage, rs.usageSeen = ch.reasoningUsage, true
+func (rs *ReasoningSplit) Split(ch *Chunk, k int) int {
+	if ch.HasReasoning {
+		rs.usage, rs.usageSeen = ch.ReasoningUsage, true
 	}
 	if k <= 0 {
 		return 0
 	}
 	r := 0
 	switch {
-	case ch.tokens == 0:
+	case ch.Tokens == 0:
 		if rs.last {
 			r = k
 		}
-	case ch.reasoningTokens >= ch.tokens:
+	case ch.ReasoningTokens >= ch.Tokens:
 		r = k
-	case ch.reasoningTokens > 0:
-		r = min(k, ch.reasoningTokens)
-	case ch.content != nil && rs.think != thinkAfter:
-		if rs.inThink(ch.content) {
+	case ch.ReasoningTokens > 0:
+		r = min(k, ch.ReasoningTokens)
+	case ch.Content != nil && rs.think != thinkAfter:
+		if rs.inThink(ch.Content) {
 			r = k
 		}
 	default:
@@ -66,7 +68,7 @@ func (rs *reasoningSplit) split(ch *chunk, k int) int {
 // that may begin one is carried to the next delta. Text that may yet be
 // <think> ("<th") counts as reasoning; if the text goes on otherwise, the
 // answer starts with the delta that shows it.
-func (rs *reasoningSplit) inThink(raw []byte) bool {
+func (rs *ReasoningSplit) inThink(raw []byte) bool {
 	text := unquote(raw)
 	if rs.think == thinkUnknown {
 		rest, reasoning := rs.opening(text)
@@ -88,7 +90,7 @@ func (rs *reasoningSplit) inThink(raw []byte) bool {
 // text after the tag; text that starts otherwise moves it to thinkAfter.
 // Until then, white space before anything is not reasoning, and a start
 // of the tag is.
-func (rs *reasoningSplit) opening(text []byte) (rest []byte, reasoning bool) {
+func (rs *ReasoningSplit) opening(text []byte) (rest []byte, reasoning bool) {
 	if rs.carryN == 0 {
 		if text = bytes.TrimLeft(text, " \t\r\n"); len(text) == 0 {
 			return nil, false // white space before anything: wait
@@ -114,7 +116,7 @@ func (rs *reasoningSplit) opening(text []byte) (rest []byte, reasoning bool) {
 // closing looks for </think> in text, after what was carried from the
 // deltas before, and returns the text after it. When the tag is not there
 // it carries the end of the text that may begin it.
-func (rs *reasoningSplit) closing(text []byte) (after []byte, found bool) {
+func (rs *ReasoningSplit) closing(text []byte) (after []byte, found bool) {
 	var buf [2 * len("</think>")]byte
 	n := copy(buf[:], rs.carry[:rs.carryN])
 	m := copy(buf[n:], text[:min(len(text), len(closeThink)-1)])
@@ -150,13 +152,13 @@ func unquote(raw []byte) []byte {
 	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
 		return raw[1 : len(raw)-1]
 	}
-	return []byte(decodeString(raw))
+	return []byte(DecodeString(raw))
 }
 
-// reasoningTokens returns the response's reasoning tokens: the usage's,
+// Tokens returns the response's reasoning tokens: the usage's,
 // where reported, else counted, at most its output; and over, how many the
 // usage claimed beyond the output, which cannot be true (0 when none).
-func (rs *reasoningSplit) reasoningTokens(counted, output int) (tokens, over int) {
+func (rs *ReasoningSplit) Tokens(counted, output int) (tokens, over int) {
 	if rs.usageSeen {
 		if rs.usage > int64(output) {
 			over = int(rs.usage - int64(output)) // both at most maxReportedTokens

@@ -1,4 +1,4 @@
-package loadgen
+package sse
 
 import (
 	"bytes"
@@ -13,13 +13,13 @@ import (
 )
 
 // readEvents frames all of r and returns the events' data. A reader that
-// says errWouldBlock, as a poller's does, is asked again.
+// says ErrWouldBlock, as a poller's does, is asked again.
 func readEvents(r io.Reader) ([]string, error) {
-	er := newEventReader(r, 1<<20)
+	er := NewReader(r, 1<<20)
 	var out []string
 	for {
-		data, err := er.next()
-		if err == errWouldBlock {
+		data, err := er.Next()
+		if err == ErrWouldBlock {
 			continue
 		}
 		if err == io.EOF {
@@ -28,7 +28,7 @@ func readEvents(r io.Reader) ([]string, error) {
 		if err != nil {
 			return out, err
 		}
-		if er.errorEvent && len(data) > 0 {
+		if er.ErrorEvent && len(data) > 0 {
 			out = append(out, errorMark+string(data))
 			continue
 		}
@@ -37,7 +37,7 @@ func readEvents(r io.Reader) ([]string, error) {
 }
 
 // wouldBlockReader reads r in pieces of up to 1–7 bytes, as the seed
-// says, with errWouldBlock before each piece, as a poller's reader gives
+// says, with ErrWouldBlock before each piece, as a poller's reader gives
 // its bytes one recvmsg a wake.
 type wouldBlockReader struct {
 	r       io.Reader
@@ -48,7 +48,7 @@ type wouldBlockReader struct {
 func (w *wouldBlockReader) Read(p []byte) (int, error) {
 	if !w.blocked {
 		w.blocked = true
-		return 0, errWouldBlock
+		return 0, ErrWouldBlock
 	}
 	w.blocked = false
 	w.seed = w.seed*1103515245 + 12345
@@ -63,7 +63,7 @@ const errorMark = "\x00error:"
 // FuzzEventReader checks llmload's SSE framing against go-sse's sse.Read:
 // the same events, the same ones of type "error", whether the stream
 // arrives in one piece, a byte at a time, or in small pieces with
-// errWouldBlock between them, as a poller feeds it. The one intended difference: at the end of the stream, an event
+// ErrWouldBlock between them, as a poller feeds it. The one intended difference: at the end of the stream, an event
 // whose last line is complete is dispatched without the closing blank line;
 // the oracle is given that blank line.
 func FuzzEventReader(f *testing.F) {
@@ -148,24 +148,24 @@ func equalStrings(a, b []string) bool {
 
 func TestEventReaderLimits(t *testing.T) {
 	big := "data: " + string(bytes.Repeat([]byte("x"), 5000)) + "\n\n"
-	er := newEventReader(bytes.NewReader([]byte(big)), 4096)
-	_, err := er.next()
-	if !errors.Is(err, errEventTooLarge) {
+	er := NewReader(bytes.NewReader([]byte(big)), 4096)
+	_, err := er.Next()
+	if !errors.Is(err, ErrEventTooLarge) {
 		t.Fatalf("a 5000-byte line with a 4096-byte limit: %v", err)
 	}
 	// Many data lines, each short, add up to the limit too.
 	many := bytes.Repeat([]byte("data: 0123456789\n"), 500)
-	er = newEventReader(bytes.NewReader(append(many, '\n')), 4096)
-	if _, err := er.next(); !errors.Is(err, errEventTooLarge) {
+	er = NewReader(bytes.NewReader(append(many, '\n')), 4096)
+	if _, err := er.Next(); !errors.Is(err, ErrEventTooLarge) {
 		t.Fatalf("5,500 bytes of data lines with a 4096-byte limit: %v", err)
 	}
 	// A read error is passed on.
 	boom := errors.New("boom")
-	er = newEventReader(io.MultiReader(bytes.NewReader([]byte("data: a\n\ndata: b")), iotest.ErrReader(boom)), 4096)
-	if d, err := er.next(); err != nil || string(d) != "a" {
+	er = NewReader(io.MultiReader(bytes.NewReader([]byte("data: a\n\ndata: b")), iotest.ErrReader(boom)), 4096)
+	if d, err := er.Next(); err != nil || string(d) != "a" {
 		t.Fatalf("first event: %q %v", d, err)
 	}
-	if _, err := er.next(); !errors.Is(err, boom) {
+	if _, err := er.Next(); !errors.Is(err, boom) {
 		t.Fatalf("read error: %v", err)
 	}
 }
@@ -214,10 +214,10 @@ func TestEventReaderBufferGrowsAndShrinks(t *testing.T) {
 	for i := 200; i < total; i++ {
 		src = append(src, event(i))
 	}
-	er := newEventReader(&src, 1<<20)
+	er := NewReader(&src, 1<<20)
 	peak := 0
 	for i := range total {
-		data, err := er.next()
+		data, err := er.Next()
 		if err != nil {
 			t.Fatalf("event %d: %v", i, err)
 		}
@@ -232,7 +232,7 @@ func TestEventReaderBufferGrowsAndShrinks(t *testing.T) {
 	if len(er.buf) != eventReaderStart {
 		t.Errorf("after %d single-event reads the buffer is %d bytes (peak %d), want %d", total-200, len(er.buf), peak, eventReaderStart)
 	}
-	if _, err := er.next(); err != io.EOF {
+	if _, err := er.Next(); err != io.EOF {
 		t.Errorf("at the end: %v, want io.EOF", err)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package loadgen
+package release
 
 import "time"
 
@@ -11,6 +11,6 @@ func sleepUntil(t time.Time) {
 	}
 }
 
-// fineMargin is how long before a gate's time the launcher stops sleeping
+// FineMargin is how long before a gate's time the launcher stops sleeping
 // on the runtime's timer and watches the clock (see waitUntil).
-const fineMargin = 1200 * time.Microsecond
+const FineMargin = 1200 * time.Microsecond

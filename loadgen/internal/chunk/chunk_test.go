@@ -1,4 +1,4 @@
-package loadgen
+package chunk
 
 import (
 	"errors"
@@ -24,7 +24,7 @@ func TestParseChunkErrors(t *testing.T) {
 		{"usage an array", `{"usage":[1]}`, false, "usage is not an object"},
 		{"choices an object", `{"choices":{}}`, false, "choices is not an array"},
 		{"a choice a number", `{"choices":[null,7]}`, false, "a choice is not an object"},
-		{"content a number", `{"choices":[{"delta":{"content":5}}]}`, false, "delta.content is not a string"},
+		{"content a number", `{"choices":[{"delta":{"content":5}}]}`, false, "delta.Content is not a string"},
 		{"function a number", `{"choices":[{"delta":{"tool_calls":[{"function":3}]}}]}`, false, "a tool call's function is not an object"},
 		{"negative count", `{"usage":{"completion_tokens":-1}}`, false, "usage.completion_tokens is not a non-negative integer"},
 		{"fractional count", `{"usage":{"prompt_tokens":1e3}}`, false, "usage.prompt_tokens is not a non-negative integer"},
@@ -39,10 +39,10 @@ func TestParseChunkErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var c chunk
-			err := parseChunk([]byte(tc.data), &c)
+			var c Chunk
+			err := Parse([]byte(tc.data), &c)
 			require.Error(t, err)
-			assert.Equal(t, tc.syntax, errors.Is(err, errJSONSyntax), "syntax error: %v", err)
+			assert.Equal(t, tc.syntax, errors.Is(err, ErrJSONSyntax), "syntax error: %v", err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
@@ -51,10 +51,10 @@ func TestParseChunkErrors(t *testing.T) {
 // TestParseChunkNullContainers: a null where an object or an array may
 // come reads as an empty one.
 func TestParseChunkNullContainers(t *testing.T) {
-	var c chunk
-	require.NoError(t, parseChunk([]byte(`{"choices":[null,{"delta":null,"index":0,"finish_reason":"stop"}],"usage":null,"error":null,"token":null,"details":null}`), &c))
-	assert.Zero(t, c.tokens)
-	assert.False(t, c.isError)
-	assert.False(t, c.hasUsage)
-	assert.Equal(t, "stop", decodeString(c.finish))
+	var c Chunk
+	require.NoError(t, Parse([]byte(`{"choices":[null,{"delta":null,"index":0,"finish_reason":"stop"}],"usage":null,"error":null,"token":null,"details":null}`), &c))
+	assert.Zero(t, c.Tokens)
+	assert.False(t, c.IsError)
+	assert.False(t, c.HasUsage)
+	assert.Equal(t, "stop", DecodeString(c.Finish))
 }

@@ -1,4 +1,4 @@
-package loadgen
+package sse
 
 import (
 	"bytes"
@@ -8,7 +8,13 @@ import (
 	"testing/iotest"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/llmload/llmload/internal/nothttp"
+	"github.com/llmload/llmload/internal/textsafe"
 )
+
+// sampleSize is how much of a body the client quotes (loadgen's rule).
+const sampleSize = nothttp.Quote
 
 // FuzzCheckStart checks the look at the start of a body that decides
 // whether it is an event stream: it consumes nothing (the events framed
@@ -30,8 +36,8 @@ func FuzzCheckStart(f *testing.F) {
 		}
 		want, wantErr := readEvents(bytes.NewReader(input))
 		for _, r := range []io.Reader{bytes.NewReader(input), iotest.OneByteReader(bytes.NewReader(input))} {
-			er := newEventReader(r, 1<<20)
-			notSSE, err := er.checkStart()
+			er := NewReader(r, 1<<20)
+			notSSE, err := er.CheckStart(sampleSize)
 			if err != nil {
 				t.Fatalf("%q: %v", input, err)
 			}
@@ -47,14 +53,14 @@ func FuzzCheckStart(f *testing.F) {
 			if len(notSSE) > sampleSize+1 || !bytes.HasPrefix(head, notSSE) {
 				t.Fatalf("%q: quoted %q", input, notSSE)
 			}
-			if s := bodyStart(notSSE); !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool {
+			if s := textsafe.Start(notSSE, sampleSize); !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool {
 				return unicode.IsControl(r) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c
 			}) {
 				t.Fatalf("%q: quoted as %q", input, s)
 			}
 			var got []string
 			for {
-				data, err := er.next()
+				data, err := er.Next()
 				if err == io.EOF {
 					break
 				}
@@ -64,7 +70,7 @@ func FuzzCheckStart(f *testing.F) {
 					}
 					break
 				}
-				if er.errorEvent && len(data) > 0 {
+				if er.ErrorEvent && len(data) > 0 {
 					got = append(got, errorMark+string(data))
 					continue
 				}

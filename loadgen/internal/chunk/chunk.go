@@ -1,45 +1,50 @@
-package loadgen
+// Package chunk parses the data of one SSE event, without allocating: an
+// OpenAI chat or completion chunk, a Responses API event, an Anthropic
+// Messages event or a TGI /generate_stream event. It accepts exactly the
+// JSON that encoding/json accepts. ReasoningSplit tells the reasoning
+// tokens of a response from its answer tokens as its chunks come.
+package chunk
 
-// chunk is what one SSE data payload says. parseChunk fills it without
+// chunk is what one SSE data payload says. Parse fills it without
 // allocating: strings are kept as slices of the payload, still quoted and
 // escaped, and decoded only when someone asks for them.
-type chunk struct {
-	done bool // [DONE], or Anthropic's message_stop
+type Chunk struct {
+	Done bool // [DONE], or Anthropic's message_stop
 
 	// tokens counts the choices whose delta carried content, reasoning,
 	// completion text or a tool call: one token each by the one-per-delta
 	// rule.
-	tokens int
+	Tokens int
 	// reasoningTokens counts those of tokens whose delta carried reasoning
 	// and nothing else.
-	reasoningTokens int
+	ReasoningTokens int
 	// toolCall reports a tool call's name or arguments in a delta.
-	toolCall bool
+	ToolCall bool
 	// content and reasoning are choice 0's text deltas (raw JSON strings
 	// with their quotes, or nil).
-	content, reasoning []byte
+	Content, Reasoning []byte
 	// finish is the first non-null finish_reason (raw JSON string).
-	finish []byte
+	Finish []byte
 
 	// hasUsage reports a usage object with completion_tokens.
-	hasUsage                   bool
-	prompt, completion, cached int64
+	HasUsage                   bool
+	Prompt, Completion, Cached int64
 	// hasReasoning reports the usage's reasoning_tokens
 	// (completion_tokens_details or output_tokens_details).
-	hasReasoning   bool
-	reasoningUsage int64
+	HasReasoning   bool
+	ReasoningUsage int64
 
 	// isError marks an error object: {"error": ...} or {"object": "error"}.
-	isError                  bool
-	errMsg, errType, errCode []byte // raw JSON values
+	IsError                  bool
+	ErrMsg, ErrType, ErrCode []byte // raw JSON values
 
 	// end marks TGI's native last event (generated_text is not null).
-	end bool
+	End bool
 
 	// multi reports a choice other than the first (index > 0).
-	multi bool
+	Multi bool
 
-	topMessage, topType []byte // top-level "message"/"type" (raw JSON)
+	TopMessage, TopType []byte // top-level "message"/"type" (raw JSON)
 	objectIsError       bool
 	hasOutput           bool   // usage.output_tokens (Anthropic, Responses) was present
 	output              int64  // and its value
@@ -50,16 +55,16 @@ type chunk struct {
 	deltaText          []byte
 	status, incomplete []byte
 
-	timings serverTimings // vLLM's per-request metrics
+	Timings Timings // vLLM's per-request metrics
 }
 
-// parseChunk decodes one SSE data payload into c. It accepts exactly the
+// Parse decodes one SSE data payload into c. It accepts exactly the
 // JSON that encoding/json accepts, requires an object at the top and the
 // documented types for the fields it reads, and ignores every other field.
-func parseChunk(data []byte, c *chunk) error {
-	*c = chunk{}
+func Parse(data []byte, c *Chunk) error {
+	*c = Chunk{}
 	if string(data) == "[DONE]" {
-		c.done = true
+		c.Done = true
 		return nil
 	}
 	s := scanner{b: data}
@@ -75,72 +80,72 @@ func parseChunk(data []byte, c *chunk) error {
 	if err := s.error(); err != nil {
 		return err
 	}
-	switch string(c.topType) {
+	switch string(c.TopType) {
 	case `"message_stop"`: // Anthropic
-		c.done = true
+		c.Done = true
 	case `"message_delta"`, "":
 		// Output is counted in message_delta; message_start's figure is a
 		// placeholder.
 		if c.hasOutput {
-			c.hasUsage, c.completion = true, c.output
+			c.HasUsage, c.Completion = true, c.output
 		}
 	default:
 		c.settleResponses()
 	}
 	if c.objectIsError {
-		c.isError = true
-		if c.errMsg == nil {
-			c.errMsg = c.topMessage
+		c.IsError = true
+		if c.ErrMsg == nil {
+			c.ErrMsg = c.TopMessage
 		}
-		if c.errType == nil {
-			c.errType = c.topType
+		if c.ErrType == nil {
+			c.ErrType = c.TopType
 		}
 	}
-	if c.isError && c.errCode == nil {
-		c.errCode = c.topCode
+	if c.IsError && c.ErrCode == nil {
+		c.ErrCode = c.topCode
 	}
 	return nil
 }
 
 // settleResponses reads a Responses API event by its type, once the whole
 // event is read (its fields may come in any order).
-func (c *chunk) settleResponses() {
+func (c *Chunk) settleResponses() {
 	hasDelta := len(c.deltaText) > 2 // a raw string: "" is empty
-	switch string(c.topType) {
+	switch string(c.TopType) {
 	case `"response.output_text.delta"`, `"response.refusal.delta"`:
 		if hasDelta {
-			c.tokens++
-			c.content = c.deltaText
+			c.Tokens++
+			c.Content = c.deltaText
 		}
 	case `"response.reasoning_text.delta"`, `"response.reasoning_summary_text.delta"`:
 		if hasDelta {
-			c.tokens++
-			c.reasoningTokens++
-			c.reasoning = c.deltaText
+			c.Tokens++
+			c.ReasoningTokens++
+			c.Reasoning = c.deltaText
 		}
 	case `"response.function_call_arguments.delta"`:
 		if hasDelta {
-			c.tokens++
-			c.toolCall = true
+			c.Tokens++
+			c.ToolCall = true
 		}
 	case `"response.completed"`, `"response.incomplete"`:
-		c.end = true
+		c.End = true
 		if c.hasOutput {
-			c.hasUsage, c.completion = true, c.output
+			c.HasUsage, c.Completion = true, c.output
 		}
-		c.finish = c.status
+		c.Finish = c.status
 		if c.incomplete != nil {
-			c.finish = c.incomplete
+			c.Finish = c.incomplete
 		}
 	case `"response.failed"`:
-		c.isError = true
-		if c.errMsg == nil {
-			c.errMsg = []byte(`"the response failed"`)
+		c.IsError = true
+		if c.ErrMsg == nil {
+			c.ErrMsg = []byte(`"the response failed"`)
 		}
 	case `"error"`: // the Responses API's error event: code and message at the top
-		c.isError = true
-		if c.errMsg == nil {
-			c.errMsg = c.topMessage
+		c.IsError = true
+		if c.ErrMsg == nil {
+			c.ErrMsg = c.TopMessage
 		}
 	}
 }
@@ -148,7 +153,7 @@ func (c *chunk) settleResponses() {
 // The read methods below follow the chunk's schema, one object each. A
 // null where an object or an array may come is read as an empty one.
 
-func (c *chunk) readTop(s *scanner) {
+func (c *Chunk) readTop(s *scanner) {
 	for key := range s.object("chunk") {
 		switch string(key) {
 		case "choices":
@@ -162,17 +167,17 @@ func (c *chunk) readTop(s *scanner) {
 		case "error":
 			c.readError(s)
 		case "error_type":
-			c.errType = s.nullableString("error_type")
+			c.ErrType = s.nullableString("error_type")
 		case "object":
 			c.objectIsError = string(s.nullableString("object")) == `"error"`
 		case "message":
 			if s.peek() == '{' {
 				c.readMessage(s) // Anthropic's message_start
 			} else {
-				c.topMessage = s.raw()
+				c.TopMessage = s.raw()
 			}
 		case "type":
-			c.topType = s.raw()
+			c.TopType = s.raw()
 		case "code":
 			c.topCode = s.raw()
 		case "response": // the Responses API's response object
@@ -190,7 +195,7 @@ func (c *chunk) readTop(s *scanner) {
 			c.readToken(s)
 		case "generated_text":
 			if !s.null() {
-				c.end = true
+				c.End = true
 				s.skip()
 			}
 		case "details":
@@ -203,26 +208,26 @@ func (c *chunk) readTop(s *scanner) {
 	}
 }
 
-func (c *chunk) readUsage(s *scanner) {
+func (c *Chunk) readUsage(s *scanner) {
 	for key := range s.object("usage") {
 		switch string(key) {
 		case "prompt_tokens", "input_tokens":
-			s.nullableCount(&c.prompt, "usage.prompt_tokens")
+			s.nullableCount(&c.Prompt, "usage.prompt_tokens")
 		case "completion_tokens":
-			c.hasUsage = true
-			s.nullableCount(&c.completion, "usage.completion_tokens")
-		case "output_tokens": // Anthropic; settled in parseChunk
+			c.HasUsage = true
+			s.nullableCount(&c.Completion, "usage.completion_tokens")
+		case "output_tokens": // Anthropic; settled in Parse
 			c.hasOutput = true
 			s.nullableCount(&c.output, "usage.output_tokens")
 		case "cache_read_input_tokens":
-			s.nullableCount(&c.cached, "usage.cache_read_input_tokens")
+			s.nullableCount(&c.Cached, "usage.cache_read_input_tokens")
 		case "completion_tokens_details", "output_tokens_details":
 			for key := range s.object("usage.completion_tokens_details") {
 				switch string(key) {
 				case "reasoning_tokens":
 					if !s.null() {
-						c.hasReasoning = true
-						s.nullableCount(&c.reasoningUsage, "usage.completion_tokens_details.reasoning_tokens")
+						c.HasReasoning = true
+						s.nullableCount(&c.ReasoningUsage, "usage.completion_tokens_details.reasoning_tokens")
 					}
 				default:
 					s.skip()
@@ -232,7 +237,7 @@ func (c *chunk) readUsage(s *scanner) {
 			for key := range s.object("usage.prompt_tokens_details") {
 				switch string(key) {
 				case "cached_tokens":
-					s.nullableCount(&c.cached, "usage.prompt_tokens_details.cached_tokens")
+					s.nullableCount(&c.Cached, "usage.prompt_tokens_details.cached_tokens")
 				default:
 					s.skip()
 				}
@@ -243,30 +248,30 @@ func (c *chunk) readUsage(s *scanner) {
 	}
 }
 
-func (c *chunk) readError(s *scanner) {
+func (c *Chunk) readError(s *scanner) {
 	switch s.peek() {
 	case 'n':
 		s.lit("null")
 	case '{':
-		c.isError = true
+		c.IsError = true
 		for key := range s.object("error") {
 			switch v := s.raw(); string(key) {
 			case "message":
-				c.errMsg = v
+				c.ErrMsg = v
 			case "type":
-				c.errType = v
+				c.ErrType = v
 			case "code":
-				c.errCode = v
+				c.ErrCode = v
 			}
 		}
 	default: // TGI: "error": "message"
-		c.isError = true
-		c.errMsg = s.raw()
+		c.IsError = true
+		c.ErrMsg = s.raw()
 	}
 }
 
 // readMessage reads Anthropic's message_start message for its usage.
-func (c *chunk) readMessage(s *scanner) {
+func (c *Chunk) readMessage(s *scanner) {
 	for key := range s.object("message") {
 		switch string(key) {
 		case "usage":
@@ -279,7 +284,7 @@ func (c *chunk) readMessage(s *scanner) {
 
 // readResponse reads the Responses API's response object for its usage,
 // status and error.
-func (c *chunk) readResponse(s *scanner) {
+func (c *Chunk) readResponse(s *scanner) {
 	for key := range s.object("response") {
 		switch string(key) {
 		case "usage":
@@ -303,26 +308,26 @@ func (c *chunk) readResponse(s *scanner) {
 	}
 }
 
-func (c *chunk) readToken(s *scanner) {
+func (c *Chunk) readToken(s *scanner) {
 	if s.peek() == '{' {
-		c.tokens++
+		c.Tokens++
 	}
 	for key := range s.object("token") {
 		switch string(key) {
 		case "text":
-			c.content = s.nullableString("token.text")
+			c.Content = s.nullableString("token.text")
 		default:
 			s.skip()
 		}
 	}
 }
 
-func (c *chunk) readDetails(s *scanner) {
+func (c *Chunk) readDetails(s *scanner) {
 	for key := range s.object("details") {
 		switch string(key) {
 		case "finish_reason":
-			if v := s.nullableString("details.finish_reason"); c.finish == nil {
-				c.finish = v
+			if v := s.nullableString("details.finish_reason"); c.Finish == nil {
+				c.Finish = v
 			}
 		default:
 			s.skip()
@@ -333,9 +338,9 @@ func (c *chunk) readDetails(s *scanner) {
 // choice is one element of "choices".
 type choice struct {
 	index                    int64
-	content, reasoning, text []byte
+	Content, Reasoning, text []byte
 	tool                     bool
-	finish                   []byte
+	Finish                   []byte
 }
 
 func (ch *choice) read(s *scanner) {
@@ -348,7 +353,7 @@ func (ch *choice) read(s *scanner) {
 		case "index":
 			s.nullableCount(&ch.index, "choice.index")
 		case "finish_reason":
-			ch.finish = s.nullableString("finish_reason")
+			ch.Finish = s.nullableString("finish_reason")
 		default:
 			s.skip()
 		}
@@ -359,19 +364,19 @@ func (ch *choice) readDelta(s *scanner) {
 	for key := range s.object("delta") {
 		switch string(key) {
 		case "content":
-			ch.content = s.nullableString("delta.content")
+			ch.Content = s.nullableString("delta.Content")
 		case "text": // Anthropic
 			ch.text = s.nullableString("delta.text")
 		case "reasoning_content", "reasoning", "thinking":
-			if v := s.nullableString("delta.reasoning"); len(v) > 2 {
-				ch.reasoning = v
+			if v := s.nullableString("delta.Reasoning"); len(v) > 2 {
+				ch.Reasoning = v
 			}
 		case "partial_json": // Anthropic's tool input
 			if len(s.nullableString("delta.partial_json")) > 2 {
 				ch.tool = true
 			}
 		case "stop_reason": // Anthropic
-			ch.finish = s.nullableString("delta.stop_reason")
+			ch.Finish = s.nullableString("delta.stop_reason")
 		case "tool_calls":
 			for range s.array("tool_calls") {
 				ch.readToolCall(s)
@@ -402,31 +407,31 @@ func (ch *choice) readToolCall(s *scanner) {
 	}
 }
 
-func (c *chunk) addChoice(ch *choice) {
+func (c *Chunk) addChoice(ch *choice) {
 	// A JSON string's raw form includes its quotes: "" is empty.
-	hasContent, hasText := len(ch.content) > 2, len(ch.text) > 2
-	c.toolCall = c.toolCall || ch.tool
-	if hasContent || hasText || len(ch.reasoning) > 2 || ch.tool {
-		c.tokens++
+	hasContent, hasText := len(ch.Content) > 2, len(ch.text) > 2
+	c.ToolCall = c.ToolCall || ch.tool
+	if hasContent || hasText || len(ch.Reasoning) > 2 || ch.tool {
+		c.Tokens++
 		if !hasContent && !hasText && !ch.tool {
-			c.reasoningTokens++
+			c.ReasoningTokens++
 		}
 	}
 	if ch.index != 0 {
-		c.multi = true
+		c.Multi = true
 	}
 	if ch.index == 0 {
 		switch {
 		case hasContent:
-			c.content = ch.content
+			c.Content = ch.Content
 		case hasText:
-			c.content = ch.text
+			c.Content = ch.text
 		}
-		if ch.reasoning != nil {
-			c.reasoning = ch.reasoning
+		if ch.Reasoning != nil {
+			c.Reasoning = ch.Reasoning
 		}
 	}
-	if c.finish == nil && ch.finish != nil {
-		c.finish = ch.finish
+	if c.Finish == nil && ch.Finish != nil {
+		c.Finish = ch.Finish
 	}
 }

@@ -1,4 +1,4 @@
-package loadgen
+package chunk
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 // scanner is a validating JSON reader over one payload that never
 // allocates on valid input: it accepts exactly the JSON that encoding/json
 // accepts, and hands out strings raw, as slices of the payload with their
-// quotes and escapes (see decodeString).
+// quotes and escapes (see DecodeString).
 //
 // A reader walks a container with object or array and reads each value
 // with one of the value methods (nullableString, nullableCount, raw, null,
@@ -39,8 +39,8 @@ func (s *scanner) error() error {
 	return s.refused
 }
 
-// errJSONSyntax is the cause of a payload that is not valid JSON.
-var errJSONSyntax = errors.New("invalid JSON")
+// ErrJSONSyntax is the cause of a payload that is not valid JSON.
+var ErrJSONSyntax = errors.New("invalid JSON")
 
 // maxDepth bounds nesting, as encoding/json does.
 const maxDepth = 10000
@@ -52,7 +52,7 @@ type syntaxError struct {
 }
 
 func (e *syntaxError) Error() string { return fmt.Sprintf("%s at byte %d", e.msg, e.off) }
-func (e *syntaxError) Unwrap() error { return errJSONSyntax }
+func (e *syntaxError) Unwrap() error { return ErrJSONSyntax }
 
 // typeError is valid JSON of another type than a field's.
 type typeError struct {
@@ -171,7 +171,7 @@ func (s *scanner) member(first bool) (key []byte, ok bool) {
 	}
 	key = k[1 : len(k)-1]
 	if bytes.IndexByte(key, '\\') >= 0 {
-		key = []byte(decodeString(k)) // rare: an escaped member name
+		key = []byte(DecodeString(k)) // rare: an escaped member name
 	}
 	return key, true
 }
@@ -448,9 +448,9 @@ func (s *scanner) digits() bool {
 	return s.i > start
 }
 
-// decodeString returns the Go string of a raw JSON string (with quotes),
+// DecodeString returns the Go string of a raw JSON string (with quotes),
 // or of any other raw JSON value as it is written. It allocates.
-func decodeString(raw []byte) string {
+func DecodeString(raw []byte) string {
 	if len(raw) == 0 {
 		return ""
 	}

@@ -1,4 +1,5 @@
-package loadgen
+// Package release releases an open loop's arrivals on time.
+package release
 
 import (
 	"context"
@@ -14,46 +15,47 @@ import (
 // is released by one close of a channel rather than N goroutines starting
 // one after another, and none of them waits on another's preparation.
 const (
-	// releaseLead is how long before its due time an arrival is made
+	// Lead is how long before its due time an arrival is made
 	// ready.
-	releaseLead = 5 * time.Millisecond
-	// sameInstant is how close together arrivals must be due to share a
+	Lead = 5 * time.Millisecond
+	// SameInstant is how close together arrivals must be due to share a
 	// gate, released at the last one's due time: the others start at most
 	// this late.
-	sameInstant = 50 * time.Microsecond
+	SameInstant = 50 * time.Microsecond
 	// spinMargin is how long before a gate's time the launcher stops
 	// sleeping and watches the clock: it covers a thread's return from
 	// the kernel to the runtime.
 	spinMargin = 100 * time.Microsecond
 )
 
-// A gate holds the arrivals due at one instant until it opens, at the
+// A Gate holds the arrivals due at one instant until it opens, at the
 // latest due time among them.
-type gate struct {
-	at     time.Time
+type Gate struct {
+	At     time.Time // when it opens
 	ch     chan struct{}
-	opened bool
+	Opened bool // Open has opened it
 }
 
-func newGate(at time.Time) *gate { return &gate{at: at, ch: make(chan struct{})} }
+// NewGate returns a closed gate that opens at at.
+func NewGate(at time.Time) *Gate { return &Gate{At: at, ch: make(chan struct{})} }
 
-// open waits until the gate's time, or until ctx ends, and opens it; it
+// Open waits until the gate's time, or until ctx ends, and opens it; it
 // reports whether the time came. It is called from one goroutine.
-func (g *gate) open(ctx context.Context) bool {
-	if g.opened {
+func (g *Gate) Open(ctx context.Context) bool {
+	if g.Opened {
 		return true
 	}
-	if !waitUntil(ctx, g.at) {
+	if !waitUntil(ctx, g.At) {
 		return false
 	}
-	g.opened = true
+	g.Opened = true
 	close(g.ch)
 	return true
 }
 
-// wait waits for the gate to open, or ctx to end; it reports whether it
+// Wait waits for the gate to open, or ctx to end; it reports whether it
 // opened.
-func (g *gate) wait(ctx context.Context) bool {
+func (g *Gate) Wait(ctx context.Context) bool {
 	select {
 	case <-g.ch:
 		return true
@@ -64,7 +66,7 @@ func (g *gate) wait(ctx context.Context) bool {
 
 // waitUntil returns at t, as closely as it can, or when ctx ends; it
 // reports whether t came. It sleeps on the runtime's timer until
-// fineMargin before t, then in the kernel to a deadline (sleepUntil),
+// FineMargin before t, then in the kernel to a deadline (sleepUntil),
 // then watches the clock for the last tens of microseconds.
 //
 // The runtime's timer is not trusted for the last stretch: it fires from
@@ -74,7 +76,7 @@ func (g *gate) wait(ctx context.Context) bool {
 // may make the goroutine help the collector first. A thread sleeping in
 // the kernel is woken by the kernel, and waits only for a CPU.
 func waitUntil(ctx context.Context, t time.Time) bool {
-	if !sleep.For(ctx, time.Until(t)-fineMargin) {
+	if !sleep.For(ctx, time.Until(t)-FineMargin) {
 		return false
 	}
 	sleepUntil(t.Add(-spinMargin))

@@ -1,4 +1,7 @@
-package loadgen
+// Package bodyframe decodes an HTTP/1.1 response body's framing (chunked,
+// Content-Length or to the end of the connection) as its bytes come, for a
+// reader that takes the bytes off the socket itself.
+package bodyframe
 
 import (
 	"bytes"
@@ -7,30 +10,30 @@ import (
 	"net/http"
 )
 
-// bodyFraming is how an HTTP/1.1 response body ends.
-type bodyFraming uint8
+// Framing is how an HTTP/1.1 response body ends.
+type Framing uint8
 
 const (
-	framingChunked bodyFraming = iota // Transfer-Encoding: chunked
-	framingLength                     // Content-Length
-	framingClose                      // at the end of the connection
+	Chunked Framing = iota // Transfer-Encoding: chunked
+	Length                 // Content-Length
+	Close                  // at the end of the connection
 )
 
-// framingOf returns how resp's body ends and, for a Content-Length body, its
+// Of returns how resp's body ends and, for a Content-Length body, its
 // length.
-func framingOf(resp *http.Response) (bodyFraming, uint64) {
+func Of(resp *http.Response) (Framing, uint64) {
 	switch {
 	case len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked":
-		return framingChunked, 0
+		return Chunked, 0
 	case resp.ContentLength >= 0:
-		return framingLength, uint64(resp.ContentLength)
+		return Length, uint64(resp.ContentLength)
 	case resp.Body == http.NoBody:
-		return framingLength, 0
+		return Length, 0
 	}
-	return framingClose, 0
+	return Close, 0
 }
 
-// bodyDecoder takes a response body's bytes off the wire, as they come and
+// Decoder takes a response body's bytes off the wire, as they come and
 // in pieces of any size, and leaves its payload: it undoes the chunked
 // transfer coding as net/http's chunked reader does, with the same rules
 // and the same errors (a chunk line must end in CRLF and be shorter than
@@ -38,15 +41,15 @@ func framingOf(resp *http.Response) (bodyFraming, uint64) {
 // 16 bytes a chunk and twice its data is refused; chunk data must be
 // followed by CRLF), reads the trailer after the last chunk, bounded to
 // 4 KiB, and stops a Content-Length body at its length.
-type bodyDecoder struct {
-	framing bodyFraming
+type Decoder struct {
+	framing Framing
 	state   uint8
 	left    uint64 // data still to come: of the chunk, or of the whole body
 	line    []byte // a chunk-size or trailer line cut by the end of a read
 	excess  int64  // framing overhead, as net/http counts it
 	trailer int    // bytes of trailer fields so far
-	ended   bool   // the body is complete
-	extra   bool   // bytes came after its end
+	Ended   bool   // the body is complete
+	Extra   bool   // bytes came after its end
 }
 
 // The states of a chunked body.
@@ -75,33 +78,35 @@ var (
 	errTrailerTooLong   = errors.New("http: suspiciously long trailer after chunked body")
 )
 
-func newBodyDecoder(framing bodyFraming, length uint64) bodyDecoder {
-	d := bodyDecoder{framing: framing, left: length}
-	d.ended = framing == framingLength && length == 0
+// NewDecoder returns a Decoder of a body framed as framing says, length
+// bytes long for a Content-Length body.
+func NewDecoder(framing Framing, length uint64) Decoder {
+	d := Decoder{framing: framing, left: length}
+	d.Ended = framing == Length && length == 0
 	return d
 }
 
-// decode takes p, the next bytes of the body as they came, and moves its
+// Decode takes p, the next bytes of the body as they came, and moves its
 // payload to the front of p: p[:n]. It consumes all of p; bytes after the
-// body's end are dropped and noted in extra.
-func (d *bodyDecoder) decode(p []byte) (n int, err error) {
+// body's end are dropped and noted in Extra.
+func (d *Decoder) Decode(p []byte) (n int, err error) {
 	for i := 0; i < len(p); {
-		if d.ended {
-			d.extra = true
+		if d.Ended {
+			d.Extra = true
 			return n, nil
 		}
 		switch {
-		case d.framing == framingClose:
+		case d.framing == Close:
 			n += copy(p[n:], p[i:])
 			i = len(p)
-		case d.framing == framingLength || d.state == chunkData:
+		case d.framing == Length || d.state == chunkData:
 			k := int(min(d.left, uint64(len(p)-i)))
 			n += copy(p[n:], p[i:i+k])
 			i += k
 			d.left -= uint64(k)
 			if d.left == 0 {
-				if d.framing == framingLength {
-					d.ended = true
+				if d.framing == Length {
+					d.Ended = true
 				} else {
 					d.state = chunkCR
 				}
@@ -146,7 +151,7 @@ func (d *bodyDecoder) decode(p []byte) (n int, err error) {
 }
 
 // longLine is the error for a line over the bound.
-func (d *bodyDecoder) longLine() error {
+func (d *Decoder) longLine() error {
 	if d.state == chunkTrailer {
 		return errTrailerTooLong
 	}
@@ -154,10 +159,10 @@ func (d *bodyDecoder) longLine() error {
 }
 
 // onLine takes one whole line, its LF included.
-func (d *bodyDecoder) onLine(line []byte) error {
+func (d *Decoder) onLine(line []byte) error {
 	if d.state == chunkTrailer {
 		if len(line) == 1 || len(line) == 2 && line[0] == '\r' {
-			d.ended = true
+			d.Ended = true
 			return nil
 		}
 		if d.trailer += len(line); d.trailer > maxTrailerSize {
@@ -221,10 +226,10 @@ func parseChunkSize(v []byte) (uint64, error) {
 	return n, nil
 }
 
-// atEOF is the error of a body whose connection ended now: io.EOF if the
+// AtEOF is the error of a body whose connection ended now: io.EOF if the
 // body may end there, io.ErrUnexpectedEOF if not.
-func (d *bodyDecoder) atEOF() error {
-	if d.ended || d.framing == framingClose {
+func (d *Decoder) AtEOF() error {
+	if d.Ended || d.framing == Close {
 		return io.EOF
 	}
 	return io.ErrUnexpectedEOF

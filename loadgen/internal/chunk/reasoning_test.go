@@ -1,13 +1,13 @@
-package loadgen
+package chunk
 
 import "testing"
 
 // TestThinkSplitAllocatesNothing: reading inline reasoning whose tags come
-// split over deltas, the per-token path, allocates nothing.
+// Split over deltas, the per-token path, allocates nothing.
 func TestThinkSplitAllocatesNothing(t *testing.T) {
 	deltas := [][]byte{[]byte(`"<th"`), []byte(`"ink>plan"`), []byte(`" more </th"`), []byte(`"in"`), []byte(`"k>"`), []byte(`"answer"`)}
 	allocs := testing.AllocsPerRun(100, func() {
-		var rs reasoningSplit
+		var rs ReasoningSplit
 		for _, d := range deltas {
 			rs.inThink(d)
 		}

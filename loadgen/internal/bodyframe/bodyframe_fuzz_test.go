@@ -1,4 +1,4 @@
-package loadgen
+package bodyframe
 
 import (
 	"bytes"
@@ -8,23 +8,23 @@ import (
 	"testing"
 )
 
-// decodeBody runs a bodyDecoder over input in pieces of the given size and
+// decodeBody runs a Decoder over input in pieces of the given size and
 // returns the payload, whether the body ended, and the first error, with
 // the end of input taken as the end of the connection.
-func decodeBody(input []byte, framing bodyFraming, length uint64, piece int) (payload []byte, ended bool, err error) {
-	d := newBodyDecoder(framing, length)
+func decodeBody(input []byte, framing Framing, length uint64, piece int) (payload []byte, ended bool, err error) {
+	d := NewDecoder(framing, length)
 	for off := 0; off < len(input); off += piece {
 		p := bytes.Clone(input[off:min(off+piece, len(input))])
-		n, err := d.decode(p)
+		n, err := d.Decode(p)
 		payload = append(payload, p[:n]...)
 		if err != nil {
-			return payload, d.ended, err
+			return payload, d.Ended, err
 		}
 	}
-	if err := d.atEOF(); err != io.EOF {
-		return payload, d.ended, err
+	if err := d.AtEOF(); err != io.EOF {
+		return payload, d.Ended, err
 	}
-	return payload, d.ended, nil
+	return payload, d.Ended, nil
 }
 
 // FuzzBodyDecoder checks the poller's chunked decoding against net/http's
@@ -46,16 +46,16 @@ func FuzzBodyDecoder(f *testing.F) {
 			return
 		}
 		if length > 0 {
-			got, ended, err := decodeBody(input, framingLength, uint64(length), 3)
+			got, ended, err := decodeBody(input, Length, uint64(length), 3)
 			want := input[:min(len(input), int(length))]
 			if !bytes.Equal(got, want) || ended != (len(input) >= int(length)) || (err == nil) != ended {
 				t.Fatalf("Content-Length %d of %q: %q, ended %v, %v", length, input, got, ended, err)
 			}
 			return
 		}
-		whole, ended, err := decodeBody(input, framingChunked, 0, len(input)+1)
+		whole, ended, err := decodeBody(input, Chunked, 0, len(input)+1)
 		for _, piece := range []int{1, 7} {
-			p, e, perr := decodeBody(input, framingChunked, 0, piece)
+			p, e, perr := decodeBody(input, Chunked, 0, piece)
 			if !bytes.Equal(p, whole) || e != ended || (perr == nil) != (err == nil) {
 				t.Fatalf("%q in pieces of %d: %q, ended %v, %v; whole: %q, ended %v, %v", input, piece, p, e, perr, whole, ended, err)
 			}

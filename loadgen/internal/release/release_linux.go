@@ -1,16 +1,9 @@
-package loadgen
+package release
 
 import (
-	"syscall"
 	"time"
-	"unsafe"
-)
 
-// Linux's clock_nanosleep arguments: the clock the runtime's own
-// monotonic readings come from, and a deadline rather than a duration.
-const (
-	clockMonotonic = 1
-	timerAbstime   = 1
+	"golang.org/x/sys/unix"
 )
 
 // sleepUntil sleeps in the kernel until t, which is at most a few
@@ -23,8 +16,10 @@ const (
 // longer for it. It allocates nothing, so it never waits to help the
 // collector.
 func sleepUntil(t time.Time) {
-	var now syscall.Timespec
-	if _, _, e := syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, clockMonotonic, uintptr(unsafe.Pointer(&now)), 0); e != 0 {
+	// CLOCK_MONOTONIC is the clock the runtime's own monotonic readings
+	// come from; TIMER_ABSTIME makes the sleep's end a deadline.
+	var now unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &now) != nil {
 		for time.Now().Before(t) {
 		}
 		return
@@ -33,17 +28,13 @@ func sleepUntil(t time.Time) {
 	if d <= 0 {
 		return
 	}
-	deadline := syscall.NsecToTimespec(now.Nano() + int64(d))
-	for {
-		_, _, e := syscall.Syscall6(syscall.SYS_CLOCK_NANOSLEEP, clockMonotonic, timerAbstime, uintptr(unsafe.Pointer(&deadline)), 0, 0, 0)
-		if e != syscall.EINTR {
-			return
-		}
+	deadline := unix.NsecToTimespec(now.Nano() + int64(d))
+	for unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &deadline, nil) == unix.EINTR {
 	}
 }
 
-// fineMargin is how long before a gate's time the launcher stops sleeping
+// FineMargin is how long before a gate's time the launcher stops sleeping
 // on the runtime's timer and sleeps in the kernel instead (see waitUntil):
 // as long as an arrival is made ready ahead, so that a launcher woken late
 // by the runtime still has the kernel's sleep to absorb it.
-const fineMargin = releaseLead
+const FineMargin = Lead

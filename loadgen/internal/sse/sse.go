@@ -1,4 +1,7 @@
-package loadgen
+// Package sse frames a text/event-stream (the HTML standard's event
+// stream interpretation) as its bytes come, without copying an event's
+// data, from a reader that may say it has nothing for now (ErrWouldBlock).
+package sse
 
 import (
 	"bytes"
@@ -6,20 +9,20 @@ import (
 	"io"
 )
 
-// errEventTooLarge is the cause of an event longer than MaxEventSize.
-var errEventTooLarge = errors.New("loadgen: SSE event too large")
+// ErrEventTooLarge is the cause of an event longer than MaxEventSize.
+var ErrEventTooLarge = errors.New("loadgen: SSE event too large")
 
-// errWouldBlock is returned by the reader under an eventReader that is fed
+// ErrWouldBlock is returned by the reader under a Reader that is fed
 // by a poller when it has no more bytes until the socket is readable again.
-// The eventReader then returns it as it is, keeps its state, and goes on
+// The Reader then returns it as it is, keeps its state, and goes on
 // where it stopped at the next call.
-var errWouldBlock = errors.New("loadgen: no bytes until the socket is readable")
+var ErrWouldBlock = errors.New("loadgen: no bytes until the socket is readable")
 
-// eventReader frames a text/event-stream as the HTML standard's event
+// Reader frames a text/event-stream as the HTML standard's event
 // stream interpretation does: lines end in LF, CRLF or CR; a blank line
 // dispatches the event; a line beginning with ":" is a comment; "data"
 // fields are joined with LF; an "event" field of "error" marks the event
-// (errorEvent), other event types and the "id" and "retry" fields are read
+// (ErrorEvent), other event types and the "id" and "retry" fields are read
 // and ignored; a leading byte-order mark is skipped. One difference:
 // at the end of the stream, an event whose last line is complete is
 // dispatched even without the blank line the standard asks for, since some
@@ -29,7 +32,7 @@ var errWouldBlock = errors.New("loadgen: no bytes until the socket is readable")
 // The data of an event with one data line is a slice of the reader's
 // buffer: nothing is copied or allocated. It is valid until the next call
 // to next. go-sse's sse.Read is the reference it is fuzzed against.
-type eventReader struct {
+type Reader struct {
 	r   io.Reader
 	buf []byte // buf[start:end] is read and not yet framed
 	max int    // the largest event
@@ -43,7 +46,7 @@ type eventReader struct {
 	partial    bool // the stream ended inside a line
 	scanned    int  // bytes from start known to hold no line end
 	quiet      int  // reads in a row that took under a quarter of the buffer
-	resume     bool // next stopped at errWouldBlock inside an event
+	resume     bool // next stopped at ErrWouldBlock inside an event
 
 	// The event being framed: one data line (a slice of buf, still where
 	// it was read), or several joined in data.
@@ -51,9 +54,9 @@ type eventReader struct {
 	data     []byte
 	hasData  bool
 	multiple bool
-	// errorEvent reports that the event returned last has the type
+	// ErrorEvent reports that the event returned last has the type
 	// "error".
-	errorEvent bool
+	ErrorEvent bool
 }
 
 // The reader's buffer starts small, since a live stream brings one event
@@ -69,22 +72,22 @@ const (
 	eventReaderQuiet = 64
 )
 
-func newEventReader(r io.Reader, maxEvent int) *eventReader {
-	return &eventReader{r: r, buf: make([]byte, eventReaderStart), max: maxEvent}
+func NewReader(r io.Reader, maxEvent int) *Reader {
+	return &Reader{r: r, buf: make([]byte, eventReaderStart), max: maxEvent}
 }
 
-// next returns the data of the next event. At the end of the stream it
-// returns io.EOF; an event over the size limit is errEventTooLarge; a read
-// error is returned as it is. After errWouldBlock, the next call goes on
+// Next returns the data of the next event. At the end of the stream it
+// returns io.EOF; an event over the size limit is ErrEventTooLarge; a read
+// error is returned as it is. After ErrWouldBlock, the next call goes on
 // with the event it was framing.
-func (e *eventReader) next() ([]byte, error) {
+func (e *Reader) Next() ([]byte, error) {
 	if !e.resume {
-		e.single, e.data, e.hasData, e.multiple, e.errorEvent = nil, e.data[:0], false, false, false
+		e.single, e.data, e.hasData, e.multiple, e.ErrorEvent = nil, e.data[:0], false, false, false
 	}
 	e.resume = false
 	for {
 		line, ok, err := e.line()
-		if err == errWouldBlock {
+		if err == ErrWouldBlock {
 			e.resume = true
 			return nil, err
 		}
@@ -101,7 +104,7 @@ func (e *eventReader) next() ([]byte, error) {
 			if e.hasData {
 				return e.event(), nil
 			}
-			e.errorEvent = false // an event without data is dropped, type and all
+			e.ErrorEvent = false // an event without data is dropped, type and all
 			continue
 		}
 		if line[0] == ':' {
@@ -116,7 +119,7 @@ func (e *eventReader) next() ([]byte, error) {
 		}
 		if string(name) != "data" {
 			if string(name) == "event" {
-				e.errorEvent = string(value) == "error" // the last event field counts
+				e.ErrorEvent = string(value) == "error" // the last event field counts
 			}
 			continue // other event types, id, retry and unknown fields: not needed here
 		}
@@ -127,12 +130,12 @@ func (e *eventReader) next() ([]byte, error) {
 }
 
 // addData appends one data line to the event.
-func (e *eventReader) addData(value []byte) error {
+func (e *Reader) addData(value []byte) error {
 	switch {
 	case !e.hasData:
 		e.single, e.hasData = value, true
 		if len(value) > e.max {
-			return errEventTooLarge
+			return ErrEventTooLarge
 		}
 		return nil
 	case !e.multiple:
@@ -140,14 +143,14 @@ func (e *eventReader) addData(value []byte) error {
 		e.single, e.multiple = nil, true
 	}
 	if len(e.data)+1+len(value) > e.max {
-		return errEventTooLarge
+		return ErrEventTooLarge
 	}
 	e.data = append(e.data, '\n')
 	e.data = append(e.data, value...)
 	return nil
 }
 
-func (e *eventReader) event() []byte {
+func (e *Reader) event() []byte {
 	if e.multiple {
 		return e.data
 	}
@@ -157,7 +160,7 @@ func (e *eventReader) event() []byte {
 // line returns the next complete line, without its line ending. ok is
 // false at the end of the stream; an unterminated last line is dropped and
 // noted in partial.
-func (e *eventReader) line() (line []byte, ok bool, err error) {
+func (e *Reader) line() (line []byte, ok bool, err error) {
 	for {
 		window := e.buf[e.start:e.end]
 		if !e.begun {
@@ -223,7 +226,7 @@ func lineEnd(b []byte) int {
 }
 
 // fill reads more of the stream, making room first.
-func (e *eventReader) fill() error {
+func (e *Reader) fill() error {
 	if e.start > 0 {
 		if e.hasData && !e.multiple {
 			// The pending data line points into the bytes about to move.
@@ -241,7 +244,7 @@ func (e *eventReader) fill() error {
 	}
 	if e.end == len(e.buf) || (e.full && len(e.buf) < eventReaderBulk) {
 		if e.end == len(e.buf) && len(e.buf) >= e.max+2 { // a line ending's worth over the limit
-			return errEventTooLarge
+			return ErrEventTooLarge
 		}
 		bigger := make([]byte, min(2*len(e.buf), max(e.max+2, eventReaderBulk)))
 		copy(bigger, e.buf[:e.end])
@@ -251,7 +254,7 @@ func (e *eventReader) fill() error {
 	for {
 		space := len(e.buf) - e.end
 		n, err := e.r.Read(e.buf[e.end:])
-		if err == errWouldBlock {
+		if err == ErrWouldBlock {
 			return err
 		}
 		e.full = n == space
@@ -275,3 +278,49 @@ func (e *eventReader) fill() error {
 }
 
 var bom = []byte("\xEF\xBB\xBF")
+
+// CheckStart reads the start of the stream, without consuming it, until it
+// holds the first line (or limit bytes of it, or the stream ends), and
+// returns the start of the body when that line is not one of an event
+// stream: a field (data, event, id, retry) or a comment. Blank lines and a
+// byte-order mark before it are skipped. An empty body, or a read error
+// before any byte, is left to the reader.
+func (e *Reader) CheckStart(limit int) (notSSE []byte, err error) {
+	for {
+		window := e.buf[e.start:e.end]
+		head := bytes.TrimLeft(bytes.TrimPrefix(window, bom), "\r\n")
+		if i := lineEnd(head); i >= 0 || len(head) > limit || e.eof {
+			line := head
+			if i >= 0 {
+				line = head[:i]
+			}
+			if len(head) == 0 || isFieldLine(line) {
+				return nil, nil
+			}
+			return bytes.Clone(head[:min(len(head), limit+1)]), nil
+		}
+		if err := e.fill(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// isFieldLine reports whether line begins an event stream: a comment, or a
+// field an event stream's first line carries.
+func isFieldLine(line []byte) bool {
+	if len(line) > 0 && line[0] == ':' {
+		return true
+	}
+	name := line
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		name = line[:i]
+	}
+	switch string(name) {
+	case "data", "event", "id", "retry":
+		return true
+	}
+	return false
+}
+
+// Drained reports that the stream has ended and left nothing unframed.
+func (e *Reader) Drained() bool { return e.end == e.start && e.eof }
