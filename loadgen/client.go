@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/llmload/llmload/internal/origin"
 	"github.com/llmload/llmload/internal/redact"
 	"github.com/llmload/llmload/loadgen/internal/chunk"
 	"github.com/llmload/llmload/loadgen/internal/sse"
@@ -250,7 +251,7 @@ func checkRedirect(req *http.Request, via []*http.Request, then func(*http.Reque
 	if len(via) >= maxRedirects {
 		return fail(fmt.Sprintf("stopped after %d redirects", maxRedirects))
 	}
-	if !sameOrigin(first.URL, req.URL) {
+	if !origin.Same(first.URL, req.URL) {
 		for k := range req.Header {
 			switch k {
 			case "Content-Type", "Accept", "User-Agent":
@@ -263,22 +264,6 @@ func checkRedirect(req *http.Request, via []*http.Request, then func(*http.Reque
 		return then(req, via)
 	}
 	return nil
-}
-
-// sameOrigin reports whether a and b have the same scheme, host and port.
-func sameOrigin(a, b *url.URL) bool {
-	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) &&
-		portOf(a) == portOf(b)
-}
-
-func portOf(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	if strings.EqualFold(u.Scheme, "https") {
-		return "443"
-	}
-	return "80"
 }
 
 // urlOf returns the URL req goes to, without user information, for
