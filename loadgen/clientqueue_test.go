@@ -41,7 +41,7 @@ func TestClientQueueTime(t *testing.T) {
 	assert.Equal(t, n, run.Launched)
 	assert.Equal(t, n, s.Requests)
 	assert.Equal(t, n, completed)
-	assert.Equal(t, n, s.Completed+s.CompletedOutside+s.Warmup)
+	assert.Equal(t, n, s.Completed+s.CompletedOutside+s.WarmupRequests)
 	assert.EqualValues(t, n, run.Lateness.Count, "every arrival's wait")
 	assert.Positive(t, run.Queued, "arrivals at 2,000/s on 4 slots of 16-token requests wait for one")
 	assert.LessOrEqual(t, run.Queued, n)

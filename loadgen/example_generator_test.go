@@ -38,7 +38,7 @@ func ExampleGenerator() {
 	fmt.Println("stopped by:", run.Stopped)
 	fmt.Println("requests:", s.Requests, "cut at the window's end:", s.Canceled, "failed:", s.Failed)
 	want := 8 / 0.020 // streams ÷ step time
-	fmt.Printf("total tok/s within 5%% of %.0f: %v\n", want, math.Abs(s.TotalTokensPerSec-want) < 0.05*want)
+	fmt.Printf("total tok/s within 5%% of %.0f: %v\n", want, math.Abs(s.OutputTokensPerSec-want) < 0.05*want)
 	fmt.Println("time between tokens:", s.TBT.P50.Round(5*time.Millisecond))
 	fmt.Printf("streams active on average: %.0f\n", s.AvgActive)
 	// Output:

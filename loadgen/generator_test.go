@@ -329,7 +329,7 @@ func TestGeneratorCancelEndsAnOpenWindow(t *testing.T) {
 	assert.False(t, w.End.After(time.Now()), "the window ended by the time Run returned: %v", w)
 	assert.Less(t, w.End.Sub(w.Start), 10*time.Second)
 	assert.Positive(t, run.Summary.OutputTokens)
-	assert.InDelta(t, float64(run.Summary.OutputTokens)/w.End.Sub(w.Start).Seconds(), run.Summary.TotalTokensPerSec, run.Summary.TotalTokensPerSec*0.25,
+	assert.InDelta(t, float64(run.Summary.OutputTokens)/w.End.Sub(w.Start).Seconds(), run.Summary.OutputTokensPerSec, run.Summary.OutputTokensPerSec*0.25,
 		"the rate is over the window that ran")
 }
 
@@ -409,7 +409,7 @@ func TestWindowOpensBeforeTheFirstRequest(t *testing.T) {
 	run, err := g.Run(t.Context())
 	require.NoError(t, err)
 	assert.Zero(t, early.Load(), "requests made before the window opened")
-	assert.Zero(t, run.Summary.Warmup)
+	assert.Zero(t, run.Summary.WarmupRequests)
 	assert.Equal(t, 8*5, run.Summary.OutputTokens, "every token inside the window")
 }
 

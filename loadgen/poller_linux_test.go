@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/llmload/llmload/internal/harness/longtest"
 	"github.com/llmload/llmload/metrics"
 )
 
@@ -429,6 +430,7 @@ func batchServer(t *testing.T, n int, gap time.Duration) string {
 // that reads at once wakes for a few at a time; every token keeps its
 // own time.
 func TestPollerGathersABatch(t *testing.T) {
+	longtest.Skip(t)
 	const streams, tokens, gap = 64, 60, 20 * time.Millisecond
 	url := batchServer(t, tokens, gap)
 	c := &Client{BaseURL: url + "/v1", HTTPClient: &http.Client{Transport: &StreamTransport{Poll: true, MaxIdleConnsPerHost: streams}}}

@@ -26,8 +26,8 @@ func TestRequestsMeasuredAfterTheWarmup(t *testing.T) {
 			run, err := g.Run(t.Context())
 			require.NoError(t, err)
 			s := run.Summary
-			assert.Positive(t, s.Warmup, "the warm-up's requests, reported apart")
-			assert.Equal(t, 30, s.Requests-s.Warmup, "the window's requests (Requests counts the warm-up's too)")
+			assert.Positive(t, s.WarmupRequests, "the warm-up's requests, reported apart")
+			assert.Equal(t, 30, s.Requests-s.WarmupRequests, "the window's requests (Requests counts the warm-up's too)")
 			assert.Equal(t, 30, s.Completed)
 			assert.Equal(t, loadgen.StopRequests, run.Stopped)
 		})

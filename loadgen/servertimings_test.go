@@ -78,7 +78,7 @@ func joinRun(t *testing.T, streams, seqs int) (queueErr, sumErr, rest []time.Dur
 		}}
 	run, err := g.Run(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, run.Launched, run.Summary.Completed+run.Summary.Warmup)
+	require.Equal(t, run.Launched, run.Summary.Completed+run.Summary.WarmupRequests)
 	require.Equal(t, run.Launched, len(got), "a record for every request")
 	for _, r := range got {
 		truth, ok := srv.Truth().Request(r.id)

@@ -65,7 +65,7 @@ func TestWarmupDoesNotMoveTheWindow(t *testing.T) {
 	require.GreaterOrEqual(t, w.Requests, workers, "the four cold starts ended in the warm-up")
 	assert.GreaterOrEqual(t, w.TTFT.Max, cold)
 	assert.EqualValues(t, w.Requests, w.TTFT.Count)
-	assert.Equal(t, w.Requests, s.Warmup)
+	assert.Equal(t, w.Requests, s.WarmupRequests)
 
 	// The window's figures are the steady state's: a 5 ms first token, where
 	// the warm-up's 1 s would be its p99 and its maximum.
@@ -75,13 +75,13 @@ func TestWarmupDoesNotMoveTheWindow(t *testing.T) {
 	assert.Less(t, s.Latency.Max, cold*3/4, "no cold start in the window's latency: %+v", s.Latency)
 	// The window's requests with a first token: all but those cut at its
 	// end before theirs.
-	assert.LessOrEqual(t, s.TTFT.Count, int64(s.Requests-s.Warmup))
+	assert.LessOrEqual(t, s.TTFT.Count, int64(s.Requests-s.WarmupRequests))
 	assert.GreaterOrEqual(t, s.TTFT.Count, int64(s.Completed))
-	assert.Positive(t, s.TotalTokensPerSec)
+	assert.Positive(t, s.OutputTokensPerSec)
 
 	// Every request is counted in exactly one outcome.
 	assert.Equal(t, run.Launched, s.Requests)
-	assert.Equal(t, s.Requests, s.Warmup+s.Completed+s.CompletedOutside+s.Failed+s.Canceled, "%+v", s)
+	assert.Equal(t, s.Requests, s.WarmupRequests+s.Completed+s.CompletedOutside+s.Failed+s.Canceled, "%+v", s)
 	assert.Equal(t, w.Requests, w.Completed+w.CompletedOutside+w.Failed+w.Canceled)
 	assert.Equal(t, w.Requests, w.CompletedOutside, "the warm-up's completed requests ended before the window")
 
@@ -106,7 +106,7 @@ func TestRunEndedInWarmup(t *testing.T) {
 	s, w := run.Summary, run.WarmupSummary
 	require.Positive(t, w.Requests)
 	assert.Equal(t, run.Launched, s.Requests)
-	assert.Equal(t, s.Requests, s.Warmup, "every request is the warm-up's")
+	assert.Equal(t, s.Requests, s.WarmupRequests, "every request is the warm-up's")
 	assert.Zero(t, s.Window.Duration())
 	assert.Zero(t, s.OutputTokens)
 	assert.Zero(t, s.TTFT.Count)

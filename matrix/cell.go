@@ -445,7 +445,7 @@ func (cr *cellRun) measurement(run *loadgen.Run, samples *serverSamples, streams
 		return Quantiles{P50: ms(d.P50), P90: ms(d.P90), P99: ms(d.P99)}
 	}
 	m := &Measurement{
-		OutputTokensPerSec:     s.TotalTokensPerSec,
+		OutputTokensPerSec:     s.OutputTokensPerSec,
 		PerRequestTokensPerSec: s.PerRequestTokensPerSec,
 		TTFT:                   q(s.TTFT),
 		TBT:                    q(s.TBT),

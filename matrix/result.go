@@ -144,7 +144,7 @@ func (c *Cell) UnmarshalJSON(b []byte) error {
 // figure of the results (see Server.Speed).
 type Measurement struct {
 	// OutputTokensPerSec is output tokens ÷ measured seconds
-	// (metrics.Summary.TotalTokensPerSec); its JSON key is total_tok_s.
+	// (metrics.Summary.OutputTokensPerSec); its JSON key is total_tok_s.
 	OutputTokensPerSec float64 `json:"total_tok_s"`
 	// PerRequestTokensPerSec is the median over requests of 1 ÷ their time
 	// between tokens.

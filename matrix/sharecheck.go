@@ -120,7 +120,7 @@ func plausible(p *sharePart, streams int, own fleet.Share) error {
 		name string
 		n    int
 	}{
-		{"requests", s.Requests}, {"warmup", s.Warmup}, {"completed", s.Completed},
+		{"requests", s.Requests}, {"warmup", s.WarmupRequests}, {"completed", s.Completed},
 		{"completed_outside", s.CompletedOutside}, {"completed_tokens", s.CompletedTokens},
 		{"failed", s.Failed}, {"canceled", s.Canceled}, {"missed", s.Missed},
 		{"output_tokens", s.OutputTokens}, {"good", s.Good},
@@ -134,7 +134,7 @@ func plausible(p *sharePart, streams int, own fleet.Share) error {
 				c.name, c.n, streams, span, fleet.MaxTokenRate)
 		}
 	}
-	if n := s.Warmup + s.Completed + s.CompletedOutside + s.Failed + s.Canceled; n > s.Requests {
+	if n := s.WarmupRequests + s.Completed + s.CompletedOutside + s.Failed + s.Canceled; n > s.Requests {
 		return fmt.Errorf("%d requests ended of %d sent", n, s.Requests)
 	}
 	if s.Missed > s.Canceled || s.Good > s.Requests {
@@ -157,7 +157,7 @@ func plausible(p *sharePart, streams int, own fleet.Share) error {
 		name    string
 		v, most float64
 	}{
-		{"total_tok_s", s.TotalTokensPerSec, float64(streams) * fleet.MaxTokenRate},
+		{"total_tok_s", s.OutputTokensPerSec, float64(streams) * fleet.MaxTokenRate},
 		{"per_request_tok_s", s.PerRequestTokensPerSec, math.MaxFloat64},
 		{"avg_active", s.AvgActive, float64(streams)},
 		{"goodput", s.Goodput, math.MaxFloat64},

@@ -175,10 +175,10 @@ func TestRecorderWithoutWindow(t *testing.T) {
 	assert.Equal(t, metrics.Window{Start: at(0), End: at(2100)}, s.Window, "the span of the requests")
 	assert.Equal(t, 2, s.Requests)
 	assert.Equal(t, 2, s.Completed)
-	assert.Zero(t, s.Warmup)
+	assert.Zero(t, s.WarmupRequests)
 	assert.Equal(t, 22, s.OutputTokens)
 	assert.Equal(t, 2100*time.Millisecond, s.MeasuredFor)
-	assert.InDelta(t, 22/2.1, s.TotalTokensPerSec, 1e-9)
+	assert.InDelta(t, 22/2.1, s.OutputTokensPerSec, 1e-9)
 	assert.InDelta(t, 2.0/2.1, s.AvgActive, 1e-9, "each request active for 1 s of 2.1")
 	assert.EqualValues(t, 2, s.TTFT.Count)
 	assert.EqualValues(t, 20, s.ITL.Count)
@@ -213,9 +213,9 @@ func TestWarmupIsSetApart(t *testing.T) {
 	steadyState(&warmed)
 
 	s, w := warmed.Recording(metrics.ScopeWindow).Summary, steady.Recording(metrics.ScopeWindow).Summary
-	assert.Equal(t, 5, s.Warmup)
+	assert.Equal(t, 5, s.WarmupRequests)
 	assert.Equal(t, 25, s.Requests)
-	w.Warmup, w.Requests = s.Warmup, s.Requests
+	w.WarmupRequests, w.Requests = s.WarmupRequests, s.Requests
 	assert.Equal(t, w, s, "the window's summary is the steady state's")
 	assert.Equal(t, 50*time.Millisecond, s.TTFT.Max)
 	assert.Zero(t, s.Failed, "the warm-up's failure is the warm-up's")
@@ -232,7 +232,7 @@ func TestWarmupIsSetApart(t *testing.T) {
 
 	all := warmed.Recording(metrics.ScopeAll).Summary
 	assert.Equal(t, 25, all.Requests)
-	assert.Zero(t, all.Warmup)
+	assert.Zero(t, all.WarmupRequests)
 	assert.Equal(t, 20, all.Completed)
 	assert.Equal(t, 4, all.CompletedOutside)
 	assert.Equal(t, 1, all.Failed)
@@ -265,11 +265,11 @@ func TestEveryRequestInOneOutcome(t *testing.T) {
 	}
 	for _, scope := range []metrics.Scope{metrics.ScopeWindow, metrics.ScopeWarmup, metrics.ScopeAll} {
 		s := rec.Recording(scope).Summary
-		assert.Equal(t, s.Requests, s.Warmup+s.Completed+s.CompletedOutside+s.Failed+s.Canceled, "%s: %+v", scope, s)
+		assert.Equal(t, s.Requests, s.WarmupRequests+s.Completed+s.CompletedOutside+s.Failed+s.Canceled, "%s: %+v", scope, s)
 	}
 	s := rec.Recording(metrics.ScopeWindow).Summary
 	assert.Equal(t, 8, s.Requests)
-	assert.Equal(t, 2, s.Warmup)
+	assert.Equal(t, 2, s.WarmupRequests)
 	assert.Equal(t, 2, s.Completed)
 	assert.Equal(t, 1, s.CompletedOutside, "the drained one")
 	assert.Equal(t, 1, s.Failed)

@@ -31,7 +31,7 @@ func Example() {
 	s := rec.Recording(metrics.ScopeWindow).Summary
 	fmt.Println("output tokens:", s.OutputTokens)
 	fmt.Println("measured for:", s.MeasuredFor.Round(time.Millisecond))
-	fmt.Printf("total tok/s: %.1f\n", s.TotalTokensPerSec)
+	fmt.Printf("total tok/s: %.1f\n", s.OutputTokensPerSec)
 	fmt.Printf("per request tok/s (median): %.1f\n", s.PerRequestTokensPerSec)
 	fmt.Println("TTFT p50:", s.TTFT.P50.Round(time.Millisecond))
 	fmt.Println("completed:", s.Completed)
@@ -77,7 +77,7 @@ func ExampleRecorder_Recording_warmup() {
 	for _, scope := range []metrics.Scope{metrics.ScopeWindow, metrics.ScopeWarmup, metrics.ScopeAll} {
 		s := rec.Recording(scope).Summary
 		fmt.Printf("%-6s requests %d (warm-up %d, completed %d, outside %d), TTFT max %v\n",
-			scope, s.Requests, s.Warmup, s.Completed, s.CompletedOutside, s.TTFT.Max)
+			scope, s.Requests, s.WarmupRequests, s.Completed, s.CompletedOutside, s.TTFT.Max)
 	}
 	// Output:
 	// window requests 3 (warm-up 1, completed 2, outside 0), TTFT max 50ms

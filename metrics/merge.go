@@ -118,7 +118,7 @@ func MergeRecordings(recs ...Recording) (Recording, error) {
 		p := r.Summary
 		s.Window = intersect(s.Window, p.Window)
 		s.Requests += p.Requests
-		s.Warmup += p.Warmup
+		s.WarmupRequests += p.WarmupRequests
 		s.Completed += p.Completed
 		s.CompletedOutside += p.CompletedOutside
 		s.CompletedTokens += p.CompletedTokens

@@ -143,7 +143,7 @@ func TestMergeRecordingsShiftedWindows(t *testing.T) {
 	assert.Equal(t, 130, got.Summary.OutputTokens)
 	assert.Equal(t, 2, got.Summary.Completed)
 	assert.Equal(t, at(9000).Sub(at(1002)), got.Summary.MeasuredFor)
-	assert.InEpsilon(t, 130/got.Summary.MeasuredFor.Seconds(), got.Summary.TotalTokensPerSec, 1e-12)
+	assert.InEpsilon(t, 130/got.Summary.MeasuredFor.Seconds(), got.Summary.OutputTokensPerSec, 1e-12)
 	assert.InEpsilon(t, a.Recording(metrics.ScopeWindow).Summary.AvgActive+b.Recording(metrics.ScopeWindow).Summary.AvgActive, got.Summary.AvgActive, 1e-3)
 }
 

@@ -37,11 +37,11 @@ import (
 //   - Completed: requests that ended with [DONE] or a finish reason inside
 //     the window.
 //   - Warm-up: requests that ended before the window opened. A summary of
-//     the window counts them in Warmup and nowhere else, so cold starts move
+//     the window counts them in WarmupRequests and nowhere else, so cold starts move
 //     none of its figures; [Recorder.Recording] summarises them on their own
 //     ([ScopeWarmup]) or with the window's ([ScopeAll], the speed-test
 //     matrix's view, where TTFT is over every request a cell launched).
-//     Every request is counted in exactly one outcome: Requests = Warmup +
+//     Every request is counted in exactly one outcome: Requests = WarmupRequests +
 //     Completed + CompletedOutside + Failed + Canceled.
 //
 // # Names in other tools
@@ -55,7 +55,7 @@ import (
 //	TPOT (excl. first)    tpot                 inter_token_latency          inter_token_latency
 //	—                     —                    —                            time_per_output_token (incl. first)
 //	Latency               e2el                 request_latency              request_latency
-//	TotalTokensPerSec     output_throughput    output_token_throughput      output_tokens_per_second
+//	OutputTokensPerSec     output_throughput    output_token_throughput      output_tokens_per_second
 //
 // vLLM's itl is one value per chunk, so a server that sends several tokens
 // per chunk looks faster between chunks than it is between tokens; llmload's
@@ -71,12 +71,12 @@ type Summary struct {
 	Window Window `json:"window"`
 
 	// Requests is how many requests the summary counts. Each is in exactly
-	// one of Warmup, Completed, CompletedOutside, Failed and Canceled.
+	// one of WarmupRequests, Completed, CompletedOutside, Failed and Canceled.
 	Requests int `json:"requests"`
-	// Warmup is how many of them ended before the window opened: they are
+	// WarmupRequests is how many of them ended before the window opened: they are
 	// set apart, in no other field of a window's summary (see
 	// [Recorder.Recording] for theirs).
-	Warmup int `json:"warmup,omitempty"`
+	WarmupRequests int `json:"warmup,omitempty"`
 	// Completed is how many finished ([DONE] or a finish reason, no error)
 	// inside the window; CompletedOutside how many finished outside it:
 	// after it ended (a drain), or, in a summary of the warm-up or of the
@@ -122,8 +122,8 @@ type Summary struct {
 	// MeasuredFor runs from the window's start to the last counted token; it
 	// is the window's length when no token was counted.
 	MeasuredFor time.Duration `json:"measured_for"`
-	// TotalTokensPerSec is OutputTokens ÷ MeasuredFor.
-	TotalTokensPerSec float64 `json:"total_tok_s"`
+	// OutputTokensPerSec is OutputTokens ÷ MeasuredFor.
+	OutputTokensPerSec float64 `json:"total_tok_s"`
 	// PerRequestTokensPerSec is the median over requests of 1 ÷ their time
 	// between tokens: 1 ÷ TBT.P50.
 	PerRequestTokensPerSec float64 `json:"per_request_tok_s"`
@@ -249,8 +249,8 @@ func (r *Recorder) summaryOf(scope Scope) (Summary, Histograms) {
 		}
 	}
 	if scope == ScopeWindow && !windowless {
-		s.Warmup = r.parts[partWarmup].requests
-		s.Requests += s.Warmup
+		s.WarmupRequests = r.parts[partWarmup].requests
+		s.Requests += s.WarmupRequests
 	}
 	s.distributions(h)
 	if scope == ScopeWarmup {
@@ -286,7 +286,7 @@ func (s *Summary) distributions(h Histograms) {
 // active (from activeSeconds, their summed time in it) and the goodput.
 func (s *Summary) rates(last time.Time, activeSeconds float64) {
 	s.MeasuredFor = measuredFor(s.Window, last)
-	s.TotalTokensPerSec = tokensPerSecond(s.OutputTokens, s.MeasuredFor)
+	s.OutputTokensPerSec = tokensPerSecond(s.OutputTokens, s.MeasuredFor)
 	if d := s.Window.Duration(); d > 0 {
 		s.AvgActive = activeSeconds / d.Seconds()
 		s.Goodput = float64(s.Good) / d.Seconds()

@@ -76,8 +76,8 @@ func TestSummaryColumns(t *testing.T) {
 			reqs: []req{{sent: 1000, chunks: every(1200, 100, 10), end: 2100, done: true}},
 			want: metrics.Summary{
 				Requests: 1, Completed: 1, OutputTokens: 10,
-				MeasuredFor:       ms(1100), // 1 s → 2.1 s
-				TotalTokensPerSec: 10 / 1.1,
+				MeasuredFor:        ms(1100), // 1 s → 2.1 s
+				OutputTokensPerSec: 10 / 1.1,
 				// TBT = (2100 − 1200) ÷ 9 = 100 ms; per request tok/s = 10.
 				PerRequestTokensPerSec: 10,
 				AvgActive:              0.09, // active 1.2 s → 2.1 s of 10 s
@@ -96,7 +96,7 @@ func TestSummaryColumns(t *testing.T) {
 			want: metrics.Summary{
 				Requests: 1, Canceled: 1, OutputTokens: 10,
 				MeasuredFor:            ms(9500), // last counted token at 10.5 s
-				TotalTokensPerSec:      10 / 9.5,
+				OutputTokensPerSec:     10 / 9.5,
 				PerRequestTokensPerSec: 1, // TBT over its life: (12500 − 500) ÷ 12 = 1 s
 				AvgActive:              1, // active across the whole window
 				TTFT:                   metrics.Distribution{Count: 1, P50: ms(500)},
@@ -109,11 +109,11 @@ func TestSummaryColumns(t *testing.T) {
 			reqs: []req{{sent: 2000, chunks: []chunk{{at: 2300, tokens: 1}}, end: 2310, done: true}},
 			want: metrics.Summary{
 				Requests: 1, Completed: 1, OutputTokens: 1,
-				MeasuredFor:       ms(1300),
-				TotalTokensPerSec: 1 / 1.3,
-				AvgActive:         0.001, // 2.3 s → 2.31 s
-				TTFT:              metrics.Distribution{Count: 1, P50: ms(300)},
-				Latency:           metrics.Distribution{Count: 1, P50: ms(310)},
+				MeasuredFor:        ms(1300),
+				OutputTokensPerSec: 1 / 1.3,
+				AvgActive:          0.001, // 2.3 s → 2.31 s
+				TTFT:               metrics.Distribution{Count: 1, P50: ms(300)},
+				Latency:            metrics.Distribution{Count: 1, P50: ms(310)},
 			},
 		},
 		{
@@ -122,8 +122,8 @@ func TestSummaryColumns(t *testing.T) {
 			reqs: []req{{sent: 1900, chunks: []chunk{{2000, 1}, {2400, 4}, {2600, 2}}, end: 2600, done: true}},
 			want: metrics.Summary{
 				Requests: 1, Completed: 1, OutputTokens: 7,
-				MeasuredFor:       ms(1600),
-				TotalTokensPerSec: 7 / 1.6,
+				MeasuredFor:        ms(1600),
+				OutputTokensPerSec: 7 / 1.6,
 				// TBT = (2600 − 2000) ÷ 6 = 100 ms.
 				PerRequestTokensPerSec: 10,
 				AvgActive:              0.06,
@@ -142,8 +142,8 @@ func TestSummaryColumns(t *testing.T) {
 			reqs: []req{{sent: 0, chunks: every(400, 400, 4), end: 1700, done: true, extra: 4}},
 			want: metrics.Summary{
 				Requests: 1, Completed: 1, OutputTokens: 4,
-				MeasuredFor:       ms(600), // last in-window chunk at 1.6 s
-				TotalTokensPerSec: 4 / 0.6,
+				MeasuredFor:        ms(600), // last in-window chunk at 1.6 s
+				OutputTokensPerSec: 4 / 0.6,
 				// TBT = (1600 − 400) ÷ (8 − 1).
 				PerRequestTokensPerSec: 7 / 1.2,
 				AvgActive:              0.07, // 1.0 s → 1.7 s
@@ -168,7 +168,7 @@ func TestSummaryColumns(t *testing.T) {
 				Requests: 3, Failed: 3,
 				Errors:       map[metrics.ErrorKind]int{metrics.KindTruncated: 1, metrics.KindRateLimited: 2},
 				OutputTokens: 3,
-				MeasuredFor:  ms(300), TotalTokensPerSec: 10,
+				MeasuredFor:  ms(300), OutputTokensPerSec: 10,
 				PerRequestTokensPerSec: 10,
 				AvgActive:              0.025, // 1.1 s → 1.35 s
 				TTFT:                   metrics.Distribution{Count: 1, P50: ms(100)},
@@ -180,7 +180,7 @@ func TestSummaryColumns(t *testing.T) {
 			name: "a request that ended before the window is warm-up; a window with no tokens measures its whole length",
 			reqs: []req{{sent: 0, chunks: every(100, 100, 5), end: 600, done: true}},
 			want: metrics.Summary{
-				Requests: 1, Warmup: 1, MeasuredFor: 10 * time.Second,
+				Requests: 1, WarmupRequests: 1, MeasuredFor: 10 * time.Second,
 			},
 		},
 		{
@@ -194,7 +194,7 @@ func TestSummaryColumns(t *testing.T) {
 			slo: metrics.SLO{TTFT: 250 * time.Millisecond},
 			want: metrics.Summary{
 				Requests: 3, Completed: 3, OutputTokens: 33,
-				MeasuredFor: ms(700), TotalTokensPerSec: 33 / 0.7,
+				MeasuredFor: ms(700), OutputTokensPerSec: 33 / 0.7,
 				PerRequestTokensPerSec: 50,
 				AvgActive:              (0.1 + 0.2 + 0.4) / 10,
 				TTFT:                   metrics.Distribution{Count: 3, P50: ms(200)},
@@ -217,7 +217,7 @@ func TestSummaryColumns(t *testing.T) {
 			w := tc.want
 			assert.Equal(t, win, got.Window)
 			assert.Equal(t, w.Requests, got.Requests, "requests")
-			assert.Equal(t, w.Warmup, got.Warmup, "warm-up")
+			assert.Equal(t, w.WarmupRequests, got.WarmupRequests, "warm-up")
 			assert.Equal(t, w.CompletedOutside, got.CompletedOutside, "completed outside")
 			assert.Equal(t, w.Completed, got.Completed, "completed")
 			assert.Equal(t, w.Failed, got.Failed, "failed")
@@ -228,7 +228,7 @@ func TestSummaryColumns(t *testing.T) {
 			}
 			assert.Equal(t, w.OutputTokens, got.OutputTokens, "output tokens")
 			assert.Equal(t, w.MeasuredFor, got.MeasuredFor, "measured for")
-			assert.InDelta(t, w.TotalTokensPerSec, got.TotalTokensPerSec, 1e-9+w.TotalTokensPerSec*1e-9, "total tok/s")
+			assert.InDelta(t, w.OutputTokensPerSec, got.OutputTokensPerSec, 1e-9+w.OutputTokensPerSec*1e-9, "total tok/s")
 			assert.InDelta(t, w.PerRequestTokensPerSec, got.PerRequestTokensPerSec, w.PerRequestTokensPerSec*1e-3, "per request tok/s")
 			assert.InDelta(t, w.AvgActive, got.AvgActive, 1e-9, "average active")
 			assert.Equal(t, w.Good, got.Good, "good")

@@ -100,8 +100,8 @@ func TestRequestsOutMatchesReport(t *testing.T) {
 			assert.InDelta(t, float64(l.First.Sub(l.Sent))/1e6, l.TTFT, 0.001+l.TTFT*5e-4)
 		}
 	}
-	assert.Equal(t, s.Warmup, count["before"], "warm-up")
-	assert.Positive(t, s.Warmup)
+	assert.Equal(t, s.WarmupRequests, count["before"], "warm-up")
+	assert.Positive(t, s.WarmupRequests)
 	assert.Equal(t, s.Completed+s.CompletedOutside, count["completed"], "completed")
 	assert.Equal(t, s.CompletedOutside, count["outside"], "completed after the window")
 	assert.Equal(t, s.Failed, count["failed"], "failed")

@@ -36,5 +36,5 @@ func main() {
 		log.Fatal(err)
 	}
 	s := run.Summary
-	fmt.Printf("%d requests: TTFT p50 %v, p99 %v; %.1f tok/s in all, %.1f a stream\n", s.Completed, s.TTFT.P50.Round(time.Microsecond), s.TTFT.P99.Round(time.Microsecond), s.TotalTokensPerSec, s.PerRequestTokensPerSec)
+	fmt.Printf("%d requests: TTFT p50 %v, p99 %v; %.1f tok/s in all, %.1f a stream\n", s.Completed, s.TTFT.P50.Round(time.Microsecond), s.TTFT.P99.Round(time.Microsecond), s.OutputTokensPerSec, s.PerRequestTokensPerSec)
 }

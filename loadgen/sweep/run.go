@@ -240,8 +240,8 @@ func resultOf(run *loadgen.Run, load loadgen.Load, label string, obj Objective) 
 	s := run.Summary
 	r := Result{
 		Label: label, Load: load, Summary: s, Histograms: run.Recorder.Recording(metrics.ScopeWindow).Histograms,
-		Requests:           s.Requests - s.Warmup,
-		OutputTokensPerSec: s.TotalTokensPerSec,
+		Requests:           s.Requests - s.WarmupRequests,
+		OutputTokensPerSec: s.OutputTokensPerSec,
 		Late:               run.Late, Lateness: run.Lateness, Stopped: run.Stopped,
 		ReadMode: run.ReadMode,
 	}
@@ -258,7 +258,7 @@ func resultOf(run *loadgen.Run, load loadgen.Load, label string, obj Objective) 
 		r.Models = make(map[string]Result, len(rec.Models))
 		for name, m := range rec.Models {
 			mr := Result{Label: label, Load: load, Summary: m.Summary, Histograms: m.Histograms,
-				Requests: m.Summary.Requests - m.Summary.Warmup, OutputTokensPerSec: m.Summary.TotalTokensPerSec}
+				Requests: m.Summary.Requests - m.Summary.WarmupRequests, OutputTokensPerSec: m.Summary.OutputTokensPerSec}
 			mr.rates(obj)
 			r.Models[name] = mr
 		}

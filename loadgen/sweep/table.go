@@ -169,8 +169,8 @@ func (b block) counts(run *Result, objective, pooled bool) {
 	if s.Canceled > 0 {
 		b.line("Cut at the end of the window", fmt.Sprint(s.Canceled))
 	}
-	if s.Warmup > 0 {
-		b.line("Warm-up requests (not counted)", fmt.Sprint(s.Warmup))
+	if s.WarmupRequests > 0 {
+		b.line("Warm-up requests (not counted)", fmt.Sprint(s.WarmupRequests))
 	}
 	window := fmt.Sprintf("%.2f", s.Window.Duration().Seconds())
 	b.line("Benchmark duration (s)", window)
