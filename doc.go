@@ -2,35 +2,35 @@
 // prefill, how many tokens per second they sustain at each context length and
 // concurrency, and where they run out of KV cache.
 //
-// The module is a set of small packages, each with one job:
+//   - [github.com/llmload/llmload/metrics]: request timelines into figures
+//     (HDR histograms, windows, throughput); pure math, no I/O.
+//   - [github.com/llmload/llmload/loadgen]: the streaming client, timing every
+//     token as it arrives, and the generator that runs one load;
+//     [github.com/llmload/llmload/loadgen/workload] says what is sent and
+//     [github.com/llmload/llmload/loadgen/loadgentest] simulates a server.
+//   - [github.com/llmload/llmload/loadgen/sweep]: the serving benchmark's
+//     runner, Benchmark: levels of concurrency or rate, sweeps, SLO searches.
+//   - [github.com/llmload/llmload/capacity]: what a KV cache holds, predicted.
+//   - [github.com/llmload/llmload/matrix]: the speed-test matrix's runner;
+//     [github.com/llmload/llmload/matrix/report] renders and compares it,
+//     [github.com/llmload/llmload/matrix/shard] spreads it over machines.
 //
-//   - [github.com/llmload/llmload/metrics] turns request timelines into
-//     numbers: HDR histograms of time to first token and time between tokens,
-//     throughput over a measurement window. Pure math, no I/O.
-//   - [github.com/llmload/llmload/loadgen] is the wire: a streaming client for
-//     OpenAI-compatible servers that timestamps every token as it arrives, and
-//     a generator that runs a load: N requests in flight, arrivals at a rate,
-//     or a schedule.
-//   - [github.com/llmload/llmload/loadgen/workload] says what is sent:
-//     synthetic prompts, datasets, traces and multi-turn sessions, sized in
-//     the server's tokens.
-//   - [github.com/llmload/llmload/loadgen/sweep] runs a load at several
-//     rates and searches for the highest rate that meets a latency objective,
-//     as serving benchmarks do.
-//   - [github.com/llmload/llmload/loadgen/loadgentest] is a simulated inference
-//     server, shaped like net/http/httptest, whose engine steps like a
-//     continuous-batching server.
-//   - [github.com/llmload/llmload/capacity] predicts which cells fit in the
-//     server's KV cache before any request is sent, and holds the one
-//     description of a server measured (its engine, version and limits).
-//   - [github.com/llmload/llmload/matrix] runs the speed-test matrix (contexts ×
-//     concurrency); [github.com/llmload/llmload/matrix/report] renders its
-//     results and compares runs; [github.com/llmload/llmload/matrix/shard]
-//     spreads a run over several machines.
+// Imports point down: the commands (examples/, over internal/cmd/) use
+// matrix and sweep, which use loadgen and capacity, which use metrics; the
+// leaf helpers in internal/ import nothing above their users
+// (TestImportsPointDown).
 //
-// Imports point down only: matrix and sweep use loadgen and capacity,
-// workload uses loadgen, and loadgen uses metrics. metrics and capacity
-// import nothing of the module but leaf helpers in internal/ (such as
-// internal/enumtext): packages that import nothing of the module
-// themselves.
+// Words, one meaning each, which the code's names follow:
+//
+//	TTFT         request sent → its first token of any kind, reasoning too
+//	TTFO         request sent → its first answer token, after any reasoning
+//	ITL          every gap between two tokens; a chunk of k tokens is k gaps
+//	TPOT         (latency − TTFT) ÷ (tokens − 1), a request's, as vLLM's
+//	TBT          (last − first token) ÷ (tokens − 1), a request's, the seed's
+//	warm-up      the time before a window: not measured
+//	window       the measured span of a run or a cell
+//	streams      requests in flight at once in a closed loop
+//	concurrency  a closed loop's streams, as a setting or a level
+//	rate         arrivals a second in an open loop
+//	capacity     what the KV cache holds, in tokens or requests
 package llmload
