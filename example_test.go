@@ -14,8 +14,8 @@ import (
 // The whole pipeline in a few lines: a simulated vLLM server calibrated to
 // the seed run, a small matrix against it, and each cell's verdict. The
 // 248K row is predicted over capacity from the server's own figures and
-// never sent. Results hold wall-clock time: at 20× speed, the 5 s each cell
-// measured are 100 s of the simulated server's time, which is what the
+// never sent. Results hold wall-clock time: at 20× speed, the 2 s each cell
+// measured are 40 s of the simulated server's time, which is what the
 // reports show.
 func Example() {
 	p := loadgentest.SeedProfile()
@@ -27,7 +27,7 @@ func Example() {
 		Spec: matrix.Spec{
 			URL: srv.URL + "/v1", Model: "bench",
 			Contexts: []int{0, 248 * 1024}, Concurrency: []int{1, 2}, Prefill: []int{},
-			Duration: 5 * time.Second, MaxTokens: 8192,
+			Duration: 2 * time.Second, MaxTokens: 8192,
 		},
 		Server: capacity.Server{Speed: p.Speed},
 		Client: &loadgen.Client{HTTPClient: srv.Client()},
@@ -47,8 +47,8 @@ func Example() {
 		fmt.Println()
 	}
 	// Output:
-	// 0K × 1: valid, measured for 5 s of wall-clock time
-	// 0K × 2: valid, measured for 5 s of wall-clock time
+	// 0K × 1: valid, measured for 2 s of wall-clock time
+	// 0K × 2: valid, measured for 2 s of wall-clock time
 	// 248K × 1: over_capacity (max_model_len)
 	// 248K × 2: over_capacity (max_model_len)
 }

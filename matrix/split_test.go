@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/harness/longtest"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/matrix"
@@ -111,6 +112,7 @@ func TestCellsSplitTTFT(t *testing.T) {
 // flagged as the network's, or the client's when the client was short of
 // CPU, with a note that says how much; every report says so.
 func TestCellFlagsTimeOutsideTheServer(t *testing.T) {
+	longtest.Skip(t)
 	sim := loadgentest.NewServer(knownProfile(1))
 	defer sim.Close()
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

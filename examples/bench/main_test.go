@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmload/llmload/capacity"
+	"github.com/llmload/llmload/internal/harness/longtest"
 	"github.com/llmload/llmload/loadgen"
 	"github.com/llmload/llmload/loadgen/loadgentest"
 	"github.com/llmload/llmload/loadgen/sweep"
@@ -158,6 +159,7 @@ func TestTrace(t *testing.T) {
 }
 
 func TestSweepPage(t *testing.T) {
+	longtest.Skip(t)
 	page := filepath.Join(t.TempDir(), "sweep.html")
 	code, _, errOut := bench(t, append(quick, "-profile", "sweep", "-rates", "2", "-throughput", "16", "-requests", "16", "-warmup", "0",
 		"-format", "html", "-o", page)...)

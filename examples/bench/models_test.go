@@ -20,6 +20,7 @@ import (
 // is in one model's figures, and the table and the JSON hold each
 // model's beside the total.
 func TestWeightedModels(t *testing.T) {
+	longtest.Skip(t)
 	args := append(quick, "-model", "a=3,b=1", "-requests", "400", "-concurrency", "16", "-warmup", "0s", "-output-len", "4")
 	code, out, errOut := bench(t, append(args, "-format", "json")...)
 	require.Equal(t, 0, code, errOut)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llmload/llmload/internal/harness/longtest"
 	"github.com/llmload/llmload/matrix"
 )
 
@@ -18,6 +19,7 @@ import (
 // cell gets its energy, and -render shows tokens per joule in every
 // format.
 func TestGPUEnergy(t *testing.T) {
+	longtest.Skip(t)
 	dir := t.TempDir()
 	results := filepath.Join(dir, "r.json")
 	var out, errOut bytes.Buffer
