@@ -250,6 +250,8 @@ func TestLeaderUnderHugeBodies(t *testing.T) {
 	log := &logbuffer.Buffer{}
 	leader := &Leader{Token: hostileToken, Spec: spec, Followers: 1, JoinTimeout: 20 * time.Second, Log: log}
 	url := serveLeader(t, leader)
+	leader.init() // its run id, read below, set before it is read
+	run := leader.run
 
 	runtime.GC()
 	var before runtime.MemStats
@@ -265,7 +267,7 @@ func TestLeaderUnderHugeBodies(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodPost, url+pathReport, io.NopCloser(&zeros{left: body, read: &sent[i]}))
 			req.ContentLength = -1 // chunked: the leader cannot refuse it by its length
 			if i%2 == 1 {
-				signRequest(req, hostileToken, leader.run, []byte("a body other than the one sent"))
+				signRequest(req, hostileToken, run, []byte("a body other than the one sent"))
 			}
 			hc := &http.Client{Transport: &http.Transport{}}
 			defer hc.CloseIdleConnections()
