@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmload/llmload/internal/figure"
+
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/counts"
 	"github.com/llmload/llmload/loadgen"
@@ -519,7 +521,7 @@ func classify(c *Cell, run *loadgen.Run, samples *serverSamples, streams *Stream
 		// as failed by the client) are the server's failure, not a lack
 		// of capacity.
 		empty := s.Completed + s.Errors[metrics.KindEmptyAnswer]
-		return Failed, fmt.Sprintf("the server completed %s with no tokens", plural(empty, "request", "requests"))
+		return Failed, fmt.Sprintf("the server completed %s with no tokens", figure.Plural(empty, "request", "requests"))
 	case s.OutputTokens == 0:
 		return OverCapacity, "starved: no output token in the window"
 	}
@@ -651,7 +653,7 @@ func explain(c *Cell, m *Measurement, coldTTFT time.Duration) []string {
 		return nil
 	}
 	notes := []string{fmt.Sprintf("the total tok/s is %s of the per-request rate × %s: %s",
-		fmtShare(m.OutputTokensPerSec/(m.PerRequestTokensPerSec*n)), plural(c.Concurrency, "stream", "streams"), strings.Join(why, "; "))}
+		fmtShare(m.OutputTokensPerSec/(m.PerRequestTokensPerSec*n)), figure.Plural(c.Concurrency, "stream", "streams"), strings.Join(why, "; "))}
 	if c.Status != RequestsQueued && c.ContextTokens > 0 && coldTTFT >= minNotedPrefill && m.TTFT.P50 >= 0.5*coldTTFT.Seconds()*1000 {
 		notes = append(notes, fmt.Sprintf("the median TTFT is %s of the cold prefill of this prompt: the server prefills it again on every request",
 			fmtShare(m.TTFT.P50/(coldTTFT.Seconds()*1000))))
@@ -674,7 +676,7 @@ func noisy(c *Cell, m *Measurement) string {
 	}
 	var why []string
 	if st := m.Streams; st != nil && st.PeakDecoding < min(minWindowStreams, c.Concurrency) {
-		why = append(why, fmt.Sprintf("only %d of its %s decoded in the window", st.PeakDecoding, plural(c.Concurrency, "stream", "streams")))
+		why = append(why, fmt.Sprintf("only %d of its %s decoded in the window", st.PeakDecoding, figure.Plural(c.Concurrency, "stream", "streams")))
 	}
 	if total, _, _, _ := c.Intervals(1); total != nil {
 		v := m.OutputTokensPerSec

@@ -3,8 +3,9 @@ package matrix
 import (
 	"math"
 	"slices"
-	"strconv"
 	"time"
+
+	"github.com/llmload/llmload/internal/figure"
 
 	"github.com/llmload/llmload/metrics"
 )
@@ -99,7 +100,7 @@ func toWall(speed float64) clockConversion { return clockConversion{speed, false
 // time converts a time (of any unit) between the clocks.
 func (c clockConversion) time(x float64) float64 {
 	if c.toServer {
-		return roundFigure(x * c.speed)
+		return figure.Round(x * c.speed)
 	}
 	return x / c.speed
 }
@@ -107,7 +108,7 @@ func (c clockConversion) time(x float64) float64 {
 // rate converts a rate (anything per second) between the clocks.
 func (c clockConversion) rate(x float64) float64 {
 	if c.toServer {
-		return roundFigure(x / c.speed)
+		return figure.Round(x / c.speed)
 	}
 	return x * c.speed
 }
@@ -123,18 +124,6 @@ func (c clockConversion) distribution(d metrics.Distribution) metrics.Distributi
 		*v = c.duration(*v)
 	}
 	return d
-}
-
-// roundFigure rounds x to 12 significant digits.
-func roundFigure(x float64) float64 {
-	if x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {
-		return x
-	}
-	v, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 12, 64), 64)
-	if err != nil {
-		return x
-	}
-	return v
 }
 
 // converted returns the spec with its durations in the other clock.

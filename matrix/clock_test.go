@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/llmload/llmload/internal/figure"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -57,8 +59,8 @@ func TestResultsV1FiguresComeBackExact(t *testing.T) {
 		var ttft Quantiles
 		require.NoError(t, json.Unmarshal(doc.Cells[i]["total_tok_s"], &total))
 		require.NoError(t, json.Unmarshal(doc.Cells[i]["ttft_ms"], &ttft))
-		assert.Equal(t, roundFigure(total), m.OutputTokensPerSec, "%d × %d", c.ContextTokens, c.Concurrency)
-		want := Quantiles{P50: roundFigure(ttft.P50), P90: roundFigure(ttft.P90), P99: roundFigure(ttft.P99)}
+		assert.Equal(t, figure.Round(total), m.OutputTokensPerSec, "%d × %d", c.ContextTokens, c.Concurrency)
+		want := Quantiles{P50: figure.Round(ttft.P50), P90: figure.Round(ttft.P90), P99: figure.Round(ttft.P99)}
 		assert.Equal(t, want, m.TTFT, "%d × %d", c.ContextTokens, c.Concurrency)
 		checked++
 	}

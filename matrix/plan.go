@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/llmload/llmload/internal/figure"
+
 	"github.com/llmload/llmload/capacity"
 )
 
@@ -178,10 +180,10 @@ func (e runEstimate) describe() string {
 		return fmt.Sprintf("%.0f s", max(d.Seconds(), 1))
 	}
 	s := fmt.Sprintf("%s to measure, at least %s, at most %s if every warm-up runs to its timeout",
-		plural(e.Cells, "cell", "cells"), wall(e.Least), wall(e.Most))
+		figure.Plural(e.Cells, "cell", "cells"), wall(e.Least), wall(e.Most))
 	if e.Prefill > 0 || e.Cells > 0 {
 		s += fmt.Sprintf("; plus %s and one scout a cell, as fast as the server prefills",
-			plural(e.Prefill, "prefill request", "prefill requests"))
+			figure.Plural(e.Prefill, "prefill request", "prefill requests"))
 	}
 	if len(e.Unknown) > 0 {
 		s += "; limits unknown (" + strings.Join(e.Unknown, ", ") + "): cells beyond them are sent, not predicted"

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmload/llmload/internal/figure"
+
 	"github.com/llmload/llmload/capacity"
 	"github.com/llmload/llmload/internal/counts"
 	"github.com/llmload/llmload/internal/dcgm"
@@ -890,7 +892,7 @@ func describe(c *Cell) string {
 		s += "; shards " + shardList(m.Shards)
 	}
 	if m.Energy != nil {
-		s += "; " + energyText(m.Energy)
+		s += "; " + figure.Energy(m.Energy)
 	}
 	return s
 }

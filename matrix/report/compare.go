@@ -1,6 +1,7 @@
 package report
 
 import (
+	fig "github.com/llmload/llmload/internal/figure"
 	"github.com/llmload/llmload/matrix"
 
 	"cmp"
@@ -199,7 +200,7 @@ func newRatio(base, next estimate) *Ratio {
 	if base.v == 0 || next.v == 0 || !ok(next.v/base.v) {
 		return r
 	}
-	r.Ratio, r.Change = roundFigure(next.v/base.v), changeSame // a ratio of two decimals shows as one: 1.12, not 1.1199999999999999
+	r.Ratio, r.Change = fig.Round(next.v/base.v), changeSame // a ratio of two decimals shows as one: 1.12, not 1.1199999999999999
 	switch {
 	case r.Ratio > 1+compareThreshold:
 		r.Change = changeBetter

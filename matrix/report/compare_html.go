@@ -1,6 +1,7 @@
 package report
 
 import (
+	fig "github.com/llmload/llmload/internal/figure"
 	"github.com/llmload/llmload/matrix"
 
 	"fmt"
@@ -137,7 +138,7 @@ func (cr *comparisonReport) htmlHighlights() []htmlFact {
 	var out []htmlFact
 	if ratios := cr.ratios(); len(ratios) > 0 {
 		out = append(out, htmlFact{Label: "Total tok/s, geometric mean",
-			Value: thousands.Float(geomean(ratios), 2) + "×", Detail: "over " + plural(len(ratios), "cell", "cells") + " measured in both"})
+			Value: thousands.Float(geomean(ratios), 2) + "×", Detail: "over " + fig.Plural(len(ratios), "cell", "cells") + " measured in both"})
 	}
 	return append(out,
 		htmlFact{Label: "Faster cells", Value: strconv.Itoa(n.better), Detail: "total tok/s up by more than 5% and beyond the runs' noise"},
@@ -185,7 +186,7 @@ func htmlCompareCell(x *CellChange) htmlCell {
 	}{
 		{"Total tok/s", x.OutputTokensPerSec, fmtRate}, {"Per request tok/s", x.PerRequestTokensPerSec, fmtRate},
 		{"TTFT", x.TTFTp50, fmtTTFT}, {"Time between tokens", x.TBTp50, fmtTBT},
-		{"Tokens per joule", x.TokensPerJoule, fmtSignificant},
+		{"Tokens per joule", x.TokensPerJoule, fig.Significant},
 	} {
 		if f.r != nil {
 			line := f.name + ": " + fmtPair(f.r, f.format)

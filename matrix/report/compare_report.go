@@ -1,6 +1,7 @@
 package report
 
 import (
+	fig "github.com/llmload/llmload/internal/figure"
 	"github.com/llmload/llmload/matrix"
 
 	"bufio"
@@ -123,7 +124,7 @@ func (c *Comparison) report() *comparisonReport {
 	for _, x := range c.Cells {
 		row := compareLongRow(x)
 		if cr.energy {
-			row = slices.Insert(row, len(row)-1, fmtPair(x.TokensPerJoule, fmtSignificant))
+			row = slices.Insert(row, len(row)-1, fmtPair(x.TokensPerJoule, fig.Significant))
 		}
 		cr.long = append(cr.long, row)
 	}

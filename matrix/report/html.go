@@ -1,6 +1,7 @@
 package report
 
 import (
+	fig "github.com/llmload/llmload/internal/figure"
 	"github.com/llmload/llmload/matrix"
 
 	_ "embed"
@@ -268,7 +269,7 @@ func htmlGridCell(c *matrix.Cell, ctx, n int, scale heatScale) htmlCell {
 		hc.Main = wordsOf(c.Status)
 		switch {
 		case c.Measurement != nil && c.Errors > 0:
-			hc.Sub = plural(c.Errors, "error", "errors")
+			hc.Sub = fig.Plural(c.Errors, "error", "errors")
 		case c.Measurement != nil:
 			hc.Sub = "ran: no output"
 		}
@@ -285,7 +286,7 @@ func htmlGridCell(c *matrix.Cell, ctx, n int, scale heatScale) htmlCell {
 		hc.Sub = fmtTTFT(c.Measurement.TTFT.P50) + " TTFT"
 	}
 	if e := c.Measurement.Energy; e != nil && e.TokensPerJoule > 0 {
-		hc.Sub = strings.TrimPrefix(hc.Sub+" · ", " · ") + fmtSignificant(e.TokensPerJoule) + " tok/J"
+		hc.Sub = strings.TrimPrefix(hc.Sub+" · ", " · ") + fig.Significant(e.TokensPerJoule) + " tok/J"
 	}
 	var badge []string
 	if c.Status != matrix.Valid {
@@ -301,7 +302,7 @@ func htmlGridCell(c *matrix.Cell, ctx, n int, scale heatScale) htmlCell {
 		badge = append(badge, "noisy")
 	}
 	if c.Errors > 0 {
-		badge = append(badge, plural(c.Errors, "error", "errors"))
+		badge = append(badge, fig.Plural(c.Errors, "error", "errors"))
 	}
 	hc.Badge = strings.Join(badge, " · ")
 	return hc
@@ -338,7 +339,7 @@ func cellTooltip(c *matrix.Cell) string {
 			lines = append(lines, "Goodput "+thousands.Float(m.Goodput, 2)+" requests/s within the SLO")
 		}
 		if e := m.Energy; e != nil {
-			lines = append(lines, energyText(e))
+			lines = append(lines, fig.Energy(e))
 		}
 		if m.SplitRequests > 0 {
 			lines = append(lines, splitText(m))

@@ -3,7 +3,6 @@ package report
 import (
 	"github.com/llmload/llmload/internal/tokencount"
 
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -30,16 +29,6 @@ func fmtTTFT(ms float64) string { return thousands.Float(ms, 0) + " ms" }
 // fmtTBT is a time between tokens: "12.2 ms".
 func fmtTBT(ms float64) string { return thousands.Float(ms, 1) + " ms" }
 
-// fmtSignificant is a ratio with three significant digits at least:
-// 0.0123, 1.23, 12.3, 1,234.
-func fmtSignificant(v float64) string {
-	dec := 0
-	if v > 0 {
-		dec = max(0, 2-int(math.Floor(math.Log10(v))))
-	}
-	return thousands.Float(v, dec)
-}
-
 // fmtInt is a count: "15,112".
 func fmtInt(n int) string { return thousands.Int(n) }
 
@@ -60,29 +49,9 @@ func tokenList(v []int) string {
 	return strings.Join(s, ", ")
 }
 
-// plural is "1 context", "6 contexts".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}
-
 // cleanText makes a string from the server or the user safe to print on a
 // terminal or in a one-line cell: see [textsafe.Line].
 func cleanText(s string) string { return textsafe.Line(s) }
-
-// roundFigure rounds x to 12 significant digits.
-func roundFigure(x float64) float64 {
-	if x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {
-		return x
-	}
-	v, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 12, 64), 64)
-	if err != nil {
-		return x
-	}
-	return v
-}
 
 // abs is |x|.
 func abs(x int) int { return max(x, -x) }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	fig "github.com/llmload/llmload/internal/figure"
 	"github.com/llmload/llmload/matrix"
 
 	"cmp"
@@ -174,7 +175,7 @@ func splitText(m *matrix.Measurement) string {
 	pq := func(q matrix.Quantiles) string {
 		return "p50 " + fmtTBT(q.P50) + ", p90 " + fmtTBT(q.P90) + ", p99 " + fmtTBT(q.P99)
 	}
-	s := "TTFT by the server's timings of " + plural(m.SplitRequests, "request", "requests") + ": queue " + pq(m.ServerQueue) +
+	s := "TTFT by the server's timings of " + fig.Plural(m.SplitRequests, "request", "requests") + ": queue " + pq(m.ServerQueue) +
 		" · prefill " + pq(m.ServerPrefill) + " · network and client " + pq(m.Rest)
 	if m.OutsideServer != "" {
 		s += " — much of it outside the server: the " + m.OutsideServer + "'s"
@@ -226,8 +227,8 @@ func (g grid[C]) drawn() bool { return gridFits(len(g.contexts), len(g.concurren
 // sparseNote says why the grid is not drawn.
 func (g grid[C]) sparseNote() string {
 	return fmt.Sprintf("The %s span %s × %s: too sparse for a grid, so every cell is listed instead.",
-		plural(len(g.cells), "cell", "cells"), plural(len(g.contexts), "context", "contexts"),
-		plural(len(g.concurrency), "concurrency level", "concurrency levels"))
+		fig.Plural(len(g.cells), "cell", "cells"), fig.Plural(len(g.contexts), "context", "contexts"),
+		fig.Plural(len(g.concurrency), "concurrency level", "concurrency levels"))
 }
 
 // ordered returns the cells in grid order: by context, then concurrency.
@@ -395,22 +396,9 @@ func gridLines(c *matrix.Cell) []string {
 		lines = append(lines, fmtTTFT(c.Measurement.TTFO.P50)+" TTFO")
 	}
 	if e := c.Measurement.Energy; e != nil && e.TokensPerJoule > 0 {
-		lines = append(lines, fmtSignificant(e.TokensPerJoule)+" tok/J")
+		lines = append(lines, fig.Significant(e.TokensPerJoule)+" tok/J")
 	}
 	return lines
-}
-
-// energyText says a cell's energy in a line: "GPUs: 4,215 J at 140.5 W
-// mean · 1.23 tok/J · 0.813 J a token · $0.42 per million tokens".
-func energyText(e *metrics.Energy) string {
-	s := "GPUs: " + thousands.Float(e.Joules, 0) + " J at " + thousands.Float(e.MeanWatts, 1) + " W mean"
-	if e.TokensPerJoule > 0 {
-		s += " · " + fmtSignificant(e.TokensPerJoule) + " tok/J · " + fmtSignificant(e.JoulesPerToken) + " J a token"
-	}
-	if e.DollarsPerMillionTokens > 0 {
-		s += " · $" + thousands.Float(e.DollarsPerMillionTokens, 2) + " per million tokens"
-	}
-	return s
 }
 
 // energyCols says which of the energy's columns the reports show: none
@@ -446,11 +434,11 @@ var energyColumnList = []energyColumn{
 		func(e *metrics.Energy) string { return thousands.Float(e.MeanWatts, 1) + " W" },
 		func(e *metrics.Energy) string { return csvFloat(e.MeanWatts, 1) }},
 	{"Tokens per joule", "tokens_per_joule",
-		func(e *metrics.Energy) string { return dashUnlessPositive(e.TokensPerJoule, fmtSignificant) },
+		func(e *metrics.Energy) string { return dashUnlessPositive(e.TokensPerJoule, fig.Significant) },
 		func(e *metrics.Energy) string { return csvPositive(e.TokensPerJoule, 4) }},
 	{"Joules per token", "joules_per_token",
 		func(e *metrics.Energy) string {
-			return dashUnlessPositive(e.JoulesPerToken, func(v float64) string { return fmtSignificant(v) + " J" })
+			return dashUnlessPositive(e.JoulesPerToken, func(v float64) string { return fig.Significant(v) + " J" })
 		},
 		func(e *metrics.Energy) string { return csvPositive(e.JoulesPerToken, 4) }},
 	{"$ per million tokens", "usd_per_million_tokens",
@@ -602,9 +590,9 @@ func (rp *report) newHeader() reportHeader {
 			return lo + "–" + hi
 		}
 		shape = append(shape, fmt.Sprintf("%s (%s) × %s (%s)",
-			plural(len(g.contexts), "context", "contexts"),
+			fig.Plural(len(g.contexts), "context", "contexts"),
 			span(formatTokens(g.contexts[0]), formatTokens(g.contexts[len(g.contexts)-1])),
-			plural(len(g.concurrency), "concurrency level", "concurrency levels"),
+			fig.Plural(len(g.concurrency), "concurrency level", "concurrency levels"),
 			span(strconv.Itoa(g.concurrency[0]), strconv.Itoa(g.concurrency[len(g.concurrency)-1]))))
 	}
 	pre := r.Spec.Prefill
@@ -817,7 +805,7 @@ func lostShards(m *matrix.Measurement) int {
 // partialWords says why a partial cell is partial.
 func partialWords(m *matrix.Measurement) string {
 	if n := lostShards(m); n > 0 {
-		return fmt.Sprintf("partial: %s lost", plural(n, "shard", "shards"))
+		return fmt.Sprintf("partial: %s lost", fig.Plural(n, "shard", "shards"))
 	}
 	return "interrupted before its window ended"
 }
